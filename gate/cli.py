@@ -1,0 +1,43 @@
+"""The `gate` command line: one subcommand per module in `gate/commands/`."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from gate import __version__
+from gate.errors import EXIT_BAD_INPUT, GateError
+
+# Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
+COMMANDS = ("score", "policy")
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.print_usage(sys.stderr)
+        print(f"gate: error: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_BAD_INPUT)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.")
+    parser.add_argument("--version", action="version", version=f"gate {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
+    for name in COMMANDS:
+        importlib.import_module(f"gate.commands.{name}").register(sub)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the CLI; returns the exit code (0 accepted, 1 blocked, 2 bad input, 3 the gate failed)."""
+    args = build_parser().parse_args(argv)
+    try:
+        code: int = args.func(args)
+    except GateError as exc:
+        print(f"gate: error: {exc.render()}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        return 130
+    return code

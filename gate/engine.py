@@ -1,0 +1,77 @@
+"""The pipeline's middle: run the checks over what is scored and add the penalties up into a verdict."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from gate import __version__
+from gate.checks import all_checks
+from gate.checks.base import Check, CheckContext
+from gate.policy.model import Policy
+from gate.sandbox.base import Sandbox
+from gate.subject import Subject
+from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict
+
+
+def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
+          checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
+    """Score `subject` under `policy`. `sandbox` is None when no code may run (static checks only)."""
+    started = time.perf_counter()
+    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, files=list(subject.files))
+    penalties: list[Penalty] = []
+    notes: list[Note] = []
+    cases: list[CaseReport] = []
+    timings: dict[str, float] = {}
+    for check in checks if checks is not None else all_checks():
+        t0 = time.perf_counter()
+        blocker = _unmet_requirement(check, ctx)
+        if blocker:
+            report = CheckReport(check.name, "skipped", reason=blocker)
+        else:
+            result = check.run(ctx)
+            penalties.extend(result.penalties)
+            notes.extend(result.notes)
+            cases.extend(result.cases)
+            points = sum(p.points for p in result.penalties)
+            if result.skipped:
+                report = CheckReport(check.name, "skipped", reason=result.skipped)
+            else:
+                report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points)
+        seconds = round(time.perf_counter() - t0, 4)
+        ctx.reports[check.name] = CheckReport(report.name, report.status, report.points, report.reason, seconds)
+        timings[check.name] = seconds
+    total = sum(p.points for p in penalties)
+    within = total <= policy.budget and not subject.blocked_reasons
+    timings["total"] = round(time.perf_counter() - started, 4)
+    return Verdict(
+        subject_kind=subject.kind,
+        subject_label=subject.label,
+        policy_source=policy.source,
+        mode=policy.mode,
+        budget=policy.budget,
+        total=total,
+        accepted=within or policy.mode == "advisory",
+        penalties=tuple(penalties),
+        checks=tuple(ctx.reports.values()),
+        cases=tuple(cases),
+        blocked_reasons=subject.blocked_reasons,
+        notes=tuple(notes),
+        isolation=tuple(sorted(sandbox.isolation.items())) if sandbox else (("code execution", "off: not run"),),
+        facts=subject.facts,
+        timings=tuple(timings.items()),
+        gate_version=__version__,
+        reproduce=reproduce,
+    )
+
+
+def _unmet_requirement(check: Check, ctx: CheckContext) -> str:
+    for name in check.requires:
+        report = ctx.reports.get(name)
+        if report is None:
+            continue
+        if report.status == "failed":
+            return f"{name} failed"
+        if report.status == "skipped":
+            return f"{name} was skipped"
+    return ""

@@ -1,0 +1,43 @@
+"""The errors a user can meet, each mapped to the exit code the README documents.
+
+Exit codes: 0 accepted, 1 over budget or blocked, 2 bad input or usage, 3 the gate could not do its job.
+"""
+
+from __future__ import annotations
+
+EXIT_ACCEPTED = 0
+EXIT_BLOCKED = 1
+EXIT_BAD_INPUT = 2
+EXIT_GATE_FAILED = 3
+
+
+class GateError(Exception):
+    """An error reported to the user as one line, without a traceback."""
+
+    exit_code = EXIT_BAD_INPUT
+
+    def __init__(self, message: str, *, file: str | None = None, line: int | None = None,
+                 key: str | None = None) -> None:
+        self.message = message
+        self.file = file
+        self.line = line
+        self.key = key
+        super().__init__(self.render())
+
+    def render(self) -> str:
+        """`file:line: key: message`, leaving out the parts that are unknown."""
+        where = ""
+        if self.file:
+            where = self.file + (f":{self.line}" if self.line else "") + ": "
+        key = f"{self.key}: " if self.key else ""
+        return f"{where}{key}{self.message}"
+
+
+class BadInput(GateError):
+    """A file or argument the user gave is wrong (exit 2)."""
+
+
+class GateFailure(GateError):
+    """The gate could not do its job, e.g. a required isolation layer is missing (exit 3)."""
+
+    exit_code = EXIT_GATE_FAILED

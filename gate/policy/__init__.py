@@ -1,0 +1,1 @@
+"""The repository's policy: model, schema, presets and loader."""

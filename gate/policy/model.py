@@ -1,0 +1,162 @@
+"""The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded.
+
+The defaults here are the `default` preset's schedule (design.md); `policies/default.yml` spells the same values
+out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
+`gate/policy/schema.json` before building these objects, so their constructors trust their input.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+CHECK_NAMES = ("extract", "parse", "imports", "claims", "smoke", "timeout", "nondeterminism", "judge")
+
+# Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem
+# access, native code and dynamic loading.
+DEFAULT_DENY = (
+    "os", "subprocess", "socket", "shutil", "ctypes", "cffi", "importlib", "multiprocessing", "signal", "pty",
+    "http", "urllib", "ftplib", "smtplib", "telnetlib", "ssl", "asyncio.subprocess", "requests", "httpx",
+    "pickle", "marshal", "shelve", "builtins", "code", "codeop", "runpy", "resource", "mmap",
+    "fcntl", "posix", "nt", "_thread", "gc", "inspect",
+)
+DYNAMIC_LOADERS = ("__import__", "importlib.import_module", "eval", "exec", "compile")
+
+
+@dataclass(frozen=True)
+class Points:
+    """Points charged per check; smoke and timeout per case, the others once."""
+
+    extract: int = 5
+    parse: int = 5
+    imports: int = 3
+    claims: int = 3
+    smoke: int = 2
+    timeout: int = 4
+    nondeterminism: int = 2
+    judge: int = 0
+
+    def of(self, check: str) -> int:
+        value: int = getattr(self, check)
+        return value
+
+
+@dataclass(frozen=True)
+class Paths:
+    """Which changed files are gated: globs relative to the repository root."""
+
+    include: tuple[str, ...] = ("**/*.py",)
+    exclude: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Imports:
+    """Allow-list (empty means anything not denied), deny-list, and which imports count."""
+
+    allow: tuple[str, ...] = ()
+    deny: tuple[str, ...] = DEFAULT_DENY
+    scope: Literal["added", "all"] = "added"
+    dynamic: bool = True
+
+
+@dataclass(frozen=True)
+class Language:
+    """How to syntax-check files of one extension other than Python: argv with `{path}` for the file."""
+
+    extension: str
+    command: tuple[str, ...]
+    timeout: float = 10.0
+
+
+@dataclass(frozen=True)
+class Claims:
+    """The complexity-claims check: whether a function claimed O(1) may still loop."""
+
+    allow_loops: bool = False
+
+
+@dataclass(frozen=True)
+class Bots:
+    """Which pull requests are gated."""
+
+    logins: tuple[str, ...] = ()
+    patterns: tuple[str, ...] = ("*[bot]",)
+    account_types: tuple[str, ...] = ("Bot",)
+    branches: tuple[str, ...] = ()
+    opt_in_labels: tuple[str, ...] = ("gate",)
+    opt_out_labels: tuple[str, ...] = ("no-gate",)
+
+
+@dataclass(frozen=True)
+class Hidden:
+    """Where hidden cases live: a path read from the base commit, or a file named by an environment variable."""
+
+    path: str | None = ".github/gate-hidden.yml"
+    env: str = "GATE_HIDDEN_CASES"
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for every run of candidate code."""
+
+    timeout: float = 5.0
+    cpu: float = 5.0
+    memory_mb: int = 512
+    output_kb: int = 256
+    processes: int = 32
+    open_files: int = 64
+    file_size_mb: int = 16
+    disk_mb: int = 64
+
+
+@dataclass(frozen=True)
+class CaseSpec:
+    """One case as written in a policy, task or dataset; its kind (gate.cases) gives `fields` meaning."""
+
+    kind: str
+    name: str
+    fields: tuple[tuple[str, Any], ...] = ()
+    hidden: bool = False
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return dict(self.fields).get(key, default)
+
+
+@dataclass(frozen=True)
+class Judge:
+    """An optional model judge that advises (issue 7); off unless `enabled`."""
+
+    enabled: bool = False
+    url: str = ""
+    model: str = ""
+    api_key_env: str = "GATE_JUDGE_API_KEY"
+    rubric: str = ""
+    rubric_file: str | None = None
+    timeout: float = 30.0
+    retries: int = 2
+    add_points: bool = False
+    needs_review: Literal["advice", "label", "block"] = "advice"
+    label: str = "needs-review"
+
+
+@dataclass(frozen=True)
+class Policy:
+    """The effective policy after `extends:` is applied."""
+
+    budget: int = 3
+    mode: Literal["enforce", "advisory"] = "enforce"
+    points: Points = field(default_factory=Points)
+    paths: Paths = field(default_factory=Paths)
+    imports: Imports = field(default_factory=Imports)
+    languages: tuple[Language, ...] = ()
+    claims: Claims = field(default_factory=Claims)
+    cases: tuple[CaseSpec, ...] = ()
+    hidden: Hidden = field(default_factory=Hidden)
+    bots: Bots = field(default_factory=Bots)
+    limits: Limits = field(default_factory=Limits)
+    runs: int = 2
+    require: tuple[str, ...] = ()
+    python: str = "3.11"
+    judge: Judge = field(default_factory=Judge)
+    # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
+    source: str = "default preset"

@@ -1,0 +1,1 @@
+"""Run candidate programs under limits (see base.py for the interface)."""

@@ -1,0 +1,75 @@
+"""The sandbox's interface: run one program under limits and say what happened.
+
+It knows nothing of GitHub, policies or penalties. Backends (a warm zygote, a fresh interpreter, ...) live in
+their own modules and are chosen by `gate.sandbox.open_sandbox`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Bounds for one run. Sizes in bytes so that the sandbox needs no policy to interpret them."""
+
+    wall_s: float = 5.0
+    cpu_s: float = 5.0
+    memory_bytes: int = 512 * 1024 * 1024
+    output_bytes: int = 256 * 1024
+    processes: int = 32
+    open_files: int = 64
+    file_size_bytes: int = 16 * 1024 * 1024
+    disk_bytes: int = 64 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run: a Python script (run by the sandbox's interpreter) or a plain argv, in a private directory.
+
+    `files` are written into the private working directory before the run; `tree` (a clean export of the code
+    under test) is copied there first. Exactly one of `script` and `argv` is set.
+    """
+
+    script: str | None = None  # path, relative to the working directory, of a Python program
+    args: tuple[str, ...] = ()
+    argv: tuple[str, ...] | None = None  # a non-Python program: always a fresh exec
+    files: Mapping[str, bytes] = field(default_factory=dict)
+    tree: Path | None = None
+    stdin: bytes = b""
+    env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
+    hash_seed: int = 0
+    limits: Limits = field(default_factory=Limits)
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """What happened. `result` is what the program wrote on its result channel, separate from stdout."""
+
+    exit_code: int | None
+    signal: int | None
+    timed_out: bool
+    stdout: bytes
+    stderr: bytes
+    result: bytes | None
+    output_truncated: bool = False
+    killed_reason: str = ""  # "wall timeout", "cpu limit", "output limit", "memory limit", ...
+    wall_s: float = 0.0
+
+
+# Environment variable naming the file descriptor of the result channel inside a run.
+RESULT_FD_ENV = "GATE_RESULT_FD"
+
+
+class Sandbox(Protocol):
+    """A backend that runs programs. `isolation` lists each layer and how it was (for the verdict)."""
+
+    @property
+    def isolation(self) -> Mapping[str, str]: ...
+
+    def run(self, request: RunRequest) -> RunResult: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,52 @@
+"""What is scored: the one shape that the four inputs (PR, git range, model reply, dataset sample) become."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+from gate.policy.model import CaseSpec
+
+SubjectKind = Literal["reply", "range", "pull_request", "sample"]
+
+
+@dataclass(frozen=True)
+class SourceFile:
+    """One gated file of the change, as it is at the head."""
+
+    path: str
+    text: str
+    # Line numbers (1-based) that the change adds; None when the whole file counts (a reply, a new file).
+    added_lines: frozenset[int] | None = None
+    status: Literal["added", "modified", "renamed", "extracted"] = "added"
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class Task:
+    """A task from a task file or dataset: what the code was asked to do."""
+
+    name: str
+    prompt: str = ""
+    function: str | None = None
+    allowed_imports: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class Subject:
+    """Everything the checks need to know about what is scored, and nothing about where it came from."""
+
+    kind: SubjectKind
+    label: str  # "reply.md", "main..HEAD", "PR #12", "HumanEval/0 sample 3"
+    files: tuple[SourceFile, ...] = ()
+    reply: str | None = None  # the raw model reply, for kind "reply" and raw dataset samples
+    task: Task | None = None
+    cases: tuple[CaseSpec, ...] = ()
+    hidden_cases: tuple[CaseSpec, ...] = ()
+    # A clean export of the head tree that stdio and call cases run against (never the live worktree).
+    tree: Path | None = None
+    # Reasons a human must look whatever the score, e.g. the change edits the policy or the hidden cases.
+    blocked_reasons: tuple[str, ...] = ()
+    # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
+    facts: tuple[tuple[str, str], ...] = field(default=())

@@ -1,0 +1,130 @@
+"""The verdict: plain data with a versioned JSON shape (`gate/verdict.schema.json`). Reporters only render it."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass
+from importlib import resources
+from typing import Any, Literal
+
+import jsonschema
+
+SCHEMA_VERSION = 1
+
+CheckStatus = Literal["passed", "failed", "skipped"]
+CaseStatus = Literal["passed", "failed", "timeout", "error"]
+
+
+@dataclass(frozen=True)
+class Location:
+    path: str
+    line: int | None = None
+    column: int | None = None
+
+
+@dataclass(frozen=True)
+class Penalty:
+    """Points charged by one check, with what went wrong and where."""
+
+    check: str
+    points: int
+    message: str
+    locations: tuple[Location, ...] = ()
+    case: int | None = None  # the case's index, for smoke and timeout penalties
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    """How one check went: passed, failed (with points) or skipped (with the reason)."""
+
+    name: str
+    status: CheckStatus
+    points: int = 0
+    reason: str = ""
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class CaseReport:
+    """One case's outcome. For a hidden case `detail` never holds the expected value."""
+
+    index: int
+    name: str
+    kind: str
+    hidden: bool
+    status: CaseStatus
+    detail: str = ""  # short expected/got diff, or "returned int" for a hidden case
+    seconds: float = 0.0
+
+
+@dataclass(frozen=True)
+class Note:
+    """Advice that is not a penalty (a model judge, a dirty worktree, ...)."""
+
+    source: str
+    message: str
+    locations: tuple[Location, ...] = ()
+
+
+@dataclass(frozen=True)
+class Verdict:
+    subject_kind: str
+    subject_label: str
+    policy_source: str
+    mode: str
+    budget: int
+    total: int
+    accepted: bool
+    penalties: tuple[Penalty, ...] = ()
+    checks: tuple[CheckReport, ...] = ()
+    cases: tuple[CaseReport, ...] = ()
+    blocked_reasons: tuple[str, ...] = ()
+    notes: tuple[Note, ...] = ()
+    isolation: tuple[tuple[str, str], ...] = ()  # layer name -> what it was ("on", "off: why", "nobody")
+    facts: tuple[tuple[str, str], ...] = ()
+    timings: tuple[tuple[str, float], ...] = ()
+    gate_version: str = ""
+    schema_version: int = SCHEMA_VERSION
+    reproduce: str = ""  # the command that reproduces this verdict locally
+
+    @property
+    def blocked(self) -> bool:
+        return not self.accepted
+
+    def to_dict(self) -> dict[str, Any]:
+        data = asdict(self)
+        for key in ("isolation", "facts", "timings"):
+            data[key] = dict(getattr(self, key))
+        return data
+
+    def to_json(self, indent: int | None = 2) -> str:
+        return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Verdict:
+        validate(data)
+        d = dict(data)
+        d["penalties"] = tuple(
+            Penalty(**{**p, "locations": tuple(Location(**loc) for loc in p["locations"])}) for p in d["penalties"]
+        )
+        d["checks"] = tuple(CheckReport(**c) for c in d["checks"])
+        d["cases"] = tuple(CaseReport(**c) for c in d["cases"])
+        d["notes"] = tuple(
+            Note(**{**n, "locations": tuple(Location(**loc) for loc in n["locations"])}) for n in d["notes"]
+        )
+        d["blocked_reasons"] = tuple(d["blocked_reasons"])
+        for key in ("isolation", "facts", "timings"):
+            d[key] = tuple(d[key].items())
+        return cls(**d)
+
+
+def schema() -> dict[str, Any]:
+    """The verdict's JSON Schema, shipped in the package."""
+    text = resources.files("gate").joinpath("verdict.schema.json").read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def validate(data: dict[str, Any]) -> None:
+    """Raise jsonschema.ValidationError when `data` is not a verdict of this schema version."""
+    jsonschema.validate(data, schema())
