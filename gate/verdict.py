@@ -80,6 +80,7 @@ class Verdict:
     cases: tuple[CaseReport, ...] = ()
     blocked_reasons: tuple[str, ...] = ()
     notes: tuple[Note, ...] = ()
+    labels: tuple[str, ...] = ()  # labels the publisher adds to the PR (e.g. a judge's needs-review)
     isolation: tuple[tuple[str, str], ...] = ()  # layer name -> what it was ("on", "off: why", "nobody")
     facts: tuple[tuple[str, str], ...] = ()
     timings: tuple[tuple[str, float], ...] = ()
@@ -113,6 +114,7 @@ class Verdict:
             Note(**{**n, "locations": tuple(Location(**loc) for loc in n["locations"])}) for n in d["notes"]
         )
         d["blocked_reasons"] = tuple(d["blocked_reasons"])
+        d["labels"] = tuple(d["labels"])
         for key in ("isolation", "facts", "timings"):
             d[key] = tuple(d[key].items())
         return cls(**d)
