@@ -1,0 +1,48 @@
+"""The interface of a case kind (stdio, call, humaneval, mbpp): run one case against a program in a sandbox.
+
+Expected values never enter the sandboxed process: a kind sends only the inputs, gets back plain data, and
+compares outside (design.md, invariant 2).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal, Protocol
+
+from gate.policy.model import CaseSpec
+from gate.sandbox.base import Limits, Sandbox
+
+CaseStatus = Literal["passed", "failed", "timeout", "error"]
+
+
+@dataclass(frozen=True)
+class Program:
+    """The code under test: one module's source (a reply or dataset sample), or a clean export of a tree."""
+
+    code: str | None = None
+    tree: Path | None = None
+    function: str | None = None  # the function a reply or task names, for `call` cases without one
+
+
+@dataclass(frozen=True)
+class CaseOutcome:
+    """How one run of one case went. For a hidden case `detail` names the type of what came back, never the
+    expected value. `fingerprint` is what the nondeterminism check compares between runs."""
+
+    status: CaseStatus
+    detail: str
+    fingerprint: str
+    seconds: float = 0.0
+
+
+class CaseKind(Protocol):
+    """A kind of case. `validate` raises gate.errors.BadInput naming the field; `run` never raises for
+    anything the candidate does."""
+
+    name: str
+
+    def validate(self, case: CaseSpec, where: str) -> None: ...
+
+    def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
+            hash_seed: int) -> CaseOutcome: ...
