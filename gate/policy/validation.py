@@ -21,6 +21,7 @@ from jsonschema.exceptions import ValidationError
 from gate.errors import BadInput
 from gate.policy.marked_yaml import KeyPath, describe, format_path, line_of
 
+_KEY_PROBLEMS = ("unknown key", "not a key of")
 # Rules whose meaning only the schema author can word (the `x-message` next to them).
 _COMBINED = ("oneOf", "anyOf", "not", "contains", "required")
 _TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a string",
@@ -42,8 +43,8 @@ def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "", 
         return
     marks = doc if root is None else root
     owners = _case_key_owners(schema)
-    explained = [_explain(error, owners) for error in errors]
-    path, message = min(explained, key=lambda item: _order(marks, item))
+    explained = _drop_consequences([_explain(error, owners) for error in errors])
+    path, message = min(explained, key=lambda item: (line_of(marks, item[0]) or 0, -len(item[0])))
     raise BadInput(message, file=file, line=line_of(marks, path), key=join_key(key_prefix, path) or None)
 
 
@@ -61,10 +62,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
-def _order(marks: Any, item: tuple[list[str | int], str]) -> tuple[int, int, int]:
-    path, message = item
-    # Same line: an unknown key explains more than what follows from it (a case whose kind cannot be told).
-    return (line_of(marks, path) or 0, 0 if message.startswith("unknown key") else 1, -len(path))
+def _drop_consequences(problems: list[tuple[list[str | int], str]]) -> list[tuple[list[str | int], str]]:
+    """Leave out complaints about a whole mapping (a missing `expect`, a case whose kind cannot be told)
+    when that mapping has a key that does not belong: the misspelt key is the cause, and the one to show."""
+    misplaced = [path[:-1] for path, message in problems if message.startswith(_KEY_PROBLEMS)]
+    return [(path, message) for path, message in problems
+            if message.startswith(_KEY_PROBLEMS) or path not in misplaced]
 
 
 def _case_key_owners(schema: dict[str, Any]) -> dict[str, list[str]]:
