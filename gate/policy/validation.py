@@ -176,10 +176,12 @@ def _elsewhere(key: str, error: ValidationError, path: list[str | int]) -> str:
     """`; did you mean `points.smoke`?` for a top-level key that belongs inside a section."""
     if path or not isinstance(error.schema, dict):
         return ""
-    for section, sub in error.schema.get("properties", {}).items():
-        if isinstance(sub, dict) and key in sub.get("properties", {}):
-            return f"; did you mean `{section}.{key}`?"
-    return ""
+    places = [f"`{section}.{key}`" for section, sub in error.schema.get("properties", {}).items()
+              if isinstance(sub, dict) and key in sub.get("properties", {})]
+    if not places:
+        return ""
+    listed = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
+    return f"; did you mean {listed}?"
 
 
 def _bad_key_name(path: list[str | int], error: ValidationError) -> tuple[list[str | int], str]:
