@@ -109,7 +109,7 @@ def _decode(raw: object, depth: int) -> Any:
     if tag in _MAPPING_TYPES or tag == "defaultdict":
         items = [(_decode(k, depth + 1), _decode(v, depth + 1)) for k, v in body]
         if tag != "defaultdict":
-            return _MAPPING_TYPES[tag](items)
+            return _MAPPING_TYPES[tag](dict(items))  # Counter(pairs) would count the pairs
         factory = raw["f"]
         return collections.defaultdict(None if factory is None else _CLASSES[factory], items)
     if tag == "complex":
