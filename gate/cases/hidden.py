@@ -1,8 +1,9 @@
 """Hidden cases: the cases that decide, read from where the code under score can neither read nor change them.
 
 In a pull request or a git range they come from the base commit (`base_reader` reads a path there); locally
-from `policy.hidden.path` outside the worktree, or from the file that the environment variable `policy.hidden.env`
-names. They stay in the gate's process: a case kind sends only their inputs into the sandbox.
+from `policy.hidden.path` outside the worktree, or from the file that the environment variable
+`policy.hidden.env` names. They stay in the gate's process: a case kind sends only their inputs into the
+sandbox.
 """
 
 from __future__ import annotations
@@ -24,8 +25,9 @@ BaseReader = Callable[[str], str | None]
 
 def load_hidden(policy: Policy, base_reader: BaseReader | None, worktree: Path | None = None,
                 environ: Mapping[str, str] | None = None) -> tuple[CaseSpec, ...]:
-    """The hidden cases for this run, validated; () when there are none. Raises BadInput for a file that is not
-    a list of cases, or one inside `worktree` (where the code under score could read it)."""
+    """The hidden cases for this run, validated; () when there are none. Raises BadInput for a file that is
+    not a list of cases, or one inside `worktree` (where the code under score could read it).
+    """
     env = os.environ if environ is None else environ
     named = env.get(policy.hidden.env)
     if named:
@@ -65,8 +67,8 @@ def parse_hidden(text: str, source: str) -> tuple[CaseSpec, ...]:
 def _from_local(path: Path, worktree: Path | None, key: str) -> tuple[CaseSpec, ...]:
     resolved = path.expanduser().resolve()
     if worktree is not None and resolved.is_relative_to(worktree.resolve()):
-        raise BadInput(f"{resolved} is inside the worktree, where the code under score can read or change it; "
-                       "keep hidden cases outside it", key=key)
+        raise BadInput(f"{resolved} is inside the worktree, where the code under score can read or change "
+                       "it; keep hidden cases outside it", key=key)
     try:
         text = resolved.read_text(encoding="utf-8")
     except OSError as exc:

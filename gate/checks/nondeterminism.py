@@ -1,7 +1,7 @@
 """The nondeterminism check: a case whose runs (different PYTHONHASHSEED values) differ in result or output.
 
-It compares the fingerprints of the smoke check's runs (`ctx.state`), and charges `points.nondeterminism` once,
-naming the cases that differed. A hidden case is named only by its number.
+It compares the fingerprints of the smoke check's runs (`ctx.state`), and charges `points.nondeterminism`
+once, naming the cases that differed. A hidden case is named only by its number.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """The smoke check: run every public and hidden case, each `runs` times with a different PYTHONHASHSEED.
 
-Each case that fails costs `points.smoke`; one that runs out of time costs `points.timeout` instead (and is not
-run again: a second timeout would only cost time). The report names failed cases by index and name with a short
-expected/got diff; a hidden case is "hidden case N" and its detail names only the type of what came back. The
-outcomes of every run stay in `ctx.state` for the nondeterminism check.
+Each case that fails costs `points.smoke`; one that runs out of time costs `points.timeout` instead (and is
+not run again: a second timeout would only cost time). The report names failed cases by index and name with a
+short expected/got diff; a hidden case is "hidden case N" and its detail names only the type of what came
+back. The outcomes of every run stay in `ctx.state` for the nondeterminism check.
 """
 
 from __future__ import annotations
@@ -33,7 +33,8 @@ class CaseRuns:
 
 def hash_seeds(runs: int) -> tuple[int, ...]:
     """The PYTHONHASHSEED of each run: fixed, so that the verdict is reproducible, and different, so that
-    set-order bugs show up. 0 (no randomisation) is left out."""
+    set-order bugs show up. 0 (no randomisation) is left out.
+    """
     return tuple(range(1, max(2, runs) + 1))
 
 
