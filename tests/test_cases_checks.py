@@ -44,7 +44,8 @@ SEED_HIDDEN = (
 def _score(sandbox: Sandbox | None, code: str, cases: tuple[CaseSpec, ...] = SEED_CASES,
            hidden: tuple[CaseSpec, ...] = SEED_HIDDEN, policy: Policy | None = None) -> Verdict:
     subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{code}```\n",
-                      files=(SourceFile("solution.py", code, None, "extracted"),), cases=cases, hidden_cases=hidden)
+                      files=(SourceFile("solution.py", code, None, "extracted"),), cases=cases,
+                      hidden_cases=hidden)
     return score(subject, policy or Policy(), sandbox, checks=CHECKS)
 
 

@@ -1,4 +1,4 @@
-"""Hidden cases: read from the base commit or from outside the worktree, validated, and never seen by the code."""
+"""Hidden cases: read from the base commit or from outside the worktree, validated, unseen by the code."""
 
 from __future__ import annotations
 
@@ -31,7 +31,8 @@ def test_from_the_base_commit() -> None:
 
     cases = load_hidden(Policy(), base_reader, environ={})
     assert read == [".github/gate-hidden.yml"]
-    assert [(c.kind, c.name, c.hidden) for c in cases] == [("call", "secret", True), ("stdio", "case 2", True)]
+    assert [(c.kind, c.name, c.hidden) for c in cases] == [
+        ("call", "secret", True), ("stdio", "case 2", True)]
     assert cases[0].get("args") == [2] and cases[0].get("expect") is True
 
 
@@ -71,7 +72,7 @@ def test_a_local_path_outside_the_worktree(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("text", "key", "message"), [
-    ("cases:\n  - args: [1]\n    expect: 1\n    error: E\n", "cases[0]", "exactly one of `expect` or `error`"),
+    ("cases:\n  - args: [1]\n    expect: 1\n    error: E\n", "cases[0]", "one of `expect` or `error`"),
     ("cases:\n  - kind: mbpp\n    tests: ['assert f(1) ==']\n", "cases[0].tests", "does not parse"),
     ("cases:\n  - stdin: x\n    stdout_regex: '('\n", "stdout_regex", "regular expression"),
     ("other: 1\n", None, "only `cases:`"),
@@ -96,5 +97,6 @@ def test_the_code_cannot_find_the_hidden_file(sandbox: Sandbox, tmp_path: Path) 
     subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=code,
                       hidden_cases=cases)
     verdict = score(subject, Policy(), sandbox, checks=(Smoke(),))
-    assert [(c.name, c.status) for c in verdict.cases] == [("hidden case 1", "failed"), ("hidden case 2", "failed")]
+    assert [(c.name, c.status) for c in verdict.cases] == [
+        ("hidden case 1", "failed"), ("hidden case 2", "failed")]
     assert secret not in verdict.to_json()
