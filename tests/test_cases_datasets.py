@@ -28,8 +28,8 @@ __all__ = ["sandbox"]
 
 MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
 MBPP_IN_PROCESS = {367, 596, 601, 927}
-# Reference solutions that return what plain JSON cannot carry (Counter, defaultdict, complex), take a class as
-# an argument (533) or define a function named like a builtin (126).
+# Reference solutions that return what plain JSON cannot carry (Counter, defaultdict, complex), take a class
+# as an argument (533) or define a function named like a builtin (126).
 MBPP_SPECIAL = {40, 88, 124, 126, 533, 590, 653, 902}
 
 
