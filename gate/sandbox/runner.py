@@ -113,12 +113,13 @@ class LayeredSandbox:
         return results[0], results[1]
 
     def leftovers(self) -> list[str]:
-        """What past runs left behind: run directories, run cgroups, processes of a sandbox uid no run holds.
-        Empty between runs; tests and `gate doctor` check it."""
+        """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
+        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs
+        (a killed process may take a moment to die); tests and `gate doctor` check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
             found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
-        if self.layers.uids:
+        elif self.layers.uids:
             found += [f"process {proc}" for proc in self.layers.uids.strays()]
         return found
 
@@ -295,8 +296,9 @@ class LayeredSandbox:
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        if not reason and signum in (signal.SIGXCPU, signal.SIGKILL) \
-                and live.cpu_s >= live.request.limits.cpu_s * 0.9:
+        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
+        if not reason and (signum == signal.SIGXCPU
+                           or signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
