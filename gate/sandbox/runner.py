@@ -298,7 +298,7 @@ class LayeredSandbox:
         reason = live.killed_reason
         # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
         if not reason and (signum == signal.SIGXCPU
-                           or signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s):
+                           or (signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s)):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
