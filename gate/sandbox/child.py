@@ -92,10 +92,8 @@ def _run_script(script: str, args: Sequence[str], workdir: str) -> int:
     sys.argv = [script, *args]
     sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
     sys.dont_write_bytecode = True
-    sys.stdin = open(STDIN, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
-    sys.stdout = open(STDOUT, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-    sys.stderr = open(STDERR, "w", encoding="utf-8", errors="backslashreplace", closefd=False,  # noqa: SIM115
-                      buffering=1)
+    # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
+    # zygote never reads or writes them), so they are used as they are.
     try:
         runpy.run_path(script, run_name="__main__")
         code = 0

@@ -1,6 +1,6 @@
 """Layer "uid", parent side: dedicated system users for runs, and an interpreter such a user can start.
 
-One user per concurrent run (gate-sandbox, gate-sandbox1, ...; created with useradd on first use and reused
+One user per concurrent run (gate-sbx, gate-sbx1, ...; created with useradd on first use and reused
 afterwards), so that RLIMIT_NPROC counts only that run and every process left under the uid after the run can be
 killed without touching anything else. Without useradd, `nobody` (shared, so neither holds).
 """
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-USER_PREFIX = "gate-sandbox"
+USER_PREFIX = "gate-sbx"
 NOBODY = 65534
 MAX_SLOTS = 32
 LOCK_DIR = "/run/lock/gate-sandbox"
