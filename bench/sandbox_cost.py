@@ -1,4 +1,5 @@
-"""Per-run cost of the sandbox: the zygote path against the fresh-interpreter path, adding one layer at a time.
+"""Per-run cost of the sandbox: the zygote path against the fresh-interpreter path, adding one layer at a
+time.
 
     .venv/bin/python bench/sandbox_cost.py [--runs 50]
 
@@ -35,8 +36,10 @@ STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
 
 def _available(step: Layers, full: Layers) -> bool:
     """A step is measurable when every layer it turns on was detected."""
-    return all(getattr(step, name) is None or getattr(full, name) is not None for name in ("uids", "cgroups")) \
-        and all(not getattr(step, name) or getattr(full, name) for name in ("netns", "mountns", "seccomp"))
+    managers = all(getattr(step, name) is None or getattr(full, name) is not None
+                   for name in ("uids", "cgroups"))
+    return managers and all(not getattr(step, name) or getattr(full, name)
+                            for name in ("netns", "mountns", "seccomp"))
 
 
 def per_run_ms(backend: str, make: Callable[[Layers], Layers], runs: int) -> float | None:
@@ -66,7 +69,8 @@ def per_run_ms(backend: str, make: Callable[[Layers], Layers], runs: int) -> flo
 
 def main() -> None:
     """Print the table."""
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50)
     args = parser.parse_args()
     print(f"{args.runs} runs per cell; median ms per run (one-line program, whole Sandbox.run)")

@@ -1,7 +1,8 @@
 """Parent side of a run's private directory and environment.
 
-Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by the
-run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token there).
+Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by
+the run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token
+there).
 """
 
 from __future__ import annotations
