@@ -119,7 +119,7 @@ class LayeredSandbox:
         killed process may take a moment to die); tests and `gate doctor` check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
-            found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
+            found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
         elif self.layers.uids:
             found += [f"process {proc}" for proc in self.layers.uids.strays()]
         return found
@@ -172,7 +172,8 @@ class LayeredSandbox:
         parent_ends: list[int] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None)
-            cgroup = self.layers.cgroups.create(request.limits) if self.layers.cgroups else None
+            if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
+                cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
             pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, result, setup
             child_ends = [pipes[0][0], *(w for _, w in pipes[1:])]
@@ -313,7 +314,7 @@ class LayeredSandbox:
 
     def _release(self, who: users.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
         if cgroup:
-            cgroup.remove()
+            cgroup.kill_all()  # empty before its uid (and so the cgroup) goes to the next run
         if where is not None:
             stage.remove(where)
         if who and self.layers.uids:

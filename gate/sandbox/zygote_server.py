@@ -17,12 +17,11 @@ import socket
 
 from gate.sandbox import _libc, child, seccomp
 
-# Modules programs commonly import, loaded once here so that a forked run finds them ready. (random reseeds
-# itself in every forked child.)
+# Modules programs commonly import, loaded once here so that a forked run finds them ready (random reseeds
+# itself in every forked child); shutil is what the mount namespace copies the run's files with.
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
                 "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy",
-                "operator",
-                "statistics", "traceback", "shutil")  # shutil: the mount namespace copies the run's files
+                "operator", "statistics", "traceback", "shutil", "socket", "__future__")
 _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
 
