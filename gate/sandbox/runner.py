@@ -155,6 +155,8 @@ class LayeredSandbox:
                                     limits.open_files, processes),
             "uid": who.uid if who else None,
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
+            # Nothing else can find this run's detached processes: give it a reaper of its own.
+            "own_reaper": cgroup is None and not (who and who.dedicated),
             "gid": who.gid if who else None,
             "no_new_privs": self.layers.no_new_privs,
             "seccomp": self.layers.seccomp,

@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import socket
+from typing import Any
 
 from gate.sandbox import _libc, child, seccomp
 
@@ -53,11 +54,24 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                         child.reap_ready(waiting, block=True)
                         return
                     config = json.loads(message)
-                    pid = child.fork_run(config, fds[:-1], fds[-1])
-                    waiting[pid] = (fds[-1], config["sweep_uid"])
+                    if config["own_reaper"]:
+                        _fork_reaper(config, fds)
+                    else:
+                        pid = child.fork_run(config, fds[:-1], fds[-1])
+                        waiting[pid] = (fds[-1], config["sweep_uid"])
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
+
+
+def _fork_reaper(config: dict[str, Any], fds: list[int]) -> None:
+    """Fork a reaper for this run alone (child.reap_one_run); the zygote then only reaps that reaper."""
+    if os.fork() == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        child.reap_one_run(config, fds[:-1], fds[-1])
+    for fd in fds:
+        os.close(fd)
 
 
 def _drain(fd: int) -> None:
