@@ -129,6 +129,8 @@ class LayeredSandbox:
         self.launcher.close()
         if self.layers.cgroups:
             self.layers.cgroups.close()
+        if self.layers.uids:
+            self.layers.uids.close()
         stage.remove(self._base)
 
     # Starting a run
