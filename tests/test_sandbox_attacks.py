@@ -340,3 +340,33 @@ def test_daemon_dies_without_uid_or_cgroup(backend: str) -> None:
         assert box.run(hostile("print('next')")).stdout == b"next\n"
     finally:
         box.close()
+
+
+def test_memory_spread_over_processes_hits_the_cgroup(sandbox: LayeredSandbox) -> None:
+    # Each process stays under RLIMIT_AS; together they pass the run's memory limit, which only a cgroup sees.
+    code = """
+        import select, time
+        r, w = os.pipe()  # a child writes one byte once its memory is touched
+        for _ in range(4):
+            if os.fork() == 0:
+                block = bytearray(160 * 1024 * 1024)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(w, b'1')
+                time.sleep(60)
+                os._exit(0)
+        os.close(w)
+        touched = killed = 0
+        while touched + killed < 4:  # each child either reports or dies, whichever comes first
+            if os.waitpid(-1, os.WNOHANG)[0]:
+                killed += 1
+            elif select.select([r], [], [], 0.05)[0]:
+                touched += len(os.read(r, 4))
+        report(killed)
+        sys.exit(1 if killed else 0)
+    """
+    result = sandbox.run(hostile(code))
+    if not sandbox.isolation["cgroup"].startswith("on"):
+        pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
+    assert result.exit_code == 1
+    assert result.killed_reason == "memory limit"

@@ -45,6 +45,7 @@ class CgroupRun:
     dirs: list[Path]
     v2: Path | None
     _oom_before: int = 0
+    _limits: Limits | None = None  # the limits written last (each write costs more than comparing)
 
     @property
     def paths(self) -> list[str]:
@@ -61,12 +62,15 @@ class CgroupRun:
 
     def begin(self, limits: Limits) -> None:
         """Set the next run's limits (and remember the OOM count, which only grows)."""
+        self._oom_before = self._oom_kills()
+        if limits == self._limits:
+            return
+        self._limits = limits
         for directory in self.dirs:
             for name, value in (("memory.limit_in_bytes", limits.memory_bytes),
                                 ("memory.max", limits.memory_bytes), ("pids.max", limits.processes)):
                 if (directory / name).exists():
                     _write(directory / name, str(value))
-        self._oom_before = self._oom_kills()
 
     def kill_all(self) -> None:
         """SIGKILL every process in the cgroup until it is empty (a killed process takes a moment to go)."""

@@ -298,7 +298,9 @@ class LayeredSandbox:
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()
-        memory_hit = bool(live.cgroup and live.cgroup.memory_exceeded())
+        # The OOM killer may have hit any process of the run, so ask the cgroup whenever the run failed.
+        failed = live.status != 0
+        memory_hit = bool(failed and live.cgroup and live.cgroup.memory_exceeded())
         self._release(live.who, live.stage, live.cgroup)
         if live.setup_error:  # the program never ran: the gate cannot do its job
             raise GateFailure(f"sandbox setup failed: {live.setup_error.decode(errors='replace')}")
