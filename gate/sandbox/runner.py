@@ -199,6 +199,25 @@ class LayeredSandbox:
     # Supervising
 
     def _supervise(self, runs: list[_Live], lead: _Live | None = None) -> list[RunResult]:
+        try:
+            self._watch(runs, lead)
+        except BaseException:  # the gate failed (its reaper died, an interrupt): nothing of the runs may stay
+            for live in runs:
+                self._kill(live, "gate error")
+                for fd, kind in live.fds.items():
+                    if kind != "exit":  # the handle closes its own
+                        os.close(fd)
+                live.handle.close()
+                self._release(live.who, live.stage, live.cgroup)
+            raise
+        results = [self._finish(live) for live in runs]
+        failed = [live.setup_error.decode(errors="replace") for live in runs if live.setup_error]
+        if failed:  # a program never ran: the gate cannot do its job
+            raise GateFailure("sandbox setup failed: " + "; ".join(failed))
+        return results
+
+    def _watch(self, runs: list[_Live], lead: _Live | None) -> None:
+        """Feed, read and time the runs until every one has exited and its pipes are closed."""
         with selectors.DefaultSelector() as selector:
             for live in runs:
                 for fd, kind in live.fds.items():
@@ -226,7 +245,6 @@ class LayeredSandbox:
             for live in runs:
                 for fd in list(live.fds):
                     self._close(selector, live, fd)
-        return [self._finish(live) for live in runs]
 
     def _on_event(self, selector: selectors.BaseSelector, fd: int, live: _Live, kind: str) -> None:
         if kind == "stdin":
@@ -302,8 +320,6 @@ class LayeredSandbox:
         failed = live.status != 0
         memory_hit = bool(failed and live.cgroup and live.cgroup.memory_exceeded())
         self._release(live.who, live.stage, live.cgroup)
-        if live.setup_error:  # the program never ran: the gate cannot do its job
-            raise GateFailure(f"sandbox setup failed: {live.setup_error.decode(errors='replace')}")
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
