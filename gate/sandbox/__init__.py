@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.sandbox.base import Limits, Sandbox
+# Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.sandbox.base import Limits, Sandbox
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True) -> Sandbox:
@@ -33,6 +36,8 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if missing:
         if layers.cgroups:
             layers.cgroups.close()
+        if layers.uids:
+            layers.uids.close()
         raise GateFailure("required isolation layer(s) not available here: " + "; ".join(missing))
     backend = "zygote" if prefer_zygote else "fresh-interpreter"
     return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)

@@ -1,8 +1,9 @@
 """The sandbox every backend shares: stage a run, start it through a launcher, supervise it, clean up.
 
 Supervision: stdin is fed from the request, stdout and stderr are read up to the output cap (the run is killed
-beyond it), the result channel is read separately, the wall clock kills the run's process group (and its cgroup,
-and every process of its dedicated uid), and once the leader has exited everything else of the run is killed too.
+beyond it), the result channel is read separately, the wall clock kills the run's process group (and its
+cgroup, and every process of its dedicated uid), and once the leader has exited everything else of the run is
+killed too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateFailure
-from gate.sandbox import identity, rlimits, stage
+from gate.sandbox import rlimits, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -38,7 +39,7 @@ class Layers:
     interpreter: str
     import_paths: tuple[str, ...]
     isolation: Mapping[str, str]
-    uids: identity.UidPool | None = None
+    uids: users.UidPool | None = None
     no_new_privs: bool = True
     netns: bool = False
     mountns: bool = False
@@ -52,7 +53,7 @@ class _Live:
     """One run in progress, parent side."""
 
     request: RunRequest
-    who: identity.Identity | None
+    who: users.Identity | None
     stage: Path
     cgroup: CgroupRun | None
     handle: Handle
@@ -112,23 +113,37 @@ class LayeredSandbox:
         results = self._supervise([first, second], lead=first)
         return results[0], results[1]
 
+    def leftovers(self) -> list[str]:
+        """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
+        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
+        killed process may take a moment to die); tests and `gate doctor` check it."""
+        found = [f"directory {path}" for path in self._base.iterdir()]
+        if self.layers.cgroups:
+            found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
+        elif self.layers.uids:
+            found += [f"process {proc}" for proc in self.layers.uids.strays()]
+        return found
+
     def close(self) -> None:
         """Stop the backend's helpers and remove every directory and cgroup this sandbox made."""
         self.launcher.close()
         if self.layers.cgroups:
             self.layers.cgroups.close()
+        if self.layers.uids:
+            self.layers.uids.close()
         stage.remove(self._base)
 
     # Starting a run
 
-    def _config(self, request: RunRequest, who: identity.Identity | None, where: Path,
+    def _config(self, request: RunRequest, who: users.Identity | None, where: Path,
                 cgroup: CgroupRun | None, peer: bool) -> dict[str, Any]:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         limits = request.limits
         processes: int | None = limits.processes
         if who is None or not who.dedicated:
-            processes = None  # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root)
+            # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root).
+            processes = None
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],
@@ -138,9 +153,12 @@ class LayeredSandbox:
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
             "stage": str(where),
-            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes, limits.open_files,
-                                    processes),
+            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
+                                    limits.open_files, processes),
             "uid": who.uid if who else None,
+            "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
+            # Nothing else can find this run's detached processes: give it a reaper of its own.
+            "own_reaper": cgroup is None and not (who and who.dedicated),
             "gid": who.gid if who else None,
             "no_new_privs": self.layers.no_new_privs,
             "seccomp": self.layers.seccomp,
@@ -158,7 +176,8 @@ class LayeredSandbox:
         parent_ends: list[int] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None)
-            cgroup = self.layers.cgroups.create(request.limits) if self.layers.cgroups else None
+            if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
+                cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
             pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, result, setup
             child_ends = [pipes[0][0], *(w for _, w in pipes[1:])]
@@ -180,6 +199,25 @@ class LayeredSandbox:
     # Supervising
 
     def _supervise(self, runs: list[_Live], lead: _Live | None = None) -> list[RunResult]:
+        try:
+            self._watch(runs, lead)
+        except BaseException:  # the gate failed (its reaper died, an interrupt): nothing of the runs may stay
+            for live in runs:
+                self._kill(live, "gate error")
+                for fd, kind in live.fds.items():
+                    if kind != "exit":  # the handle closes its own
+                        os.close(fd)
+                live.handle.close()
+                self._release(live.who, live.stage, live.cgroup)
+            raise
+        results = [self._finish(live) for live in runs]
+        failed = [live.setup_error.decode(errors="replace") for live in runs if live.setup_error]
+        if failed:  # a program never ran: the gate cannot do its job
+            raise GateFailure("sandbox setup failed: " + "; ".join(failed))
+        return results
+
+    def _watch(self, runs: list[_Live], lead: _Live | None) -> None:
+        """Feed, read and time the runs until every one has exited and its pipes are closed."""
         with selectors.DefaultSelector() as selector:
             for live in runs:
                 for fd, kind in live.fds.items():
@@ -207,7 +245,6 @@ class LayeredSandbox:
             for live in runs:
                 for fd in list(live.fds):
                     self._close(selector, live, fd)
-        return [self._finish(live) for live in runs]
 
     def _on_event(self, selector: selectors.BaseSelector, fd: int, live: _Live, kind: str) -> None:
         if kind == "stdin":
@@ -260,7 +297,8 @@ class LayeredSandbox:
             os.close(fd)
 
     def _kill(self, live: _Live, reason: str) -> None:
-        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits)."""
+        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits).
+        """
         if not live.killed_reason:
             live.killed_reason = reason
             live.timed_out = reason == "wall timeout"
@@ -270,23 +308,24 @@ class LayeredSandbox:
         self._sweep(live)
 
     def _sweep(self, live: _Live) -> None:
-        """Kill every process of the run that is left, wherever it went (setsid, double fork)."""
+        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a
+        cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's
+        exit."""
         if live.cgroup:
             live.cgroup.kill_all()
-        elif live.who and live.who.dedicated:
-            identity.kill_uid(live.who.uid)
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()
-        memory_hit = bool(live.cgroup and live.cgroup.memory_exceeded())
+        # The OOM killer may have hit any process of the run, so ask the cgroup whenever the run failed.
+        failed = live.status != 0
+        memory_hit = bool(failed and live.cgroup and live.cgroup.memory_exceeded())
         self._release(live.who, live.stage, live.cgroup)
-        if live.setup_error:  # the program never ran: the gate cannot do its job
-            raise GateFailure(f"sandbox setup failed: {live.setup_error.decode(errors='replace')}")
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        if not reason and signum in (signal.SIGXCPU, signal.SIGKILL) \
-                and live.cpu_s >= live.request.limits.cpu_s * 0.9:
+        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
+        if not reason and (signum == signal.SIGXCPU
+                           or (signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s)):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
@@ -295,9 +334,9 @@ class LayeredSandbox:
             stdout=bytes(live.stdout), stderr=bytes(live.stderr), result=bytes(live.result) or None,
             output_truncated=live.truncated, killed_reason=reason, wall_s=time.monotonic() - live.start)
 
-    def _release(self, who: identity.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
+    def _release(self, who: users.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
         if cgroup:
-            cgroup.remove()
+            cgroup.kill_all()  # empty before its uid (and so the cgroup) goes to the next run
         if where is not None:
             stage.remove(where)
         if who and self.layers.uids:
