@@ -46,7 +46,8 @@ def test_hidden_cases_from_the_environment(capsys: pytest.CaptureFixture[str], t
     folder = EXAMPLES / "sum-two-numbers"
     code, verdict = _score(capsys, str(folder / "reply.md"), "--task", str(folder / "task.yml"))
     assert code == 1
-    assert [p["message"] for p in verdict["penalties"]] == ["hidden case 2 failed: stdout differs (got 1 lines)"]
+    messages = [p["message"] for p in verdict["penalties"]]
+    assert messages == ["hidden case 2 failed: stdout differs (got 1 lines)"]
     assert "'1'" not in json.dumps(verdict["cases"])
 
 
@@ -60,6 +61,7 @@ def test_a_required_layer_that_is_missing_fails_closed(capsys: pytest.CaptureFix
     policy = tmp_path / "gate.yml"
     policy.write_text(f"require: [{missing[0]}]\n")
     folder = EXAMPLES / "sum-two-numbers"
-    code = main(["score", str(folder / "reply.md"), "--task", str(folder / "task.yml"), "--policy", str(policy)])
+    argv = ["score", str(folder / "reply.md"), "--task", str(folder / "task.yml"), "--policy", str(policy)]
+    code = main(argv)
     assert code == 3
     assert f"required isolation layer(s) not available here: {missing[0]}" in capsys.readouterr().err
