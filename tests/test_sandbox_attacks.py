@@ -228,7 +228,7 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         result = sandbox.run(hostile(code, str(port)))
         with pytest.raises(BlockingIOError):
             listener.accept()
-    if sandbox.isolation["netns"] == "on" or sandbox.isolation["seccomp"].startswith("on"):
+    if sandbox.isolation["netns"].startswith("on") or sandbox.isolation["seccomp"].startswith("on"):
         assert result.result == b"blocked"
 
 
@@ -370,3 +370,30 @@ def test_memory_spread_over_processes_hits_the_cgroup(sandbox: LayeredSandbox) -
         pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
     assert result.exit_code == 1
     assert result.killed_reason == "memory limit"
+
+
+@needs_root
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
+    """Without the seccomp layer (a machine without the library), the network namespace still keeps a run
+    from a listener on the gate's 127.0.0.1."""
+    full = detect.layers(prefer_zygote=True)
+    layers = dataclasses.replace(full, seccomp=False)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    code = """
+        import socket
+        try:
+            socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
+            report('connected')
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    try:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            result = box.run(hostile(code, str(listener.getsockname()[1])))
+        assert result.result is not None
+        assert result.result != b"connected"
+    finally:
+        box.close()

@@ -106,7 +106,7 @@ def layers(prefer_zygote: bool) -> Layers:
                                                            "; nproc off: no dedicated uid)"),
         "uid": _switch(uid_text, uids.describe if uids else ""),
         "no-new-privs": "on",
-        "netns": _switch(probe["netns"]),
+        "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),
