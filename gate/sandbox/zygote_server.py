@@ -8,6 +8,7 @@ library only (plus the seccomp binding): it runs under the sandbox interpreter.
 
 from __future__ import annotations
 
+import gc
 import importlib
 import json
 import os
@@ -40,6 +41,9 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
         seccomp.prepare()
     for name in WARM_MODULES:
         importlib.import_module(name)
+    # Out of the collector's sight: a forked run's collections then do not touch (and copy) every page of
+    # the zygote's objects.
+    gc.freeze()
     control = socket.socket(fileno=control_fd)
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
