@@ -9,6 +9,8 @@ import dataclasses
 import os
 import signal
 import socket
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -219,6 +221,8 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         port = listener.getsockname()[1]
         code = """
             import socket
+import subprocess
+import sys
             try:
                 socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).sendall(b'stolen')
                 report('connected')
@@ -233,9 +237,14 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
 
 
 def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) -> None:
+    # The secret is in this process's os.environ (inherited by nothing) and, from its start, in the
+    # environment of a process of the gate's user: /proc/<pid>/environ shows only what a process started with.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                              env={**os.environ, "GATE_TEST_SECRET": SECRET})
     code = """
         found = [repr(dict(os.environ))]
-        pids = ['self', str(os.getppid()), '1', sys.argv[1], *(p for p in os.listdir('/proc') if p.isdigit())]
+        every = [p for p in os.listdir('/proc') if p.isdigit()]
+        pids = ['self', str(os.getppid()), '1', *sys.argv[1:], *every]
         for pid in pids:
             try:
                 with open(f'/proc/{pid}/environ', 'rb') as f:
@@ -245,7 +254,12 @@ def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) 
         print('\\n'.join(found))
         report('\\n'.join(found))
     """
-    result = sandbox.run(hostile(code, str(os.getpid())))
+    try:
+        result = sandbox.run(hostile(code, str(os.getpid()), str(holder.pid)))
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
     assert result.exit_code == 0
     assert SECRET.encode() not in result.stdout
     assert SECRET.encode() not in (result.result or b"")
@@ -382,6 +396,8 @@ def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     code = """
         import socket
+import subprocess
+import sys
         try:
             socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
             report('connected')
