@@ -221,8 +221,6 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         port = listener.getsockname()[1]
         code = """
             import socket
-import subprocess
-import sys
             try:
                 socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).sendall(b'stolen')
                 report('connected')
@@ -396,8 +394,6 @@ def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     code = """
         import socket
-import subprocess
-import sys
         try:
             socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
             report('connected')

@@ -28,8 +28,6 @@ FORK_FLOOD = 200  # forks a canary attempts; a sandbox without a process limit l
 _REPORT = ("import os, sys\ndef report(text):\n"
            f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
 _NETWORK = """import socket
-import subprocess
-import sys
 try:
     socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).sendall(b"canary")
     report("connected")
