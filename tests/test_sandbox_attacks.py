@@ -9,6 +9,8 @@ import dataclasses
 import os
 import signal
 import socket
+import subprocess
+import sys
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -228,14 +230,19 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         result = sandbox.run(hostile(code, str(port)))
         with pytest.raises(BlockingIOError):
             listener.accept()
-    if sandbox.isolation["netns"] == "on" or sandbox.isolation["seccomp"].startswith("on"):
+    if sandbox.isolation["netns"].startswith("on") or sandbox.isolation["seccomp"].startswith("on"):
         assert result.result == b"blocked"
 
 
 def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) -> None:
+    # The secret is in this process's os.environ (inherited by nothing) and, from its start, in the
+    # environment of a process of the gate's user: /proc/<pid>/environ shows only what a process started with.
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                              env={**os.environ, "GATE_TEST_SECRET": SECRET})
     code = """
         found = [repr(dict(os.environ))]
-        pids = ['self', str(os.getppid()), '1', sys.argv[1], *(p for p in os.listdir('/proc') if p.isdigit())]
+        every = [p for p in os.listdir('/proc') if p.isdigit()]
+        pids = ['self', str(os.getppid()), '1', *sys.argv[1:], *every]
         for pid in pids:
             try:
                 with open(f'/proc/{pid}/environ', 'rb') as f:
@@ -245,7 +252,12 @@ def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) 
         print('\\n'.join(found))
         report('\\n'.join(found))
     """
-    result = sandbox.run(hostile(code, str(os.getpid())))
+    try:
+        result = sandbox.run(hostile(code, str(os.getpid()), str(holder.pid)))
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
     assert result.exit_code == 0
     assert SECRET.encode() not in result.stdout
     assert SECRET.encode() not in (result.result or b"")
@@ -370,3 +382,30 @@ def test_memory_spread_over_processes_hits_the_cgroup(sandbox: LayeredSandbox) -
         pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
     assert result.exit_code == 1
     assert result.killed_reason == "memory limit"
+
+
+@needs_root
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
+    """Without the seccomp layer (a machine without the library), the network namespace still keeps a run
+    from a listener on the gate's 127.0.0.1."""
+    full = detect.layers(prefer_zygote=True)
+    layers = dataclasses.replace(full, seccomp=False)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    code = """
+        import socket
+        try:
+            socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
+            report('connected')
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    try:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            result = box.run(hostile(code, str(listener.getsockname()[1])))
+        assert result.result is not None
+        assert result.result != b"connected"
+    finally:
+        box.close()

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
+import subprocess
 
 import pytest
 
 from gate.commands import doctor
+from gate.sandbox import detect, seccomp
 
 
 @pytest.mark.skipif(os.geteuid() != 0,
@@ -27,3 +30,31 @@ def test_doctor_is_a_gate_command() -> None:
     parser = argparse.ArgumentParser()
     doctor.register(parser.add_subparsers())
     assert parser.parse_args(["doctor", "--fresh"]).func is doctor.run
+
+
+def _as_nobody(code: str) -> subprocess.CompletedProcess[str]:
+    paths = [detect.gate_root()]
+    lib = seccomp.library()
+    if lib is not None and lib.__file__:
+        paths.append(os.path.dirname(lib.__file__))
+    setup = f"import sys; sys.path[:0] = {paths!r}\n"
+    return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
+                           "-c", setup + code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
+                          cwd="/", check=False, timeout=300)
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("setpriv"),
+                    reason="needs root and setpriv to become nobody")
+def test_doctor_without_root_says_what_gets_through() -> None:
+    if _as_nobody("import gate.sandbox").returncode != 0:
+        pytest.skip("this checkout is not readable by nobody")
+    done = _as_nobody("import argparse, sys\nfrom gate.commands import doctor\n"
+                      "sys.exit(doctor.run(argparse.Namespace(fresh=False)))")
+    assert done.returncode == 3, done.stdout + done.stderr
+    lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ")}
+    assert lines["uid"].split(None, 1)[1].startswith("off: needs root")
+    # Without root the run shares the gate's user: the token in a process's environment is readable...
+    assert "NOT BLOCKED" in lines["secret"]
+    # ...but its reaper still kills a daemon, the process limit holds, and seccomp keeps it off the network.
+    for canary in ("daemon", "fork", "network"):
+        assert " blocked " in lines[canary], lines[canary]

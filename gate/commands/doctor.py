@@ -11,6 +11,8 @@ import os
 import secrets
 import shutil
 import socket
+import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
@@ -33,7 +35,7 @@ except OSError as exc:
     report(f"{type(exc).__name__}: {exc.strerror or exc}")
 """
 _SECRET = """found = [repr(dict(os.environ))]
-for pid in ["self", str(os.getppid()), "1", sys.argv[1], *(p for p in os.listdir("/proc") if p.isdigit())]:
+for pid in ["self", str(os.getppid()), "1", *sys.argv[1:], *(p for p in os.listdir("/proc") if p.isdigit())]:
     try:
         with open(f"/proc/{pid}/environ", "rb") as environ:
             found.append(environ.read().decode(errors="replace"))
@@ -146,9 +148,25 @@ def network(sandbox: Sandbox) -> Canary:
     return Canary("network", not reached and said != "connected", f"connect to 127.0.0.1: {said}")
 
 
+@contextlib.contextmanager
+def _token_holder(token: str) -> Iterator[int]:
+    """A process of the gate's user that got the token in its environment when it started, as the gate gets
+    GITHUB_TOKEN (a variable set later, with os.environ, never shows in /proc/<pid>/environ)."""
+    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
+                              env={**os.environ, "GATE_DOCTOR_SECRET": token})
+    try:
+        yield holder.pid
+    finally:
+        assert holder.stdin is not None
+        holder.stdin.close()
+        holder.wait()
+
+
 def secret(sandbox: Sandbox, token: str) -> Canary:
-    """Find the token in the gate's environment: own env, /proc/<ppid>/environ, /proc/1, /proc/<gate>, all."""
-    found = token in _run(sandbox, _SECRET, str(os.getpid()))
+    """Find the token: the run's own environment (inherited?), /proc/<pid>/environ of its parent, of pid 1, of
+    the gate, of a process of the gate's user started with it, and of every process."""
+    with _token_holder(token) as holder:
+        found = token in _run(sandbox, _SECRET, str(os.getpid()), str(holder))
     return Canary("secret", not found, "token seen in an environment" if found
                   else "not in its environment, nor in any /proc/*/environ it can read")
 

@@ -2,9 +2,11 @@
 layer modules only, because it runs under the sandbox interpreter (maybe /usr/bin/python3, not the gate's).
 
 Both backends end here: a fresh interpreter runs `main()` (its config arrives on a pipe), a zygote's forked
-child calls `run_child()` directly. Order matters: session and cgroup first (so nothing escapes the kill),
-file descriptors next, namespaces and the private directory while still root, rlimits after the copy
-(RLIMIT_FSIZE would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the program.
+child calls `run_child()` directly; the process that forks a run's leader is its reaper (`reap_ready`).
+Order matters: file descriptors first (so a failure can be reported on the setup channel), then session and
+cgroup (so nothing escapes the kill), namespaces and the private directory while still root, rlimits after
+the copy (RLIMIT_FSIZE would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the
+program.
 """
 
 from __future__ import annotations

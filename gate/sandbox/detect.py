@@ -75,6 +75,14 @@ def _hidden() -> tuple[str, ...]:
     return (cwd,)
 
 
+def _nproc(root: bool, uids: users.UidPool | None) -> str:
+    if uids and not uids.fallback:
+        return "nproc"
+    if root and not uids:
+        return "no nproc: it does nothing for root"
+    return "nproc on top of what the shared uid runs already"
+
+
 def _switch(text: str, detail: str = "on") -> str:
     return detail if not text else f"off: {text}"
 
@@ -102,11 +110,10 @@ def layers(prefer_zygote: bool) -> Layers:
         "zygote": "on" if prefer_zygote else "off: not preferred (prefer_zygote=False)",
         "fresh-interpreter": f"{interpreter} -s -S -P" + ("" if not prefer_zygote else " (fallback)"),
         "setsid": "on",
-        "rlimits": "on (cpu, as, fsize, nofile, core" + (", nproc)" if uids and not uids.fallback else
-                                                           "; nproc off: no dedicated uid)"),
+        "rlimits": "on (cpu, as, fsize, nofile, core, " + _nproc(root, uids) + ")",
         "uid": _switch(uid_text, uids.describe if uids else ""),
         "no-new-privs": "on",
-        "netns": _switch(probe["netns"]),
+        "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),

@@ -19,8 +19,8 @@ class Handle(Protocol):
     exit_fd: int
 
     def reap(self) -> tuple[int, float]:
-        """Kill what is left of the child's process group, collect it: (raw wait status, CPU seconds). Blocks
-        until the child has exited; call once `exit_fd` is readable or after killing it."""
+        """The child's (raw wait status, CPU seconds), once its reaper has killed what was left of its process
+        group and collected it. Blocks until then; call once `exit_fd` is readable or after killing it."""
         ...
 
     def close(self) -> None:

@@ -142,8 +142,10 @@ class LayeredSandbox:
         limits = request.limits
         processes: int | None = limits.processes
         if who is None or not who.dedicated:
-            # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root).
-            processes = None
+            # RLIMIT_NPROC counts every task of the uid (it does nothing for root): on a shared uid, allow the
+            # run its processes on top of what the uid has now (a scan of /proc; only without root).
+            uid = who.uid if who else os.getuid()
+            processes = None if uid == 0 else users.tasks_of(uid) + limits.processes
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],

@@ -15,6 +15,7 @@ import stat
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -137,20 +138,26 @@ class UidPool:
             self._busy.clear()
 
 
+def _statuses() -> Iterator[tuple[int, dict[str, str]]]:
+    """(pid, fields of /proc/<pid>/status) of every process still there."""
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/status") as status:
+                    yield int(entry), dict(line.split(":", 1) for line in status if ":" in line)
+            except OSError:
+                continue
+
+
 def processes_of(uid: int) -> list[int]:
     """Live (not zombie) processes whose real uid is `uid`."""
-    found = []
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open(f"/proc/{entry}/status") as status:
-                fields = dict(line.split(":", 1) for line in status if ":" in line)
-        except OSError:
-            continue
-        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
-            found.append(int(entry))
-    return found
+    return [pid for pid, fields in _statuses()
+            if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z")]
+
+
+def tasks_of(uid: int) -> int:
+    """How many tasks (threads, zombies included) RLIMIT_NPROC counts for `uid` now."""
+    return sum(int(fields["Threads"]) for _, fields in _statuses() if int(fields["Uid"].split()[0]) == uid)
 
 
 def runnable_by_others(path: str) -> bool:
