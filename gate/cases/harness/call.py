@@ -41,6 +41,3 @@ def _call(request: dict[str, str]) -> dict[str, str]:
     except wire.NotData as exc:
         return {"notdata": str(exc)}
 
-
-if __name__ == "__main__":
-    main()

@@ -165,6 +165,3 @@ def _test_line(exc: BaseException) -> int | None:
         tb = tb.tb_next
     return line
 
-
-if __name__ == "__main__":
-    main()

@@ -11,6 +11,3 @@ def main() -> None:
     sys.argv = [module, *args]
     runpy.run_module(module, run_name="__main__", alter_sys=True)
 
-
-if __name__ == "__main__":
-    main()

@@ -62,6 +62,3 @@ def _send(replies: Any, message: dict[str, Any]) -> None:
     replies.write(json.dumps(message) + "\n")
     replies.flush()
 
-
-if __name__ == "__main__":
-    main()

@@ -58,7 +58,7 @@ def type_name(value: object) -> str:
     kind = type(value)
     module = getattr(kind, "__module__", "")
     name = getattr(kind, "__qualname__", "?")
-    return name if module in ("builtins", "__main__") else f"{module}.{name}"
+    return name if module == "builtins" or module.startswith("_gate_") else f"{module}.{name}"
 
 
 def _encode(value: object, depth: int) -> object:
