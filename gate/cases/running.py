@@ -40,9 +40,10 @@ def _module(module: str, name: str) -> dict[str, bytes]:
     with tempfile.TemporaryDirectory() as folder:
         path = Path(folder, f"{module}.py")
         path.write_bytes(source)
-        compiled = py_compile.compile(str(path), doraise=True,
-                                      invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
-        bytecode = Path(compiled).read_bytes()
+        compiled = Path(folder, "compiled.pyc")
+        py_compile.compile(str(path), str(compiled), doraise=True,
+                           invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+        bytecode = compiled.read_bytes()
     return {f"{module}.py": source, f"__pycache__/{module}.{sys.implementation.cache_tag}.pyc": bytecode}
 
 
