@@ -205,6 +205,40 @@ def test_an_exception_the_tests_catch_is_still_no_pass_without_data(sandbox: San
     assert run(sandbox, spec, "def f():\n    raise ValueError('no')\n").status == "passed"
 
 
+@pytest.mark.parametrize("kind", ("humaneval", "mbpp"))
+def test_stop_iteration_cannot_cut_a_tests_loop_short(sandbox: Sandbox, kind: str) -> None:
+    test = "assert all(map(lambda n: f(n) == n * 2, range(5)))"
+    spec = (case("mbpp", tests=[test]) if kind == "mbpp" else
+            case("humaneval", prompt="def f(n):\n    pass\n", entry_point="f",
+                 test="def check(candidate):\n    " + test.replace("f(n)", "candidate(n)") + "\n"))
+    outcome = run(sandbox, spec, "def f(n):\n    raise StopIteration\n")
+    assert outcome.status == "failed"
+    assert "CandidateError: StopIteration" in outcome.detail
+    assert run(sandbox, spec, "def f(n):\n    return n * 2\n").status == "passed"
+
+
+def test_a_garbled_reply_on_the_socket_is_no_data(sandbox: Sandbox) -> None:
+    code = textwrap.dedent("""
+        import os, socket
+
+        def f():
+            for fd in os.listdir("/proc/self/fd"):
+                try:
+                    channel = socket.socket(fileno=int(fd))
+                    channel.sendall(b'[1, 2]\\n{"ok": "{\\\\"t\\\\": 1}"}\\n')
+                    channel.detach()
+                except OSError:
+                    pass
+            raise ValueError("expected")
+    """)
+    spec = case("humaneval", prompt="def f():\n    pass\n", entry_point="f",
+                test="def check(candidate):\n    try:\n        candidate()\n    except ValueError:\n"
+                     "        return\n    raise AssertionError\n")
+    outcome = run(sandbox, spec, code)
+    assert outcome.status == "failed"
+    assert "NoData" in outcome.detail
+
+
 def test_the_sandbox_still_works_after_an_attack(sandbox: Sandbox) -> None:
     spec = _case("humaneval", "ok")
     assert run(sandbox, spec, _code("humaneval", ATTACKS["killing every process it can"])).status == "failed"

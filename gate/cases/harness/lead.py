@@ -32,8 +32,10 @@ PEER_FD_ENV = "GATE_PEER_FD"
 CANDIDATE = "candidate.py"
 MAX_REPLY = 16 * 1024 * 1024
 # The exceptions a reply may name and a test then sees raised; any other name becomes a CandidateError.
+# StopIteration would silently end a `map(candidate, ...)` in the test, so it is not raised as itself.
 _RAISABLE = {name: cls for name, cls in vars(builtins).items()
-             if isinstance(cls, type) and issubclass(cls, Exception)}
+             if isinstance(cls, type) and issubclass(cls, Exception)
+             and not issubclass(cls, StopIteration | StopAsyncIteration)}
 
 
 class CandidateError(Exception):
@@ -78,7 +80,7 @@ def _connect(request: dict[str, Any]) -> dict[str, Any]:
     replies = channel.makefile("r", encoding="utf-8")
     try:
         hello = _read(replies)
-    except NoData as exc:
+    except (NoData, ValueError) as exc:
         raise LoadFailed(str(exc)) from None
     if "ready" not in hello:
         raise LoadFailed(str(hello.get("load", "no reply")))
@@ -89,7 +91,9 @@ def _read(replies: Any) -> dict[str, Any]:
     line = replies.readline(MAX_REPLY)
     if not line.endswith("\n"):
         raise NoData("the candidate's process ended" if not line else "the reply is too long")
-    reply: dict[str, Any] = json.loads(line)
+    reply = json.loads(line)
+    if not isinstance(reply, dict):
+        raise NoData("the reply is not an object")
     return reply
 
 
@@ -101,11 +105,14 @@ def _proxy(name: str, requests: Any, replies: Any) -> Callable[..., Any]:
             payload = wire.dumps((args, kwargs))
         except wire.NotData as exc:
             raise NoData(f"the test passes an argument that is {exc}") from None
-        requests.write(json.dumps({"name": name, "args": payload}) + "\n")
-        requests.flush()
-        reply = _read(replies)
+        try:
+            requests.write(json.dumps({"name": name, "args": payload}) + "\n")
+            requests.flush()
+            reply = _read(replies)
+            value = wire.loads(reply["ok"]) if "ok" in reply else None
+        except (OSError, ValueError, wire.NotData) as exc:  # not an exception a test may catch and pass on
+            raise NoData(f"no valid reply from the candidate ({wire.describe(exc)})") from None
         if "ok" in reply:
-            value = wire.loads(reply["ok"])
             Last.seen = "returned " + wire.type_name(value)
             return value
         if "raised" in reply:
