@@ -1,7 +1,8 @@
 """GitHub workflow commands (`::error file=…,line=…,title=…::message`) for the findings that cost points.
 
-Printed on stdout inside a workflow step, each becomes an annotation on the PR's diff. GitHub's escaping: in the
-message `%`, CR and LF become `%25`, `%0D`, `%0A`; in a property value `:` and `,` also become `%3A` and `%2C`.
+Printed on stdout inside a workflow step, each becomes an annotation on the PR's diff. GitHub's escaping:
+in the message `%`, CR and LF become `%25`, `%0D`, `%0A`; in a property value `:` and `,` also become `%3A`
+and `%2C`.
 """
 
 from __future__ import annotations
@@ -28,7 +29,7 @@ def _title(penalty: Penalty) -> str:
     return f"gate {penalty.check}: +{penalty.points} {'point' if penalty.points == 1 else 'points'}"
 
 
-def annotations(verdict: Verdict) -> list[str]:
+def workflow_commands(verdict: Verdict) -> list[str]:
     """One command per location of each penalty (one without a file for a penalty that has no location).
     Errors when the verdict is enforced, warnings in advisory mode."""
     level = "error" if verdict.mode == "enforce" else "warning"

@@ -10,8 +10,8 @@ from gate.verdict import Verdict
 # GitHub rejects a comment body longer than this many characters.
 COMMENT_LIMIT = 65_536
 TEMPLATE = "comment.md.j2"
-CUT_NOTE = ("> **This comment was cut to fit GitHub's limit of {limit} characters.** The job summary of this run "
-            "has the full report, and the verdict's JSON is in its artifact.")
+CUT_NOTE = ("> **This comment was cut to fit GitHub's limit of {limit} characters.** The job summary of "
+            "this run has the full report, and the verdict's JSON is in its artifact.")
 
 
 def render_comment(verdict: Verdict, overrides: Overrides | None = None, limit: int = COMMENT_LIMIT) -> str:

@@ -1,8 +1,8 @@
 """What the Markdown report templates see: the verdict, and its parts already escaped and linked.
 
-Built-in and repository templates (`.github/gate/templates/*.md.j2`, read from the base commit) get the same
-variables; every string in them that came from the candidate is already escaped Markdown, so a template can place
-it anywhere inline without further care. `verdict` is the raw `gate.verdict.Verdict` for anything else.
+Built-in and repository templates (`.github/gate/templates/*.md.j2`, read from the base commit) get the
+same variables; every string in them that came from the candidate is already escaped Markdown, so a template
+can place it anywhere inline without further care. `verdict` is the raw `gate.verdict.Verdict` for the rest.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ class Headline:
 
 def headline(verdict: Verdict) -> Headline:
     """Accepted or blocked, and the total against the budget, in words."""
-    points = f"{verdict.total} {'point' if verdict.total == 1 else 'points'} against a budget of {verdict.budget}"
+    unit = "point" if verdict.total == 1 else "points"
+    points = f"{verdict.total} {unit} against a budget of {verdict.budget}"
     if verdict.blocked_reasons:
         points += f"; needs a human ({len(verdict.blocked_reasons)} reason"
         points += "s)" if len(verdict.blocked_reasons) > 1 else ")"
@@ -40,7 +41,8 @@ def headline(verdict: Verdict) -> Headline:
 
 
 def location_markdown(location: Location, facts: dict[str, str]) -> str:
-    """`[path:line](https://…/blob/SHA/path#Lline)` when the repository URL and head are known, else `path:line`."""
+    """`[path:line](https://…/blob/SHA/path#Lline)` when the repository URL and head are known, else
+    `path:line` as code."""
     label = location.path + (f":{location.line}" if location.line else "")
     repo_url, head = facts.get("repo", ""), facts.get("head", "")
     if repo_url.startswith(("https://", "http://")) and head:
@@ -83,10 +85,12 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
             for c in verdict.checks
         ],
         "skipped": [
-            {"name": escape(c.name), "reason": escape(c.reason)} for c in verdict.checks if c.status == "skipped"
+            {"name": escape(c.name), "reason": escape(c.reason)}
+            for c in verdict.checks if c.status == "skipped"
         ],
         "notes": [
-            {"source": escape(n.source), "message": escape(n.message), "where": _locations(n.locations, facts)}
+            {"source": escape(n.source), "message": escape(n.message),
+             "where": _locations(n.locations, facts)}
             for n in verdict.notes
         ],
         "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation],

@@ -1,9 +1,9 @@
 """Markdown helpers for the reports: escaping of user-controlled text, links to the head commit, code fences,
 and cutting a long comment at a safe place.
 
-Everything a candidate controls (messages, paths, case names, diffs) goes through `escape` or `fence` before it
-reaches a Markdown report, so that a hostile file name or message cannot break a table, open an HTML element or
-mention a user.
+Everything a candidate controls (messages, paths, case names, diffs) goes through `escape` or `fence` before
+it reaches a Markdown report, so that a hostile file name or message cannot break a table, open an HTML
+element or mention a user.
 """
 
 from __future__ import annotations

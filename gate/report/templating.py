@@ -22,7 +22,7 @@ OVERRIDE_DIR = ".github/gate/templates"
 
 @dataclass(frozen=True)
 class Overrides:
-    """Template sources a repository supplies, by template name (`comment.md.j2`), and where they came from."""
+    """Template sources a repository supplies, by name (`comment.md.j2`), and where they came from."""
 
     sources: Mapping[str, str] = field(default_factory=dict)
     origin: str = OVERRIDE_DIR  # e.g. ".github/gate/templates@abc1234", for the fallback note
@@ -43,14 +43,14 @@ _BUILTIN = _builtin_environment()
 
 
 def render(name: str, context: Mapping[str, Any], overrides: Overrides | None = None) -> tuple[str, str]:
-    """Render Markdown template `name` with `context`; returns (text, note). `note` is empty unless an override
-    was given and failed: then the text comes from the built-in template, which shows the note (escaped) through
-    its `override_note` variable."""
+    """Render Markdown template `name` with `context`; returns (text, note). `note` is empty unless an
+    override was given and failed: then the text comes from the built-in template, which shows the note
+    (escaped) through its `override_note` variable."""
     source = overrides.sources.get(name) if overrides else None
     if source is not None and overrides is not None:
         env = jinja2.sandbox.SandboxedEnvironment(
-            undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-            autoescape=False,
+            undefined=jinja2.StrictUndefined, trim_blocks=True, lstrip_blocks=True,
+            keep_trailing_newline=True, autoescape=False,
         )
         try:
             return env.from_string(source).render(**context, override_note=""), ""
