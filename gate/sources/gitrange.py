@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import git
 
 from gate.errors import BadInput
-from gate.policy.model import CaseSpec, Paths, Policy
+from gate.policy.model import CaseSpec, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.subject import SourceFile, Subject
 
@@ -74,10 +74,11 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     governed = {policy_path or DEFAULT_POLICY_PATH: "the policy file"}
     if policy.hidden.path:
         governed[policy.hidden.path] = "the hidden cases file"
+    # Every file the range adds, modifies or renames; the extract check keeps those that `paths` gates, and
+    # says so when none is.
     files = tuple(
         _source_file(repo, change) for change in changes
         if change.status != "D" and change.new_path and change.new_mode in _REGULAR_MODES
-        and gated(change.new_path, policy.paths)
     )
     facts = _facts(repo, base, head, fork, repo_url)
     tree = Path(tempfile.mkdtemp(prefix="gate-head-"))
@@ -117,29 +118,6 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                                 f"{head_commit.hexsha[:12]})")
             found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
         yield found
-
-
-def gated(path: str, paths: Paths) -> bool:
-    """Whether the policy's `paths` globs (`**` any directories, `*` within one name) include `path`."""
-    return (any(_glob(p).fullmatch(path) for p in paths.include)
-            and not any(_glob(p).fullmatch(path) for p in paths.exclude))
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    out = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out)
 
 
 def export_tree(tree: git.Tree, target: Path) -> list[str]:
