@@ -100,10 +100,11 @@ def test_a_forbidden_import_added_to_an_old_file_counts_only_that_line(repo: Rep
 
 def test_added_lines_are_those_the_range_adds(repo: Repo) -> None:
     base = repo.git("rev-parse", "main")
-    head = repo.commit("bot", {"util.py": UTIL.replace("import json\n", "import json\nimport os\n") + "X = 1\n"})
+    changed = UTIL.replace("import json\n", "import json\nimport os\n") + "X = 1\n"
+    head = repo.commit("bot", {"util.py": changed})
     with subject_from_commits(git.Repo(repo.root), base, head) as found:
         [util] = found.subject.files
-    assert util.path == "util.py" and util.status == "modified" and util.added_lines == {2, 8}
+    assert util.path == "util.py" and util.status == "modified" and util.added_lines == frozenset({2, 8})
 
 
 def test_editing_the_policy_is_blocked_whatever_the_score_and_the_base_policy_applies(repo: Repo) -> None:
@@ -140,7 +141,7 @@ def test_a_renamed_file_is_scored_at_its_new_path_with_only_its_new_lines(repo: 
     with subject_from_commits(git.Repo(repo.root), base, head) as found:
         [moved] = found.subject.files
     assert (moved.path, moved.status, moved.old_path) == ("lib_util.py", "renamed", "util.py")
-    assert moved.added_lines == {7, 8, 9, 10}
+    assert moved.added_lines == frozenset({7, 8, 9, 10})
     code, verdict = check(repo)
     assert code == 0 and verdict["total"] == 0  # its old `import subprocess` is not added by the rename
 

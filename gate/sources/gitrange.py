@@ -24,6 +24,8 @@ from urllib.parse import urlsplit
 import git
 
 from gate.errors import BadInput
+from gate.policy.loader import load_policy, parse_cases
+from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import CaseSpec, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.subject import SourceFile, Subject
@@ -125,22 +127,28 @@ def export_tree(tree: git.Tree, target: Path) -> list[str]:
     not exported, so nothing in the export points outside it; returns their paths."""
     skipped: list[str] = []
     root = target.resolve()
-    for item in tree.traverse():
-        if not isinstance(item, git.Blob):
-            if not isinstance(item, git.Tree):  # a submodule: a commit of another repository
-                skipped.append(item.path)
+    for item in _walk(tree):
+        path = str(item.path)
+        # A submodule is a commit of another repository; a link could point anywhere.
+        if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
+            skipped.append(path)
             continue
-        if stat.S_ISLNK(item.mode):
-            skipped.append(item.path)
-            continue
-        dest = (root / item.path).resolve()
+        dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
-            skipped.append(item.path)
+            skipped.append(path)
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(item.data_stream.read())
         dest.chmod(0o755 if item.mode & 0o111 else 0o644)
     return skipped
+
+
+def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
+    for item in tree:
+        if isinstance(item, git.Tree):
+            yield from _walk(item)
+        else:
+            yield item
 
 
 def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
@@ -182,8 +190,6 @@ def _read(commit: git.Commit, path: str) -> str | None:
 
 
 def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
-    from gate.policy.loader import load_policy
-
     path = policy_path or DEFAULT_POLICY_PATH
     text = _read(base, path)
     if text is None:
@@ -191,18 +197,21 @@ def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
             raise BadInput(f"no policy file at {path} in the base commit {base.hexsha[:12]}", key="--policy")
         policy = load_policy(None)
         return replace(policy, source=f"{policy.source} (no {path} in the base commit {base.hexsha[:12]})")
-    return load_policy(path, text=text, source=f"{path}@{base.hexsha[:12]}")
+    return load_policy(Path(path), text=text, source=f"{path}@{base.hexsha[:12]}")
 
 
 def _hidden_cases(base: git.Commit, policy: Policy) -> tuple[CaseSpec, ...]:
-    from gate.cases.hidden import parse_hidden
-
+    """The hidden cases file of the base commit: a mapping whose `cases:` lists cases as a policy does."""
     if not policy.hidden.path:
         return ()
     text = _read(base, policy.hidden.path)
     if text is None:
         return ()
-    return parse_hidden(text, source=f"{policy.hidden.path}@{base.hexsha[:12]}")
+    file = f"{policy.hidden.path}@{base.hexsha[:12]}"
+    doc = load_marked(text, file)
+    if not isinstance(doc, MarkedMap) or "cases" not in doc:
+        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
+    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _overrides(base: git.Commit) -> Overrides:
@@ -212,7 +221,7 @@ def _overrides(base: git.Commit) -> Overrides:
         return Overrides(origin=f"{OVERRIDE_DIR}@{base.hexsha[:12]}")
     sources = {}
     for item in folder.blobs if isinstance(folder, git.Tree) else []:
-        text = _read(base, item.path)
+        text = _read(base, str(item.path))
         if text is not None:
             sources[item.name] = text
     return Overrides(sources=sources, origin=f"{OVERRIDE_DIR}@{base.hexsha[:12]}")
