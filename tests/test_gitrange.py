@@ -216,6 +216,7 @@ def test_file_names_with_odd_characters_survive(repo: Repo) -> None:
 
 
 def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
     assert main(["check", "--repo", str(repo.root), "--base", "nope"]) == 2
     assert "--base: unknown revision 'nope'" in capsys.readouterr().err
     assert main(["check", "--repo", str(repo.root.parent)]) == 2
@@ -231,6 +232,7 @@ def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.Captur
     repo.commit("bad policy", {".github/gate.yml": "budget: lots\n"})
     repo.git("checkout", "-q", "bot")
     repo.git("merge", "-q", "main")
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
     assert main(["check", "--repo", str(repo.root), "--base", "main"]) == 2
     err = capsys.readouterr().err
     assert ".github/gate.yml@" in err and "budget" in err and "Traceback" not in err
@@ -246,3 +248,52 @@ def test_comment_summary_and_annotations_outputs(repo: Repo, capsys: pytest.Capt
     assert "<!-- gate:report -->" in comment.read_text() and "<!-- gate:report -->" not in summary.read_text()
     out = capsys.readouterr().out
     assert "::error file=util.py,line=1,title=gate imports%3A +3 points::" in out
+
+
+def test_an_empty_range_is_a_usage_error(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--repo", str(repo.root)]) == 2  # the bot branch has no commits yet
+    assert "nothing to check" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("remote", [
+    "https://github.com/octo/widgets.git",
+    "https://x-access-token:ghs_secret@github.com/octo/widgets",
+    "git@github.com:octo/widgets.git",
+    "ssh://git@github.com/octo/widgets.git",
+])
+def test_the_repository_url_comes_from_origin_without_credentials(repo: Repo, remote: str) -> None:
+    repo.git("remote", "add", "origin", remote)
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+        assert dict(found.subject.facts)["repo"] == "https://github.com/octo/widgets"
+
+
+def test_a_local_remote_gives_no_links(repo: Repo, tmp_path: Path) -> None:
+    repo.git("remote", "add", "origin", str(tmp_path / "elsewhere"))
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+        assert "repo" not in dict(found.subject.facts)
+
+
+def test_an_explicit_policy_path_is_read_from_the_base_and_guarded(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    repo.commit("strict policy", {"ci/strict.yml": "budget: 0\n"})
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    head = repo.commit("bot: loosen", {"ci/strict.yml": "budget: 9\n", "calc.py": CALC + "# tidy\n"})
+    base = repo.git("rev-parse", "main")
+    with subject_from_commits(git.Repo(repo.root), base, head, policy_path="./ci//strict.yml") as found:
+        assert found.policy.budget == 0 and found.policy.source == f"ci/strict.yml@{base[:12]}"
+        assert any("ci/strict.yml" in r for r in found.subject.blocked_reasons)
+        assert found.reproduce.endswith("--policy ci/strict.yml")
+    with pytest.raises(BadInput, match="inside the repository"):
+        subject_from_commits(git.Repo(repo.root), base, head, policy_path="../x.yml").__enter__()
+
+
+def test_a_base_without_a_policy_uses_the_default_preset_and_says_so(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "bare-policy")
+    base = repo.commit("base", {"calc.py": CALC})
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.policy.source.startswith("default preset (no .github/gate.yml in the base commit")
+        assert found.subject.tree is None  # no cases: nothing to export

@@ -66,8 +66,10 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
 
     The changes are those of the head since its merge base with the base (what a PR shows); the policy and
     hidden cases come from `base_sha`. `repo_url` (`https://github.com/OWNER/REPO`) makes report locations
-    links; by default it comes from the `origin` remote. The head's export is removed when the context exits.
+    links; by default it comes from the `origin` remote. The head's tree is exported only when there are cases
+    to run against it, and removed when the context exits.
     """
+    policy_path = _tree_path(policy_path) if policy_path else None
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
     fork = _merge_base(repo, base, head)
@@ -83,9 +85,10 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         if change.status != "D" and change.new_path and change.new_mode in _REGULAR_MODES
     )
     facts = _facts(repo, base, head, fork, repo_url)
-    tree = Path(tempfile.mkdtemp(prefix="gate-head-"))
+    hidden = _hidden_cases(base, policy)
+    tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if policy.cases or hidden else None
     try:
-        skipped = export_tree(head.tree, tree)
+        skipped = export_tree(head.tree, tree) if tree else []
         if skipped:
             facts.append(("not exported", ", ".join(skipped)))
         subject = Subject(
@@ -93,14 +96,15 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
             files=files,
             cases=policy.cases,
-            hidden_cases=_hidden_cases(base, policy),
+            hidden_cases=hidden,
             tree=tree,
             blocked_reasons=_blocked_reasons(changes, governed),
             facts=tuple(facts),
         )
         yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path))
     finally:
-        shutil.rmtree(tree, ignore_errors=True)
+        if tree:
+            shutil.rmtree(tree, ignore_errors=True)
 
 
 @contextmanager
@@ -114,6 +118,10 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
     head_commit = _commit(repo, head, "--head")
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
+    if _merge_base(repo, base_commit, head_commit) == head_commit:
+        raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
+                       f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and --head",
+                       key="--head")
     with subject_from_commits(repo, base_commit.hexsha, head_commit.hexsha, policy_path=policy_path) as found:
         if not repo.bare and repo.is_dirty(untracked_files=True):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
@@ -141,6 +149,14 @@ def export_tree(tree: git.Tree, target: Path) -> list[str]:
         dest.write_bytes(item.data_stream.read())
         dest.chmod(0o755 if item.mode & 0o111 else 0o644)
     return skipped
+
+
+def _tree_path(path: str) -> str:
+    """`path` as git names it in a tree (`./a//b.yml` is `a/b.yml`); it must stay inside the repository."""
+    clean = PurePosixPath(path)
+    if clean.is_absolute() or ".." in clean.parts:
+        raise BadInput(f"expected a path inside the repository, got {path!r}", key="--policy")
+    return clean.as_posix()
 
 
 def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
