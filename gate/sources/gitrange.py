@@ -120,8 +120,8 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
     if _merge_base(repo, base_commit, head_commit) == head_commit:
         raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
-                       f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and --head",
-                       key="--head")
+                       f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
+                       "--head", key="--head")
     with subject_from_commits(repo, base_commit.hexsha, head_commit.hexsha, policy_path=policy_path) as found:
         if not repo.bare and repo.is_dirty(untracked_files=True):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
