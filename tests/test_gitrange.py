@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -170,6 +171,7 @@ def test_cases_run_against_a_clean_export_of_the_head_tree(repo: Repo) -> None:
         assert tree is not None and tree.resolve() != repo.root.resolve()
         assert (tree / "calc.py").read_text().endswith("# head version\n")
         assert (tree / "pkg/data.txt").exists() and (tree / ".github/gate.yml").exists()
+        assert not (tree / ".github/gate-hidden.yml").exists()  # the candidate runs here: no expected values
         assert not (tree / ".git").exists() and not (tree / "untracked.py").exists()
         assert not (tree / "link.py").exists() and not (tree / "link.py").is_symlink()
         assert dict(found.subject.facts)["not exported"] == "link.py"
@@ -297,3 +299,11 @@ def test_a_base_without_a_policy_uses_the_default_preset_and_says_so(tmp_path: P
     with subject_from_commits(git.Repo(repo.root), base, head) as found:
         assert found.policy.source.startswith("default preset (no .github/gate.yml in the base commit")
         assert found.subject.tree is None  # no cases: nothing to export
+
+
+def test_the_bundled_demo_runs_offline_and_prints_both_reports() -> None:
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
+    done = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, check=True)
+    assert "gate check --repo" in done.stdout and "budget 3" in done.stdout
+    assert "**gate: " in done.stdout and "<!-- gate:report -->" in done.stdout
+    assert "calc.py:1" in done.stdout  # the bot's `import os`

@@ -88,7 +88,9 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     hidden = _hidden_cases(base, policy)
     tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if policy.cases or hidden else None
     try:
-        skipped = export_tree(head.tree, tree) if tree else []
+        # The hidden cases stay out of the export: the candidate's code runs in it.
+        withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
+        skipped = export_tree(head.tree, tree, withheld) if tree else []
         if skipped:
             facts.append(("not exported", ", ".join(skipped)))
         subject = Subject(
@@ -130,13 +132,16 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         yield found
 
 
-def export_tree(tree: git.Tree, target: Path) -> list[str]:
-    """Write the regular files of `tree` under `target` (which must exist). Symbolic links and submodules are
-    not exported, so nothing in the export points outside it; returns their paths."""
+def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset()) -> list[str]:
+    """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
+    Symbolic links and submodules are not exported, so nothing in the export points outside it; returns
+    their paths."""
     skipped: list[str] = []
     root = target.resolve()
     for item in _walk(tree):
         path = str(item.path)
+        if path in withheld:
+            continue
         # A submodule is a commit of another repository; a link could point anywhere.
         if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
             skipped.append(path)
