@@ -15,6 +15,7 @@ from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
 from gate.sources.gitrange import subject_from_commits, subject_from_range
+from gate.verdict import Verdict
 
 POLICY = """\
 budget: 1
@@ -307,3 +308,11 @@ def test_the_bundled_demo_runs_offline_and_prints_both_reports() -> None:
     assert "gate check --repo" in done.stdout and "budget 3" in done.stdout
     assert "**gate: " in done.stdout and "<!-- gate:report -->" in done.stdout
     assert "calc.py:1" in done.stdout  # the bot's `import os`
+
+
+def test_json_on_stdout_is_only_the_verdict(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    assert main(["check", "--repo", str(repo.root), "--json", "-"]) == 1
+    captured = capsys.readouterr()
+    verdict = Verdict.from_dict(json.loads(captured.out))  # validates against the schema
+    assert verdict.total == 3 and "BLOCKED" in captured.err
