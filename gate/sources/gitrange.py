@@ -34,6 +34,7 @@ DEFAULT_POLICY_PATH = ".github/gate.yml"
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
+_LISTED = 10  # paths named in a fact before "and N more"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 # Flags that keep `git diff` output independent of the user's configuration and the repository's attributes.
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
@@ -92,7 +93,8 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         skipped = export_tree(head.tree, tree, withheld) if tree else []
         if skipped:
-            facts.append(("not exported", ", ".join(skipped)))
+            more = f" and {len(skipped) - _LISTED} more" if len(skipped) > _LISTED else ""
+            facts.append(("not exported", ", ".join(skipped[:_LISTED]) + more))
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
