@@ -8,7 +8,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.sandbox.base import Limits, Sandbox
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast
+if TYPE_CHECKING:
+    from gate.sandbox.base import Limits, Sandbox
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True) -> Sandbox:

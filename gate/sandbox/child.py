@@ -20,9 +20,12 @@ import sys
 import threading
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
 
 from gate.sandbox import _libc, identity, namespaces, rlimits, seccomp
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4).
 STDIN, STDOUT, STDERR, RESULT, PEER, SETUP = 0, 1, 2, 3, 4, 5
@@ -129,11 +132,12 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
     os._exit(_run_script(config["script"], config["args"], workdir))
 
 
-def reap_ready(waiting: dict[int, int], block: bool) -> None:
+def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
     """Reap every exited child (this process is a subreaper, so orphans of a run come here too, and zombies do
     not pile up under RLIMIT_NPROC). A run's leader has its process group killed while it is still a zombie (so
-    its id cannot have been reused), then its status goes to its status descriptor. With `block`, wait until no
-    child is left."""
+    its id cannot have been reused) and, for a dedicated uid without a cgroup, every process of that uid too;
+    then its status goes to its status descriptor. `waiting` maps a leader's pid to (status descriptor, uid to
+    sweep or None). With `block`, wait until no child is left."""
     flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
     while True:
         try:
@@ -148,8 +152,11 @@ def reap_ready(waiting: dict[int, int], block: bool) -> None:
                 os.killpg(pid, signal.SIGKILL)
             except OSError:
                 pass
+            sweep_uid = waiting[pid][1]
+            if sweep_uid is not None:
+                identity.kill_user(sweep_uid)
         _, status, usage = os.wait4(pid, 0)
-        status_fd = waiting.pop(pid, None)
+        status_fd, _ = waiting.pop(pid, (None, None))
         if status_fd is not None:
             os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
             os.close(status_fd)
@@ -180,5 +187,5 @@ def main() -> NoReturn:
         seccomp.prepare()
     status_fd = config["status_fd"]
     pid = fork_run(config, config["sources"], status_fd)
-    reap_ready({pid: status_fd}, block=True)
+    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
     os._exit(0)

@@ -8,7 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gate.sandbox import bwrap, cgroups, identity, seccomp
+from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
 LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns", "bwrap",
@@ -48,7 +48,7 @@ def _interpreter(switch_uid: bool) -> tuple[str, str]:
     if not switch_uid:
         return sys.executable, ""
     for candidate in (sys.executable, *_INTERPRETERS):
-        if identity.runnable_by_others(candidate):
+        if users.runnable_by_others(candidate):
             return candidate, ""
     return sys.executable, f"no Python interpreter that another uid can run (tried {sys.executable}, " \
                            + ", ".join(_INTERPRETERS) + ")"
@@ -81,7 +81,7 @@ def _switch(text: str, detail: str = "on") -> str:
 def layers(prefer_zygote: bool) -> Layers:
     """Detect every layer and choose the ones to use."""
     root = os.geteuid() == 0
-    uids = identity.UidPool() if root else None
+    uids = users.UidPool() if root else None
     interpreter, no_interpreter = _interpreter(uids is not None)
     if no_interpreter:
         uids = None

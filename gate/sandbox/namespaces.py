@@ -11,7 +11,6 @@ Standard library only: imported inside the child.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 
 from gate.sandbox import _libc
@@ -41,6 +40,8 @@ def private_tmp(stage: str, disk_bytes: int, uid: int, gid: int, hide: Sequence[
             _libc.mount(inside, target, None, _libc.MS_BIND)
     for path in hide:
         _libc.mount("tmpfs", path, "tmpfs", _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV, "size=4k,mode=0555")
+    import shutil  # here, not at the top: only runs in a mount namespace need it, and it is slow to import
+
     shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True)
     os.close(stage_fd)
     for root, dirs, files in os.walk(WORKDIR):

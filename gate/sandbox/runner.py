@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateFailure
-from gate.sandbox import identity, rlimits, stage
+from gate.sandbox import rlimits, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -38,7 +38,7 @@ class Layers:
     interpreter: str
     import_paths: tuple[str, ...]
     isolation: Mapping[str, str]
-    uids: identity.UidPool | None = None
+    uids: users.UidPool | None = None
     no_new_privs: bool = True
     netns: bool = False
     mountns: bool = False
@@ -52,7 +52,7 @@ class _Live:
     """One run in progress, parent side."""
 
     request: RunRequest
-    who: identity.Identity | None
+    who: users.Identity | None
     stage: Path
     cgroup: CgroupRun | None
     handle: Handle
@@ -112,6 +112,17 @@ class LayeredSandbox:
         results = self._supervise([first, second], lead=first)
         return results[0], results[1]
 
+    def leftovers(self) -> list[str]:
+        """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
+        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs
+        (a killed process may take a moment to die); tests and `gate doctor` check it."""
+        found = [f"directory {path}" for path in self._base.iterdir()]
+        if self.layers.cgroups:
+            found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
+        elif self.layers.uids:
+            found += [f"process {proc}" for proc in self.layers.uids.strays()]
+        return found
+
     def close(self) -> None:
         """Stop the backend's helpers and remove every directory and cgroup this sandbox made."""
         self.launcher.close()
@@ -121,7 +132,7 @@ class LayeredSandbox:
 
     # Starting a run
 
-    def _config(self, request: RunRequest, who: identity.Identity | None, where: Path,
+    def _config(self, request: RunRequest, who: users.Identity | None, where: Path,
                 cgroup: CgroupRun | None, peer: bool) -> dict[str, Any]:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
@@ -141,6 +152,7 @@ class LayeredSandbox:
             "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes, limits.open_files,
                                     processes),
             "uid": who.uid if who else None,
+            "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             "gid": who.gid if who else None,
             "no_new_privs": self.layers.no_new_privs,
             "seccomp": self.layers.seccomp,
@@ -270,11 +282,10 @@ class LayeredSandbox:
         self._sweep(live)
 
     def _sweep(self, live: _Live) -> None:
-        """Kill every process of the run that is left, wherever it went (setsid, double fork)."""
+        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a cgroup,
+        the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's exit."""
         if live.cgroup:
             live.cgroup.kill_all()
-        elif live.who and live.who.dedicated:
-            identity.kill_uid(live.who.uid)
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()
@@ -285,8 +296,9 @@ class LayeredSandbox:
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        if not reason and signum in (signal.SIGXCPU, signal.SIGKILL) \
-                and live.cpu_s >= live.request.limits.cpu_s * 0.9:
+        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
+        if not reason and (signum == signal.SIGXCPU
+                           or (signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s)):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
@@ -295,7 +307,7 @@ class LayeredSandbox:
             stdout=bytes(live.stdout), stderr=bytes(live.stderr), result=bytes(live.result) or None,
             output_truncated=live.truncated, killed_reason=reason, wall_s=time.monotonic() - live.start)
 
-    def _release(self, who: identity.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
+    def _release(self, who: users.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
         if cgroup:
             cgroup.remove()
         if where is not None:
