@@ -73,7 +73,6 @@ class Extract:
             return CheckResult(penalties=(Penalty(self.name, points, message, locations),))
         block = candidates[0]
         ctx.files[:] = [SourceFile(SOLUTION_PATH, block.code, None, "extracted")]
-        ctx.state["extract.block"] = block
         return CheckResult(notes=_unclosed_note(block, where))
 
     def _from_files(self, ctx: CheckContext) -> CheckResult:
