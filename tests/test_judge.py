@@ -38,12 +38,14 @@ HELPER = "def unused():\n    pass\n    return None\n"
 
 @dataclass
 class Answer:
-    """One scripted answer: status, headers, body; `hold` keeps the client waiting until the test ends."""
+    """One scripted answer: status, headers, body. `hold` keeps the client waiting for the headers until the
+    test ends; `stall` sends the headers and then keeps it waiting for the body."""
 
     status: int = 200
     body: bytes = b""
     headers: dict[str, str] = field(default_factory=dict)
     hold: bool = False
+    stall: bool = False
 
 
 @dataclass
@@ -78,6 +80,9 @@ class Stub:
                         self.send_header(name, value)
                     self.send_header("Content-Length", str(len(answer.body)))
                     self.end_headers()
+                    if answer.stall:
+                        self.wfile.flush()
+                        stub.release.wait(30)
                     self.wfile.write(answer.body)
                 except OSError:
                     pass  # the client gave up waiting: that is what a hold tests
@@ -349,6 +354,10 @@ GARBAGE = {
     "redirect": (Answer(302, headers={"Location": "/steal"}), "redirects are not followed"),
     "slow": (Answer(hold=True, body=completion('{"verdict": "pass", "reasons": []}')),
              "no answer within 0.3 s"),
+    "stalled body": (Answer(stall=True, body=completion('{"verdict": "pass", "reasons": []}')),
+                     "no answer within 0.3 s"),
+    "huge": (Answer(body=completion(" " * 1_100_000 + '{"verdict": "pass", "reasons": []}')),
+             "larger than 1048576 bytes"),
 }
 
 
@@ -387,7 +396,9 @@ def test_4xx_is_not_retried(stubs: list[Stub]) -> None:
     assert "HTTP 401" in judge_note(verdict)
 
 
-@pytest.mark.parametrize(("retry_after", "waited"), [("2", 2.0), ("3600", MAX_RETRY_WAIT), (None, 1.0)])
+@pytest.mark.parametrize(("retry_after", "waited"), [
+    ("2", 2.0), ("3600", MAX_RETRY_WAIT), ("Wed, 21 Oct 2015 07:28:00 GMT", 0.0), ("soon", 1.0), (None, 1.0),
+])
 def test_429_is_retried_after_the_wait_the_server_asks_capped(stubs: list[Stub], retry_after: str | None,
                                                                waited: float) -> None:
     waits = Waits()
