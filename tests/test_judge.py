@@ -15,6 +15,7 @@ import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,8 +23,10 @@ import pytest
 from gate.checks.base import Check, CheckContext, CheckResult
 from gate.checks.judge import JudgeCheck, connect_from_environment
 from gate.engine import score
+from gate.errors import BadInput
 from gate.judge.client import MAX_RETRY_WAIT, JudgeClient
 from gate.judge.secret import Secret
+from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import CaseReport, Location, Penalty, Verdict, validate
@@ -257,6 +260,37 @@ def test_a_disabled_judge_is_skipped_and_asks_nobody(stubs: list[Stub]) -> None:
     verdict = judged(stub.url, enabled=False)
     assert stub.received == []
     assert check_report(verdict) == ("skipped", 0, "the policy does not enable the judge")
+
+
+def test_a_judge_block_in_the_policy_file_drives_the_check(stubs: list[Stub], tmp_path: Path) -> None:
+    stub = serve(stubs, says("fail", ["special-cases the example input"], lines=[2]))
+    path = tmp_path / "gate.yml"
+    path.write_text(f"""\
+budget: 3
+points:
+  judge: 4
+judge:
+  enabled: true
+  url: {stub.url}
+  model: judge-model
+  api_key_env: {KEY_ENV}
+  rubric: No special cases.
+  add_points: true
+  needs_review: label
+""")
+    verdict = score(subject(), load_policy(path), checks=[judge_check()])
+    assert (verdict.total, verdict.accepted) == (4, False)
+    assert verdict.penalties[0].locations == (Location("solution.py", 2),)
+    assert "No special cases." in stub.received[0].json()["messages"][1]["content"]
+
+
+def test_a_bad_judge_mapping_in_the_policy_file_names_the_key(tmp_path: Path) -> None:
+    path = tmp_path / "gate.yml"
+    path.write_text("judge:\n  enabled: true\n  needs_review: maybe\n")
+    with pytest.raises(BadInput) as caught:
+        load_policy(path)
+    assert "judge.needs_review" in caught.value.render()
+    assert ":3:" in caught.value.render()
 
 
 # --- what its answers do ----------------------------------------------------------------------------------
