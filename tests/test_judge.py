@@ -28,6 +28,10 @@ from gate.judge.client import MAX_RETRY_WAIT, JudgeClient
 from gate.judge.secret import Secret
 from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
+from gate.report.annotations import workflow_commands
+from gate.report.comment import render_comment
+from gate.report.summary import render_summary
+from gate.report.terminal import render_terminal
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import CaseReport, Location, Penalty, Verdict, validate
 
@@ -299,7 +303,7 @@ def test_a_bad_judge_mapping_in_the_policy_file_names_the_key(tmp_path: Path) ->
 def test_a_pass_is_advice(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["clear and idiomatic"]))
     verdict = judged(stub.url)
-    assert judge_note(verdict) == "model judge: pass: clear and idiomatic"
+    assert judge_note(verdict) == "pass: clear and idiomatic"
     assert check_report(verdict)[:2] == ("passed", 0)
     assert (verdict.total, verdict.accepted, verdict.labels, verdict.blocked_reasons) == (0, True, (), ())
 
@@ -312,7 +316,7 @@ def test_a_fail_adds_points_only_when_the_policy_says_so(stubs: list[Stub], add_
     assert verdict.total == total
     assert [p.check for p in verdict.penalties] == (["judge"] if add_points else [])
     [note] = verdict.notes
-    assert note.message == "model judge: fail: loops where a formula would do"
+    assert note.message == "fail: loops where a formula would do"
     assert note.locations == (Location("solution.py", 2),)
 
 
@@ -344,7 +348,7 @@ def test_a_failed_case_stays_failed_when_the_judge_says_pass(stubs: list[Stub]) 
     assert [c.status for c in verdict.cases] == ["failed"]
     assert [(p.check, p.points) for p in verdict.penalties] == [("smoke", 2)]
     assert (verdict.total, verdict.accepted) == (2, False)
-    assert judge_note(verdict).startswith("model judge: pass")
+    assert judge_note(verdict).startswith("pass")
 
 
 @pytest.mark.parametrize(("mapping", "labels", "accepted"), [
@@ -401,7 +405,7 @@ def test_anything_but_a_valid_reply_is_needs_review_never_a_pass(stubs: list[Stu
     stub = serve(stubs, answer)
     verdict = judged(stub.url, timeout=0.3, needs_review="label")
     note = judge_note(verdict)
-    assert note.startswith("model judge: needs_review: ")
+    assert note.startswith("needs_review: ")
     assert reason in note
     assert verdict.labels == ("needs-review",)
     assert check_report(verdict)[0] == "passed"  # no crash, no points
@@ -441,7 +445,7 @@ def test_429_is_retried_after_the_wait_the_server_asks_capped(stubs: list[Stub],
     verdict = judged(stub.url, waits=waits)
     assert len(stub.received) == 2
     assert waits.seconds == [waited]
-    assert judge_note(verdict) == "model judge: fail: x"
+    assert judge_note(verdict) == "fail: x"
 
 
 def test_5xx_is_retried_with_backoff(stubs: list[Stub]) -> None:
@@ -450,7 +454,7 @@ def test_5xx_is_retried_with_backoff(stubs: list[Stub]) -> None:
     verdict = judged(stub.url, waits=waits, retries=2)
     assert len(stub.received) == 3
     assert waits.seconds == [1.0, 2.0]
-    assert judge_note(verdict) == "model judge: pass: fine"
+    assert judge_note(verdict) == "pass: fine"
 
 
 # --- the key ----------------------------------------------------------------------------------------------
@@ -484,7 +488,15 @@ def test_the_key_never_appears_in_logs_reports_or_errors(stubs: list[Stub], capl
     stub = serve(stubs, ECHOES[case])
     verdict = judged(stub.url, needs_review="block", add_points=True, retries=1)
     assert stub.received, "the stub was asked"
+    reports = {
+        "json": verdict.to_json(),
+        "repr": repr(verdict),
+        "terminal": render_terminal(verdict, color=False),
+        "comment": render_comment(verdict),
+        "summary": render_summary(verdict),
+        "annotations": "\n".join(workflow_commands(verdict)),
+    }
     assert KEY not in caplog.text
-    assert KEY not in verdict.to_json()
-    assert KEY not in repr(verdict)
+    assert [name for name, text in reports.items() if KEY in text] == []
     assert "***" in judge_note(verdict)
+    assert "judge" in reports["terminal"]
