@@ -13,7 +13,7 @@ import logging
 import socket
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal
+from gate.sources.reply import subject_from_reply
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import CaseReport, Location, Penalty, Verdict, validate
 
@@ -249,6 +250,21 @@ def test_the_production_edge_reads_the_key_from_the_environment(stubs: list[Stub
     monkeypatch.setenv(KEY_ENV, KEY)
     score(subject(), policy(stub.url), checks=[JudgeCheck(connect_from_environment)])
     assert stub.received[0].headers["Authorization"] == f"Bearer {KEY}"
+
+
+def test_the_whole_pipeline_shows_the_judge_the_extracted_code_not_the_prose(
+        stubs: list[Stub], monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = serve(stubs, says("pass", ["fine"]))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    reply = "Here is my solution, it is great:\n\n```python\n" + CODE + "```\n\nI hope this helps!\n"
+    the_subject = subject_from_reply(reply, "reply.md", Task("add", prompt="Write add(a, b)."))
+    verdict = score(replace(the_subject, hidden_cases=subject().hidden_cases), policy(stub.url))
+    assert [c.name for c in verdict.checks][-1] == "judge"
+    user = stub.received[0].json()["messages"][1]["content"]
+    assert "    2 |     return a + b" in user
+    assert "I hope this helps" not in user
+    assert "it is great" not in user
+    assert HIDDEN_EXPECTED not in stub.received[0].body.decode()
 
 
 def test_an_unset_key_variable_means_needs_review_without_asking(stubs: list[Stub]) -> None:
