@@ -24,7 +24,7 @@ from gate.checks.base import Check, CheckContext, CheckResult
 from gate.checks.judge import JudgeCheck, connect_from_environment
 from gate.engine import score
 from gate.errors import BadInput
-from gate.judge.client import MAX_RETRY_WAIT, JudgeClient
+from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
 from gate.judge.secret import Secret
 from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
@@ -483,6 +483,17 @@ def test_the_secret_never_shows_itself() -> None:
         assert KEY not in shown
     assert repr(secret) == "***"
     assert secret.reveal() == KEY
+    assert secret.redact(f"a {KEY} b {KEY[:5]}") == f"a *** b {KEY[:5]}"
+    assert secret.redact(f"a {KEY} b {KEY[:5]}", truncated=True) == "a *** b ***"
+
+
+def test_half_a_key_where_the_error_body_is_cut_is_masked_too(stubs: list[Stub]) -> None:
+    # Whitespace padding shrinks to one space in the quoted snippet, which would bring the cut key's first half
+    # right to the front of the reason.
+    stub = serve(stubs, Answer(400, (" " * (ERROR_BODY_BYTES - 12) + KEY + " is wrong").encode()))
+    note = judge_note(judged(stub.url))
+    assert KEY[:12] not in note
+    assert note.endswith("HTTP 400 Bad Request: ***")
 
 
 # The key at character 190 of an error body: cutting the quoted body at 200 characters would leave half of it.
