@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import socket
+import subprocess
 import threading
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -22,6 +23,7 @@ import pytest
 
 from gate.checks.base import Check, CheckContext, CheckResult
 from gate.checks.judge import JudgeCheck, connect_from_environment
+from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
 from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
@@ -265,6 +267,54 @@ def test_the_whole_pipeline_shows_the_judge_the_extracted_code_not_the_prose(
     assert "I hope this helps" not in user
     assert "it is great" not in user
     assert HIDDEN_EXPECTED not in stub.received[0].body.decode()
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(["git", *args], cwd=root, check=True, capture_output=True)
+
+
+def test_gate_check_on_a_git_range_asks_the_judge_and_never_prints_the_key(
+        stubs: list[Stub], tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    stub = serve(stubs, says("fail", [f"special-cases 42; signed {KEY}"], lines=[2]))
+    monkeypatch.setenv(KEY_ENV, KEY)
+    root = tmp_path / "repo"
+    (root / ".github").mkdir(parents=True)
+    (root / ".github/gate.yml").write_text(f"""\
+points:
+  judge: 2
+judge:
+  enabled: true
+  url: {stub.url}
+  model: judge-model
+  api_key_env: {KEY_ENV}
+  add_points: true
+""")
+    (root / ".github/gate-hidden.yml").write_text(
+        f"cases:\n  - name: {HIDDEN_NAME}\n    function: calc:add\n    args: [40, 2]\n    expect: {HIDDEN_EXPECTED}\n")
+    git(root, "init", "-q", "-b", "main")
+    git(root, "-c", "user.name=M", "-c", "user.email=m@example.com", "add", ".")
+    git(root, "-c", "user.name=M", "-c", "user.email=m@example.com", "commit", "-q", "-m", "base")
+    git(root, "checkout", "-q", "-b", "bot")
+    (root / "calc.py").write_text("def add(a, b):\n    if a == 40: return 42\n    return a + b\n")
+    git(root, "add", "calc.py")
+    git(root, "-c", "user.name=Bot", "-c", "user.email=b@example.com", "commit", "-q", "-m", "bot: add")
+    outputs = tmp_path / "out"
+    outputs.mkdir()
+    code = main(["check", "--repo", str(root), "--base", "main", "--json", str(outputs / "verdict.json"),
+                 "--comment", str(outputs / "comment.md"), "--summary", str(outputs / "summary.md"),
+                 "--annotations"])
+    printed = capsys.readouterr()
+    verdict = json.loads((outputs / "verdict.json").read_text())
+    assert code == 0
+    assert [(p["check"], p["points"], p["locations"][0]["path"], p["locations"][0]["line"])
+            for p in verdict["penalties"]] == [("judge", 2, "calc.py", 2)]
+    request = stub.received[0].body.decode()
+    assert "if a == 40: return 42" in request
+    assert HIDDEN_NAME not in request and HIDDEN_EXPECTED not in request
+    shown = [printed.out, printed.err] + [f.read_text() for f in outputs.iterdir()]
+    assert [text for text in shown if KEY in text] == []
+    assert "special-cases 42; signed ***" in printed.out
 
 
 def test_an_unset_key_variable_means_needs_review_without_asking(stubs: list[Stub]) -> None:
