@@ -306,9 +306,11 @@ judge:
                  "--annotations"])
     printed = capsys.readouterr()
     verdict = json.loads((outputs / "verdict.json").read_text())
-    assert code == 0
+    # gate check runs the hidden case, which expects a string: the candidate fails it (smoke +2) and the judge
+    # adds 2, over the budget of 3.
+    assert code == 1
     assert [(p["check"], p["points"], p["locations"][0]["path"], p["locations"][0]["line"])
-            for p in verdict["penalties"]] == [("judge", 2, "calc.py", 2)]
+            for p in verdict["penalties"] if p["check"] == "judge"] == [("judge", 2, "calc.py", 2)]
     request = stub.received[0].body.decode()
     assert "if a == 40: return 42" in request
     assert HIDDEN_NAME not in request and HIDDEN_EXPECTED not in request
