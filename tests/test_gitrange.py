@@ -335,3 +335,14 @@ def test_json_on_stdout_is_only_the_verdict(repo: Repo, capsys: pytest.CaptureFi
     captured = capsys.readouterr()
     verdict = Verdict.from_dict(json.loads(captured.out))  # validates against the schema
     assert verdict.total == 3 and "BLOCKED" in captured.err
+
+
+def test_template_overrides_from_the_base_commit_shape_the_comment(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    repo.commit("our comment", {".github/gate/templates/comment.md.j2": "{{ status }}: {{ headline }}\n"})
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    comment = repo.root.parent / "comment.md"
+    check(repo, "--base", "main", "--comment", str(comment))
+    assert comment.read_text() == "blocked: 3 points against a budget of 1\n<!-- gate:report -->\n"

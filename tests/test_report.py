@@ -216,3 +216,11 @@ def test_notes_are_listed_with_their_locations() -> None:
     verdict = blocked_verdict(notes=(Note("judge", "looks fine", (Location("src/util.py", 3),)),))
     assert f'<li>judge: looks fine at <a href="{REPO}/blob/{HEAD}/src/util.py#L3">src/util.py:3</a></li>' \
         in html(render_comment(verdict))
+
+
+def test_a_summary_beyond_githubs_1_mib_is_cut_with_a_note() -> None:
+    many = tuple(CaseReport(i, f"case {i}", "call", False, "failed", "x" * 2000) for i in range(700))
+    summary = render_summary(blocked_verdict(cases=many))
+    assert len(summary.encode("utf-8")) <= 1024 * 1024
+    assert "This summary was cut to fit GitHub's 1 MiB limit" in summary
+    assert html(summary).count("<details>") == html(summary).count("</details>")

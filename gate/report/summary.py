@@ -17,7 +17,10 @@ CUT_NOTE = "> **This summary was cut to fit GitHub's 1 MiB limit.** The verdict'
 def render_summary(verdict: Verdict, overrides: Overrides | None = None) -> str:
     """The job summary for `verdict`."""
     text, _ = render(TEMPLATE, report_context(verdict), overrides)
-    if len(text.encode("utf-8")) <= SUMMARY_LIMIT_BYTES:
-        return text
-    # A character takes up to 4 bytes in UTF-8: a quarter of the byte limit, in characters, always fits.
-    return cut(text, SUMMARY_LIMIT_BYTES // 4, CUT_NOTE) + "\n"
+    limit = SUMMARY_LIMIT_BYTES
+    out = text
+    # `cut` counts characters and GitHub bytes: shrink by the overshoot until the UTF-8 fits.
+    while (overshoot := len(out.encode("utf-8")) - SUMMARY_LIMIT_BYTES) > 0:
+        limit -= overshoot
+        out = cut(text, limit - 1, CUT_NOTE) + "\n"
+    return out
