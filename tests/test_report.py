@@ -198,7 +198,7 @@ def test_annotations_one_per_location_with_github_escaping() -> None:
     ))
     lines = workflow_commands(verdict)
     assert lines == [
-        "::error file=a%2Cb%3Ac.py,line=3,col=5,title=gate imports%3A +3 points"
+        "::error file=a%2Cb%3Ac.py,line=3,col=4,title=gate imports%3A +3 points"
         "::100%25 bad%0D%0Anext: line, ok",
         "::error file=d.py,title=gate imports%3A +3 points::100%25 bad%0D%0Anext: line, ok",
         "::error title=gate smoke%3A +2 points::case 0 failed",

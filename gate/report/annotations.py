@@ -43,7 +43,7 @@ def workflow_commands(verdict: Verdict) -> list[str]:
             if loc.line:
                 props.append(("line", str(loc.line)))
                 if loc.column:
-                    # Workflow commands count columns from 1; the verdict counts them from 0 like `ast`.
-                    props.append(("col", str(loc.column + 1)))
+                    # Both count columns from 1 (the parse check reports SyntaxError.offset, compilers' columns).
+                    props.append(("col", str(loc.column)))
             lines.append(_command(level, [*props, title], penalty.message))
     return lines
