@@ -135,6 +135,16 @@ def test_hostile_text_cannot_break_the_table_inject_html_or_mention() -> None:
     assert page.count("<details>") == page.count("</details>")
 
 
+def test_control_and_bidi_characters_are_shown_not_obeyed() -> None:
+    verdict = blocked_verdict(
+        penalties=(Penalty("parse", 5, "bad\x1b[31m", (Location("evil\u202eyp.txt", 1),)),),
+        cases=(CaseReport(0, "c", "stdio", False, "failed", "got \x1b[2J\u2066x"),), facts=())
+    page = html(render_comment(verdict))
+    assert "\u202e" not in page and "\x1b" not in page and "\u2066" not in page
+    assert "<code>evilU+202Eyp.txt:1</code>" in page and "badU+001B[31m" in page
+    assert "got U+001B[2JU+2066x" in page
+
+
 def test_over_the_limit_the_comment_is_cut_outside_any_table_or_details_with_a_note() -> None:
     many = tuple(CaseReport(i, f"case {i}", "call", False, "failed", "expected 1\n" + "got 2 " * 200)
                  for i in range(200))

@@ -18,19 +18,28 @@ _HTML = {"&": "&amp;", "<": "&lt;", ">": "&gt;"}
 # A zero-width space after `@` stops GitHub from turning `@user` or `@org/team` into a mention (and a
 # notification); the text still reads the same.
 _MENTION_BREAK = "@&#8203;"
+# Control characters and bidirectional overrides (a file name that renders reversed, "Trojan Source") are
+# shown as their code point instead.
+_INVISIBLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 
 
 def escape(text: str) -> str:
     """`text` as inline Markdown that renders literally, on one line (line breaks become `<br>`)."""
-    out = "".join(_HTML.get(ch, ch) for ch in text)
+    out = "".join(_HTML.get(ch, ch) for ch in visible(text))
     out = _MARKDOWN_PUNCTUATION.sub(r"\\\1", out)
     out = out.replace("@", _MENTION_BREAK)
     lines = out.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     return "<br>".join(line.strip() for line in lines)
 
 
+def visible(text: str) -> str:
+    """`text` with control characters and bidirectional overrides written as `U+XXXX`."""
+    return _INVISIBLE.sub(lambda m: f"U+{ord(m.group()):04X}", text)
+
+
 def fence(text: str, info: str = "") -> str:
     """A fenced code block holding `text` literally: the fence is longer than any run of backticks inside."""
+    text = visible(text)
     longest = max((len(run) for run in re.findall(r"`+", text)), default=0)
     marks = "`" * max(3, longest + 1)
     body = text if text.endswith("\n") else text + "\n"
@@ -39,7 +48,7 @@ def fence(text: str, info: str = "") -> str:
 
 def code(text: str) -> str:
     """An inline code span holding `text` (one line) literally, safe in a table cell."""
-    flat = " ".join(text.split())
+    flat = " ".join(visible(text).split())
     longest = max((len(run) for run in re.findall(r"`+", flat)), default=0)
     ticks = "`" * (longest + 1)
     # A pipe ends a table cell even inside a code span; GFM lets `\|` stand for it there.
