@@ -234,3 +234,8 @@ def test_a_summary_beyond_githubs_1_mib_is_cut_with_a_note() -> None:
     assert len(summary.encode("utf-8")) <= 1024 * 1024
     assert "This summary was cut to fit GitHub's 1 MiB limit" in summary
     assert html(summary).count("<details>") == html(summary).count("</details>")
+
+
+def test_advisory_mode_accepts_but_says_it_is_over_budget() -> None:
+    first = render_comment(blocked_verdict(mode="advisory", accepted=True)).splitlines()[0]
+    assert "accepted" in first and "7 points against a budget of 3" in first and "advisory" in first
