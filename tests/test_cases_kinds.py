@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
+from cases_support import LIMITS, case, run, sandbox
 
 from gate.cases import KINDS
 from gate.cases.base import Program
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
-from tests.cases_support import LIMITS, case, run, sandbox
 
 __all__ = ["sandbox"]
 
@@ -59,7 +60,8 @@ def test_seed_sum_two_numbers_over_stdin(sandbox: Sandbox) -> None:
 
 def test_stdio_args_regex_and_exit_code(sandbox: Sandbox) -> None:
     code = "import sys\nprint('hello', *sys.argv[1:], '  ')\nsys.exit(3)\n"
-    assert run(sandbox, case("stdio", args=["a", "b"], stdout="hello a b", exit_code=3), code).status == "passed"
+    spec = case("stdio", args=["a", "b"], stdout="hello a b", exit_code=3)
+    assert run(sandbox, spec, code).status == "passed"
     assert run(sandbox, case("stdio", stdout_regex=r"^hel+o$", exit_code=3), code).status == "passed"
     outcome = run(sandbox, case("stdio", stdout="hello"), code)
     assert (outcome.status, outcome.detail) == ("failed", "exit status: expected 0, got 3")
@@ -81,7 +83,8 @@ def test_stdio_program_and_module_of_a_tree(sandbox: Sandbox, tmp_path: Path) ->
 def test_call_into_a_tree_by_module_and_function(sandbox: Sandbox, tmp_path: Path) -> None:
     (tmp_path / "mathx").mkdir()
     (tmp_path / "mathx" / "__init__.py").write_text("")
-    (tmp_path / "mathx" / "ops.py").write_text("def mean(xs, *, weights=None):\n    return sum(xs) / len(xs)\n")
+    (tmp_path / "mathx" / "ops.py").write_text(
+        "def mean(xs, *, weights=None):\n    return sum(xs) / len(xs)\n")
     spec = case("call", function="mathx.ops:mean", args=[[0.1, 0.2]], kwargs={"weights": None},
                 expect=0.15, tol=1e-12)
     assert KINDS["call"].run(spec, Program(tree=tmp_path), sandbox, LIMITS, 1).status == "passed"
@@ -106,7 +109,7 @@ def test_call_expected_exceptions_match_by_type_name(sandbox: Sandbox) -> None:
     assert run(sandbox, case("call", args=["x"], error="TypeError"), fake).status == "failed"
 
 
-HUMANEVAL = {
+HUMANEVAL: dict[str, Any] = {
     "prompt": 'def add(a: int, b: int) -> int:\n    """Add two numbers."""\n',
     "test": "def check(candidate):\n    assert candidate(2, 3) == 5\n    assert candidate(-1, 1) == 0\n",
     "entry_point": "add",
@@ -123,7 +126,7 @@ def test_humaneval_completion_and_full_function(sandbox: Sandbox) -> None:
 
 
 def test_humaneval_helpers_come_from_the_prompt_not_the_completion(sandbox: Sandbox) -> None:
-    prompt = ('def secret(x):\n    return x * 7\n\n\ndef solve(x):\n    """Return the y with secret(y) == x."""\n')
+    prompt = 'def secret(x):\n    return x * 7\n\n\ndef solve(x):\n    """The y with secret(y) == x."""\n'
     test = "def check(candidate):\n    assert secret(candidate(14)) == 14\n"
     spec = case("humaneval", prompt=prompt, test=test, entry_point="solve")
     assert run(sandbox, spec, "    return x // 7\n").status == "passed"

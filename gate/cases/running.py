@@ -5,6 +5,7 @@ that gave no outcome reads in a report.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from importlib import resources
 from typing import Any
@@ -21,9 +22,12 @@ WIRE = "_gate_wire.py"
 
 def harness(name: str) -> dict[str, bytes]:
     """The files a run needs for harness program `name` (gate/cases/harness/NAME.py) and the wire module."""
-    folder = resources.files("gate.cases.harness")
-    return {f"_gate_{name}.py": folder.joinpath(f"{name}.py").read_bytes(),
-            WIRE: folder.joinpath("wire.py").read_bytes()}
+    return {f"_gate_{name}.py": _harness_source(name), WIRE: _harness_source("wire")}
+
+
+@functools.cache
+def _harness_source(name: str) -> bytes:
+    return resources.files("gate.cases.harness").joinpath(f"{name}.py").read_bytes()
 
 
 def fingerprint(*parts: object) -> str:

@@ -53,11 +53,12 @@ def loads(text: str | bytes) -> Any:
 
 
 def type_name(value: object) -> str:
-    """The name a report uses for the type of `value` (qualified when it is not a builtin)."""
+    """The name a report uses for the type of `value`: qualified by its module unless it is a builtin or the
+    harness's own."""
     kind = type(value)
     module = getattr(kind, "__module__", "")
     name = getattr(kind, "__qualname__", "?")
-    return name if module == "builtins" else f"{module}.{name}"
+    return name if module in ("builtins", "__main__") else f"{module}.{name}"
 
 
 def _encode(value: object, depth: int) -> object:
