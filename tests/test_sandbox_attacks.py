@@ -1,4 +1,5 @@
-"""Hostile programs against the sandbox. After each one: the gate (this process) is unharmed, nothing of the run
+"""Hostile programs against the sandbox. After each one: the gate (this process) is unharmed, nothing of the
+run
 is left (process, directory, cgroup, mount), and the next honest run works. No timing assertions: walls are
 generous and only decide how long a hostile program may last, never whether a test passes."""
 
@@ -7,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import textwrap
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -24,7 +26,8 @@ ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root: uid switch and mount namespace")
 
 # Every program can report on its result channel with `report(text)`.
-PRELUDE = f"import os, sys\ndef report(text):\n    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n"
+PRELUDE = ("import os, sys\ndef report(text):\n"
+           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
 
 
 @pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
@@ -49,7 +52,9 @@ def gate_stays_healthy(sandbox: LayeredSandbox) -> Iterator[None]:
 
 
 def hostile(code: str, *args: str, limits: Limits = LIMITS) -> RunRequest:
-    return RunRequest(script="main.py", args=args, files={"main.py": (PRELUDE + code).encode()}, limits=limits)
+    """A run of `code` (dedented; `os`, `sys` and `report` are there already)."""
+    files = {"main.py": (PRELUDE + textwrap.dedent(code)).encode()}
+    return RunRequest(script="main.py", args=args, files=files, limits=limits)
 
 
 def settled(condition: Callable[[], bool]) -> bool:
@@ -104,11 +109,21 @@ def test_fork_bomb_is_contained(sandbox: LayeredSandbox) -> None:
 
 
 def test_double_fork_daemon_does_not_outlive_its_run(sandbox: LayeredSandbox) -> None:
-    code = ("import signal, time\nr, w = os.pipe()\nif os.fork() == 0:\n    os.setsid()\n    if os.fork() == 0:\n"
-            "        signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-            "        os.write(w, str(os.getpid()).encode())\n        os.close(w)\n"
-            "        while True:\n            time.sleep(1)\n"
-            "    os._exit(0)\nos.close(w)\nreport(os.read(r, 32).decode())\n")
+    code = """
+        import signal, time
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                os.write(w, str(os.getpid()).encode())
+                os.close(w)
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+        os.close(w)
+        report(os.read(r, 32).decode())
+    """
     result = sandbox.run(hostile(code))
     assert result.exit_code == 0
     assert result.result is not None
@@ -160,12 +175,18 @@ def test_big_file_is_refused(sandbox: LayeredSandbox) -> None:
 @needs_root
 def test_disk_filler_is_bounded_and_leaves_nothing(sandbox: LayeredSandbox) -> None:
     marker = f"gate-fill-{os.getpid()}-{id(sandbox)}"
-    code = (f"written = 0\ntry:\n    for i in range(10_000):\n"
-            f"        for where in ('.', '/tmp', '/var/tmp', '/dev/shm'):\n"
-            f"            with open(f'{{where}}/{marker}-{{i}}', 'wb') as f:\n"
-            f"                f.write(b'x' * 512 * 1024)\n            written += 1\n"
-            f"except OSError as exc:\n    report(f'{{written}} {{exc.errno}}')\n")
-    result = sandbox.run(hostile(code))
+    code = """
+        written = 0
+        try:
+            for i in range(10_000):
+                for where in ('.', '/tmp', '/var/tmp', '/dev/shm'):
+                    with open(f'{where}/{sys.argv[1]}-{i}', 'wb') as f:
+                        f.write(b'x' * 512 * 1024)
+                    written += 1
+        except OSError as exc:
+            report(f'{written} {exc.errno}')
+    """
+    result = sandbox.run(hostile(code, marker))
     assert result.result is not None
     written = int(result.result.split()[0])
     assert written * 512 * 1024 <= LIMITS.disk_bytes
@@ -174,7 +195,14 @@ def test_disk_filler_is_bounded_and_leaves_nothing(sandbox: LayeredSandbox) -> N
 
 
 def test_too_many_open_files_fails_in_the_program_only(sandbox: LayeredSandbox) -> None:
-    code = "files = []\ntry:\n    while True:\n        files.append(open('main.py'))\nexcept OSError:\n    report(len(files))"
+    code = """
+        files = []
+        try:
+            while True:
+                files.append(open('main.py'))
+        except OSError:
+            report(len(files))
+    """
     result = sandbox.run(hostile(code))
     assert result.result is not None
     assert int(result.result) < LIMITS.open_files
@@ -186,8 +214,14 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         listener.listen(1)
         listener.setblocking(False)
         port = listener.getsockname()[1]
-        code = ("import socket\ntry:\n    s = socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)\n"
-                "    s.sendall(b'stolen')\n    report('connected')\nexcept OSError as exc:\n    report('blocked')\n")
+        code = """
+            import socket
+            try:
+                socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).sendall(b'stolen')
+                report('connected')
+            except OSError:
+                report('blocked')
+        """
         result = sandbox.run(hostile(code, str(port)))
         with pytest.raises(BlockingIOError):
             listener.accept()
@@ -196,11 +230,18 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
 
 
 def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) -> None:
-    code = ("found = [repr(dict(os.environ))]\n"
-            "for pid in ['self', str(os.getppid()), '1', sys.argv[1]] + [p for p in os.listdir('/proc') if p.isdigit()]:\n"
-            "    try:\n        with open(f'/proc/{pid}/environ', 'rb') as f:\n            found.append(f.read().decode(errors='replace'))\n"
-            "    except OSError:\n        pass\n"
-            "print('\\n'.join(found))\nreport('\\n'.join(found))\n")
+    code = """
+        found = [repr(dict(os.environ))]
+        pids = ['self', str(os.getppid()), '1', sys.argv[1], *(p for p in os.listdir('/proc') if p.isdigit())]
+        for pid in pids:
+            try:
+                with open(f'/proc/{pid}/environ', 'rb') as f:
+                    found.append(f.read().decode(errors='replace'))
+            except OSError:
+                pass
+        print('\\n'.join(found))
+        report('\\n'.join(found))
+    """
     result = sandbox.run(hostile(code, str(os.getpid())))
     assert result.exit_code == 0
     assert SECRET.encode() not in result.stdout
@@ -216,7 +257,12 @@ def test_planted_token_outside_the_workdir_is_unreadable(sandbox: LayeredSandbox
     for path in (tmp_path, checkout, checkout / ".git"):
         path.chmod(0o755)  # as readable as a real checkout can be
     config.chmod(0o644)
-    code = "try:\n    report(open(sys.argv[1]).read())\nexcept OSError as exc:\n    report(type(exc).__name__)\n"
+    code = """
+        try:
+            report(open(sys.argv[1]).read())
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
     result = sandbox.run(hostile(code, str(config)))
     assert result.result is not None
     assert SECRET.encode() not in result.result

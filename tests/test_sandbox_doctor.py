@@ -10,7 +10,8 @@ import pytest
 from gate.commands import doctor
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="needs root: without it the planted file and fork flood get through")
+@pytest.mark.skipif(os.geteuid() != 0,
+                    reason="needs root: without it the planted file and the fork flood get through")
 @pytest.mark.parametrize("fresh", [False, True])
 def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: bool) -> None:
     code = doctor.run(argparse.Namespace(fresh=fresh))

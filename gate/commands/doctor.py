@@ -23,7 +23,8 @@ from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, Sandbox
 
 LIMITS = Limits(wall_s=20.0, cpu_s=10.0, processes=16)
 FORK_FLOOD = 200  # forks a canary attempts; a sandbox without a process limit lets them all through
-_REPORT = f"import os, sys\ndef report(text):\n    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n"
+_REPORT = ("import os, sys\ndef report(text):\n"
+           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
 _NETWORK = """import socket
 try:
     socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).sendall(b"canary")
@@ -90,22 +91,23 @@ class Canary:
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """Add `gate doctor`."""
-    parser = subparsers.add_parser("doctor", help="show the isolation layers here and test them with canaries",
-                                   description=__doc__)
+    parser = subparsers.add_parser("doctor", description=__doc__,
+                                   help="show the isolation layers here and test them with canaries")
     parser.add_argument("--fresh", action="store_true",
                         help="test the fresh-interpreter backend instead of the zygote")
     parser.set_defaults(func=run)
 
 
 def _run(sandbox: Sandbox, code: str, *args: str) -> str:
-    result = sandbox.run(RunRequest(script="canary.py", args=args, files={"canary.py": (_REPORT + code).encode()},
-                                    limits=LIMITS))
+    files = {"canary.py": (_REPORT + code).encode()}
+    result = sandbox.run(RunRequest(script="canary.py", args=args, files=files, limits=LIMITS))
     return (result.result or b"").decode(errors="replace")
 
 
 @contextlib.contextmanager
 def _planted() -> Iterator[tuple[Path, str]]:
-    """A world-readable fake checkout with a token in .git/config, and a world-writable directory beside it."""
+    """A world-readable fake checkout with a token in .git/config, and a world-writable directory beside it.
+    """
     token = "ghp_" + secrets.token_hex(16)
     root = Path(tempfile.mkdtemp(prefix="gate-doctor-"))
     try:

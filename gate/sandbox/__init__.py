@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast
+# Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.sandbox.base import Limits, Sandbox
 

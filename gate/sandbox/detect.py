@@ -11,8 +11,8 @@ from pathlib import Path
 from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
-LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns", "bwrap",
-          "seccomp", "cgroup")
+LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
+          "bwrap", "seccomp", "cgroup")
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
 # Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
 _PROBE = """
@@ -56,7 +56,8 @@ def _interpreter(switch_uid: bool) -> tuple[str, str]:
 
 def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
     done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _PROBE, "1" if root else "0", *paths],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False, timeout=60)
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,
+                          timeout=60)
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
         return dict.fromkeys(("seccomp", "netns", "mountns"), reason[0])

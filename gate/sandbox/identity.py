@@ -13,7 +13,8 @@ from gate.sandbox import _libc
 
 
 def drop(uid: int, gid: int, parent_pid: int, no_new_privs: bool) -> None:
-    """Become uid/gid with no supplementary groups, undumpable, killed with the parent, without new privileges.
+    """Become uid/gid with no supplementary groups, undumpable, killed with the parent, without new
+    privileges.
 
     setuid clears PR_SET_PDEATHSIG and resets dumpable, so both are set afterwards. Undumpable means another
     process of the same uid (a concurrent run, the other side of a pair) cannot ptrace this one or read its

@@ -1,8 +1,9 @@
 """The sandbox every backend shares: stage a run, start it through a launcher, supervise it, clean up.
 
 Supervision: stdin is fed from the request, stdout and stderr are read up to the output cap (the run is killed
-beyond it), the result channel is read separately, the wall clock kills the run's process group (and its cgroup,
-and every process of its dedicated uid), and once the leader has exited everything else of the run is killed too.
+beyond it), the result channel is read separately, the wall clock kills the run's process group (and its
+cgroup, and every process of its dedicated uid), and once the leader has exited everything else of the run is
+killed too.
 """
 
 from __future__ import annotations
@@ -114,8 +115,8 @@ class LayeredSandbox:
 
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
-        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs
-        (a killed process may take a moment to die); tests and `gate doctor` check it."""
+        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
+        killed process may take a moment to die); tests and `gate doctor` check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
             found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
@@ -139,7 +140,8 @@ class LayeredSandbox:
         limits = request.limits
         processes: int | None = limits.processes
         if who is None or not who.dedicated:
-            processes = None  # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root)
+            # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root).
+            processes = None
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],
@@ -149,8 +151,8 @@ class LayeredSandbox:
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
             "stage": str(where),
-            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes, limits.open_files,
-                                    processes),
+            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
+                                    limits.open_files, processes),
             "uid": who.uid if who else None,
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             "gid": who.gid if who else None,
@@ -272,7 +274,8 @@ class LayeredSandbox:
             os.close(fd)
 
     def _kill(self, live: _Live, reason: str) -> None:
-        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits)."""
+        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits).
+        """
         if not live.killed_reason:
             live.killed_reason = reason
             live.timed_out = reason == "wall timeout"
@@ -282,8 +285,9 @@ class LayeredSandbox:
         self._sweep(live)
 
     def _sweep(self, live: _Live) -> None:
-        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a cgroup,
-        the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's exit."""
+        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a
+        cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's
+        exit."""
         if live.cgroup:
             live.cgroup.kill_all()
 

@@ -1,8 +1,8 @@
 """Layer "uid", parent side: dedicated system users for runs, and an interpreter such a user can start.
 
-One user per concurrent run (gate-sandbox, gate-sandbox1, ...; created with useradd on first use and reused
-afterwards), so that RLIMIT_NPROC counts only that run and every process left under the uid after the run can be
-killed without touching anything else. Without useradd, `nobody` (shared, so neither holds).
+One user per concurrent run (gate-sbx, gate-sbx1, ...; created with useradd on first use and reused
+afterwards), so that RLIMIT_NPROC counts only that run and every process left under the uid after the run can
+be killed without touching anything else. Without useradd, `nobody` (shared, so neither holds).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-USER_PREFIX = "gate-sandbox"
+USER_PREFIX = "gate-sbx"
 NOBODY = 65534
 MAX_SLOTS = 32
 LOCK_DIR = "/run/lock/gate-sandbox"
@@ -51,9 +51,9 @@ def _ensure_user(name: str) -> Identity | None:
 
 
 class UidPool:
-    """Hands out one dedicated uid per concurrent run, or `nobody` when no user can be created. Thread-safe, and
-    safe across gate processes on one machine (parallel tests, parallel jobs): a uid is held with an exclusive
-    flock on its lock file in LOCK_DIR for as long as its run lasts."""
+    """Hands out one dedicated uid per concurrent run, or `nobody` when no user can be created. Thread-safe,
+    and safe across gate processes on one machine (parallel tests, parallel jobs): a uid is held with an
+    exclusive flock on its lock file in LOCK_DIR for as long as its run lasts."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -138,10 +138,12 @@ def processes_of(uid: int) -> list[int]:
 
 
 def runnable_by_others(path: str) -> bool:
-    """Whether a user other than the owner can read and execute `path` (every directory on the way searchable)."""
+    """Whether a user other than the owner can read and execute `path` (every directory on the way
+    searchable)."""
     real = Path(os.path.realpath(path))
     try:
-        if not real.is_file() or (real.stat().st_mode & (stat.S_IROTH | stat.S_IXOTH)) != (stat.S_IROTH | stat.S_IXOTH):
+        wanted = stat.S_IROTH | stat.S_IXOTH
+        if not real.is_file() or real.stat().st_mode & wanted != wanted:
             return False
         return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
     except OSError:

@@ -1,9 +1,9 @@
 """The warm zygote: a long-lived interpreter, started with a clean environment, that forks one child per run.
 
-It holds no expected values and no tokens (its children inherit its memory and descriptors): it receives only a
-run's config and descriptors, forks, and forgets them. It is a subreaper, so it reaps every process its runs
-leave. Its control socket is an unnamed socketpair, closed in every child, so no run can reach it.
-Standard library only (plus the seccomp binding): it runs under the sandbox interpreter.
+It holds no expected values and no tokens (its children inherit its memory and descriptors): it receives only
+a run's config and descriptors, forks, and forgets them. It is a subreaper, so it reaps every process its runs
+leave. Its control socket is an unnamed socketpair, closed in every child, so no run can reach it. Standard
+library only (plus the seccomp binding): it runs under the sandbox interpreter.
 """
 
 from __future__ import annotations
@@ -20,7 +20,8 @@ from gate.sandbox import _libc, child, seccomp
 # Modules programs commonly import, loaded once here so that a forked run finds them ready. (random reseeds
 # itself in every forked child.)
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
-                "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy", "operator",
+                "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy",
+                "operator",
                 "statistics", "traceback", "shutil")  # shutil: the mount namespace copies the run's files
 _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
