@@ -15,7 +15,8 @@ def register(check: Check) -> Check:
 
 def all_checks() -> list[Check]:
     """Every registered check, in pipeline order."""
-    # Importing the modules registers them; the order of these imports is the order checks run.
-    from gate.checks import extract, parse, imports, claims  # noqa: F401, I001
+    # Importing the modules registers them; the order of these imports is the order checks run. The judge
+    # comes last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
+    from gate.checks import extract, parse, imports, claims, judge  # noqa: F401, I001
 
     return list(REGISTRY)
