@@ -81,8 +81,8 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     _check_globs(doc, file)
     extends = doc.get("extends", DEFAULT_PRESET)
     if extends not in preset_names():
-        raise BadInput(f"no preset named {extends!r}{did_you_mean(extends, preset_names())}; "
-                       f"the presets are {', '.join(preset_names())}",
+        raise BadInput(f"no preset named {extends!r} (the presets are {', '.join(preset_names())})"
+                       + did_you_mean(extends, preset_names()),
                        file=file, line=doc.key_lines.get("extends"), key="extends")
     base, _ = _preset_doc(extends, ())
     merged = deep_merge(base, doc)

@@ -156,7 +156,7 @@ def _unknown_key(path: list[str | int], error: ValidationError, schema: dict[str
         return [*path, extra], (f"not a key of {schema['x-what']} (it belongs to {' and '.join(owners[extra])}); "
                                 "set `kind` or drop it")
     where = f" for {schema['x-what']}" if "x-what" in schema else ""
-    hint = did_you_mean(extra, known) or _elsewhere(extra, error, path)
+    hint = _elsewhere(extra, error, path) or did_you_mean(extra, known)
     if not hint:
         hint = "; expected one of " + ", ".join(known)
     return [*path, extra], f"unknown key{where}{hint}"
