@@ -1,11 +1,11 @@
-"""The fake GitHub REST API the GitHub tests run the real PyGithub client against (see server.py, README.md)."""
+"""The fake GitHub REST API that the GitHub tests run the real PyGithub client against (README.md)."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from fakegithub.server import COMMENT_LIMIT, FakeGitHub, Pull, Repo, example, webhook
+from .server import COMMENT_LIMIT, FakeGitHub, Pull, Repo, example, webhook
 
 __all__ = ["COMMENT_LIMIT", "FakeGitHub", "Pull", "Repo", "example", "serve", "webhook"]
 

@@ -126,18 +126,19 @@ def trim(spec: dict[str, Any]) -> dict[str, Any]:
         value = spec["components"][kind][name]
         components.setdefault(kind, {})[name] = value
         pending |= refs_in(value)
-    return {
+    trimmed: dict[str, Any] = {
         "openapi": spec["openapi"],
         "info": spec["info"],
         "servers": spec["servers"],
         "paths": paths,
         "components": {kind: dict(sorted(v.items())) for kind, v in sorted(components.items())},
     }
+    return trimmed
 
 
 def json_only(operation: dict[str, Any]) -> dict[str, Any]:
     """A copy of `operation` whose inline responses keep only MEDIA_TYPES."""
-    copy = json.loads(json.dumps(operation))
+    copy: dict[str, Any] = json.loads(json.dumps(operation))
     for response in copy["responses"].values():
         if "content" in response:
             response["content"] = {k: v for k, v in response["content"].items() if k in MEDIA_TYPES}
@@ -204,7 +205,8 @@ def webhook_examples(index: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--from", dest="source", type=Path, help="directory with the unpacked packages")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:

@@ -2,9 +2,9 @@
 
 Every response starts from the published example of its operation (api.github.com.json, trimmed by
 regenerate.py) with the fields the test state decides filled in. Every request and every response is checked
-against the description with openapi-core; a mismatch is answered with HTTP 400 and recorded in `errors`, and
-the `fake_github` fixture fails the test on teardown. Response URLs point back at the fake, lists paginate like
-GitHub (30 a page, `per_page` up to 100, `Link` headers), and `fail(...)` injects the faults GitHub produces.
+against the description with openapi-core; a mismatch is answered with HTTP 400 and recorded in `errors`,
+and `serve()` fails the test on exit. Response URLs point back at the fake, lists paginate like GitHub (30 a
+page, `per_page` up to 100, `Link` headers), and `fail(...)` injects the faults GitHub produces.
 """
 
 from __future__ import annotations
@@ -105,7 +105,7 @@ class Answer(Exception):
 FAULTS: dict[str, Callable[[Fault], Answer]] = {
     # GITHUB_TOKEN without the needed permission (e.g. a fork PR's read-only token).
     "permission": lambda f: Answer(403, {"message": "Resource not accessible by integration",
-                                         "documentation_url": f"{DOCS}/issues/comments#create-an-issue-comment",
+                                         "documentation_url": f"{DOCS}/issues/comments",
                                          "status": "403"}),
     "secondary_rate_limit": lambda f: Answer(
         403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
@@ -122,7 +122,7 @@ FAULTS: dict[str, Callable[[Fault], Answer]] = {
 
 
 def too_long_body() -> dict[str, Any]:
-    return {"message": "Validation Failed", "documentation_url": f"{DOCS}/issues/comments#create-an-issue-comment",
+    return {"message": "Validation Failed", "documentation_url": f"{DOCS}/issues/comments",
             "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
                         "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)"}],
             "status": "422"}
@@ -194,7 +194,8 @@ class FakeGitHub:
         with self._lock:
             return self._new_comment(self.repos[full_name], number, body, login, "User")
 
-    def fail(self, method: str, path_regex: str, kind: str, times: int = 1, retry_after: int | None = None) -> None:
+    def fail(self, method: str, path_regex: str, kind: str, times: int = 1,
+             retry_after: int | None = None) -> None:
         """Answer the next `times` requests matching (method, path regex) with the fault `kind` (FAULTS)."""
         if kind not in FAULTS:
             raise ValueError(f"unknown fault {kind!r}; one of {sorted(FAULTS)}")
@@ -205,8 +206,8 @@ class FakeGitHub:
         return [entry for entry in self.log if entry[0] != "GET"]
 
     # ----- request handling ----------------------------------------------------------------------------
-    def handle(self, method: str, raw_path: str, headers: dict[str, str], body: bytes) -> tuple[int, dict[str, str],
-                                                                                                   bytes]:
+    def handle(self, method: str, raw_path: str, headers: dict[str, str],
+               body: bytes) -> tuple[int, dict[str, str], bytes]:
         split = urlsplit(raw_path)
         path = unquote(split.path)
         if self.prefix and path.startswith(self.prefix):
@@ -284,7 +285,7 @@ class FakeGitHub:
         return repo
 
     def _new_comment(self, repo: Repo, number: int, body: str, login: str, kind: str) -> dict[str, Any]:
-        comment = example("issue-comment")
+        comment: dict[str, Any] = example("issue-comment")
         cid = next(self._ids)
         comment.update(id=cid, body=body, user=self._user(login, kind),
                        url=f"{PUBLIC}/repos/{repo.full_name}/issues/comments/{cid}",
@@ -357,8 +358,8 @@ def _pull_of(fake: FakeGitHub, owner: str, repo: str, number: str) -> tuple[Repo
 Handler = Callable[..., tuple[int, dict[str, str], Any]]
 
 
-def get_repo(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str) -> tuple[int, dict[str, str],
-                                                                                               Any]:
+def get_repo(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
+             repo: str) -> tuple[int, dict[str, str], Any]:
     state = _repo(fake, owner, repo)
     return 200, {}, fake._repository(state.full_name, example("full-repository-default-response"))
 
@@ -367,9 +368,10 @@ def get_pull(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, rep
              number: str) -> tuple[int, dict[str, str], Any]:
     state, pull = _pull_of(fake, owner, repo, number)
     data = example("pull-request")
-    text = json.dumps(data).replace("octocat/Hello-World", state.full_name).replace("/1347", f"/{pull.number}")
-    data = json.loads(text)
-    data.update(number=pull.number, title=pull.title, state="open", user=fake._user(pull.user, pull.user_type),
+    text = json.dumps(data).replace("octocat/Hello-World", state.full_name)
+    data = json.loads(text.replace("/1347", f"/{pull.number}"))
+    data.update(number=pull.number, title=pull.title, state="open",
+                user=fake._user(pull.user, pull.user_type),
                 labels=[_label(state.full_name, name) for name in pull.labels], changed_files=len(pull.files))
     head_repo = fake._repository(pull.head_repo or state.full_name, data["head"]["repo"])
     head_repo["fork"] = pull.head_repo is not None
@@ -402,7 +404,7 @@ def get_contents(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
     ref = query.get("ref", state.default_branch)
     text = state.contents.get((ref, path))
     if text is None:
-        raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/repos/contents#get-repository-content",
+        raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/repos/contents",
                            "status": "404"})
     raw = text.encode()
     sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
