@@ -144,7 +144,14 @@ def test_exclude_wins_over_include() -> None:
     assert not is_gated("tests/test_a.py", ["**/*.py"], ["test_*.py"])
 
 
-@pytest.mark.parametrize("pattern", ["", "src/[abc.py", "!*.py", "a//b"])
+@pytest.mark.parametrize("pattern", ["", "src/[abc.py", "!*.py", "a\\"])
 def test_bad_globs_are_rejected_with_a_reason(pattern: str) -> None:
     with pytest.raises(ValueError):
         compile_glob(pattern)
+
+
+def test_a_bad_glob_in_a_policy_built_in_code_is_bad_input_not_a_traceback() -> None:
+    from gate.errors import BadInput
+
+    with pytest.raises(BadInput, match=r"bad glob '\[oops'"):
+        score_files([SourceFile("a.py", "x = 1\n")], _policy(include=("[oops",)))

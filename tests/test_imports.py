@@ -48,9 +48,15 @@ def test_a_task_with_an_empty_allow_list_allows_nothing() -> None:
     'getattr(__builtins__, "eval")("1")\n',
     'import builtins as b\ngetattr(b, "ex" + "ec")("x = 1")\n',
     'globals()["__builtins__"]\n',
+    'from builtins import __import__ as load\nload("os")\n',
+    'import sys\nsys.modules["os"].system("id")\n',
+    'from sys import modules\nmodules.get("os")\n',
+    '[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "Popen"]\n',
+    'def f():\n    pass\n\nf.__globals__["__builtins__"]\n',
 ], ids=["__import__", "import_module", "import_module-alias", "importlib.__import__", "__import__-var",
         "eval", "exec", "compile", "eval-alias", "eval-rebound", "builtins.__import__", "__builtins__-attr",
-        "getattr-builtins", "getattr-built-name", "globals-builtins"])
+        "getattr-builtins", "getattr-built-name", "globals-builtins",
+        "from-builtins", "sys.modules", "from-sys-modules", "subclasses-escape", "function-globals"])
 def test_dynamic_loaders_are_caught(code: str) -> None:
     found = penalty(score_reply(fenced(code), OPEN), "imports")
     assert found.points == 3

@@ -161,6 +161,8 @@ def test_cut_never_stops_inside_a_table_row_details_or_fence() -> None:
         kept = out[: -len("NOTE")]
         assert kept.count("<details>") == kept.count("</details>") and kept.count("```") % 2 == 0
         assert all(line.endswith("|") for line in kept.splitlines() if line.startswith("|"))
+        page = html(out)
+        assert page.count("<details>") == page.count("</details>") and page.rstrip().endswith("<p>NOTE</p>")
 
 
 def test_job_summary_is_the_full_report_without_the_marker() -> None:

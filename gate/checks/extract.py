@@ -19,6 +19,7 @@ import warnings
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
+from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
 from gate.subject import SourceFile
@@ -77,7 +78,10 @@ class Extract:
 
     def _from_files(self, ctx: CheckContext) -> CheckResult:
         paths = ctx.policy.paths
-        gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+        try:
+            gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+        except ValueError as exc:  # the loader validates globs; this guards policies built another way
+            raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
         ctx.files[:] = gated
         points = ctx.policy.points.extract
         if not gated:

@@ -54,20 +54,24 @@ def blob_url(repo_url: str, sha: str, path: str, line: int | None = None) -> str
     return f"{url}#L{line}" if line else url
 
 
+_CLOSE_DETAILS = "\n\n</details>"
+
+
 def cut(text: str, limit: int, note: str) -> str:
-    """`text` when it fits in `limit` characters; otherwise its longest prefix that ends at a line outside any
-    `<details>` block and code fence (so no table row or folded section is left open), followed by `note`."""
+    """`text` when it fits in `limit` characters; otherwise its longest prefix that ends with a whole line
+    outside any code fence, with the `<details>` sections still open there closed (so no table row, fence or
+    folded section is left open), followed by `note`."""
     if len(text) <= limit:
         return text
     budget = limit - len(note) - 2
     depth = 0
     fence_marks = ""
-    best = 0
+    best, best_depth = 0, 0
     position = 0
     for line in text.splitlines(keepends=True):
-        if position + len(line) > budget:
-            break
         position += len(line)
+        if position > budget:
+            break
         stripped = line.strip()
         if fence_marks:
             if stripped == fence_marks:
@@ -78,6 +82,6 @@ def cut(text: str, limit: int, note: str) -> str:
             depth += 1
         elif stripped.startswith("</details>"):
             depth -= 1
-        if depth == 0 and not fence_marks:
-            best = position
-    return text[:best].rstrip("\n") + "\n\n" + note
+        if not fence_marks and position + depth * len(_CLOSE_DETAILS) <= budget:
+            best, best_depth = position, depth
+    return text[:best].rstrip("\n") + _CLOSE_DETAILS * best_depth + "\n\n" + note

@@ -24,7 +24,9 @@ from urllib.parse import urlsplit
 import git
 
 from gate.errors import BadInput
-from gate.policy.model import CaseSpec, Paths, Policy
+from gate.policy.loader import load_policy, parse_cases
+from gate.policy.marked_yaml import MarkedMap, load_marked
+from gate.policy.model import CaseSpec, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.subject import SourceFile, Subject
 
@@ -32,6 +34,7 @@ DEFAULT_POLICY_PATH = ".github/gate.yml"
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
+_LISTED = 10  # paths named in a fact before "and N more"
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 # Flags that keep `git diff` output independent of the user's configuration and the repository's attributes.
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
@@ -64,8 +67,10 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
 
     The changes are those of the head since its merge base with the base (what a PR shows); the policy and
     hidden cases come from `base_sha`. `repo_url` (`https://github.com/OWNER/REPO`) makes report locations
-    links; by default it comes from the `origin` remote. The head's export is removed when the context exits.
+    links; by default it comes from the `origin` remote. The head's tree is exported only when there are cases
+    to run against it, and removed when the context exits.
     """
+    policy_path = _tree_path(policy_path) if policy_path else None
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
     fork = _merge_base(repo, base, head)
@@ -74,30 +79,36 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     governed = {policy_path or DEFAULT_POLICY_PATH: "the policy file"}
     if policy.hidden.path:
         governed[policy.hidden.path] = "the hidden cases file"
+    # Every file the range adds, modifies or renames; the extract check keeps those that `paths` gates, and
+    # says so when none is.
     files = tuple(
         _source_file(repo, change) for change in changes
         if change.status != "D" and change.new_path and change.new_mode in _REGULAR_MODES
-        and gated(change.new_path, policy.paths)
     )
     facts = _facts(repo, base, head, fork, repo_url)
-    tree = Path(tempfile.mkdtemp(prefix="gate-head-"))
+    hidden = _hidden_cases(base, policy)
+    tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if policy.cases or hidden else None
     try:
-        skipped = export_tree(head.tree, tree)
+        # The hidden cases stay out of the export: the candidate's code runs in it.
+        withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
+        skipped = export_tree(head.tree, tree, withheld) if tree else []
         if skipped:
-            facts.append(("not exported", ", ".join(skipped)))
+            more = f" and {len(skipped) - _LISTED} more" if len(skipped) > _LISTED else ""
+            facts.append(("not exported", ", ".join(skipped[:_LISTED]) + more))
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
             files=files,
             cases=policy.cases,
-            hidden_cases=_hidden_cases(base, policy),
+            hidden_cases=hidden,
             tree=tree,
             blocked_reasons=_blocked_reasons(changes, governed),
             facts=tuple(facts),
         )
         yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path))
     finally:
-        shutil.rmtree(tree, ignore_errors=True)
+        if tree:
+            shutil.rmtree(tree, ignore_errors=True)
 
 
 @contextmanager
@@ -111,6 +122,10 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
     head_commit = _commit(repo, head, "--head")
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
+    if _merge_base(repo, base_commit, head_commit) == head_commit:
+        raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
+                       f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
+                       "--head", key="--head")
     with subject_from_commits(repo, base_commit.hexsha, head_commit.hexsha, policy_path=policy_path) as found:
         if not repo.bare and repo.is_dirty(untracked_files=True):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
@@ -119,50 +134,44 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         yield found
 
 
-def gated(path: str, paths: Paths) -> bool:
-    """Whether the policy's `paths` globs (`**` any directories, `*` within one name) include `path`."""
-    return (any(_glob(p).fullmatch(path) for p in paths.include)
-            and not any(_glob(p).fullmatch(path) for p in paths.exclude))
-
-
-def _glob(pattern: str) -> re.Pattern[str]:
-    out = ""
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
-        elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
-        elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
-        elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
-        else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out)
-
-
-def export_tree(tree: git.Tree, target: Path) -> list[str]:
-    """Write the regular files of `tree` under `target` (which must exist). Symbolic links and submodules are
-    not exported, so nothing in the export points outside it; returns their paths."""
+def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset()) -> list[str]:
+    """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
+    Symbolic links and submodules are not exported, so nothing in the export points outside it; returns
+    their paths."""
     skipped: list[str] = []
     root = target.resolve()
-    for item in tree.traverse():
-        if not isinstance(item, git.Blob):
-            if not isinstance(item, git.Tree):  # a submodule: a commit of another repository
-                skipped.append(item.path)
+    for item in _walk(tree):
+        path = str(item.path)
+        if path in withheld:
             continue
-        if stat.S_ISLNK(item.mode):
-            skipped.append(item.path)
+        # A submodule is a commit of another repository; a link could point anywhere.
+        if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
+            skipped.append(path)
             continue
-        dest = (root / item.path).resolve()
+        dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
-            skipped.append(item.path)
+            skipped.append(path)
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(item.data_stream.read())
         dest.chmod(0o755 if item.mode & 0o111 else 0o644)
     return skipped
+
+
+def _tree_path(path: str) -> str:
+    """`path` as git names it in a tree (`./a//b.yml` is `a/b.yml`); it must stay inside the repository."""
+    clean = PurePosixPath(path)
+    if clean.is_absolute() or ".." in clean.parts:
+        raise BadInput(f"expected a path inside the repository, got {path!r}", key="--policy")
+    return clean.as_posix()
+
+
+def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
+    for item in tree:
+        if isinstance(item, git.Tree):
+            yield from _walk(item)
+        else:
+            yield item
 
 
 def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
@@ -204,8 +213,6 @@ def _read(commit: git.Commit, path: str) -> str | None:
 
 
 def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
-    from gate.policy.loader import load_policy
-
     path = policy_path or DEFAULT_POLICY_PATH
     text = _read(base, path)
     if text is None:
@@ -213,18 +220,21 @@ def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
             raise BadInput(f"no policy file at {path} in the base commit {base.hexsha[:12]}", key="--policy")
         policy = load_policy(None)
         return replace(policy, source=f"{policy.source} (no {path} in the base commit {base.hexsha[:12]})")
-    return load_policy(path, text=text, source=f"{path}@{base.hexsha[:12]}")
+    return load_policy(Path(path), text=text, source=f"{path}@{base.hexsha[:12]}")
 
 
 def _hidden_cases(base: git.Commit, policy: Policy) -> tuple[CaseSpec, ...]:
-    from gate.cases.hidden import parse_hidden
-
+    """The hidden cases file of the base commit: a mapping whose `cases:` lists cases as a policy does."""
     if not policy.hidden.path:
         return ()
     text = _read(base, policy.hidden.path)
     if text is None:
         return ()
-    return parse_hidden(text, source=f"{policy.hidden.path}@{base.hexsha[:12]}")
+    file = f"{policy.hidden.path}@{base.hexsha[:12]}"
+    doc = load_marked(text, file)
+    if not isinstance(doc, MarkedMap) or "cases" not in doc:
+        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
+    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _overrides(base: git.Commit) -> Overrides:
@@ -234,7 +244,7 @@ def _overrides(base: git.Commit) -> Overrides:
         return Overrides(origin=f"{OVERRIDE_DIR}@{base.hexsha[:12]}")
     sources = {}
     for item in folder.blobs if isinstance(folder, git.Tree) else []:
-        text = _read(base, item.path)
+        text = _read(base, str(item.path))
         if text is not None:
             sources[item.name] = text
     return Overrides(sources=sources, origin=f"{OVERRIDE_DIR}@{base.hexsha[:12]}")
