@@ -7,6 +7,7 @@ import pytest
 from gate.globs import compile_glob, is_gated, matches
 from gate.policy.model import Paths, Policy
 from gate.subject import SourceFile, Task
+from gate.verdict import Location
 from tests.helpers_static import DEMO_REPLY, check, fenced, penalty, score_files, score_reply
 
 
@@ -155,3 +156,13 @@ def test_a_bad_glob_in_a_policy_built_in_code_is_bad_input_not_a_traceback() -> 
 
     with pytest.raises(BadInput, match=r"bad glob '\[oops'"):
         score_files([SourceFile("a.py", "x = 1\n")], _policy(include=("[oops",)))
+
+
+def test_a_gated_markdown_file_may_hold_fences_but_a_gated_js_file_may_not() -> None:
+    from gate.policy.model import Language
+
+    policy = Policy(paths=Paths(include=("**/*",)), languages=(Language(".js", ("true", "{path}")),))
+    chat = "Here is the code:\n```js\nlet x = 1;\n```\n"
+    assert score_files([SourceFile("docs/guide.md", chat)], policy).total == 0
+    found = penalty(score_files([SourceFile("web/app.js", chat)], policy), "extract")
+    assert found.locations[0] == Location("web/app.js", 1)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 import sys
 
 import pytest
@@ -91,3 +92,17 @@ def test_the_compiler_sees_no_secrets_from_the_environment(monkeypatch: pytest.M
 
 def test_files_with_no_parser_are_not_parsed() -> None:
     assert score_files([SourceFile("notes.txt", "def (:\n")], Policy(paths=_all())).total == 0
+
+
+@pytest.mark.parametrize(("extension", "command", "bad", "line"), [
+    (".c", ("gcc", "-fsyntax-only", "{path}"), "int main(void) {\n  return 0\n}\n", 2),
+    (".js", ("node", "--check", "{path}"), "let x = ;\n", 1),
+], ids=["gcc", "node"])
+def test_real_compilers_when_installed(extension: str, command: tuple[str, ...], bad: str, line: int) -> None:
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed here")
+    policy = Policy(paths=_all(), languages=(Language(extension, command),))
+    found = penalty(score_files([SourceFile(f"src/main{extension}", bad)], policy), "parse")
+    assert found.locations[0].path == f"src/main{extension}"
+    assert found.locations[0].line == line
+    assert "error" in found.message.lower()

@@ -306,3 +306,28 @@ def test_parse_cases_works_on_plain_json_data_and_marks_hidden_cases() -> None:
         parse_cases([{"stdin": 1}], "row.jsonl:7", "HumanEval/3")
     assert caught.value.render() == ("row.jsonl:7: HumanEval/3[0].stdin: expected a string, "
                                      "got the integer 1 (quote it to make it a string)")
+
+
+def _readme_policy_section() -> str:
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    return readme.split("## Policy reference", 1)[1].split("\n## ", 1)[0]
+
+
+def test_the_readme_example_policy_loads() -> None:
+    example = _readme_policy_section().split("```yaml\n", 1)[1].split("```", 1)[0]
+    policy = load_policy(None, text=example, source="README.md")
+    assert (policy.budget, policy.points.smoke, [c.kind for c in policy.cases]) == (4, 3, ["call", "stdio"])
+
+
+def _leaf_keys(schema: dict[str, Any], prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for name, sub in schema.get("properties", {}).items():
+        keys.extend(_leaf_keys(sub, f"{prefix}{name}.") if "properties" in sub else [prefix + name])
+    return keys
+
+
+def test_the_readme_documents_every_policy_key() -> None:
+    section = _readme_policy_section()
+    schema = json.loads((resources.files("gate") / "policy" / "schema.json").read_text())
+    missing = [key for key in _leaf_keys(schema) if f"`{key}`" not in section]
+    assert missing == []

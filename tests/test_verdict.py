@@ -34,6 +34,7 @@ def _busy_verdict() -> Verdict:
            "notes": (Note("judge", "x" * 200, (Location(long_path, 3),)),),
            "blocked_reasons": ("the change edits .github/gate.yml, the policy that scores it",),
            "facts": (("base", "a" * 40), ("head", "b" * 40)),
+           "labels": ("needs-review",),
            "reproduce": "gate score " + long_path + " --task " + long_path},
     )
 
@@ -52,6 +53,9 @@ def test_terminal_report_fits_80_columns_without_colour_when_not_a_tty() -> None
     lines = text.splitlines()
     assert lines[0].startswith("BLOCKED")
     assert "total" in lines[0] and "budget 3" in lines[0]
+    assert "labels: needs-review" in text
+    assert "Needs a human" in text and "edits .github/gate.yml" in text
+    assert "#1 secret (hidden): passed" in text
 
 
 def test_terminal_report_lists_checks_penalties_skips_and_isolation() -> None:
