@@ -34,6 +34,8 @@ ERRORS = [
                  'did you mean `smoke`?', id='nested-unknown'),
     pytest.param('smoke: 2\n', 1, 'smoke',
                  'did you mean `points.smoke`?', id='key-in-wrong-section'),
+    pytest.param('budget: 2\ntimeout: 2\n', 2, 'timeout',
+                 'did you mean `points.timeout`, `limits.timeout` or `judge.timeout`?', id='key-in-sections'),
     pytest.param('budget: three\n', 1, 'budget',
                  "expected an integer, got the string 'three'", id='wrong-type'),
     pytest.param("paths:\n  include: '**/*.py'\n", 2, 'paths.include',
@@ -132,6 +134,25 @@ def test_an_empty_file_is_an_error(tmp_path: Path, capsys: pytest.CaptureFixture
     assert main(["policy", "check", str(policy_file)]) == 2
     assert _only_error_line(capsys.readouterr().err) == f"gate: error: {policy_file}: the file is empty; " \
         "expected a mapping of policy keys (budget, points, ...)"
+
+
+BOMB = "".join(f"{name}: &{name} [" + ", ".join([f"*{prev}" if prev else "1"] * 10) + "]\n"
+               for prev, name in zip(["", *"abcdef"], "abcdefg", strict=True))
+
+
+@pytest.mark.parametrize(("text", "words"), [
+    pytest.param("a:\n\t- 1\n", ":2: YAML syntax error: found character '\\t'", id="tab"),
+    pytest.param("a: &x\n  b: *x\n", ":1: a YAML alias refers to its own parent", id="recursive-alias"),
+    pytest.param(BOMB, ": too many values (over 100000; YAML aliases expand)", id="alias-bomb"),
+    pytest.param("a: " + "[" * 5000 + "]" * 5000 + "\n", ": the YAML is nested too deeply", id="deep"),
+    pytest.param("1: 2\n", ":1: keys must be strings, got the integer 1", id="number-key"),
+])
+def test_hostile_or_odd_yaml_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
+                                          words: str) -> None:
+    policy_file = tmp_path / "gate.yml"
+    policy_file.write_text(text)
+    assert main(["policy", "check", str(policy_file)]) == 2
+    assert words in _only_error_line(capsys.readouterr().err)
 
 
 def test_a_named_file_that_does_not_exist_is_an_error(tmp_path: Path,

@@ -67,11 +67,10 @@ def load_preset(name: str) -> Policy:
 def load_policy(path: Path | None, *, text: str | None = None, source: str | None = None) -> Policy:
     """Load a repository's policy file (or `text` read elsewhere, e.g. from a git commit, named by `source`).
     With neither a path nor text, the default preset applies."""
-    if path is None and text is None:
-        return load_preset(DEFAULT_PRESET)
     file = source or str(path)
     if text is None:
-        assert path is not None
+        if path is None:
+            return load_preset(DEFAULT_PRESET)
         text = _read(path, file)
     doc = load_marked(text, file)
     if doc is None:
@@ -122,7 +121,7 @@ def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -
         name = case.get("name") or f"case {index + 1}"
         if name in first_line_of:
             raise BadInput(f"two cases are named {name!r}" + _at(first_line_of[name]),
-                           file=file, line=line, key=f"{where}.name")
+                           file=file, line=_key_line(case, "name", line), key=f"{where}.name")
         first_line_of[name] = line
         if "stdout_regex" in case:
             _check_regex(case["stdout_regex"], file, _key_line(case, "stdout_regex", line),

@@ -35,17 +35,16 @@ def load_schema(package: str, name: str) -> dict[str, Any]:
     return schema
 
 
-def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "", root: Any = None) -> None:
-    """Raise BadInput for the first schema error in `doc` in file order. `root` (default `doc`) holds the line
-    marks, and `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
+def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "") -> None:
+    """Raise BadInput for the first schema error in `doc` in file order (its line marks come from
+    gate.policy.marked_yaml); `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
     errors = list(Draft202012Validator(schema).iter_errors(doc))
     if not errors:
         return
-    marks = doc if root is None else root
     owners = _case_key_owners(schema)
     explained = _drop_consequences([_explain(error, owners) for error in errors])
-    path, message = min(explained, key=lambda item: (line_of(marks, item[0]) or 0, -len(item[0])))
-    raise BadInput(message, file=file, line=line_of(marks, path), key=join_key(key_prefix, path) or None)
+    path, message = min(explained, key=lambda item: (line_of(doc, item[0]) or 0, -len(item[0])))
+    raise BadInput(message, file=file, line=line_of(doc, path), key=join_key(key_prefix, path) or None)
 
 
 def join_key(prefix: str, path: KeyPath) -> str:
@@ -176,10 +175,12 @@ def _elsewhere(key: str, error: ValidationError, path: list[str | int]) -> str:
     """`; did you mean `points.smoke`?` for a top-level key that belongs inside a section."""
     if path or not isinstance(error.schema, dict):
         return ""
-    for section, sub in error.schema.get("properties", {}).items():
-        if isinstance(sub, dict) and key in sub.get("properties", {}):
-            return f"; did you mean `{section}.{key}`?"
-    return ""
+    places = [f"`{section}.{key}`" for section, sub in error.schema.get("properties", {}).items()
+              if isinstance(sub, dict) and key in sub.get("properties", {})]
+    if not places:
+        return ""
+    listed = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
+    return f"; did you mean {listed}?"
 
 
 def _bad_key_name(path: list[str | int], error: ValidationError) -> tuple[list[str | int], str]:
