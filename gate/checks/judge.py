@@ -78,7 +78,7 @@ def advice(outcome: JudgeOutcome, listing: Listing, policy: Policy) -> CheckResu
     settings = policy.judge
     reasons = _shown_reasons(outcome.reasons)
     locations = _locations(outcome.lines, listing)
-    note = Note("judge", f"model judge: {outcome.verdict}: {reasons}", locations)
+    note = Note("judge", f"{outcome.verdict}: {reasons}", locations)
     if outcome.verdict == "pass":
         return CheckResult(notes=(note,), reason="the model judge says pass (advice)")
     if outcome.verdict == "fail":

@@ -42,6 +42,7 @@ JudgeVerdict = Literal["pass", "fail", "needs_review"]
 MAX_RETRY_WAIT = 10.0  # seconds: a longer Retry-After (or backoff) is cut to this
 MAX_REPLY_BYTES = 1024 * 1024  # a chat completion with a short JSON object is a few kB
 SNIPPET = 200  # characters of a bad reply or error body quoted in the reason
+ERROR_BODY_BYTES = 64 * 1024  # how much of an HTTP error's body is read for the snippet
 ENDPOINT_SUFFIX = "/chat/completions"
 
 
@@ -157,7 +158,7 @@ class JudgeClient:
             with opener.open(request, timeout=self.timeout) as response:
                 return _read_capped(response, deadline, self.timeout)
         except urllib.error.HTTPError as exc:
-            raise _http_error(exc, self._redact) from None
+            raise _http_error(exc, self.key) from None
         except urllib.error.URLError as exc:
             if isinstance(exc.reason, TimeoutError):
                 raise JudgeUnavailable(f"no answer within {self.timeout:g} s") from None
@@ -186,14 +187,16 @@ def _read_capped(response: http.client.HTTPResponse, deadline: float, timeout: f
     return b"".join(chunks)
 
 
-def _http_error(exc: urllib.error.HTTPError, redact: Callable[[str], str]) -> JudgeUnavailable:
+def _http_error(exc: urllib.error.HTTPError, key: Secret) -> JudgeUnavailable:
     try:
-        detail = exc.read(SNIPPET * 4).decode("utf-8", "replace")
+        raw = exc.read(ERROR_BODY_BYTES + 1)
     except (OSError, http.client.HTTPException):
-        detail = ""
-    message = redact(f"HTTP {exc.code} {exc.reason}")
+        raw = b""
+    # Only the start of a long body is read: the key may be cut in two there, so its first half is masked too.
+    detail = key.redact(raw[:ERROR_BODY_BYTES].decode("utf-8", "replace"), truncated=len(raw) > ERROR_BODY_BYTES)
+    message = key.redact(f"HTTP {exc.code} {exc.reason}")
     if detail.strip():
-        message += f": {_snippet(redact(detail))}"
+        message += f": {_snippet(detail)}"
     if exc.code == 429:
         return _Retryable(message, _retry_after(exc.headers))
     if exc.code >= 500:

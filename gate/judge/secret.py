@@ -26,9 +26,17 @@ class Secret:
         """The value itself; call it only where it leaves the process (an Authorization header)."""
         return self._value
 
-    def redact(self, text: str) -> str:
-        """`text` with every occurrence of the value replaced by `***` (a server may echo the key back)."""
-        return text.replace(self._value, MASK) if self._value else text
+    def redact(self, text: str, truncated: bool = False) -> str:
+        """`text` with every occurrence of the value replaced by `***` (a server may echo the key back).
+        When `text` was cut from something longer, a tail that could be the start of the value is masked too."""
+        if not self._value:
+            return text
+        text = text.replace(self._value, MASK)
+        if truncated:
+            for length in range(min(len(self._value) - 1, len(text)), 0, -1):
+                if text.endswith(self._value[:length]):
+                    return text[:-length] + MASK
+        return text
 
     def __repr__(self) -> str:
         return MASK
