@@ -23,9 +23,11 @@ import github
 from github.GithubException import UnknownObjectException
 
 from gate.errors import BadInput
+from gate.policy.loader import load_policy, parse_cases
+from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import Bots, CaseSpec, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
-from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, gated, subject_from_commits
+from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
 from gate.subject import SourceFile, Subject
 
 GATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
@@ -137,8 +139,6 @@ def _as_pull_request(found: GitRange, pr: PullRequest, source: str) -> GitRange:
 
 
 def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, repo_url: str) -> GitRange:
-    from gate.policy.loader import load_policy
-
     repo = client.get_repo(pr.repo)
     path = policy_path or DEFAULT_POLICY_PATH
     text = read_at(repo, path, pr.base_sha)
@@ -155,11 +155,14 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
         governed[policy.hidden.path] = "the hidden cases file"
     files: list[SourceFile] = []
     reasons: list[str] = []
+    # Every file the PR adds, modifies or renames, as for a git range: the extract check keeps those that
+    # `paths` gates.
     for change in repo.get_pull(pr.number).get_files():
+        verb = {"added": "adds", "removed": "deletes", "renamed": "renames"}.get(change.status, "edits")
         touched = {change.filename, change.previous_filename} & set(governed)
-        reasons += [f"the change edits {governed[p]} {p}, which is read from the base commit; a human must "
+        reasons += [f"the change {verb} {governed[p]} {p}, which is read from the base commit; a human must "
                     "review it" for p in sorted(p for p in touched if p)]
-        if change.status == "removed" or not gated(change.filename, policy.paths):
+        if change.status == "removed":
             continue
         head_text = read_at(repo, change.filename, pr.head_sha)
         if head_text is not None:
@@ -217,10 +220,11 @@ def _hidden_cases(repo: Any, policy: Policy, base_sha: str) -> tuple[CaseSpec, .
     text = read_at(repo, policy.hidden.path, base_sha)
     if text is None:
         return ()
-    from gate.cases.hidden import parse_hidden
-
-    parsed: tuple[CaseSpec, ...] = parse_hidden(text, source=f"{policy.hidden.path}@{base_sha[:12]}")
-    return parsed
+    file = f"{policy.hidden.path}@{base_sha[:12]}"
+    doc = load_marked(text, file)
+    if not isinstance(doc, MarkedMap) or "cases" not in doc:
+        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
+    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _web_url(api_url: str) -> str:

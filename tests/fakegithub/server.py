@@ -247,7 +247,7 @@ class FakeGitHub:
 
     def _validate_request(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
                           body: bytes) -> str:
-        request = MockRequest(PUBLIC, method, path, args=query, headers=headers, data=body,
+        request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body,
                               content_type=headers.get("content-type", "application/json"))
         try:
             validator().validate_request(request)
@@ -259,7 +259,7 @@ class FakeGitHub:
                            body: bytes, status: int, data: bytes, extra: dict[str, str]) -> None:
         if status in (401, 400) or not _declares(method, path, status):
             return  # injected faults on operations whose description omits that status are GitHub's too
-        request = MockRequest(PUBLIC, method, path, args=query, headers=headers, data=body)
+        request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body)
         response = MockResponse(data.replace(self.url.encode(), PUBLIC.encode()), status, headers=extra)
         try:
             validator().validate_response(request, response)
@@ -295,6 +295,13 @@ class FakeGitHub:
         return comment
 
 
+def _one_segment(path: str) -> str:
+    """The path with a contents path's slashes escaped: GitHub's `{path}` parameter spans directories, which
+    an OpenAPI path template cannot say."""
+    match = re.fullmatch(r"(/repos/[^/]+/[^/]+/contents/)(.+)", path)
+    return match.group(1) + match.group(2).replace("/", "%2F") if match else path
+
+
 def _explain(exc: Exception) -> str:
     details = [str(e) for e in getattr(exc, "schema_errors", ())]
     cause = exc.__cause__
@@ -306,8 +313,7 @@ def _explain(exc: Exception) -> str:
 def _declares(method: str, path: str, status: int) -> bool:
     """Whether the description lists `status` for the operation that serves (method, path)."""
     for template, item in description()["paths"].items():
-        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template).replace("[^/]+$", ".+"), path) and \
-                method.lower() in item:
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), _one_segment(path)) and method.lower() in item:
             return str(status) in item[method.lower()]["responses"]
     return False
 
