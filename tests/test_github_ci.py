@@ -7,11 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tests.fakegithub import FakeGitHub, serve
-from tests.fakegithub.scenario import REPO, Scenario
 
 from gate.cli import main
 from gate.report.context import MARKER
+from tests.fakegithub import FakeGitHub, serve
+from tests.fakegithub.scenario import REPO, Scenario
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
