@@ -11,7 +11,7 @@ import pytest
 from gate.cli import main
 from gate.report.context import MARKER
 from tests.fakegithub import FakeGitHub, serve
-from tests.fakegithub.scenario import REPO, Scenario
+from tests.fakegithub.scenario import BOT, REPO, Scenario
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
@@ -24,9 +24,11 @@ def fake() -> Iterator[FakeGitHub]:
         yield running
 
 
-def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None, **kw: object) -> Scenario:
+def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None, *, author: str = BOT,
+         author_type: str = "Bot", labels: tuple[str, ...] = (), event_name: str = "pull_request") -> Scenario:
     base = {".github/gate.yml": POLICY, "app.py": CLEAN}
-    return Scenario(fake, tmp_path, base, head if head is not None else {"util.py": CLEAN}, **kw)  # type: ignore[arg-type]
+    return Scenario(fake, tmp_path, base, head if head is not None else {"util.py": CLEAN}, author=author,
+                    author_type=author_type, labels=list(labels), event_name=event_name)
 
 
 def run_ci(scenario: Scenario, monkeypatch: pytest.MonkeyPatch, *args: str, workspace: bool = True,
@@ -83,7 +85,7 @@ def test_a_humans_pr_gets_success_and_no_comment(
 
 def test_an_opt_in_label_gates_a_humans_pr(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="alice", author_type="User", labels=["gate"])
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="alice", author_type="User", labels=("gate",))
     assert run_ci(pr, monkeypatch) == 1
     assert fake.repos[REPO].statuses[0]["state"] == "failure"
 
