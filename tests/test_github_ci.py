@@ -143,3 +143,34 @@ def test_the_token_never_appears_in_output(
     everything += Path(pr.outputs()["verdict"]).read_text()
     assert fake.token not in everything
     assert fake.token not in "".join(str(c["body"]) for c in fake.repos[REPO].comments[pr.number])
+
+
+def test_a_bad_policy_on_the_base_fails_with_its_line_and_a_failure_status(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": "budget: lots\n", "app.py": CLEAN}, {"util.py": CLEAN})
+    assert run_ci(pr, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert ".github/gate.yml" in err and "budget" in err and "Traceback" not in err
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "failure" and status["sha"] == pr.head_sha  # never left pending
+    assert "budget" in pr.summary()
+
+
+def test_a_pr_gone_while_reading_fails_clearly(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("GET", "/pulls/12/files", "not_found")
+    assert run_ci(pr, monkeypatch, workspace=False) == 3
+    err = capsys.readouterr().err
+    assert "read the PR" in err and "is gone" in err
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+def test_pull_request_target_is_refused(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    for key, value in pr.environment().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
+    assert main(["ci"]) == 2
+    assert "pull_request_target" in capsys.readouterr().err and fake.log == []

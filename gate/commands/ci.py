@@ -15,13 +15,24 @@ from typing import Any
 from github.GithubException import GithubException
 from requests import RequestException
 
+from gate.commands.score import open_sandbox
 from gate.engine import score
-from gate.errors import GateFailure
-from gate.github.actions import read_event
+from gate.errors import GateError, GateFailure
+from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
-from gate.github.publish import Names, Target, explain_read, not_gated_report, report_for
+from gate.github.publish import (
+    Names,
+    Publisher,
+    Target,
+    explain_read,
+    failed_report,
+    not_gated_report,
+    report_for,
+)
+from gate.sources.gitrange import GitRange
 from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
+from gate.verdict import Verdict
 
 DEFAULT_VERDICT = "gate-verdict.json"
 
@@ -66,25 +77,44 @@ def run(args: argparse.Namespace) -> int:
     connection = Connection.from_environment(environ)
     client = connect(connection)
     workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
+    names = Names(status=args.status_context, check=args.check_name)
     try:
         pr = pull_request_from_event(name, payload, client, repo)
-        delivery = Delivery(environ, client, Target(repo, pr.number, pr.head_sha),
-                            Names(status=args.status_context, check=args.check_name), connection.token,
-                            verdict_path(args), read_only=pr.read_only_token)
+    except (GithubException, RequestException) as exc:
+        raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
+    delivery = Delivery(environ, client, Target(repo, pr.number, pr.head_sha), names, connection.token,
+                        verdict_path(args), read_only=pr.read_only_token)
+    try:
         with subject_from_pull_request(client, pr, workspace=workspace, policy_path=args.policy,
                                        api_url=connection.api_url) as found:
             decision = decide(pr, found.policy.bots)
             if not decision.gated:
                 return deliver_not_gated(delivery, not_gated_report(decision.reason))
-            from gate.commands.score import open_sandbox
-
-            sandbox = open_sandbox(found.policy)
-            try:
-                verdict = score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
-            finally:
-                if sandbox is not None:
-                    sandbox.close()
+            verdict = _score(found)
     except (GithubException, RequestException) as exc:
-        raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
+        failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
+        _report_failure(delivery, failure)
+        raise failure from None
+    except GateError as error:  # a bad policy on the base, a missing isolation layer, ...
+        _report_failure(delivery, error)
+        raise
     report = report_for(verdict, found.overrides, comment=args.comment == "true")
     return deliver(delivery, verdict, report, found.overrides)
+
+
+def _score(found: GitRange) -> Verdict:
+    sandbox = open_sandbox(found.policy)
+    try:
+        return score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+
+
+def _report_failure(delivery: Delivery, error: GateError) -> None:
+    """The summary says why, and a failure status and check stand in for the verdict: a required check must
+    never stay pending. Best effort: the exit code reports the error in any case."""
+    reason = error.render()
+    append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
+    if not delivery.read_only:
+        Publisher(delivery.client, delivery.target, delivery.names).publish(failed_report(reason))

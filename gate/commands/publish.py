@@ -27,7 +27,7 @@ from gate.errors import BadInput, GateFailure
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver
-from gate.github.publish import Names, Publisher, Report, Target, explain_read, report_for
+from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
 from gate.sources.pullrequest import PullRequest, subject_from_pull_request
 from gate.verdict import Note, Verdict
 
@@ -155,8 +155,7 @@ def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...]) 
 
 def _post(client: Any, target: Target, names: Names, reason: str) -> None:
     """A failure status and check saying why nothing better was posted; best effort (the exit code says)."""
-    Publisher(client, target, names).publish(Report(state="failure", description=reason[:139],
-                                                    title="verdict refused", summary=reason, comment=None))
+    Publisher(client, target, names).publish(replace(failed_report(reason), title="verdict refused"))
 
 
 def _refuse(client: Any, repo: str, number: int, payload: dict[str, Any], names: Names, reason: str) -> None:

@@ -78,7 +78,9 @@ def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: 
     for line in outcome.messages:
         text = delivery.token.redact(line)
         print(f"gate: error: {text}", file=sys.stderr)
-        append_summary(delivery.environ, f"> **gate could not publish**: {text}")
+        first, _, rest = text.partition("\n")
+        block = f"\n\n```yaml\n{rest}\n```" if rest else ""
+        append_summary(delivery.environ, f"**gate could not publish**: {first}{block}\n")
     if outcome.failures:
         done = ", ".join(outcome.done) or "nothing"
         print(f"gate: published {done}; the verdict is in the job summary and {delivery.verdict_path}",

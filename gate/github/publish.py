@@ -110,6 +110,12 @@ def not_gated_report(reason: str) -> Report:
                   summary=f"Nothing to gate: {reason}.", comment=None)
 
 
+def failed_report(reason: str) -> Report:
+    """The gate could not score the PR: a failure with the reason, no comment."""
+    return Report(state="failure", description=_line(f"gate failed: {reason}"), title="the gate failed",
+                  summary=reason, comment=None)
+
+
 def check_annotations(verdict: Verdict) -> list[dict[str, Any]]:
     """Check run annotations on the lines that cost points: failures when enforced, warnings when advisory."""
     level = "failure" if verdict.mode == "enforce" else "warning"

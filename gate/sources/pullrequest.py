@@ -75,7 +75,11 @@ class Decision:
 def pull_request_from_event(name: str, payload: Mapping[str, Any], client: github.Github,
                             repo: str) -> PullRequest:
     """The PR an event is about: `pull_request` carries it; `workflow_dispatch` names it in an input."""
-    if name in ("pull_request", "pull_request_target"):
+    if name == "pull_request_target":
+        raise BadInput("refusing to run on pull_request_target: that event has a writable token and secrets, "
+                       "and the gate runs the PR's code; use pull_request, and the workflow_run publish "
+                       "workflow for forks (README, \"Running on GitHub\")", key="GITHUB_EVENT_NAME")
+    if name == "pull_request":
         return PullRequest.from_json(payload["pull_request"], repo)
     if name == "workflow_dispatch":
         inputs = payload.get("inputs") or {}
