@@ -148,3 +148,17 @@ def test_the_comment_input_turns_the_comment_off(fake: FakeGitHub, tmp_path: Pat
     assert code == 0, stderr
     assert outputs["accepted"] == "true"
     assert pr.number not in fake.repos[REPO].comments and fake.repos[REPO].statuses[0]["state"] == "success"
+
+
+def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- section: github -->", 1)[1].split("\n## ", 1)[0]
+    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+    assert len(blocks) == 2
+    steps = [step for block in blocks for job in block["jobs"].values() for step in job["steps"]]
+    gate_steps = [s for s in steps if str(s.get("uses", "")).startswith("OWNER/gate@")]
+    assert gate_steps and all(set(s.get("with", {})) <= set(ACTION["inputs"]) for s in gate_steps)
+    for step in steps:
+        if str(step.get("uses", "")).startswith("actions/checkout@"):
+            assert step["with"]["persist-credentials"] is False
+    assert all(block.get("permissions") for block in blocks)

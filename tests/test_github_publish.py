@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.errors import BadInput
 from gate.github.client import Connection, Waits, connect
 from gate.github.publish import Names, Publisher, Report, Target
 from gate.judge.secret import Secret
@@ -183,3 +184,13 @@ def test_annotations_go_fifty_a_request_and_long_text_fits(fake: FakeGitHub, tmp
     assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST", "PATCH", "PATCH"]
     assert repo.statuses[0]["context"] == "gate/status"
     assert repo.pulls[pr.number].labels == ["needs-review"]
+
+
+def test_the_token_is_hidden_in_reprs_and_bad_waits_are_named() -> None:
+    connection = Connection.from_environment({"GITHUB_TOKEN": "ghs_secretvalue", "GATE_GITHUB_MAX_WAIT": "2"})
+    assert "ghs_secretvalue" not in repr(connection) and connection.waits.max_wait == 2.0
+    assert connection.api_url == "https://api.github.com"
+    with pytest.raises(BadInput, match="GATE_GITHUB_RETRIES"):
+        Waits.from_environment({"GATE_GITHUB_RETRIES": "many"})
+    with pytest.raises(BadInput, match="token"):
+        Connection.from_environment({})
