@@ -174,3 +174,19 @@ def test_pull_request_target_is_refused(
     monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
     assert main(["ci"]) == 2
     assert "pull_request_target" in capsys.readouterr().err and fake.log == []
+
+
+def test_an_opt_out_label_leaves_a_bot_pr_ungated(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, labels=("no-gate",))
+    assert run_ci(pr, monkeypatch) == 0
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "success" and "no-gate" in status["description"]
+
+
+def test_dependabots_read_only_run_leaves_the_artifact_and_posts_nothing(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="dependabot[bot]")
+    assert run_ci(pr, monkeypatch) == 1
+    assert fake.writes() == [] and "read-only" in capsys.readouterr().out
+    assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5
