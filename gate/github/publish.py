@@ -96,7 +96,7 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
     return Report(
         state=state,
         description=_line(f"{head.status}: {head.text}"),
-        title=f"{head.status}: {verdict.total} of {verdict.budget} points",
+        title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
         summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT, FULL_REPORT_NOTE),
         comment=render_comment(verdict, overrides) if comment else None,
         annotations=tuple(check_annotations(verdict)),
