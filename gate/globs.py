@@ -86,7 +86,7 @@ def _char_class(segment: str, start: int) -> tuple[str, int]:
     while i < len(segment) and (segment[i] != "]" or i == first):
         i += 1
     if i >= len(segment):
-        raise ValueError(f"unclosed '[' at column {start + 1}")
+        raise ValueError("unclosed `[` (write `[[]` for a literal `[`)")
     inner = segment[first:i].replace("\\", "\\\\").replace("[", "\\[")
     return ("[^/" if negate else "[") + inner + "]", i + 1
 

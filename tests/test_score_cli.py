@@ -39,7 +39,7 @@ def test_json_to_stdout_replaces_the_table(capsys: pytest.CaptureFixture[str]) -
     assert code == 0
     assert data["accepted"] is True
     assert {c["name"]: c["points"] for c in data["checks"]} == {"extract": 0, "parse": 0, "imports": 0,
-                                                                 "claims": 0}
+                                                                 "claims": 0, "judge": 0}
     assert data["reproduce"].startswith("gate score ")
 
 
