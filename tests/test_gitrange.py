@@ -8,11 +8,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import cmarkgfm
 import git
 import pytest
+from cmarkgfm.cmark import Options
 
 from gate.cli import main
-from gate.engine import score
+from gate.commands.check import score_range
 from gate.errors import BadInput
 from gate.sources.gitrange import subject_from_commits, subject_from_range
 from gate.verdict import Verdict
@@ -88,6 +90,23 @@ def test_a_clean_change_is_accepted(repo: Repo) -> None:
     code, verdict = check(repo)
     assert code == 0 and verdict["accepted"] and verdict["total"] == 0
     assert verdict["policy_source"].startswith(".github/gate.yml@")
+    assert [(c["name"], c["hidden"], c["status"]) for c in verdict["cases"]] == [
+        ("adds", False, "passed"), ("hidden case 1", True, "passed")]
+
+
+def test_breaking_a_case_costs_points_and_the_report_shows_the_diff_but_not_hidden_values(
+        repo: Repo) -> None:
+    repo.commit("bot: faster", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    comment = repo.root.parent / "comment.md"
+    code, verdict = check(repo, "--comment", str(comment))
+    assert code == 1 and verdict["total"] == 4
+    assert [p["check"] for p in verdict["penalties"]] == ["smoke", "smoke"]
+    visible, hidden = verdict["cases"]
+    assert visible["status"] == "failed" and "5" in visible["detail"] and "6" in visible["detail"]
+    assert hidden["status"] == "failed" and "42" not in hidden["detail"] and "80" not in hidden["detail"]
+    page = cmarkgfm.github_flavored_markdown_to_html(comment.read_text(), options=Options.CMARK_OPT_UNSAFE)
+    cases = page.split("<summary>Failed cases: 2 of 2</summary>")[1].split("</details>")[0]
+    assert "<pre><code>" in cases and "42" not in cases
 
 
 def test_a_forbidden_import_added_to_an_old_file_counts_only_that_line(repo: Repo) -> None:
@@ -197,7 +216,7 @@ def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> No
     _, local = check(repo, "--base", "main", "--head", "bot")
     with subject_from_commits(git.Repo(repo.root), base, head,
                               repo_url="https://github.com/octo/widgets") as found:
-        pr = score(found.subject, found.policy, reproduce=found.reproduce).to_dict()
+        pr = score_range(found).to_dict()
     for verdict in (local, pr):
         verdict.pop("timings")
         for check_report in verdict["checks"]:

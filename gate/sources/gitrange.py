@@ -23,10 +23,10 @@ from urllib.parse import urlsplit
 
 import git
 
+from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
-from gate.policy.loader import load_policy, parse_cases
-from gate.policy.marked_yaml import MarkedMap, load_marked
-from gate.policy.model import CaseSpec, Policy
+from gate.policy.loader import load_policy
+from gate.policy.model import Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.subject import SourceFile, Subject
 
@@ -86,7 +86,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         if change.status != "D" and change.new_path and change.new_mode in _REGULAR_MODES
     )
     facts = _facts(repo, base, head, fork, repo_url)
-    hidden = _hidden_cases(base, policy)
+    hidden = load_hidden(policy, lambda path: _read(base, path), _worktree(repo))
     tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if policy.cases or hidden else None
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
@@ -99,7 +99,6 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
             files=files,
-            cases=policy.cases,
             hidden_cases=hidden,
             tree=tree,
             blocked_reasons=_blocked_reasons(changes, governed),
@@ -156,6 +155,10 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
         dest.write_bytes(item.data_stream.read())
         dest.chmod(0o755 if item.mode & 0o111 else 0o644)
     return skipped
+
+
+def _worktree(repo: git.Repo) -> Path | None:
+    return None if repo.bare or not repo.working_tree_dir else Path(repo.working_tree_dir)
 
 
 def _tree_path(path: str) -> str:
@@ -223,18 +226,6 @@ def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
     return load_policy(Path(path), text=text, source=f"{path}@{base.hexsha[:12]}")
 
 
-def _hidden_cases(base: git.Commit, policy: Policy) -> tuple[CaseSpec, ...]:
-    """The hidden cases file of the base commit: a mapping whose `cases:` lists cases as a policy does."""
-    if not policy.hidden.path:
-        return ()
-    text = _read(base, policy.hidden.path)
-    if text is None:
-        return ()
-    file = f"{policy.hidden.path}@{base.hexsha[:12]}"
-    doc = load_marked(text, file)
-    if not isinstance(doc, MarkedMap) or "cases" not in doc:
-        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
-    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _overrides(base: git.Commit) -> Overrides:
