@@ -190,3 +190,36 @@ def test_dependabots_read_only_run_leaves_the_artifact_and_posts_nothing(
     assert run_ci(pr, monkeypatch) == 1
     assert fake.writes() == [] and "read-only" in capsys.readouterr().out
     assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5
+
+
+CASES_POLICY = """\
+budget: 3
+cases:
+  - name: adds
+    function: "calc:add"
+    args: [2, 3]
+    expect: 5
+"""
+HIDDEN = "cases:\n  - name: secret sum\n    function: \"calc:add\"\n    args: [40, 2]\n    expect: 42\n"
+
+
+def test_the_policys_and_hidden_cases_run_against_the_head_in_the_sandbox(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, ".github/gate-hidden.yml": HIDDEN,
+                                   "calc.py": "def add(a, b):\n    return a + b\n"},
+                  {"calc.py": "def add(a, b):\n    return a - b\n"})
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "failed"), ("hidden case 1", "failed")]
+    assert verdict["total"] == 4
+    body = fake.repos[REPO].comments[pr.number][0]["body"]
+    assert "42" not in body and "secret sum" not in body  # nothing of a hidden case reaches the PR
+
+
+def test_cases_without_a_full_checkout_ask_for_one(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": CLEAN},
+                  {"calc.py": "def add(a, b):\n    return a - b\n"})
+    assert run_ci(pr, monkeypatch, workspace=False) == 2
+    assert "fetch-depth: 0" in capsys.readouterr().err
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"

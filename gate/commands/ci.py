@@ -15,9 +15,8 @@ from typing import Any
 from github.GithubException import GithubException
 from requests import RequestException
 
-from gate.commands.score import open_sandbox
-from gate.engine import score
-from gate.errors import GateError, GateFailure
+from gate.commands.check import score_range
+from gate.errors import BadInput, GateError, GateFailure
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
@@ -32,7 +31,6 @@ from gate.github.publish import (
 )
 from gate.sources.gitrange import GitRange
 from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
-from gate.verdict import Verdict
 
 DEFAULT_VERDICT = "gate-verdict.json"
 
@@ -90,7 +88,8 @@ def run(args: argparse.Namespace) -> int:
             decision = decide(pr, found.policy.bots)
             if not decision.gated:
                 return deliver_not_gated(delivery, not_gated_report(decision.reason))
-            verdict = _score(found)
+            _need_checkout_for_cases(found)
+            verdict = score_range(found)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
         _report_failure(delivery, failure)
@@ -102,13 +101,12 @@ def run(args: argparse.Namespace) -> int:
     return deliver(delivery, verdict, report, found.overrides)
 
 
-def _score(found: GitRange) -> Verdict:
-    sandbox = open_sandbox(found.policy)
-    try:
-        return score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+def _need_checkout_for_cases(found: GitRange) -> None:
+    """Cases run against a clean export of the head's tree, which only a checkout with both commits gives."""
+    if found.subject.tree is None and (found.subject.cases or found.subject.hidden_cases):
+        raise BadInput("the policy has cases, but the checkout does not hold the PR's base and head commits, so "
+                       "there is no head tree to run them against; check out with `ref: ${{ "
+                       "github.event.pull_request.head.sha }}` and `fetch-depth: 0`", key="GITHUB_WORKSPACE")
 
 
 def _report_failure(delivery: Delivery, error: GateError) -> None:
