@@ -8,6 +8,7 @@ gate from a copy of this repository exactly as the step says.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import shutil
@@ -22,7 +23,7 @@ import yaml
 
 from gate.report.context import MARKER
 from tests.fakegithub import FakeGitHub, serve
-from tests.fakegithub.scenario import REPO, Scenario
+from tests.fakegithub.scenario import REPO, Scenario, git
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -68,6 +69,8 @@ def test_the_workflows_are_valid_and_do_not_leave_credentials() -> None:
 def evaluate(text: str, context: dict[str, str]) -> str:
     def one(match: re.Match[str]) -> str:
         key = match.group(1)
+        if key.startswith("steps.") and ".outputs." in key:
+            return context.get(key, "")  # a runner reads an output never set as the empty string
         if key not in context:
             raise AssertionError(f"the test runner does not know the expression {key!r}")
         return context[key]
@@ -162,3 +165,18 @@ def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
         if str(step.get("uses", "")).startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
     assert all(block.get("permissions") for block in blocks)
+
+
+def test_candidate_code_cannot_find_the_token_of_the_actions_step(fake: FakeGitHub, tmp_path: Path) -> None:
+    """Here the token is in the gate process's real environment block (/proc/PID/environ), as on a runner."""
+    from tests.test_github_ci import CASES_POLICY, HUNTER
+
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": "def add(a, b):\n    return 0\n"},
+                  {"calc.py": HUNTER})
+    # What actions/checkout leaves without `persist-credentials: false`: the token in .git/config.
+    git(pr.workspace, "config", "http.https://github.com/.extraheader", f"AUTHORIZATION: basic {fake.token}")
+    code, outputs, stderr = run_action(pr.environment(), {}, tmp_path)
+    assert code == 1, stderr
+    verdict = Path(outputs["verdict"]).read_text()
+    assert "got str 'nothing'" in verdict
+    assert "ghs_" not in verdict + stderr + pr.summary() + json.dumps(fake.repos[REPO].comments)

@@ -223,3 +223,43 @@ def test_cases_without_a_full_checkout_ask_for_one(
     assert run_ci(pr, monkeypatch, workspace=False) == 2
     assert "fetch-depth: 0" in capsys.readouterr().err
     assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+HUNTER = '''\
+import os
+
+
+def add(a, b):
+    """Looks for the job's token everywhere a process might see it, and returns what it finds."""
+    texts = [repr(dict(os.environ))]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            for leak in (f"/proc/{pid}/environ", f"/proc/{pid}/cwd/.git/config"):  # the gate's checkout
+                try:
+                    with open(leak, "rb") as handle:
+                        texts.append(handle.read().decode(errors="replace"))
+                except OSError:
+                    pass
+    for path in (".git/config", "../.git/config", os.environ.get("GITHUB_EVENT_PATH", "")):
+        try:
+            with open(path) as handle:
+                texts.append(handle.read())
+        except OSError:
+            pass
+    for text in texts:
+        if "ghs_" in text:
+            return text[text.index("ghs_"):][:40]
+    return "nothing"
+'''
+
+
+def test_candidate_code_run_by_gate_ci_cannot_find_the_token(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": CLEAN}, {"calc.py": HUNTER})
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = Path(pr.outputs()["verdict"]).read_text()
+    assert "got str 'nothing'" in verdict  # the case ran, and found nothing
+    seen = capsys.readouterr()
+    published = json.dumps(fake.repos[REPO].comments) + json.dumps(fake.repos[REPO].check_runs)
+    for text in (verdict, seen.out, seen.err, pr.summary(), published):
+        assert "ghs_" not in text
