@@ -10,7 +10,7 @@ import secrets
 import textwrap
 
 import pytest
-from cases_support import SHORT, case, run, sandbox
+from tests.cases_support import SHORT, case, run, sandbox
 
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox

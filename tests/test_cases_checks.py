@@ -5,7 +5,7 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 
-from cases_support import case, sandbox
+from tests.cases_support import case, sandbox
 
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cases_support import LIMITS, sandbox
+from tests.cases_support import LIMITS, sandbox
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program

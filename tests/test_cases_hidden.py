@@ -6,8 +6,8 @@ import secrets
 from pathlib import Path
 
 import pytest
-from cases_support import sandbox
-from test_cases_attacks import HUNT
+from tests.cases_support import sandbox
+from tests.test_cases_attacks import HUNT
 
 from gate.cases.hidden import load_hidden
 from gate.checks.smoke import Smoke

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cases_support import LIMITS, case, run, sandbox
+from tests.cases_support import LIMITS, case, run, sandbox
 
 from gate.cases import KINDS
 from gate.cases.base import Program
