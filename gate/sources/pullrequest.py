@@ -101,11 +101,23 @@ def decide(pr: PullRequest, bots: Bots) -> Decision:
         return Decision(True, f"label {matched!r} opts this PR in")
     if pr.author_type in bots.account_types:
         return Decision(True, f"author {pr.author} is a {pr.author_type} account")
-    if pr.author in bots.logins or any(fnmatch.fnmatchcase(pr.author, p) for p in bots.patterns):
+    if _login_in(pr.author, bots.logins) or any(_login_matches(pr.author, p) for p in bots.patterns):
         return Decision(True, f"author {pr.author} is listed under bots")
     if any(fnmatch.fnmatchcase(pr.head_ref, p) for p in bots.branches):
         return Decision(True, f"branch {pr.head_ref} matches the bot branches")
     return Decision(False, f"{pr.author} ({pr.author_type}) is not a bot under the policy's `bots:`")
+
+
+def _login_in(login: str, logins: tuple[str, ...]) -> bool:
+    return login.casefold() in {name.casefold() for name in logins}
+
+
+def _login_matches(login: str, pattern: str) -> bool:
+    """`*` and `?` are the only wildcards in a login pattern: `*[bot]` means the literal suffix `[bot]` that GitHub
+    gives app accounts (with fnmatch it would be a character class and match any login ending in b, o or t).
+    GitHub logins are case-insensitive."""
+    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(regex, login, flags=re.IGNORECASE) is not None
 
 
 def _any(labels: tuple[str, ...], wanted: tuple[str, ...]) -> str:
