@@ -13,8 +13,8 @@ from gate.cli import main
 from gate.errors import BadInput
 from gate.github.client import Connection, Waits, connect
 from gate.github.publish import Names, Publisher, Report, Target
-from gate.judge.secret import Secret
 from gate.report.context import MARKER
+from gate.secret import Secret
 from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, serve, webhook
 from tests.fakegithub.scenario import REPO, Scenario
 

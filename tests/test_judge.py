@@ -27,13 +27,13 @@ from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
 from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
-from gate.judge.secret import Secret
 from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
 from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal
+from gate.secret import Secret
 from gate.sources.reply import subject_from_reply
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import CaseReport, Location, Penalty, Verdict, validate

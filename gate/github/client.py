@@ -15,7 +15,7 @@ import github
 from github.GithubRetry import GithubRetry
 
 from gate.errors import BadInput
-from gate.judge.secret import Secret
+from gate.secret import Secret
 
 DEFAULT_API_URL = "https://api.github.com"
 # Environment variables that tune the waits; the names are documented in the README's GitHub section.

@@ -17,11 +17,11 @@ import github
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary, set_outputs
 from gate.github.publish import Names, Publisher, Report, Target
-from gate.judge.secret import Secret
 from gate.report.annotations import workflow_commands
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.report.terminal import render_terminal
+from gate.secret import Secret
 from gate.verdict import Verdict
 
 READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "

@@ -32,8 +32,8 @@ from typing import Any, Literal
 import jsonschema
 
 from gate.judge.prompt import JudgeRequest, messages, reply_schema
-from gate.judge.secret import Secret
 from gate.policy.model import Judge
+from gate.secret import Secret
 
 log = logging.getLogger("gate.judge")
 

@@ -1,4 +1,4 @@
-"""A secret value that does not show itself: its repr and str are `***`; it scrubs itself out of text."""
+"""A secret value (a token, an API key) that does not show itself: its repr and str are `***`; it scrubs itself out of text."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ MASK = "***"
 
 
 class Secret:
-    """An API key read from the environment at the edge. Only `reveal()` gives the value, for the one header
+    """A token or API key read from the environment at the edge. Only `reveal()` gives the value, for the one header
     that needs it; printing, logging or formatting the object shows `***`."""
 
     __slots__ = ("_value",)
