@@ -1,4 +1,4 @@
-"""A secret value (a token, an API key) that does not show itself: its repr and str are `***`; it scrubs itself out of text."""
+"""A secret value (a token, an API key) that does not show itself: its repr and str are `***`."""
 
 from __future__ import annotations
 
