@@ -145,6 +145,25 @@ def test_editing_the_hidden_cases_is_blocked(repo: Repo) -> None:
     assert any("deletes the hidden cases file" in r for r in verdict["blocked_reasons"])
 
 
+def test_editing_the_report_templates_is_blocked(repo: Repo) -> None:
+    repo.commit("bot: quieter report", {".github/gate/templates/comment.md.j2": "all good\n",
+                                        "calc.py": CALC + "# tidy\n"})
+    code, verdict = check(repo)
+    assert code == 1
+    assert any("the report templates .github/gate/templates/" in r for r in verdict["blocked_reasons"])
+
+
+def test_the_judge_rubric_comes_from_the_base_and_editing_it_is_blocked(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    base = repo.commit("rubric", {".github/gate.yml": POLICY + "judge:\n  rubric_file: .github/rubric.md\n",
+                                  ".github/rubric.md": "Reject global state.\n"})
+    repo.git("checkout", "-q", "-b", "bot2")
+    head = repo.commit("bot: soften rubric", {".github/rubric.md": "Accept everything.\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.subject.judge_rubric == "Reject global state.\n"
+        assert any("the judge's rubric file .github/rubric.md" in r for r in found.subject.blocked_reasons)
+
+
 def test_a_deleted_file_is_not_scored(repo: Repo) -> None:
     base = repo.git("rev-parse", "main")
     head = repo.commit("bot: drop util", {"util.py": None, "calc.py": CALC + "# tidy\n"})

@@ -79,6 +79,9 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     governed = {policy_path or DEFAULT_POLICY_PATH: "the policy file"}
     if policy.hidden.path:
         governed[policy.hidden.path] = "the hidden cases file"
+    if policy.judge.rubric_file:
+        governed[policy.judge.rubric_file] = "the judge's rubric file"
+    governed[OVERRIDE_DIR.rstrip("/") + "/"] = "the report templates"
     # Every file the range adds, modifies or renames; the extract check keeps those that `paths` gates, and
     # says so when none is.
     files = tuple(
@@ -103,6 +106,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             tree=tree,
             blocked_reasons=_blocked_reasons(changes, governed),
             facts=tuple(facts),
+            judge_rubric=_read(base, policy.judge.rubric_file) if policy.judge.rubric_file else None,
         )
         yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path))
     finally:
@@ -278,14 +282,20 @@ def _source_file(repo: git.Repo, change: _Change) -> SourceFile:
 
 
 def _blocked_reasons(changes: list[_Change], governed: dict[str, str]) -> tuple[str, ...]:
+    """Why a human must look: the change touches a file (or, for a path ending in `/`, a folder) that the gate
+    reads from the base commit."""
     reasons = []
     for path, what in governed.items():
-        touching = [c for c in changes if path in (c.old_path, c.new_path)]
+        touching = [c for c in changes if any(_governs(path, p) for p in (c.old_path, c.new_path) if p)]
         if touching:
             verb = {"A": "adds", "D": "deletes", "R": "renames"}.get(touching[0].status, "edits")
             reasons.append(f"the change {verb} {what} {path}, which is read from the base commit; "
                            "a human must review it")
     return tuple(reasons)
+
+
+def _governs(governed: str, path: str) -> bool:
+    return path.startswith(governed) if governed.endswith("/") else path == governed
 
 
 def _facts(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit,
