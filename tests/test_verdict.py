@@ -91,3 +91,12 @@ def test_accepted_and_advisory_status_lines() -> None:
     advisory = score_reply("no code", Policy(mode="advisory"))
     assert advisory.accepted
     assert render_terminal(advisory, color=False).startswith("WOULD BLOCK (advisory)  total 5 / budget 3")
+
+
+def test_bot_chosen_text_cannot_drive_the_terminal() -> None:
+    hostile = "evil\x1b[2J\x1b]0;pwned\x07\u202e.py"
+    verdict = Verdict(**{**score_reply(DEMO_REPLY).__dict__,
+                         "penalties": (Penalty("parse", 5, f"bad {hostile}", (Location(hostile, 1),)),)})
+    text = render_terminal(verdict, color=False)
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "evilU+001B[2J" in text and "U+202E" in text

@@ -13,6 +13,7 @@ from typing import IO
 
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
+from gate.report.markdown import visible
 from gate.verdict import Location, Verdict
 
 WIDTH = 80
@@ -67,7 +68,7 @@ def _status_word(verdict: Verdict) -> str:
 
 
 def _check_row(name: str, status: str, points: int, reason: str) -> dict[str, object]:
-    reason_lines = textwrap.wrap(reason, _REASON_WIDTH) if reason else []
+    reason_lines = textwrap.wrap(visible(reason), _REASON_WIDTH) if reason else []
     return {
         "name": name.ljust(_NAME)[:_NAME],
         "status": status.ljust(_STATUS),
@@ -80,10 +81,11 @@ def _check_row(name: str, status: str, points: int, reason: str) -> dict[str, ob
 
 
 def _wrap(text: str, indent: int) -> list[str]:
-    """`text` as lines of at most 80 columns, every line indented by `indent` spaces."""
+    """`text` as lines of at most 80 columns, every line indented by `indent` spaces. Control characters are
+    shown as code points: a bot-chosen file name must not drive the maintainer's terminal."""
     pad = " " * indent
     lines: list[str] = []
-    for paragraph in text.splitlines() or [""]:
+    for paragraph in visible(text).splitlines() or [""]:
         lines.extend(textwrap.wrap(paragraph, WIDTH, initial_indent=pad, subsequent_indent=pad + "  ",
                                    break_long_words=True, break_on_hyphens=False) or [pad])
     return lines
