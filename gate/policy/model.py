@@ -160,3 +160,5 @@ class Policy:
     judge: Judge = field(default_factory=Judge)
     # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
     source: str = "default preset"
+    # The preset it extends ("default" when a repository file names none); None for a preset at the root.
+    extends: str | None = None

@@ -1,0 +1,318 @@
+"""Load a policy file: YAML with line marks, `extends:` a preset, schema validation, then the typed Policy.
+
+Every problem is one BadInput line, `file:line: key.path: message` (exit 2). The order matters: the repository's
+own file is validated before it is merged over its preset, so a message always points into the file the user
+wrote; the few rules that need the merged result (a module both allowed and denied) run after the merge.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import fields, is_dataclass
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+from gate.errors import BadInput
+from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
+from gate.policy.model import (
+    Bots,
+    CaseSpec,
+    Claims,
+    Hidden,
+    Imports,
+    Judge,
+    Language,
+    Limits,
+    Paths,
+    Points,
+    Policy,
+)
+from gate.policy.validation import did_you_mean, join_key, load_schema, validate
+
+__all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
+
+DEFAULT_PRESET = "default"
+# Which keys make a case without `kind` a stdio, call, humaneval or mbpp case, tried in this order. The schema's
+# `inferred_case` applies the same rule for editors; a test keeps the two in step.
+KIND_KEYS = (
+    ("stdio", ("stdin", "stdout", "stdout_regex", "program", "module")),
+    ("call", ("args", "kwargs", "expect", "error", "function")),
+    ("humaneval", ("prompt", "test", "entry_point")),
+    ("mbpp", ("setup", "tests")),
+)
+# Globs: paths are matched from the repository root; bots' patterns against logins and branch names.
+_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "patterns"), ("bots", "branches"))
+
+
+def policy_schema() -> dict[str, Any]:
+    """The policy file's JSON Schema (gate/policy/schema.json)."""
+    return load_schema("gate.policy", "schema.json")
+
+
+def preset_names() -> list[str]:
+    """The presets a policy can extend, sorted."""
+    presets = resources.files("gate") / "presets"
+    return sorted(entry.name.removesuffix(".yml") for entry in presets.iterdir() if entry.name.endswith(".yml"))
+
+
+def load_preset(name: str) -> Policy:
+    """The policy a preset gives on its own; its source is `NAME preset`."""
+    doc, extends = _preset_doc(name, ())
+    return _build(doc, file=_preset_file(name), source=f"{name} preset", extends=extends)
+
+
+def load_policy(path: Path | None, *, text: str | None = None, source: str | None = None) -> Policy:
+    """Load a repository's policy file (or `text` read elsewhere, e.g. from a git commit, named by `source`).
+    With neither a path nor text, the default preset applies."""
+    if path is None and text is None:
+        return load_preset(DEFAULT_PRESET)
+    file = source or str(path)
+    if text is None:
+        assert path is not None
+        text = _read(path, file)
+    doc = load_marked(text, file)
+    if doc is None:
+        raise BadInput("the file is empty; expected a mapping of policy keys (budget, points, ...)", file=file)
+    if not isinstance(doc, MarkedMap):
+        raise BadInput(f"expected a mapping of policy keys at the top level, got {_kind_of(doc)}",
+                       file=file, line=getattr(doc, "line", 1))
+    validate(doc, policy_schema(), file)
+    _check_globs(doc, file)
+    extends = doc.get("extends", DEFAULT_PRESET)
+    if extends not in preset_names():
+        raise BadInput(f"no preset named {extends!r} (the presets are {', '.join(preset_names())})"
+                       + did_you_mean(extends, preset_names()),
+                       file=file, line=doc.key_lines.get("extends"), key="extends")
+    base, _ = _preset_doc(extends, ())
+    merged = deep_merge(base, doc)
+    _check_imports(merged, doc, file, extends)
+    return _build(merged, file=file, source=file, extends=extends)
+
+
+def deep_merge(base: MarkedMap, override: MarkedMap) -> MarkedMap:
+    """`override` over `base`: mappings merge key by key, anything else (lists too) is replaced. Only the
+    override's line marks are kept, so a later error points into the file the user wrote."""
+    merged = MarkedMap(override.line, override.key_lines)
+    for key, value in base.items():
+        if key == "extends":
+            continue
+        mine = override.get(key, value)
+        both_maps = isinstance(value, MarkedMap) and isinstance(mine, MarkedMap) and key in override
+        merged[key] = deep_merge(value, mine) if both_maps else mine
+    for key, value in override.items():
+        if key not in merged:
+            merged[key] = value
+    return merged
+
+
+def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -> tuple[CaseSpec, ...]:
+    """Validate a list of cases (policy `cases:`, a task file, a hidden-cases file, a dataset row) and build
+    CaseSpecs; a case without `kind` gets the one its keys imply. `key_prefix` names the list in messages."""
+    schema = policy_schema()
+    validate(raw, {"$defs": schema["$defs"], "$ref": "#/$defs/case_list"}, file, key_prefix)
+    specs: list[CaseSpec] = []
+    first_line_of: dict[str, int | None] = {}
+    for index, case in enumerate(raw):
+        line = raw.item_lines[index] if isinstance(raw, MarkedList) else None
+        where = join_key(key_prefix, [index])
+        name = case.get("name") or f"case {index + 1}"
+        if name in first_line_of:
+            raise BadInput(f"two cases are named {name!r}" + _at(first_line_of[name]),
+                           file=file, line=line, key=f"{where}.name")
+        first_line_of[name] = line
+        if "stdout_regex" in case:
+            _check_regex(case["stdout_regex"], file, _key_line(case, "stdout_regex", line), f"{where}.stdout_regex")
+        kind = case.get("kind") or infer_kind(case)
+        specs.append(CaseSpec(kind=kind, name=name, hidden=hidden, fields=tuple(
+            (key, unmark(value)) for key, value in case.items() if key not in ("kind", "name"))))
+    return tuple(specs)
+
+
+def infer_kind(case: dict[str, Any]) -> str:
+    """The kind a case's keys imply (the schema has already rejected a case with no telling key)."""
+    for kind, keys in KIND_KEYS:
+        if any(key in case for key in keys):
+            return kind
+    raise AssertionError("a case without a telling key passed schema validation")
+
+
+def effective_policy_dict(policy: Policy) -> dict[str, Any]:
+    """The policy as a YAML-ready mapping with every key spelled out (`gate policy show`); loading it back
+    gives the same policy."""
+    result: dict[str, Any] = {"extends": policy.extends} if policy.extends else {}
+    result.update({
+        "budget": policy.budget,
+        "mode": policy.mode,
+        "points": _plain(policy.points),
+        "paths": _plain(policy.paths),
+        "imports": _plain(policy.imports),
+        "languages": {lang.extension: {"command": list(lang.command), "timeout": lang.timeout}
+                      for lang in policy.languages},
+        "claims": _plain(policy.claims),
+        "cases": [{"name": case.name, "kind": case.kind, **dict(case.fields)} for case in policy.cases],
+        "hidden": _plain(policy.hidden),
+        "bots": {
+            "logins": list(policy.bots.logins),
+            "patterns": list(policy.bots.patterns),
+            "account_types": list(policy.bots.account_types),
+            "branches": list(policy.bots.branches),
+            "labels": {"opt_in": list(policy.bots.opt_in_labels), "opt_out": list(policy.bots.opt_out_labels)},
+        },
+        "limits": _plain(policy.limits),
+        "runs": policy.runs,
+        "require": list(policy.require),
+        "python": policy.python,
+        "judge": _plain(policy.judge),
+    })
+    return result
+
+
+def _plain(obj: Any) -> dict[str, Any]:
+    """A dataclass section as a mapping, tuples as lists (YAML's safe dumper writes no tuples)."""
+    assert is_dataclass(obj)
+    return {f.name: list(value) if isinstance(value := getattr(obj, f.name), tuple) else value
+            for f in fields(obj)}
+
+
+def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) -> Policy:
+    """The typed policy from a validated, merged document."""
+    imports = doc.get("imports", {})
+    bots = doc.get("bots", {})
+    labels = bots.get("labels", {})
+    limits = doc.get("limits", {})
+    defaults = Policy()
+    return Policy(
+        budget=doc.get("budget", defaults.budget),
+        mode=doc.get("mode", defaults.mode),
+        points=Points(**doc.get("points", {})),
+        paths=Paths(**{key: tuple(value) for key, value in doc.get("paths", {}).items()}),
+        imports=Imports(**{key: tuple(value) if isinstance(value, list) else value
+                           for key, value in imports.items()}),
+        languages=tuple(Language(extension=ext, command=tuple(spec["command"]),
+                                 timeout=float(spec.get("timeout", Language(ext, ()).timeout)))
+                        for ext, spec in doc.get("languages", {}).items()),
+        claims=Claims(**doc.get("claims", {})),
+        cases=parse_cases(doc.get("cases", []), file, "cases"),
+        hidden=Hidden(**doc.get("hidden", {})),
+        bots=Bots(**{key: tuple(value) for key, value in bots.items() if key != "labels"},
+                  **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
+        limits=Limits(**{key: float(value) if key in ("timeout", "cpu") else value
+                         for key, value in limits.items()}),
+        runs=doc.get("runs", defaults.runs),
+        require=tuple(doc.get("require", defaults.require)),
+        python=doc.get("python", defaults.python),
+        judge=Judge(**{key: float(value) if key == "timeout" else value
+                       for key, value in doc.get("judge", {}).items()}),
+        source=source,
+        extends=extends,
+    )
+
+
+def _preset_doc(name: str, chain: tuple[str, ...]) -> tuple[MarkedMap, str | None]:
+    """A preset's document with its own `extends` applied, and the name it extends."""
+    file = _preset_file(name)
+    if name in chain:
+        raise BadInput(f"presets extend each other in a loop: {' -> '.join((*chain, name))}", file=file)
+    doc = load_marked(_preset_path(name).read_text(encoding="utf-8"), file)
+    if not isinstance(doc, MarkedMap):
+        raise BadInput("a preset must be a mapping of policy keys", file=file)
+    validate(doc, policy_schema(), file)
+    _check_globs(doc, file)
+    extends = doc.get("extends")
+    if extends is None:
+        return doc, None
+    if extends not in preset_names():
+        raise BadInput(f"no preset named {extends!r}", file=file, line=doc.key_lines.get("extends"),
+                       key="extends")
+    base, _ = _preset_doc(extends, (*chain, name))
+    merged = deep_merge(base, doc)
+    _check_imports(merged, doc, file, extends)
+    return merged, extends
+
+
+def _preset_path(name: str) -> Any:
+    return resources.files("gate") / "presets" / f"{name}.yml"
+
+
+def _preset_file(name: str) -> str:
+    return f"presets/{name}.yml"
+
+
+def _read(path: Path, file: str) -> str:
+    try:
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput("no such file", file=file) from None
+    except IsADirectoryError:
+        raise BadInput("is a directory, expected a YAML file", file=file) from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read: {exc.strerror}", file=file) from None
+
+
+def _kind_of(value: Any) -> str:
+    return "a list" if isinstance(value, list) else f"a single value ({value!r})"
+
+
+def _at(line: int | None) -> str:
+    return f" (the first at line {line})" if line else ""
+
+
+def _key_line(mapping: Any, key: str, fallback: int | None) -> int | None:
+    return mapping.key_lines.get(key, fallback) if isinstance(mapping, MarkedMap) else fallback
+
+
+def _check_regex(pattern: str, file: str, line: int | None, key: str) -> None:
+    try:
+        re.compile(pattern)
+    except re.error as exc:
+        raise BadInput(f"not a valid regular expression: {exc}", file=file, line=line, key=key) from None
+
+
+def glob_problem(pattern: str) -> str | None:
+    """What is wrong with a glob, or None: it must be relative and its `[...]` sets must close."""
+    if pattern.startswith("/"):
+        return "globs are relative to the repository root; drop the leading `/`"
+    index = 0
+    while index < len(pattern):
+        if pattern[index] == "[":
+            # fnmatch rules: `[!` negates and a `]` right after the opening is a literal member.
+            close = index + 1
+            if close < len(pattern) and pattern[close] == "!":
+                close += 1
+            if close < len(pattern) and pattern[close] == "]":
+                close += 1
+            end = pattern.find("]", close)
+            if end < 0:
+                return f"unclosed `[` at character {index + 1} (write `[[]` for a literal `[`)"
+            index = end
+        index += 1
+    return None
+
+
+def _check_globs(doc: MarkedMap, file: str) -> None:
+    for section, key in _GLOB_KEYS:
+        patterns = doc.get(section, {}).get(key, [])
+        for index, pattern in enumerate(patterns):
+            problem = glob_problem(pattern)
+            if problem:
+                raise BadInput(f"bad glob {pattern!r}: {problem}", file=file, line=patterns.item_lines[index],
+                               key=join_key(f"{section}.{key}", [index]))
+
+
+def _check_imports(merged: MarkedMap, doc: MarkedMap, file: str, extends: str) -> None:
+    """A module may not be both allowed and denied; point at whichever list the repository file names."""
+    imports = merged.get("imports", {})
+    deny = imports.get("deny", [])
+    both = [module for module in imports.get("allow", []) if module in deny]
+    if not both:
+        return
+    own = doc.get("imports", {})
+    listed = "allow" if "allow" in own else "deny"
+    items = own.get(listed, imports[listed])
+    index = items.index(both[0])
+    note = "" if "deny" in own else f" (imports.deny comes from the {extends} preset: set imports.deny to change it)"
+    raise BadInput(f"module {both[0]!r} is both allowed and denied{note}", file=file,
+                   line=line_of(doc, ["imports", listed, index]), key=join_key(f"imports.{listed}", [index]))

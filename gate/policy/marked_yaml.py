@@ -1,0 +1,147 @@
+"""YAML that remembers where every key came from, so an error can name the file's line.
+
+`load_marked` returns plain JSON-like data whose mappings and lists are `MarkedMap` and `MarkedList`: a dict
+and a list that also keep the line of each key and item. `line_of` walks a key path through them, and
+`unmark` turns them back into exact builtin types for code that must not see our subclasses.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import yaml
+
+from gate.errors import BadInput
+
+KeyPath = Sequence[str | int]
+
+
+class MarkedMap(dict[str, Any]):
+    """A YAML mapping that knows its own line and the line of each of its keys."""
+
+    def __init__(self, line: int, key_lines: dict[str, int] | None = None) -> None:
+        super().__init__()
+        self.line = line
+        self.key_lines: dict[str, int] = dict(key_lines or {})
+
+
+class MarkedList(list[Any]):
+    """A YAML sequence that knows its own line and the line of each item."""
+
+    def __init__(self, line: int, item_lines: list[int] | None = None) -> None:
+        super().__init__()
+        self.line = line
+        self.item_lines: list[int] = list(item_lines or [])
+
+
+class _Loader(yaml.SafeLoader):
+    """The safe loader; we build containers ourselves from its composed nodes to keep their marks."""
+
+
+def load_marked(text: str, file: str) -> Any:
+    """Parse one YAML document, keeping line numbers; None for an empty document. Raises BadInput."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        return None if node is None else _construct(loader, node, file, ())
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        problem = exc.problem or exc.context or "not valid YAML"
+        raise BadInput(f"YAML syntax error: {problem}", file=file,
+                       line=mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise BadInput(f"YAML syntax error: {exc}", file=file) from None
+    finally:
+        loader.dispose()
+
+
+def _construct(loader: _Loader, node: yaml.Node, file: str, stack: tuple[int, ...]) -> Any:
+    # An alias may point at its own ancestor (`&a [*a]`); such a document has no JSON meaning.
+    if id(node) in stack:
+        raise BadInput("a YAML alias refers to its own parent", file=file, line=node.start_mark.line + 1)
+    inner = (*stack, id(node))
+    if isinstance(node, yaml.MappingNode):
+        return _construct_map(loader, node, file, inner)
+    if isinstance(node, yaml.SequenceNode):
+        items = MarkedList(node.start_mark.line + 1)
+        for item in node.value:
+            items.append(_construct(loader, item, file, inner))
+            items.item_lines.append(item.start_mark.line + 1)
+        return items
+    return loader.construct_object(node, deep=True)
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode, file: str, stack: tuple[int, ...]) -> MarkedMap:
+    loader.flatten_mapping(node)  # resolves `<<:` merge keys the way PyYAML does
+    result = MarkedMap(node.start_mark.line + 1)
+    for key_node, value_node in node.value:
+        line = key_node.start_mark.line + 1
+        key = loader.construct_object(key_node, deep=True)
+        if not isinstance(key, str):
+            raise BadInput(f"keys must be strings, got {describe(key)}", file=file, line=line)
+        if key in result:
+            raise BadInput(f"{format_key(key)}: duplicate key (first given at line {result.key_lines[key]})",
+                           file=file, line=line)
+        result[key] = _construct(loader, value_node, file, stack)
+        result.key_lines[key] = line
+    return result
+
+
+def line_of(root: Any, path: KeyPath) -> int | None:
+    """The line of the deepest part of `path` that `root` has marks for (None when it has none)."""
+    line: int | None = root.line if isinstance(root, MarkedMap | MarkedList) else None
+    node = root
+    for part in path:
+        if isinstance(node, MarkedMap) and isinstance(part, str) and part in node.key_lines:
+            line = node.key_lines[part]
+        elif isinstance(node, MarkedList) and isinstance(part, int) and 0 <= part < len(node.item_lines):
+            line = node.item_lines[part]
+        else:
+            break
+        node = node[part]
+    return line
+
+
+def unmark(value: Any) -> Any:
+    """A deep copy made of exact builtin dicts and lists (case values cross into strict comparisons)."""
+    if isinstance(value, dict):
+        return {key: unmark(item) for key, item in value.items()}
+    if isinstance(value, list):
+        return [unmark(item) for item in value]
+    return value
+
+
+def format_key(part: str | int) -> str:
+    """One part of a key path as a user writes it: `points`, `[2]`, `[".js"]`."""
+    if isinstance(part, int):
+        return f"[{part}]"
+    return part if part.isidentifier() else f'["{part}"]'
+
+
+def format_path(path: KeyPath) -> str:
+    """A key path such as `cases[2].expect` or `languages[".js"].command`."""
+    text = ""
+    for part in path:
+        piece = format_key(part)
+        text += piece if piece.startswith("[") or not text else "." + piece
+    return text
+
+
+def describe(value: Any) -> str:
+    """A value as an error message names it: `the string 'x'`, `the number 3.1`, `a list`."""
+    if value is None:
+        return "nothing (null)"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, int):
+        return f"the integer {value}"
+    if isinstance(value, float):
+        return f"the number {value}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return f"a {type(value).__name__} ({value})"

@@ -1,0 +1,181 @@
+"""JSON Schema validation whose failures read as one line: `file:line: key.path: what was expected`.
+
+jsonschema's own messages name schema internals ("Additional properties are not allowed"); this module turns
+the first error in file order into a message about the user's file. Two non-standard schema keywords, which
+validators and editors ignore, carry our wording: `x-expected` (what a string pattern means) and `x-message`
+(the whole message for a combined rule such as "exactly one of `expect` or `error`").
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from jsonschema import Draft202012Validator
+from jsonschema.exceptions import ValidationError
+
+from gate.errors import BadInput
+from gate.policy.marked_yaml import KeyPath, describe, format_path, line_of
+
+# Rules whose meaning only the schema author can word (the `x-message` next to them).
+_COMBINED = ("oneOf", "anyOf", "not", "contains", "required")
+_TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
+               "array": "a list", "object": "a mapping", "null": "null"}
+
+
+@cache
+def load_schema(package: str, name: str) -> dict[str, Any]:
+    """A JSON schema shipped in the package, e.g. ("gate.policy", "schema.json")."""
+    schema: dict[str, Any] = json.loads(resources.files(package).joinpath(name).read_text(encoding="utf-8"))
+    return schema
+
+
+def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "", root: Any = None) -> None:
+    """Raise BadInput for the first schema error in `doc` in file order. `root` (default `doc`) holds the line
+    marks, and `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
+    errors = list(Draft202012Validator(schema).iter_errors(doc))
+    if not errors:
+        return
+    marks = doc if root is None else root
+    owners = _case_key_owners(schema)
+    explained = [_explain(error, owners) for error in errors]
+    path, message = min(explained, key=lambda item: _order(marks, item))
+    raise BadInput(message, file=file, line=line_of(marks, path), key=join_key(key_prefix, path) or None)
+
+
+def join_key(prefix: str, path: KeyPath) -> str:
+    """`prefix` followed by a key path: ("cases", [0, "stdout"]) -> `cases[0].stdout`."""
+    rest = format_path(path)
+    if not prefix or not rest:
+        return prefix or rest
+    return prefix + (rest if rest.startswith("[") else "." + rest)
+
+
+def did_you_mean(word: str, choices: Iterable[str]) -> str:
+    """`; did you mean `x`?` when a choice is close to `word`, else the empty string."""
+    close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
+    return f"; did you mean `{close[0]}`?" if close else ""
+
+
+def _order(marks: Any, item: tuple[list[str | int], str]) -> tuple[int, int, int]:
+    path, message = item
+    # Same line: an unknown key explains more than what follows from it (a case whose kind cannot be told).
+    return (line_of(marks, path) or 0, 0 if message.startswith("unknown key") else 1, -len(path))
+
+
+def _case_key_owners(schema: dict[str, Any]) -> dict[str, list[str]]:
+    """Which case kinds (`x-what` of each case definition) have each key."""
+    owners: dict[str, list[str]] = {}
+    for definition in schema.get("$defs", {}).values():
+        if "x-what" in definition:
+            for key in definition.get("properties", {}):
+                owners.setdefault(key, []).append(definition["x-what"])
+    return owners
+
+
+def _explain(error: ValidationError, owners: dict[str, list[str]]) -> tuple[list[str | int], str]:
+    """The key path an error is about, and its message."""
+    path: list[str | int] = list(error.absolute_path)
+    schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    value = error.validator_value
+    if "propertyNames" in error.relative_schema_path:
+        return _bad_key_name(path, error)
+    if "x-message" in schema and error.validator in _COMBINED:
+        return path, str(schema["x-message"])
+    if error.validator == "additionalProperties":
+        return _unknown_key(path, error, schema, owners)
+    if error.validator == "required":
+        missing = next(key for key in value if key not in error.instance)
+        return path, f"missing required key `{missing}`"
+    if error.validator == "dependentRequired":
+        key, needed = next((k, v) for k, v in value.items() if k in error.instance)
+        return path, f"`{key}` needs " + ", ".join(f"`{n}`" for n in needed if n not in error.instance)
+    return path, _value_message(error, schema)
+
+
+def _value_message(error: ValidationError, schema: dict[str, Any]) -> str:
+    instance, value, kind = error.instance, error.validator_value, error.validator
+    got = describe(instance)
+    if kind == "type":
+        types = value if isinstance(value, list) else [value]
+        expected = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
+        return f"expected {expected}, got {got}" + _quote_hint(instance, "string" in types)
+    if kind in ("enum", "const"):
+        options = value if kind == "enum" else [value]
+        listed = ", ".join(str(o) for o in options)
+        hint = did_you_mean(instance, map(str, options)) if isinstance(instance, str) else ""
+        return (f"expected one of {listed}, got {got}{hint}"
+                + _quote_hint(instance, all(isinstance(o, str) for o in options)))
+    if kind == "minimum":
+        return f"must not be negative, got {instance}" if value == 0 else f"must be at least {value}, got {instance}"
+    if kind == "exclusiveMinimum":
+        return f"must be greater than {value}, got {instance}"
+    if kind == "minItems":
+        return f"must list at least {value} item{'s' if value != 1 else ''}"
+    if kind == "minLength":
+        return "must not be empty"
+    if kind == "uniqueItems":
+        return f"lists {describe(_first_repeat(instance))} twice"
+    if kind == "pattern":
+        return f"expected {schema.get('x-expected', 'text matching ' + str(value))}, got {got}"
+    return error.message
+
+
+def _first_repeat(items: list[Any]) -> Any:
+    seen: list[Any] = []
+    for item in items:
+        if item in seen:
+            return item
+        seen.append(item)
+    return None
+
+
+def _quote_hint(instance: Any, wants_string: bool) -> str:
+    """YAML turns some unquoted words into numbers or booleans; say so when a string was expected."""
+    if not wants_string:
+        return ""
+    if isinstance(instance, bool):
+        return " (quote it: YAML reads yes, no, on and off as true or false)"
+    if isinstance(instance, float):
+        return " (quote it: YAML reads 3.10 as the number 3.1)"
+    if isinstance(instance, int):
+        return " (quote it to make it a string)"
+    return ""
+
+
+def _unknown_key(path: list[str | int], error: ValidationError, schema: dict[str, Any],
+                 owners: dict[str, list[str]]) -> tuple[list[str | int], str]:
+    known = list(schema.get("properties", {}))
+    extra = next(key for key in error.instance if key not in known)
+    if "x-what" in schema and extra in owners:
+        # A key of another case kind: the kind was set, or inferred from another key, to something else.
+        return [*path, extra], (f"not a key of {schema['x-what']} (it belongs to {' and '.join(owners[extra])}); "
+                                "set `kind` or drop it")
+    where = f" for {schema['x-what']}" if "x-what" in schema else ""
+    hint = _elsewhere(extra, error, path) or did_you_mean(extra, known)
+    if not hint:
+        hint = "; expected one of " + ", ".join(known)
+    return [*path, extra], f"unknown key{where}{hint}"
+
+
+def _elsewhere(key: str, error: ValidationError, path: list[str | int]) -> str:
+    """`; did you mean `points.smoke`?` for a top-level key that belongs inside a section."""
+    if path or not isinstance(error.schema, dict):
+        return ""
+    for section, sub in error.schema.get("properties", {}).items():
+        if isinstance(sub, dict) and key in sub.get("properties", {}):
+            return f"; did you mean `{section}.{key}`?"
+    return ""
+
+
+def _bad_key_name(path: list[str | int], error: ValidationError) -> tuple[list[str | int], str]:
+    key = str(error.instance)
+    schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    if error.validator == "enum":
+        return [*path, key], "unknown key" + (did_you_mean(key, error.validator_value)
+                                              or "; expected one of " + ", ".join(error.validator_value))
+    return [*path, key], f"expected {schema.get('x-expected', 'a valid key')} as the key, got {key!r}"

@@ -1,0 +1,49 @@
+"""Task files (YAML): what a model was asked to do, and the cases its reply must pass.
+
+    name: add two numbers
+    prompt: Write add(a, b).
+    function: add
+    allowed_imports: [math]
+    cases:
+      - args: [1, 2]
+        expect: 3
+
+The file's JSON Schema is gate/sources/task.schema.json; errors read like the policy file's, one line each.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.errors import BadInput
+from gate.policy.loader import parse_cases
+from gate.policy.marked_yaml import MarkedMap, load_marked
+from gate.policy.model import CaseSpec
+from gate.policy.validation import load_schema, validate
+from gate.subject import Task
+
+
+def load_task(path: Path) -> tuple[Task, tuple[CaseSpec, ...]]:
+    """The task a task file describes, and its cases. Raises BadInput naming the file, line and key."""
+    file = str(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise BadInput("no such task file", file=file) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise BadInput(f"cannot read the task file: {exc}", file=file) from None
+    doc = load_marked(text, file)
+    if doc is None:
+        raise BadInput("the task file is empty; expected a mapping with `name` and `cases`", file=file)
+    if not isinstance(doc, MarkedMap):
+        raise BadInput("expected a mapping with `name`, `prompt`, `function`, `allowed_imports` and `cases`",
+                       file=file, line=getattr(doc, "line", 1))
+    validate(doc, load_schema("gate.sources", "task.schema.json"), file)
+    allowed = doc.get("allowed_imports")
+    task = Task(
+        name=doc["name"],
+        prompt=doc.get("prompt", ""),
+        function=doc.get("function"),
+        allowed_imports=None if allowed is None else tuple(allowed),
+    )
+    return task, parse_cases(doc.get("cases", []), file, "cases")
