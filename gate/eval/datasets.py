@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInput
+from gate.policy.loader import parse_cases
 from gate.policy.model import CaseSpec
 
 # MBPP's published splits (its README): ids 11-510 are the test split.
@@ -193,47 +194,41 @@ def _load_mbpp_sanitized(path: Path | None, split: str) -> Dataset:
     return Dataset("mbpp-sanitized", str(file), tuple(tasks))
 
 
-# What a case of our own format may hold: the `call` kind's fields (cases_schema.md) plus a name.
-_CALL_KEYS = {"name", "kind", "function", "args", "kwargs", "expect", "tol", "error"}
-
-
 def _load_own(file: Path) -> Dataset:
     tasks: list[EvalTask] = []
     seen: set[str] = set()
     for line, row in _jsonl(file):
         where = str(file)
+        unknown = sorted(set(row) - _OWN_KEYS)
+        if unknown:
+            raise BadInput(f"unknown key; a task has {', '.join(sorted(_OWN_KEYS))}", file=where, line=line,
+                           key=unknown[0])
         task_id = _field(row, "task_id", str, where, line)
         if task_id in seen:
             raise BadInput(f"task {task_id!r} appears twice", file=where, line=line, key="task_id")
         seen.add(task_id)
         function = _field(row, "function", str, where, line)
-        raw_cases = _field(row, "cases", list, where, line)
-        if not raw_cases:
-            raise BadInput("expected at least one case", file=where, line=line, key="cases")
-        cases = tuple(_own_case(raw, i, function, where, line) for i, raw in enumerate(raw_cases))
         prompt = row.get("prompt", "")
         if not isinstance(prompt, str):
             raise BadInput("expected a string", file=where, line=line, key="prompt")
-        tasks.append(EvalTask(task_id, cases, prompt=prompt, function=function))
+        tasks.append(EvalTask(task_id, _own_cases(row.get("cases"), where, line), prompt=prompt,
+                              function=function))
     return Dataset(file.name, str(file), tuple(tasks))
 
 
-def _own_case(raw: Any, index: int, function: str, where: str, line: int) -> CaseSpec:
-    key = f"cases[{index}]"
-    if not isinstance(raw, dict):
-        raise BadInput("expected an object with args and expect or error", file=where, line=line, key=key)
-    unknown = sorted(set(raw) - _CALL_KEYS)
-    if unknown:
-        raise BadInput(f"unknown key; a call case has {', '.join(sorted(_CALL_KEYS))}", file=where, line=line,
-                       key=f"{key}.{unknown[0]}")
-    if raw.get("kind", "call") != "call":
-        raise BadInput("expected kind call (or no kind)", file=where, line=line, key=f"{key}.kind")
-    if ("expect" in raw) == ("error" in raw):
-        raise BadInput("expected exactly one of expect and error", file=where, line=line, key=key)
-    name = raw.get("name", f"case {index + 1}")
-    fields = {"function": function, **{k: v for k, v in raw.items() if k not in ("name", "kind")}}
-    return CaseSpec("call", str(name), _freeze(fields))
+_OWN_KEYS = {"task_id", "prompt", "function", "cases"}
 
 
-def _freeze(fields: dict[str, Any]) -> tuple[tuple[str, Any], ...]:
-    return tuple(sorted(fields.items()))
+def _own_cases(raw: Any, where: str, line: int) -> tuple[CaseSpec, ...]:
+    """The policy loader's case validation (one schema for every case list), placed on the task's line."""
+    if not isinstance(raw, list) or not raw:
+        raise BadInput("expected a non-empty list of call cases", file=where, line=line, key="cases")
+    try:
+        cases = parse_cases(raw, where, "cases")
+    except BadInput as exc:
+        raise BadInput(exc.message, file=where, line=line, key=exc.key) from None
+    for index, case in enumerate(cases):
+        if case.kind != "call":
+            raise BadInput(f"expected a call case (args with expect or error), got a {case.kind} case",
+                           file=where, line=line, key=f"cases[{index}]")
+    return cases

@@ -1,0 +1,151 @@
+"""Score samples: each one goes through the gate's own pipeline (the static checks, then its task's cases in
+the sandbox) and becomes a row. `--jobs` workers run in threads; each owns a sandbox, so the runs of
+different workers never wait on each other, and the candidate code runs in the sandbox's processes, not under
+the gate's GIL."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from gate.engine import score
+from gate.eval.datasets import Dataset, EvalTask
+from gate.eval.rows import Row
+from gate.eval.samples import Sample
+from gate.eval.shard import Shard
+from gate.policy.model import Policy
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import Limits, Sandbox
+from gate.subject import SourceFile, Subject, Task
+from gate.verdict import Penalty, Verdict
+
+STATIC_CHECKS = ("extract", "parse", "imports", "claims")
+SOLUTION_PATH = "solution.py"
+
+
+@dataclass(frozen=True)
+class RunOptions:
+    """How to score: under which policy, with how many workers, which shard, and the run's identity."""
+
+    policy: Policy
+    charged: bool  # a policy was given: rows carry its penalties, total and verdict
+    jobs: int
+    shard: Shard
+    run: str
+
+
+def select(dataset: Dataset, samples: Sequence[Sample], shard: Shard) -> list[Sample]:
+    """The samples of this shard: those of its tasks, in file order."""
+    attempted = {sample.task_id for sample in samples}
+    order = [task.task_id for task in dataset.tasks if task.task_id in attempted]
+    mine = shard.select(order)
+    return [sample for sample in samples if sample.task_id in mine]
+
+
+def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptions,
+                  advance: Callable[[], None] = lambda: None) -> list[Row]:
+    """Score every sample, in parallel over `options.jobs` workers; rows come back in the samples' order."""
+    tasks = dataset.by_id()
+    limits = sandbox_limits(options.policy)
+    local = threading.local()
+    opened: list[Sandbox] = []
+    lock = threading.Lock()
+
+    def sandbox() -> Sandbox:
+        box: Sandbox | None = getattr(local, "sandbox", None)
+        if box is None:
+            box = open_sandbox(limits, options.policy.require)
+            local.sandbox = box
+            with lock:
+                opened.append(box)
+        return box
+
+    def one(sample: Sample) -> Row:
+        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox())
+        advance()
+        return row
+
+    try:
+        with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="gate-eval") as pool:
+            return list(pool.map(one, samples))
+    finally:
+        for box in opened:
+            box.close()
+
+
+def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox) -> Row:
+    """Score one sample through the gate's pipeline and describe the outcome as a row."""
+    started = time.perf_counter()
+    verdict = score(_subject(sample, task), options.policy, sandbox)
+    latency = time.perf_counter() - started
+    checks = {c.name: c.status for c in verdict.checks}
+    failed = tuple(c.index for c in verdict.cases if c.status != "passed")
+    ran = len(verdict.cases)
+    passed = ran == len(task.cases) and not failed
+    return Row(
+        id=sample.id,
+        task=sample.task_id,
+        sample=sample.index,
+        position=sample.position,
+        passed=passed,
+        failed_cases=failed,
+        cases=len(task.cases),
+        failure=None if passed else _failure(verdict, checks),
+        detail="" if passed else _detail(verdict),
+        checks=tuple((name, checks.get(name, "skipped")) for name in STATIC_CHECKS),
+        latency_s=round(latency, 4),
+        isolation=verdict.isolation,
+        dataset=dataset,
+        run=options.run,
+        shard=str(options.shard),
+        penalties=tuple(_penalty(p) for p in verdict.penalties) if options.charged else None,
+        total=verdict.total if options.charged else None,
+        accepted=verdict.accepted if options.charged else None,
+    )
+
+
+def _subject(sample: Sample, task: EvalTask) -> Subject:
+    label = f"{task.task_id} sample {sample.index}"
+    files = (SourceFile(SOLUTION_PATH, sample.code, None, "extracted"),) if sample.code is not None else ()
+    return Subject(kind="sample", label=label, files=files, reply=sample.reply,
+                   task=Task(task.task_id, task.prompt, task.function), cases=task.cases)
+
+
+def _failure(verdict: Verdict, checks: dict[str, str]) -> str:
+    """The earliest stage that stopped the sample."""
+    for stage in ("extract", "parse"):
+        if checks.get(stage) == "failed":
+            return stage
+    statuses = {c.status for c in verdict.cases}
+    for status in ("timeout", "error", "failed"):
+        if status in statuses:
+            return status
+    if not verdict.cases:
+        return "imports" if checks.get("imports") == "failed" else "no cases"
+    return "failed"
+
+
+def _detail(verdict: Verdict) -> str:
+    for case in verdict.cases:
+        if case.status != "passed":
+            return f"case {case.index} ({case.name}): {case.detail}"[:300]
+    skipped = [c for c in verdict.checks if c.status == "skipped" and c.reason]
+    failed = [p.message for p in verdict.penalties]
+    return (failed[0] if failed else skipped[0].reason if skipped else "")[:300]
+
+
+def _penalty(penalty: Penalty) -> dict[str, Any]:
+    return asdict(penalty)
+
+
+def sandbox_limits(policy: Policy) -> Limits:
+    """The policy's limits in the sandbox's units."""
+    mb = 1024 * 1024
+    lim = policy.limits
+    return Limits(wall_s=lim.timeout, cpu_s=lim.cpu, memory_bytes=lim.memory_mb * mb,
+                  output_bytes=lim.output_kb * 1024, processes=lim.processes, open_files=lim.open_files,
+                  file_size_bytes=lim.file_size_mb * mb, disk_bytes=lim.disk_mb * mb)
