@@ -94,7 +94,8 @@ def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--samples", type=Path, help="a HumanEval samples file (default: canonical solutions)")
+    parser.add_argument("--samples", type=Path,
+                        help="a HumanEval samples file (default: canonical solutions)")
     parser.add_argument("--repeat", type=int, default=2, help="samples per task for the default file")
     parser.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="workers for both harnesses")
     parser.add_argument("--profile", metavar="OUT.prof", help="also write a cProfile of the gate's run")

