@@ -1,1 +1,38 @@
-"""Run candidate programs under limits (see base.py for the interface)."""
+"""Run candidate programs under limits (see base.py for the interface, README "Sandbox and isolation").
+
+`open_sandbox` is the only entry point; the backends and layers are imported when it is called, because the
+sandboxed child imports modules of this package under a bare interpreter and must not pay for the parent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from gate.sandbox.base import Limits, Sandbox
+
+
+def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True) -> Sandbox:
+    """Detect the isolation layers that work here and return a sandbox using the best of them.
+
+    `limits` are the defaults the caller will put in its requests (checked here for sanity). Raises
+    gate.errors.GateFailure (exit 3) naming every layer in `require` that is not available, and
+    gate.errors.BadInput for a name that is not a layer.
+    """
+    from gate.errors import BadInput, GateFailure
+    from gate.sandbox import detect, registry, runner
+
+    unknown = [name for name in require if name not in detect.LAYERS]
+    if unknown:
+        raise BadInput(f"unknown isolation layer(s) {', '.join(unknown)}; known: {', '.join(detect.LAYERS)}",
+                       key="require")
+    if limits.wall_s <= 0 or limits.output_bytes <= 0:
+        raise BadInput("sandbox limits must be positive", key="limits")
+    layers = detect.layers(prefer_zygote)
+    missing = [f"{name} ({layers.isolation[name].removeprefix('off: ')})" for name in require
+               if layers.isolation[name].startswith("off")]
+    if missing:
+        if layers.cgroups:
+            layers.cgroups.close()
+        raise GateFailure("required isolation layer(s) not available here: " + "; ".join(missing))
+    backend = "zygote" if prefer_zygote else "fresh-interpreter"
+    return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)

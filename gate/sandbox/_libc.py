@@ -1,0 +1,50 @@
+"""The few Linux system calls the standard library lacks in 3.11 (prctl, unshare, mount), through ctypes.
+
+Standard library only: it is imported inside sandboxed children before they drop privileges.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+
+PR_SET_PDEATHSIG = 1
+PR_SET_DUMPABLE = 4
+PR_SET_CHILD_SUBREAPER = 36
+PR_SET_NO_NEW_PRIVS = 38
+PR_GET_NO_NEW_PRIVS = 39
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWNET = 0x40000000
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> int:
+    if result == -1:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+    return result
+
+
+def prctl(option: int, arg: int = 0) -> int:
+    """prctl(2) with one argument; raises OSError on failure."""
+    return _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), "prctl")
+
+
+def unshare(flags: int) -> None:
+    """unshare(2); raises OSError on failure."""
+    _check(_libc.unshare(flags), "unshare")
+
+
+def mount(source: str, target: str, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2); raises OSError on failure."""
+    _check(_libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
+                       ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")

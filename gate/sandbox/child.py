@@ -1,0 +1,184 @@
+"""The sandboxed side of a run: apply the layers, then run the program. Standard library and gate.sandbox's
+layer modules only, because it runs under the sandbox interpreter (maybe /usr/bin/python3, not the gate's).
+
+Both backends end here: a fresh interpreter runs `main()` (its config arrives on a pipe), a zygote's forked
+child calls `run_child()` directly. Order matters: session and cgroup first (so nothing escapes the kill), file
+descriptors next, namespaces and the private directory while still root, rlimits after the copy (RLIMIT_FSIZE
+would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the program.
+"""
+
+from __future__ import annotations
+
+import atexit
+import fcntl
+import json
+import os
+import runpy
+import signal
+import struct
+import sys
+import threading
+import traceback
+from collections.abc import Mapping, Sequence
+from typing import Any, NoReturn
+
+from gate.sandbox import _libc, identity, namespaces, rlimits, seccomp
+
+# Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4).
+STDIN, STDOUT, STDERR, RESULT, PEER, SETUP = 0, 1, 2, 3, 4, 5
+SETUP_FAILED = 125
+# On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
+PID = struct.Struct("q")
+EXIT = struct.Struct("qd")
+
+
+def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
+    """Move each source descriptor to its target number and close every other descriptor."""
+    # Two steps, through numbers above every target: a source may sit on another's target number.
+    high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, SETUP + 1) for fd in sources]
+    for fd, target in zip(high, targets, strict=True):
+        os.dup2(fd, target, inheritable=target != SETUP)
+    os.closerange(max(targets) + 1, os.sysconf("SC_OPEN_MAX"))
+    for fd in range(max(targets) + 1):
+        if fd not in targets:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+
+
+def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
+    """Apply every layer the config asks for; returns the working directory."""
+    _place_fds(sources, config["targets"])
+    if os.getsid(0) != os.getpid():
+        os.setsid()
+    for cgroup in config["cgroups"]:
+        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
+            procs.write(str(os.getpid()))
+    namespaces.unshare(config["netns"], config["mountns"])
+    workdir: str = config["stage"]
+    uid, gid = config["uid"], config["gid"]
+    if config["mountns"]:
+        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], uid if uid is not None else os.getuid(),
+                                         gid if gid is not None else os.getgid(), config["hide"])
+    os.chdir(workdir)
+    rlimits.apply(config["rlimits"])
+    parent = os.getppid()
+    if uid is not None:
+        identity.drop(uid, gid, parent, config["no_new_privs"])
+    else:
+        _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+        if config["no_new_privs"]:
+            _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
+    if config["seccomp"]:
+        seccomp.install()
+    return workdir
+
+
+def _exit_code(code: object) -> int:
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    print(code, file=sys.stderr)
+    return 1
+
+
+def _run_script(script: str, args: Sequence[str], workdir: str) -> int:
+    """Run a Python file as __main__ the way `python script.py` would; returns its exit status."""
+    sys.argv = [script, *args]
+    sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
+    sys.dont_write_bytecode = True
+    sys.stdin = open(STDIN, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
+    sys.stdout = open(STDOUT, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
+    sys.stderr = open(STDERR, "w", encoding="utf-8", errors="backslashreplace", closefd=False,  # noqa: SIM115
+                      buffering=1)
+    try:
+        runpy.run_path(script, run_name="__main__")
+        code = 0
+    except SystemExit as exc:
+        code = _exit_code(exc.code)
+    except BaseException:  # the program's own failure: report it the way python would
+        traceback.print_exc()
+        code = 1
+    getattr(threading, "_shutdown", lambda: None)()  # wait for non-daemon threads, as interpreter exit does
+    atexit._run_exitfuncs()
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError):
+            pass
+    return code
+
+
+def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
+    """Set up the run and execute its program; never returns (the process ends with the program's status)."""
+    try:
+        workdir = _setup(config, sources)
+        os.environ.clear()
+        os.environ.update(config["env"])
+        atexit._clear()  # only the program's own exit handlers run at its end
+        if config["argv"]:
+            os.execve(config["argv"][0], config["argv"], config["env"])
+    except BaseException as exc:  # a layer failed: tell the gate on the setup channel, never run the program
+        try:
+            os.write(SETUP, f"{type(exc).__name__}: {exc}".encode()[:4000])
+        finally:
+            os._exit(SETUP_FAILED)
+    os.close(SETUP)
+    os._exit(_run_script(config["script"], config["args"], workdir))
+
+
+def reap_ready(waiting: dict[int, int], block: bool) -> None:
+    """Reap every exited child (this process is a subreaper, so orphans of a run come here too, and zombies do
+    not pile up under RLIMIT_NPROC). A run's leader has its process group killed while it is still a zombie (so
+    its id cannot have been reused), then its status goes to its status descriptor. With `block`, wait until no
+    child is left."""
+    flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
+    while True:
+        try:
+            info = os.waitid(os.P_ALL, 0, flags)
+        except ChildProcessError:
+            return
+        if info is None:
+            return
+        pid = info.si_pid
+        if pid in waiting:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        _, status, usage = os.wait4(pid, 0)
+        status_fd = waiting.pop(pid, None)
+        if status_fd is not None:
+            os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
+            os.close(status_fd)
+
+
+def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> int:
+    """Fork a run's leader (the caller must be a subreaper); tells its pid on `status_fd`. Returns the pid.
+    The leader keeps no other descriptor of the caller's: run_child closes all but `sources`."""
+    pid = os.fork()
+    if pid == 0:
+        signal.set_wakeup_fd(-1)
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        run_child(config, sources)
+    for fd in sources:
+        os.close(fd)
+    os.write(status_fd, PID.pack(pid))
+    return pid
+
+
+def main() -> NoReturn:
+    """Entry point of a fresh interpreter (the config is JSON on the descriptor named by argv[1]): become a
+    one-run reaper, fork the run's leader, reap everything it leaves, then exit."""
+    with os.fdopen(int(sys.argv[1]), "rb") as source:
+        config = json.load(source)
+    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    if config["seccomp"]:
+        seccomp.prepare()
+    status_fd = config["status_fd"]
+    pid = fork_run(config, config["sources"], status_fd)
+    reap_ready({pid: status_fd}, block=True)
+    os._exit(0)

@@ -1,0 +1,113 @@
+"""Find out at start-up which isolation layers work on this machine, and describe each for the verdict."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from gate.sandbox import bwrap, cgroups, identity, seccomp
+from gate.sandbox.runner import Layers
+
+LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns", "bwrap",
+          "seccomp", "cgroup")
+_INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
+# Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
+_PROBE = """
+import json, sys
+sys.path[:0] = sys.argv[2:]
+from gate.sandbox import _libc, seccomp
+found = {}
+try:
+    seccomp.prepare()
+    found["seccomp"] = ""
+except Exception as exc:
+    found["seccomp"] = f"{type(exc).__name__}: {exc}"
+for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS)):
+    try:
+        if sys.argv[1] == "1":
+            _libc.unshare(flag)
+            found[name] = ""
+        else:
+            found[name] = "needs root"
+    except OSError as exc:
+        found[name] = exc.strerror or str(exc)
+print(json.dumps(found))
+"""
+
+
+def gate_root() -> str:
+    """The directory holding the `gate` package, which the sandbox interpreter must import."""
+    return str(Path(__file__).resolve().parents[2])
+
+
+def _interpreter(switch_uid: bool) -> tuple[str, str]:
+    """(interpreter, why) — one the sandbox uid can run when switching uid, else this one."""
+    if not switch_uid:
+        return sys.executable, ""
+    for candidate in (sys.executable, *_INTERPRETERS):
+        if identity.runnable_by_others(candidate):
+            return candidate, ""
+    return sys.executable, f"no Python interpreter that another uid can run (tried {sys.executable}, " \
+                           + ", ".join(_INTERPRETERS) + ")"
+
+
+def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
+    done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _PROBE, "1" if root else "0", *paths],
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False, timeout=60)
+    if done.returncode != 0:
+        reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
+        return dict.fromkeys(("seccomp", "netns", "mountns"), reason[0])
+    found: dict[str, str] = json.loads(done.stdout)
+    return found
+
+
+def _hidden() -> tuple[str, ...]:
+    """The gate's own working directory (the checkout, maybe with a token in .git/config), hidden in the mount
+    namespace unless it is a directory the run needs (the root, or one holding the interpreter)."""
+    cwd = os.path.realpath(os.getcwd())
+    needed = ("/", "/usr", "/tmp", "/var", "/dev", "/proc", "/sys", "/etc", "/lib", "/bin")
+    if cwd in needed or Path(sys.base_prefix).resolve().is_relative_to(cwd):
+        return ()
+    return (cwd,)
+
+
+def _switch(text: str, detail: str = "on") -> str:
+    return detail if not text else f"off: {text}"
+
+
+def layers(prefer_zygote: bool) -> Layers:
+    """Detect every layer and choose the ones to use."""
+    root = os.geteuid() == 0
+    uids = identity.UidPool() if root else None
+    interpreter, no_interpreter = _interpreter(uids is not None)
+    if no_interpreter:
+        uids = None
+    paths = [gate_root()]
+    lib = seccomp.library()
+    if lib is not None and lib.__file__:
+        paths.append(str(Path(lib.__file__).parent))
+    probe = _probe(interpreter, paths, root)
+    if lib is None:
+        probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
+    cgroup_manager, cgroup_why = cgroups.detect() if root else (None, "off: needs root (or sudo)")
+    uid_text = "needs root (run the gate with sudo)" if not root else no_interpreter
+    isolation = {
+        "zygote": "on" if prefer_zygote else "off: not preferred (prefer_zygote=False)",
+        "fresh-interpreter": f"{interpreter} -s -S -P" + ("" if not prefer_zygote else " (fallback)"),
+        "setsid": "on",
+        "rlimits": "on (cpu, as, fsize, nofile, core" + (", nproc)" if uids and not uids.fallback else
+                                                           "; nproc off: no dedicated uid)"),
+        "uid": _switch(uid_text, uids.describe if uids else ""),
+        "no-new-privs": "on",
+        "netns": _switch(probe["netns"]),
+        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
+        "bwrap": bwrap.describe(root),
+        "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),
+        "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
+    }
+    return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
+                  netns=not probe["netns"], mountns=not probe["mountns"], seccomp=not probe["seccomp"],
+                  cgroups=cgroup_manager, hide=_hidden() if not probe["mountns"] else ())

@@ -1,0 +1,37 @@
+"""How a backend starts the sandboxed child: the small interface behind the registry (gate/sandbox/registry.py).
+
+A backend gets the child's config (see gate/sandbox/child.py) and the descriptors to hand it, starts a process
+that ends in `child.run_child`, and returns a handle the supervisor polls. Everything else (pipes, limits,
+cleanup) is common to every backend and lives in gate/sandbox/runner.py.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+
+class Handle(Protocol):
+    """A started child. `exit_fd` becomes readable when the child has exited."""
+
+    pid: int
+    exit_fd: int
+
+    def reap(self) -> tuple[int, float]:
+        """Kill what is left of the child's process group, collect it: (raw wait status, CPU seconds).
+        Blocks until the child has exited; call once `exit_fd` is readable or after killing it."""
+        ...
+
+    def close(self) -> None:
+        """Release the handle's descriptors."""
+        ...
+
+
+class Launcher(Protocol):
+    """A backend: starts children (thread-safe) and owns whatever helper processes it needs."""
+
+    name: str
+
+    def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle: ...
+
+    def close(self) -> None: ...

@@ -1,0 +1,51 @@
+"""Layers "netns" and "mountns": a run without network and with its own size-limited temporary space.
+
+Child side, as root before the uid switch. A new network namespace has only a loopback device, left down, so
+nothing (not even 127.0.0.1) is reachable. In a new mount namespace one tmpfs of `disk_bytes` is mounted on
+/tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can fill
+shares that one bound and disappears with the namespace; the run's files are copied from the staging directory
+into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top.
+Standard library only: imported inside the child.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Sequence
+
+from gate.sandbox import _libc
+
+WORKDIR = "/tmp/work"
+_SHARED_TMP = (("/var/tmp", ".var-tmp"), ("/dev/shm", ".shm"))
+
+
+def unshare(net: bool, mount: bool) -> None:
+    """Enter new network and/or mount namespaces."""
+    flags = (_libc.CLONE_NEWNET if net else 0) | (_libc.CLONE_NEWNS if mount else 0)
+    if flags:
+        _libc.unshare(flags)
+
+
+def private_tmp(stage: str, disk_bytes: int, uid: int, gid: int, hide: Sequence[str]) -> str:
+    """Mount the run's tmpfs (see the module docstring), copy `stage` into it; returns the working directory."""
+    stage_fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)  # the tmpfs may hide `stage` once mounted
+    # Nothing mounted here may propagate back to the host's namespace.
+    _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+    _libc.mount("tmpfs", "/tmp", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, f"size={disk_bytes},mode=1777")
+    for target, name in _SHARED_TMP:
+        if os.path.isdir(target):
+            inside = os.path.join("/tmp", name)
+            os.mkdir(inside, 0o1777)
+            os.chmod(inside, 0o1777)
+            _libc.mount(inside, target, None, _libc.MS_BIND)
+    for path in hide:
+        _libc.mount("tmpfs", path, "tmpfs", _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV, "size=4k,mode=0555")
+    shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True)
+    os.close(stage_fd)
+    for root, dirs, files in os.walk(WORKDIR):
+        for name in (*dirs, *files):
+            os.lchown(os.path.join(root, name), uid, gid)
+    os.chown(WORKDIR, uid, gid)
+    os.chmod(WORKDIR, 0o700)
+    return WORKDIR

@@ -1,0 +1,43 @@
+"""Layer "rlimits": kernel resource limits for one run (standard library only: runs inside the child).
+
+RLIMIT_AS (not RLIMIT_DATA) bounds memory: a shared anonymous mmap escapes RLIMIT_DATA. RLIMIT_NPROC counts
+every process of the real uid (zombies too) and does nothing for root, so it is exact only under a dedicated uid.
+"""
+
+from __future__ import annotations
+
+import math
+import resource
+from collections.abc import Mapping
+
+# Names in the child's config -> resource constants.
+_RESOURCES = {
+    "cpu": resource.RLIMIT_CPU,
+    "as": resource.RLIMIT_AS,
+    "fsize": resource.RLIMIT_FSIZE,
+    "nofile": resource.RLIMIT_NOFILE,
+    "nproc": resource.RLIMIT_NPROC,
+    "core": resource.RLIMIT_CORE,
+}
+
+
+def plan(cpu_s: float, memory_bytes: int, file_size_bytes: int, open_files: int,
+         processes: int | None) -> dict[str, int]:
+    """The limits to set, by name; `processes` is None when RLIMIT_NPROC would not be exact (no own uid)."""
+    limits = {
+        "cpu": max(1, math.ceil(cpu_s)),
+        "as": memory_bytes,
+        "fsize": file_size_bytes,
+        "nofile": open_files,
+        "core": 0,
+    }
+    if processes is not None:
+        limits["nproc"] = processes
+    return limits
+
+
+def apply(limits: Mapping[str, int]) -> None:
+    """Set each limit (soft and hard; CPU gets a hard limit one second later so SIGXCPU comes first)."""
+    for name, value in limits.items():
+        hard = value + 1 if name == "cpu" else value
+        resource.setrlimit(_RESOURCES[name], (value, hard))

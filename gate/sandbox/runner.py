@@ -1,0 +1,304 @@
+"""The sandbox every backend shares: stage a run, start it through a launcher, supervise it, clean up.
+
+Supervision: stdin is fed from the request, stdout and stderr are read up to the output cap (the run is killed
+beyond it), the result channel is read separately, the wall clock kills the run's process group (and its cgroup,
+and every process of its dedicated uid), and once the leader has exited everything else of the run is killed too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import selectors
+import signal
+import socket
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.errors import GateFailure
+from gate.sandbox import identity, rlimits, stage
+from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
+from gate.sandbox.cgroups import CgroupRun, Cgroups
+from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
+from gate.sandbox.launcher import Handle, Launcher
+
+_CHUNK = 65536
+# After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process
+# that escaped every kill could hold them).
+_DRAIN_S = 2.0
+
+
+@dataclass(frozen=True)
+class Layers:
+    """What open_sandbox found and chose: how every run of this sandbox is isolated."""
+
+    interpreter: str
+    import_paths: tuple[str, ...]
+    isolation: Mapping[str, str]
+    uids: identity.UidPool | None = None
+    no_new_privs: bool = True
+    netns: bool = False
+    mountns: bool = False
+    seccomp: bool = False
+    cgroups: Cgroups | None = None
+    hide: tuple[str, ...] = ()
+
+
+@dataclass
+class _Live:
+    """One run in progress, parent side."""
+
+    request: RunRequest
+    who: identity.Identity | None
+    stage: Path
+    cgroup: CgroupRun | None
+    handle: Handle
+    fds: dict[int, str]  # parent-side descriptor -> "stdin", "stdout", "stderr", "result", "setup", "exit"
+    start: float
+    stdout: bytearray = field(default_factory=bytearray)
+    stderr: bytearray = field(default_factory=bytearray)
+    result: bytearray = field(default_factory=bytearray)
+    setup_error: bytearray = field(default_factory=bytearray)
+    stdin_sent: int = 0
+    exited: bool = False
+    status: int = 0
+    cpu_s: float = 0.0
+    killed_reason: str = ""
+    timed_out: bool = False
+    truncated: bool = False
+    drain_until: float = 0.0
+
+    @property
+    def deadline(self) -> float:
+        return self.start + self.request.limits.wall_s
+
+    @property
+    def done(self) -> bool:
+        return self.exited and not any(kind != "stdin" for kind in self.fds.values())
+
+
+class LayeredSandbox:
+    """A Sandbox (gate.sandbox.base) over one launcher and the layers open_sandbox chose."""
+
+    def __init__(self, launcher: Launcher, layers: Layers) -> None:
+        self.launcher = launcher
+        self.layers = layers
+        self._base = stage.make_base()
+
+    @property
+    def isolation(self) -> Mapping[str, str]:
+        """Each layer: "on", "off: <why>", or a detail such as "uid 999 (...)"."""
+        return self.layers.isolation
+
+    def run(self, request: RunRequest) -> RunResult:
+        """See gate.sandbox.base.Sandbox.run."""
+        live = self._start(request, None)
+        return self._supervise([live])[0]
+
+    def run_pair(self, lead: RunRequest, peer: RunRequest) -> tuple[RunResult, RunResult]:
+        """See gate.sandbox.base.Sandbox.run_pair."""
+        lead_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with lead_end, peer_end:
+            first = self._start(lead, lead_end.fileno())
+            try:
+                second = self._start(peer, peer_end.fileno())
+            except BaseException:
+                self._kill(first, "peer failed to start")
+                self._supervise([first])
+                raise
+        results = self._supervise([first, second], lead=first)
+        return results[0], results[1]
+
+    def close(self) -> None:
+        """Stop the backend's helpers and remove every directory and cgroup this sandbox made."""
+        self.launcher.close()
+        if self.layers.cgroups:
+            self.layers.cgroups.close()
+        stage.remove(self._base)
+
+    # Starting a run
+
+    def _config(self, request: RunRequest, who: identity.Identity | None, where: Path,
+                cgroup: CgroupRun | None, peer: bool) -> dict[str, Any]:
+        if (request.script is None) == (request.argv is None):
+            raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
+        limits = request.limits
+        processes: int | None = limits.processes
+        if who is None or not who.dedicated:
+            processes = None  # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root)
+        env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
+        return {
+            "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],
+            "cgroups": cgroup.paths if cgroup else [],
+            "netns": self.layers.netns,
+            "mountns": self.layers.mountns,
+            "disk_bytes": limits.disk_bytes,
+            "hide": list(self.layers.hide),
+            "stage": str(where),
+            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes, limits.open_files,
+                                    processes),
+            "uid": who.uid if who else None,
+            "gid": who.gid if who else None,
+            "no_new_privs": self.layers.no_new_privs,
+            "seccomp": self.layers.seccomp,
+            "env": env,
+            "script": request.script,
+            "args": list(request.args),
+            "argv": list(request.argv) if request.argv is not None else None,
+        }
+
+    def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:
+        who = self.layers.uids.acquire() if self.layers.uids else None
+        where: Path | None = None
+        cgroup: CgroupRun | None = None
+        child_ends: list[int] = []
+        parent_ends: list[int] = []
+        try:
+            where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None)
+            cgroup = self.layers.cgroups.create(request.limits) if self.layers.cgroups else None
+            config = self._config(request, who, where, cgroup, peer_fd is not None)
+            pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, result, setup
+            child_ends = [pipes[0][0], *(w for _, w in pipes[1:])]
+            parent_ends = [pipes[0][1], *(r for r, _ in pipes[1:])]
+            sources = [*child_ends, *([peer_fd] if peer_fd is not None else [])]
+            handle = self.launcher.launch(config, sources, request.hash_seed)
+        except BaseException:
+            for fd in parent_ends:
+                os.close(fd)
+            self._release(who, where, cgroup)
+            raise
+        finally:
+            for fd in child_ends:
+                os.close(fd)
+        fds = dict(zip(parent_ends, ("stdin", "stdout", "stderr", "result", "setup"), strict=True))
+        fds[handle.exit_fd] = "exit"
+        return _Live(request, who, where, cgroup, handle, fds, time.monotonic())
+
+    # Supervising
+
+    def _supervise(self, runs: list[_Live], lead: _Live | None = None) -> list[RunResult]:
+        with selectors.DefaultSelector() as selector:
+            for live in runs:
+                for fd, kind in live.fds.items():
+                    if kind == "stdin":
+                        os.set_blocking(fd, False)
+                        selector.register(fd, selectors.EVENT_WRITE, (live, kind))
+                    else:
+                        selector.register(fd, selectors.EVENT_READ, (live, kind))
+            while not all(live.done for live in runs):
+                now = time.monotonic()
+                waits = [(lv.drain_until if lv.exited else lv.deadline) - now for lv in runs if not lv.done]
+                for key, _ in selector.select(max(0.0, min(waits))):
+                    self._on_event(selector, key.fd, *key.data)
+                now = time.monotonic()
+                for live in runs:
+                    if not live.exited and now >= live.deadline:
+                        self._kill(live, "wall timeout")
+                    elif live.exited and not live.done and now >= live.drain_until:
+                        for fd in [fd for fd, kind in live.fds.items() if kind != "stdin"]:
+                            self._close(selector, live, fd)
+                if lead is not None and lead.exited:
+                    for live in runs:
+                        if live is not lead and not live.exited:
+                            self._kill(live, "peer finished")
+            for live in runs:
+                for fd in list(live.fds):
+                    self._close(selector, live, fd)
+        return [self._finish(live) for live in runs]
+
+    def _on_event(self, selector: selectors.BaseSelector, fd: int, live: _Live, kind: str) -> None:
+        if kind == "stdin":
+            self._feed(selector, fd, live)
+        elif kind == "exit":
+            selector.unregister(fd)
+            del live.fds[fd]
+            live.status, live.cpu_s = live.handle.reap()
+            live.exited = True
+            live.drain_until = time.monotonic() + _DRAIN_S
+            self._sweep(live)
+        else:
+            data = os.read(fd, _CHUNK)
+            if not data:
+                self._close(selector, live, fd)
+            else:
+                self._take(live, kind, data)
+
+    def _feed(self, selector: selectors.BaseSelector, fd: int, live: _Live) -> None:
+        data = live.request.stdin
+        try:
+            live.stdin_sent += os.write(fd, data[live.stdin_sent:live.stdin_sent + _CHUNK])
+        except (BrokenPipeError, BlockingIOError) as exc:
+            if isinstance(exc, BlockingIOError):
+                return
+            live.stdin_sent = len(data)
+        if live.stdin_sent >= len(data):
+            self._close(selector, live, fd)
+
+    def _take(self, live: _Live, kind: str, data: bytes) -> None:
+        cap = live.request.limits.output_bytes
+        if kind == "setup":
+            live.setup_error += data
+            return
+        if kind == "result":
+            room = cap - len(live.result)
+            live.result += data[:max(0, room)]
+        else:
+            room = cap - len(live.stdout) - len(live.stderr)
+            (live.stdout if kind == "stdout" else live.stderr).extend(data[:max(0, room)])
+        if len(data) > room:
+            live.truncated = True
+            self._kill(live, "output limit")
+
+    @staticmethod
+    def _close(selector: selectors.BaseSelector, live: _Live, fd: int) -> None:
+        if fd in live.fds:
+            selector.unregister(fd)
+            del live.fds[fd]
+            os.close(fd)
+
+    def _kill(self, live: _Live, reason: str) -> None:
+        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits)."""
+        if not live.killed_reason:
+            live.killed_reason = reason
+            live.timed_out = reason == "wall timeout"
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                kill(live.handle.pid, signal.SIGKILL)
+        self._sweep(live)
+
+    def _sweep(self, live: _Live) -> None:
+        """Kill every process of the run that is left, wherever it went (setsid, double fork)."""
+        if live.cgroup:
+            live.cgroup.kill_all()
+        elif live.who and live.who.dedicated:
+            identity.kill_uid(live.who.uid)
+
+    def _finish(self, live: _Live) -> RunResult:
+        live.handle.close()
+        memory_hit = bool(live.cgroup and live.cgroup.memory_exceeded())
+        self._release(live.who, live.stage, live.cgroup)
+        if live.setup_error:  # the program never ran: the gate cannot do its job
+            raise GateFailure(f"sandbox setup failed: {live.setup_error.decode(errors='replace')}")
+        code = os.waitstatus_to_exitcode(live.status)
+        signum = -code if code < 0 else None
+        reason = live.killed_reason
+        if not reason and signum in (signal.SIGXCPU, signal.SIGKILL) \
+                and live.cpu_s >= live.request.limits.cpu_s * 0.9:
+            reason = "cpu limit"
+        elif not reason and memory_hit:
+            reason = "memory limit"
+        return RunResult(
+            exit_code=None if signum is not None else code, signal=signum, timed_out=live.timed_out,
+            stdout=bytes(live.stdout), stderr=bytes(live.stderr), result=bytes(live.result) or None,
+            output_truncated=live.truncated, killed_reason=reason, wall_s=time.monotonic() - live.start)
+
+    def _release(self, who: identity.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
+        if cgroup:
+            cgroup.remove()
+        if where is not None:
+            stage.remove(where)
+        if who and self.layers.uids:
+            self.layers.uids.release(who)

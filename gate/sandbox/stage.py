@@ -1,0 +1,79 @@
+"""Parent side of a run's private directory and environment.
+
+Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by the
+run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token there).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from collections.abc import Callable, Mapping
+from pathlib import Path, PurePosixPath
+
+from gate.sandbox.base import RESULT_FD_ENV, RunRequest
+
+MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
+
+
+def make_base() -> Path:
+    """The directory that holds every run's private directory for one sandbox."""
+    base = Path(tempfile.mkdtemp(prefix="gate-sandbox-"))
+    base.chmod(0o711)
+    return base
+
+
+def _safe_relative(name: str) -> PurePosixPath:
+    path = PurePosixPath(name)
+    if path.is_absolute() or ".." in path.parts or not path.parts:
+        raise ValueError(f"run file {name!r} must be a relative path inside the working directory")
+    return path
+
+
+def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -> Path:
+    """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given."""
+    stage = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    if request.tree is not None:
+        shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True,
+                        ignore=shutil.ignore_patterns(".git"))
+    for name, data in request.files.items():
+        target = stage / _safe_relative(name)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    if owner is not None:
+        for root, dirs, files in os.walk(stage):
+            for entry in (*dirs, *files):
+                os.lchown(os.path.join(root, entry), *owner)
+        os.chown(stage, *owner)
+    stage.chmod(0o700)
+    return stage
+
+
+def _make_writable(func: Callable[..., object], path: str, _exc: object) -> None:
+    """rmtree's error hook: a program may have removed its own permissions on what it made (same uid)."""
+    parent = os.path.dirname(path)
+    os.chmod(parent, stat.S_IRWXU)
+    if os.path.isdir(path) and not os.path.islink(path):
+        os.chmod(path, stat.S_IRWXU)
+    func(path)
+
+
+def remove(path: Path) -> None:
+    """Remove a run's directory whatever the program did to its permissions."""
+    shutil.rmtree(path, onerror=_make_writable)
+
+
+def run_env(request: RunRequest, extra: Mapping[str, str]) -> dict[str, str]:
+    """The whole environment of a run: an allow-list, never anything inherited from the gate."""
+    env = {
+        "PATH": MINIMAL_PATH,
+        "LANG": "C.UTF-8",
+        "PYTHONHASHSEED": str(request.hash_seed),
+        "PYTHONDONTWRITEBYTECODE": "1",
+        RESULT_FD_ENV: "3",
+    }
+    env.update(extra)
+    env.update(request.env)
+    return env

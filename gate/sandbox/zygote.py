@@ -1,0 +1,126 @@
+"""Backend "zygote": fork each run from a warm interpreter (about 2 ms a run instead of about 8).
+
+One zygote per hash seed: a forked child keeps its parent's hash seed, so a run asking for another
+PYTHONHASHSEED needs a zygote started with it. A zygote is started with nothing of the gate's environment.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from gate.errors import GateFailure
+from gate.sandbox.child import EXIT, PID
+from gate.sandbox.launcher import Handle
+from gate.sandbox.stage import MINIMAL_PATH
+
+_BOOT = ("import sys; sys.path[:0] = sys.argv[3:]; from gate.sandbox.zygote_server import serve; "
+         "serve(int(sys.argv[1]), sys.argv[2] == '1')")
+# Zygotes kept at once (a case usually runs under two seeds); the oldest is stopped beyond that.
+MAX_ZYGOTES = 4
+
+
+def read_exact(fd: int, size: int) -> bytes:
+    """Read `size` bytes from a blocking descriptor, or fewer at end of file."""
+    data = b""
+    while len(data) < size:
+        chunk = os.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
+
+
+class StatusHandle:
+    """A run leader forked by a reaper (a zygote, or a fresh interpreter's first process), known by the status
+    pipe on which the reaper reports its pid and, later, its exit."""
+
+    def __init__(self, status_fd: int, who: str) -> None:
+        self.exit_fd = status_fd
+        raw = read_exact(status_fd, PID.size)
+        if len(raw) != PID.size:
+            os.close(status_fd)
+            raise GateFailure(f"the sandbox's {who} died before starting the run")
+        (self.pid,) = PID.unpack(raw)
+
+    def reap(self) -> tuple[int, float]:
+        """See launcher.Handle (the reaper killed the leader's group before reaping it)."""
+        raw = read_exact(self.exit_fd, EXIT.size)
+        if len(raw) != EXIT.size:
+            raise GateFailure("the sandbox's reaper died during a run")
+        status, cpu = EXIT.unpack(raw)
+        return int(status), float(cpu)
+
+    def close(self) -> None:
+        """Release the status pipe."""
+        os.close(self.exit_fd)
+
+
+class _Zygote:
+    def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, with_seccomp: bool) -> None:
+        self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
+               "PYTHONDONTWRITEBYTECODE": "1"}
+        self.process = subprocess.Popen(
+            [interpreter, "-s", "-S", "-P", "-c", _BOOT, str(theirs.fileno()), "1" if with_seccomp else "0",
+             *paths],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env,
+            start_new_session=True, close_fds=True)
+        theirs.close()
+
+    def stop(self) -> None:
+        self.control.close()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+class ZygoteLauncher:
+    """Starts runs by asking a warm zygote (one per hash seed, started on first use) to fork."""
+
+    name = "zygote"
+
+    def __init__(self, interpreter: str, import_paths: Sequence[str], with_seccomp: bool) -> None:
+        self._interpreter = interpreter
+        self._paths = list(import_paths)
+        self._seccomp = with_seccomp
+        self._zygotes: dict[int, _Zygote] = {}
+        self._lock = threading.Lock()
+
+    def _zygote(self, hash_seed: int) -> _Zygote:
+        with self._lock:
+            zygote = self._zygotes.pop(hash_seed, None)
+            if zygote is None or zygote.process.poll() is not None:
+                zygote = _Zygote(self._interpreter, self._paths, hash_seed, self._seccomp)
+            self._zygotes[hash_seed] = zygote  # most recently used last
+            if len(self._zygotes) > MAX_ZYGOTES:
+                # Its runs keep going: a zygote whose control socket closes finishes them, then exits.
+                self._zygotes.pop(next(iter(self._zygotes))).control.close()
+            return zygote
+
+    def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
+        """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked."""
+        status_r, status_w = os.pipe()
+        try:
+            zygote = self._zygote(hash_seed)
+            socket.send_fds(zygote.control, [json.dumps(config).encode()], [*sources, status_w])
+        except OSError as exc:
+            os.close(status_r)
+            raise GateFailure(f"the sandbox's zygote is gone: {exc}") from exc
+        finally:
+            os.close(status_w)
+        return StatusHandle(status_r, "zygote")
+
+    def close(self) -> None:
+        """Stop every zygote."""
+        with self._lock:
+            for zygote in self._zygotes.values():
+                zygote.stop()
+            self._zygotes.clear()
