@@ -1,11 +1,9 @@
 """Score samples: each one goes through the gate's own pipeline (the static checks, then its task's cases in
-the sandbox) and becomes a row. `--jobs` workers run in threads; each owns a sandbox, so the runs of
-different workers never wait on each other, and the candidate code runs in the sandbox's processes, not under
-the gate's GIL."""
+the sandbox) and becomes a row. `--jobs` workers are threads sharing one sandbox: the candidate code runs in the
+sandbox's processes, so the threads mostly wait on them, not on the gate's GIL."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,22 +48,12 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
                   advance: Callable[[], None] = lambda: None) -> list[Row]:
     """Score every sample, in parallel over `options.jobs` workers; rows come back in the samples' order."""
     tasks = dataset.by_id()
-    limits = sandbox_limits(options.policy)
-    local = threading.local()
-    opened: list[Sandbox] = []
-    lock = threading.Lock()
-
-    def sandbox() -> Sandbox:
-        box: Sandbox | None = getattr(local, "sandbox", None)
-        if box is None:
-            box = open_sandbox(limits, options.policy.require)
-            local.sandbox = box
-            with lock:
-                opened.append(box)
-        return box
+    # One sandbox for every worker: it is thread-safe, and one sandbox owns its pool of uids, so no two
+    # concurrent runs ever share a uid (a second sandbox would hand out the same ones).
+    sandbox = open_sandbox(sandbox_limits(options.policy), options.policy.require)
 
     def one(sample: Sample) -> Row:
-        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox())
+        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox)
         advance()
         return row
 
@@ -73,8 +61,7 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
         with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="gate-eval") as pool:
             return list(pool.map(one, samples))
     finally:
-        for box in opened:
-            box.close()
+        sandbox.close()
 
 
 def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox) -> Row:
