@@ -1,6 +1,6 @@
-"""Score samples: each one goes through the gate's own pipeline (the static checks, then its task's cases in
-the sandbox) and becomes a row. `--jobs` workers are threads sharing one sandbox: the candidate code runs in the
-sandbox's processes, so the threads mostly wait on them, not on the gate's GIL."""
+"""Score samples: each one goes through the gate's own pipeline (the static checks, then its task's cases
+in the sandbox) and becomes a row. `--jobs` workers are threads sharing one sandbox: the candidate code runs
+in the sandbox's processes, so the threads mostly wait on them, not on the gate's GIL."""
 
 from __future__ import annotations
 
@@ -10,14 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from gate.checks import all_checks
+from gate.checks.base import Check
 from gate.engine import score
+from gate.eval.cases_check import DatasetCases, sandbox_limits
 from gate.eval.datasets import Dataset, EvalTask
 from gate.eval.rows import Row
 from gate.eval.samples import Sample
 from gate.eval.shard import Shard
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
-from gate.sandbox.base import Limits, Sandbox
+from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import Penalty, Verdict
 
@@ -52,8 +55,10 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
     # concurrent runs ever share a uid (a second sandbox would hand out the same ones).
     sandbox = open_sandbox(sandbox_limits(options.policy), options.policy.require)
 
+    checks = eval_checks()
+
     def one(sample: Sample) -> Row:
-        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox)
+        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox, checks)
         advance()
         return row
 
@@ -64,10 +69,11 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
         sandbox.close()
 
 
-def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox) -> Row:
+def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox,
+                 checks: Sequence[Check]) -> Row:
     """Score one sample through the gate's pipeline and describe the outcome as a row."""
     started = time.perf_counter()
-    verdict = score(_subject(sample, task), options.policy, sandbox)
+    verdict = score(_subject(sample, task), options.policy, sandbox, checks=checks)
     latency = time.perf_counter() - started
     checks = {c.name: c.status for c in verdict.checks}
     failed = tuple(c.index for c in verdict.cases if c.status != "passed")
@@ -93,6 +99,12 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
         total=verdict.total if options.charged else None,
         accepted=verdict.accepted if options.charged else None,
     )
+
+
+def eval_checks() -> list[Check]:
+    """The gate's static checks, then the dataset's cases once each."""
+    static = [check for check in all_checks() if check.name in STATIC_CHECKS]
+    return [*static, DatasetCases()]
 
 
 def _subject(sample: Sample, task: EvalTask) -> Subject:
@@ -127,12 +139,3 @@ def _detail(verdict: Verdict) -> str:
 
 def _penalty(penalty: Penalty) -> dict[str, Any]:
     return asdict(penalty)
-
-
-def sandbox_limits(policy: Policy) -> Limits:
-    """The policy's limits in the sandbox's units."""
-    mb = 1024 * 1024
-    lim = policy.limits
-    return Limits(wall_s=lim.timeout, cpu_s=lim.cpu, memory_bytes=lim.memory_mb * mb,
-                  output_bytes=lim.output_kb * 1024, processes=lim.processes, open_files=lim.open_files,
-                  file_size_bytes=lim.file_size_mb * mb, disk_bytes=lim.disk_mb * mb)
