@@ -1,0 +1,16 @@
+"""Run a module of the tree under test as `python -m MODULE ARGS...` would (stdio cases with `module:`)."""
+
+from __future__ import annotations
+
+import runpy
+import sys
+
+
+def main() -> None:
+    module, *args = sys.argv[1:]
+    sys.argv = [module, *args]
+    runpy.run_module(module, run_name="__main__", alter_sys=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,135 @@
+"""The wire format for results: plain data of exact builtin types, as tagged JSON.
+
+Used on both sides: inside the sandbox (standalone, copied next to the harness) to encode what the candidate
+returned, and in the gate to decode it. Only these exact types are data: None, bool, int, float, str, bytes,
+list, tuple, dict, set, frozenset, complex, the standard library's Counter, OrderedDict and defaultdict (of a
+builtin factory), and those builtin classes themselves. A subclass, or any other object, is refused as "not
+data: <type name>", so an object with its own `__eq__` never reaches a comparison.
+
+JSON keeps bool, int and float apart by itself (`true`, `1`, `1.0`; NaN and infinities as Python's json writes
+them) and lists as arrays; every JSON object on the wire is a tag: {"t": "tuple" | "set" | "frozenset", "v":
+[...]}, {"t": "dict" | "Counter" | "OrderedDict" | "defaultdict", "v": [[key, value], ...], "f": factory}
+(keys need not be strings), {"t": "bytes", "v": hex}, {"t": "complex", "v": [real, imag]}, {"t": "class", "v":
+name} and {"t": "int", "v": hex} for integers too long for a JSON number.
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from typing import Any
+
+MAX_DEPTH = 100
+_BIG = 1 << 63
+_SEQUENCES: dict[type, str] = {tuple: "tuple", set: "set", frozenset: "frozenset"}
+_TYPES: dict[str, type] = {"tuple": tuple, "set": set, "frozenset": frozenset}
+# Mappings of the standard library that datasets' reference solutions return; exact types only, like the rest.
+_MAPPINGS: dict[type, str] = {
+    dict: "dict", collections.Counter: "Counter", collections.OrderedDict: "OrderedDict"}
+_MAPPING_TYPES: dict[str, type] = {name: kind for kind, name in _MAPPINGS.items()}
+# Builtin classes that cross as themselves (a test may pass `int` as an argument, or a default factory).
+_CLASSES: dict[str, type] = {kind.__name__: kind for kind in (
+    int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset)}
+
+
+class NotData(Exception):
+    """A value that is not plain data of exact builtin types (or a wire text that does not decode to it)."""
+
+
+def dumps(value: object) -> str:
+    """Encode `value`; raise NotData naming the first type that is not data."""
+    return json.dumps(_encode(value, 0), allow_nan=True, separators=(",", ":"))
+
+
+def loads(text: str | bytes) -> Any:
+    """Decode a wire text back to the value; raise NotData when it is not a valid encoding."""
+    try:
+        raw = json.loads(text)
+        return _decode(raw, 0)
+    except NotData:
+        raise
+    except (ValueError, TypeError, KeyError, RecursionError) as exc:
+        raise NotData(f"malformed result: {type(exc).__name__}") from None
+
+
+def type_name(value: object) -> str:
+    """The name a report uses for the type of `value` (qualified when it is not a builtin)."""
+    kind = type(value)
+    module = getattr(kind, "__module__", "")
+    name = getattr(kind, "__qualname__", "?")
+    return name if module == "builtins" else f"{module}.{name}"
+
+
+def _encode(value: object, depth: int) -> object:
+    if depth > MAX_DEPTH:
+        raise NotData(f"nested deeper than {MAX_DEPTH}")
+    if value is None or type(value) is bool or type(value) is str or type(value) is float:
+        return value
+    if type(value) is int:
+        return value if -_BIG < value < _BIG else {"t": "int", "v": format(value, "x")}
+    if type(value) is list:
+        return [_encode(item, depth + 1) for item in value]
+    if type(value) is tuple or type(value) is set or type(value) is frozenset:
+        items = [_encode(item, depth + 1) for item in value]
+        if type(value) is not tuple:
+            items.sort(key=lambda item: json.dumps(item, allow_nan=True))  # the same set, the same text
+        return {"t": _SEQUENCES[type(value)], "v": items}
+    if type(value) in _MAPPINGS:
+        return {"t": _MAPPINGS[type(value)], "v": _pairs(value, depth)}  # type: ignore[arg-type]
+    if type(value) is collections.defaultdict:
+        factory = value.default_factory
+        if factory is not None and not any(factory is kind for kind in _CLASSES.values()):
+            raise NotData(f"not data: defaultdict of {type_name(factory)}")
+        return {"t": "defaultdict", "v": _pairs(value, depth), "f": factory and factory.__name__}
+    if type(value) is bytes:
+        return {"t": "bytes", "v": value.hex()}
+    if type(value) is complex:
+        return {"t": "complex", "v": [value.real, value.imag]}
+    if type(value) is type and any(value is kind for kind in _CLASSES.values()):
+        return {"t": "class", "v": value.__name__}
+    raise NotData(f"not data: {type_name(value)}")
+
+
+def _pairs(mapping: dict[object, object], depth: int) -> list[list[object]]:
+    return [[_encode(key, depth + 1), _encode(item, depth + 1)] for key, item in mapping.items()]
+
+
+def _decode(raw: object, depth: int) -> Any:
+    if depth > MAX_DEPTH:
+        raise NotData(f"nested deeper than {MAX_DEPTH}")
+    if isinstance(raw, list):
+        return [_decode(item, depth + 1) for item in raw]
+    if not isinstance(raw, dict):
+        return raw  # None, bool, int, float or str: json.loads makes nothing else
+    tag, body = raw["t"], raw["v"]
+    if tag == "int":
+        return int(body, 16)  # hex is exempt from the limit on decimal digits
+    if tag == "bytes":
+        return bytes.fromhex(body)
+    if tag in _MAPPING_TYPES or tag == "defaultdict":
+        items = [(_decode(k, depth + 1), _decode(v, depth + 1)) for k, v in body]
+        if tag != "defaultdict":
+            return _MAPPING_TYPES[tag](items)
+        factory = raw["f"]
+        return collections.defaultdict(None if factory is None else _CLASSES[factory], items)
+    if tag == "complex":
+        return complex(float(body[0]), float(body[1]))
+    if tag == "class":
+        return _CLASSES[body]
+    if tag in _TYPES and isinstance(body, list):
+        return _TYPES[tag](_decode(item, depth + 1) for item in body)
+    raise NotData(f"malformed result: unknown tag {tag!r}")
+
+
+def message(exc: BaseException) -> str:
+    """An exception's message, short, or a placeholder when its `__str__` fails."""
+    try:
+        return str(exc)[:300]
+    except BaseException:
+        return "(unprintable)"
+
+
+def describe(exc: BaseException) -> str:
+    """`TypeName: message`, for a report."""
+    text = message(exc)
+    return f"{type_name(exc)}: {text}" if text else type_name(exc)

@@ -1,0 +1,91 @@
+"""`mbpp` cases: MBPP's format — `setup` code and `tests`, a list of assert statements on the candidate.
+
+The function under test is the one name the asserts use that neither the setup, the asserts themselves nor the
+builtins define (or, when there is none, the builtin name the first assert calls: the solution shadows it).
+The asserts run in another process than the candidate (`pairs.py`) against a proxy of it. When the asserts or
+the setup use more than one such name (MBPP 601 builds `Pair(...)` objects, 367 and 927 `Node` trees, of a
+class the solution defines), no proxy can stand in for them, so that case runs in one process with weaker
+isolation and says so.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+
+from gate.cases.base import CaseOutcome, Program
+from gate.cases.pairs import run_tests
+from gate.cases.running import check_fields, fingerprint, require_type
+from gate.errors import BadInput
+from gate.policy.model import CaseSpec
+from gate.sandbox.base import Limits, Sandbox
+
+FIELDS = {"setup", "tests"}
+
+
+class Mbpp:
+    """An MBPP problem's asserts over the candidate's function."""
+
+    name = "mbpp"
+
+    def validate(self, case: CaseSpec, where: str) -> None:
+        check_fields(case, where, FIELDS)
+        require_type(case, where, "setup", (str,), "setup code")
+        require_type(case, where, "tests", (list,), "a list of assert statements", required=True)
+        tests = case.get("tests")
+        if not tests or not all(isinstance(test, str) for test in tests):
+            raise BadInput("expected a non-empty list of assert statements", file=where, key="tests")
+        for key, code in (("setup", case.get("setup", "")), *(("tests", test) for test in tests)):
+            try:
+                ast.parse(code)
+            except (SyntaxError, ValueError) as exc:
+                raise BadInput(f"does not parse: {exc}", file=where, key=key) from None
+        if not candidate_names(case.get("setup", ""), tests):
+            raise BadInput("the asserts call no function the candidate could define", file=where, key="tests")
+
+    def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
+            hash_seed: int) -> CaseOutcome:
+        if program.code is None:
+            reason = "an mbpp case scores one reply or sample, not a tree"
+            return CaseOutcome("error", reason, fingerprint("error", reason))
+        setup, tests = str(case.get("setup", "")), [str(test) for test in case.get("tests")]
+        names = candidate_names(setup, tests)
+        request = {"kind": "mbpp", "setup": setup, "tests": tests, "function": names[0],
+                   "in_process": len(names) > 1}
+        return run_tests(case, request, program.code, sandbox, limits, hash_seed, tests)
+
+
+def candidate_names(setup: str, tests: list[str]) -> list[str]:
+    """Names the asserts (then the setup) read that setup, the asserts and the builtins leave undefined, in
+    order of first use: what the candidate must define. When that leaves nothing, the function under test
+    shadows a builtin (MBPP 126 defines `sum`): the first name the first assert calls.
+    """
+    defined = set(dir(builtins)) | _bound(setup)
+    for test in tests:
+        defined |= _bound(test)
+    names: list[str] = []
+    for code in (*tests, setup):
+        for node in ast.walk(ast.parse(code)):
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined \
+                    and node.id not in names:
+                names.append(node.id)
+    if not names and tests:
+        calls = [node.func.id for node in ast.walk(ast.parse(tests[0]))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        names = calls[:1]
+    return names
+
+
+def _bound(code: str) -> set[str]:
+    """Names that `code` binds: assignments, imports, definitions, loop and comprehension targets."""
+    bound: set[str] = set()
+    for node in ast.walk(ast.parse(code)):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            bound.add(node.id)
+        elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            bound.add(node.name)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            bound.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
+        elif isinstance(node, ast.arg):
+            bound.add(node.arg)
+    return bound

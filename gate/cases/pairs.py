@@ -1,0 +1,66 @@
+"""Run dataset test code against a candidate in two processes (humaneval and mbpp kinds).
+
+The tests run in the pair's lead (`harness/lead.py`), the candidate in its peer (`harness/serve.py`), each
+under its own uid and directory; between them only arguments and plain data cross. A test that must hand the
+candidate objects of the candidate's own classes cannot run that way: it runs with the candidate in the lead's
+process instead, and its outcome says "in-process, weaker isolation".
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from gate.cases.base import CaseOutcome
+from gate.cases.running import CANDIDATE, fingerprint, harness, no_outcome, read_outcome
+from gate.policy.model import CaseSpec
+from gate.sandbox.base import Limits, RunRequest, Sandbox
+
+IN_PROCESS = "in-process, weaker isolation"
+
+
+def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: Sandbox, limits: Limits,
+              hash_seed: int, test_lines: list[str]) -> CaseOutcome:
+    """Run the tests described by `request` against candidate source `module`; `test_lines` are the test's
+    source lines, quoted in a public case's report.
+    """
+    stdin = json.dumps(request).encode()
+    candidate = {CANDIDATE: module.encode()}
+    lead = RunRequest(script="_gate_lead.py", stdin=stdin, hash_seed=hash_seed, limits=limits,
+                      files={**harness("lead"), **(candidate if request.get("in_process") else {})})
+    if request.get("in_process"):
+        result = sandbox.run(lead)
+    else:
+        peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
+                          hash_seed=hash_seed, limits=limits)
+        result, _ = sandbox.run_pair(lead, peer)
+    record = read_outcome(result)
+    if record is None or result.timed_out:
+        return _marked(no_outcome(result, case.hidden), request)
+    return _marked(_judge(case, record, result.wall_s, test_lines), request)
+
+
+def _judge(case: CaseSpec, record: dict[str, Any], seconds: float, test_lines: list[str]) -> CaseOutcome:
+    if record.get("passed") is True:
+        return CaseOutcome("passed", "", fingerprint("passed"), seconds)
+    last = str(record.get("last") or "")
+    failed = str(record.get("failed", "failed"))
+    where = record.get("test", record.get("line"))
+    seen = fingerprint("failed", failed.split(":")[0], where, last)
+    if case.hidden:
+        error = failed.split(":")[0]
+        return CaseOutcome("failed", f"{error}" + (f"; the last call {last}" if last else ""), seen, seconds)
+    quoted = ""
+    if isinstance(where, int) and 0 < where <= len(test_lines) and "line" in record:
+        quoted = f" at line {where}: {test_lines[where - 1].strip()[:120]}"
+    elif isinstance(where, int) and "test" in record and where < len(test_lines):
+        quoted = f" in test {where}: {test_lines[where].strip()[:120]}"
+    detail = failed[:200] + quoted + (f"; the last call {last}" if last else "")
+    return CaseOutcome("failed", detail, seen, seconds)
+
+
+def _marked(outcome: CaseOutcome, request: dict[str, Any]) -> CaseOutcome:
+    if not request.get("in_process"):
+        return outcome
+    detail = f"{outcome.detail} ({IN_PROCESS})" if outcome.detail else IN_PROCESS
+    return CaseOutcome(outcome.status, detail, outcome.fingerprint, outcome.seconds)

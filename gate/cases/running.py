@@ -1,0 +1,89 @@
+"""What the case kinds share: the harness files they copy into a run, the candidate's module, and how a run
+that gave no outcome reads in a report.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+from importlib import resources
+from typing import Any
+
+from gate.cases.base import CaseOutcome
+from gate.errors import BadInput
+from gate.policy.model import CaseSpec
+from gate.sandbox.base import RunResult
+
+CANDIDATE = "candidate.py"
+WIRE = "_gate_wire.py"
+
+
+def harness(name: str) -> dict[str, bytes]:
+    """The files a run needs for harness program `name` (gate/cases/harness/NAME.py) and the wire module."""
+    folder = resources.files("gate.cases.harness")
+    return {f"_gate_{name}.py": folder.joinpath(f"{name}.py").read_bytes(),
+            WIRE: folder.joinpath("wire.py").read_bytes()}
+
+
+def fingerprint(*parts: object) -> str:
+    """What two runs of the same case are compared on (for the nondeterminism check)."""
+    return json.dumps(parts, sort_keys=True, default=repr)
+
+
+def no_outcome(result: RunResult, hidden: bool) -> CaseOutcome:
+    """The outcome when the harness wrote nothing: a timeout, a limit, or the program ended the run early."""
+    if result.timed_out:
+        return CaseOutcome("timeout", f"ran out of time ({result.killed_reason or 'wall timeout'})",
+                           fingerprint("timeout"), result.wall_s)
+    if result.killed_reason:
+        how = f"killed: {result.killed_reason}"
+    elif result.signal is not None:
+        how = f"killed by signal {result.signal}"
+    else:
+        how = f"exited with status {result.exit_code} before reporting a result"
+    return CaseOutcome("failed", f"no result: the program {how}" if not hidden else f"no result ({how})",
+                       fingerprint("none", how), result.wall_s)
+
+
+def read_outcome(result: RunResult) -> dict[str, Any] | None:
+    """The harness's JSON outcome from the result channel, or None when there is none that parses."""
+    if not result.result:
+        return None
+    try:
+        record = json.loads(result.result)
+    except ValueError:
+        return None
+    return record if isinstance(record, dict) else None
+
+
+def one_function(code: str) -> str | None:
+    """The name of the one top-level function `code` defines, or None when it defines none or several."""
+    try:
+        tree = ast.parse(code)
+    except (SyntaxError, ValueError):
+        return None
+    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return names[0] if len(set(names)) == 1 else None
+
+
+def check_fields(case: CaseSpec, where: str, allowed: set[str]) -> None:
+    """Refuse a field this kind does not know, naming it."""
+    for key, _ in case.fields:
+        if key not in allowed and key not in {"name", "kind"}:
+            raise BadInput(f"a {case.kind} case has no field {key!r} (known: {', '.join(sorted(allowed))})",
+                           file=where, key=key)
+
+
+def require_type(case: CaseSpec, where: str, key: str, kinds: tuple[type, ...], what: str,
+                 required: bool = False) -> None:
+    """Raise BadInput unless field `key` is absent (and not `required`) or of one of `kinds` (bool never
+    counts as a number).
+    """
+    fields = dict(case.fields)
+    if key not in fields:
+        if required:
+            raise BadInput(f"a {case.kind} case needs {key!r} ({what})", file=where, key=key)
+        return
+    value = fields[key]
+    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
+        raise BadInput(f"expected {what}, got {type(value).__name__}", file=where, key=key)
