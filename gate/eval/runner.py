@@ -5,7 +5,7 @@ in the sandbox's processes, so the threads mostly wait on them, not on the gate'
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -75,7 +75,7 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
     started = time.perf_counter()
     verdict = score(_subject(sample, task), options.policy, sandbox, checks=checks)
     latency = time.perf_counter() - started
-    checks = {c.name: c.status for c in verdict.checks}
+    statuses = {c.name: c.status for c in verdict.checks}
     failed = tuple(c.index for c in verdict.cases if c.status != "passed")
     ran = len(verdict.cases)
     passed = ran == len(task.cases) and not failed
@@ -87,9 +87,9 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
         passed=passed,
         failed_cases=failed,
         cases=len(task.cases),
-        failure=None if passed else _failure(verdict, checks),
+        failure=None if passed else _failure(verdict, statuses),
         detail="" if passed else _detail(verdict),
-        checks=tuple((name, checks.get(name, "skipped")) for name in STATIC_CHECKS),
+        checks=tuple((name, statuses.get(name, "skipped")) for name in STATIC_CHECKS),
         latency_s=round(latency, 4),
         isolation=verdict.isolation,
         dataset=dataset,
@@ -114,7 +114,7 @@ def _subject(sample: Sample, task: EvalTask) -> Subject:
                    task=Task(task.task_id, task.prompt, task.function), cases=task.cases)
 
 
-def _failure(verdict: Verdict, checks: dict[str, str]) -> str:
+def _failure(verdict: Verdict, checks: Mapping[str, str]) -> str:
     """The earliest stage that stopped the sample."""
     for stage in ("extract", "parse"):
         if checks.get(stage) == "failed":
