@@ -28,6 +28,21 @@ MBPP_SPLITS = {
 }
 
 
+# Test-split tasks whose own reference solution does not pass under the gate, and why. Each was checked: the
+# reference passes when run naively in one process, and fails here only because of the gate's strict rules.
+KNOWN_BROKEN: dict[str, dict[str, str]] = {
+    "mbpp": {
+        "40": "the reference returns a collections.Counter and the test compares it with a dict literal; a "
+              "Counter is a dict subclass, not plain data, so it never crosses the process boundary "
+              "(design.md invariant 2)",
+        "88": "the same as 40: freq_count returns a collections.Counter",
+    },
+    "mbpp-sanitized": {
+        "88": "freq_count returns a collections.Counter, a dict subclass, not plain data (see mbpp 40)",
+    },
+}
+
+
 @dataclass(frozen=True)
 class EvalTask:
     """One task of a dataset. `prefix` is what a `completion` sample continues (HumanEval's prompt), and

@@ -131,7 +131,7 @@ def _failure(verdict: Verdict, checks: Mapping[str, str]) -> str:
 def _detail(verdict: Verdict) -> str:
     for case in verdict.cases:
         if case.status != "passed":
-            return f"case {case.index} ({case.name}): {case.detail}"[:300]
+            return f"{case.name}: {case.detail}"[:300]
     skipped = [c for c in verdict.checks if c.status == "skipped" and c.reason]
     failed = [p.message for p in verdict.penalties]
     return (failed[0] if failed else skipped[0].reason if skipped else "")[:300]
