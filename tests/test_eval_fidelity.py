@@ -8,8 +8,8 @@ from eval_helpers import MBPP_DIR, needs_mbpp, run_eval
 
 from gate.eval.datasets import KNOWN_BROKEN, load_dataset
 
-# Generous limits: a fidelity run shares the machine with the rest of the suite, and MBPP 123's reference takes
-# about 2.5 s of CPU by itself.
+# Generous limits: a fidelity run shares the machine with the rest of the suite, and MBPP 123's reference
+# takes about 2.5 s of CPU by itself.
 SLOW_OK = "limits:\n  timeout: 60\n  cpu: 60\n"
 
 
@@ -51,7 +51,8 @@ def test_mbpp_sanitized_reference_solutions_pass_except_the_known_broken(tmp_pat
     data = MBPP_DIR / "sanitized-mbpp.json"
     tasks = load_dataset("mbpp-sanitized", data).tasks
     samples = [{"task_id": t.task_id, "code": t.reference} for t in tasks]
-    rows, _ = run_eval(tmp_path, "mbpp-sanitized", samples, "--data", str(data), "--policy", _policy(tmp_path))
+    rows, _ = run_eval(tmp_path, "mbpp-sanitized", samples, "--data", str(data),
+                       "--policy", _policy(tmp_path))
     assert len(rows) == 257
     assert sorted(r["task"] for r in rows if not r["pass"]) == sorted(KNOWN_BROKEN["mbpp-sanitized"])
 
