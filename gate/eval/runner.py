@@ -73,7 +73,7 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
                  checks: Sequence[Check]) -> Row:
     """Score one sample through the gate's pipeline and describe the outcome as a row."""
     started = time.perf_counter()
-    verdict = score(_subject(sample, task), options.policy, sandbox, checks=checks)
+    verdict = score(subject_of(sample, task), options.policy, sandbox, checks=checks)
     latency = time.perf_counter() - started
     statuses = {c.name: c.status for c in verdict.checks}
     failed = tuple(c.index for c in verdict.cases if c.status != "passed")
@@ -107,7 +107,8 @@ def eval_checks() -> list[Check]:
     return [*static, DatasetCases()]
 
 
-def _subject(sample: Sample, task: EvalTask) -> Subject:
+def subject_of(sample: Sample, task: EvalTask) -> Subject:
+    """The subject the gate scores for one sample."""
     label = f"{task.task_id} sample {sample.index}"
     files = (SourceFile(SOLUTION_PATH, sample.code, None, "extracted"),) if sample.code is not None else ()
     return Subject(kind="sample", label=label, files=files, reply=sample.reply,
