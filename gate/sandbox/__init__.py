@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from gate.sandbox.base import Limits, Sandbox
+# Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from gate.sandbox.base import Limits, Sandbox
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True) -> Sandbox:

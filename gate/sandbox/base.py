@@ -60,12 +60,13 @@ class RunResult:
     wall_s: float = 0.0
 
 
-# Environment variable naming the file descriptor of the result channel inside a run (write-only; the gate reads
-# it after the run, separately from stdout).
+# Environment variable naming the file descriptor of the result channel inside a run (write-only; the gate
+# reads it after the run, separately from stdout).
 RESULT_FD_ENV = "GATE_RESULT_FD"
 
-# In a pair (`Sandbox.run_pair`), the environment variable naming each side's end of the channel between them: a
-# connected Unix stream socket carrying whatever bytes the two programs agree on (the case kinds send plain data).
+# In a pair (`Sandbox.run_pair`), the environment variable naming each side's end of the channel between them:
+# a connected Unix stream socket carrying whatever bytes the two programs agree on (the case kinds send plain
+# data).
 PEER_FD_ENV = "GATE_PEER_FD"
 
 
@@ -76,15 +77,15 @@ class Sandbox(Protocol):
     def isolation(self) -> Mapping[str, str]: ...
 
     def run(self, request: RunRequest) -> RunResult:
-        """Run one program to its end or its limits; never raises for anything the program does.
-        Thread-safe: several runs may go at once."""
+        """Run one program to its end or its limits; never raises for anything the program does. Thread-safe:
+        several runs may go at once."""
         ...
 
     def run_pair(self, lead: RunRequest, peer: RunRequest) -> tuple[RunResult, RunResult]:
-        """Run two programs at once, each with its own uid, directory and limits, joined by one socket (its fd is
-        in PEER_FD_ENV on both sides). The pair ends when `lead` ends: `peer` is then killed if still running
-        (killed_reason "peer finished"). Use it to keep test code and expected values out of the candidate's
-        process: the lead runs the tests and calls the candidate (the peer) over the socket."""
+        """Run two programs at once, each with its own uid, directory and limits, joined by one socket (its fd
+        is in PEER_FD_ENV on both sides). The pair ends when `lead` ends: `peer` is then killed if still
+        running (killed_reason "peer finished"). Use it to keep test code and expected values out of the
+        candidate's process: the lead runs the tests and calls the candidate (the peer) over the socket."""
         ...
 
     def close(self) -> None: ...

@@ -140,6 +140,11 @@ class Cgroups:
                 _write(v2_dir / "pids.max", str(limits.processes))
         return CgroupRun(dirs, v2_dir)
 
+    def strays(self) -> list[str]:
+        """Run cgroups of this sandbox still present (there should be none between runs)."""
+        return [str(d) for base in [*self._v1.values(), *([self._v2] if self._v2 else [])]
+                for d in base.iterdir() if d.is_dir()]
+
     def close(self) -> None:
         """Remove this sandbox's directories (every run's own is gone by then)."""
         for base in [*self._v1.values(), *([self._v2] if self._v2 else [])]:

@@ -2,14 +2,15 @@
 layer modules only, because it runs under the sandbox interpreter (maybe /usr/bin/python3, not the gate's).
 
 Both backends end here: a fresh interpreter runs `main()` (its config arrives on a pipe), a zygote's forked
-child calls `run_child()` directly. Order matters: session and cgroup first (so nothing escapes the kill), file
-descriptors next, namespaces and the private directory while still root, rlimits after the copy (RLIMIT_FSIZE
-would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the program.
+child calls `run_child()` directly. Order matters: session and cgroup first (so nothing escapes the kill),
+file descriptors next, namespaces and the private directory while still root, rlimits after the copy
+(RLIMIT_FSIZE would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the program.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
 import fcntl
 import json
 import os
@@ -20,9 +21,12 @@ import sys
 import threading
 import traceback
 from collections.abc import Mapping, Sequence
-from typing import Any, NoReturn
 
 from gate.sandbox import _libc, identity, namespaces, rlimits, seccomp
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
+if TYPE_CHECKING:
+    from typing import Any, NoReturn
 
 # Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4).
 STDIN, STDOUT, STDERR, RESULT, PEER, SETUP = 0, 1, 2, 3, 4, 5
@@ -41,10 +45,8 @@ def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
     os.closerange(max(targets) + 1, os.sysconf("SC_OPEN_MAX"))
     for fd in range(max(targets) + 1):
         if fd not in targets:
-            try:
+            with contextlib.suppress(OSError):
                 os.close(fd)
-            except OSError:
-                pass
 
 
 def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
@@ -59,8 +61,8 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     workdir: str = config["stage"]
     uid, gid = config["uid"], config["gid"]
     if config["mountns"]:
-        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], uid if uid is not None else os.getuid(),
-                                         gid if gid is not None else os.getgid(), config["hide"])
+        owner: tuple[int, int] = (os.getuid(), os.getgid()) if uid is None else (uid, gid)
+        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], owner, config["hide"])
     os.chdir(workdir)
     rlimits.apply(config["rlimits"])
     parent = os.getppid()
@@ -89,10 +91,8 @@ def _run_script(script: str, args: Sequence[str], workdir: str) -> int:
     sys.argv = [script, *args]
     sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
     sys.dont_write_bytecode = True
-    sys.stdin = open(STDIN, encoding="utf-8", errors="surrogateescape", closefd=False)  # noqa: SIM115
-    sys.stdout = open(STDOUT, "w", encoding="utf-8", errors="backslashreplace", closefd=False)  # noqa: SIM115
-    sys.stderr = open(STDERR, "w", encoding="utf-8", errors="backslashreplace", closefd=False,  # noqa: SIM115
-                      buffering=1)
+    # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
+    # zygote never reads or writes them), so they are used as they are.
     try:
         runpy.run_path(script, run_name="__main__")
         code = 0
@@ -104,10 +104,8 @@ def _run_script(script: str, args: Sequence[str], workdir: str) -> int:
     getattr(threading, "_shutdown", lambda: None)()  # wait for non-daemon threads, as interpreter exit does
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with contextlib.suppress(OSError, ValueError):  # the program may have closed them
             stream.flush()
-        except (OSError, ValueError):
-            pass
     return code
 
 
@@ -129,11 +127,12 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
     os._exit(_run_script(config["script"], config["args"], workdir))
 
 
-def reap_ready(waiting: dict[int, int], block: bool) -> None:
+def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
     """Reap every exited child (this process is a subreaper, so orphans of a run come here too, and zombies do
-    not pile up under RLIMIT_NPROC). A run's leader has its process group killed while it is still a zombie (so
-    its id cannot have been reused), then its status goes to its status descriptor. With `block`, wait until no
-    child is left."""
+    not pile up under RLIMIT_NPROC). A run's leader has its process group killed while it is still a zombie
+    (so its id cannot have been reused) and, for a dedicated uid without a cgroup, every process of that uid
+    too; then its status goes to its status descriptor. `waiting` maps a leader's pid to (status descriptor,
+    uid to sweep or None). With `block`, wait until no child is left."""
     flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
     while True:
         try:
@@ -144,12 +143,13 @@ def reap_ready(waiting: dict[int, int], block: bool) -> None:
             return
         pid = info.si_pid
         if pid in waiting:
-            try:
+            with contextlib.suppress(OSError):
                 os.killpg(pid, signal.SIGKILL)
-            except OSError:
-                pass
+            sweep_uid = waiting[pid][1]
+            if sweep_uid is not None:
+                identity.kill_user(sweep_uid)
         _, status, usage = os.wait4(pid, 0)
-        status_fd = waiting.pop(pid, None)
+        status_fd, _ = waiting.pop(pid, (None, None))
         if status_fd is not None:
             os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
             os.close(status_fd)
@@ -180,5 +180,5 @@ def main() -> NoReturn:
         seccomp.prepare()
     status_fd = config["status_fd"]
     pid = fork_run(config, config["sources"], status_fd)
-    reap_ready({pid: status_fd}, block=True)
+    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
     os._exit(0)

@@ -8,11 +8,11 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gate.sandbox import bwrap, cgroups, identity, seccomp
+from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
-LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns", "bwrap",
-          "seccomp", "cgroup")
+LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
+          "bwrap", "seccomp", "cgroup")
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
 # Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
 _PROBE = """
@@ -48,7 +48,7 @@ def _interpreter(switch_uid: bool) -> tuple[str, str]:
     if not switch_uid:
         return sys.executable, ""
     for candidate in (sys.executable, *_INTERPRETERS):
-        if identity.runnable_by_others(candidate):
+        if users.runnable_by_others(candidate):
             return candidate, ""
     return sys.executable, f"no Python interpreter that another uid can run (tried {sys.executable}, " \
                            + ", ".join(_INTERPRETERS) + ")"
@@ -56,7 +56,8 @@ def _interpreter(switch_uid: bool) -> tuple[str, str]:
 
 def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
     done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _PROBE, "1" if root else "0", *paths],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False, timeout=60)
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,
+                          timeout=60)
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
         return dict.fromkeys(("seccomp", "netns", "mountns"), reason[0])
@@ -81,7 +82,7 @@ def _switch(text: str, detail: str = "on") -> str:
 def layers(prefer_zygote: bool) -> Layers:
     """Detect every layer and choose the ones to use."""
     root = os.geteuid() == 0
-    uids = identity.UidPool() if root else None
+    uids = users.UidPool() if root else None
     interpreter, no_interpreter = _interpreter(uids is not None)
     if no_interpreter:
         uids = None

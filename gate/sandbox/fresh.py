@@ -1,8 +1,8 @@
 """Backend "fresh-interpreter": a new `python -s -S -P` per run (the fallback; about 8 ms a run here).
 
-Not `-I`: it implies `-E`, which would ignore PYTHONHASHSEED, and the environment is an allow-list anyway.
-The new interpreter's first process is a one-run reaper (child.main): it forks the run's leader and reaps
-whatever the run leaves, since pid 1 does not reap orphans on every machine (it does not on this one).
+Not `-I`: it implies `-E`, which would ignore PYTHONHASHSEED, and the environment is an allow-list anyway. The
+new interpreter's first process is a one-run reaper (child.main): it forks the run's leader and reaps whatever
+the run leaves, since pid 1 does not reap orphans on every machine (it does not on this one).
 """
 
 from __future__ import annotations

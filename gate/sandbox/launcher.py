@@ -1,4 +1,5 @@
-"""How a backend starts the sandboxed child: the small interface behind the registry (gate/sandbox/registry.py).
+"""How a backend starts the sandboxed child: the small interface behind the registry
+(gate/sandbox/registry.py).
 
 A backend gets the child's config (see gate/sandbox/child.py) and the descriptors to hand it, starts a process
 that ends in `child.run_child`, and returns a handle the supervisor polls. Everything else (pipes, limits,
@@ -18,8 +19,8 @@ class Handle(Protocol):
     exit_fd: int
 
     def reap(self) -> tuple[int, float]:
-        """Kill what is left of the child's process group, collect it: (raw wait status, CPU seconds).
-        Blocks until the child has exited; call once `exit_fd` is readable or after killing it."""
+        """Kill what is left of the child's process group, collect it: (raw wait status, CPU seconds). Blocks
+        until the child has exited; call once `exit_fd` is readable or after killing it."""
         ...
 
     def close(self) -> None:

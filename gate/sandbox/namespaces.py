@@ -2,16 +2,15 @@
 
 Child side, as root before the uid switch. A new network namespace has only a loopback device, left down, so
 nothing (not even 127.0.0.1) is reachable. In a new mount namespace one tmpfs of `disk_bytes` is mounted on
-/tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can fill
-shares that one bound and disappears with the namespace; the run's files are copied from the staging directory
-into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top.
+/tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can
+fill shares that one bound and disappears with the namespace; the run's files are copied from the staging
+directory into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top.
 Standard library only: imported inside the child.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Sequence
 
 from gate.sandbox import _libc
@@ -27,8 +26,9 @@ def unshare(net: bool, mount: bool) -> None:
         _libc.unshare(flags)
 
 
-def private_tmp(stage: str, disk_bytes: int, uid: int, gid: int, hide: Sequence[str]) -> str:
-    """Mount the run's tmpfs (see the module docstring), copy `stage` into it; returns the working directory."""
+def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Sequence[str]) -> str:
+    """Mount the run's tmpfs (see the module docstring), copy `stage` into it; returns the working directory.
+    """
     stage_fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)  # the tmpfs may hide `stage` once mounted
     # Nothing mounted here may propagate back to the host's namespace.
     _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
@@ -40,12 +40,15 @@ def private_tmp(stage: str, disk_bytes: int, uid: int, gid: int, hide: Sequence[
             os.chmod(inside, 0o1777)
             _libc.mount(inside, target, None, _libc.MS_BIND)
     for path in hide:
-        _libc.mount("tmpfs", path, "tmpfs", _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV, "size=4k,mode=0555")
+        flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
+        _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
+    import shutil  # here, not at the top: only runs in a mount namespace need it, and it is slow to import
+
     shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True)
     os.close(stage_fd)
     for root, dirs, files in os.walk(WORKDIR):
         for name in (*dirs, *files):
-            os.lchown(os.path.join(root, name), uid, gid)
-    os.chown(WORKDIR, uid, gid)
+            os.lchown(os.path.join(root, name), *owner)
+    os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
     return WORKDIR

@@ -1,4 +1,5 @@
-"""The backends, by name, best first. Each builds a launcher (gate/sandbox/launcher.py) from the chosen layers."""
+"""The backends, by name, best first. Each builds a launcher (gate/sandbox/launcher.py) from the chosen
+layers."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Layer "rlimits": kernel resource limits for one run (standard library only: runs inside the child).
 
 RLIMIT_AS (not RLIMIT_DATA) bounds memory: a shared anonymous mmap escapes RLIMIT_DATA. RLIMIT_NPROC counts
-every process of the real uid (zombies too) and does nothing for root, so it is exact only under a dedicated uid.
+every process of the real uid (zombies too) and does nothing for root, so it is exact only under a dedicated
+uid.
 """
 
 from __future__ import annotations

@@ -1,8 +1,9 @@
 """The sandbox every backend shares: stage a run, start it through a launcher, supervise it, clean up.
 
 Supervision: stdin is fed from the request, stdout and stderr are read up to the output cap (the run is killed
-beyond it), the result channel is read separately, the wall clock kills the run's process group (and its cgroup,
-and every process of its dedicated uid), and once the leader has exited everything else of the run is killed too.
+beyond it), the result channel is read separately, the wall clock kills the run's process group (and its
+cgroup, and every process of its dedicated uid), and once the leader has exited everything else of the run is
+killed too.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateFailure
-from gate.sandbox import identity, rlimits, stage
+from gate.sandbox import rlimits, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -38,7 +39,7 @@ class Layers:
     interpreter: str
     import_paths: tuple[str, ...]
     isolation: Mapping[str, str]
-    uids: identity.UidPool | None = None
+    uids: users.UidPool | None = None
     no_new_privs: bool = True
     netns: bool = False
     mountns: bool = False
@@ -52,7 +53,7 @@ class _Live:
     """One run in progress, parent side."""
 
     request: RunRequest
-    who: identity.Identity | None
+    who: users.Identity | None
     stage: Path
     cgroup: CgroupRun | None
     handle: Handle
@@ -112,6 +113,17 @@ class LayeredSandbox:
         results = self._supervise([first, second], lead=first)
         return results[0], results[1]
 
+    def leftovers(self) -> list[str]:
+        """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
+        removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
+        killed process may take a moment to die); tests and `gate doctor` check it."""
+        found = [f"directory {path}" for path in self._base.iterdir()]
+        if self.layers.cgroups:
+            found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
+        elif self.layers.uids:
+            found += [f"process {proc}" for proc in self.layers.uids.strays()]
+        return found
+
     def close(self) -> None:
         """Stop the backend's helpers and remove every directory and cgroup this sandbox made."""
         self.launcher.close()
@@ -121,14 +133,15 @@ class LayeredSandbox:
 
     # Starting a run
 
-    def _config(self, request: RunRequest, who: identity.Identity | None, where: Path,
+    def _config(self, request: RunRequest, who: users.Identity | None, where: Path,
                 cgroup: CgroupRun | None, peer: bool) -> dict[str, Any]:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         limits = request.limits
         processes: int | None = limits.processes
         if who is None or not who.dedicated:
-            processes = None  # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root)
+            # RLIMIT_NPROC would count other processes of a shared uid (or do nothing for root).
+            processes = None
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],
@@ -138,9 +151,10 @@ class LayeredSandbox:
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
             "stage": str(where),
-            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes, limits.open_files,
-                                    processes),
+            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
+                                    limits.open_files, processes),
             "uid": who.uid if who else None,
+            "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             "gid": who.gid if who else None,
             "no_new_privs": self.layers.no_new_privs,
             "seccomp": self.layers.seccomp,
@@ -260,7 +274,8 @@ class LayeredSandbox:
             os.close(fd)
 
     def _kill(self, live: _Live, reason: str) -> None:
-        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits)."""
+        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits).
+        """
         if not live.killed_reason:
             live.killed_reason = reason
             live.timed_out = reason == "wall timeout"
@@ -270,11 +285,11 @@ class LayeredSandbox:
         self._sweep(live)
 
     def _sweep(self, live: _Live) -> None:
-        """Kill every process of the run that is left, wherever it went (setsid, double fork)."""
+        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a
+        cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's
+        exit."""
         if live.cgroup:
             live.cgroup.kill_all()
-        elif live.who and live.who.dedicated:
-            identity.kill_uid(live.who.uid)
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()
@@ -285,8 +300,9 @@ class LayeredSandbox:
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        if not reason and signum in (signal.SIGXCPU, signal.SIGKILL) \
-                and live.cpu_s >= live.request.limits.cpu_s * 0.9:
+        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
+        if not reason and (signum == signal.SIGXCPU
+                           or (signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s)):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
@@ -295,7 +311,7 @@ class LayeredSandbox:
             stdout=bytes(live.stdout), stderr=bytes(live.stderr), result=bytes(live.result) or None,
             output_truncated=live.truncated, killed_reason=reason, wall_s=time.monotonic() - live.start)
 
-    def _release(self, who: identity.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
+    def _release(self, who: users.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
         if cgroup:
             cgroup.remove()
         if where is not None:

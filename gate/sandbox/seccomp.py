@@ -16,8 +16,11 @@ from __future__ import annotations
 import errno
 import importlib
 import socket
-from types import ModuleType
-from typing import Any
+
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: a fresh sandboxed interpreter imports this module
+if TYPE_CHECKING:
+    from types import ModuleType
+    from typing import Any
 
 _MODULES = ("pyseccomp", "seccomp")
 _DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup")

@@ -1,7 +1,8 @@
 """Parent side of a run's private directory and environment.
 
-Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by the
-run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token there).
+Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by
+the run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token
+there).
 """
 
 from __future__ import annotations
@@ -25,30 +26,45 @@ def make_base() -> Path:
     return base
 
 
-def _safe_relative(name: str) -> PurePosixPath:
+def _safe_relative(name: str) -> str:
     path = PurePosixPath(name)
     if path.is_absolute() or ".." in path.parts or not path.parts:
         raise ValueError(f"run file {name!r} must be a relative path inside the working directory")
-    return path
+    return str(path)
 
 
 def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -> Path:
-    """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given."""
-    stage = Path(tempfile.mkdtemp(prefix="run-", dir=base))
+    """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given.
+    Plain os calls: this runs once per run, on the fast path."""
+    stage = tempfile.mkdtemp(prefix="run-", dir=base)
     if request.tree is not None:
         shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".git"))
+        if owner is not None:
+            _chown_tree(stage, owner)
     for name, data in request.files.items():
-        target = stage / _safe_relative(name)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(data)
+        target = os.path.join(stage, _safe_relative(name))
+        parent = os.path.dirname(target)
+        if not os.path.isdir(parent):
+            os.makedirs(parent)
+            if owner is not None:
+                _chown_tree(stage, owner)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        try:
+            os.write(fd, data)
+            if owner is not None:
+                os.fchown(fd, *owner)
+        finally:
+            os.close(fd)
     if owner is not None:
-        for root, dirs, files in os.walk(stage):
-            for entry in (*dirs, *files):
-                os.lchown(os.path.join(root, entry), *owner)
         os.chown(stage, *owner)
-    stage.chmod(0o700)
-    return stage
+    return Path(stage)
+
+
+def _chown_tree(root: str, owner: tuple[int, int]) -> None:
+    for parent, dirs, files in os.walk(root):
+        for entry in (*dirs, *files):
+            os.lchown(os.path.join(parent, entry), *owner)
 
 
 def _make_writable(func: Callable[..., object], path: str, _exc: object) -> None:

@@ -106,7 +106,8 @@ class ZygoteLauncher:
             return zygote
 
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
-        """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked."""
+        """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked.
+        """
         status_r, status_w = os.pipe()
         try:
             zygote = self._zygote(hash_seed)

@@ -1,0 +1,88 @@
+"""Per-run cost of the sandbox: the zygote path against the fresh-interpreter path, adding one layer at a
+time.
+
+    .venv/bin/python bench/sandbox_cost.py [--runs 50]
+
+Each run is a whole `Sandbox.run` of a one-line program (stage, start, supervise, clean up), timed from the
+caller's side. Layers that are not available here are shown as "n/a".
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import statistics
+import time
+from collections.abc import Callable
+
+from gate.sandbox import detect, registry
+from gate.sandbox.base import RunRequest
+from gate.sandbox.runner import LayeredSandbox, Layers
+
+PROGRAM = RunRequest(script="main.py", files={"main.py": b"print('ok')\n"})
+
+# Each step adds one layer to the one before; all start from the layers detected here.
+STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
+    ("setsid + rlimits + pipes", lambda full: dataclasses.replace(
+        full, uids=None, netns=False, mountns=False, seccomp=False, cgroups=None)),
+    ("+ uid + no-new-privs", lambda full: dataclasses.replace(
+        full, netns=False, mountns=False, seccomp=False, cgroups=None)),
+    ("+ netns", lambda full: dataclasses.replace(full, mountns=False, seccomp=False, cgroups=None)),
+    ("+ mountns (tmpfs)", lambda full: dataclasses.replace(full, seccomp=False, cgroups=None)),
+    ("+ seccomp", lambda full: dataclasses.replace(full, cgroups=None)),
+    ("+ cgroup (all layers)", lambda full: full),
+]
+
+
+def _available(step: Layers, full: Layers) -> bool:
+    """A step is measurable when every layer it turns on was detected."""
+    managers = all(getattr(step, name) is None or getattr(full, name) is not None
+                   for name in ("uids", "cgroups"))
+    return managers and all(not getattr(step, name) or getattr(full, name)
+                            for name in ("netns", "mountns", "seccomp"))
+
+
+def per_run_ms(backend: str, make: Callable[[Layers], Layers], runs: int) -> float | None:
+    """Median milliseconds per run over `runs` runs (after one warm-up run that starts the backend), or None
+    when a layer of the step is not available here."""
+    full = detect.layers(prefer_zygote=True)
+    layers = make(full)
+    if full.cgroups and layers.cgroups is None:
+        full.cgroups.close()
+    sandbox = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    if not _available(layers, full):
+        sandbox.close()
+        return None
+    try:
+        sandbox.run(PROGRAM)
+        times = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            result = sandbox.run(PROGRAM)
+            times.append(time.perf_counter() - start)
+            if result.stdout != b"ok\n":
+                raise SystemExit(f"{backend}: the program did not run: {result}")
+        return statistics.median(times) * 1000
+    finally:
+        sandbox.close()
+
+
+def main() -> None:
+    """Print the table."""
+    parser = argparse.ArgumentParser(description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=50)
+    args = parser.parse_args()
+    print(f"{args.runs} runs per cell; median ms per run (one-line program, whole Sandbox.run)")
+    print(f"{'layers':<28} {'zygote':>8} {'fresh':>8} {'fresh/zygote':>13}")
+    for name, make in STEPS:
+        zygote = per_run_ms("zygote", make, args.runs)
+        fresh = per_run_ms("fresh-interpreter", make, args.runs)
+        if zygote is None or fresh is None:
+            print(f"{name:<28} {'n/a':>8} {'n/a':>8}")
+        else:
+            print(f"{name:<28} {zygote:>8.2f} {fresh:>8.2f} {fresh / zygote:>12.1f}x")
+
+
+if __name__ == "__main__":
+    main()

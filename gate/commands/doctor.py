@@ -1,0 +1,219 @@
+"""`gate doctor`: which isolation layers work on this machine, and canary programs that try to get past them.
+
+Exit 0 when every canary was blocked, 3 (the gate cannot promise its isolation here) when one got through.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, Sandbox
+
+LIMITS = Limits(wall_s=20.0, cpu_s=10.0, processes=16)
+FORK_FLOOD = 200  # forks a canary attempts; a sandbox without a process limit lets them all through
+_REPORT = ("import os, sys\ndef report(text):\n"
+           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
+_NETWORK = """import socket
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=5).sendall(b"canary")
+    report("connected")
+except OSError as exc:
+    report(f"{type(exc).__name__}: {exc.strerror or exc}")
+"""
+_SECRET = """found = [repr(dict(os.environ))]
+for pid in ["self", str(os.getppid()), "1", sys.argv[1], *(p for p in os.listdir("/proc") if p.isdigit())]:
+    try:
+        with open(f"/proc/{pid}/environ", "rb") as environ:
+            found.append(environ.read().decode(errors="replace"))
+    except OSError:
+        pass
+report("\\n".join(found))
+"""
+_READ = """try:
+    report(open(sys.argv[1]).read())
+except OSError as exc:
+    report(f"{type(exc).__name__}: {exc.strerror}")
+"""
+_WRITE = """try:
+    with open(sys.argv[1], "w") as planted:
+        planted.write("canary")
+    report("written")
+except OSError as exc:
+    report(f"{type(exc).__name__}: {exc.strerror}")
+"""
+_DAEMON = """import time
+r, w = os.pipe()
+if os.fork() == 0:
+    os.setsid()
+    if os.fork() == 0:
+        os.write(w, str(os.getpid()).encode())
+        os.close(w)
+        while True:
+            time.sleep(1)
+    os._exit(0)
+os.close(w)
+report(os.read(r, 32).decode())
+"""
+_FORKS = """import time
+made = 0
+for _ in range(int(sys.argv[1])):
+    try:
+        if os.fork() == 0:
+            time.sleep(60)
+            os._exit(0)
+        made += 1
+    except OSError:
+        break
+report(made)
+"""
+
+
+@dataclass(frozen=True)
+class Canary:
+    """One attempt and its outcome."""
+
+    name: str
+    blocked: bool
+    detail: str
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `gate doctor`."""
+    parser = subparsers.add_parser("doctor", description=__doc__,
+                                   help="show the isolation layers here and test them with canaries")
+    parser.add_argument("--fresh", action="store_true",
+                        help="test the fresh-interpreter backend instead of the zygote")
+    parser.set_defaults(func=run)
+
+
+def _run(sandbox: Sandbox, code: str, *args: str) -> str:
+    files = {"canary.py": (_REPORT + code).encode()}
+    result = sandbox.run(RunRequest(script="canary.py", args=args, files=files, limits=LIMITS))
+    return (result.result or b"").decode(errors="replace")
+
+
+@contextlib.contextmanager
+def _planted() -> Iterator[tuple[Path, str]]:
+    """A world-readable fake checkout with a token in .git/config, and a world-writable directory beside it.
+    """
+    token = "ghp_" + secrets.token_hex(16)
+    root = Path(tempfile.mkdtemp(prefix="gate-doctor-"))
+    try:
+        (root / ".git").mkdir()
+        (root / ".git" / "config").write_text(f'[http]\n\textraheader = "AUTHORIZATION: basic {token}"\n')
+        (root / "open").mkdir()
+        root.chmod(0o755)
+        (root / ".git").chmod(0o755)
+        (root / ".git" / "config").chmod(0o644)
+        (root / "open").chmod(0o777)
+        yield root, token
+    finally:
+        shutil.rmtree(root)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def network(sandbox: Sandbox) -> Canary:
+    """Connect to a port the gate listens on, on 127.0.0.1."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        said = _run(sandbox, _NETWORK, str(listener.getsockname()[1]))
+        try:
+            listener.accept()[0].close()
+            reached = True
+        except BlockingIOError:
+            reached = False
+    return Canary("network", not reached and said != "connected", f"connect to 127.0.0.1: {said}")
+
+
+def secret(sandbox: Sandbox, token: str) -> Canary:
+    """Find the token in the gate's environment: own env, /proc/<ppid>/environ, /proc/1, /proc/<gate>, all."""
+    found = token in _run(sandbox, _SECRET, str(os.getpid()))
+    return Canary("secret", not found, "token seen in an environment" if found
+                  else "not in its environment, nor in any /proc/*/environ it can read")
+
+
+def planted_file(sandbox: Sandbox) -> list[Canary]:
+    """Read a token from a world-readable .git/config outside the working directory; write beside it."""
+    with _planted() as (root, token):
+        said = _run(sandbox, _READ, str(root / ".git" / "config"))
+        read = Canary("read outside", token not in said, "read the token" if token in said else said)
+        said = _run(sandbox, _WRITE, str(root / "open" / "planted"))
+        wrote = (root / "open" / "planted").exists()
+        write = Canary("write outside", not wrote, "wrote into a world-writable directory" if wrote else said)
+    return [read, write]
+
+
+def daemon(sandbox: Sandbox) -> Canary:
+    """Leave a double-forked, setsid() daemon behind."""
+    said = _run(sandbox, _DAEMON)
+    if not said.isdigit():
+        return Canary("daemon", True, f"could not start one ({said or 'no report'})")
+    pid = int(said)
+    for _ in range(100):  # a killed process may take a moment to be gone
+        if not _alive(pid):
+            return Canary("daemon", True, f"pid {pid} is gone after the run")
+        time.sleep(0.05)
+    return Canary("daemon", False, f"pid {pid} outlived its run")
+
+
+def fork_flood(sandbox: Sandbox) -> Canary:
+    """Fork up to FORK_FLOOD processes."""
+    said = _run(sandbox, _FORKS, str(FORK_FLOOD))
+    made = int(said) if said.isdigit() else 0
+    return Canary("fork flood", made < FORK_FLOOD, f"{made} of {FORK_FLOOD} forks succeeded "
+                  f"(process limit {LIMITS.processes})")
+
+
+def canaries(sandbox: Sandbox, token: str) -> list[Canary]:
+    """Every canary, in order."""
+    checks: list[Callable[[], Canary | list[Canary]]] = [
+        lambda: network(sandbox), lambda: secret(sandbox, token), lambda: planted_file(sandbox),
+        lambda: daemon(sandbox), lambda: fork_flood(sandbox)]
+    found: list[Canary] = []
+    for check in checks:
+        outcome = check()
+        found.extend(outcome if isinstance(outcome, list) else [outcome])
+    return found
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the layers and the canaries' outcomes."""
+    token = "gate-doctor-" + secrets.token_hex(16)
+    os.environ["GATE_DOCTOR_SECRET"] = token  # in the gate's own environment, where a token would be
+    sandbox = open_sandbox(LIMITS, prefer_zygote=not args.fresh)
+    try:
+        print("isolation layers on this machine:")
+        for layer, state in sandbox.isolation.items():
+            print(f"  {layer:<18} {state}")
+        print(f"canaries ({'fresh-interpreter' if args.fresh else 'zygote'} backend):")
+        found = canaries(sandbox, token)
+    finally:
+        sandbox.close()
+        del os.environ["GATE_DOCTOR_SECRET"]
+    for canary in found:
+        print(f"  {canary.name:<14} {'blocked' if canary.blocked else 'NOT BLOCKED':<12} {canary.detail}")
+    missed = [canary.name for canary in found if not canary.blocked]
+    print(f"{len(found) - len(missed)} of {len(found)} canaries blocked" +
+          (f"; not blocked: {', '.join(missed)}" if missed else ""))
+    return EXIT_GATE_FAILED if missed else EXIT_ACCEPTED

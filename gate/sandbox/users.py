@@ -1,0 +1,150 @@
+"""Layer "uid", parent side: dedicated system users for runs, and an interpreter such a user can start.
+
+One user per concurrent run (gate-sbx, gate-sbx1, ...; created with useradd on first use and reused
+afterwards), so that RLIMIT_NPROC counts only that run and every process left under the uid after the run can
+be killed without touching anything else. Without useradd, `nobody` (shared, so neither holds).
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import pwd
+import shutil
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+USER_PREFIX = "gate-sbx"
+NOBODY = 65534
+MAX_SLOTS = 32
+LOCK_DIR = "/run/lock/gate-sandbox"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """A uid a run can switch to. `dedicated` means nothing but sandbox runs ever uses it."""
+
+    uid: int
+    gid: int
+    name: str
+    dedicated: bool
+
+
+def _ensure_user(name: str) -> Identity | None:
+    try:
+        entry = pwd.getpwnam(name)
+    except KeyError:
+        useradd = shutil.which("useradd") or "/usr/sbin/useradd"
+        if not os.path.exists(useradd):
+            return None
+        subprocess.run([useradd, "--system", "--user-group", "--no-create-home", "--home-dir", "/nonexistent",
+                               "--shell", "/usr/sbin/nologin", name], capture_output=True, check=False)
+        try:
+            entry = pwd.getpwnam(name)  # made now, or by another gate at the same moment
+        except KeyError:
+            return None
+    return Identity(entry.pw_uid, entry.pw_gid, name, dedicated=True)
+
+
+class UidPool:
+    """Hands out one dedicated uid per concurrent run, or `nobody` when no user can be created. Thread-safe,
+    and safe across gate processes on one machine (parallel tests, parallel jobs): a uid is held with an
+    exclusive flock on its lock file in LOCK_DIR for as long as its run lasts."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._held: dict[int, int] = {}  # uid -> descriptor of its lock file
+        first = _ensure_user(USER_PREFIX)
+        self.fallback = None if first else Identity(NOBODY, NOBODY, "nobody", dedicated=False)
+        if first:
+            os.makedirs(LOCK_DIR, mode=0o755, exist_ok=True)
+            os.chmod(LOCK_DIR, 0o755)
+
+    @property
+    def describe(self) -> str:
+        """How the uid layer reads in the isolation map."""
+        if self.fallback:
+            return f"uid {NOBODY} (nobody, shared: could not create {USER_PREFIX})"
+        first = pwd.getpwnam(USER_PREFIX)
+        return f"uid {first.pw_uid} ({USER_PREFIX}; one dedicated user per concurrent run)"
+
+    def _try(self, slot: int) -> Identity | None:
+        name = USER_PREFIX + (str(slot) if slot else "")
+        fd = os.open(os.path.join(LOCK_DIR, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return None
+        made = _ensure_user(name)
+        if made is None or made.uid in self._held:
+            os.close(fd)
+            return None
+        self._held[made.uid] = fd
+        return made
+
+    def acquire(self) -> Identity:
+        """A uid for one run; waits while MAX_SLOTS runs (of any gate on this machine) are going."""
+        if self.fallback:
+            return self.fallback
+        while True:
+            with self._lock:
+                for slot in range(MAX_SLOTS):
+                    made = self._try(slot)
+                    if made:
+                        return made
+            time.sleep(0.05)
+
+    def release(self, identity: Identity) -> None:
+        """Give a uid back once nothing of its run is left."""
+        if identity.dedicated:
+            with self._lock:
+                os.close(self._held.pop(identity.uid))
+
+
+    def strays(self) -> list[str]:
+        """Live processes of a sandbox uid that no run holds (there should be none): "pid (user)"."""
+        found = []
+        for slot in range(MAX_SLOTS):
+            with self._lock:
+                made = self._try(slot) if not self.fallback else None
+                if made is None:
+                    continue
+                try:
+                    found += [f"{pid} ({made.name})" for pid in processes_of(made.uid)]
+                finally:
+                    os.close(self._held.pop(made.uid))
+        return found
+
+
+def processes_of(uid: int) -> list[int]:
+    """Live (not zombie) processes whose real uid is `uid`."""
+    found = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/status") as status:
+                fields = dict(line.split(":", 1) for line in status if ":" in line)
+        except OSError:
+            continue
+        if int(fields["Uid"].split()[0]) == uid and not fields["State"].strip().startswith("Z"):
+            found.append(int(entry))
+    return found
+
+
+def runnable_by_others(path: str) -> bool:
+    """Whether a user other than the owner can read and execute `path` (every directory on the way
+    searchable)."""
+    real = Path(os.path.realpath(path))
+    try:
+        wanted = stat.S_IROTH | stat.S_IXOTH
+        if not real.is_file() or real.stat().st_mode & wanted != wanted:
+            return False
+        return all(parent.stat().st_mode & stat.S_IXOTH for parent in real.parents)
+    except OSError:
+        return False

@@ -1,0 +1,288 @@
+"""Hostile programs against the sandbox. After each one: the gate (this process) is unharmed, nothing of the
+run
+is left (process, directory, cgroup, mount), and the next honest run works. No timing assertions: walls are
+generous and only decide how long a hostile program may last, never whether a test passes."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import textwrap
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, RunResult
+from gate.sandbox.runner import LayeredSandbox
+
+LIMITS = Limits(wall_s=20.0, cpu_s=10.0, memory_bytes=256 * 1024 * 1024, output_bytes=64 * 1024, processes=16,
+                open_files=32, file_size_bytes=1024 * 1024, disk_bytes=8 * 1024 * 1024)
+SECRET = "ghp_sandboxCanaryToken0123456789"
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="needs root: uid switch and mount namespace")
+
+# Every program can report on its result channel with `report(text)`.
+PRELUDE = ("import os, sys\ndef report(text):\n"
+           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
+
+
+@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
+    # A secret in the gate's own environment before the sandbox starts: no run may be able to read it.
+    os.environ["GATE_TEST_SECRET"] = SECRET
+    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
+    assert isinstance(box, LayeredSandbox)
+    yield box
+    box.close()
+    del os.environ["GATE_TEST_SECRET"]
+
+
+@pytest.fixture(autouse=True)
+def gate_stays_healthy(sandbox: LayeredSandbox) -> Iterator[None]:
+    mounts_before = Path("/proc/self/mountinfo").read_text()
+    yield
+    assert settled(lambda: not sandbox.leftovers()), sandbox.leftovers()
+    assert Path("/proc/self/mountinfo").read_text() == mounts_before
+    honest = sandbox.run(hostile("print('still fine')"))
+    assert (honest.exit_code, honest.stdout) == (0, b"still fine\n")
+
+
+def hostile(code: str, *args: str, limits: Limits = LIMITS) -> RunRequest:
+    """A run of `code` (dedented; `os`, `sys` and `report` are there already)."""
+    files = {"main.py": (PRELUDE + textwrap.dedent(code)).encode()}
+    return RunRequest(script="main.py", args=args, files=files, limits=limits)
+
+
+def settled(condition: Callable[[], bool]) -> bool:
+    """Whether `condition` holds, allowing a SIGKILLed process a while to finish dying (not a timing check:
+    the bound is only there so that a real leak fails instead of hanging)."""
+    for _ in range(200):
+        if condition():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def alive(pid: int) -> bool:
+    """Whether `pid` is a live process (a zombie waiting for its reaper counts as gone)."""
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+    return state != "Z"
+
+
+def test_exit_zero_early_reports_nothing(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("os._exit(0)\nreport('never')"))
+    assert (result.exit_code, result.result) == (0, None)
+
+
+def test_ignoring_sigterm_in_an_endless_loop_hits_the_wall(sandbox: LayeredSandbox) -> None:
+    code = "import signal\nsignal.signal(signal.SIGTERM, signal.SIG_IGN)\nwhile True:\n    pass"
+    result = sandbox.run(hostile(code, limits=Limits(wall_s=2.0, cpu_s=60.0)))
+    assert result.timed_out
+    assert result.killed_reason == "wall timeout"
+    assert result.exit_code is None
+
+
+def test_sleeping_forever_hits_the_wall(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("import time\ntime.sleep(10_000)", limits=Limits(wall_s=1.0)))
+    assert result.timed_out
+
+
+def test_busy_loop_hits_the_cpu_limit(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("while True:\n    pass", limits=Limits(wall_s=120.0, cpu_s=1.0)))
+    assert not result.timed_out
+    assert result.killed_reason == "cpu limit"
+    assert result.signal in (signal.SIGXCPU, signal.SIGKILL)
+
+
+def test_fork_bomb_is_contained(sandbox: LayeredSandbox) -> None:
+    code = ("import time\nn = 0\nwhile True:\n    try:\n        os.fork()\n        n += 1\n"
+            "    except OSError:\n        time.sleep(0.01)\n")
+    result = sandbox.run(hostile(code, limits=Limits(wall_s=3.0, processes=16)))
+    assert result.timed_out
+
+
+def test_double_fork_daemon_does_not_outlive_its_run(sandbox: LayeredSandbox) -> None:
+    code = """
+        import signal, time
+        r, w = os.pipe()
+        if os.fork() == 0:
+            os.setsid()
+            if os.fork() == 0:
+                signal.signal(signal.SIGTERM, signal.SIG_IGN)
+                os.write(w, str(os.getpid()).encode())
+                os.close(w)
+                while True:
+                    time.sleep(1)
+            os._exit(0)
+        os.close(w)
+        report(os.read(r, 32).decode())
+    """
+    result = sandbox.run(hostile(code))
+    assert result.exit_code == 0
+    assert result.result is not None
+    daemon = int(result.result)
+    assert settled(lambda: not alive(daemon))
+
+
+def test_daemon_holding_stdout_open_does_not_hang_the_run(sandbox: LayeredSandbox) -> None:
+    code = "import time\nif os.fork() == 0:\n    os.setsid()\n    time.sleep(10_000)\nprint('leader done')\n"
+    result = sandbox.run(hostile(code))
+    assert (result.exit_code, result.stdout, result.timed_out) == (0, b"leader done\n", False)
+
+
+@pytest.mark.parametrize("stream", ["stdout", "stderr"])
+def test_output_flood_is_cut_and_killed(sandbox: LayeredSandbox, stream: str) -> None:
+    result = sandbox.run(hostile(f"while True:\n    sys.{stream}.write('x' * 4096)"))
+    assert result.output_truncated
+    assert result.killed_reason == "output limit"
+    assert len(result.stdout) + len(result.stderr) <= LIMITS.output_bytes
+
+
+def test_result_channel_flood_is_cut_and_killed(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("while True:\n    report('r' * 4096)"))
+    assert result.killed_reason == "output limit"
+    assert result.result is not None
+    assert len(result.result) <= LIMITS.output_bytes
+
+
+def test_memory_hog_fails(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("data = bytearray(1024 * 1024 * 1024)\nreport('allocated')"))
+    assert result.exit_code != 0
+    assert result.result is None
+
+
+def test_shared_anonymous_mmap_hog_fails(sandbox: LayeredSandbox) -> None:
+    code = ("import mmap\nm = mmap.mmap(-1, 1024 * 1024 * 1024, flags=mmap.MAP_SHARED)\n"
+            "for i in range(0, len(m), 4096):\n    m[i] = 1\nreport('touched')")
+    result = sandbox.run(hostile(code))
+    assert result.result is None
+
+
+def test_big_file_is_refused(sandbox: LayeredSandbox) -> None:
+    code = "with open('big', 'wb') as f:\n    f.write(b'x' * (4 * 1024 * 1024))\nreport('written')"
+    result = sandbox.run(hostile(code))
+    assert result.result is None
+    assert b"File too large" in result.stderr
+
+
+@needs_root
+def test_disk_filler_is_bounded_and_leaves_nothing(sandbox: LayeredSandbox) -> None:
+    marker = f"gate-fill-{os.getpid()}-{id(sandbox)}"
+    code = """
+        written = 0
+        try:
+            for i in range(10_000):
+                for where in ('.', '/tmp', '/var/tmp', '/dev/shm'):
+                    with open(f'{where}/{sys.argv[1]}-{i}', 'wb') as f:
+                        f.write(b'x' * 512 * 1024)
+                    written += 1
+        except OSError as exc:
+            report(f'{written} {exc.errno}')
+    """
+    result = sandbox.run(hostile(code, marker))
+    assert result.result is not None
+    written = int(result.result.split()[0])
+    assert written * 512 * 1024 <= LIMITS.disk_bytes
+    for where in ("/tmp", "/var/tmp", "/dev/shm"):
+        assert not [name for name in os.listdir(where) if name.startswith(marker)]
+
+
+def test_too_many_open_files_fails_in_the_program_only(sandbox: LayeredSandbox) -> None:
+    code = """
+        files = []
+        try:
+            while True:
+                files.append(open('main.py'))
+        except OSError:
+            report(len(files))
+    """
+    result = sandbox.run(hostile(code))
+    assert result.result is not None
+    assert int(result.result) < LIMITS.open_files
+
+
+def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> None:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        port = listener.getsockname()[1]
+        code = """
+            import socket
+            try:
+                socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).sendall(b'stolen')
+                report('connected')
+            except OSError:
+                report('blocked')
+        """
+        result = sandbox.run(hostile(code, str(port)))
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    if sandbox.isolation["netns"] == "on" or sandbox.isolation["seccomp"].startswith("on"):
+        assert result.result == b"blocked"
+
+
+def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) -> None:
+    code = """
+        found = [repr(dict(os.environ))]
+        pids = ['self', str(os.getppid()), '1', sys.argv[1], *(p for p in os.listdir('/proc') if p.isdigit())]
+        for pid in pids:
+            try:
+                with open(f'/proc/{pid}/environ', 'rb') as f:
+                    found.append(f.read().decode(errors='replace'))
+            except OSError:
+                pass
+        print('\\n'.join(found))
+        report('\\n'.join(found))
+    """
+    result = sandbox.run(hostile(code, str(os.getpid())))
+    assert result.exit_code == 0
+    assert SECRET.encode() not in result.stdout
+    assert SECRET.encode() not in (result.result or b"")
+
+
+@needs_root
+def test_planted_token_outside_the_workdir_is_unreadable(sandbox: LayeredSandbox, tmp_path: Path) -> None:
+    checkout = tmp_path / "checkout"
+    (checkout / ".git").mkdir(parents=True)
+    config = checkout / ".git" / "config"
+    config.write_text(f'[http]\n\textraheader = "AUTHORIZATION: basic {SECRET}"\n')
+    for path in (tmp_path, checkout, checkout / ".git"):
+        path.chmod(0o755)  # as readable as a real checkout can be
+    config.chmod(0o644)
+    code = """
+        try:
+            report(open(sys.argv[1]).read())
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    result = sandbox.run(hostile(code, str(config)))
+    assert result.result is not None
+    assert SECRET.encode() not in result.result
+
+
+@needs_root
+def test_writing_outside_the_workdir_is_blocked(sandbox: LayeredSandbox, tmp_path: Path) -> None:
+    target = tmp_path / "shared"
+    target.mkdir()
+    target.chmod(0o777)
+    code = ("try:\n    open(os.path.join(sys.argv[1], 'planted'), 'w').write('x')\n    report('wrote')\n"
+            "except OSError as exc:\n    report(type(exc).__name__)\n")
+    result = sandbox.run(hostile(code, str(target)))
+    assert result.result != b"wrote"
+    assert not (target / "planted").exists()
+
+
+@needs_root
+def test_killing_the_reaper_and_the_gate_is_refused(sandbox: LayeredSandbox) -> None:
+    code = ("import signal\nfor target in (os.getppid(), int(sys.argv[1])):\n    try:\n"
+            "        os.kill(target, signal.SIGKILL)\n    except OSError:\n        pass\nreport('tried')\n")
+    result: RunResult = sandbox.run(hostile(code, str(os.getpid())))
+    assert result.result == b"tried"

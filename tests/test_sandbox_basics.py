@@ -1,0 +1,133 @@
+"""The sandbox runs honest programs faithfully, on every backend: stdout, stdin, exit codes, the separate
+result channel, hash seeds, pairs, and `require:` failing closed."""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.errors import BadInput, GateFailure
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
+
+LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
+
+
+@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
+    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
+    yield box
+    box.close()
+
+
+def program(code: str, stdin: bytes = b"", hash_seed: int = 0,
+            env: dict[str, str] | None = None) -> RunRequest:
+    return RunRequest(script="main.py", files={"main.py": code.encode()}, stdin=stdin, hash_seed=hash_seed,
+                      env=env or {}, limits=LIMITS)
+
+
+def test_honest_program_prints_and_exits_zero(sandbox: Sandbox) -> None:
+    result = sandbox.run(program("print('hello', 6 * 7)"))
+    assert (result.exit_code, result.stdout) == (0, b"hello 42\n")
+    assert (result.timed_out, result.killed_reason, result.output_truncated) == (False, "", False)
+
+
+def test_stdin_reaches_the_program(sandbox: Sandbox) -> None:
+    result = sandbox.run(program("import sys\na, b = map(int, sys.stdin.read().split())\nprint(a + b)",
+                                 stdin=b"2 3\n"))
+    assert result.stdout == b"5\n"
+
+
+def test_large_stdin_and_stdout_pass_whole(sandbox: Sandbox) -> None:
+    data = b"x" * 200_000
+    result = sandbox.run(program("import sys\nsys.stdout.write(str(len(sys.stdin.read())))", stdin=data))
+    assert result.stdout == b"200000"
+
+
+def test_stdin_is_empty_by_default(sandbox: Sandbox) -> None:
+    assert sandbox.run(program("import sys\nprint(repr(sys.stdin.read()))")).stdout == b"''\n"
+
+
+def test_exit_code_and_exception(sandbox: Sandbox) -> None:
+    assert sandbox.run(program("raise SystemExit(7)")).exit_code == 7
+    failed = sandbox.run(program("1 / 0"))
+    assert failed.exit_code == 1
+    assert b"ZeroDivisionError" in failed.stderr
+
+
+def test_result_channel_is_separate_from_stdout(sandbox: Sandbox) -> None:
+    code = f"import os\nprint('fake result')\nos.write(int(os.environ[{RESULT_FD_ENV!r}]), b'real')"
+    result = sandbox.run(program(code))
+    assert (result.stdout, result.result) == (b"fake result\n", b"real")
+
+
+def test_no_result_when_the_program_writes_none(sandbox: Sandbox) -> None:
+    assert sandbox.run(program("print('only stdout')")).result is None
+
+
+def test_args_files_and_tree(sandbox: Sandbox, tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / ".git").mkdir()
+    (tree / "pkg" / "__init__.py").write_text("VALUE = 'from tree'\n")
+    (tree / ".git" / "config").write_text("token\n")
+    code = "import os, sys, pkg\nprint(pkg.VALUE, sys.argv[1:], os.path.exists('.git'))"
+    result = sandbox.run(RunRequest(script="main.py", args=("a", "b"), files={"main.py": code.encode()},
+                                    tree=tree, limits=LIMITS))
+    assert result.stdout == b"from tree ['a', 'b'] False\n"
+
+
+def test_environment_is_an_allow_list(sandbox: Sandbox) -> None:
+    code = "import os, json\nprint(json.dumps(sorted(os.environ)))"
+    result = sandbox.run(program(code, env={"EXTRA": "1"}))
+    allowed = {"PATH", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", RESULT_FD_ENV, "EXTRA"}
+    assert set(json.loads(result.stdout)) <= allowed
+
+
+def test_hash_seed_decides_set_order(sandbox: Sandbox) -> None:
+    code = "print(hash('gate'))"
+    first, again = (sandbox.run(program(code, hash_seed=1)).stdout for _ in range(2))
+    other = sandbox.run(program(code, hash_seed=2)).stdout
+    assert first == again
+    assert first != other
+
+
+def test_argv_program_runs_fresh(sandbox: Sandbox) -> None:
+    result = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "echo from-sh; exit 3"), limits=LIMITS))
+    assert (result.stdout, result.exit_code) == (b"from-sh\n", 3)
+
+
+def test_pair_talks_over_the_peer_socket(sandbox: Sandbox) -> None:
+    lead = ("import os, socket\n"
+            f"s = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
+            "s.sendall(b'21\\n')\nprint(s.makefile().readline().strip())")
+    peer = ("import os, socket\n"
+            f"s = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
+            "n = int(s.makefile().readline())\ns.sendall(f'{n * 2}\\n'.encode())\n"
+            "import time\ntime.sleep(1000)")
+    lead_result, peer_result = sandbox.run_pair(program(lead), program(peer))
+    assert (lead_result.exit_code, lead_result.stdout) == (0, b"42\n")
+    assert peer_result.killed_reason == "peer finished"
+
+
+def test_sandbox_reports_its_isolation(sandbox: Sandbox) -> None:
+    isolation = sandbox.isolation
+    assert set(isolation) >= {"zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs",
+                              "netns", "mountns", "bwrap", "seccomp", "cgroup"}
+    assert isolation["setsid"] == "on"
+
+
+def test_require_names_every_missing_layer() -> None:
+    # As root bwrap is not needed (so off); without root there is no uid switch.
+    missing = "bwrap" if os.geteuid() == 0 else "uid"
+    with pytest.raises(GateFailure, match=f"not available here: {missing}"):
+        open_sandbox(LIMITS, require=("setsid", missing))
+
+
+def test_require_rejects_unknown_layer() -> None:
+    with pytest.raises(BadInput, match="unknown isolation layer"):
+        open_sandbox(LIMITS, require=("firewall",))
