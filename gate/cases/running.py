@@ -5,6 +5,7 @@ that gave no outcome reads in a report.
 from __future__ import annotations
 
 import ast
+import functools
 import json
 from importlib import resources
 from typing import Any
@@ -12,7 +13,8 @@ from typing import Any
 from gate.cases.base import CaseOutcome
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
-from gate.sandbox.base import RunResult
+from gate.policy.model import Limits as PolicyLimits
+from gate.sandbox.base import Limits, RunResult
 
 CANDIDATE = "candidate.py"
 WIRE = "_gate_wire.py"
@@ -20,9 +22,12 @@ WIRE = "_gate_wire.py"
 
 def harness(name: str) -> dict[str, bytes]:
     """The files a run needs for harness program `name` (gate/cases/harness/NAME.py) and the wire module."""
-    folder = resources.files("gate.cases.harness")
-    return {f"_gate_{name}.py": folder.joinpath(f"{name}.py").read_bytes(),
-            WIRE: folder.joinpath("wire.py").read_bytes()}
+    return {f"_gate_{name}.py": _harness_source(name), WIRE: _harness_source("wire")}
+
+
+@functools.cache
+def _harness_source(name: str) -> bytes:
+    return resources.files("gate.cases.harness").joinpath(f"{name}.py").read_bytes()
 
 
 def fingerprint(*parts: object) -> str:
@@ -87,3 +92,12 @@ def require_type(case: CaseSpec, where: str, key: str, kinds: tuple[type, ...], 
     value = fields[key]
     if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
         raise BadInput(f"expected {what}, got {type(value).__name__}", file=where, key=key)
+
+
+def sandbox_limits(limits: PolicyLimits) -> Limits:
+    """The policy's limits (seconds, MB, KB) as the sandbox's (seconds, bytes)."""
+    mib = 1024 * 1024
+    return Limits(wall_s=limits.timeout, cpu_s=limits.cpu, memory_bytes=limits.memory_mb * mib,
+                  output_bytes=limits.output_kb * 1024, processes=limits.processes,
+                  open_files=limits.open_files,
+                  file_size_bytes=limits.file_size_mb * mib, disk_bytes=limits.disk_mb * mib)

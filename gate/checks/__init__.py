@@ -16,6 +16,6 @@ def register(check: Check) -> Check:
 def all_checks() -> list[Check]:
     """Every registered check, in pipeline order."""
     # Importing the modules registers them; the order of these imports is the order checks run.
-    from gate.checks import extract, parse, imports, claims  # noqa: F401, I001
+    from gate.checks import extract, parse, imports, claims, smoke, nondeterminism  # noqa: F401, I001
 
     return list(REGISTRY)

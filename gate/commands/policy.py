@@ -27,7 +27,8 @@ def register(subparsers: Any) -> None:
                        help=f"the policy file (default: {DEFAULT_FILE}; absent: the default preset applies)")
     check.set_defaults(func=run_check)
     show = actions.add_parser("show", help="print the effective policy after `extends` as YAML")
-    show.add_argument("file", nargs="?", type=Path, metavar="FILE", help=f"the policy file (default: {DEFAULT_FILE})")
+    show.add_argument("file", nargs="?", type=Path, metavar="FILE",
+                      help=f"the policy file (default: {DEFAULT_FILE})")
     show.set_defaults(func=run_show)
     schema = actions.add_parser("schema", help="print the policy file's JSON Schema (for editors)")
     schema.add_argument("--task", action="store_true", help="print the task file's schema instead")

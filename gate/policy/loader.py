@@ -1,8 +1,9 @@
 """Load a policy file: YAML with line marks, `extends:` a preset, schema validation, then the typed Policy.
 
-Every problem is one BadInput line, `file:line: key.path: message` (exit 2). The order matters: the repository's
-own file is validated before it is merged over its preset, so a message always points into the file the user
-wrote; the few rules that need the merged result (a module both allowed and denied) run after the merge.
+Every problem is one BadInput line, `file:line: key.path: message` (exit 2). The order matters: the
+repository's own file is validated before it is merged over its preset, so a message always points into the
+file the user wrote; the few rules that need the merged result (a module both allowed and denied) run after
+the merge.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 __all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
 
 DEFAULT_PRESET = "default"
-# Which keys make a case without `kind` a stdio, call, humaneval or mbpp case, tried in this order. The schema's
-# `inferred_case` applies the same rule for editors; a test keeps the two in step.
+# Which keys make a case without `kind` a stdio, call, humaneval or mbpp case, tried in this order. The
+# schema's `inferred_case` applies the same rule for editors; a test keeps the two in step.
 KIND_KEYS = (
     ("stdio", ("stdin", "stdout", "stdout_regex", "program", "module")),
     ("call", ("args", "kwargs", "expect", "error", "function")),
@@ -53,7 +54,8 @@ def policy_schema() -> dict[str, Any]:
 def preset_names() -> list[str]:
     """The presets a policy can extend, sorted."""
     presets = resources.files("gate") / "presets"
-    return sorted(entry.name.removesuffix(".yml") for entry in presets.iterdir() if entry.name.endswith(".yml"))
+    return sorted(entry.name.removesuffix(".yml") for entry in presets.iterdir()
+                  if entry.name.endswith(".yml"))
 
 
 def load_preset(name: str) -> Policy:
@@ -65,15 +67,15 @@ def load_preset(name: str) -> Policy:
 def load_policy(path: Path | None, *, text: str | None = None, source: str | None = None) -> Policy:
     """Load a repository's policy file (or `text` read elsewhere, e.g. from a git commit, named by `source`).
     With neither a path nor text, the default preset applies."""
-    if path is None and text is None:
-        return load_preset(DEFAULT_PRESET)
     file = source or str(path)
     if text is None:
-        assert path is not None
+        if path is None:
+            return load_preset(DEFAULT_PRESET)
         text = _read(path, file)
     doc = load_marked(text, file)
     if doc is None:
-        raise BadInput("the file is empty; expected a mapping of policy keys (budget, points, ...)", file=file)
+        raise BadInput("the file is empty; expected a mapping of policy keys (budget, points, ...)",
+                       file=file)
     if not isinstance(doc, MarkedMap):
         raise BadInput(f"expected a mapping of policy keys at the top level, got {_kind_of(doc)}",
                        file=file, line=getattr(doc, "line", 1))
@@ -119,10 +121,11 @@ def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -
         name = case.get("name") or f"case {index + 1}"
         if name in first_line_of:
             raise BadInput(f"two cases are named {name!r}" + _at(first_line_of[name]),
-                           file=file, line=line, key=f"{where}.name")
+                           file=file, line=_key_line(case, "name", line), key=f"{where}.name")
         first_line_of[name] = line
         if "stdout_regex" in case:
-            _check_regex(case["stdout_regex"], file, _key_line(case, "stdout_regex", line), f"{where}.stdout_regex")
+            _check_regex(case["stdout_regex"], file, _key_line(case, "stdout_regex", line),
+                         f"{where}.stdout_regex")
         kind = case.get("kind") or infer_kind(case)
         specs.append(CaseSpec(kind=kind, name=name, hidden=hidden, fields=tuple(
             (key, unmark(value)) for key, value in case.items() if key not in ("kind", "name"))))
@@ -157,7 +160,8 @@ def effective_policy_dict(policy: Policy) -> dict[str, Any]:
             "patterns": list(policy.bots.patterns),
             "account_types": list(policy.bots.account_types),
             "branches": list(policy.bots.branches),
-            "labels": {"opt_in": list(policy.bots.opt_in_labels), "opt_out": list(policy.bots.opt_out_labels)},
+            "labels": {"opt_in": list(policy.bots.opt_in_labels),
+                       "opt_out": list(policy.bots.opt_out_labels)},
         },
         "limits": _plain(policy.limits),
         "runs": policy.runs,
@@ -177,36 +181,38 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) -> Policy:
     """The typed policy from a validated, merged document."""
-    imports = doc.get("imports", {})
-    bots = doc.get("bots", {})
-    labels = bots.get("labels", {})
-    limits = doc.get("limits", {})
+    bots = _section(doc, "bots")
+    labels = bots.pop("labels", {})
     defaults = Policy()
     return Policy(
         budget=doc.get("budget", defaults.budget),
         mode=doc.get("mode", defaults.mode),
-        points=Points(**doc.get("points", {})),
-        paths=Paths(**{key: tuple(value) for key, value in doc.get("paths", {}).items()}),
-        imports=Imports(**{key: tuple(value) if isinstance(value, list) else value
-                           for key, value in imports.items()}),
-        languages=tuple(Language(extension=ext, command=tuple(spec["command"]),
-                                 timeout=float(spec.get("timeout", Language(ext, ()).timeout)))
-                        for ext, spec in doc.get("languages", {}).items()),
-        claims=Claims(**doc.get("claims", {})),
+        points=Points(**_section(doc, "points")),
+        paths=Paths(**_section(doc, "paths")),
+        imports=Imports(**_section(doc, "imports")),
+        languages=tuple(Language(extension=ext, **_section(doc["languages"], ext, floats=("timeout",)))
+                        for ext in doc.get("languages", {})),
+        claims=Claims(**_section(doc, "claims")),
         cases=parse_cases(doc.get("cases", []), file, "cases"),
-        hidden=Hidden(**doc.get("hidden", {})),
-        bots=Bots(**{key: tuple(value) for key, value in bots.items() if key != "labels"},
-                  **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
-        limits=Limits(**{key: float(value) if key in ("timeout", "cpu") else value
-                         for key, value in limits.items()}),
+        hidden=Hidden(**_section(doc, "hidden")),
+        bots=Bots(**bots, **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
+        limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
         python=doc.get("python", defaults.python),
-        judge=Judge(**{key: float(value) if key == "timeout" else value
-                       for key, value in doc.get("judge", {}).items()}),
+        judge=Judge(**_section(doc, "judge", floats=("timeout",))),
         source=source,
         extends=extends,
     )
+
+
+def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One mapping of the document as keyword arguments: lists become tuples, and `floats` become floats
+    (YAML reads `timeout: 3` as an integer)."""
+    section: dict[str, Any] = {}
+    for name, value in doc.get(key, {}).items():
+        section[name] = tuple(value) if isinstance(value, list) else float(value) if name in floats else value
+    return section
 
 
 def _preset_doc(name: str, chain: tuple[str, ...]) -> tuple[MarkedMap, str | None]:
@@ -313,6 +319,7 @@ def _check_imports(merged: MarkedMap, doc: MarkedMap, file: str, extends: str) -
     listed = "allow" if "allow" in own else "deny"
     items = own.get(listed, imports[listed])
     index = items.index(both[0])
-    note = "" if "deny" in own else f" (imports.deny comes from the {extends} preset: set imports.deny to change it)"
+    note = ("" if "deny" in own
+            else f" (imports.deny comes from the {extends} preset: set imports.deny to change it)")
     raise BadInput(f"module {both[0]!r} is both allowed and denied{note}", file=file,
                    line=line_of(doc, ["imports", listed, index]), key=join_key(f"imports.{listed}", [index]))

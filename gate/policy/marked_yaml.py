@@ -44,48 +44,65 @@ def load_marked(text: str, file: str) -> Any:
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
-        return None if node is None else _construct(loader, node, file, ())
+        return None if node is None else _Builder(loader, file).build(node, ())
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
-        problem = exc.problem or exc.context or "not valid YAML"
+        problem = " ".join(str(exc.problem or exc.context or "not valid YAML").split())
         raise BadInput(f"YAML syntax error: {problem}", file=file,
                        line=mark.line + 1 if mark else None) from None
     except yaml.YAMLError as exc:
-        raise BadInput(f"YAML syntax error: {exc}", file=file) from None
+        raise BadInput(f"YAML syntax error: {' '.join(str(exc).split())}", file=file) from None
+    except RecursionError:
+        raise BadInput("the YAML is nested too deeply", file=file) from None
     finally:
         loader.dispose()
 
 
-def _construct(loader: _Loader, node: yaml.Node, file: str, stack: tuple[int, ...]) -> Any:
-    # An alias may point at its own ancestor (`&a [*a]`); such a document has no JSON meaning.
-    if id(node) in stack:
-        raise BadInput("a YAML alias refers to its own parent", file=file, line=node.start_mark.line + 1)
-    inner = (*stack, id(node))
-    if isinstance(node, yaml.MappingNode):
-        return _construct_map(loader, node, file, inner)
-    if isinstance(node, yaml.SequenceNode):
-        items = MarkedList(node.start_mark.line + 1)
-        for item in node.value:
-            items.append(_construct(loader, item, file, inner))
-            items.item_lines.append(item.start_mark.line + 1)
-        return items
-    return loader.construct_object(node, deep=True)
+class _Builder:
+    """Builds marked containers from composed nodes, counting values: aliases can make a short file expand
+    exponentially (`a: &a [1, 1]`, `b: &b [*a, *a]`, ...), and no policy or case list needs that many."""
 
+    MAX_VALUES = 100_000
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode, file: str, stack: tuple[int, ...]) -> MarkedMap:
-    loader.flatten_mapping(node)  # resolves `<<:` merge keys the way PyYAML does
-    result = MarkedMap(node.start_mark.line + 1)
-    for key_node, value_node in node.value:
-        line = key_node.start_mark.line + 1
-        key = loader.construct_object(key_node, deep=True)
-        if not isinstance(key, str):
-            raise BadInput(f"keys must be strings, got {describe(key)}", file=file, line=line)
-        if key in result:
-            raise BadInput(f"{format_key(key)}: duplicate key (first given at line {result.key_lines[key]})",
-                           file=file, line=line)
-        result[key] = _construct(loader, value_node, file, stack)
-        result.key_lines[key] = line
-    return result
+    def __init__(self, loader: _Loader, file: str) -> None:
+        self.loader = loader
+        self.file = file
+        self.values = 0
+
+    def build(self, node: yaml.Node, stack: tuple[int, ...]) -> Any:
+        line = node.start_mark.line + 1
+        self.values += 1
+        if self.values > self.MAX_VALUES:
+            raise BadInput(f"too many values (over {self.MAX_VALUES}; YAML aliases expand)", file=self.file,
+                           line=line)
+        # An alias may point at its own ancestor (`&a [*a]`); such a document has no JSON meaning.
+        if id(node) in stack:
+            raise BadInput("a YAML alias refers to its own parent", file=self.file, line=line)
+        inner = (*stack, id(node))
+        if isinstance(node, yaml.MappingNode):
+            return self._mapping(node, inner)
+        if isinstance(node, yaml.SequenceNode):
+            items = MarkedList(line)
+            for item in node.value:
+                items.append(self.build(item, inner))
+                items.item_lines.append(item.start_mark.line + 1)
+            return items
+        return self.loader.construct_object(node, deep=True)
+
+    def _mapping(self, node: yaml.MappingNode, stack: tuple[int, ...]) -> MarkedMap:
+        self.loader.flatten_mapping(node)  # resolves `<<:` merge keys the way PyYAML does
+        result = MarkedMap(node.start_mark.line + 1)
+        for key_node, value_node in node.value:
+            line = key_node.start_mark.line + 1
+            key = self.loader.construct_object(key_node, deep=True)
+            if not isinstance(key, str):
+                raise BadInput(f"keys must be strings, got {describe(key)}", file=self.file, line=line)
+            if key in result:
+                raise BadInput(f"duplicate key (first given at line {result.key_lines[key]})", file=self.file,
+                               line=line, key=format_key(key))
+            result[key] = self.build(value_node, stack)
+            result.key_lines[key] = line
+        return result
 
 
 def line_of(root: Any, path: KeyPath) -> int | None:

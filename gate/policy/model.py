@@ -1,7 +1,7 @@
 """The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded.
 
-The defaults here are the `default` preset's schedule (design.md); `policies/default.yml` spells the same values
-out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
+The defaults here are the `default` preset's schedule (design.md); `policies/default.yml` spells the same
+values out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
 `gate/policy/schema.json` before building these objects, so their constructors trust their input.
 """
 
@@ -89,7 +89,7 @@ class Bots:
 
 @dataclass(frozen=True)
 class Hidden:
-    """Where hidden cases live: a path read from the base commit, or a file named by an environment variable."""
+    """Where hidden cases live: a path read from the base commit, or a file an environment variable names."""
 
     path: str | None = ".github/gate-hidden.yml"
     env: str = "GATE_HIDDEN_CASES"

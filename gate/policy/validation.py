@@ -21,10 +21,11 @@ from jsonschema.exceptions import ValidationError
 from gate.errors import BadInput
 from gate.policy.marked_yaml import KeyPath, describe, format_path, line_of
 
+_KEY_PROBLEMS = ("unknown key", "not a key of")
 # Rules whose meaning only the schema author can word (the `x-message` next to them).
 _COMBINED = ("oneOf", "anyOf", "not", "contains", "required")
-_TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a string", "boolean": "true or false",
-               "array": "a list", "object": "a mapping", "null": "null"}
+_TYPE_NAMES = {"integer": "an integer", "number": "a number", "string": "a string",
+               "boolean": "true or false", "array": "a list", "object": "a mapping", "null": "null"}
 
 
 @cache
@@ -34,17 +35,16 @@ def load_schema(package: str, name: str) -> dict[str, Any]:
     return schema
 
 
-def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "", root: Any = None) -> None:
-    """Raise BadInput for the first schema error in `doc` in file order. `root` (default `doc`) holds the line
-    marks, and `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
+def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "") -> None:
+    """Raise BadInput for the first schema error in `doc` in file order (its line marks come from
+    gate.policy.marked_yaml); `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
     errors = list(Draft202012Validator(schema).iter_errors(doc))
     if not errors:
         return
-    marks = doc if root is None else root
     owners = _case_key_owners(schema)
-    explained = [_explain(error, owners) for error in errors]
-    path, message = min(explained, key=lambda item: _order(marks, item))
-    raise BadInput(message, file=file, line=line_of(marks, path), key=join_key(key_prefix, path) or None)
+    explained = _drop_consequences([_explain(error, owners) for error in errors])
+    path, message = min(explained, key=lambda item: (line_of(doc, item[0]) or 0, -len(item[0])))
+    raise BadInput(message, file=file, line=line_of(doc, path), key=join_key(key_prefix, path) or None)
 
 
 def join_key(prefix: str, path: KeyPath) -> str:
@@ -61,10 +61,12 @@ def did_you_mean(word: str, choices: Iterable[str]) -> str:
     return f"; did you mean `{close[0]}`?" if close else ""
 
 
-def _order(marks: Any, item: tuple[list[str | int], str]) -> tuple[int, int, int]:
-    path, message = item
-    # Same line: an unknown key explains more than what follows from it (a case whose kind cannot be told).
-    return (line_of(marks, path) or 0, 0 if message.startswith("unknown key") else 1, -len(path))
+def _drop_consequences(problems: list[tuple[list[str | int], str]]) -> list[tuple[list[str | int], str]]:
+    """Leave out complaints about a whole mapping (a missing `expect`, a case whose kind cannot be told)
+    when that mapping has a key that does not belong: the misspelt key is the cause, and the one to show."""
+    misplaced = [path[:-1] for path, message in problems if message.startswith(_KEY_PROBLEMS)]
+    return [(path, message) for path, message in problems
+            if message.startswith(_KEY_PROBLEMS) or path not in misplaced]
 
 
 def _case_key_owners(schema: dict[str, Any]) -> dict[str, list[str]]:
@@ -81,28 +83,31 @@ def _explain(error: ValidationError, owners: dict[str, list[str]]) -> tuple[list
     """The key path an error is about, and its message."""
     path: list[str | int] = list(error.absolute_path)
     schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
-    value = error.validator_value
+    value: Any = error.validator_value
     if "propertyNames" in error.relative_schema_path:
         return _bad_key_name(path, error)
     if "x-message" in schema and error.validator in _COMBINED:
         return path, str(schema["x-message"])
     if error.validator == "additionalProperties":
         return _unknown_key(path, error, schema, owners)
+    instance: Any = error.instance
     if error.validator == "required":
-        missing = next(key for key in value if key not in error.instance)
+        missing = next(key for key in value if key not in instance)
         return path, f"missing required key `{missing}`"
     if error.validator == "dependentRequired":
-        key, needed = next((k, v) for k, v in value.items() if k in error.instance)
-        return path, f"`{key}` needs " + ", ".join(f"`{n}`" for n in needed if n not in error.instance)
+        key, needed = next((k, v) for k, v in value.items() if k in instance)
+        return path, f"`{key}` needs " + ", ".join(f"`{n}`" for n in needed if n not in instance)
     return path, _value_message(error, schema)
 
 
 def _value_message(error: ValidationError, schema: dict[str, Any]) -> str:
-    instance, value, kind = error.instance, error.validator_value, error.validator
+    instance: Any = error.instance
+    value: Any = error.validator_value
+    kind = error.validator
     got = describe(instance)
     if kind == "type":
         types = value if isinstance(value, list) else [value]
-        expected = " or ".join(_TYPE_NAMES.get(t, t) for t in types)
+        expected = " or ".join(_TYPE_NAMES.get(str(t), str(t)) for t in types)
         return f"expected {expected}, got {got}" + _quote_hint(instance, "string" in types)
     if kind in ("enum", "const"):
         options = value if kind == "enum" else [value]
@@ -111,7 +116,9 @@ def _value_message(error: ValidationError, schema: dict[str, Any]) -> str:
         return (f"expected one of {listed}, got {got}{hint}"
                 + _quote_hint(instance, all(isinstance(o, str) for o in options)))
     if kind == "minimum":
-        return f"must not be negative, got {instance}" if value == 0 else f"must be at least {value}, got {instance}"
+        if value == 0:
+            return f"must not be negative, got {instance}"
+        return f"must be at least {value}, got {instance}"
     if kind == "exclusiveMinimum":
         return f"must be greater than {value}, got {instance}"
     if kind == "minItems":
@@ -150,11 +157,13 @@ def _quote_hint(instance: Any, wants_string: bool) -> str:
 def _unknown_key(path: list[str | int], error: ValidationError, schema: dict[str, Any],
                  owners: dict[str, list[str]]) -> tuple[list[str | int], str]:
     known = list(schema.get("properties", {}))
-    extra = next(key for key in error.instance if key not in known)
+    instance: Any = error.instance
+    extra = next(key for key in instance if key not in known)
     if "x-what" in schema and extra in owners:
         # A key of another case kind: the kind was set, or inferred from another key, to something else.
-        return [*path, extra], (f"not a key of {schema['x-what']} (it belongs to {' and '.join(owners[extra])}); "
-                                "set `kind` or drop it")
+        kinds = " and ".join(owners[extra])
+        what = schema["x-what"]
+        return [*path, extra], f"not a key of {what} (it belongs to {kinds}); set `kind` or drop it"
     where = f" for {schema['x-what']}" if "x-what" in schema else ""
     hint = _elsewhere(extra, error, path) or did_you_mean(extra, known)
     if not hint:
@@ -166,16 +175,19 @@ def _elsewhere(key: str, error: ValidationError, path: list[str | int]) -> str:
     """`; did you mean `points.smoke`?` for a top-level key that belongs inside a section."""
     if path or not isinstance(error.schema, dict):
         return ""
-    for section, sub in error.schema.get("properties", {}).items():
-        if isinstance(sub, dict) and key in sub.get("properties", {}):
-            return f"; did you mean `{section}.{key}`?"
-    return ""
+    places = [f"`{section}.{key}`" for section, sub in error.schema.get("properties", {}).items()
+              if isinstance(sub, dict) and key in sub.get("properties", {})]
+    if not places:
+        return ""
+    listed = places[0] if len(places) == 1 else f"{', '.join(places[:-1])} or {places[-1]}"
+    return f"; did you mean {listed}?"
 
 
 def _bad_key_name(path: list[str | int], error: ValidationError) -> tuple[list[str | int], str]:
     key = str(error.instance)
     schema: dict[str, Any] = error.schema if isinstance(error.schema, dict) else {}
+    known: Any = error.validator_value
     if error.validator == "enum":
-        return [*path, key], "unknown key" + (did_you_mean(key, error.validator_value)
-                                              or "; expected one of " + ", ".join(error.validator_value))
+        hint = did_you_mean(key, known) or "; expected one of " + ", ".join(known)
+        return [*path, key], "unknown key" + hint
     return [*path, key], f"expected {schema.get('x-expected', 'a valid key')} as the key, got {key!r}"

@@ -53,11 +53,12 @@ def loads(text: str | bytes) -> Any:
 
 
 def type_name(value: object) -> str:
-    """The name a report uses for the type of `value` (qualified when it is not a builtin)."""
+    """The name a report uses for the type of `value`: qualified by its module unless it is a builtin or the
+    harness's own."""
     kind = type(value)
     module = getattr(kind, "__module__", "")
     name = getattr(kind, "__qualname__", "?")
-    return name if module == "builtins" else f"{module}.{name}"
+    return name if module in ("builtins", "__main__") else f"{module}.{name}"
 
 
 def _encode(value: object, depth: int) -> object:
@@ -109,7 +110,7 @@ def _decode(raw: object, depth: int) -> Any:
     if tag in _MAPPING_TYPES or tag == "defaultdict":
         items = [(_decode(k, depth + 1), _decode(v, depth + 1)) for k, v in body]
         if tag != "defaultdict":
-            return _MAPPING_TYPES[tag](items)
+            return _MAPPING_TYPES[tag](dict(items))  # Counter(pairs) would count the pairs
         factory = raw["f"]
         return collections.defaultdict(None if factory is None else _CLASSES[factory], items)
     if tag == "complex":

@@ -1,0 +1,123 @@
+"""The smoke check: run every public and hidden case, each `runs` times with a different PYTHONHASHSEED.
+
+Each case that fails costs `points.smoke`; one that runs out of time costs `points.timeout` instead (and is
+not run again: a second timeout would only cost time). The report names failed cases by index and name with a
+short expected/got diff; a hidden case is "hidden case N" and its detail names only the type of what came
+back. The outcomes of every run stay in `ctx.state` for the nondeterminism check.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gate.cases import KINDS
+from gate.cases.base import CaseOutcome, Program
+from gate.cases.running import sandbox_limits
+from gate.checks import register
+from gate.checks.base import CheckContext, CheckResult
+from gate.errors import BadInput
+from gate.policy.model import CaseSpec
+from gate.sandbox.base import Limits, Sandbox
+from gate.verdict import CaseReport, Penalty
+
+STATE_KEY = "smoke.runs"
+
+
+@dataclass(frozen=True)
+class CaseRuns:
+    """One case and the outcome of each of its runs, for the nondeterminism check."""
+
+    label: str
+    outcomes: tuple[CaseOutcome, ...]
+
+
+def hash_seeds(runs: int) -> tuple[int, ...]:
+    """The PYTHONHASHSEED of each run: fixed, so that the verdict is reproducible, and different, so that
+    set-order bugs show up. 0 (no randomisation) is left out.
+    """
+    return tuple(range(1, max(2, runs) + 1))
+
+
+class Smoke:
+    """The code's observable behaviour on the policy's, the task's and the hidden cases."""
+
+    name = "smoke"
+    requires: tuple[str, ...] = ("parse",)
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        if ctx.sandbox is None:
+            return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
+        cases = _numbered(ctx)
+        if not cases:
+            return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
+        program = _program(ctx)
+        limits = sandbox_limits(ctx.policy.limits)
+        seeds = hash_seeds(ctx.policy.runs)
+        penalties: list[Penalty] = []
+        reports: list[CaseReport] = []
+        runs: list[CaseRuns] = []
+        for index, label, case in cases:
+            outcomes = _run_case(case, program, ctx.sandbox, limits, seeds)
+            runs.append(CaseRuns(label, outcomes))
+            report = _report(index, label, case, outcomes)
+            reports.append(report)
+            if report.status != "passed":
+                penalties.append(_penalty(ctx, index, label, report))
+        ctx.state[STATE_KEY] = tuple(runs)
+        return CheckResult(penalties=tuple(penalties), cases=tuple(reports))
+
+
+def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:
+    """(index, label, case): public cases numbered from 1, hidden ones from 1 again, each kind validated."""
+    public = (*ctx.policy.cases, *ctx.subject.cases)
+    numbered = [(n, f"case {n} ({case.name})" if case.name != f"case {n}" else f"case {n}", case)
+                for n, case in enumerate(public, start=1)]
+    numbered += [(n, f"hidden case {n}", case) for n, case in enumerate(ctx.subject.hidden_cases, start=1)]
+    for _, label, case in numbered:
+        kind = KINDS.get(case.kind)
+        if kind is None:
+            raise BadInput(f"{label} has an unknown kind {case.kind!r} (known: {', '.join(KINDS)})")
+        kind.validate(case, label)
+    return numbered
+
+
+def _program(ctx: CheckContext) -> Program:
+    """What the cases run: the reply's (or sample's) one file, or the clean export of the head tree."""
+    function = ctx.subject.task.function if ctx.subject.task else None
+    if ctx.subject.reply is not None and ctx.files:
+        return Program(code=ctx.files[0].text, function=function)
+    if ctx.subject.tree is None and len(ctx.files) == 1:
+        return Program(code=ctx.files[0].text, function=function)
+    return Program(tree=ctx.subject.tree, function=function)
+
+
+def _run_case(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
+              seeds: tuple[int, ...]) -> tuple[CaseOutcome, ...]:
+    kind = KINDS[case.kind]
+    outcomes: list[CaseOutcome] = []
+    for seed in seeds:
+        outcome = kind.run(case, program, sandbox, limits, seed)
+        outcomes.append(outcome)
+        if outcome.status in ("timeout", "error"):
+            break  # another run would give the same answer at the cost of another limit
+    return tuple(outcomes)
+
+
+def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome, ...]) -> CaseReport:
+    worst = next((o for o in outcomes if o.status == "timeout"), None) \
+        or next((o for o in outcomes if o.status != "passed"), outcomes[0])
+    seconds = round(sum(o.seconds for o in outcomes), 4)
+    name = label if case.hidden else case.name
+    return CaseReport(index, name, case.kind, case.hidden, worst.status, worst.detail, seconds)
+
+
+def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> Penalty:
+    if report.status == "timeout":
+        return Penalty("timeout", ctx.policy.points.timeout, f"{label} ran out of time: {report.detail}",
+                       case=index)
+    verb = "could not run" if report.status == "error" else "failed"
+    detail = f": {report.detail}" if report.detail else ""
+    return Penalty("smoke", ctx.policy.points.smoke, f"{label} {verb}{detail}", case=index)
+
+
+register(Smoke())

@@ -1,0 +1,102 @@
+"""Hidden cases: read from the base commit or from outside the worktree, validated, unseen by the code."""
+
+from __future__ import annotations
+
+import secrets
+from pathlib import Path
+
+import pytest
+from cases_support import sandbox
+from test_cases_attacks import HUNT
+
+from gate.cases.hidden import load_hidden
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.errors import BadInput
+from gate.policy.model import Hidden, Policy
+from gate.sandbox.base import Sandbox
+from gate.subject import SourceFile, Subject
+
+__all__ = ["sandbox"]
+
+CASES = "cases:\n  - name: secret\n    args: [2]\n    expect: true\n  - stdin: '1 2'\n    stdout: '3'\n"
+
+
+def test_from_the_base_commit() -> None:
+    read: list[str] = []
+
+    def base_reader(path: str) -> str | None:
+        read.append(path)
+        return CASES
+
+    cases = load_hidden(Policy(), base_reader, environ={})
+    assert read == [".github/gate-hidden.yml"]
+    assert [(c.kind, c.name, c.hidden) for c in cases] == [
+        ("call", "secret", True), ("stdio", "case 2", True)]
+    assert cases[0].get("args") == [2] and cases[0].get("expect") is True
+
+
+def test_none_when_the_base_has_no_file() -> None:
+    assert load_hidden(Policy(), lambda path: None, environ={}) == ()
+
+
+def test_from_a_file_an_environment_variable_names(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden.yml"
+    hidden.write_text("- args: [1]\n  error: TypeError\n")
+    worktree = tmp_path / "repo"
+    worktree.mkdir()
+    cases = load_hidden(Policy(), lambda path: CASES, worktree, environ={"GATE_HIDDEN_CASES": str(hidden)})
+    assert [(c.kind, c.get("error")) for c in cases] == [("call", "TypeError")]
+
+
+def test_a_file_inside_the_worktree_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "hidden.yml").write_text(CASES)
+    with pytest.raises(BadInput, match="inside the worktree") as raised:
+        load_hidden(Policy(), None, tmp_path, environ={"GATE_HIDDEN_CASES": str(tmp_path / "hidden.yml")})
+    assert raised.value.key == "GATE_HIDDEN_CASES"
+
+
+def test_the_heads_copy_is_never_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "gate-hidden.yml").write_text(CASES)
+    monkeypatch.chdir(tmp_path)
+    assert load_hidden(Policy(), None, tmp_path, environ={}) == ()
+
+
+def test_a_local_path_outside_the_worktree(tmp_path: Path) -> None:
+    (tmp_path / "hidden.yml").write_text(CASES)
+    worktree = tmp_path / "repo"
+    worktree.mkdir()
+    policy = Policy(hidden=Hidden(path=str(tmp_path / "hidden.yml")))
+    assert len(load_hidden(policy, None, worktree, environ={})) == 2
+
+
+@pytest.mark.parametrize(("text", "key", "message"), [
+    ("cases:\n  - args: [1]\n    expect: 1\n    error: E\n", "cases[0]", "one of `expect` or `error`"),
+    ("cases:\n  - kind: mbpp\n    tests: ['assert f(1) ==']\n", "cases[0].tests", "does not parse"),
+    ("cases:\n  - stdin: x\n    stdout_regex: '('\n", "stdout_regex", "regular expression"),
+    ("other: 1\n", None, "only `cases:`"),
+    ("cases: [\n", None, "YAML syntax error"),
+])
+def test_bad_hidden_files_are_bad_input(tmp_path: Path, text: str, key: str | None, message: str) -> None:
+    path = tmp_path / "hidden.yml"
+    path.write_text(text)
+    with pytest.raises(BadInput, match=message) as raised:
+        load_hidden(Policy(), None, None, environ={"GATE_HIDDEN_CASES": str(path)})
+    assert raised.value.file == str(path)
+    if key:
+        assert key in str(raised.value.key)
+
+
+def test_the_code_cannot_find_the_hidden_file(sandbox: Sandbox, tmp_path: Path) -> None:
+    secret = "gate-secret-" + secrets.token_hex(16)
+    path = tmp_path / "hidden.yml"
+    path.write_text(f"- function: f\n  expect: {secret}\n- stdout: {secret}\n")
+    cases = load_hidden(Policy(), None, None, environ={"GATE_HIDDEN_CASES": str(path)})
+    code = HUNT + "\ndef f():\n    return _hunt()\n\nif __name__ == '__main__':\n    print(f())\n"
+    subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=code,
+                      hidden_cases=cases)
+    verdict = score(subject, Policy(), sandbox, checks=(Smoke(),))
+    assert [(c.name, c.status) for c in verdict.cases] == [
+        ("hidden case 1", "failed"), ("hidden case 2", "failed")]
+    assert secret not in verdict.to_json()
