@@ -105,7 +105,7 @@ def test_samples_are_numbered_per_task_and_completions_continue_the_prompt(tmp_p
     ("not json", ":1: not JSON"),
     (json.dumps({"task_id": "HumanEval/999", "code": ""}), ":1: task_id: task 'HumanEval/999' is not in"),
     (json.dumps({"task_id": "HumanEval/0", "code": "", "completion": ""}),
-     ":1: completion: expected exactly one"),
+     ":1: code: expected exactly one"),
     (json.dumps({"task_id": "HumanEval/0"}), ":1: completion: expected exactly one"),
     (json.dumps({"task_id": "HumanEval/0", "code": 3}), ":1: code: expected a string"),
 ])
