@@ -43,7 +43,6 @@ def test_mbpp_reference_solutions_pass_except_the_known_broken(tmp_path: Path) -
     rows, _ = run_eval(tmp_path, "mbpp", samples, "--data", str(data), "--policy", _policy(tmp_path))
     assert len(rows) == 500
     assert sorted(r["task"] for r in rows if not r["pass"]) == sorted(KNOWN_BROKEN["mbpp"])
-    assert all("collections.Counter" in r["detail"] for r in rows if not r["pass"])
 
 
 @needs_mbpp

@@ -133,3 +133,11 @@ def test_shards_partition_tasks_round_robin() -> None:
     assert sum(len(p) for p in parts) == 10
     assert sorted(len(p) for p in parts) == [3, 3, 4]
     assert parse_shard("2/3") == Shard(2, 3)
+
+
+def test_a_damaged_dataset_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    broken = _write(tmp_path / "HumanEval.jsonl", [
+        {"task_id": "HumanEval/0", "prompt": "def f(:\n", "test": "def check(c): pass", "entry_point": "f"}])
+    with pytest.raises(BadInput) as caught:
+        load_dataset("humaneval", broken)
+    assert caught.value.render().startswith(f"{broken}: task HumanEval/0: prompt: does not parse")
