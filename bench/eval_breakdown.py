@@ -28,7 +28,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no mountns": {"mountns": False, "hide": ()},
     "no seccomp": {"seccomp": False},
     "no uid switch": {"uids": None},
-    "no layers": {"cgroups": None, "netns": False, "mountns": False, "hide": (), "uids": None, "seccomp": False},
+    "no layers": {"cgroups": None, "netns": False, "mountns": False, "hide": (), "uids": None,
+                  "seccomp": False},
     "static checks only": {},
 }
 
@@ -43,8 +44,8 @@ def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
     from gate.sandbox import detect, registry, runner
 
     tasks = load_dataset("humaneval").tasks
-    samples = [(Sample(t.task_id, 0, i, t.reference), t) for i, t in enumerate(tasks * (count // len(tasks) + 1))]
-    samples = samples[:count]
+    cycled = (tasks * (count // len(tasks) + 1))[:count]
+    samples = [(Sample(t.task_id, 0, i, t.reference), t) for i, t in enumerate(cycled)]
     checks = eval_checks()
     box = None
     if variant != "static checks only":
@@ -68,10 +69,11 @@ def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
     after = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
 
     def ms(index: int, field: str) -> float:
-        return round((getattr(after[index], field) - getattr(before[index], field)) / count * 1000, 2)
+        spent = float(getattr(after[index], field)) - float(getattr(before[index], field))
+        return round(spent / count * 1000, 2)
 
-    return {"wall": round(wall / count * 1000, 2), "gate user": ms(0, "ru_utime"), "gate sys": ms(0, "ru_stime"),
-            "sandbox user": ms(1, "ru_utime"), "sandbox sys": ms(1, "ru_stime"),
+    return {"wall": round(wall / count * 1000, 2), "gate user": ms(0, "ru_utime"),
+            "gate sys": ms(0, "ru_stime"), "sandbox user": ms(1, "ru_utime"), "sandbox sys": ms(1, "ru_stime"),
             "failed": sum(1 for t in totals if t)}
 
 
@@ -92,8 +94,9 @@ def main() -> None:
                                "--jobs", str(args.jobs)], capture_output=True, text=True, check=True)
         m = json.loads(done.stdout)
         cpu = m["gate user"] + m["gate sys"] + m["sandbox user"] + m["sandbox sys"]
-        print(f"{variant:20s} {m['wall']:6.1f} {m['gate user']:9.1f} {m['gate sys']:9.1f} {m['sandbox user']:8.1f}"
-              f" {m['sandbox sys']:8.1f} {cpu:6.1f}" + (f"  ({m['failed']} failed)" if m["failed"] else ""))
+        print(f"{variant:20s} {m['wall']:6.1f} {m['gate user']:9.1f} {m['gate sys']:9.1f}"
+              f" {m['sandbox user']:8.1f} {m['sandbox sys']:8.1f} {cpu:6.1f}"
+              + (f"  ({m['failed']} failed)" if m["failed"] else ""))
 
 
 if __name__ == "__main__":

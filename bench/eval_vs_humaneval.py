@@ -89,7 +89,8 @@ def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, Any]:
              "--jobs", str(jobs), "--json", str(summary), "--out", str(samples.parent / "rows.jsonl")]
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "CI": "true"}, cwd=ROOT)
     data = json.loads(summary.read_text(encoding="utf-8"))
-    rows = [json.loads(line) for line in (samples.parent / "rows.jsonl").read_text(encoding="utf-8").splitlines()]
+    rows_text = (samples.parent / "rows.jsonl").read_text(encoding="utf-8")
+    rows = [json.loads(line) for line in rows_text.splitlines()]
     for row in [r for r in rows if not r["pass"]][:3]:
         print(f"gate failed {row['id']}: {row['detail']}")
     return {"seconds": data["wall_s"], "pass_at_k": data["pass_at_k"]["pass@1"]["value"],
