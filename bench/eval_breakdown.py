@@ -73,8 +73,8 @@ def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
         return round(spent / count * 1000, 2)
 
     return {"wall": round(wall / count * 1000, 2), "gate user": ms(0, "ru_utime"),
-            "gate sys": ms(0, "ru_stime"), "sandbox user": ms(1, "ru_utime"), "sandbox sys": ms(1, "ru_stime"),
-            "failed": sum(1 for t in totals if t)}
+            "gate sys": ms(0, "ru_stime"), "sandbox user": ms(1, "ru_utime"),
+            "sandbox sys": ms(1, "ru_stime"), "failed": sum(1 for t in totals if t)}
 
 
 def main() -> None:
