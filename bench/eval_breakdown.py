@@ -96,7 +96,7 @@ def main() -> None:
         cpu = m["gate user"] + m["gate sys"] + m["sandbox user"] + m["sandbox sys"]
         print(f"{variant:20s} {m['wall']:6.1f} {m['gate user']:9.1f} {m['gate sys']:9.1f}"
               f" {m['sandbox user']:8.1f} {m['sandbox sys']:8.1f} {cpu:6.1f}"
-              + (f"  ({m['failed']} failed)" if m["failed"] else ""))
+              + (f"  ({m['failed']} charged points)" if m["failed"] else ""))
 
 
 if __name__ == "__main__":

