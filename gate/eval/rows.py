@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from gate.errors import BadInput
 
 # Why a sample did not pass, from the earliest stage that stopped it.
-FAILURE_KINDS = ("extract", "parse", "imports", "timeout", "error", "failed", "no cases")
+FAILURE_KINDS = ("extract", "parse", "timeout", "error", "failed", "no cases")
 
 
 @dataclass(frozen=True)

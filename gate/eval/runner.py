@@ -124,9 +124,7 @@ def _failure(verdict: Verdict, checks: Mapping[str, str]) -> str:
     for status in ("timeout", "error", "failed"):
         if status in statuses:
             return status
-    if not verdict.cases:
-        return "imports" if checks.get("imports") == "failed" else "no cases"
-    return "failed"
+    return "failed" if verdict.cases else "no cases"
 
 
 def _detail(verdict: Verdict) -> str:
