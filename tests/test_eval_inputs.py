@@ -141,3 +141,11 @@ def test_a_damaged_dataset_is_refused_before_anything_runs(tmp_path: Path) -> No
     with pytest.raises(BadInput) as caught:
         load_dataset("humaneval", broken)
     assert caught.value.render().startswith(f"{broken}: task HumanEval/0: prompt: does not parse")
+
+
+def test_a_samples_file_that_is_not_utf8_is_a_one_line_error(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "s.jsonl"
+    path.write_bytes(b'{"task_id": "HumanEval/0", "code": "\xff"}\n')
+    assert main(["eval", "--dataset", "humaneval", "--samples", str(path)]) == 2
+    assert capsys.readouterr().err.startswith(f"gate: error: {path}: not UTF-8 text")

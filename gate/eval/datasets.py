@@ -118,6 +118,8 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
                 yield number, data
     except OSError as exc:
         raise BadInput(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"not UTF-8 text (byte {exc.start} of a line)", file=str(path)) from None
 
 
 def _field(data: dict[str, Any], key: str, kind: type, where: str, line: int | None) -> Any:

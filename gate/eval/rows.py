@@ -98,12 +98,18 @@ _REQUIRED = ("id", "task", "sample", "position", "pass", "failed_cases", "cases"
 
 def read_rows(path: Path) -> list[Row]:
     """Read a rows file written by `gate eval` or `gate merge`; bad lines are BadInput with file and line."""
+    return list(_parse(read_lines(path), str(path)))
+
+
+def read_lines(path: Path) -> list[str]:
+    """The lines of a UTF-8 text file; a file that cannot be read is BadInput naming it."""
     try:
-        handle = path.open(encoding="utf-8")
+        # Not splitlines(): a JSON string may hold U+2028 and other characters it would split on.
+        return path.read_text(encoding="utf-8").split("\n")
     except OSError as exc:
-        raise BadInput(f"cannot read rows: {exc.strerror}", file=str(path)) from None
-    with handle:
-        return list(_parse(handle, str(path)))
+        raise BadInput(f"cannot read: {exc.strerror}", file=str(path)) from None
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
 
 
 def _parse(lines: Iterable[str], where: str) -> Iterator[Row]:

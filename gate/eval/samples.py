@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gate.errors import BadInput
-from gate.eval.datasets import Dataset
+from gate.eval.datasets import Dataset, EvalTask
+from gate.eval.rows import read_lines
 
 SAMPLE_KEYS = ("completion", "code", "reply")
 
@@ -37,43 +38,44 @@ def load_samples(path: Path, dataset: Dataset) -> list[Sample]:
     tasks = dataset.by_id()
     counts: Counter[str] = Counter()
     samples: list[Sample] = []
-    where = str(path)
-    try:
-        handle = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read samples: {exc.strerror}", file=where) from None
-    with handle:
-        for line, text in enumerate(handle, 1):
-            if not text.strip():
-                continue
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as exc:
-                raise BadInput(f"not JSON: {exc.msg}", file=where, line=line) from None
-            if not isinstance(data, dict):
-                raise BadInput("expected a JSON object with task_id and completion, code or reply",
-                               file=where, line=line)
-            task_id = data.get("task_id")
-            if isinstance(task_id, int) and not isinstance(task_id, bool):
-                task_id = str(task_id)  # MBPP's own ids are integers
-            if not isinstance(task_id, str):
-                raise BadInput("expected a string", file=where, line=line, key="task_id")
-            task = tasks.get(task_id)
-            if task is None:
-                raise BadInput(f"task {task_id!r} is not in dataset {dataset.name} ({len(tasks)} tasks)",
-                               file=where, line=line, key="task_id")
-            present = [key for key in SAMPLE_KEYS if key in data]
-            if len(present) != 1:
-                raise BadInput("expected exactly one of completion, code and reply", file=where, line=line,
-                               key=present[1] if present else "completion")
-            key = present[0]
-            value = data[key]
-            if not isinstance(value, str):
-                raise BadInput("expected a string", file=where, line=line, key=key)
-            code = {"completion": task.prefix + value, "code": value}.get(key)
-            reply = value if key == "reply" else None
-            samples.append(Sample(task_id, counts[task_id], len(samples), code, reply))
-            counts[task_id] += 1
+    for line, text in enumerate(read_lines(path), 1):
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise BadInput(f"not JSON: {exc.msg}", file=str(path), line=line) from None
+        task, key = _check(data, tasks, dataset, str(path), line)
+        value = data[key]
+        code = {"completion": task.prefix + value, "code": value}.get(key)
+        reply = value if key == "reply" else None
+        samples.append(Sample(task.task_id, counts[task.task_id], len(samples), code, reply))
+        counts[task.task_id] += 1
     if not samples:
-        raise BadInput("no samples", file=where)
+        raise BadInput("no samples", file=str(path))
     return samples
+
+
+def _check(data: object, tasks: dict[str, EvalTask], dataset: Dataset, where: str,
+           line: int) -> tuple[EvalTask, str]:
+    """The sample's task and which of completion, code and reply it holds."""
+    if not isinstance(data, dict):
+        raise BadInput("expected a JSON object with task_id and completion, code or reply",
+                       file=where, line=line)
+    task_id = data.get("task_id")
+    if isinstance(task_id, int) and not isinstance(task_id, bool):
+        task_id = str(task_id)  # MBPP's own ids are integers
+    if not isinstance(task_id, str):
+        raise BadInput("expected a string", file=where, line=line, key="task_id")
+    task = tasks.get(task_id)
+    if task is None:
+        hint = "; --split all loads every MBPP task" if dataset.name.startswith("mbpp") else ""
+        raise BadInput(f"task {task_id!r} is not in dataset {dataset.name} ({len(tasks)} tasks{hint})",
+                       file=where, line=line, key="task_id")
+    present = [key for key in SAMPLE_KEYS if key in data]
+    if len(present) != 1:
+        raise BadInput("expected exactly one of completion, code and reply", file=where, line=line,
+                       key=present[1] if present else "completion")
+    if not isinstance(data[present[0]], str):
+        raise BadInput("expected a string", file=where, line=line, key=present[0])
+    return task, present[0]
