@@ -3,7 +3,8 @@
 - `*` and `?` never match `/`; `[abc]`, `[!abc]` and `[a-z]` are character classes; `\\` escapes.
 - `**` as a whole segment matches any number of directories: `**/*.py`, `src/**`, `a/**/b`.
 - A pattern without a `/` (other than a trailing one) matches at any depth: `*.py` is `**/*.py`.
-- A leading `/` anchors at the repository root; a trailing `/` names a directory (`vendor/` is `vendor/**`).
+- A pattern with a `/` inside is anchored at the repository root (`src/*.py` is not `lib/src/a.py`); a
+  trailing `/` names a directory (`vendor/` is `vendor/**`).
 - A pattern that matches a directory matches every file under it, as in gitignore: `build` excludes
   `build/x.py`.
 - `!` negation is not supported: list what to leave out under `paths.exclude` instead.
@@ -19,6 +20,13 @@ from functools import lru_cache
 @lru_cache(maxsize=512)
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """The regular expression for `pattern`; raises ValueError saying what is wrong with a bad glob."""
+    try:
+        return _compile(pattern)
+    except ValueError as exc:
+        raise ValueError(f"bad glob {pattern!r}: {exc}") from None
+
+
+def _compile(pattern: str) -> re.Pattern[str]:
     if not pattern.strip():
         raise ValueError("an empty glob matches nothing")
     if pattern.startswith("!"):
@@ -29,9 +37,7 @@ def compile_glob(pattern: str) -> re.Pattern[str]:
         body += "/**"
     if not anchored:
         body = "**/" + body
-    segments = body.split("/")
-    if "" in segments:
-        raise ValueError("a glob must not contain '//'")
+    segments = [s for s in body.split("/") if s]
     parts: list[str] = []
     for i, segment in enumerate(segments):
         last = i == len(segments) - 1

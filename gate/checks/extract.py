@@ -7,8 +7,9 @@ solution. Bare blocks are candidates only when no block is tagged Python, becaus
 code and for output.
 
 For a set of changed files (a git range, a pull request), the gated files are those matching `paths.include`
-and no `paths.exclude` glob; nothing gated to score costs the points, and so does a gated file that still
-holds a chat reply (Markdown fences or a model's prose lines), with the path and line of each.
+and no `paths.exclude` glob; nothing gated to score costs the points, and so does a gated code file (Python,
+or an extension under `languages`) that still holds a chat reply (Markdown fences or a model's prose lines),
+with the path and line of each.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import warnings
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
+from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
 from gate.subject import SourceFile
@@ -72,12 +74,14 @@ class Extract:
             return CheckResult(penalties=(Penalty(self.name, points, message, locations),))
         block = candidates[0]
         ctx.files[:] = [SourceFile(SOLUTION_PATH, block.code, None, "extracted")]
-        ctx.state["extract.block"] = block
         return CheckResult(notes=_unclosed_note(block, where))
 
     def _from_files(self, ctx: CheckContext) -> CheckResult:
         paths = ctx.policy.paths
-        gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+        try:
+            gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+        except ValueError as exc:  # the loader validates globs; this guards policies built another way
+            raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
         ctx.files[:] = gated
         points = ctx.policy.points.extract
         if not gated:
@@ -89,7 +93,8 @@ class Extract:
             else:
                 message = "nothing gated to score: the change has no files"
             return CheckResult(penalties=(Penalty(self.name, points, message),))
-        found = [loc for f in gated for loc in _chat_lines(f)]
+        code_suffixes = (".py", *(_suffix(lang.extension) for lang in ctx.policy.languages))
+        found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(f)]
         if not found:
             return CheckResult()
         listed = ", ".join(f"{loc.path}:{loc.line}" for loc in found[:_MAX_LISTED])
@@ -98,9 +103,14 @@ class Extract:
         return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))
 
 
+def _suffix(extension: str) -> str:
+    return extension if extension.startswith(".") else "." + extension
+
+
 def _chat_lines(source: SourceFile) -> list[Location]:
-    """Lines of `source` that look like a chat reply. A Python file that parses has none: outside strings and
-    comments, a fence or a sentence is not valid Python, so only a file that does not parse is scanned."""
+    """Lines of a code file that look like a chat reply. Only code files are scanned (a gated README may hold
+    fences), and a Python file that parses has none: outside strings and comments, a fence or a sentence is
+    not valid Python, so only a file that does not parse is scanned."""
     if source.path.endswith(".py") and _parses(source.text):
         return []
     return [Location(source.path, n) for n, line in enumerate(split_lines(source.text), start=1)

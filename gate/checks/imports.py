@@ -7,8 +7,10 @@ name the candidate's own package and are not checked; `from __future__ import ..
 Dynamic loaders are `__import__`, `importlib.import_module`, `importlib.__import__`, `eval`, `exec` and
 `compile`, reached directly, under another name (`from importlib import import_module as load`, `f = eval`),
 through `builtins.` / `__builtins__.`, or through `getattr(builtins, ...)`; any use of `__builtins__` itself
-counts too. Only a `def` or `class` of the same name shadows a loader: an assignment does not (`eval = eval`
-would otherwise hide one). This is a fast reject, not a sandbox: names built at run time escape it.
+counts too, and so do `sys.modules` (it hands out any loaded module) and the attributes that reach the
+interpreter's internals (`__subclasses__`, `__globals__`, `__loader__`). Only a `def` or `class` of the same
+name shadows a loader: an assignment does not (`eval = eval` would otherwise hide one). This is a fast reject,
+not a sandbox: names built at run time escape it.
 
 A denied package denies its submodules (deny `os` catches `os.path`); an allow-list entry allows its
 submodules. The task's `allowed_imports`, when given, is the allow-list (an empty list allows nothing);
@@ -28,7 +30,11 @@ from gate.subject import SourceFile
 from gate.verdict import Location, Penalty
 
 _BUILTIN_PREFIXES = ("builtins.", "__builtins__.")
-_LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__"})
+# `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says.
+_LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__", "sys.modules"})
+# Attributes that reach the interpreter's internals: the classic escape `().__class__.__base__.__subclasses__()`
+# and a function's globals.
+_INTERNALS = frozenset({"__subclasses__", "__globals__", "__builtins__", "__import__", "__loader__"})
 _IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
 
 
@@ -180,6 +186,9 @@ class _Finder(ast.NodeVisitor):
         target = self._loader(node)
         if target:
             self._add(node, target, loader=target)
+            return
+        if node.attr in _INTERNALS:
+            self._add(node, f".{node.attr}", loader=node.attr)
             return
         self.generic_visit(node)
 

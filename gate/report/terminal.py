@@ -39,8 +39,9 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         paint=paint,
         status_word=_status_word(verdict),
         status_style="good" if verdict.accepted else "bad",
-        headline=_wrap(f"{verdict.subject_label} ({verdict.subject_kind}) · policy: {verdict.policy_source}"
-                       f" · mode: {verdict.mode}", 0),
+        headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
+                  *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
+        labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
         checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
                     "where": _wrap("at " + ", ".join(_where(loc) for loc in p.locations), 6)
