@@ -7,9 +7,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from eval_helpers import read_jsonl, run_eval, write_jsonl
 
 from gate.cli import main
+from tests.eval_helpers import read_jsonl, run_eval, write_jsonl
 
 TASKS: list[dict[str, Any]] = [
     {"task_id": "is_even", "function": "is_even", "prompt": "Is n even? TypeError for anything but an int.",

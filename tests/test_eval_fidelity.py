@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from eval_helpers import MBPP_DIR, needs_mbpp, run_eval
-
 from gate.eval.datasets import KNOWN_BROKEN, load_dataset
+from tests.eval_helpers import MBPP_DIR, needs_mbpp, run_eval
 
 # Generous limits: a fidelity run shares the machine with the rest of the suite, and MBPP 123's reference
 # takes about 2.5 s of CPU by itself.
