@@ -181,3 +181,11 @@ def test_summary_json_to_stdout(tmp_path: Path, tasks: str, capsys: pytest.Captu
     summary = json.loads(out)
     assert summary["pass_at_k"]["pass@1"]["value"] == 1.0 and summary["samples"] == 1
     assert "1/1 samples passed" in err
+
+
+def test_an_unwritable_rows_file_is_refused_before_anything_runs(tmp_path: Path, tasks: str,
+                                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    samples = write_jsonl(tmp_path / "s.jsonl", [_good("add")])
+    out = tmp_path / "missing" / "rows.jsonl"
+    assert main(["eval", "--dataset", tasks, "--samples", str(samples), "--out", str(out)]) == 2
+    assert capsys.readouterr() == ("", f"gate: error: {out}: cannot write: No such file or directory\n")

@@ -16,7 +16,8 @@ from tqdm import tqdm
 
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.eval.datasets import REGISTRY, Dataset, load_dataset
-from gate.eval.output import add_report_options, parse_ks, write_report
+from gate.eval.output import add_report_options, open_out, parse_ks, write_report
+from gate.eval.rows import Row, write_rows
 from gate.eval.runner import RunOptions, score_samples, select
 from gate.eval.samples import load_samples
 from gate.eval.shard import parse_shard
@@ -68,9 +69,17 @@ def run(args: argparse.Namespace) -> int:
     options = RunOptions(policy=_policy(args.policy), charged=args.policy is not None, jobs=args.jobs,
                          shard=shard, run=_run_identity(args, dataset))
     started = time.perf_counter()
-    with tqdm(total=len(mine), unit="sample", disable=_quiet(), file=sys.stderr) as bar:
-        rows = score_samples(dataset, mine, options, advance=lambda: bar.update())
-    write_report(rows, ks, args.out, args.json, time.perf_counter() - started, sys.stdout)
+    rows: list[Row] = []
+    # Each row is written as soon as it is ready: a run that stops half-way (the sandbox failed, Ctrl-C)
+    # keeps the rows it has.
+    with (open_out(args.out) as sink,
+          tqdm(total=len(mine), unit="sample", disable=_quiet(), file=sys.stderr) as bar):
+        for row in score_samples(dataset, mine, options, advance=lambda: bar.update()):
+            rows.append(row)
+            if sink is not None:
+                write_rows([row], sink)
+                sink.flush()
+    write_report(rows, ks, None, args.json, time.perf_counter() - started, sys.stdout)
     return EXIT_ACCEPTED
 
 

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TextIO
 
@@ -44,6 +45,21 @@ def write_report(rows: Sequence[Row], ks: Sequence[int], out: Path | None, json_
     elif json_path:
         _write(Path(json_path), lambda handle: handle.write(summary.to_json() + "\n"))
     stream.write(summary.render())
+
+
+@contextlib.contextmanager
+def open_out(path: Path | None) -> Iterator[TextIO | None]:
+    """The rows file, open for writing (None when there is none); a path that cannot be written is BadInput
+    before anything runs."""
+    if path is None:
+        yield None
+        return
+    try:
+        handle = path.open("w", encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write: {exc.strerror}", file=str(path)) from None
+    with handle:
+        yield handle
 
 
 def _write(path: Path, fill: Callable[[TextIO], object]) -> None:

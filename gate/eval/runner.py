@@ -5,7 +5,7 @@ in the sandbox's processes, so the threads mostly wait on them, not on the gate'
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -48,8 +48,9 @@ def select(dataset: Dataset, samples: Sequence[Sample], shard: Shard) -> list[Sa
 
 
 def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptions,
-                  advance: Callable[[], None] = lambda: None) -> list[Row]:
-    """Score every sample, in parallel over `options.jobs` workers; rows come back in the samples' order."""
+                  advance: Callable[[], None] = lambda: None) -> Iterator[Row]:
+    """Score every sample, in parallel over `options.jobs` workers; rows come as soon as they are ready, in
+    the samples' order, so that a caller can write each one before the run is over."""
     tasks = dataset.by_id()
     # One sandbox for every worker: it is thread-safe, and one sandbox owns its pool of uids, so no two
     # concurrent runs ever share a uid (a second sandbox would hand out the same ones).
@@ -64,7 +65,7 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
 
     try:
         with ThreadPoolExecutor(max_workers=max(1, options.jobs), thread_name_prefix="gate-eval") as pool:
-            return list(pool.map(one, samples))
+            yield from pool.map(one, samples)
     finally:
         sandbox.close()
 
