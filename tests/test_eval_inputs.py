@@ -12,9 +12,7 @@ from gate.errors import BadInput
 from gate.eval.datasets import load_dataset
 from gate.eval.samples import load_samples
 from gate.eval.shard import Shard, parse_shard
-
-MBPP_DIR = Path(__file__).resolve().parents[2] / "shared" / "data" / "mbpp"
-needs_mbpp = pytest.mark.skipif(not (MBPP_DIR / "mbpp.jsonl").is_file(), reason="MBPP data not present")
+from tests.eval_helpers import MBPP_DIR, needs_mbpp
 
 
 def _write(path: Path, rows: list[object]) -> Path:
