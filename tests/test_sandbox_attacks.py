@@ -5,6 +5,7 @@ generous and only decide how long a hostile program may last, never whether a te
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import open_sandbox
+from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, RunResult
 from gate.sandbox.runner import LayeredSandbox
 
@@ -28,6 +29,23 @@ needs_root = pytest.mark.skipif(not ROOT, reason="needs root: uid switch and mou
 # Every program can report on its result channel with `report(text)`.
 PRELUDE = ("import os, sys\ndef report(text):\n"
            f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
+
+# A daemon: forks, setsid(), forks again, ignores SIGTERM, reports its pid and stays.
+DAEMON = """
+    import signal, time
+    r, w = os.pipe()
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            os.write(w, str(os.getpid()).encode())
+            os.close(w)
+            while True:
+                time.sleep(1)
+        os._exit(0)
+    os.close(w)
+    report(os.read(r, 32).decode())
+"""
 
 
 @pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
@@ -109,22 +127,7 @@ def test_fork_bomb_is_contained(sandbox: LayeredSandbox) -> None:
 
 
 def test_double_fork_daemon_does_not_outlive_its_run(sandbox: LayeredSandbox) -> None:
-    code = """
-        import signal, time
-        r, w = os.pipe()
-        if os.fork() == 0:
-            os.setsid()
-            if os.fork() == 0:
-                signal.signal(signal.SIGTERM, signal.SIG_IGN)
-                os.write(w, str(os.getpid()).encode())
-                os.close(w)
-                while True:
-                    time.sleep(1)
-            os._exit(0)
-        os.close(w)
-        report(os.read(r, 32).decode())
-    """
-    result = sandbox.run(hostile(code))
+    result = sandbox.run(hostile(DAEMON))
     assert result.exit_code == 0
     assert result.result is not None
     daemon = int(result.result)
@@ -225,7 +228,7 @@ def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> No
         result = sandbox.run(hostile(code, str(port)))
         with pytest.raises(BlockingIOError):
             listener.accept()
-    if sandbox.isolation["netns"] == "on" or sandbox.isolation["seccomp"].startswith("on"):
+    if sandbox.isolation["netns"].startswith("on") or sandbox.isolation["seccomp"].startswith("on"):
         assert result.result == b"blocked"
 
 
@@ -286,3 +289,111 @@ def test_killing_the_reaper_and_the_gate_is_refused(sandbox: LayeredSandbox) -> 
             "        os.kill(target, signal.SIGKILL)\n    except OSError:\n        pass\nreport('tried')\n")
     result: RunResult = sandbox.run(hostile(code, str(os.getpid())))
     assert result.result == b"tried"
+
+
+def test_pair_peer_cannot_read_the_lead(sandbox: LayeredSandbox) -> None:
+    # The lead holds the expected value in its memory, environment and a file; the peer (the candidate) knows
+    # the lead's pid and tries every way in.
+    lead = """
+        import socket, time
+        expected = 'EXPECTED-' + 'VALUE-7f3a'
+        open('expected.txt', 'w').write(expected)
+        peer = socket.socket(fileno=int(os.environ['GATE_PEER_FD']))
+        peer.sendall(f'{os.getpid()}\\n'.encode())
+        report(peer.makefile().readline().strip() or 'nothing')
+    """
+    peer = """
+        import ctypes, socket
+        channel = socket.socket(fileno=int(os.environ['GATE_PEER_FD']))
+        pid = channel.makefile().readline().strip()
+        seen = []
+        for path in ('environ', 'cmdline', 'cwd/expected.txt', 'root/tmp/work/expected.txt', 'mem', 'maps'):
+            try:
+                with open(f'/proc/{pid}/{path}', 'rb') as f:
+                    seen.append(f.read(100000).decode(errors='replace'))
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+        libc = ctypes.CDLL(None, use_errno=True)
+        seen.append(f'ptrace={libc.ptrace(16, int(pid), 0, 0)}')  # PTRACE_ATTACH
+        channel.sendall(('|'.join(seen).replace('\\n', ' ') + '\\n').encode())
+    """
+    lead_result, _ = sandbox.run_pair(hostile(lead), hostile(peer))
+    assert lead_result.result is not None
+    assert b"EXPECTED-VALUE" not in lead_result.result
+    assert b"ptrace=-1" in lead_result.result, lead_result.result
+
+
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_daemon_dies_without_uid_or_cgroup(backend: str) -> None:
+    """What a gate without root has (no uid switch, no cgroup): the run's own reaper still finds a
+    double-forked, setsid() daemon, as an orphan, and kills it."""
+    full = detect.layers(prefer_zygote=True)
+    if full.cgroups:
+        full.cgroups.close()
+    layers = dataclasses.replace(full, uids=None, cgroups=None)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    try:
+        result = box.run(hostile(DAEMON))
+        assert result.result is not None
+        daemon = int(result.result)
+        assert settled(lambda: not alive(daemon))
+        assert box.run(hostile("print('next')")).stdout == b"next\n"
+    finally:
+        box.close()
+
+
+def test_memory_spread_over_processes_hits_the_cgroup(sandbox: LayeredSandbox) -> None:
+    # Each process stays under RLIMIT_AS; together they pass the run's memory limit, which only a cgroup sees.
+    code = """
+        import select, time
+        r, w = os.pipe()  # a child writes one byte once its memory is touched
+        for _ in range(4):
+            if os.fork() == 0:
+                block = bytearray(160 * 1024 * 1024)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                os.write(w, b'1')
+                time.sleep(60)
+                os._exit(0)
+        os.close(w)
+        touched = killed = 0
+        while touched + killed < 4:  # each child either reports or dies, whichever comes first
+            if os.waitpid(-1, os.WNOHANG)[0]:
+                killed += 1
+            elif select.select([r], [], [], 0.05)[0]:
+                touched += len(os.read(r, 4))
+        report(killed)
+        sys.exit(1 if killed else 0)
+    """
+    result = sandbox.run(hostile(code))
+    if not sandbox.isolation["cgroup"].startswith("on"):
+        pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
+    assert result.exit_code == 1
+    assert result.killed_reason == "memory limit"
+
+
+@needs_root
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
+    """Without the seccomp layer (a machine without the library), the network namespace still keeps a run
+    from a listener on the gate's 127.0.0.1."""
+    full = detect.layers(prefer_zygote=True)
+    layers = dataclasses.replace(full, seccomp=False)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    code = """
+        import socket
+        try:
+            socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
+            report('connected')
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    try:
+        with socket.socket() as listener:
+            listener.bind(("127.0.0.1", 0))
+            listener.listen(1)
+            result = box.run(hostile(code, str(listener.getsockname()[1])))
+        assert result.result is not None
+        assert result.result != b"connected"
+    finally:
+        box.close()

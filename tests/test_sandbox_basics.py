@@ -131,3 +131,10 @@ def test_require_names_every_missing_layer() -> None:
 def test_require_rejects_unknown_layer() -> None:
     with pytest.raises(BadInput, match="unknown isolation layer"):
         open_sandbox(LIMITS, require=("firewall",))
+
+
+def test_only_the_runs_descriptors_are_open(sandbox: Sandbox) -> None:
+    code = "import os\nprint(sorted(int(fd) for fd in os.listdir('/proc/self/fd')))"
+    result = sandbox.run(program(code))
+    open_fds = json.loads(result.stdout)
+    assert set(open_fds) - {0, 1, 2, 3} <= {max(open_fds)}  # the listing's own descriptor

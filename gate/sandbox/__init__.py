@@ -36,6 +36,8 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if missing:
         if layers.cgroups:
             layers.cgroups.close()
+        if layers.uids:
+            layers.uids.close()
         raise GateFailure("required isolation layer(s) not available here: " + "; ".join(missing))
     backend = "zygote" if prefer_zygote else "fresh-interpreter"
     return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)

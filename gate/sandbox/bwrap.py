@@ -27,4 +27,4 @@ def describe(root: bool) -> str:
     if root:
         return "off: not needed (root enters namespaces directly)"
     why = works()
-    return f"off: {why}" if why else "off: works here, but runs do not use it yet (run the gate with sudo)"
+    return f"off: {why}" if why else "off: works here but unused (without root the gate enters no namespaces)"

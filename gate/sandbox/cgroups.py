@@ -10,17 +10,16 @@ Parent side only: the child just writes its pid into each `cgroup.procs` listed 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from gate.sandbox.base import Limits
 
-_KILL_ROUNDS = 100
-_REMOVE_ROUNDS = 50
+_KILL_ROUNDS = 200
 
 
 def _mounts() -> list[tuple[str, str, set[str]]]:
@@ -40,69 +39,86 @@ def _write(path: Path, value: str) -> None:
 
 @dataclass
 class CgroupRun:
-    """The cgroup directories of one run (one per hierarchy)."""
+    """The cgroup directories (one per hierarchy) of one sandbox uid, reused by each run under that uid: a uid
+    runs one run at a time, and a run ends only when its cgroup is empty again."""
 
     dirs: list[Path]
     v2: Path | None
+    _oom_before: int = 0
+    _limits: Limits | None = None  # the limits written last (each write costs more than comparing)
 
     @property
     def paths(self) -> list[str]:
         """What the child joins."""
         return [str(d) for d in self.dirs]
 
-    def _pids(self) -> set[int]:
+    def pids(self) -> set[int]:
+        """The processes in the cgroup now."""
         found: set[int] = set()
         for directory in self.dirs:
             with contextlib.suppress(OSError):
                 found.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
         return found
 
+    def begin(self, limits: Limits) -> None:
+        """Set the next run's limits (and remember the OOM count, which only grows)."""
+        self._oom_before = self._oom_kills()
+        if limits == self._limits:
+            return
+        self._limits = limits
+        for directory in self.dirs:
+            for name, value in (("memory.limit_in_bytes", limits.memory_bytes),
+                                ("memory.max", limits.memory_bytes), ("pids.max", limits.processes)):
+                if (directory / name).exists():
+                    _write(directory / name, str(value))
+
     def kill_all(self) -> None:
-        """SIGKILL every process in the run's cgroups until none is left."""
+        """SIGKILL every process in the cgroup until it is empty (a killed process takes a moment to go)."""
         if self.v2 is not None and (self.v2 / "cgroup.kill").exists():
             _write(self.v2 / "cgroup.kill", "1")
-        for _ in range(_KILL_ROUNDS):
-            pids = self._pids()
+        for round_ in range(_KILL_ROUNDS):
+            pids = self.pids()
             if not pids:
                 return
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGKILL)
+            time.sleep(0.001 * min(round_, 20))
 
-    def memory_exceeded(self) -> bool:
-        """Whether the kernel killed a process of the run for going over the memory limit."""
+    def _oom_kills(self) -> int:
+        total = 0
         for directory in self.dirs:
             for name in ("memory.oom_control", "memory.events"):
                 with contextlib.suppress(OSError):
                     for line in (directory / name).read_text().splitlines():
                         key, _, value = line.partition(" ")
-                        if key == "oom_kill" and int(value) > 0:
-                            return True
-        return False
+                        if key == "oom_kill":
+                            total += int(value)
+        return total
+
+    def memory_exceeded(self) -> bool:
+        """Whether the kernel killed a process of this run for going over the memory limit."""
+        return self._oom_kills() > self._oom_before
 
     def remove(self) -> None:
-        """Kill what is left and remove the directories (a dying process may hold one a moment)."""
+        """Kill what is left and remove the directories."""
         self.kill_all()
         for directory in self.dirs:
-            for _ in range(_REMOVE_ROUNDS):
-                try:
-                    directory.rmdir()
-                    break
-                except FileNotFoundError:
-                    break
-                except OSError:
-                    self.kill_all()
-                    time.sleep(0.01)
+            with contextlib.suppress(FileNotFoundError):
+                directory.rmdir()
 
 
 class Cgroups:
-    """The gate's own cgroup directories (one per usable hierarchy) under which each run gets one."""
+    """The gate's own cgroup directories (one per usable hierarchy), with one cgroup per sandbox uid below,
+    made on the uid's first run and kept until close (a mkdir and rmdir per run would cost more than the
+    run)."""
 
     def __init__(self, v1: dict[str, Path], v2: Path | None, v2_controllers: set[str]) -> None:
         self._v1 = v1  # controller -> this sandbox's directory in that hierarchy
         self._v2 = v2
         self._v2_controllers = v2_controllers
-        self._count = itertools.count()
+        self._runs: dict[int, CgroupRun] = {}
+        self._lock = threading.Lock()
 
     @property
     def describe(self) -> str:
@@ -113,40 +129,34 @@ class Cgroups:
             parts.append("v2 kill" + (f"+{extra}" if extra else ""))
         return "on (" + ", ".join(parts) + ")"
 
-    def create(self, limits: Limits) -> CgroupRun:
-        """A new cgroup (in each hierarchy) with the run's memory and process limits."""
-        name = f"run-{next(self._count)}"
-        dirs: list[Path] = []
-        v2_dir = None
-        for controller, base in self._v1.items():
-            directory = base / name
-            directory.mkdir()
-            dirs.append(directory)
-            if controller == "memory":
-                _write(directory / "memory.limit_in_bytes", str(limits.memory_bytes))
-                with contextlib.suppress(OSError):  # swap accounting may be off
-                    _write(directory / "memory.memsw.limit_in_bytes", str(limits.memory_bytes))
-            else:
-                _write(directory / "pids.max", str(limits.processes))
-        if self._v2 is not None:
-            v2_dir = self._v2 / name
-            v2_dir.mkdir()
+    def for_uid(self, uid: int, limits: Limits) -> CgroupRun:
+        """The cgroup of `uid`, empty, with the run's limits."""
+        with self._lock:
+            run = self._runs.get(uid)
+            if run is None:
+                run = self._runs[uid] = self._create(f"uid-{uid}")
+        run.begin(limits)
+        return run
+
+    def _create(self, name: str) -> CgroupRun:
+        dirs = [base / name for base in self._v1.values()]
+        v2_dir = self._v2 / name if self._v2 is not None else None
+        for directory in [*dirs, *([v2_dir] if v2_dir else [])]:
+            directory.mkdir(exist_ok=True)
+        if v2_dir is not None:
             dirs.append(v2_dir)
-            if "memory" in self._v2_controllers:
-                _write(v2_dir / "memory.max", str(limits.memory_bytes))
-                with contextlib.suppress(OSError):
-                    _write(v2_dir / "memory.swap.max", "0")
-            if "pids" in self._v2_controllers:
-                _write(v2_dir / "pids.max", str(limits.processes))
+        if v2_dir is not None and (v2_dir / "memory.swap.max").exists():
+            _write(v2_dir / "memory.swap.max", "0")  # the memory limit is the limit, not a start on swap
         return CgroupRun(dirs, v2_dir)
 
     def strays(self) -> list[str]:
-        """Run cgroups of this sandbox still present (there should be none between runs)."""
-        return [str(d) for base in [*self._v1.values(), *([self._v2] if self._v2 else [])]
-                for d in base.iterdir() if d.is_dir()]
+        """Processes in a uid's cgroup while no run holds it (there should be none between runs)."""
+        return [f"{pid} in {run.dirs[0]}" for run in self._runs.values() for pid in run.pids()]
 
     def close(self) -> None:
-        """Remove this sandbox's directories (every run's own is gone by then)."""
+        """Remove every cgroup of this sandbox."""
+        for run in self._runs.values():
+            run.remove()
         for base in [*self._v1.values(), *([self._v2] if self._v2 else [])]:
             with contextlib.suppress(OSError):
                 base.rmdir()
@@ -182,7 +192,7 @@ def detect() -> tuple[Cgroups | None, str]:
                     if controller in options and controller not in v1:
                         (Path(point) / name).mkdir()
                         v1[controller] = Path(point) / name
-            elif v2 is None:
+            elif v2 is None and "pids" not in v1:  # v1 pids tracks and limits the run well enough
                 v2, v2_controllers = _v2_base(point, name)
         except OSError as exc:
             reasons.append(f"{point}: {exc.strerror}")

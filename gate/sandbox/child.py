@@ -132,9 +132,14 @@ def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
     not pile up under RLIMIT_NPROC). A run's leader has its process group killed while it is still a zombie
     (so its id cannot have been reused) and, for a dedicated uid without a cgroup, every process of that uid
     too; then its status goes to its status descriptor. `waiting` maps a leader's pid to (status descriptor,
-    uid to sweep or None). With `block`, wait until no child is left."""
+    uid to sweep or None). With `block` (a reaper of one run), wait until no child is left, killing every
+    child that is left once the leader is gone: the run's orphans, however they detached."""
     flags = os.WEXITED | os.WNOWAIT | (0 if block else os.WNOHANG)
     while True:
+        if block and not waiting:
+            for orphan in _children():
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(orphan, signal.SIGKILL)
         try:
             info = os.waitid(os.P_ALL, 0, flags)
         except ChildProcessError:
@@ -153,6 +158,31 @@ def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
         if status_fd is not None:
             os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
             os.close(status_fd)
+
+
+def _children() -> list[int]:
+    """This process's children (orphans of a run become children of its reaper)."""
+    pid = os.getpid()
+    try:
+        with open(f"/proc/self/task/{pid}/children") as listed:
+            return [int(child) for child in listed.read().split()]
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: scan every process's parent
+        found = []
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError, IndexError), open(f"/proc/{entry}/stat") as stat:
+                if int(stat.read().rsplit(")", 1)[1].split()[1]) == pid:  # field 4: the parent's pid
+                    found.append(int(entry))
+        return found
+
+
+def reap_one_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> NoReturn:
+    """Be the reaper of exactly one run: fork its leader, report it, and once it exits kill and reap
+    everything else the run left, then exit. (A fresh interpreter always does this; a zygote forks one when
+    no cgroup or dedicated uid can find a run's processes, since the zygote itself reaps for every run.)"""
+    _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    pid = fork_run(config, sources, status_fd)
+    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
+    os._exit(0)
 
 
 def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> int:
@@ -175,10 +205,6 @@ def main() -> NoReturn:
     with os.fdopen(int(sys.argv[1]), "rb") as source:
         config = json.load(source)
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     if config["seccomp"]:
         seccomp.prepare()
-    status_fd = config["status_fd"]
-    pid = fork_run(config, config["sources"], status_fd)
-    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
-    os._exit(0)
+    reap_one_run(config, config["sources"], config["status_fd"])

@@ -93,7 +93,10 @@ def layers(prefer_zygote: bool) -> Layers:
     probe = _probe(interpreter, paths, root)
     if lib is None:
         probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
-    cgroup_manager, cgroup_why = cgroups.detect() if root else (None, "off: needs root (or sudo)")
+    if uids is None or uids.fallback:  # one cgroup per uid, so it needs a uid per concurrent run
+        cgroup_manager, cgroup_why = None, "off: needs root and a dedicated uid per run"
+    else:
+        cgroup_manager, cgroup_why = cgroups.detect()
     uid_text = "needs root (run the gate with sudo)" if not root else no_interpreter
     isolation = {
         "zygote": "on" if prefer_zygote else "off: not preferred (prefer_zygote=False)",
@@ -103,7 +106,7 @@ def layers(prefer_zygote: bool) -> Layers:
                                                            "; nproc off: no dedicated uid)"),
         "uid": _switch(uid_text, uids.describe if uids else ""),
         "no-new-privs": "on",
-        "netns": _switch(probe["netns"]),
+        "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),

@@ -46,7 +46,8 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
         _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
     import shutil  # here, not at the top: only runs in a mount namespace need it, and it is slow to import
 
-    shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True)
+    # copyfile: contents only; the metadata is set below.
+    shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True, copy_function=shutil.copyfile)
     os.close(stage_fd)
     for root, dirs, files in os.walk(WORKDIR):
         for name in (*dirs, *files):

@@ -119,7 +119,7 @@ class LayeredSandbox:
         killed process may take a moment to die); tests and `gate doctor` check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
-            found += [f"cgroup {path}" for path in self.layers.cgroups.strays()]
+            found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
         elif self.layers.uids:
             found += [f"process {proc}" for proc in self.layers.uids.strays()]
         return found
@@ -129,6 +129,8 @@ class LayeredSandbox:
         self.launcher.close()
         if self.layers.cgroups:
             self.layers.cgroups.close()
+        if self.layers.uids:
+            self.layers.uids.close()
         stage.remove(self._base)
 
     # Starting a run
@@ -155,6 +157,8 @@ class LayeredSandbox:
                                     limits.open_files, processes),
             "uid": who.uid if who else None,
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
+            # Nothing else can find this run's detached processes: give it a reaper of its own.
+            "own_reaper": cgroup is None and not (who and who.dedicated),
             "gid": who.gid if who else None,
             "no_new_privs": self.layers.no_new_privs,
             "seccomp": self.layers.seccomp,
@@ -172,7 +176,8 @@ class LayeredSandbox:
         parent_ends: list[int] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None)
-            cgroup = self.layers.cgroups.create(request.limits) if self.layers.cgroups else None
+            if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
+                cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
             pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, result, setup
             child_ends = [pipes[0][0], *(w for _, w in pipes[1:])]
@@ -194,6 +199,25 @@ class LayeredSandbox:
     # Supervising
 
     def _supervise(self, runs: list[_Live], lead: _Live | None = None) -> list[RunResult]:
+        try:
+            self._watch(runs, lead)
+        except BaseException:  # the gate failed (its reaper died, an interrupt): nothing of the runs may stay
+            for live in runs:
+                self._kill(live, "gate error")
+                for fd, kind in live.fds.items():
+                    if kind != "exit":  # the handle closes its own
+                        os.close(fd)
+                live.handle.close()
+                self._release(live.who, live.stage, live.cgroup)
+            raise
+        results = [self._finish(live) for live in runs]
+        failed = [live.setup_error.decode(errors="replace") for live in runs if live.setup_error]
+        if failed:  # a program never ran: the gate cannot do its job
+            raise GateFailure("sandbox setup failed: " + "; ".join(failed))
+        return results
+
+    def _watch(self, runs: list[_Live], lead: _Live | None) -> None:
+        """Feed, read and time the runs until every one has exited and its pipes are closed."""
         with selectors.DefaultSelector() as selector:
             for live in runs:
                 for fd, kind in live.fds.items():
@@ -221,7 +245,6 @@ class LayeredSandbox:
             for live in runs:
                 for fd in list(live.fds):
                     self._close(selector, live, fd)
-        return [self._finish(live) for live in runs]
 
     def _on_event(self, selector: selectors.BaseSelector, fd: int, live: _Live, kind: str) -> None:
         if kind == "stdin":
@@ -293,10 +316,10 @@ class LayeredSandbox:
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()
-        memory_hit = bool(live.cgroup and live.cgroup.memory_exceeded())
+        # The OOM killer may have hit any process of the run, so ask the cgroup whenever the run failed.
+        failed = live.status != 0
+        memory_hit = bool(failed and live.cgroup and live.cgroup.memory_exceeded())
         self._release(live.who, live.stage, live.cgroup)
-        if live.setup_error:  # the program never ran: the gate cannot do its job
-            raise GateFailure(f"sandbox setup failed: {live.setup_error.decode(errors='replace')}")
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
@@ -313,7 +336,7 @@ class LayeredSandbox:
 
     def _release(self, who: users.Identity | None, where: Path | None, cgroup: CgroupRun | None) -> None:
         if cgroup:
-            cgroup.remove()
+            cgroup.kill_all()  # empty before its uid (and so the cgroup) goes to the next run
         if where is not None:
             stage.remove(where)
         if who and self.layers.uids:

@@ -57,7 +57,9 @@ class UidPool:
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
-        self._held: dict[int, int] = {}  # uid -> descriptor of its lock file
+        self._fds: dict[int, int] = {}  # slot -> its lock file, open for the pool's life
+        self._known: dict[int, Identity] = {}  # slot -> its user, once looked up
+        self._busy: dict[int, int] = {}  # slot -> uid, while one of this gate's runs holds it
         first = _ensure_user(USER_PREFIX)
         self.fallback = None if first else Identity(NOBODY, NOBODY, "nobody", dedicated=False)
         if first:
@@ -73,18 +75,23 @@ class UidPool:
         return f"uid {first.pw_uid} ({USER_PREFIX}; one dedicated user per concurrent run)"
 
     def _try(self, slot: int) -> Identity | None:
+        """The slot's identity if neither this gate nor another one holds it (called with the lock held)."""
+        if slot in self._busy:
+            return None
         name = USER_PREFIX + (str(slot) if slot else "")
-        fd = os.open(os.path.join(LOCK_DIR, name), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+        if slot not in self._fds:
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
+            self._fds[slot] = os.open(os.path.join(LOCK_DIR, name), flags, 0o600)
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            os.close(fd)
+            fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:  # another gate's run has it
             return None
-        made = _ensure_user(name)
-        if made is None or made.uid in self._held:
-            os.close(fd)
+        made = self._known.get(slot) or _ensure_user(name)
+        if made is None:
+            fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
             return None
-        self._held[made.uid] = fd
+        self._known[slot] = made
+        self._busy[slot] = made.uid
         return made
 
     def acquire(self) -> Identity:
@@ -103,8 +110,9 @@ class UidPool:
         """Give a uid back once nothing of its run is left."""
         if identity.dedicated:
             with self._lock:
-                os.close(self._held.pop(identity.uid))
-
+                slot = next(slot for slot, uid in self._busy.items() if uid == identity.uid)
+                del self._busy[slot]
+                fcntl.flock(self._fds[slot], fcntl.LOCK_UN)
 
     def strays(self) -> list[str]:
         """Live processes of a sandbox uid that no run holds (there should be none): "pid (user)"."""
@@ -112,13 +120,21 @@ class UidPool:
         for slot in range(MAX_SLOTS):
             with self._lock:
                 made = self._try(slot) if not self.fallback else None
-                if made is None:
-                    continue
+            if made is not None:
                 try:
                     found += [f"{pid} ({made.name})" for pid in processes_of(made.uid)]
                 finally:
-                    os.close(self._held.pop(made.uid))
+                    self.release(made)
         return found
+
+
+    def close(self) -> None:
+        """Close the lock files (releasing every uid)."""
+        with self._lock:
+            for fd in self._fds.values():
+                os.close(fd)
+            self._fds.clear()
+            self._busy.clear()
 
 
 def processes_of(uid: int) -> list[int]:
