@@ -11,7 +11,7 @@ from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, GateError
 
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
-COMMANDS = ("score", "policy", "doctor")
+COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
 
 
 class _Parser(argparse.ArgumentParser):

@@ -22,6 +22,8 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     penalties: list[Penalty] = []
     notes: list[Note] = []
     cases: list[CaseReport] = []
+    labels: list[str] = []
+    blocked_reasons: list[str] = list(subject.blocked_reasons)
     timings: dict[str, float] = {}
     for check in checks if checks is not None else all_checks():
         t0 = time.perf_counter()
@@ -33,16 +35,19 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
             penalties.extend(result.penalties)
             notes.extend(result.notes)
             cases.extend(result.cases)
+            labels.extend(label for label in result.labels if label not in labels)
+            blocked_reasons.extend(result.blocked_reasons)
             points = sum(p.points for p in result.penalties)
             if result.skipped:
                 report = CheckReport(check.name, "skipped", reason=result.skipped)
             else:
-                report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points)
+                report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points,
+                                     reason=result.reason)
         seconds = round(time.perf_counter() - t0, 4)
         ctx.reports[check.name] = CheckReport(report.name, report.status, report.points, report.reason, seconds)
         timings[check.name] = seconds
     total = sum(p.points for p in penalties)
-    within = total <= policy.budget and not subject.blocked_reasons
+    within = total <= policy.budget and not blocked_reasons
     timings["total"] = round(time.perf_counter() - started, 4)
     return Verdict(
         subject_kind=subject.kind,
@@ -55,8 +60,9 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         penalties=tuple(penalties),
         checks=tuple(ctx.reports.values()),
         cases=tuple(cases),
-        blocked_reasons=subject.blocked_reasons,
+        blocked_reasons=tuple(blocked_reasons),
         notes=tuple(notes),
+        labels=tuple(labels),
         isolation=tuple(sorted(sandbox.isolation.items())) if sandbox else (("code execution", "off: not run"),),
         facts=subject.facts,
         timings=tuple(timings.items()),

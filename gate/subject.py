@@ -48,5 +48,9 @@ class Subject:
     tree: Path | None = None
     # Reasons a human must look whatever the score, e.g. the change edits the policy or the hidden cases.
     blocked_reasons: tuple[str, ...] = ()
+    # The text of the policy's `judge.rubric_file`, read by the source from the base commit (as hidden cases
+    # are), so that the judge check never touches git and the bot cannot rewrite its own rubric.
+    # None when the source did not read one.
+    judge_rubric: str | None = None
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

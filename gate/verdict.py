@@ -96,7 +96,9 @@ class Verdict:
         data = asdict(self)
         for key in ("isolation", "facts", "timings"):
             data[key] = dict(getattr(self, key))
-        return data
+        # Through JSON, so the dict is exactly what a reader of the JSON file gets (lists, not tuples).
+        plain: dict[str, Any] = json.loads(json.dumps(data))
+        return plain
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent, sort_keys=False, ensure_ascii=False)

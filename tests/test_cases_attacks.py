@@ -10,10 +10,10 @@ import secrets
 import textwrap
 
 import pytest
-from cases_support import SHORT, case, run, sandbox
 
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
+from tests.cases_support import SHORT, case, run, sandbox
 
 __all__ = ["sandbox"]
 

@@ -5,8 +5,6 @@ from __future__ import annotations
 import textwrap
 from dataclasses import replace
 
-from cases_support import case, sandbox
-
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
@@ -14,6 +12,7 @@ from gate.policy.model import CaseSpec, Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
+from tests.cases_support import case, sandbox
 
 __all__ = ["sandbox"]
 

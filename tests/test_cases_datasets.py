@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cases_support import LIMITS, sandbox
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
@@ -23,6 +22,7 @@ from gate.cases.mbpp import candidate_names
 from gate.cases.pairs import IN_PROCESS
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
+from tests.cases_support import LIMITS, sandbox
 
 __all__ = ["sandbox"]
 

@@ -6,8 +6,6 @@ import secrets
 from pathlib import Path
 
 import pytest
-from cases_support import sandbox
-from test_cases_attacks import HUNT
 
 from gate.cases.hidden import load_hidden
 from gate.checks.smoke import Smoke
@@ -16,6 +14,8 @@ from gate.errors import BadInput
 from gate.policy.model import Hidden, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
+from tests.cases_support import sandbox
+from tests.test_cases_attacks import HUNT
 
 __all__ = ["sandbox"]
 

@@ -7,13 +7,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cases_support import LIMITS, case, run, sandbox
 
 from gate.cases import KINDS
 from gate.cases.base import Program
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
+from tests.cases_support import LIMITS, case, run, sandbox
 
 __all__ = ["sandbox"]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gate.checks.base import Check
+from gate.policy.model import CHECK_NAMES
 
 REGISTRY: list[Check] = []
 
@@ -15,7 +16,9 @@ def register(check: Check) -> Check:
 
 def all_checks() -> list[Check]:
     """Every registered check, in pipeline order."""
-    # Importing the modules registers them; the order of these imports is the order checks run.
-    from gate.checks import extract, parse, imports, claims, smoke, nondeterminism  # noqa: F401, I001
+    # Importing the modules registers them. A module imported earlier elsewhere (a test importing
+    # gate.checks.judge) registers out of turn, so the order is CHECK_NAMES's, not the imports'. The judge
+    # comes last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
+    from gate.checks import extract, parse, imports, claims, smoke, nondeterminism, judge  # noqa: F401, I001
 
-    return list(REGISTRY)
+    return sorted(REGISTRY, key=lambda check: CHECK_NAMES.index(check.name))

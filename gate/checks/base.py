@@ -29,12 +29,17 @@ class CheckContext:
 
 @dataclass(frozen=True)
 class CheckResult:
-    """A check's findings. `skipped` holds the reason when the check could not run."""
+    """A check's findings. `skipped` holds the reason when the check could not run; `reason` is a one-line
+    summary for a check that ran (the judge's verdict). `labels` are added to the verdict for the publisher,
+    and `blocked_reasons` block the verdict for a human whatever the score (the judge's needs_review)."""
 
     penalties: tuple[Penalty, ...] = ()
     skipped: str = ""
     notes: tuple[Note, ...] = ()
     cases: tuple[CaseReport, ...] = ()
+    reason: str = ""
+    labels: tuple[str, ...] = ()
+    blocked_reasons: tuple[str, ...] = ()
 
 
 class Check(Protocol):

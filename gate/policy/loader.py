@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInput
+from gate.globs import compile_glob
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
 from gate.policy.model import (
     Bots,
@@ -278,23 +279,14 @@ def _check_regex(pattern: str, file: str, line: int | None, key: str) -> None:
 
 
 def glob_problem(pattern: str) -> str | None:
-    """What is wrong with a glob, or None: it must be relative and its `[...]` sets must close."""
+    """What is wrong with a glob, or None: it must be relative, and it must compile with the matcher the checks use
+    (gate.globs), so a policy that validates never fails later at score time."""
     if pattern.startswith("/"):
         return "globs are relative to the repository root; drop the leading `/`"
-    index = 0
-    while index < len(pattern):
-        if pattern[index] == "[":
-            # fnmatch rules: `[!` negates and a `]` right after the opening is a literal member.
-            close = index + 1
-            if close < len(pattern) and pattern[close] == "!":
-                close += 1
-            if close < len(pattern) and pattern[close] == "]":
-                close += 1
-            end = pattern.find("]", close)
-            if end < 0:
-                return f"unclosed `[` at character {index + 1} (write `[[]` for a literal `[`)"
-            index = end
-        index += 1
+    try:
+        compile_glob(pattern)
+    except ValueError as exc:
+        return str(exc).split(": ", 1)[-1]
     return None
 
 

@@ -40,6 +40,8 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
             os.chmod(inside, 0o1777)
             _libc.mount(inside, target, None, _libc.MS_BIND)
     for path in hide:
+        if not os.path.isdir(path):  # under /tmp (or a shared tmp dir): the fresh tmpfs already hides it
+            continue
         flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
         _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
     import shutil  # here, not at the top: only runs in a mount namespace need it, and it is slow to import

@@ -1,0 +1,137 @@
+"""The extract check: find the code to score, and charge when there is none or it is still a conversation.
+
+A model reply must hold exactly one Python block (```python, ```py or a bare fence; ~~~ fences too).
+Blocks tagged with another language (```bash, ```text, ```json) are not Python code: they are neither the
+solution nor a competitor, so a reply may show a shell command or the program's output next to its one
+solution. Bare blocks are candidates only when no block is tagged Python, because models use them both for
+code and for output.
+
+For a set of changed files (a git range, a pull request), the gated files are those matching `paths.include`
+and no `paths.exclude` glob; nothing gated to score costs the points, and so does a gated code file (Python,
+or an extension under `languages`) that still holds a chat reply (Markdown fences or a model's prose lines),
+with the path and line of each.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+import warnings
+
+from gate.checks import register
+from gate.checks.base import CheckContext, CheckResult
+from gate.errors import BadInput
+from gate.fences import Block, find_blocks, split_lines
+from gate.globs import is_gated
+from gate.subject import SourceFile
+from gate.verdict import Location, Note, Penalty
+
+SOLUTION_PATH = "solution.py"
+
+# Lines a model writes around code and a program never holds outside a string.
+_CHAT_LINE = re.compile(
+    r"^\s*(?:```|~~~"
+    r"|(?:here is|here's|here are|below is|the following is)\b"
+    r"|(?:sure|certainly|of course|absolutely)\b[,.!:]"
+    r"|(?:i hope this helps|hope this helps|let me know if)\b"
+    r"|(?:this|the) (?:code|function|program|script|solution|implementation) (?:above |below )?"
+    r"(?:reads|prints|uses|works|defines|returns|handles|will|should|is)\b"
+    r"|(?:explanation|output|usage|example usage)\s*:\s*$)",
+    re.IGNORECASE,
+)
+_MAX_LISTED = 10
+
+
+class Extract:
+    """Exactly one solution in a reply; only gated code, and no chat transcript, in a change."""
+
+    name = "extract"
+    requires: tuple[str, ...] = ()
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        if ctx.subject.reply is not None:
+            return self._from_reply(ctx, ctx.subject.reply)
+        return self._from_files(ctx)
+
+    def _from_reply(self, ctx: CheckContext, reply: str) -> CheckResult:
+        where = ctx.subject.label
+        blocks = find_blocks(reply)
+        python = [b for b in blocks if b.is_python]
+        candidates = python or [b for b in blocks if b.is_bare]
+        points = ctx.policy.points.extract
+        if not candidates:
+            others = [b for b in blocks if not b.is_python and not b.is_bare]
+            message = "the reply holds no Python code block"
+            if others:
+                message += " (only " + ", ".join(f"```{b.language} at line {b.line}" for b in others) + ")"
+            locations = tuple(Location(where, b.line) for b in others) or (Location(where),)
+            return CheckResult(penalties=(Penalty(self.name, points, message, locations),))
+        if len(candidates) > 1:
+            lines = ", ".join(str(b.line) for b in candidates)
+            message = (f"the reply holds {len(candidates)} competing code blocks (lines {lines}); "
+                       "a patch has exactly one solution")
+            locations = tuple(Location(where, b.line) for b in candidates)
+            return CheckResult(penalties=(Penalty(self.name, points, message, locations),))
+        block = candidates[0]
+        ctx.files[:] = [SourceFile(SOLUTION_PATH, block.code, None, "extracted")]
+        return CheckResult(notes=_unclosed_note(block, where))
+
+    def _from_files(self, ctx: CheckContext) -> CheckResult:
+        paths = ctx.policy.paths
+        try:
+            gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+        except ValueError as exc:  # the loader validates globs; this guards policies built another way
+            raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
+        ctx.files[:] = gated
+        points = ctx.policy.points.extract
+        if not gated:
+            if ctx.subject.files:
+                count = len(ctx.subject.files)
+                message = (f"nothing gated to score: none of the {count} changed files matches "
+                           f"paths.include ({', '.join(paths.include)})"
+                           + (f" minus paths.exclude ({', '.join(paths.exclude)})" if paths.exclude else ""))
+            else:
+                message = "nothing gated to score: the change has no files"
+            return CheckResult(penalties=(Penalty(self.name, points, message),))
+        code_suffixes = (".py", *(_suffix(lang.extension) for lang in ctx.policy.languages))
+        found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(f)]
+        if not found:
+            return CheckResult()
+        listed = ", ".join(f"{loc.path}:{loc.line}" for loc in found[:_MAX_LISTED])
+        more = f" and {len(found) - _MAX_LISTED} more" if len(found) > _MAX_LISTED else ""
+        message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}{more}"
+        return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))
+
+
+def _suffix(extension: str) -> str:
+    return extension if extension.startswith(".") else "." + extension
+
+
+def _chat_lines(source: SourceFile) -> list[Location]:
+    """Lines of a code file that look like a chat reply. Only code files are scanned (a gated README may hold
+    fences), and a Python file that parses has none: outside strings and comments, a fence or a sentence is
+    not valid Python, so only a file that does not parse is scanned."""
+    if source.path.endswith(".py") and _parses(source.text):
+        return []
+    return [Location(source.path, n) for n, line in enumerate(split_lines(source.text), start=1)
+            if _CHAT_LINE.match(line)]
+
+
+def _parses(text: str) -> bool:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escape sequences and the like are not our business here
+            ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
+def _unclosed_note(block: Block, where: str) -> tuple[Note, ...]:
+    if block.closed:
+        return ()
+    message = "the code block is never closed: the reply may be cut off"
+    return (Note("extract", message, (Location(where, block.line),)),)
+
+
+register(Extract())

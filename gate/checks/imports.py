@@ -1,0 +1,255 @@
+"""The imports check: every import inside the allow-list and outside the deny-list, and no dynamic loader.
+
+What counts as an import: `import a.b`, `from a import b` (which may name the submodule `a.b`), and
+`__import__("a")` / `importlib.import_module("a")` with a constant name. Relative imports (`from . import x`)
+name the candidate's own package and are not checked; `from __future__ import ...` is a compiler directive.
+
+Dynamic loaders are `__import__`, `importlib.import_module`, `importlib.__import__`, `eval`, `exec` and
+`compile`, reached directly, under another name (`from importlib import import_module as load`, `f = eval`),
+through `builtins.` / `__builtins__.`, or through `getattr(builtins, ...)`; any use of `__builtins__` itself
+counts too, and so do `sys.modules` (it hands out any loaded module) and the attributes that reach the
+interpreter's internals (`__subclasses__`, `__globals__`, `__loader__`). Only a `def` or `class` of the same
+name shadows a loader: an assignment does not (`eval = eval` would otherwise hide one). This is a fast reject,
+not a sandbox: names built at run time escape it.
+
+A denied package denies its submodules (deny `os` catches `os.path`); an allow-list entry allows its
+submodules. The task's `allowed_imports`, when given, is the allow-list (an empty list allows nothing);
+the policy's deny-list applies either way. With `scope: added` only imports on lines the change adds count.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+
+from gate.checks import register
+from gate.checks.base import CheckContext, CheckResult
+from gate.checks.parse import AST_STATE
+from gate.policy.model import DYNAMIC_LOADERS
+from gate.subject import SourceFile
+from gate.verdict import Location, Penalty
+
+_BUILTIN_PREFIXES = ("builtins.", "__builtins__.")
+# `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says.
+_LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__", "sys.modules"})
+# Attributes that reach the interpreter's internals: the classic escape `().__class__.__base__.__subclasses__()`
+# and a function's globals.
+_INTERNALS = frozenset({"__subclasses__", "__globals__", "__builtins__", "__import__", "__loader__"})
+_IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
+
+
+@dataclass(frozen=True)
+class Found:
+    """One import or dynamic loader as written: `module` is what it imports (None for eval and the like),
+    `loader` the dynamic loader used (None for a plain import statement)."""
+
+    line: int
+    end_line: int
+    text: str
+    module: str | None = None
+    submodules: tuple[str, ...] = ()
+    loader: str | None = None
+
+
+class Imports:
+    """Imports against the allow- and deny-lists; dynamic loaders."""
+
+    name = "imports"
+    requires: tuple[str, ...] = ("parse",)
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+        task = ctx.subject.task
+        from_task = task is not None and task.allowed_imports is not None
+        allow = ctx.policy.imports.allow
+        if task is not None and task.allowed_imports is not None:
+            allow = task.allowed_imports
+        # An empty policy allow-list means "anything not denied"; a task's empty list means "nothing".
+        allow_anything = not allow and not from_task
+        offences: list[tuple[str, Location]] = []
+        for source in ctx.files:
+            tree = trees.get(source.path)
+            if tree is None:
+                continue
+            for found in find_imports(tree):
+                if not _counts(found, source, ctx.policy.imports.scope):
+                    continue
+                location = Location(source.path, found.line)
+                reasons = _offences(found, allow, allow_anything, ctx.policy.imports.deny,
+                                    ctx.policy.imports.dynamic)
+                if reasons:
+                    where = f"{source.path}:{found.line}"
+                    offences.append((f"{found.text} ({where}): {', '.join(reasons)}", location))
+        if not offences:
+            return CheckResult()
+        message = "imports outside the policy: " + "; ".join(text for text, _ in offences)
+        locations = tuple(dict.fromkeys(loc for _, loc in offences))
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),))
+
+
+def _counts(found: Found, source: SourceFile, scope: str) -> bool:
+    """With scope `added`, only an import on a line the change adds counts (None: every line is new)."""
+    if scope == "all" or source.added_lines is None:
+        return True
+    return any(n in source.added_lines for n in range(found.line, found.end_line + 1))
+
+
+def _offences(found: Found, allow: tuple[str, ...], allow_anything: bool, deny: tuple[str, ...],
+              dynamic: bool) -> list[str]:
+    reasons: list[str] = []
+    if found.loader and dynamic:
+        reasons.append("dynamic loader")
+    if found.module is not None:
+        denied = [name for name in (found.module, *found.submodules) if _under(name, deny)]
+        if denied:
+            reasons.append(f"{denied[0]} is in the deny-list")
+        elif not allow_anything and not _under(found.module, allow):
+            reasons.append(f"{found.module} is not in the allow-list ({', '.join(allow) or 'empty'})")
+    return reasons
+
+
+def _under(module: str, packages: tuple[str, ...]) -> bool:
+    """Whether `module` is one of `packages` or a submodule of one."""
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def find_imports(tree: ast.Module) -> list[Found]:
+    """Every import and dynamic loader in `tree`, in source order."""
+    finder = _Finder(_aliases(tree), _defined_names(tree))
+    finder.visit(tree)
+    return sorted(finder.found, key=lambda f: (f.line, f.text))
+
+
+def _aliases(tree: ast.Module) -> dict[str, str]:
+    """Local names bound by imports, to the dotted names they stand for (`il` -> `importlib`)."""
+    aliases: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.asname:
+                    aliases[alias.asname] = alias.name
+                else:
+                    head = alias.name.split(".")[0]
+                    aliases[head] = head
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            for alias in node.names:
+                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return aliases
+
+
+def _defined_names(tree: ast.Module) -> frozenset[str]:
+    """Names the code defines with `def` or `class`: those shadow a builtin loader of the same name."""
+    return frozenset(node.name for node in ast.walk(tree)
+                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))
+
+
+class _Finder(ast.NodeVisitor):
+    def __init__(self, aliases: dict[str, str], defined: frozenset[str]) -> None:
+        self.aliases = aliases
+        self.defined = defined
+        self.found: list[Found] = []
+
+    def _add(self, node: ast.expr | ast.stmt, text: str, *, module: str | None = None,
+             submodules: tuple[str, ...] = (), loader: str | None = None) -> None:
+        end = node.end_lineno or node.lineno
+        self.found.append(Found(node.lineno, end, text, module, submodules, loader))
+
+    def visit_Import(self, node: ast.Import) -> None:
+        for alias in node.names:
+            self._add(node, f"import {alias.name}", module=alias.name)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        if node.level or not node.module or node.module == "__future__":
+            return
+        names = ", ".join(a.name for a in node.names)
+        submodules = tuple(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+        self._add(node, f"from {node.module} import {names}", module=node.module, submodules=submodules)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        target = self._loader(node.func)
+        if target in _IMPORTING_LOADERS and node.args and _constant_str(node.args[0]):
+            name = _constant_str(node.args[0])
+            self._add(node, f'{target}("{name}")', module=name, loader=target)
+            self._visit_all(node.args[1:], node.keywords)
+            return
+        getattr_target = self._getattr_on_builtins(node)
+        if getattr_target:
+            self._add(node, f"getattr(builtins, {getattr_target})", loader=getattr_target)
+            return
+        self.generic_visit(node)
+
+    def _visit_all(self, args: list[ast.expr], keywords: list[ast.keyword]) -> None:
+        for child in [*args, *(k.value for k in keywords)]:
+            self.visit(child)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        target = self._loader(node)
+        if target:
+            self._add(node, target, loader=target)
+            return
+        if node.attr in _INTERNALS:
+            self._add(node, f".{node.attr}", loader=node.attr)
+            return
+        self.generic_visit(node)
+
+    def visit_Name(self, node: ast.Name) -> None:
+        if node.id == "__builtins__":
+            self._add(node, "__builtins__", loader="__builtins__")
+            return
+        target = self._loader(node)
+        if target and isinstance(node.ctx, ast.Load):
+            self._add(node, target, loader=target)
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        # globals()["__builtins__"], vars()["__builtins__"]: the builtins module by another road.
+        if node.value == "__builtins__":
+            self._add(node, '"__builtins__"', loader="__builtins__")
+
+    def _loader(self, node: ast.expr) -> str | None:
+        """The dynamic loader `node` names, if any, after resolving import aliases and builtins prefixes."""
+        dotted = _dotted(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        if head in self.aliases:
+            dotted = self.aliases[head] + ("." + rest if rest else "")
+        elif head in self.defined:
+            return None
+        for prefix in _BUILTIN_PREFIXES:
+            if dotted.startswith(prefix):
+                dotted = dotted[len(prefix):]
+        return dotted if dotted in _LOADERS else None
+
+    def _getattr_on_builtins(self, node: ast.Call) -> str | None:
+        """`getattr(builtins, "eval")` -> "eval"; a name built at run time -> "<dynamic name>"."""
+        if not (isinstance(node.func, ast.Name) and node.func.id == "getattr" and len(node.args) >= 2):
+            return None
+        owner = _dotted(node.args[0])
+        if owner is None:
+            return None
+        owner = self.aliases.get(owner, owner)
+        if owner not in ("builtins", "__builtins__"):
+            return None
+        name = _constant_str(node.args[1])
+        if not name:
+            return "<a name built at run time>"
+        return f'"{name}"' if name in _LOADERS else None
+
+
+def _dotted(node: ast.expr) -> str | None:
+    """`a.b.c` for a chain of attribute accesses on a name, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))
+
+
+def _constant_str(node: ast.expr) -> str:
+    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
+
+
+register(Imports())

@@ -1,0 +1,92 @@
+"""`gate check`: score a local git range the way the PR gate scores a pull request, and write the reports."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from gate.cases.running import sandbox_limits
+from gate.engine import score
+from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
+from gate.policy.model import Policy
+from gate.report.annotations import workflow_commands
+from gate.report.comment import render_comment
+from gate.report.summary import render_summary
+from gate.report.terminal import render_terminal, use_color
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import Sandbox
+from gate.sources.gitrange import DEFAULT_BRANCHES, DEFAULT_POLICY_PATH, GitRange, subject_from_range
+from gate.subject import Subject
+from gate.verdict import Verdict
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add `gate check` to the CLI."""
+    parser = subparsers.add_parser(
+        "check", help="score a git range (base..head) of a local repository",
+        description="Score the files a git range adds, modifies or renames, with the policy and hidden cases "
+                    "of the base commit. Exit 0 accepted, 1 blocked, 2 bad input, 3 the gate failed.")
+    parser.add_argument("--repo", default=".", metavar="DIR",
+                        help="the repository (default: the current one)")
+    branches = " or ".join(DEFAULT_BRANCHES)
+    parser.add_argument("--base", metavar="REF",
+                        help=f"where the range starts (default: the merge base with {branches})")
+    parser.add_argument("--head", default="HEAD", metavar="REF", help="where the range ends (default: HEAD)")
+    parser.add_argument("--policy", metavar="FILE",
+                        help=f"the policy's path in the base commit (default: {DEFAULT_POLICY_PATH})")
+    parser.add_argument("--comment", metavar="FILE", type=Path, help="write the PR comment's Markdown here")
+    parser.add_argument("--summary", metavar="FILE", type=Path, help="write the job summary's Markdown here")
+    parser.add_argument("--json", metavar="FILE", help="write the verdict's JSON here ('-' for stdout)")
+    parser.add_argument("--annotations", action="store_true",
+                        help="print GitHub workflow commands (::error file=...,line=...::) for what cost "
+                             "points")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Score the range, write what was asked for, and return the exit code."""
+    with subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
+        verdict = score_range(found)
+        overrides = found.overrides
+    if args.comment:
+        _write(args.comment, render_comment(verdict, overrides), "--comment")
+    if args.summary:
+        _write(args.summary, render_summary(verdict, overrides), "--summary")
+    # With `--json -` stdout carries only the JSON; the human report goes to stderr.
+    human = sys.stderr if args.json == "-" else sys.stdout
+    if args.json == "-":
+        print(verdict.to_json())
+    elif args.json:
+        _write(Path(args.json), verdict.to_json() + "\n", "--json")
+    if args.annotations:
+        for line in workflow_commands(verdict):
+            print(line, file=human)
+    human.write(render_terminal(verdict, use_color(human)))
+    return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
+
+
+def score_range(found: GitRange) -> Verdict:
+    """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
+    commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
+    is missing here."""
+    sandbox = _sandbox_for(found.subject, found.policy)
+    try:
+        return score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
+    finally:
+        if sandbox is not None:
+            sandbox.close()
+
+
+def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
+    """A sandbox when there are cases to run (its start-up is not free), under the policy's limits."""
+    if not policy.cases and not subject.cases and not subject.hidden_cases:
+        return None
+    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
+
+
+def _write(path: Path, text: str, option: str) -> None:
+    try:
+        path.write_text(text, encoding="utf-8")
+    except OSError as exc:
+        raise BadInput(f"cannot write: {exc.strerror}", file=str(path), key=option) from exc

@@ -1,0 +1,118 @@
+"""`gate ci`: gate the pull request of the running GitHub Actions job.
+
+Reads the event, decides from the policy on the base whether the PR is gated, scores it, and publishes the
+sticky comment, the commit status and the check run on the PR's head SHA. The token comes from the
+environment only (`GITHUB_TOKEN`), never from the command line.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+from pathlib import Path
+from typing import Any
+
+from github.GithubException import GithubException
+from requests import RequestException
+
+from gate.commands.check import score_range
+from gate.errors import BadInput, GateError, GateFailure
+from gate.github.actions import append_summary, read_event
+from gate.github.client import Connection, connect
+from gate.github.deliver import Delivery, deliver, deliver_not_gated
+from gate.github.publish import (
+    Names,
+    Publisher,
+    Target,
+    explain_read,
+    failed_report,
+    not_gated_report,
+    report_for,
+)
+from gate.sources.gitrange import GitRange
+from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
+
+DEFAULT_VERDICT = "gate-verdict.json"
+
+
+def register(subparsers: Any) -> None:
+    """Add `gate ci` to the CLI."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "ci", help="gate the pull request of a GitHub Actions run",
+        description="Inside GitHub Actions: score the event's pull request and post the comment, status and "
+                    "check run. Exit 0 accepted, 1 blocked, 2 bad input, 3 the gate could not do its job.")
+    add_publishing_options(parser)
+    parser.add_argument("--workspace", type=Path, default=None,
+                        help="the checkout (default: $GITHUB_WORKSPACE); used when it has both commits")
+    parser.set_defaults(func=run)
+
+
+def add_publishing_options(parser: argparse.ArgumentParser) -> None:
+    """Options `gate ci` and `gate publish` share."""
+    parser.add_argument("--policy", default=None, metavar="PATH",
+                        help="the policy's path in the base commit (default: .github/gate.yml, or the "
+                             "default preset when it is absent)")
+    parser.add_argument("--comment", choices=("true", "false"), default="true",
+                        help="post the sticky PR comment (default: true)")
+    parser.add_argument("--check-name", default="gate", help="the check run's name (default: gate)")
+    parser.add_argument("--status-context", default="gate", help="the commit status context (default: gate)")
+    parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
+                        help=f"where to write the verdict JSON for upload-artifact (default: "
+                             f"{DEFAULT_VERDICT} in $RUNNER_TEMP, else here)")
+
+
+def verdict_path(args: argparse.Namespace) -> Path:
+    if args.verdict:
+        return Path(args.verdict)
+    return Path(os.environ.get("RUNNER_TEMP") or ".") / DEFAULT_VERDICT
+
+
+def run(args: argparse.Namespace) -> int:
+    """Gate the event's PR; see the module docstring."""
+    environ = os.environ
+    name, payload = read_event(environ)
+    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
+    connection = Connection.from_environment(environ)
+    client = connect(connection)
+    workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
+    names = Names(status=args.status_context, check=args.check_name)
+    try:
+        pr = pull_request_from_event(name, payload, client, repo)
+    except (GithubException, RequestException) as exc:
+        raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
+    delivery = Delivery(environ, client, Target(repo, pr.number, pr.head_sha), names, connection.token,
+                        verdict_path(args), read_only=pr.read_only_token)
+    try:
+        with subject_from_pull_request(client, pr, workspace=workspace, policy_path=args.policy,
+                                       api_url=connection.api_url) as found:
+            decision = decide(pr, found.policy.bots)
+            if not decision.gated:
+                return deliver_not_gated(delivery, not_gated_report(decision.reason))
+            _need_checkout_for_cases(found)
+            verdict = score_range(found)
+    except (GithubException, RequestException) as exc:
+        failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
+        _report_failure(delivery, failure)
+        raise failure from None
+    except GateError as error:  # a bad policy on the base, a missing isolation layer, ...
+        _report_failure(delivery, error)
+        raise
+    report = report_for(verdict, found.overrides, comment=args.comment == "true")
+    return deliver(delivery, verdict, report, found.overrides)
+
+
+def _need_checkout_for_cases(found: GitRange) -> None:
+    """Cases run against a clean export of the head's tree, which only a checkout with both commits gives."""
+    if found.subject.tree is None and (found.subject.cases or found.subject.hidden_cases):
+        raise BadInput("the policy has cases, but the checkout does not hold the PR's base and head commits, so "
+                       "there is no head tree to run them against; check out with `ref: ${{ "
+                       "github.event.pull_request.head.sha }}` and `fetch-depth: 0`", key="GITHUB_WORKSPACE")
+
+
+def _report_failure(delivery: Delivery, error: GateError) -> None:
+    """The summary says why, and a failure status and check stand in for the verdict: a required check must
+    never stay pending. Best effort: the exit code reports the error in any case."""
+    reason = error.render()
+    append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
+    if not delivery.read_only:
+        Publisher(delivery.client, delivery.target, delivery.names).publish(failed_report(reason))

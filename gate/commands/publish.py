@@ -1,0 +1,165 @@
+"""`gate publish ARTIFACT`: post the verdict of a fork's (or Dependabot's) PR from a `workflow_run` workflow.
+
+The scoring run had a read-only token and left its verdict as an artifact. This run has a writable token and
+must never run the PR's code, so it treats the artifact as untrusted data: a size cap and the verdict's JSON
+schema first, then the PR is found again through the API, its head must be the one the artifact names, and
+the checks that need no execution are recomputed here from the PR's files (the policy from the base). An
+artifact whose static findings differ from the recomputed ones was tampered with and is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+from github.GithubException import GithubException
+from requests import RequestException
+
+from gate.checks import all_checks
+from gate.commands.ci import add_publishing_options, verdict_path
+from gate.engine import score
+from gate.errors import BadInput, GateFailure
+from gate.github.actions import append_summary, read_event
+from gate.github.client import Connection, connect
+from gate.github.deliver import Delivery, deliver
+from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
+from gate.sources.pullrequest import PullRequest, subject_from_pull_request
+from gate.verdict import Note, Verdict
+
+MAX_ARTIFACT_BYTES = 1024 * 1024
+# Checks that read the files only; `gate publish` recomputes these and takes no artifact's word for them.
+STATIC_CHECKS = ("extract", "parse", "imports", "claims")
+
+
+def register(subparsers: Any) -> None:
+    """Add `gate publish` to the CLI."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "publish", help="post a fork PR's verdict artifact (from a workflow_run workflow)",
+        description="Validate a verdict artifact left by `gate ci` on a read-only token, recompute its "
+                    "static checks from the PR's files, and post the comment, status and check run. "
+                    "Exit 0 accepted, 1 blocked, 2 artifact refused, 3 the gate could not do its job.")
+    parser.add_argument("artifact", type=Path, help="the verdict JSON that `gate ci` wrote")
+    parser.add_argument("--pr", type=int, default=None,
+                        help="the PR number (default: from the workflow_run event, else from the artifact)")
+    add_publishing_options(parser)
+    parser.set_defaults(func=run)
+
+
+def load_artifact(path: Path) -> Verdict:
+    """The artifact as a verdict, or BadInput: too large, not JSON, not of the verdict schema."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise BadInput(f"cannot read the artifact: {exc.strerror}", file=str(path)) from None
+    if size > MAX_ARTIFACT_BYTES:
+        raise BadInput(f"the artifact is {size} bytes; a verdict is at most {MAX_ARTIFACT_BYTES}",
+                       file=str(path))
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise BadInput(f"the artifact is not JSON: {exc}", file=str(path)) from None
+    if not isinstance(data, dict):
+        raise BadInput("the artifact is not a verdict object", file=str(path))
+    try:
+        return Verdict.from_dict(data)
+    except jsonschema.ValidationError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(top level)"
+        raise BadInput(f"not a verdict: {exc.message}", file=str(path), key=where) from None
+
+
+def run(args: argparse.Namespace) -> int:
+    """Validate, recompute, publish; see the module docstring."""
+    environ = os.environ
+    _, payload = read_event(environ)
+    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
+    connection = Connection.from_environment(environ)
+    client = connect(connection)
+    names = Names(status=args.status_context, check=args.check_name)
+    try:
+        claimed = load_artifact(args.artifact)
+    except BadInput as exc:
+        _refuse(client, repo, args.pr or _event_pr(payload), payload, names, exc.render())
+        raise
+    facts = dict(claimed.facts)
+    number = args.pr or _event_pr(payload) or int(facts.get("pull request", "0") or 0)
+    if not number:
+        raise BadInput("no PR number in the event or the artifact; pass --pr N", key="--pr")
+    try:
+        pr = PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
+        expected = (payload.get("workflow_run") or {}).get("head_sha") or pr.head_sha
+        for what, sha in (("the artifact", facts.get("head", "")), ("the workflow run", expected)):
+            if sha != pr.head_sha:
+                reason = (f"{what} is for head {sha[:12] or 'unknown'}, but PR #{number} is now at "
+                          f"{pr.head_sha[:12]}; a newer run will publish")
+                _post(client, Target(repo, number, pr.head_sha), names, reason)
+                raise BadInput(reason, file=str(args.artifact), key="facts.head")
+        with subject_from_pull_request(client, pr, workspace=None, policy_path=args.policy,
+                                       api_url=connection.api_url) as found:
+            checks = [c for c in all_checks() if c.name in STATIC_CHECKS]
+            static = score(found.subject, found.policy, None, checks=checks, reproduce=found.reproduce)
+    except (GithubException, RequestException) as exc:
+        raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
+    target = Target(repo, number, pr.head_sha)
+    mismatch = _tampered(claimed, static)
+    if mismatch:
+        reason = f"the artifact does not match the PR's files: {mismatch}; refusing it"
+        _post(client, target, names, reason)
+        append_summary(environ, f"> **gate refused the artifact**: {reason}")
+        raise BadInput(reason, file=str(args.artifact), key="penalties")
+    verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,))
+    delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args), read_only=False)
+    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true"),
+                   found.overrides)
+
+
+def _event_pr(payload: dict[str, Any]) -> int:
+    pulls = (payload.get("workflow_run") or {}).get("pull_requests") or []
+    return int(pulls[0]["number"]) if pulls else 0  # empty for a fork's PR, so the artifact names it
+
+
+def _tampered(claimed: Verdict, static: Verdict) -> str:
+    """What differs between the artifact's static findings and the recomputed ones ("" when nothing does)."""
+    def findings(verdict: Verdict) -> list[tuple[str, int, str]]:
+        return sorted((p.check, p.points, p.message) for p in verdict.penalties if p.check in STATIC_CHECKS)
+
+    mine, theirs = findings(static), findings(claimed)
+    if mine != theirs:
+        return f"it claims {len(theirs)} static finding(s) worth {sum(p for _, p, _ in theirs)} points, " \
+               f"the files give {len(mine)} worth {sum(p for _, p, _ in mine)}"
+    if set(static.blocked_reasons) - set(claimed.blocked_reasons):
+        return "it leaves out that the PR edits the policy or the hidden cases"
+    return ""
+
+
+def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...]) -> Verdict:
+    """The verdict to post: the recomputed static findings and the base's policy (budget, mode, blocked
+    reasons), plus the artifact's execution findings, which only the unprivileged run could produce. Of the
+    artifact's labels only those the base's policy can ask for are kept."""
+    executed = tuple(p for p in claimed.penalties if p.check not in STATIC_CHECKS)
+    penalties = (*static.penalties, *executed)
+    total = sum(p.points for p in penalties)
+    within = total <= static.budget and not static.blocked_reasons
+    checks = (*static.checks, *(c for c in claimed.checks if c.name not in STATIC_CHECKS))
+    note = Note("publish", "static checks recomputed by the publish workflow from the PR's files; case "
+                           "results come from the PR's own unprivileged run")
+    return replace(static, penalties=penalties, total=total, accepted=within or static.mode == "advisory",
+                   checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),
+                   labels=tuple(label for label in claimed.labels if label in allowed_labels),
+                   isolation=claimed.isolation)
+
+
+def _post(client: Any, target: Target, names: Names, reason: str) -> None:
+    """A failure status and check saying why nothing better was posted; best effort (the exit code says)."""
+    Publisher(client, target, names).publish(replace(failed_report(reason), title="verdict refused"))
+
+
+def _refuse(client: Any, repo: str, number: int, payload: dict[str, Any], names: Names, reason: str) -> None:
+    head = (payload.get("workflow_run") or {}).get("head_sha", "")
+    if number and head:
+        _post(client, Target(repo, number, head), names, f"verdict artifact refused: {reason}")
+

@@ -1,0 +1,90 @@
+"""The end of a PR run, shared by `gate ci` and `gate publish`: the verdict reaches the artifact, the job
+summary, the step outputs and the log first, then GitHub; whatever fails, the exit code says what happened.
+
+Exit codes: 0 accepted, 1 blocked, 3 published only in part (each failure printed with its fix). A read-only
+token (a fork's or Dependabot's PR) is not a failure: the verdict waits in the artifact for `gate publish`.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import github
+
+from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
+from gate.github.actions import append_summary, set_outputs
+from gate.github.publish import Names, Publisher, Report, Target
+from gate.report.annotations import workflow_commands
+from gate.report.summary import render_summary
+from gate.report.templating import Overrides
+from gate.report.terminal import render_terminal
+from gate.secret import Secret
+from gate.verdict import Verdict
+
+READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "
+                  "posted on the PR. The verdict is in the artifact `{path}`; the `workflow_run` publish "
+                  "workflow posts it (README, \"Running on GitHub\").")
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """Where a run's verdict goes."""
+
+    environ: Mapping[str, str]
+    client: github.Github
+    target: Target
+    names: Names
+    token: Secret
+    verdict_path: Path
+    read_only: bool  # known from the event: do not even try to write
+
+
+def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Overrides | None = None) -> int:
+    """Write the artifact, summary, outputs and log; publish; return the exit code."""
+    delivery.verdict_path.parent.mkdir(parents=True, exist_ok=True)
+    delivery.verdict_path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    print(render_terminal(verdict, color=False))
+    append_summary(delivery.environ, render_summary(verdict, overrides))
+    set_outputs(delivery.environ, {"accepted": str(verdict.accepted).lower(), "total": str(verdict.total),
+                                   "budget": str(verdict.budget), "verdict": str(delivery.verdict_path),
+                                   "gated": "true"})
+    code = EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
+    return _publish(delivery, report, verdict, code)
+
+
+def deliver_not_gated(delivery: Delivery, report: Report) -> int:
+    """A PR the policy does not gate: a success status and check saying why, no comment, exit 0."""
+    print(f"gate: {report.description}")
+    append_summary(delivery.environ, f"**gate**: {report.description}")
+    set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": "", "verdict": "",
+                                   "gated": "false"})
+    return _publish(delivery, report, None, EXIT_ACCEPTED)
+
+
+def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: int) -> int:
+    outcome = None if delivery.read_only else Publisher(delivery.client, delivery.target,
+                                                        delivery.names).publish(report)
+    if outcome is None or outcome.read_only:
+        note = READ_ONLY_NOTE.format(path=delivery.verdict_path)
+        if verdict is not None:
+            for command in workflow_commands(verdict):  # the log's annotations stand in for the check run's
+                print(command)
+        print(f"gate: {note}")
+        append_summary(delivery.environ, f"> {note}")
+        return code
+    for line in outcome.messages:
+        text = delivery.token.redact(line)
+        print(f"gate: error: {text}", file=sys.stderr)
+        first, _, rest = text.partition("\n")
+        block = f"\n\n```yaml\n{rest}\n```" if rest else ""
+        append_summary(delivery.environ, f"**gate could not publish**: {first}{block}\n")
+    if outcome.failures:
+        done = ", ".join(outcome.done) or "nothing"
+        print(f"gate: published {done}; the verdict is in the job summary and {delivery.verdict_path}",
+              file=sys.stderr)
+        return EXIT_GATE_FAILED
+    print(f"gate: published {', '.join(outcome.done)} on {delivery.target.head_sha[:12]}")
+    return code

@@ -1,0 +1,247 @@
+"""Publish a verdict on a pull request: one sticky comment, a commit status and a check run on the head SHA,
+and the labels the verdict asks for.
+
+Each step is independent: a step that fails is turned into one line that says what to do, and the other steps
+still run. The caller writes the job summary and the artifact whatever happens here (design.md, invariant 8).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import github
+import requests
+from github.GithubException import GithubException, RateLimitExceededException
+
+from gate.report.comment import CUT_NOTE, render_comment
+from gate.report.context import MARKER, headline
+from gate.report.markdown import cut
+from gate.report.summary import render_summary
+from gate.report.templating import Overrides
+from gate.verdict import Verdict
+
+CHECK_TEXT_LIMIT = 65_535  # characters in a check run's summary, and in its text
+ANNOTATIONS_PER_REQUEST = 50
+STATUS_DESCRIPTION_LIMIT = 140
+# What each step needs in the workflow's `permissions:`.
+PERMISSION = {"comment": "pull-requests: write", "labels": "pull-requests: write",
+              "status": "statuses: write", "check run": "checks: write",
+              "read": "contents: read` and `pull-requests: read"}
+WHAT = {"comment": "post the PR comment", "status": "set the commit status",
+        "check run": "create the check run", "labels": "add the labels", "read": "read the PR from GitHub"}
+PERMISSIONS_YAML = ("permissions:\n  contents: read\n  pull-requests: write\n  statuses: write\n"
+                    "  checks: write")
+FULL_REPORT_NOTE = "> The full report is in the job summary."
+
+State = Literal["success", "failure"]
+Problem = Literal["permission", "rate limit", "gone", "too long", "server", "other"]
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where to publish: the repository (`owner/name`), the PR number and its head SHA."""
+
+    repo: str
+    number: int
+    head_sha: str
+
+
+@dataclass(frozen=True)
+class Names:
+    """The commit status context and the check run name (required checks refer to them)."""
+
+    status: str = "gate"
+    check: str = "gate"
+
+
+@dataclass(frozen=True)
+class Report:
+    """Everything that is posted, already rendered."""
+
+    state: State
+    description: str  # the commit status line
+    title: str  # the check run's title
+    summary: str  # the check run's summary (Markdown)
+    comment: str | None  # the sticky comment's body; None posts no comment
+    annotations: tuple[dict[str, Any], ...] = ()
+    labels: tuple[str, ...] = ()
+
+
+@dataclass
+class Outcome:
+    """What publishing did: the steps done, and one line per step that failed (with the fix)."""
+
+    done: list[str] = field(default_factory=list)
+    failures: list[tuple[str, Problem, str]] = field(default_factory=list)  # (step, kind, message)
+
+    @property
+    def read_only(self) -> bool:
+        """Every write was refused for lack of permission: a read-only token (a fork's or Dependabot's PR)."""
+        return not self.done and bool(self.failures) and all(k == "permission" for _, k, _ in self.failures)
+
+    @property
+    def messages(self) -> list[str]:
+        lines = [message for _, _, message in self.failures]
+        if any(kind == "permission" for _, kind, _ in self.failures) and not self.read_only:
+            lines.append("add to the workflow job:\n" + _indent(PERMISSIONS_YAML))
+        return lines
+
+
+def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment: bool = True) -> Report:
+    """The report for a scored PR (templates overridden from the base commit): failure when blocked."""
+    head = headline(verdict)
+    state: State = "success" if verdict.accepted else "failure"
+    return Report(
+        state=state,
+        description=_line(f"{head.status}: {head.text}"),
+        title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
+        summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT, FULL_REPORT_NOTE),
+        comment=render_comment(verdict, overrides) if comment else None,
+        annotations=tuple(check_annotations(verdict)),
+        labels=verdict.labels,
+    )
+
+
+def not_gated_report(reason: str) -> Report:
+    """Success with the reason, and no comment: a required check must never stay pending."""
+    return Report(state="success", description=_line(f"not gated: {reason}"), title="not gated",
+                  summary=f"Nothing to gate: {reason}.", comment=None)
+
+
+def failed_report(reason: str) -> Report:
+    """The gate could not score the PR: a failure with the reason, no comment."""
+    return Report(state="failure", description=_line(f"gate failed: {reason}"), title="the gate failed",
+                  summary=reason, comment=None)
+
+
+def check_annotations(verdict: Verdict) -> list[dict[str, Any]]:
+    """Check run annotations on the lines that cost points: failures when enforced, warnings when advisory."""
+    level = "failure" if verdict.mode == "enforce" else "warning"
+    found = []
+    for penalty in verdict.penalties:
+        for loc in penalty.locations:
+            line = loc.line or 1
+            found.append({"path": loc.path, "start_line": line, "end_line": line, "annotation_level": level,
+                          "title": f"gate {penalty.check}: +{penalty.points}",
+                          "message": penalty.message[:CHECK_TEXT_LIMIT]})
+    return found
+
+
+class Publisher:
+    """Publishes reports on one PR through one PyGithub client."""
+
+    def __init__(self, client: github.Github, target: Target, names: Names = Names()) -> None:
+        self.client = client
+        self.target = target
+        self.names = names
+        self.repo = client.get_repo(target.repo)  # lazy: no request
+
+    def publish(self, report: Report) -> Outcome:
+        """Run every step; a failed step is recorded in the outcome, never raised."""
+        outcome = Outcome()
+        steps: list[tuple[str, Callable[[], None]]] = []
+        if report.comment is not None:
+            steps.append(("comment", lambda: self.comment(report.comment or "")))
+        steps.append(("status", lambda: self.status(report)))
+        steps.append(("check run", lambda: self.check_run(report)))
+        if report.labels:
+            steps.append(("labels", lambda: self.labels(report.labels)))
+        for step, action in steps:
+            try:
+                action()
+            except (GithubException, requests.RequestException) as exc:
+                kind, message = explain(step, exc, self.target)
+                outcome.failures.append((step, kind, message))
+            else:
+                outcome.done.append(step)
+        return outcome
+
+    def comment(self, body: str) -> None:
+        """Edit the gate's comment (found by its marker on any page) or create it; cut it once on a 422."""
+        issue = self.repo.get_issue(self.target.number)
+        mine = next((c for c in issue.get_comments() if MARKER in c.body and c.user.type == "Bot"), None)
+        try:
+            self._write_comment(issue, mine, body)
+        except GithubException as exc:
+            if exc.status != 422:
+                raise
+            tail = "\n" + MARKER + "\n"
+            shorter = cut(body, len(body) // 2, CUT_NOTE.format(limit="GitHub's")) + tail
+            self._write_comment(issue, mine, shorter)
+
+    @staticmethod
+    def _write_comment(issue: Any, mine: Any, body: str) -> None:
+        if mine is None:
+            issue.create_comment(body)
+        else:
+            mine.edit(body)
+
+    def status(self, report: Report) -> None:
+        self.repo.get_commit(self.target.head_sha).create_status(
+            report.state, description=report.description, context=self.names.status)
+
+    def check_run(self, report: Report) -> None:
+        """A completed check run; annotations go 50 a request, the rest appended by updates."""
+        batches = [list(report.annotations[i:i + ANNOTATIONS_PER_REQUEST])
+                   for i in range(0, len(report.annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
+        output = {"title": report.title, "summary": report.summary}
+        run = self.repo.create_check_run(name=self.names.check, head_sha=self.target.head_sha,
+                                         status="completed", conclusion=report.state,
+                                         output={**output, "annotations": batches[0]})
+        for batch in batches[1:]:
+            run.edit(output={**output, "annotations": batch})
+
+    def labels(self, names: Sequence[str]) -> None:
+        self.repo.get_issue(self.target.number).add_to_labels(*names)
+
+
+def explain(step: str, exc: Exception, target: Target) -> tuple[Problem, str]:
+    """One line for a failed step: what happened and what to do."""
+    what = WHAT[step]
+    if isinstance(exc, requests.RequestException):
+        text = str(exc)
+        if "too many 403" in text or "too many 429" in text:
+            return "rate limit", (f"could not {what}: GitHub's rate limit held after every retry; rerun the "
+                                  "job later (GATE_GITHUB_RETRIES and GATE_GITHUB_MAX_WAIT set the waits)")
+        if "too many 5" in text:
+            return "server", f"could not {what}: GitHub kept answering with a server error; rerun the job"
+        return "other", f"could not {what}: GitHub could not be reached ({type(exc).__name__})"
+    assert isinstance(exc, GithubException)
+    message = _message(exc)
+    if isinstance(exc, RateLimitExceededException) or "rate limit" in message.lower():
+        return "rate limit", (f"could not {what}: GitHub's rate limit asks for a longer wait than allowed "
+                              "(GATE_GITHUB_MAX_WAIT); rerun the job later")
+    if exc.status == 403:
+        return "permission", (f"could not {what}: the token lacks `{PERMISSION[step]}` ({message}); "
+                              f"add `{PERMISSION[step]}` under the job's `permissions:`")
+    if exc.status in (404, 410):
+        return "gone", (f"could not {what}: PR #{target.number} or its head {target.head_sha[:12]} is gone "
+                        "(branch deleted, PR closed or force-pushed while the gate ran); nothing to do")
+    if exc.status == 422:
+        return "too long", f"could not {what}: GitHub refused it as invalid or too long ({message})"
+    if exc.status >= 500:
+        return "server", f"could not {what}: GitHub answered {exc.status} ({message}); rerun the job"
+    return "other", f"could not {what}: GitHub answered {exc.status} ({message})"
+
+
+def explain_read(exc: Exception, repo: str, number: int = 0, head_sha: str = "") -> str:
+    """One line for a failure while reading the PR, its files or its base's policy."""
+    return explain("read", exc, Target(repo, number, head_sha or "?"))[1]
+
+
+def _message(exc: GithubException) -> str:
+    data = exc.data
+    if isinstance(data, dict):
+        details = "; ".join(str(e.get("message", e)) for e in data.get("errors", []) if isinstance(e, dict))
+        return str(data.get("message", "")) + (f": {details}" if details else "")
+    return str(data)[:200]
+
+
+def _line(text: str) -> str:
+    return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[:STATUS_DESCRIPTION_LIMIT - 1] + "…"
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  " + line for line in text.splitlines())

@@ -1,0 +1,100 @@
+"""What the Markdown report templates see: the verdict, and its parts already escaped and linked.
+
+Built-in and repository templates (`.github/gate/templates/*.md.j2`, read from the base commit) get the
+same variables; every string in them that came from the candidate is already escaped Markdown, so a template
+can place it anywhere inline without further care. `verdict` is the raw `gate.verdict.Verdict` for the rest.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from gate.report.markdown import blob_url, code, escape, fence
+from gate.verdict import Location, Verdict
+
+# The hidden marker that identifies the gate's own PR comment; the GitHub publisher looks for it to edit the
+# comment in place instead of adding a new one.
+MARKER = "<!-- gate:report -->"
+# Most locations listed for one penalty before "and N more".
+MAX_LOCATIONS = 10
+
+
+@dataclass(frozen=True)
+class Headline:
+    """The first line's content, shared by every shape of the report."""
+
+    status: str  # "accepted" or "blocked"
+    text: str  # "7 points against a budget of 3" or "blocked for a human: ..."
+
+
+def headline(verdict: Verdict) -> Headline:
+    """Accepted or blocked, and the total against the budget, in words."""
+    unit = "point" if verdict.total == 1 else "points"
+    points = f"{verdict.total} {unit} against a budget of {verdict.budget}"
+    if verdict.blocked_reasons:
+        points += f"; needs a human ({len(verdict.blocked_reasons)} reason"
+        points += "s)" if len(verdict.blocked_reasons) > 1 else ")"
+    elif verdict.mode == "advisory" and verdict.total > verdict.budget:
+        points += " (advisory: over budget, not enforced)"
+    return Headline("accepted" if verdict.accepted else "blocked", points)
+
+
+def location_markdown(location: Location, facts: dict[str, str]) -> str:
+    """`[path:line](https://…/blob/SHA/path#Lline)` when the repository URL and head are known, else
+    `path:line` as code."""
+    label = location.path + (f":{location.line}" if location.line else "")
+    repo_url, head = facts.get("repo", ""), facts.get("head", "")
+    if repo_url.startswith(("https://", "http://")) and head:
+        return f"[{escape(label)}]({blob_url(repo_url, head, location.path, location.line)})"
+    return code(label)
+
+
+def _locations(locations: tuple[Location, ...], facts: dict[str, str]) -> str:
+    shown = [location_markdown(loc, facts) for loc in locations[:MAX_LOCATIONS]]
+    if len(locations) > MAX_LOCATIONS:
+        shown.append(f"and {len(locations) - MAX_LOCATIONS} more")
+    return ", ".join(shown)
+
+
+def report_context(verdict: Verdict) -> dict[str, Any]:
+    """The template variables for `verdict` (see the module docstring)."""
+    facts = dict(verdict.facts)
+    head = headline(verdict)
+    return {
+        "verdict": verdict,
+        "marker": MARKER,
+        "status": head.status,
+        "headline": escape(head.text),
+        "subject": code(verdict.subject_label),
+        "facts": [(escape(k), code(v)) for k, v in verdict.facts],
+        "blocked_reasons": [escape(r) for r in verdict.blocked_reasons],
+        "penalties": [
+            {"check": escape(p.check), "points": p.points, "message": escape(p.message),
+             "where": _locations(p.locations, facts)}
+            for p in verdict.penalties
+        ],
+        "failed_cases": [
+            {"index": c.index, "name": escape(c.name), "kind": escape(c.kind), "hidden": c.hidden,
+             "status": c.status, "detail": fence(c.detail) if c.detail else ""}
+            for c in verdict.cases if c.status != "passed"
+        ],
+        "cases_run": len(verdict.cases),
+        "checks": [
+            {"name": escape(c.name), "status": c.status, "points": c.points, "reason": escape(c.reason)}
+            for c in verdict.checks
+        ],
+        "skipped": [
+            {"name": escape(c.name), "reason": escape(c.reason)}
+            for c in verdict.checks if c.status == "skipped"
+        ],
+        "notes": [
+            {"source": escape(n.source), "message": escape(n.message),
+             "where": _locations(n.locations, facts)}
+            for n in verdict.notes
+        ],
+        "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation],
+        "policy_source": code(verdict.policy_source),
+        "reproduce": code(verdict.reproduce) if verdict.reproduce else "",
+        "gate_version": escape(verdict.gate_version),
+    }

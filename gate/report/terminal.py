@@ -1,0 +1,109 @@
+"""The verdict as a table for a terminal: status line first, then checks, penalties, notes and isolation.
+
+Everything fits 80 columns (long messages wrap); colour is used only when asked for, which the caller decides
+from whether the stream is a TTY and NO_COLOR is unset (`use_color`).
+"""
+
+from __future__ import annotations
+
+import os
+import textwrap
+from collections.abc import Callable
+from typing import IO
+
+from jinja2 import Environment, PackageLoader, StrictUndefined
+
+from gate.report.markdown import visible
+from gate.verdict import Location, Verdict
+
+WIDTH = 80
+_NAME, _STATUS, _POINTS = 16, 8, 6
+_REASON_WIDTH = WIDTH - 2 - _NAME - 1 - _STATUS - 1 - _POINTS - 2
+_STYLES = {"good": "\x1b[32m", "bad": "\x1b[31m", "warn": "\x1b[33m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
+_RESET = "\x1b[0m"
+_STATUS_STYLE = {"passed": "good", "failed": "bad", "skipped": "warn", "timeout": "bad", "error": "bad"}
+
+_ENV = Environment(loader=PackageLoader("gate", "report/templates"), autoescape=False, trim_blocks=True,
+                   lstrip_blocks=True, keep_trailing_newline=True, undefined=StrictUndefined)
+
+
+def use_color(stream: IO[str]) -> bool:
+    """Colour only on a TTY, and never when NO_COLOR is set to anything (https://no-color.org)."""
+    return stream.isatty() and not os.environ.get("NO_COLOR")
+
+
+def render_terminal(verdict: Verdict, color: bool) -> str:
+    """The verdict as text for a terminal, at most 80 columns wide."""
+    paint = _painter(color)
+    return _ENV.get_template("terminal.txt.j2").render(
+        v=verdict,
+        paint=paint,
+        status_word=_status_word(verdict),
+        status_style="good" if verdict.accepted else "bad",
+        headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
+                  *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
+        labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
+        checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
+        penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
+                    "where": _wrap("at " + ", ".join(_where(loc) for loc in p.locations), 6)
+                    if p.locations else []} for p in verdict.penalties],
+        cases=[{"text": _wrap(f"#{c.index} {c.name}{' (hidden)' if c.hidden else ''}: {c.status}"
+                              + (f" - {c.detail}" if c.detail else ""), 2),
+                "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
+        notes=[_wrap(f"{n.source}: {n.message}"
+                     + (" (" + ", ".join(_where(loc) for loc in n.locations) + ")" if n.locations else ""), 2)
+               for n in verdict.notes],
+        blocked=[_wrap(reason, 2) for reason in verdict.blocked_reasons],
+        isolation=[_wrap(f"{layer}: {how}", 2) for layer, how in verdict.isolation],
+        facts=[_wrap(f"{key}: {value}", 2) for key, value in verdict.facts],
+        reproduce=_wrap(verdict.reproduce, 2) if verdict.reproduce else [],
+    )
+
+
+def _status_word(verdict: Verdict) -> str:
+    if verdict.mode == "advisory":
+        return "ACCEPTED (advisory)" if verdict.total <= verdict.budget and not verdict.blocked_reasons \
+            else "WOULD BLOCK (advisory)"
+    return "ACCEPTED" if verdict.accepted else "BLOCKED"
+
+
+def _check_row(name: str, status: str, points: int, reason: str) -> dict[str, object]:
+    reason_lines = textwrap.wrap(visible(reason), _REASON_WIDTH) if reason else []
+    return {
+        "name": name.ljust(_NAME)[:_NAME],
+        "status": status.ljust(_STATUS),
+        "style": _STATUS_STYLE.get(status, "dim"),
+        "points": (str(points) if status != "skipped" else "-").rjust(_POINTS),
+        "reason": reason_lines[0] if reason_lines else "",
+        "more": reason_lines[1:],
+        "indent": " " * (WIDTH - _REASON_WIDTH),
+    }
+
+
+def _wrap(text: str, indent: int) -> list[str]:
+    """`text` as lines of at most 80 columns, every line indented by `indent` spaces. Control characters are
+    shown as code points: a bot-chosen file name must not drive the maintainer's terminal."""
+    pad = " " * indent
+    lines: list[str] = []
+    for paragraph in visible(text).splitlines() or [""]:
+        lines.extend(textwrap.wrap(paragraph, WIDTH, initial_indent=pad, subsequent_indent=pad + "  ",
+                                   break_long_words=True, break_on_hyphens=False) or [pad])
+    return lines
+
+
+def _where(location: Location) -> str:
+    text = location.path
+    if location.line:
+        text += f":{location.line}"
+        if location.column:
+            text += f":{location.column}"
+    return text
+
+
+def _painter(color: bool) -> Callable[[str, str], str]:
+    def paint(text: str, style: str) -> str:
+        return f"{_STYLES[style]}{text}{_RESET}" if color and text else text
+
+    return paint
+
+

@@ -1,0 +1,250 @@
+"""A GitHub pull request as something to score: which PR (from the event), whether it is gated (from the
+policy's `bots:`), and its subject, with the policy and hidden cases read from the base commit, never the
+head.
+
+When the checkout holds both the base and the head commit, the subject is built by `subject_from_commits`, so
+`gate check --base B --head H` on a laptop gives the same verdict. Otherwise (a shallow checkout, or `gate
+publish`, which must never check out PR code) the files come from the API at the head SHA and the policy and
+hidden cases from the API at the base SHA.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import git
+import github
+from github.GithubException import UnknownObjectException
+
+from gate.errors import BadInput
+from gate.policy.loader import load_policy, parse_cases
+from gate.policy.marked_yaml import MarkedMap, load_marked
+from gate.policy.model import Bots, CaseSpec, Policy
+from gate.report.templating import OVERRIDE_DIR, Overrides
+from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
+from gate.subject import SourceFile, Subject
+
+GATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
+DISPATCH_INPUTS = ("pull_request", "pr", "number")
+_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+@dataclass(frozen=True)
+class PullRequest:
+    """The facts about a PR that the gate decides on; from the webhook payload or the API (same shape)."""
+
+    repo: str  # the base repository, owner/name
+    number: int
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    author: str
+    author_type: str  # "User", "Bot", "Organization"
+    labels: tuple[str, ...]
+    fork: bool  # the head lives in another repository: the run gets a read-only token
+    url: str = ""
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], repo: str) -> PullRequest:
+        """From a `pull_request` object of a webhook payload or of `GET /repos/{o}/{r}/pulls/{n}`."""
+        head_repo = (data["head"].get("repo") or {}).get("full_name")
+        return cls(repo=repo, number=int(data["number"]), head_sha=data["head"]["sha"],
+                   base_sha=data["base"]["sha"], head_ref=data["head"]["ref"], author=data["user"]["login"],
+                   author_type=data["user"].get("type", "User"),
+                   labels=tuple(label["name"] for label in data.get("labels", [])),
+                   fork=head_repo != repo, url=data.get("html_url", ""))
+
+    @property
+    def read_only_token(self) -> bool:
+        """GitHub gives a fork's PR, and Dependabot's, a read-only token and no secrets."""
+        return self.fork or self.author == "dependabot[bot]"
+
+
+@dataclass(frozen=True)
+class Decision:
+    gated: bool
+    reason: str
+
+
+def pull_request_from_event(name: str, payload: Mapping[str, Any], client: github.Github,
+                            repo: str) -> PullRequest:
+    """The PR an event is about: `pull_request` carries it; `workflow_dispatch` names it in an input."""
+    if name == "pull_request_target":
+        raise BadInput("refusing to run on pull_request_target: that event has a writable token and secrets, "
+                       "and the gate runs the PR's code; use pull_request, and the workflow_run publish "
+                       "workflow for forks (README, \"Running on GitHub\")", key="GITHUB_EVENT_NAME")
+    if name == "pull_request":
+        return PullRequest.from_json(payload["pull_request"], repo)
+    if name == "workflow_dispatch":
+        inputs = payload.get("inputs") or {}
+        raw = next((str(inputs[key]) for key in DISPATCH_INPUTS if inputs.get(key)), "")
+        if not raw.lstrip("#").isdigit():
+            raise BadInput(f"workflow_dispatch needs the PR number in an input named "
+                           f"{' or '.join(DISPATCH_INPUTS)}, got {raw or 'none'}", key="inputs")
+        pull = client.get_repo(repo).get_pull(int(raw.lstrip("#")))
+        return PullRequest.from_json(pull.raw_data, repo)
+    raise BadInput(f"`gate ci` runs on pull_request or workflow_dispatch events, not {name}; "
+                   "use `gate publish` from a workflow_run workflow", key="GITHUB_EVENT_NAME")
+
+
+def decide(pr: PullRequest, bots: Bots) -> Decision:
+    """Whether the policy gates this PR, and why, in words for the status line."""
+    if matched := _any(pr.labels, bots.opt_out_labels):
+        return Decision(False, f"label {matched!r} opts this PR out")
+    if matched := _any(pr.labels, bots.opt_in_labels):
+        return Decision(True, f"label {matched!r} opts this PR in")
+    if pr.author_type in bots.account_types:
+        return Decision(True, f"author {pr.author} is a {pr.author_type} account")
+    if _login_in(pr.author, bots.logins) or any(_login_matches(pr.author, p) for p in bots.patterns):
+        return Decision(True, f"author {pr.author} is listed under bots")
+    if any(fnmatch.fnmatchcase(pr.head_ref, p) for p in bots.branches):
+        return Decision(True, f"branch {pr.head_ref} matches the bot branches")
+    return Decision(False, f"{pr.author} ({pr.author_type}) is not a bot under the policy's `bots:`")
+
+
+def _login_in(login: str, logins: tuple[str, ...]) -> bool:
+    return login.casefold() in {name.casefold() for name in logins}
+
+
+def _login_matches(login: str, pattern: str) -> bool:
+    """`*` and `?` are the only wildcards in a login pattern: `*[bot]` means the literal suffix `[bot]` that GitHub
+    gives app accounts (with fnmatch it would be a character class and match any login ending in b, o or t).
+    GitHub logins are case-insensitive."""
+    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
+    return re.fullmatch(regex, login, flags=re.IGNORECASE) is not None
+
+
+def _any(labels: tuple[str, ...], wanted: tuple[str, ...]) -> str:
+    return next((label for label in labels if label in wanted), "")
+
+
+@contextmanager
+def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspace: Path | None,
+                              policy_path: str | None, api_url: str = "") -> Iterator[GitRange]:
+    """The PR's subject: from the checkout when it has both commits, else from the API."""
+    repo_url = f"{_web_url(api_url)}/{pr.repo}"
+    local = _checkout_with(workspace, pr) if workspace else None
+    if local is not None:
+        with subject_from_commits(local, pr.base_sha, pr.head_sha, policy_path=policy_path,
+                                  repo_url=repo_url) as found:
+            yield _as_pull_request(found, pr, "checkout")
+        return
+    yield _as_pull_request(_from_api(client, pr, policy_path, repo_url), pr, "API")
+
+
+def _checkout_with(workspace: Path, pr: PullRequest) -> git.Repo | None:
+    try:
+        repo = git.Repo(workspace)
+        repo.commit(pr.base_sha)
+        repo.commit(pr.head_sha)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+        return None
+    return repo
+
+
+def _as_pull_request(found: GitRange, pr: PullRequest, source: str) -> GitRange:
+    facts = (*found.subject.facts, ("pull request", str(pr.number)), ("files from", source))
+    subject = replace(found.subject, kind="pull_request", label=f"PR #{pr.number}", facts=facts)
+    return replace(found, subject=subject)
+
+
+def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, repo_url: str) -> GitRange:
+    repo = client.get_repo(pr.repo)
+    path = policy_path or DEFAULT_POLICY_PATH
+    text = read_at(repo, path, pr.base_sha)
+    if text is None:
+        if policy_path:
+            raise BadInput(f"no policy file at {path} in the base commit {pr.base_sha[:12]}", key="policy")
+        default = load_policy(None)
+        policy = replace(default, source=f"{default.source} (no {path} in the base commit "
+                                         f"{pr.base_sha[:12]})")
+    else:
+        policy = load_policy(Path(path), text=text, source=f"{path}@{pr.base_sha[:12]}")
+    governed = {path: "the policy file"}
+    if policy.hidden.path:
+        governed[policy.hidden.path] = "the hidden cases file"
+    files: list[SourceFile] = []
+    reasons: list[str] = []
+    # Every file the PR adds, modifies or renames, as for a git range: the extract check keeps those that
+    # `paths` gates.
+    for change in repo.get_pull(pr.number).get_files():
+        verb = {"added": "adds", "removed": "deletes", "renamed": "renames"}.get(change.status, "edits")
+        touched = {change.filename, change.previous_filename} & set(governed)
+        reasons += [f"the change {verb} {governed[p]} {p}, which is read from the base commit; a human must "
+                    "review it" for p in sorted(p for p in touched if p)]
+        if change.status == "removed":
+            continue
+        head_text = read_at(repo, change.filename, pr.head_sha)
+        if head_text is not None:
+            files.append(_source_file(change, head_text))
+    subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
+                      hidden_cases=_hidden_cases(repo, policy, pr.base_sha), tree=None,
+                      blocked_reasons=tuple(dict.fromkeys(reasons)),
+                      facts=(("repo", repo_url), ("base", pr.base_sha), ("head", pr.head_sha)))
+    reproduce = f"gate check --base {pr.base_sha} --head {pr.head_sha}" + (
+        f" --policy {policy_path}" if policy_path else "")
+    overrides = Overrides(origin=f"{OVERRIDE_DIR}@{pr.base_sha[:12]} (not read through the API)")
+    return GitRange(subject, policy, overrides, reproduce)
+
+
+def read_at(repo: Any, path: str, ref: str) -> str | None:
+    """The text of `path` at commit `ref` through the API, or None when there is no such file."""
+    try:
+        content = repo.get_contents(path, ref=ref)
+    except UnknownObjectException:
+        return None
+    if isinstance(content, list) or content.type != "file":
+        return None
+    data: bytes = content.decoded_content
+    return data.decode("utf-8", errors="replace")
+
+
+def _source_file(change: Any, text: str) -> SourceFile:
+    if change.status == "added" or not change.patch:
+        return SourceFile(change.filename, text, None, "added")
+    added = added_lines(change.patch)
+    if change.status == "renamed":
+        return SourceFile(change.filename, text, added, "renamed", change.previous_filename)
+    return SourceFile(change.filename, text, added, "modified")
+
+
+def added_lines(patch: str) -> frozenset[int]:
+    """The new-file line numbers of the `+` lines of a unified diff (the API's `patch`, context included)."""
+    added: set[int] = set()
+    line = 0
+    for row in patch.splitlines():
+        hunk = _HUNK.match(row)
+        if hunk:
+            line = int(hunk.group(1))
+        elif row.startswith("+"):
+            added.add(line)
+            line += 1
+        elif not row.startswith(("-", "\\")):
+            line += 1
+    return frozenset(added)
+
+
+def _hidden_cases(repo: Any, policy: Policy, base_sha: str) -> tuple[CaseSpec, ...]:
+    if not policy.hidden.path:
+        return ()
+    text = read_at(repo, policy.hidden.path, base_sha)
+    if text is None:
+        return ()
+    file = f"{policy.hidden.path}@{base_sha[:12]}"
+    doc = load_marked(text, file)
+    if not isinstance(doc, MarkedMap) or "cases" not in doc:
+        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
+    return parse_cases(doc["cases"], file, "cases", hidden=True)
+
+
+def _web_url(api_url: str) -> str:
+    """`https://github.com` for the public API, `https://HOST` for GHES (`https://HOST/api/v3`)."""
+    if not api_url or api_url.rstrip("/") == "https://api.github.com":
+        return "https://github.com"
+    return api_url.rstrip("/").removesuffix("/api/v3")

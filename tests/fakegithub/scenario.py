@@ -1,0 +1,136 @@
+"""A pull request as the GitHub tests need it: a real git repository with a base and a head commit, the same
+PR in the fake GitHub, the event payload (from GitHub's published webhook example) and the runner's files."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .server import FakeGitHub, Pull, webhook
+
+REPO = "octo/app"
+BOT = "gate-bot[bot]"
+
+
+def git(cwd: Path, *args: str) -> str:
+    done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
+                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
+                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                               "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "PATH": "/usr/bin:/bin"})
+    return done.stdout.strip()
+
+
+def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
+    """Write (or delete, for None) `files` and commit them; returns the new SHA."""
+    for path, text in files.items():
+        target = repo / path
+        if text is None:
+            target.unlink()
+            continue
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", message)
+    return git(repo, "rev-parse", "HEAD")
+
+
+@dataclass
+class Scenario:
+    """One PR: `base` files, then `head` changes, by `author`, mirrored in `fake`."""
+
+    fake: FakeGitHub
+    root: Path
+    base: dict[str, str]
+    head: dict[str, str | None]
+    number: int = 12
+    author: str = BOT
+    author_type: str = "Bot"
+    labels: list[str] = field(default_factory=list)
+    fork: bool = False
+    event_name: str = "pull_request"
+    workspace: Path = field(init=False)
+    base_sha: str = field(init=False)
+    head_sha: str = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.workspace = self.root / "workspace"
+        self.workspace.mkdir(parents=True)
+        git(self.workspace, "init", "-q", "-b", "main")
+        self.base_sha = commit(self.workspace, dict(self.base), "base")
+        git(self.workspace, "checkout", "-q", "-b", "bot/patch")
+        self.head_sha = commit(self.workspace, dict(self.head), "bot change")
+        if REPO not in self.fake.repos:
+            self.fake.add_repo(REPO)
+        self.fake.add_pull(REPO, Pull(self.number, self.head_sha, self.base_sha, user=self.author,
+                                      user_type=self.author_type, labels=list(self.labels),
+                                      head_repo="forker/app" if self.fork else None))
+        for path, text in self.base.items():
+            self.fake.set_content(REPO, self.base_sha, path, text)
+        for path, text in {**self.base, **{k: v for k, v in self.head.items() if v is not None}}.items():
+            self.fake.set_content(REPO, self.head_sha, path, text)
+        for path, new_text in self.head.items():
+            if new_text is None:
+                continue
+            self.fake.add_file(REPO, self.number, path, new_text,
+                               status="modified" if path in self.base else "added",
+                               patch=self._patch(path) if path in self.base else None)
+
+    def _patch(self, path: str) -> str:
+        diff = git(self.workspace, "diff", "--no-color", f"{self.base_sha}..{self.head_sha}", "--", path)
+        return diff[diff.index("@@"):]
+
+    def event(self) -> dict[str, object]:
+        """The event payload: GitHub's published example with this PR's facts."""
+        if self.event_name == "workflow_dispatch":
+            payload = webhook("workflow_dispatch")
+            payload["inputs"] = {"pull_request": str(self.number)}
+        else:
+            payload = webhook("pull_request.opened")
+            pr = payload["pull_request"]
+            pr.update(number=self.number, labels=[{"name": name} for name in self.labels])
+            pr["user"].update(login=self.author, type=self.author_type)
+            pr["head"].update(sha=self.head_sha, ref="bot/patch")
+            pr["head"]["repo"]["full_name"] = "forker/app" if self.fork else REPO
+            pr["base"].update(sha=self.base_sha, ref="main")
+            pr["base"]["repo"]["full_name"] = REPO
+        payload["repository"]["full_name"] = REPO
+        return payload
+
+    def environment(self, *, workspace: bool = True, event: dict[str, object] | None = None,
+                    event_name: str | None = None) -> dict[str, str]:
+        """The variables a runner sets for a step, with small retry waits for the tests."""
+        runner = self.root / "runner"
+        runner.mkdir(exist_ok=True)
+        event_path = runner / "event.json"
+        event_path.write_text(json.dumps(event or self.event()), encoding="utf-8")
+        for name in ("output", "summary"):
+            (runner / name).touch()
+        return {
+            "GITHUB_ACTIONS": "true",
+            "GITHUB_EVENT_NAME": event_name or self.event_name,
+            "GITHUB_EVENT_PATH": str(event_path),
+            "GITHUB_REPOSITORY": REPO,
+            "GITHUB_API_URL": self.fake.url,
+            "GITHUB_TOKEN": self.fake.token,
+            "GITHUB_OUTPUT": str(runner / "output"),
+            "GITHUB_STEP_SUMMARY": str(runner / "summary"),
+            "GITHUB_WORKSPACE": str(self.workspace if workspace else self.root / "no-checkout"),
+            "RUNNER_TEMP": str(runner),
+            "GATE_GITHUB_RETRIES": "2",
+            "GATE_GITHUB_MAX_WAIT": "0.05",
+            "GATE_GITHUB_BACKOFF": "0",
+            "GATE_GITHUB_WRITE_SPACING": "0",
+        }
+
+    @property
+    def runner(self) -> Path:
+        return self.root / "runner"
+
+    def outputs(self) -> dict[str, str]:
+        lines = (self.runner / "output").read_text(encoding="utf-8").splitlines()
+        return dict(line.split("=", 1) for line in lines if "=" in line)
+
+    def summary(self) -> str:
+        return (self.runner / "summary").read_text(encoding="utf-8")

@@ -1,0 +1,575 @@
+"""A fake GitHub REST API for offline tests, honest to GitHub's published description.
+
+Every response starts from the published example of its operation (api.github.com.json, trimmed by
+regenerate.py) with the fields the test state decides filled in. Every request and every response is checked
+against the description with openapi-core; a mismatch is answered with HTTP 400 and recorded in `errors`,
+and `serve()` fails the test on exit. Response URLs point back at the fake, lists paginate like GitHub (30 a
+page, `per_page` up to 100, `Link` headers), and `fail(...)` injects the faults GitHub produces.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import functools
+import hashlib
+import itertools
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
+
+from openapi_core import OpenAPI
+from openapi_core.testing import MockRequest, MockResponse
+
+HERE = Path(__file__).resolve().parent
+PUBLIC = "https://api.github.com"
+DOCS = "https://docs.github.com/rest"
+COMMENT_LIMIT = 65536  # characters in an issue comment body (GitHub answers 422 above it)
+
+
+@functools.cache
+def description() -> dict[str, Any]:
+    loaded: dict[str, Any] = json.loads((HERE / "api.github.com.json").read_text(encoding="utf-8"))
+    return loaded
+
+
+@functools.cache
+def validator() -> OpenAPI:
+    return OpenAPI.from_dict(description())
+
+
+def example(name: str) -> Any:
+    """A deep copy of a published example's value."""
+    return copy.deepcopy(description()["components"]["examples"][name]["value"])
+
+
+def webhook(name: str) -> dict[str, Any]:
+    """A published webhook payload from webhooks.json, e.g. "pull_request.opened"."""
+    payloads: dict[str, Any] = json.loads((HERE / "webhooks.json").read_text(encoding="utf-8"))
+    value: dict[str, Any] = payloads[name]
+    return copy.deepcopy(value)
+
+
+@dataclass
+class Pull:
+    number: int
+    head_sha: str
+    base_sha: str
+    head_ref: str = "bot/patch"
+    base_ref: str = "main"
+    user: str = "gate-bot[bot]"
+    user_type: str = "Bot"
+    labels: list[str] = field(default_factory=list)
+    head_repo: str | None = None  # full name of the fork; None means the same repository
+    title: str = "A change"
+    files: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Fault:
+    method: str
+    pattern: re.Pattern[str]
+    kind: str
+    times: int
+    retry_after: int | None
+
+
+@dataclass
+class Repo:
+    full_name: str
+    default_branch: str = "main"
+    pulls: dict[int, Pull] = field(default_factory=dict)
+    contents: dict[tuple[str, str], str] = field(default_factory=dict)  # (ref, path) -> text
+    comments: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # issue number -> comments
+    statuses: list[dict[str, Any]] = field(default_factory=list)
+    check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
+    annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+
+
+class Answer(Exception):
+    """Raised by a handler to answer with an error status and GitHub's error body."""
+
+    def __init__(self, status: int, body: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+        super().__init__(f"{status} {body.get('message')}")
+        self.status = status
+        self.body = body
+        self.headers = headers or {}
+
+
+FAULTS: dict[str, Callable[[Fault], Answer]] = {
+    # GITHUB_TOKEN without the needed permission (e.g. a fork PR's read-only token).
+    "permission": lambda f: Answer(403, {"message": "Resource not accessible by integration",
+                                         "documentation_url": f"{DOCS}/issues/comments",
+                                         "status": "403"}),
+    "secondary_rate_limit": lambda f: Answer(
+        403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
+                         "again.", "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api"},
+        {} if f.retry_after is None else {"Retry-After": str(f.retry_after)}),
+    "rate_limit_429": lambda f: Answer(
+        429, {"message": "You have exceeded a secondary rate limit.",
+              "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api"},
+        {"Retry-After": str(f.retry_after or 0)}),
+    "not_found": lambda f: Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"}),
+    "too_long": lambda f: Answer(422, too_long_body()),
+    "server_error": lambda f: Answer(502, {"message": "Server Error"}),
+}
+
+
+def too_long_body() -> dict[str, Any]:
+    return {"message": "Validation Failed", "documentation_url": f"{DOCS}/issues/comments",
+            "errors": [{"resource": "IssueComment", "code": "custom", "field": "body",
+                        "message": f"body is too long (maximum is {COMMENT_LIMIT} characters)"}],
+            "status": "422"}
+
+
+class FakeGitHub:
+    """The fake server and its state. Use as a context manager or call start()/stop()."""
+
+    def __init__(self, token: str = "ghs_faketoken0123456789", prefix: str = "") -> None:
+        self.token = token
+        self.prefix = prefix  # "/api/v3" to look like GitHub Enterprise Server
+        self.repos: dict[str, Repo] = {}
+        self.errors: list[str] = []
+        self.log: list[tuple[str, str, int]] = []  # (method, path with query, status)
+        self.faults: list[Fault] = []
+        self._ids = itertools.count(1000)
+        self._lock = threading.Lock()
+        self._server: ThreadingHTTPServer | None = None
+        self.url = ""
+
+    # ----- lifecycle -----------------------------------------------------------------------------------
+    def start(self) -> str:
+        validator()  # build once before the first request, outside the handler thread
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
+        self._server.daemon_threads = True
+        host, port = self._server.server_address[:2]
+        self.url = f"http://{host!s}:{port}{self.prefix}"
+        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        return self.url
+
+    def stop(self) -> None:
+        if self._server:
+            self._server.shutdown()
+            self._server.server_close()
+
+    def __enter__(self) -> FakeGitHub:
+        self.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ----- state set-up ------------------------------------------------------------------------------
+    def add_repo(self, full_name: str, default_branch: str = "main") -> Repo:
+        repo = Repo(full_name, default_branch)
+        self.repos[full_name] = repo
+        return repo
+
+    def add_pull(self, full_name: str, pull: Pull) -> Pull:
+        self.repos[full_name].pulls[pull.number] = pull
+        return pull
+
+    def add_file(self, full_name: str, number: int, path: str, text: str, status: str = "added",
+                 patch: str | None = None) -> None:
+        """A changed file of a pull request, with its text stored at the head SHA."""
+        repo = self.repos[full_name]
+        pull = repo.pulls[number]
+        if patch is None:
+            lines = text.splitlines()
+            patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "\n".join("+" + line for line in lines)
+        pull.files.append({"filename": path, "status": status, "patch": patch,
+                           "additions": patch.count("\n+"), "deletions": patch.count("\n-")})
+        repo.contents[(pull.head_sha, path)] = text
+
+    def set_content(self, full_name: str, ref: str, path: str, text: str) -> None:
+        self.repos[full_name].contents[(ref, path)] = text
+
+    def add_comment(self, full_name: str, number: int, body: str, login: str = "someone") -> dict[str, Any]:
+        with self._lock:
+            return self._new_comment(self.repos[full_name], number, body, login, "User")
+
+    def fail(self, method: str, path_regex: str, kind: str, times: int = 1,
+             retry_after: int | None = None) -> None:
+        """Answer the next `times` requests matching (method, path regex) with the fault `kind` (FAULTS)."""
+        if kind not in FAULTS:
+            raise ValueError(f"unknown fault {kind!r}; one of {sorted(FAULTS)}")
+        self.faults.append(Fault(method.upper(), re.compile(path_regex), kind, times, retry_after))
+
+    # ----- helpers for assertions ----------------------------------------------------------------------
+    def writes(self) -> list[tuple[str, str, int]]:
+        return [entry for entry in self.log if entry[0] != "GET"]
+
+    # ----- request handling ----------------------------------------------------------------------------
+    def handle(self, method: str, raw_path: str, headers: dict[str, str],
+               body: bytes) -> tuple[int, dict[str, str], bytes]:
+        split = urlsplit(raw_path)
+        path = unquote(split.path)
+        if self.prefix and path.startswith(self.prefix):
+            path = path[len(self.prefix):]
+        query = dict(parse_qsl(split.query))
+        status, extra, payload = self._dispatch(method, path, query, headers, body)
+        data = json.dumps(payload).replace(PUBLIC, self.url).encode() if payload is not None else b""
+        self._validate_response(method, path, query, headers, body, status, data, extra)
+        self.log.append((method, raw_path, status))
+        return status, extra, data
+
+    def _dispatch(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+                  body: bytes) -> tuple[int, dict[str, str], Any]:
+        auth = headers.get("authorization", "")
+        if auth not in (f"token {self.token}", f"Bearer {self.token}"):
+            return 401, {}, {"message": "Bad credentials", "documentation_url": DOCS, "status": "401"}
+        request_error = self._validate_request(method, path, query, headers, body)
+        if request_error:
+            self.errors.append(request_error)
+            return 400, {}, {"message": request_error}
+        try:
+            self._inject(method, path)
+            for route_method, pattern, handler in ROUTES:
+                match = pattern.fullmatch(path)
+                if match and route_method == method:
+                    with self._lock:
+                        return handler(self, query, json.loads(body) if body else {}, **match.groupdict())
+            raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+        except Answer as answer:
+            return answer.status, answer.headers, answer.body
+
+    def _inject(self, method: str, path: str) -> None:
+        for fault in self.faults:
+            if fault.times > 0 and fault.method == method and fault.pattern.search(path):
+                fault.times -= 1
+                raise FAULTS[fault.kind](fault)
+
+    def _validate_request(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+                          body: bytes) -> str:
+        request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body,
+                              content_type=headers.get("content-type", "application/json"))
+        try:
+            validator().validate_request(request)
+        except Exception as exc:  # openapi-core raises one of many classes; all mean "does not match"
+            return f"request {method} {path} does not match GitHub's description: {_explain(exc)}"
+        return ""
+
+    def _validate_response(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
+                           body: bytes, status: int, data: bytes, extra: dict[str, str]) -> None:
+        if status in (401, 400) or not _declares(method, path, status):
+            return  # injected faults on operations whose description omits that status are GitHub's too
+        request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body)
+        response = MockResponse(data.replace(self.url.encode(), PUBLIC.encode()), status, headers=extra)
+        try:
+            validator().validate_response(request, response)
+        except Exception as exc:  # as above
+            self.errors.append(f"response to {method} {path} ({status}) does not match GitHub's description: "
+                               f"{_explain(exc)}")
+
+    # ----- builders: published examples with the state's fields -----------------------------------------
+    def _user(self, login: str, kind: str) -> dict[str, Any]:
+        user: dict[str, Any] = example("issue-comment")["user"]
+        user.update(login=login, type=kind, id=_number(login), url=f"{PUBLIC}/users/{login}",
+                    html_url=f"https://github.com/{login}")
+        return user
+
+    def _repository(self, full_name: str, template: dict[str, Any]) -> dict[str, Any]:
+        text = json.dumps(template).replace("octocat/Hello-World", full_name)
+        repo: dict[str, Any] = json.loads(text)
+        owner, name = full_name.split("/")
+        repo.update(name=name, full_name=full_name, id=_number(full_name))
+        repo["owner"]["login"] = owner
+        if "default_branch" in repo and full_name in self.repos:
+            repo["default_branch"] = self.repos[full_name].default_branch
+        return repo
+
+    def _new_comment(self, repo: Repo, number: int, body: str, login: str, kind: str) -> dict[str, Any]:
+        comment: dict[str, Any] = example("issue-comment")
+        cid = next(self._ids)
+        comment.update(id=cid, body=body, user=self._user(login, kind),
+                       url=f"{PUBLIC}/repos/{repo.full_name}/issues/comments/{cid}",
+                       html_url=f"https://github.com/{repo.full_name}/pull/{number}#issuecomment-{cid}",
+                       issue_url=f"{PUBLIC}/repos/{repo.full_name}/issues/{number}")
+        repo.comments.setdefault(number, []).append(comment)
+        return comment
+
+
+def _one_segment(path: str) -> str:
+    """The path with a contents path's slashes escaped: GitHub's `{path}` parameter spans directories, which
+    an OpenAPI path template cannot say."""
+    match = re.fullmatch(r"(/repos/[^/]+/[^/]+/contents/)(.+)", path)
+    return match.group(1) + match.group(2).replace("/", "%2F") if match else path
+
+
+def _explain(exc: Exception) -> str:
+    details = [str(e) for e in getattr(exc, "schema_errors", ())]
+    cause = exc.__cause__
+    details += [str(e) for e in getattr(cause, "schema_errors", ())]
+    text = f"{type(exc).__name__}: {exc}" + ("; " + "; ".join(details) if details else "")
+    return text if len(text) < 2000 else text[:2000] + "..."
+
+
+def _declares(method: str, path: str, status: int) -> bool:
+    """Whether the description lists `status` for the operation that serves (method, path)."""
+    for template, item in description()["paths"].items():
+        if re.fullmatch(re.sub(r"\{[^}]+\}", "[^/]+", template), _one_segment(path)) and method.lower() in item:
+            return str(status) in item[method.lower()]["responses"]
+    return False
+
+
+def _number(text: str) -> int:
+    return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
+
+
+def _now() -> str:
+    return "2026-01-01T00:00:00Z"
+
+
+def _page(fake: FakeGitHub, path: str, query: dict[str, str], items: list[Any]) -> tuple[int, dict[str, str],
+                                                                                         Any]:
+    """One page of `items` the way GitHub pages lists: 30 by default, `per_page` up to 100, `Link` header."""
+    per_page = min(int(query.get("per_page", 30)), 100)
+    page = int(query.get("page", 1))
+    last = max(1, -(-len(items) // per_page))
+    links = []
+
+    def link(n: int, rel: str) -> str:
+        return f'<{PUBLIC}{path}?{urlencode({**query, "per_page": per_page, "page": n})}>; rel="{rel}"'
+
+    if page < last:
+        links += [link(page + 1, "next"), link(last, "last")]
+    if page > 1:
+        links += [link(1, "first"), link(page - 1, "prev")]
+    headers = {"Link": ", ".join(links).replace(PUBLIC, fake.url)} if links else {}
+    return 200, headers, items[(page - 1) * per_page: page * per_page]
+
+
+def _repo(fake: FakeGitHub, owner: str, repo: str) -> Repo:
+    found = fake.repos.get(f"{owner}/{repo}")
+    if found is None:
+        raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+    return found
+
+
+def _pull_of(fake: FakeGitHub, owner: str, repo: str, number: str) -> tuple[Repo, Pull]:
+    state = _repo(fake, owner, repo)
+    pull = state.pulls.get(int(number))
+    if pull is None:
+        raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+    return state, pull
+
+
+# ----- operations ----------------------------------------------------------------------------------------
+Handler = Callable[..., tuple[int, dict[str, str], Any]]
+
+
+def get_repo(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
+             repo: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    return 200, {}, fake._repository(state.full_name, example("full-repository-default-response"))
+
+
+def get_pull(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+             number: str) -> tuple[int, dict[str, str], Any]:
+    state, pull = _pull_of(fake, owner, repo, number)
+    data = example("pull-request")
+    text = json.dumps(data).replace("octocat/Hello-World", state.full_name)
+    data = json.loads(text.replace("/1347", f"/{pull.number}"))
+    data.update(number=pull.number, title=pull.title, state="open",
+                user=fake._user(pull.user, pull.user_type),
+                labels=[_label(state.full_name, name) for name in pull.labels], changed_files=len(pull.files))
+    head_repo = fake._repository(pull.head_repo or state.full_name, data["head"]["repo"])
+    head_repo["fork"] = pull.head_repo is not None
+    data["head"].update(sha=pull.head_sha, ref=pull.head_ref, repo=head_repo,
+                        label=f"{(pull.head_repo or state.full_name).split('/')[0]}:{pull.head_ref}")
+    data["base"].update(sha=pull.base_sha, ref=pull.base_ref,
+                        repo=fake._repository(state.full_name, data["base"]["repo"]))
+    return 200, {}, data
+
+
+def list_pull_files(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                    number: str) -> tuple[int, dict[str, str], Any]:
+    state, pull = _pull_of(fake, owner, repo, number)
+    template = example("diff-entry-items")[0]
+    items = []
+    for entry in pull.files:
+        item = dict(template)
+        item.update(entry, sha=hashlib.sha1(entry["filename"].encode()).hexdigest(),
+                    changes=entry["additions"] + entry["deletions"],
+                    blob_url=f"https://github.com/{state.full_name}/blob/{pull.head_sha}/{entry['filename']}",
+                    raw_url=f"https://github.com/{state.full_name}/raw/{pull.head_sha}/{entry['filename']}",
+                    contents_url=f"{PUBLIC}/repos/{state.full_name}/contents/{entry['filename']}?ref={pull.head_sha}")
+        items.append(item)
+    return _page(fake, f"/repos/{owner}/{repo}/pulls/{number}/files", query, items)
+
+
+def get_contents(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                 path: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    ref = query.get("ref", state.default_branch)
+    text = state.contents.get((ref, path))
+    if text is None:
+        raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/repos/contents",
+                           "status": "404"})
+    raw = text.encode()
+    sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
+    data = example("content-file-response-if-content-is-a-file")
+    url = f"{PUBLIC}/repos/{state.full_name}/contents/{path}?ref={ref}"
+    data.update(name=path.rsplit("/", 1)[-1], path=path, size=len(raw), sha=sha, encoding="base64",
+                content=base64.encodebytes(raw).decode(), url=url,
+                git_url=f"{PUBLIC}/repos/{state.full_name}/git/blobs/{sha}",
+                html_url=f"https://github.com/{state.full_name}/blob/{ref}/{path}",
+                download_url=f"https://raw.githubusercontent.com/{state.full_name}/{ref}/{path}")
+    data["_links"] = {"self": url, "git": data["git_url"], "html": data["html_url"]}
+    return 200, {}, data
+
+
+def list_comments(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                  number: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    return _page(fake, f"/repos/{owner}/{repo}/issues/{number}/comments", query,
+                 state.comments.get(int(number), []))
+
+
+def create_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                   number: str) -> tuple[int, dict[str, str], Any]:
+    state, _ = _pull_of(fake, owner, repo, number)
+    _check_comment_length(body["body"])
+    comment = fake._new_comment(state, int(number), body["body"], "github-actions[bot]", "Bot")
+    return 201, {"Location": comment["url"]}, comment
+
+
+def update_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                   comment_id: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    _check_comment_length(body["body"])
+    for comment in itertools.chain.from_iterable(state.comments.values()):
+        if comment["id"] == int(comment_id):
+            comment.update(body=body["body"], updated_at=_now())
+            return 200, {}, comment
+    raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+
+
+def _check_comment_length(text: str) -> None:
+    if len(text) > COMMENT_LIMIT:
+        raise Answer(422, too_long_body())
+
+
+def _label(full_name: str, name: str) -> dict[str, Any]:
+    label: dict[str, Any] = example("label-items")[0]
+    label.update(name=name, id=_number(name), url=f"{PUBLIC}/repos/{full_name}/labels/{name}", default=False)
+    return label
+
+
+def add_labels(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+               number: str) -> tuple[int, dict[str, str], Any]:
+    state, pull = _pull_of(fake, owner, repo, number)
+    names = body.get("labels", []) if isinstance(body, dict) else body
+    for name in names:
+        if name not in pull.labels:
+            pull.labels.append(name if isinstance(name, str) else name["name"])
+    return 200, {}, [_label(state.full_name, name) for name in pull.labels]
+
+
+def create_status(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                  sha: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    status = example("status")
+    status.update(body, id=next(fake._ids), url=f"{PUBLIC}/repos/{state.full_name}/statuses/{sha}",
+                  created_at=_now(), updated_at=_now())
+    status.setdefault("context", "default")
+    status["sha"] = sha  # kept in the fake's state for assertions; removed from the response below
+    state.statuses.append(status)
+    response = {k: v for k, v in status.items() if k != "sha"}
+    return 201, {"Location": status["url"]}, response
+
+
+def create_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
+                     repo: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    run = example("check-run-example-of-completed-conclusion")
+    cid = next(fake._ids)
+    run.update(id=cid, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"),
+               conclusion=body.get("conclusion"), url=f"{PUBLIC}/repos/{state.full_name}/check-runs/{cid}",
+               html_url=f"https://github.com/{state.full_name}/runs/{cid}", pull_requests=[])
+    if run["conclusion"] is not None:
+        run["status"] = "completed"
+    else:
+        run["completed_at"] = None
+    state.check_runs[cid] = run
+    state.annotations[cid] = []
+    _apply_output(state, run, body.get("output"))
+    return 201, {}, run
+
+
+def update_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                     check_run_id: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    run = state.check_runs.get(int(check_run_id))
+    if run is None:
+        raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+    for key in ("name", "status", "conclusion", "details_url", "external_id"):
+        if key in body:
+            run[key] = body[key]
+    if body.get("conclusion"):
+        run.update(status="completed", completed_at=_now())
+    _apply_output(state, run, body.get("output"))
+    return 200, {}, run
+
+
+def _apply_output(state: Repo, run: dict[str, Any], output: dict[str, Any] | None) -> None:
+    if not output:
+        return
+    annotations = output.get("annotations", [])
+    state.annotations[run["id"]].extend(annotations)  # GitHub appends annotations on every update
+    run["output"].update({k: output[k] for k in ("title", "summary", "text") if k in output},
+                         annotations_count=len(state.annotations[run["id"]]),
+                         annotations_url=f"{run['url']}/annotations")
+
+
+def rate_limit(fake: FakeGitHub, query: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+    return 200, {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "4999",
+                 "X-RateLimit-Reset": "1767225600"}, example("rate-limit-overview")
+
+
+_R = "/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
+ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
+    ("GET", re.compile("/rate_limit"), rate_limit),
+    ("GET", re.compile(_R), get_repo),
+    ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)"), get_pull),
+    ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/files"), list_pull_files),
+    ("GET", re.compile(_R + r"/contents/(?P<path>.+)"), get_contents),
+    ("GET", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), list_comments),
+    ("POST", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), create_comment),
+    ("PATCH", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), update_comment),
+    ("POST", re.compile(_R + r"/issues/(?P<number>\d+)/labels"), add_labels),
+    ("POST", re.compile(_R + r"/statuses/(?P<sha>[0-9a-f]+)"), create_status),
+    ("POST", re.compile(_R + r"/check-runs"), create_check_run),
+    ("PATCH", re.compile(_R + r"/check-runs/(?P<check_run_id>\d+)"), update_check_run),
+]
+
+
+def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def _serve(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            body = self.rfile.read(length) if length else b""
+            headers = {k.lower(): v for k, v in self.headers.items()}
+            status, extra, data = fake.handle(self.command, self.path, headers, body)
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            for key, value in extra.items():
+                self.send_header(key, value)
+            self.end_headers()
+            self.wfile.write(data)
+
+        do_GET = do_POST = do_PATCH = _serve
+
+        def log_message(self, format: str, *args: Any) -> None:  # the log is in fake.log instead
+            return
+
+    return Handler

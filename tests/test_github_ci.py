@@ -1,0 +1,265 @@
+"""`gate ci` with the real PyGithub client against the fake GitHub: what a PR's author and reviewers see."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.report.context import MARKER
+from tests.fakegithub import FakeGitHub, serve
+from tests.fakegithub.scenario import BOT, REPO, Scenario
+
+POLICY = "budget: 3\n"
+CLEAN = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b)\n    return a + b\n"  # does not parse: 5 points, over the budget of 3
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with serve() as running:
+        yield running
+
+
+def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None, *, author: str = BOT,
+         author_type: str = "Bot", labels: tuple[str, ...] = (), event_name: str = "pull_request") -> Scenario:
+    base = {".github/gate.yml": POLICY, "app.py": CLEAN}
+    return Scenario(fake, tmp_path, base, head if head is not None else {"util.py": CLEAN}, author=author,
+                    author_type=author_type, labels=list(labels), event_name=event_name)
+
+
+def run_ci(scenario: Scenario, monkeypatch: pytest.MonkeyPatch, *args: str, workspace: bool = True,
+           **env: str) -> int:
+    for key, value in {**scenario.environment(workspace=workspace), **env}.items():
+        monkeypatch.setenv(key, value)
+    return main(["ci", *args])
+
+
+def test_first_run_posts_one_comment_one_status_one_check_on_the_head(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    comments = repo.comments[pr.number]
+    assert len(comments) == 1 and MARKER in comments[0]["body"]
+    assert [(s["sha"], s["state"], s["context"]) for s in repo.statuses] == [(pr.head_sha, "failure", "gate")]
+    runs = list(repo.check_runs.values())
+    assert [(r["head_sha"], r["conclusion"], r["name"]) for r in runs] == [(pr.head_sha, "failure", "gate")]
+    assert any(a["path"] == "util.py" for a in repo.annotations[runs[0]["id"]])
+    outputs = pr.outputs()
+    assert outputs["accepted"] == "false" and outputs["total"] == "5" and outputs["budget"] == "3"
+    verdict = json.loads(Path(outputs["verdict"]).read_text())
+    assert verdict["accepted"] is False and dict(verdict["facts"])["head"] == pr.head_sha
+    assert "util.py" in pr.summary()
+
+
+def test_second_run_edits_the_same_comment_past_the_first_page(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path)
+    for i in range(35):  # the gate's comment lands on the second page of 30
+        fake.add_comment(REPO, pr.number, f"review note {i}")
+    assert run_ci(pr, monkeypatch) == 0
+    fake.add_comment(REPO, pr.number, f"a note that quotes the marker: {MARKER}")  # a human's, never edited
+    assert run_ci(pr, monkeypatch) == 0
+    comments = fake.repos[REPO].comments[pr.number]
+    assert len(comments) == 37
+    mine = [c for c in comments if c["user"]["type"] == "Bot"]
+    assert len(mine) == 1 and MARKER in mine[0]["body"] and mine[0]["updated_at"] != mine[0]["created_at"]
+    assert any(method == "GET" and "comments?page=2" in path for method, path, _ in fake.log)
+    assert [m for m, path, _ in fake.writes() if "comments" in path] == ["POST", "PATCH"]
+
+
+def test_a_humans_pr_gets_success_and_no_comment(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="alice", author_type="User")
+    assert run_ci(pr, monkeypatch) == 0
+    repo = fake.repos[REPO]
+    assert pr.number not in repo.comments
+    [status] = repo.statuses
+    assert status["state"] == "success" and "alice" in status["description"]
+    assert pr.outputs()["gated"] == "false"
+
+
+def test_an_opt_in_label_gates_a_humans_pr(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="alice", author_type="User", labels=("gate",))
+    assert run_ci(pr, monkeypatch) == 1
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+def test_a_pr_that_edits_the_policy_is_blocked_for_a_human(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {".github/gate.yml": "budget: 100\n", "util.py": CLEAN})
+    assert run_ci(pr, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    assert repo.statuses[0]["state"] == "failure"
+    body = repo.comments[pr.number][0]["body"]
+    assert ".github/gate.yml" in body and "human" in body
+
+
+def test_no_policy_on_the_base_uses_the_default_preset_and_says_so(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {"app.py": CLEAN}, {"util.py": CLEAN})
+    assert run_ci(pr, monkeypatch) == 0
+    assert "default preset" in fake.repos[REPO].comments[pr.number][0]["body"]
+
+
+def test_the_api_gives_the_same_verdict_as_the_checkout(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"app.py": CLEAN + "import subprocess\n", "util.py": BROKEN})
+    verdicts = []
+    for workspace in (True, False):
+        run_ci(pr, monkeypatch, workspace=workspace)
+        data = json.loads(Path(pr.outputs()["verdict"]).read_text())
+        verdicts.append(sorted((p["check"], p["points"], p["message"]) for p in data["penalties"]))
+        assert dict(data["facts"])["files from"] == ("checkout" if workspace else "API")
+    assert verdicts[0] == verdicts[1] and verdicts[0]
+
+
+def test_workflow_dispatch_names_the_pr(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, event_name="workflow_dispatch")
+    assert run_ci(pr, monkeypatch) == 1
+    assert fake.repos[REPO].statuses[0]["sha"] == pr.head_sha
+
+
+def test_github_enterprise_server_api_url(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    with serve(prefix="/api/v3") as ghes:
+        pr = make(ghes, tmp_path)
+        assert run_ci(pr, monkeypatch) == 0
+        assert ghes.url.endswith("/api/v3") and ghes.repos[REPO].statuses[0]["state"] == "success"
+
+
+def test_the_token_never_appears_in_output(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    fake.fail("POST", "/statuses/", "permission")
+    fake.fail("POST", "/check-runs", "server_error", times=5)
+    assert run_ci(pr, monkeypatch) == 3
+    seen = capsys.readouterr()
+    everything = seen.out + seen.err + pr.summary() + (pr.runner / "output").read_text()
+    everything += Path(pr.outputs()["verdict"]).read_text()
+    assert fake.token not in everything
+    assert fake.token not in "".join(str(c["body"]) for c in fake.repos[REPO].comments[pr.number])
+
+
+def test_a_bad_policy_on_the_base_fails_with_its_line_and_a_failure_status(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": "budget: lots\n", "app.py": CLEAN}, {"util.py": CLEAN})
+    assert run_ci(pr, monkeypatch) == 2
+    err = capsys.readouterr().err
+    assert ".github/gate.yml" in err and "budget" in err and "Traceback" not in err
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "failure" and status["sha"] == pr.head_sha  # never left pending
+    assert "budget" in pr.summary()
+
+
+def test_a_pr_gone_while_reading_fails_clearly(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("GET", "/pulls/12/files", "not_found")
+    assert run_ci(pr, monkeypatch, workspace=False) == 3
+    err = capsys.readouterr().err
+    assert "read the PR" in err and "is gone" in err
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+def test_pull_request_target_is_refused(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    for key, value in pr.environment().items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.setenv("GITHUB_EVENT_NAME", "pull_request_target")
+    assert main(["ci"]) == 2
+    assert "pull_request_target" in capsys.readouterr().err and fake.log == []
+
+
+def test_an_opt_out_label_leaves_a_bot_pr_ungated(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, labels=("no-gate",))
+    assert run_ci(pr, monkeypatch) == 0
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "success" and "no-gate" in status["description"]
+
+
+def test_dependabots_read_only_run_leaves_the_artifact_and_posts_nothing(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="dependabot[bot]")
+    assert run_ci(pr, monkeypatch) == 1
+    assert fake.writes() == [] and "read-only" in capsys.readouterr().out
+    assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5
+
+
+CASES_POLICY = """\
+budget: 3
+cases:
+  - name: adds
+    function: "calc:add"
+    args: [2, 3]
+    expect: 5
+"""
+HIDDEN = "cases:\n  - name: secret sum\n    function: \"calc:add\"\n    args: [40, 2]\n    expect: 42\n"
+
+
+def test_the_policys_and_hidden_cases_run_against_the_head_in_the_sandbox(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, ".github/gate-hidden.yml": HIDDEN,
+                                   "calc.py": "def add(a, b):\n    return a + b\n"},
+                  {"calc.py": "def add(a, b):\n    return a - b\n"})
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "failed"), ("hidden case 1", "failed")]
+    assert verdict["total"] == 4
+    body = fake.repos[REPO].comments[pr.number][0]["body"]
+    assert "42" not in body and "secret sum" not in body  # nothing of a hidden case reaches the PR
+
+
+def test_cases_without_a_full_checkout_ask_for_one(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": CLEAN},
+                  {"calc.py": "def add(a, b):\n    return a - b\n"})
+    assert run_ci(pr, monkeypatch, workspace=False) == 2
+    assert "fetch-depth: 0" in capsys.readouterr().err
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+HUNTER = '''\
+import os
+
+
+def add(a, b):
+    """Looks for the job's token everywhere a process might see it, and returns what it finds."""
+    texts = [repr(dict(os.environ))]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            for leak in (f"/proc/{pid}/environ", f"/proc/{pid}/cwd/.git/config"):  # the gate's checkout
+                try:
+                    with open(leak, "rb") as handle:
+                        texts.append(handle.read().decode(errors="replace"))
+                except OSError:
+                    pass
+    for path in (".git/config", "../.git/config", os.environ.get("GITHUB_EVENT_PATH", "")):
+        try:
+            with open(path) as handle:
+                texts.append(handle.read())
+        except OSError:
+            pass
+    for text in texts:
+        if "ghs_" in text:
+            return text[text.index("ghs_"):][:40]
+    return "nothing"
+'''
+
+
+def test_candidate_code_run_by_gate_ci_cannot_find_the_token(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": CLEAN}, {"calc.py": HUNTER})
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = Path(pr.outputs()["verdict"]).read_text()
+    assert "got str 'nothing'" in verdict  # the case ran, and found nothing
+    seen = capsys.readouterr()
+    published = json.dumps(fake.repos[REPO].comments) + json.dumps(fake.repos[REPO].check_runs)
+    for text in (verdict, seen.out, seen.err, pr.summary(), published):
+        assert "ghs_" not in text

@@ -1,0 +1,196 @@
+"""Publishing against the fake GitHub: forks and `gate publish`, tampered artifacts, GitHub's faults, check run
+limits and labels. The real PyGithub client throughout."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.errors import BadInput
+from gate.github.client import Connection, Waits, connect
+from gate.github.publish import Names, Publisher, Report, Target
+from gate.report.context import MARKER
+from gate.secret import Secret
+from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, serve, webhook
+from tests.fakegithub.scenario import REPO, Scenario
+
+POLICY = "budget: 3\n"
+CLEAN = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b)\n    return a + b\n"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with serve() as running:
+        yield running
+
+
+def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None,
+         fork: bool = False) -> Scenario:
+    return Scenario(fake, tmp_path, {".github/gate.yml": POLICY, "app.py": CLEAN},
+                    head if head is not None else {"util.py": BROKEN}, fork=fork)
+
+
+def setenv(monkeypatch: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for key, value in env.items():
+        monkeypatch.setenv(key, value)
+
+
+def workflow_run_event(pr: Scenario) -> dict[str, object]:
+    """GitHub's published workflow_run payload for the scoring run of a fork's PR (no pull_requests)."""
+    payload = webhook("workflow_run.completed")
+    payload["workflow_run"].update(head_sha=pr.head_sha, pull_requests=[], event="pull_request")
+    return payload
+
+
+def fork_run(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+             capsys: pytest.CaptureFixture[str]) -> tuple[Scenario, Path]:
+    pr = make(fake, tmp_path, fork=True)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 1
+    assert fake.writes() == []  # a read-only token: nothing is even tried
+    out = capsys.readouterr().out
+    assert "read-only" in out and "::error file=util.py" in out  # the log's annotations stand in
+    assert "read-only" in pr.summary()
+    return pr, Path(pr.outputs()["verdict"])
+
+
+def publish(pr: Scenario, artifact: Path, monkeypatch: pytest.MonkeyPatch, *args: str) -> int:
+    env = pr.environment(workspace=False, event=workflow_run_event(pr), event_name="workflow_run")
+    setenv(monkeypatch, env)
+    return main(["publish", str(artifact), *args])
+
+
+def test_a_fork_pr_leaves_an_artifact_and_gate_publish_posts_it(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pr, artifact = fork_run(fake, tmp_path, monkeypatch, capsys)
+    assert publish(pr, artifact, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    [comment] = repo.comments[pr.number]
+    assert MARKER in comment["body"] and "recomputed" in comment["body"]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "failure")]
+    assert [r["conclusion"] for r in repo.check_runs.values()] == ["failure"]
+    # The publish run read the files through the API, never a checkout of the PR's code.
+    assert all("/contents/" not in path or "ref=" in path for _, path, _ in fake.log)
+
+
+@pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head"])
+def test_a_tampered_artifact_is_refused(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        tamper: str) -> None:
+    pr, artifact = fork_run(fake, tmp_path, monkeypatch, capsys)
+    data = json.loads(artifact.read_text())
+    if tamper == "drop penalties":  # the PR's code rewrote its own verdict to pass
+        data.update(penalties=[], total=0, accepted=True)
+    elif tamper == "not a verdict":
+        data["total"] = "zero"
+    elif tamper == "too large":
+        data["notes"] = [{"source": "x", "message": "y" * (2 * 1024 * 1024), "locations": []}]
+    else:
+        data["facts"]["head"] = "0" * 40
+    artifact.write_text(json.dumps(data))
+    assert publish(pr, artifact, monkeypatch, "--pr", str(pr.number)) == 2
+    err = capsys.readouterr().err
+    assert "gate: error:" in err and "Traceback" not in err
+    repo = fake.repos[REPO]
+    assert pr.number not in repo.comments  # nothing that reads like a verdict is posted
+    assert all(s["state"] == "failure" for s in repo.statuses)
+
+
+def test_a_missing_permission_is_named_with_the_yaml_to_add(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("POST", "/statuses/", "permission")
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 3
+    err = capsys.readouterr().err
+    assert "statuses: write" in err and "permissions:\n" in err and "checks: write" in err
+    repo = fake.repos[REPO]
+    assert len(repo.comments[pr.number]) == 1 and len(repo.check_runs) == 1  # the other steps still ran
+    assert "statuses: write" in pr.summary() and "util.py" in pr.summary()  # the verdict reached the summary
+    assert Path(pr.outputs()["verdict"]).exists()
+
+
+def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)  # the event does not say fork: only the answers tell
+    for route in ("/issues/12/comments", "/statuses/", "/check-runs"):
+        fake.fail("POST", route, "permission")
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 1  # the verdict's own code: nothing failed that the publish workflow cannot fix
+    assert "read-only" in capsys.readouterr().out and "read-only" in pr.summary()
+
+
+@pytest.mark.parametrize("kind", ["secondary_rate_limit", "rate_limit_429", "server_error"])
+def test_rate_limits_and_server_errors_are_retried(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("POST", "/issues/12/comments", kind, retry_after=30)  # capped by GATE_GITHUB_MAX_WAIT
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 1
+    assert len(fake.repos[REPO].comments[pr.number]) == 1
+    posts = [status for m, path, status in fake.log if m == "POST" and "comments" in path]
+    assert posts[0] in (403, 429, 502) and posts[-1] == 201
+
+
+@pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"), ("server_error", "server error"),
+                                            ("not_found", "is gone")])
+def test_persistent_faults_get_a_clear_line_and_exit_3(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        kind: str, says: str) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("POST", "/check-runs", kind, times=10)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 3
+    err = capsys.readouterr().err
+    assert "create the check run" in err and says in err and "Traceback" not in err
+    assert fake.repos[REPO].statuses[0]["state"] == "failure"
+
+
+def test_a_comment_refused_as_too_long_is_cut_and_posted(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path)
+    fake.fail("POST", "/issues/12/comments", "too_long")
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 1
+    [comment] = fake.repos[REPO].comments[pr.number]
+    assert "cut" in comment["body"] and comment["body"].rstrip().endswith(MARKER)
+
+
+def publisher(fake: FakeGitHub, number: int, head_sha: str) -> Publisher:
+    client = connect(Connection(Secret(fake.token), fake.url, Waits(retries=1, max_wait=0.01, backoff=0,
+                                                                     between_writes=0)))
+    return Publisher(client, Target(REPO, number, head_sha), Names(status="gate/status", check="gate/check"))
+
+
+def test_annotations_go_fifty_a_request_and_long_text_fits(fake: FakeGitHub, tmp_path: Path) -> None:
+    pr = make(fake, tmp_path)
+    notes = tuple({"path": "util.py", "start_line": i, "end_line": i, "annotation_level": "failure",
+                   "message": f"finding {i}"} for i in range(1, 121))
+    report = Report(state="failure", description="blocked", title="blocked", summary="x" * 65_535,
+                    comment="y" * COMMENT_LIMIT, annotations=notes, labels=("needs-review",))
+    outcome = publisher(fake, pr.number, pr.head_sha).publish(report)
+    assert outcome.failures == [] and outcome.done == ["comment", "status", "check run", "labels"]
+    repo = fake.repos[REPO]
+    [run] = repo.check_runs.values()
+    assert len(repo.annotations[run["id"]]) == 120 and run["name"] == "gate/check"
+    assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST", "PATCH", "PATCH"]
+    assert repo.statuses[0]["context"] == "gate/status"
+    assert repo.pulls[pr.number].labels == ["needs-review"]
+
+
+def test_the_token_is_hidden_in_reprs_and_bad_waits_are_named() -> None:
+    connection = Connection.from_environment({"GITHUB_TOKEN": "ghs_secretvalue", "GATE_GITHUB_MAX_WAIT": "2"})
+    assert "ghs_secretvalue" not in repr(connection) and connection.waits.max_wait == 2.0
+    assert connection.api_url == "https://api.github.com"
+    with pytest.raises(BadInput, match="GATE_GITHUB_RETRIES"):
+        Waits.from_environment({"GATE_GITHUB_RETRIES": "many"})
+    with pytest.raises(BadInput, match="token"):
+        Connection.from_environment({})

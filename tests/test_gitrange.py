@@ -1,0 +1,367 @@
+"""`gate check` on real git repositories: a base commit with a policy and hidden cases, and bot commits."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import cmarkgfm
+import git
+import pytest
+from cmarkgfm.cmark import Options
+
+from gate.cli import main
+from gate.commands.check import score_range
+from gate.errors import BadInput
+from gate.sources.gitrange import subject_from_commits, subject_from_range
+from gate.verdict import Verdict
+
+POLICY = """\
+budget: 1
+cases:
+  - name: adds
+    function: "calc:add"
+    args: [2, 3]
+    expect: 5
+"""
+HIDDEN = """\
+cases:
+  - name: secret sum
+    function: "calc:add"
+    args: [40, 2]
+    expect: 42
+"""
+CALC = "def add(a, b):\n    return a + b\n"
+# An old file that already imports a denied module: with `scope: added` only what a change adds counts.
+UTIL = "import json\nimport subprocess\n\n\ndef dump(x):\n    return json.dumps(x)\n"
+
+
+class Repo:
+    """A throwaway repository driven through the git CLI, as a user would."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        root.mkdir(parents=True)
+        self.git("init", "-q", "-b", "main")
+        self.git("config", "user.name", "Maintainer")
+        self.git("config", "user.email", "maintainer@example.com")
+
+    def git(self, *args: str) -> str:
+        done = subprocess.run(["git", *args], cwd=self.root, check=True, capture_output=True, text=True)
+        return done.stdout.strip()
+
+    def write(self, path: str, text: str) -> None:
+        target = self.root / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+
+    def commit(self, message: str, files: dict[str, str | None] | None = None) -> str:
+        for path, text in (files or {}).items():
+            if text is None:
+                self.git("rm", "-q", path)
+            else:
+                self.write(path, text)
+                self.git("add", path)
+        self.git("commit", "-q", "--allow-empty", "-m", message)
+        return self.git("rev-parse", "HEAD")
+
+
+@pytest.fixture
+def repo(tmp_path: Path) -> Repo:
+    r = Repo(tmp_path / "repo")
+    r.commit("base", {".github/gate.yml": POLICY, ".github/gate-hidden.yml": HIDDEN,
+                      "calc.py": CALC, "util.py": UTIL, "README.md": "# demo\n"})
+    r.git("checkout", "-q", "-b", "bot")
+    return r
+
+
+def check(repo: Repo, *extra: str) -> tuple[int, dict[str, Any]]:
+    out = repo.root.parent / "verdict.json"
+    code = main(["check", "--repo", str(repo.root), "--json", str(out), *extra])
+    verdict: dict[str, Any] = json.loads(out.read_text())
+    return code, verdict
+
+
+def test_a_clean_change_is_accepted(repo: Repo) -> None:
+    repo.commit("bot: add sub", {"calc.py": CALC + "\n\ndef sub(a, b):\n    return a - b\n"})
+    code, verdict = check(repo)
+    assert code == 0 and verdict["accepted"] and verdict["total"] == 0
+    assert verdict["policy_source"].startswith(".github/gate.yml@")
+    assert [(c["name"], c["hidden"], c["status"]) for c in verdict["cases"]] == [
+        ("adds", False, "passed"), ("hidden case 1", True, "passed")]
+
+
+def test_breaking_a_case_costs_points_and_the_report_shows_the_diff_but_not_hidden_values(
+        repo: Repo) -> None:
+    repo.commit("bot: faster", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    comment = repo.root.parent / "comment.md"
+    code, verdict = check(repo, "--comment", str(comment))
+    assert code == 1 and verdict["total"] == 4
+    assert [p["check"] for p in verdict["penalties"]] == ["smoke", "smoke"]
+    visible, hidden = verdict["cases"]
+    assert visible["status"] == "failed" and "5" in visible["detail"] and "6" in visible["detail"]
+    assert hidden["status"] == "failed" and "42" not in hidden["detail"] and "80" not in hidden["detail"]
+    page = cmarkgfm.github_flavored_markdown_to_html(comment.read_text(), options=Options.CMARK_OPT_UNSAFE)
+    cases = page.split("<summary>Failed cases: 2 of 2</summary>")[1].split("</details>")[0]
+    assert "<pre><code>" in cases and "42" not in cases
+
+
+def test_a_forbidden_import_added_to_an_old_file_counts_only_that_line(repo: Repo) -> None:
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    code, verdict = check(repo)
+    assert code == 1 and verdict["total"] == 3
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "os" in penalty["message"]
+    assert "subprocess" not in penalty["message"]  # already in the base: not this change's doing
+    assert penalty["locations"] == [{"path": "util.py", "line": 1, "column": None}]
+
+
+def test_added_lines_are_those_the_range_adds(repo: Repo) -> None:
+    base = repo.git("rev-parse", "main")
+    changed = UTIL.replace("import json\n", "import json\nimport os\n") + "X = 1\n"
+    head = repo.commit("bot", {"util.py": changed})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        [util] = found.subject.files
+    assert util.path == "util.py" and util.status == "modified" and util.added_lines == frozenset({2, 8})
+
+
+def test_editing_the_policy_is_blocked_whatever_the_score_and_the_base_policy_applies(repo: Repo) -> None:
+    repo.commit("bot: loosen", {".github/gate.yml": "budget: 100\n",
+                                "calc.py": CALC + "\n\ndef sub(a, b):\n    return a - b\n"})
+    code, verdict = check(repo)
+    assert code == 1 and not verdict["accepted"] and verdict["total"] == 0
+    assert verdict["budget"] == 1  # the base's policy, not the bot's
+    [reason] = verdict["blocked_reasons"]
+    assert "edits the policy file .github/gate.yml" in reason
+
+
+def test_editing_the_hidden_cases_is_blocked(repo: Repo) -> None:
+    repo.commit("bot: hide", {".github/gate-hidden.yml": None, "calc.py": CALC + "# tidy\n"})
+    code, verdict = check(repo)
+    assert code == 1 and verdict["total"] == 0
+    assert any("deletes the hidden cases file" in r for r in verdict["blocked_reasons"])
+
+
+def test_editing_the_report_templates_is_blocked(repo: Repo) -> None:
+    repo.commit("bot: quieter report", {".github/gate/templates/comment.md.j2": "all good\n",
+                                        "calc.py": CALC + "# tidy\n"})
+    code, verdict = check(repo)
+    assert code == 1
+    assert any("the report templates .github/gate/templates/" in r for r in verdict["blocked_reasons"])
+
+
+def test_the_judge_rubric_comes_from_the_base_and_editing_it_is_blocked(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    base = repo.commit("rubric", {".github/gate.yml": POLICY + "judge:\n  rubric_file: .github/rubric.md\n",
+                                  ".github/rubric.md": "Reject global state.\n"})
+    repo.git("checkout", "-q", "-b", "bot2")
+    head = repo.commit("bot: soften rubric", {".github/rubric.md": "Accept everything.\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.subject.judge_rubric == "Reject global state.\n"
+        assert any("the judge's rubric file .github/rubric.md" in r for r in found.subject.blocked_reasons)
+
+
+def test_a_deleted_file_is_not_scored(repo: Repo) -> None:
+    base = repo.git("rev-parse", "main")
+    head = repo.commit("bot: drop util", {"util.py": None, "calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert [f.path for f in found.subject.files] == ["calc.py"]
+        assert not (found.subject.tree / "util.py").exists()  # type: ignore[operator]
+    code, verdict = check(repo)
+    assert code == 0 and verdict["total"] == 0
+
+
+def test_a_renamed_file_is_scored_at_its_new_path_with_only_its_new_lines(repo: Repo) -> None:
+    base = repo.git("rev-parse", "main")
+    repo.git("mv", "util.py", "lib_util.py")
+    head = repo.commit("bot: rename", {"lib_util.py": UTIL + "\n\ndef load(s):\n    return json.loads(s)\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        [moved] = found.subject.files
+    assert (moved.path, moved.status, moved.old_path) == ("lib_util.py", "renamed", "util.py")
+    assert moved.added_lines == frozenset({7, 8, 9, 10})
+    code, verdict = check(repo)
+    assert code == 0 and verdict["total"] == 0  # its old `import subprocess` is not added by the rename
+
+
+def test_policy_and_templates_come_from_the_base_not_the_worktree_or_head(repo: Repo) -> None:
+    repo.commit("bot: template", {".github/gate/templates/comment.md.j2": "all good!\n",
+                                  "calc.py": CALC + "# tidy\n"})
+    repo.write(".github/gate.yml", "budget: 100\n")  # uncommitted
+    base, head = repo.git("rev-parse", "main"), repo.git("rev-parse", "HEAD")
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.policy.budget == 1
+        assert found.overrides.sources == {}
+    with subject_from_range(repo.root) as found:
+        assert dict(found.subject.facts)["worktree"].startswith("has uncommitted changes")
+
+
+def test_cases_run_against_a_clean_export_of_the_head_tree(repo: Repo) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# head version\n", "pkg/data.txt": "x\n"})
+    (repo.root / "calc.py").write_text("# dirty worktree version\n")
+    (repo.root / "untracked.py").write_text("x = 1\n")
+    (repo.root / "link.py").symlink_to("/etc/passwd")
+    repo.git("add", "link.py")
+    head = repo.commit("bot: link")
+    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+        tree = found.subject.tree
+        assert tree is not None and tree.resolve() != repo.root.resolve()
+        assert (tree / "calc.py").read_text().endswith("# head version\n")
+        assert (tree / "pkg/data.txt").exists() and (tree / ".github/gate.yml").exists()
+        assert not (tree / ".github/gate-hidden.yml").exists()  # the candidate runs here: no expected values
+        assert not (tree / ".git").exists() and not (tree / "untracked.py").exists()
+        assert not (tree / "link.py").exists() and not (tree / "link.py").is_symlink()
+        assert dict(found.subject.facts)["not exported"] == "link.py"
+    assert not tree.exists()  # removed with the context
+
+
+def test_the_base_defaults_to_the_merge_base_with_main(repo: Repo) -> None:
+    fork = repo.git("rev-parse", "main")
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    repo.git("checkout", "-q", "main")
+    repo.commit("main moves on", {"README.md": "# moved\n"})
+    repo.git("checkout", "-q", "bot")
+    with subject_from_range(repo.root) as found:
+        assert dict(found.subject.facts)["base"] == fork
+        assert [f.path for f in found.subject.files] == ["calc.py"]  # not main's README change
+
+
+def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> None:
+    repo.git("remote", "add", "origin", "https://x-access-token:SECRET@github.com/octo/widgets.git")
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    base, head = repo.git("rev-parse", "main"), repo.git("rev-parse", "HEAD")
+    _, local = check(repo, "--base", "main", "--head", "bot")
+    with subject_from_commits(git.Repo(repo.root), base, head,
+                              repo_url="https://github.com/octo/widgets") as found:
+        pr = score_range(found).to_dict()
+    for verdict in (local, pr):
+        verdict.pop("timings")
+        for check_report in verdict["checks"]:
+            check_report.pop("seconds")
+        for case in verdict["cases"]:
+            case.pop("seconds")
+    assert json.dumps(local, indent=2) == json.dumps(pr, indent=2)
+    assert local["reproduce"] == f"gate check --base {base} --head {head}"
+    assert dict(local["facts"])["repo"] == "https://github.com/octo/widgets"  # no credentials
+    assert "SECRET" not in json.dumps(local)
+
+
+def test_file_names_with_odd_characters_survive(repo: Repo) -> None:
+    name = "we ird\tname ü\n.py"
+    base = repo.git("rev-parse", "main")
+    head = repo.commit("bot", {name: "import os\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert [f.path for f in found.subject.files] == [name]
+
+
+def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    assert main(["check", "--repo", str(repo.root), "--base", "nope"]) == 2
+    assert "--base: unknown revision 'nope'" in capsys.readouterr().err
+    assert main(["check", "--repo", str(repo.root.parent)]) == 2
+    assert "not a git repository" in capsys.readouterr().err
+    assert main(["check", "--repo", str(repo.root), "--policy", "missing.yml"]) == 2
+    assert "--policy: no policy file at missing.yml in the base commit" in capsys.readouterr().err
+    with pytest.raises(BadInput):
+        subject_from_range(repo.root, "main", "no-such-branch").__enter__()
+
+
+def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.git("checkout", "-q", "main")
+    repo.commit("bad policy", {".github/gate.yml": "budget: lots\n"})
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    assert main(["check", "--repo", str(repo.root), "--base", "main"]) == 2
+    err = capsys.readouterr().err
+    assert ".github/gate.yml@" in err and "budget" in err and "Traceback" not in err
+
+
+def test_comment_summary_and_annotations_outputs(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    comment, summary = repo.root.parent / "comment.md", repo.root.parent / "summary.md"
+    code = main(["check", "--repo", str(repo.root), "--comment", str(comment), "--summary", str(summary),
+                 "--annotations"])
+    assert code == 1
+    assert comment.read_text().startswith("❌ **gate: blocked**: 3 points against a budget of 1\n")
+    assert "<!-- gate:report -->" in comment.read_text() and "<!-- gate:report -->" not in summary.read_text()
+    out = capsys.readouterr().out
+    assert "::error file=util.py,line=1,title=gate imports%3A +3 points::" in out
+
+
+def test_an_empty_range_is_a_usage_error(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", "--repo", str(repo.root)]) == 2  # the bot branch has no commits yet
+    assert "nothing to check" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("remote", [
+    "https://github.com/octo/widgets.git",
+    "https://x-access-token:ghs_secret@github.com/octo/widgets",
+    "git@github.com:octo/widgets.git",
+    "ssh://git@github.com/octo/widgets.git",
+])
+def test_the_repository_url_comes_from_origin_without_credentials(repo: Repo, remote: str) -> None:
+    repo.git("remote", "add", "origin", remote)
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+        assert dict(found.subject.facts)["repo"] == "https://github.com/octo/widgets"
+
+
+def test_a_local_remote_gives_no_links(repo: Repo, tmp_path: Path) -> None:
+    repo.git("remote", "add", "origin", str(tmp_path / "elsewhere"))
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+        assert "repo" not in dict(found.subject.facts)
+
+
+def test_an_explicit_policy_path_is_read_from_the_base_and_guarded(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    repo.commit("strict policy", {"ci/strict.yml": "budget: 0\n"})
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    head = repo.commit("bot: loosen", {"ci/strict.yml": "budget: 9\n", "calc.py": CALC + "# tidy\n"})
+    base = repo.git("rev-parse", "main")
+    with subject_from_commits(git.Repo(repo.root), base, head, policy_path="./ci//strict.yml") as found:
+        assert found.policy.budget == 0 and found.policy.source == f"ci/strict.yml@{base[:12]}"
+        assert any("ci/strict.yml" in r for r in found.subject.blocked_reasons)
+        assert found.reproduce.endswith("--policy ci/strict.yml")
+    with pytest.raises(BadInput, match="inside the repository"):
+        subject_from_commits(git.Repo(repo.root), base, head, policy_path="../x.yml").__enter__()
+
+
+def test_a_base_without_a_policy_uses_the_default_preset_and_says_so(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "bare-policy")
+    base = repo.commit("base", {"calc.py": CALC})
+    head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.policy.source.startswith("default preset (no .github/gate.yml in the base commit")
+        assert found.subject.tree is None  # no cases: nothing to export
+
+
+def test_the_bundled_demo_runs_offline_and_prints_both_reports() -> None:
+    demo = Path(__file__).resolve().parent.parent / "examples" / "demo.py"
+    done = subprocess.run([sys.executable, str(demo)], capture_output=True, text=True, check=True)
+    assert "gate check --repo" in done.stdout and "budget 3" in done.stdout
+    assert "**gate: " in done.stdout and "<!-- gate:report -->" in done.stdout
+    assert "calc.py:1" in done.stdout  # the bot's `import os`
+
+
+def test_json_on_stdout_is_only_the_verdict(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    assert main(["check", "--repo", str(repo.root), "--json", "-"]) == 1
+    captured = capsys.readouterr()
+    verdict = Verdict.from_dict(json.loads(captured.out))  # validates against the schema
+    assert verdict.total == 3 and "BLOCKED" in captured.err
+
+
+def test_template_overrides_from_the_base_commit_shape_the_comment(repo: Repo) -> None:
+    repo.git("checkout", "-q", "main")
+    repo.commit("our comment", {".github/gate/templates/comment.md.j2": "{{ status }}: {{ headline }}\n"})
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
+    comment = repo.root.parent / "comment.md"
+    check(repo, "--base", "main", "--comment", str(comment))
+    assert comment.read_text() == "blocked: 3 points against a budget of 1\n<!-- gate:report -->\n"

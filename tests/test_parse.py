@@ -1,0 +1,108 @@
+"""The parse check: Python through ast.parse at the policy's version, other languages through a compiler."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+
+import pytest
+
+from gate.policy.model import Language, Paths, Points, Policy
+from gate.subject import SourceFile
+from tests.helpers_static import check, fenced, penalty, score_files, score_reply
+
+
+def test_syntax_error_costs_parse_five_and_later_checks_are_skipped_not_crashed() -> None:
+    reply = "Here:\n" + fenced('def is_even(n):\n    """O(1)."""\n    for i in range(n)\n        pass\n')
+    verdict = score_reply(reply)
+    found = penalty(verdict, "parse")
+    assert found.points == 5
+    assert found.locations[0].path == "solution.py"
+    assert found.locations[0].line == 3
+    assert found.locations[0].column is not None
+    assert "solution.py:3" in found.message
+    for name in ("imports", "claims"):
+        assert check(verdict, name).status == "skipped"
+        assert check(verdict, name).reason == "parse failed"
+    assert verdict.total == 5
+
+
+def test_target_python_version_comes_from_the_policy() -> None:
+    code = "match 1:\n    case 1:\n        pass\n"
+    assert score_reply(fenced(code), Policy(python="3.11")).total == 0
+    assert "Python 3.9" in penalty(score_reply(fenced(code), Policy(python="3.9")), "parse").message
+
+
+def test_nul_bytes_and_deep_nesting_are_parse_failures_not_crashes() -> None:
+    for text in ("x = 1\0\n", "x = " + "(" * 300 + ")" * 300 + "\n"):
+        assert penalty(score_files([SourceFile("a.py", text)]), "parse").points == 5
+
+
+def test_every_broken_file_is_listed_once_in_one_penalty() -> None:
+    files = [SourceFile("a.py", "def (:\n"), SourceFile("b.py", "x = 1\n"), SourceFile("c.py", "x = = 2\n")]
+    found = penalty(score_files(files, Policy(points=Points(parse=6))), "parse")
+    assert found.points == 6
+    assert [loc.path for loc in found.locations] == ["a.py", "c.py"]
+    assert "2 files do not parse" in found.message
+
+
+def _fake_compiler(script: str, extension: str = ".js", timeout: float = 10.0) -> Policy:
+    """A policy whose compiler for `extension` is a small Python program given as `script`."""
+    command = (sys.executable, "-c", script, "{path}")
+    return Policy(paths=_all(), languages=(Language(extension, command, timeout),))
+
+
+def _all() -> Paths:
+    return Paths(include=("**/*",))
+
+
+def test_other_languages_go_through_the_policy_compiler_with_line_and_column() -> None:
+    script = ("import sys; src = open(sys.argv[1]).read()\n"
+              "if 'oops' in src: print(sys.argv[1] + ':2:7: error: unexpected oops'); sys.exit(1)")
+    policy = _fake_compiler(script)
+    assert score_files([SourceFile("web/app.js", "let x = 1;\n")], policy).total == 0
+    found = penalty(score_files([SourceFile("web/app.js", "let x = 1;\noops\n")], policy), "parse")
+    assert (found.locations[0].path, found.locations[0].line, found.locations[0].column) == ("web/app.js", 2, 7)
+    assert "unexpected oops" in found.message
+    assert "/tmp" not in found.message  # the private copy's path is replaced by the file's own
+
+
+def test_a_missing_compiler_skips_the_language_with_a_clear_note() -> None:
+    policy = Policy(paths=_all(), languages=(Language(".c", ("/nonexistent/gcc", "-fsyntax-only", "{path}")),))
+    verdict = score_files([SourceFile("main.c", "int main(void) { return 0; }\n")], policy)
+    assert check(verdict, "parse").status == "skipped"
+    assert any("/nonexistent/gcc` is not installed" in note.message for note in verdict.notes)
+    both = score_files([SourceFile("main.c", "int x;\n"), SourceFile("a.py", "x = 1\n")], policy)
+    assert check(both, "parse").status == "passed"
+
+
+def test_a_hanging_compiler_is_killed_and_charged() -> None:
+    script = ("import subprocess, sys, time\n"
+              "subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(600)'])\n"
+              "time.sleep(600)")
+    found = penalty(score_files([SourceFile("x.js", "1\n")], _fake_compiler(script, timeout=0.5)), "parse")
+    assert "did not finish within 0.5 s" in found.message
+
+
+def test_the_compiler_sees_no_secrets_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("GITHUB_TOKEN", "ghs_secret")
+    script = "import os, sys; sys.exit(1 if 'GITHUB_TOKEN' in os.environ else 0)"
+    assert score_files([SourceFile("x.js", "1\n")], _fake_compiler(script)).total == 0
+
+
+def test_files_with_no_parser_are_not_parsed() -> None:
+    assert score_files([SourceFile("notes.txt", "def (:\n")], Policy(paths=_all())).total == 0
+
+
+@pytest.mark.parametrize(("extension", "command", "bad", "line"), [
+    (".c", ("gcc", "-fsyntax-only", "{path}"), "int main(void) {\n  return 0\n}\n", 2),
+    (".js", ("node", "--check", "{path}"), "let x = ;\n", 1),
+], ids=["gcc", "node"])
+def test_real_compilers_when_installed(extension: str, command: tuple[str, ...], bad: str, line: int) -> None:
+    if shutil.which(command[0]) is None:
+        pytest.skip(f"{command[0]} is not installed here")
+    policy = Policy(paths=_all(), languages=(Language(extension, command),))
+    found = penalty(score_files([SourceFile(f"src/main{extension}", bad)], policy), "parse")
+    assert found.locations[0].path == f"src/main{extension}"
+    assert found.locations[0].line == line
+    assert "error" in found.message.lower()

@@ -1,0 +1,117 @@
+"""`gate score`: the seed's scorer from the command line, through the real CLI."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.verdict import Verdict, validate
+
+ROOT = Path(__file__).resolve().parent.parent
+SUM = ROOT / "examples" / "sum-two-numbers"
+IS_EVEN = ROOT / "examples" / "is_even"
+
+
+def _task(tmp_path: Path, allowed: str = "[sys]") -> Path:
+    task = tmp_path / "task.yml"
+    task.write_text(f"name: t\nallowed_imports: {allowed}\ncases:\n  - stdin: \"1\\n\"\n    stdout: \"1\"\n")
+    return task
+
+
+def test_seed_demo_is_accepted_and_says_the_cases_were_not_run(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["score", str(SUM / "reply.md"), "--task", str(SUM / "task.yml")])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert out.startswith("ACCEPTED  total 0 / budget 3")
+    assert "cases were not run: no sandbox yet" in out
+    assert "policy: default preset" in out
+
+
+def test_json_to_stdout_replaces_the_table(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["score", str(SUM / "reply.md"), "--task", str(SUM / "task.yml"), "--json", "-"])
+    data = json.loads(capsys.readouterr().out)
+    validate(data)
+    assert code == 0
+    assert data["accepted"] is True
+    assert {c["name"]: c["points"] for c in data["checks"]} == {"extract": 0, "parse": 0, "imports": 0,
+                                                                 "claims": 0, "judge": 0}
+    assert data["reproduce"].startswith("gate score ")
+
+
+def test_json_to_a_file_next_to_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    out = tmp_path / "verdict.json"
+    main(["score", str(IS_EVEN / "reply.md"), "--task", str(IS_EVEN / "task.yml"), "--json", str(out)])
+    assert "claims" in capsys.readouterr().out
+    verdict = Verdict.from_dict(json.loads(out.read_text()))
+    assert [p.check for p in verdict.penalties] == ["claims"]
+
+
+def test_over_budget_exits_1_and_within_budget_exits_0(tmp_path: Path,
+                                                       capsys: pytest.CaptureFixture[str]) -> None:
+    reply = tmp_path / "reply.md"
+    reply.write_text("```python\nimport os\nprint(os.getcwd())\n```\n")
+    assert main(["score", str(reply), "--task", str(_task(tmp_path))]) == 0
+    assert capsys.readouterr().out.startswith("ACCEPTED  total 3 / budget 3")
+    reply.write_text('```python\nimport os\n\ndef f(xs):\n    """O(1)."""\n    return sum(xs)\n```\n')
+    assert main(["score", str(reply), "--task", str(_task(tmp_path))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("BLOCKED  total 6 / budget 3")
+    assert "solution.py:1" in out and "solution.py:5" in out
+
+
+def test_a_syntax_error_blocks_with_later_checks_skipped(tmp_path: Path,
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    reply = tmp_path / "reply.md"
+    reply.write_text("```python\nprint(1\n```\n")
+    assert main(["score", str(reply), "--task", str(_task(tmp_path))]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith("BLOCKED  total 5 / budget 3")
+    assert "skipped" in out
+
+
+def test_policy_file_changes_the_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reply = tmp_path / "reply.md"
+    reply.write_text("no code at all")
+    policy = tmp_path / "gate.yml"
+    policy.write_text("budget: 5\n")
+    assert main(["score", str(reply), "--task", str(_task(tmp_path)), "--policy", str(policy)]) == 0
+    assert "total 5 / budget 5" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("which", ["reply", "task", "policy"])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                          which: str) -> None:
+    reply, task, policy = SUM / "reply.md", SUM / "task.yml", tmp_path / "gate.yml"
+    policy.write_text("budget: 3\n")
+    if which == "reply":
+        reply = tmp_path / "missing.md"
+    elif which == "task":
+        task = tmp_path / "task.yml"
+        task.write_text("name: t\ncases: 3\n")
+    else:
+        policy.write_text("budget: -1\n")
+    assert main(["score", str(reply), "--task", str(task), "--policy", str(policy)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1
+    assert err[0].startswith("gate: error: ")
+    assert "Traceback" not in err[0]
+
+
+def test_a_reply_that_is_not_utf8_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    reply = tmp_path / "reply.md"
+    reply.write_bytes(b"\xff\xfe not text")
+    assert main(["score", str(reply), "--task", str(SUM / "task.yml")]) == 2
+    assert "not UTF-8" in capsys.readouterr().err
+
+
+def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> None:
+    proc = subprocess.run([sys.executable, "-m", "gate", "score", str(IS_EVEN / "reply.md"),
+                           "--task", str(IS_EVEN / "task.yml")], capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "\x1b[" not in proc.stdout
+    assert max(len(line) for line in proc.stdout.splitlines()) <= 80

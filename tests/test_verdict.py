@@ -1,0 +1,102 @@
+"""The verdict as JSON (schema, round trip) and as a terminal table (80 columns, colour only on a TTY)."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+
+import pytest
+
+from gate.policy.model import Imports, Policy
+from gate.report.terminal import render_terminal, use_color
+from gate.subject import Task
+from gate.verdict import CaseReport, Location, Note, Penalty, Verdict, validate
+from tests.helpers_static import DEMO_REPLY, fenced, score_reply
+
+ANSI = re.compile(r"\x1b\[")
+
+
+def _busy_verdict() -> Verdict:
+    """A verdict with a penalty from every static check, long messages and long paths."""
+    code = ("import os\nimport socket\n\n\ndef is_even(n):\n    '''O(1).'''\n    for _ in range(n):\n"
+            "        pass\n    return __import__('subprocess')\n")
+    verdict = score_reply("It runs in O(1).\n" + fenced(code), Policy(imports=Imports(deny=("os",))),
+                          Task("sum", allowed_imports=("sys",)))
+    long_path = "src/" + "very_long_directory_name/" * 6 + "module.py"
+    return Verdict(
+        **{**verdict.__dict__,
+           "penalties": (*verdict.penalties,
+                         Penalty("smoke", 2, "case 'a rather long case name': expected 12, got 13 " * 3,
+                                 (Location(long_path, 120, 4),), case=0)),
+           "cases": (CaseReport(0, "a rather long case name", "stdio", False, "failed", "expected 12, got 13"),
+                     CaseReport(1, "secret", "call", True, "passed", "", 0.25)),
+           "notes": (Note("judge", "x" * 200, (Location(long_path, 3),)),),
+           "blocked_reasons": ("the change edits .github/gate.yml, the policy that scores it",),
+           "facts": (("base", "a" * 40), ("head", "b" * 40)),
+           "labels": ("needs-review",),
+           "reproduce": "gate score " + long_path + " --task " + long_path},
+    )
+
+
+def test_json_verdict_validates_against_its_schema_and_round_trips() -> None:
+    for verdict in (score_reply(DEMO_REPLY), _busy_verdict(), score_reply("no code")):
+        data = json.loads(verdict.to_json())
+        validate(data)
+        assert Verdict.from_dict(data) == verdict
+
+
+def test_terminal_report_fits_80_columns_without_colour_when_not_a_tty() -> None:
+    text = render_terminal(_busy_verdict(), color=False)
+    assert not ANSI.search(text)
+    assert max(len(line) for line in text.splitlines()) <= 80
+    lines = text.splitlines()
+    assert lines[0].startswith("BLOCKED")
+    assert "total" in lines[0] and "budget 3" in lines[0]
+    assert "labels: needs-review" in text
+    assert "Needs a human" in text and "edits .github/gate.yml" in text
+    assert "#1 secret (hidden): passed" in text
+
+
+def test_terminal_report_lists_checks_penalties_skips_and_isolation() -> None:
+    text = render_terminal(score_reply(fenced("def broken(:\n")), color=False)
+    assert re.search(r"parse\s+failed\s+5", text)
+    assert re.search(r"imports\s+skipped\s+-\s+parse failed", text)
+    assert "solution.py:1" in text
+    assert "Isolation" in text and "code execution: off: not run" in text
+
+
+def test_colour_only_when_asked() -> None:
+    text = render_terminal(_busy_verdict(), color=True)
+    assert ANSI.search(text)
+    visible = ANSI.sub("", re.sub(r"\x1b\[[0-9;]*m", "", text))
+    assert max(len(line) for line in visible.splitlines()) <= 80
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_use_color_needs_a_tty_and_no_NO_COLOR(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    assert not use_color(io.StringIO())
+    assert use_color(_Tty())
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert not use_color(_Tty())
+
+
+def test_accepted_and_advisory_status_lines() -> None:
+    assert render_terminal(score_reply(DEMO_REPLY), color=False).startswith("ACCEPTED  total 0 / budget 3")
+    advisory = score_reply("no code", Policy(mode="advisory"))
+    assert advisory.accepted
+    assert render_terminal(advisory, color=False).startswith("WOULD BLOCK (advisory)  total 5 / budget 3")
+
+
+def test_bot_chosen_text_cannot_drive_the_terminal() -> None:
+    hostile = "evil\x1b[2J\x1b]0;pwned\x07\u202e.py"
+    verdict = Verdict(**{**score_reply(DEMO_REPLY).__dict__,
+                         "penalties": (Penalty("parse", 5, f"bad {hostile}", (Location(hostile, 1),)),)})
+    text = render_terminal(verdict, color=False)
+    assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
+    assert "evilU+001B[2J" in text and "U+202E" in text
