@@ -45,7 +45,7 @@ def test_hidden_cases_from_the_environment(capsys: pytest.CaptureFixture[str], t
     monkeypatch.setenv("GATE_HIDDEN_CASES", str(hidden))
     folder = EXAMPLES / "sum-two-numbers"
     code, verdict = _score(capsys, str(folder / "reply.md"), "--task", str(folder / "task.yml"))
-    assert code == 1
+    assert (code, verdict["total"]) == (0, 2)  # one failed case is within the budget of 3
     messages = [p["message"] for p in verdict["penalties"]]
     assert messages == ["hidden case 2 failed: stdout differs (got 1 lines)"]
     assert "'1'" not in json.dumps(verdict["cases"])

@@ -45,11 +45,11 @@ class Smoke:
     requires: tuple[str, ...] = ("parse",)
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        if ctx.sandbox is None:
-            return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
         cases = _numbered(ctx)
         if not cases:
             return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
+        if ctx.sandbox is None:
+            return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = hash_seeds(ctx.policy.runs)

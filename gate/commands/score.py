@@ -9,15 +9,19 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from gate.cases.hidden import load_hidden
+from gate.cases.running import sandbox_limits
 from gate.engine import score
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.loader import load_policy
 from gate.policy.model import Policy
 from gate.report.terminal import render_terminal, use_color
+from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
 from gate.sources.reply import subject_from_reply
 from gate.sources.task import load_task
-from gate.verdict import Note, Verdict
+from gate.subject import Subject
+from gate.verdict import Verdict
 
 
 def register(subparsers: Any) -> None:
@@ -41,29 +45,23 @@ def run(args: argparse.Namespace) -> int:
     task, cases = load_task(args.task)
     policy = load_policy(args.policy)
     subject = subject_from_reply(reply, args.reply, task, cases)
-    sandbox = open_sandbox(policy)
+    subject = dataclasses.replace(subject, hidden_cases=load_hidden(policy, None))
+    sandbox = _sandbox_for(subject, policy)
     try:
         verdict = score(subject, policy, sandbox, reproduce=_reproduce(args))
     finally:
         if sandbox is not None:
             sandbox.close()
-    if sandbox is None and subject.cases:
-        verdict = _cases_not_run(verdict, len(subject.cases))
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 
-def open_sandbox(policy: Policy) -> Sandbox | None:
-    """The sandbox the task's cases run in. The one seam for the sandbox issue: until it lands there is none,
-    so only the static checks score and the report says plainly that the cases were not run."""
-    del policy  # the sandbox's limits and required layers will come from it
-    return None
-
-
-def _cases_not_run(verdict: Verdict, count: int) -> Verdict:
-    note = Note("score", f"cases were not run: no sandbox yet ({count} case{'s' if count != 1 else ''} "
-                         "in the task); only the static checks scored")
-    return dataclasses.replace(verdict, notes=(*verdict.notes, note))
+def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
+    """A sandbox under the policy's limits when there are cases to run (its start-up is not free). Raises
+    GateFailure (exit 3) when a layer the policy requires is missing here."""
+    if not policy.cases and not subject.cases and not subject.hidden_cases:
+        return None
+    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
 
 
 def _read_reply(path: Path) -> str:
