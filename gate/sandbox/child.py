@@ -158,7 +158,8 @@ def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
         _, status, usage = os.wait4(pid, 0)
         status_fd, _ = waiting.pop(pid, (None, None))
         if status_fd is not None:
-            os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
+            with contextlib.suppress(BrokenPipeError):  # the gate is gone (see abandon_on_parent_death)
+                os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
             os.close(status_fd)
 
 
@@ -182,9 +183,34 @@ def reap_one_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: i
     everything else the run left, then exit. (A fresh interpreter always does this; a zygote forks one when
     no cgroup or dedicated uid can find a run's processes, since the zygote itself reaps for every run.)"""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    waiting = abandon_on_parent_death()
     pid = fork_run(config, sources, status_fd)
-    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
+    waiting[pid] = (status_fd, config["sweep_uid"])
+    reap_ready(waiting, block=True)
     os._exit(0)
+
+
+def abandon_on_parent_death() -> dict[int, tuple[int, int | None]]:
+    """When this reaper's parent dies (the gate, or the zygote), kill every run it reaps for: each leader's
+    group, then every child it has until none is left (every process of its runs is a descendant, or an
+    orphan reparented here), then exit. Returns the `waiting` map (see reap_ready) the caller fills in."""
+    waiting: dict[int, tuple[int, int | None]] = {}
+
+    def abandon(_signum: int, _frame: object) -> None:
+        for pid, (status_fd, _) in list(waiting.items()):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            os.close(status_fd)
+        waiting.clear()
+        reap_ready(waiting, block=True)
+        os._exit(0)
+
+    parent = os.getppid()
+    signal.signal(signal.SIGTERM, abandon)
+    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before PDEATHSIG was armed
+        abandon(signal.SIGTERM, None)
+    return waiting
 
 
 def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> int:
@@ -193,7 +219,8 @@ def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) 
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for signum in (signal.SIGCHLD, signal.SIGTERM):  # the program gets the defaults, not the reaper's
+            signal.signal(signum, signal.SIG_DFL)
         run_child(config, sources)
     for fd in sources:
         os.close(fd)

@@ -31,12 +31,9 @@ _MAX_MESSAGE = 1 << 20
 
 
 def serve(control_fd: int, with_seccomp: bool) -> None:
-    """Serve fork requests on `control_fd` until the gate closes it (or dies: PDEATHSIG)."""
-    parent = os.getppid()
-    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        return
+    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed)."""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    waiting = child.abandon_on_parent_death()
     if with_seccomp:
         seccomp.prepare()
     for name in WARM_MODULES:
@@ -48,7 +45,6 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    waiting: dict[int, tuple[int, int | None]] = {}
     with selectors.DefaultSelector() as selector:
         selector.register(control, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
@@ -87,7 +83,7 @@ def _fork_reaper(config: dict[str, Any], fds: list[int]) -> None:
     if os.fork() == 0:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        child.reap_one_run(config, fds[:-1], fds[-1])
+        child.reap_one_run(config, fds[:-1], fds[-1])  # (it sets its own SIGTERM handler)
     for fd in fds:
         os.close(fd)
 
