@@ -138,3 +138,20 @@ def test_only_the_runs_descriptors_are_open(sandbox: Sandbox) -> None:
     result = sandbox.run(program(code))
     open_fds = json.loads(result.stdout)
     assert set(open_fds) - {0, 1, 2, 3} <= {max(open_fds)}  # the listing's own descriptor
+
+
+def test_warm_files_run_and_import_as_usual(sandbox: Sandbox) -> None:
+    main = b"import helper, sys\nprint(helper.twice(21), __name__, sys.argv[1:])\nraise SystemExit(3)\n"
+    files = {"main.py": main, "helper.py": b"def twice(n):\n    return 2 * n\n"}
+    warm = ("main.py", "helper.py")
+    for _ in range(3):  # the first run compiles them in the zygote, the next ones reuse the code
+        result = sandbox.run(RunRequest(script="main.py", args=("x",), files=files, warm=warm, limits=LIMITS))
+        assert (result.stdout, result.exit_code) == (b"42 __main__ ['x']\n", 3)
+    changed = {**files, "helper.py": b"def twice(n):\n    return -n\n"}
+    result = sandbox.run(RunRequest(script="main.py", args=("x",), files=changed, warm=warm, limits=LIMITS))
+    assert result.stdout == b"-21 __main__ ['x']\n"
+    failing = {"main.py": b"import helper\n", "helper.py": b"1 / 0\n"}
+    request = RunRequest(script="main.py", files=failing, warm=("helper.py",), limits=LIMITS)
+    stderr = sandbox.run(request).stderr
+    assert b'helper.py", line 1' in stderr
+    assert b"ZeroDivisionError" in stderr

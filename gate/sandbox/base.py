@@ -43,6 +43,10 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
     hash_seed: int = 0
     limits: Limits = field(default_factory=Limits)
+    # Names in `files` of trusted Python sources that many runs share (a harness and its modules; top-level
+    # `.py` files): a zygote compiles each once and its runs use the code instead of compiling it again. Never
+    # the code under test: the zygote itself compiles what is named here.
+    warm: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

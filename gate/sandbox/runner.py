@@ -9,6 +9,7 @@ killed too.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import selectors
 import signal
@@ -79,6 +80,16 @@ class _Live:
     @property
     def done(self) -> bool:
         return self.exited and not any(kind != "stdin" for kind in self.fds.values())
+
+
+def _warm_digests(request: RunRequest) -> dict[str, str]:
+    """name -> sha256 of the source, for each file the request marks warm."""
+    digests = {}
+    for name in request.warm:
+        if name not in request.files or "/" in name or not name.endswith(".py"):
+            raise ValueError(f"warm file {name!r} must be a top-level .py file among the request's files")
+        digests[name] = hashlib.sha256(request.files[name]).hexdigest()
+    return digests
 
 
 class LayeredSandbox:
@@ -168,6 +179,7 @@ class LayeredSandbox:
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
+            "warm": _warm_digests(request),
         }
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:
