@@ -111,7 +111,7 @@ def layers(prefer_zygote: bool) -> Layers:
         "fresh-interpreter": f"{interpreter} -s -S -P" + ("" if not prefer_zygote else " (fallback)"),
         "setsid": "on",
         "rlimits": "on (cpu, as, fsize, nofile, core, " + _nproc(root, uids) + ")",
-        "uid": _switch(uid_text, uids.describe if uids else ""),
+        "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
