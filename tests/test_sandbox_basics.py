@@ -155,3 +155,10 @@ def test_warm_files_run_and_import_as_usual(sandbox: Sandbox) -> None:
     stderr = sandbox.run(request).stderr
     assert b'helper.py", line 1' in stderr
     assert b"ZeroDivisionError" in stderr
+
+
+def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
+    result = sandbox.run(RunRequest(argv=("env",), env={"MARK": "1"}, limits=LIMITS))
+    assert result.exit_code == 0
+    assert b"MARK=1\n" in result.stdout
+    assert b"GATE_TEST" not in result.stdout

@@ -168,7 +168,7 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
         os.environ.update(config["env"])
         atexit._clear()  # only the program's own exit handlers run at its end
         if config["argv"]:
-            os.execve(config["argv"][0], config["argv"], config["env"])
+            os.execvpe(config["argv"][0], config["argv"], config["env"])  # found on the run's PATH
     except BaseException as exc:  # a layer failed: tell the gate on the setup channel, never run the program
         try:
             os.write(SETUP, f"{type(exc).__name__}: {exc}".encode()[:4000])
