@@ -36,7 +36,7 @@ class RunRequest:
 
     script: str | None = None  # path, relative to the working directory, of a Python program
     args: tuple[str, ...] = ()
-    argv: tuple[str, ...] | None = None  # a non-Python program: always a fresh exec
+    argv: tuple[str, ...] | None = None  # a non-Python program (looked up on the run's PATH), exec'd
     files: Mapping[str, bytes] = field(default_factory=dict)
     tree: Path | None = None
     stdin: bytes = b""
