@@ -13,6 +13,7 @@ import pytest
 from gate.errors import BadInput, GateFailure
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
+from gate.sandbox.runner import LayeredSandbox
 
 LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
 
@@ -162,3 +163,14 @@ def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
     assert result.exit_code == 0
     assert b"MARK=1\n" in result.stdout
     assert b"GATE_TEST" not in result.stdout
+
+
+def test_a_bad_request_is_refused_and_leaves_nothing(sandbox: Sandbox) -> None:
+    for request in (RunRequest(script="main.py", files={"../outside.py": b""}, limits=LIMITS),
+                    RunRequest(limits=LIMITS),
+                    RunRequest(script="main.py", files={"main.py": b""}, warm=("other.py",), limits=LIMITS)):
+        with pytest.raises(ValueError):
+            sandbox.run(request)
+    assert isinstance(sandbox, LayeredSandbox)
+    assert sandbox.leftovers() == []
+    assert sandbox.run(program("print('fine')")).stdout == b"fine\n"

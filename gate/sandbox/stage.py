@@ -58,15 +58,25 @@ def _safe_relative(name: str) -> str:
 
 def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -> Path:
     """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given.
-    Plain os calls: this runs once per run, on the fast path."""
+    Plain os calls: this runs once per run, on the fast path. Raises ValueError for a file outside it."""
+    names = {name: _safe_relative(name) for name in request.files}
     stage = tempfile.mkdtemp(prefix="run-", dir=base)
+    try:
+        _fill(stage, request, names, owner)
+    except BaseException:
+        remove(Path(stage))
+        raise
+    return Path(stage)
+
+
+def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[int, int] | None) -> None:
     if request.tree is not None:
         shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".git"))
         if owner is not None:
             _chown_tree(stage, owner)
     for name, data in request.files.items():
-        target = os.path.join(stage, _safe_relative(name))
+        target = os.path.join(stage, names[name])
         parent = os.path.dirname(target)
         if not os.path.isdir(parent):
             os.makedirs(parent)
@@ -81,7 +91,6 @@ def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -
             os.close(fd)
     if owner is not None:
         os.chown(stage, *owner)
-    return Path(stage)
 
 
 def _chown_tree(root: str, owner: tuple[int, int]) -> None:
