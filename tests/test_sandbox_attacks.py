@@ -448,3 +448,20 @@ def test_a_killed_gate_leaves_no_run_behind(backend: str) -> None:
     open_sandbox(LIMITS).close()  # the next gate cleans up after the dead one
     assert not list(Path("/sys/fs/cgroup/pids").glob(f"gate-sandbox-{gate.pid}-*"))
     assert not list(Path("/dev/shm").glob(f"gate-sandbox-{gate.pid}-*"))
+
+
+@needs_root
+def test_the_gates_checkout_is_hidden(sandbox: LayeredSandbox) -> None:
+    """The gate's working directory (on GitHub, the checkout whose .git/config may hold a token) is empty for
+    a run, even where its files are world-readable."""
+    readable = next(p for p in (Path.cwd() / name for name in ("pyproject.toml", "README.md")) if p.is_file())
+    if readable.stat().st_mode & 0o004 == 0 or str(Path.cwd()) not in sandbox.layers.hide:
+        pytest.skip("the working directory here is not one the sandbox hides")
+    code = """
+        try:
+            report(open(sys.argv[1]).read()[:20])
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    result = sandbox.run(hostile(code, str(readable)))
+    assert result.result == b"FileNotFoundError"
