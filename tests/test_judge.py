@@ -152,9 +152,9 @@ def subject(**changes: Any) -> Subject:
         "label": "reply.md",
         "files": (SourceFile("solution.py", CODE, status="extracted"),),
         "task": Task("add", prompt="Write add(a, b) that returns the sum."),
-        "cases": (CaseSpec("call", "visible", (("call", "add(1, 2)"), ("expected", 3))),),
+        "cases": (CaseSpec("call", "visible", (("function", "add"), ("args", [1, 2]), ("expect", 3))),),
         "hidden_cases": (
-            CaseSpec("call", HIDDEN_NAME, (("call", "add(40, 2)"), ("expected", HIDDEN_EXPECTED)),
+            CaseSpec("call", HIDDEN_NAME, (("function", "add"), ("args", [40, 2]), ("expect", HIDDEN_EXPECTED)),
                      hidden=True),
         ),
         **changes,
@@ -226,7 +226,7 @@ def test_the_judge_never_sees_the_cases(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["fine"]))
     judged(stub.url)
     [request] = stub.received
-    for secret_part in (HIDDEN_NAME, HIDDEN_EXPECTED, "add(40, 2)"):
+    for secret_part in (HIDDEN_NAME, HIDDEN_EXPECTED, "[40, 2]", "40, 2"):
         assert secret_part not in request.body.decode()
 
 
