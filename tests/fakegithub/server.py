@@ -257,8 +257,14 @@ class FakeGitHub:
 
     def _validate_response(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
                            body: bytes, status: int, data: bytes, extra: dict[str, str]) -> None:
-        if status in (401, 400) or not _declares(method, path, status):
-            return  # injected faults on operations whose description omits that status are GitHub's too
+        if status in (401, 400):
+            return  # refused before any handler ran: the request's own error is recorded
+        if not _declares(method, path, status):
+            if status >= 400:
+                return  # injected faults on operations whose description omits that status are GitHub's too
+            self.errors.append(f"response to {method} {path} has status {status}, which GitHub's description "
+                               "does not list for the operation")
+            return
         request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body)
         response = MockResponse(data.replace(self.url.encode(), PUBLIC.encode()), status, headers=extra)
         try:
