@@ -12,11 +12,14 @@ import pytest
 from gate.cli import main
 from gate.errors import BadInput
 from gate.github.client import Connection, Waits, connect
-from gate.github.publish import Names, Publisher, Report, Target
+from gate.github.deliver import Delivery, deliver
+from gate.github.publish import Names, Publisher, Report, Target, report_for
 from gate.report.context import MARKER
 from gate.secret import Secret
+from gate.verdict import CaseReport
 from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, serve, webhook
 from tests.fakegithub.scenario import REPO, Scenario
+from tests.test_report import blocked_verdict
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
@@ -152,6 +155,9 @@ def test_persistent_faults_get_a_clear_line_and_exit_3(
     err = capsys.readouterr().err
     assert "create the check run" in err and says in err and "Traceback" not in err
     assert fake.repos[REPO].statuses[0]["state"] == "failure"
+    # Nothing is lost: the verdict is in the job summary, with the failed step, and in the artifact.
+    assert "util.py" in pr.summary() and "gate could not publish" in pr.summary()
+    assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5
 
 
 def test_a_comment_refused_as_too_long_is_cut_and_posted(
@@ -162,6 +168,25 @@ def test_a_comment_refused_as_too_long_is_cut_and_posted(
     assert main(["ci"]) == 1
     [comment] = fake.repos[REPO].comments[pr.number]
     assert "cut" in comment["body"] and comment["body"].rstrip().endswith(MARKER)
+
+
+def test_a_report_over_the_comment_limit_is_cut_on_the_pr_and_whole_in_the_summary(
+        fake: FakeGitHub, tmp_path: Path) -> None:
+    pr = make(fake, tmp_path)
+    many = tuple(CaseReport(i, f"case {i}", "call", False, "failed", "expected 1\n" + "got 2 " * 200)
+                 for i in range(200))
+    verdict = blocked_verdict(cases=many)
+    env = pr.environment()
+    client = connect(Connection.from_environment(env))
+    delivery = Delivery(env, client, Target(REPO, pr.number, pr.head_sha), Names(), Secret(fake.token),
+                        tmp_path / "verdict.json", read_only=False)
+    assert deliver(delivery, verdict, report_for(verdict)) == 1
+    [comment] = fake.repos[REPO].comments[pr.number]
+    assert len(comment["body"]) <= COMMENT_LIMIT and "cut to fit" in comment["body"]
+    assert "case 199" not in comment["body"] and "case 199" in pr.summary()
+    [run] = fake.repos[REPO].check_runs.values()
+    assert len(run["output"]["summary"]) <= 65_535
+    assert [m for m, path, _ in fake.writes() if "comments" in path] == ["POST"]  # it fit the first time
 
 
 def publisher(fake: FakeGitHub, number: int, head_sha: str) -> Publisher:
