@@ -263,3 +263,33 @@ def test_candidate_code_run_by_gate_ci_cannot_find_the_token(
     published = json.dumps(fake.repos[REPO].comments) + json.dumps(fake.repos[REPO].check_runs)
     for text in (verdict, seen.out, seen.err, pr.summary(), published):
         assert "ghs_" not in text
+
+
+JUDGE_POLICY = """\
+budget: 3
+judge:
+  enabled: true
+  url: http://127.0.0.1:1/v1
+  model: m
+  retries: 0
+  needs_review: {mapping}
+"""
+JUDGE_KEY = "sk-judge-3b9e5d7f1a"
+
+
+@pytest.mark.parametrize(("mapping", "code", "state", "labels"), [("label", 0, "success", ["needs-review"]),
+                                                                   ("block", 1, "failure", [])])
+def test_a_judge_that_needs_review_labels_or_blocks_the_pr_on_github(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        mapping: str, code: int, state: str, labels: list[str]) -> None:
+    """Nothing listens on port 1: the judge gives no answer, which is `needs_review`, never a pass."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": JUDGE_POLICY.format(mapping=mapping), "app.py": CLEAN},
+                  {"util.py": CLEAN})
+    assert run_ci(pr, monkeypatch, GATE_JUDGE_API_KEY=JUDGE_KEY) == code
+    repo = fake.repos[REPO]
+    assert repo.pulls[pr.number].labels == labels
+    assert [s["state"] for s in repo.statuses] == [state]
+    body = repo.comments[pr.number][0]["body"]
+    assert "judge: needs" in body  # the note, as advice
+    seen = capsys.readouterr()
+    assert JUDGE_KEY not in seen.out + seen.err + pr.summary() + body + json.dumps(repo.check_runs)

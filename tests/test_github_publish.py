@@ -82,6 +82,26 @@ def test_a_fork_pr_leaves_an_artifact_and_gate_publish_posts_it(
     assert all("/contents/" not in path or "ref=" in path for _, path, _ in fake.log)
 
 
+JUDGE_POLICY = "budget: 3\njudge:\n  enabled: true\n  url: http://127.0.0.1:1/v1\n  model: m\n  retries: 0\n" \
+               "  needs_review: {mapping}\n"
+
+
+@pytest.mark.parametrize(("mapping", "code", "state", "labels"), [("label", 0, "success", ["needs-review"]),
+                                                                   ("block", 1, "failure", [])])
+def test_gate_publish_keeps_what_the_judge_asked_for_in_a_fork_run(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapping: str, code: int, state: str,
+        labels: list[str]) -> None:
+    """A fork's run has no secrets, so its judge needs review; `gate publish` must not drop the label or
+    the block that the base's policy maps that to."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": JUDGE_POLICY.format(mapping=mapping), "app.py": CLEAN},
+                  {"util.py": CLEAN}, fork=True)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == code
+    assert publish(pr, Path(pr.outputs()["verdict"]), monkeypatch) == code
+    repo = fake.repos[REPO]
+    assert [s["state"] for s in repo.statuses] == [state] and repo.pulls[pr.number].labels == labels
+
+
 @pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -138,16 +138,20 @@ def _tampered(claimed: Verdict, static: Verdict) -> str:
 
 def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...]) -> Verdict:
     """The verdict to post: the recomputed static findings and the base's policy (budget, mode, blocked
-    reasons), plus the artifact's execution findings, which only the unprivileged run could produce. Of the
-    artifact's labels only those the base's policy can ask for are kept."""
+    reasons), plus the artifact's execution findings and blocked reasons, which only the unprivileged run
+    could produce. Of the artifact's labels only those the base's policy can ask for are kept."""
     executed = tuple(p for p in claimed.penalties if p.check not in STATIC_CHECKS)
     penalties = (*static.penalties, *executed)
     total = sum(p.points for p in penalties)
-    within = total <= static.budget and not static.blocked_reasons
+    # The artifact's own blocked reasons (a judge that needs review, mapped to `block`) can only make the
+    # verdict stricter, so they are kept; the recomputed ones are there whatever the artifact says.
+    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons)))
+    within = total <= static.budget and not blocked
     checks = (*static.checks, *(c for c in claimed.checks if c.name not in STATIC_CHECKS))
     note = Note("publish", "static checks recomputed by the publish workflow from the PR's files; case "
                            "results come from the PR's own unprivileged run")
     return replace(static, penalties=penalties, total=total, accepted=within or static.mode == "advisory",
+                   blocked_reasons=blocked,
                    checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),
                    labels=tuple(label for label in claimed.labels if label in allowed_labels),
                    isolation=claimed.isolation)
