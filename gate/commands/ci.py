@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import github
 from github.GithubException import GithubException
 from requests import RequestException
 
@@ -67,15 +70,39 @@ def verdict_path(args: argparse.Namespace) -> Path:
     return Path(os.environ.get("RUNNER_TEMP") or ".") / DEFAULT_VERDICT
 
 
+@dataclass(frozen=True)
+class Job:
+    """What a GitHub Actions step of `gate ci` or `gate publish` starts from: the event, the repository, the
+    API connection and client, and the names to publish under."""
+
+    environ: Mapping[str, str]
+    event: str
+    payload: dict[str, Any]
+    repo: str
+    connection: Connection
+    client: github.Github
+    names: Names
+
+    @classmethod
+    def start(cls, args: argparse.Namespace) -> Job:
+        """The job of this process's Actions environment."""
+        environ = os.environ
+        event, payload = read_event(environ)
+        repo = environ.get("GITHUB_REPOSITORY") or str((payload.get("repository") or {}).get("full_name", ""))
+        if not repo:
+            raise BadInput("no repository: GITHUB_REPOSITORY is unset and the event names none",
+                           key="GITHUB_REPOSITORY")
+        connection = Connection.from_environment(environ)
+        return cls(environ, event, payload, repo, connection, connect(connection),
+                   Names(status=args.status_context, check=args.check_name))
+
+
 def run(args: argparse.Namespace) -> int:
     """Gate the event's PR; see the module docstring."""
-    environ = os.environ
-    name, payload = read_event(environ)
-    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
-    connection = Connection.from_environment(environ)
-    client = connect(connection)
+    job = Job.start(args)
+    environ, name, payload, repo = job.environ, job.event, job.payload, job.repo
+    connection, client, names = job.connection, job.client, job.names
     workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
-    names = Names(status=args.status_context, check=args.check_name)
     try:
         pr = pull_request_from_event(name, payload, client, repo)
     except (GithubException, RequestException) as exc:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,11 +20,10 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate.checks import all_checks
-from gate.commands.ci import add_publishing_options, verdict_path
+from gate.commands.ci import Job, add_publishing_options, verdict_path
 from gate.engine import score
 from gate.errors import BadInput, GateFailure
-from gate.github.actions import append_summary, read_event
-from gate.github.client import Connection, connect
+from gate.github.actions import append_summary
 from gate.github.deliver import Delivery, deliver
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
 from gate.sources.pullrequest import PullRequest, subject_from_pull_request
@@ -74,12 +72,9 @@ def load_artifact(path: Path) -> Verdict:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, recompute, publish; see the module docstring."""
-    environ = os.environ
-    _, payload = read_event(environ)
-    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
-    connection = Connection.from_environment(environ)
-    client = connect(connection)
-    names = Names(status=args.status_context, check=args.check_name)
+    job = Job.start(args)
+    environ, payload, repo = job.environ, job.payload, job.repo
+    connection, client, names = job.connection, job.client, job.names
     try:
         claimed = load_artifact(args.artifact)
     except BadInput as exc:
