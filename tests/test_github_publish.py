@@ -102,6 +102,33 @@ def test_gate_publish_keeps_what_the_judge_asked_for_in_a_fork_run(
     assert [s["state"] for s in repo.statuses] == [state] and repo.pulls[pr.number].labels == labels
 
 
+def test_a_humans_fork_pr_gets_success_from_gate_publish_never_a_pending_check(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": POLICY, "app.py": CLEAN}, {"util.py": BROKEN},
+                  fork=True, author="alice", author_type="User")
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 0 and fake.writes() == []
+    artifact = Path(pr.outputs()["verdict"])  # what names the PR and its head to the publish workflow
+    assert pr.outputs()["gated"] == "false" and "not gated" in artifact.read_text()
+    assert publish(pr, artifact, monkeypatch) == 0
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "success")]
+    assert "alice" in repo.statuses[0]["description"] and pr.number not in repo.comments
+
+
+def test_gate_publish_decides_again_whatever_the_artifact_says(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A fork that rewrote its workflow can upload a "not gated" artifact for a bot's PR: it is scored."""
+    pr, artifact = fork_run(fake, tmp_path, monkeypatch, capsys)
+    data = json.loads(artifact.read_text())
+    data.update(penalties=[], checks=[], total=0, accepted=True,
+                notes=[{"source": "gate", "message": "not gated: a human wrote it", "locations": []}])
+    artifact.write_text(json.dumps(data))
+    assert publish(pr, artifact, monkeypatch) == 2
+    assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
+
+
 @pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -29,7 +29,6 @@ from gate.github.publish import (
     Target,
     explain_read,
     failed_report,
-    not_gated_report,
     report_for,
 )
 from gate.sources.gitrange import GitRange
@@ -114,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                                        api_url=connection.api_url) as found:
             decision = decide(pr, found.policy.bots)
             if not decision.gated:
-                return deliver_not_gated(delivery, not_gated_report(decision.reason))
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
             _need_checkout_for_cases(found)
             verdict = score_range(found)
     except (GithubException, RequestException) as exc:

@@ -24,9 +24,9 @@ from gate.commands.ci import Job, add_publishing_options, verdict_path
 from gate.engine import score
 from gate.errors import BadInput, GateFailure
 from gate.github.actions import append_summary
-from gate.github.deliver import Delivery, deliver
+from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
-from gate.sources.pullrequest import PullRequest, subject_from_pull_request
+from gate.sources.pullrequest import PullRequest, decide, subject_from_pull_request
 from gate.verdict import Note, Verdict
 
 MAX_ARTIFACT_BYTES = 1024 * 1024
@@ -86,20 +86,27 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("no PR number in the event or the artifact; pass --pr N", key="--pr")
     try:
         pr = PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
+        target = Target(repo, number, pr.head_sha)
+        delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args),
+                            read_only=False)
         expected = (payload.get("workflow_run") or {}).get("head_sha") or pr.head_sha
         for what, sha in (("the artifact", facts.get("head", "")), ("the workflow run", expected)):
             if sha != pr.head_sha:
                 reason = (f"{what} is for head {sha[:12] or 'unknown'}, but PR #{number} is now at "
                           f"{pr.head_sha[:12]}; a newer run will publish")
-                _post(client, Target(repo, number, pr.head_sha), names, reason)
+                _post(client, target, names, reason)
                 raise BadInput(reason, file=str(args.artifact), key="facts.head")
         with subject_from_pull_request(client, pr, workspace=None, policy_path=args.policy,
                                        api_url=connection.api_url) as found:
+            # Whether the PR is gated is decided here again, from the base's policy and the PR as the API
+            # has it: the artifact's word counts for nothing.
+            decision = decide(pr, found.policy.bots)
+            if not decision.gated:
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
             checks = [c for c in all_checks() if c.name in STATIC_CHECKS]
             static = score(found.subject, found.policy, None, checks=checks, reproduce=found.reproduce)
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
-    target = Target(repo, number, pr.head_sha)
     mismatch = _tampered(claimed, static)
     if mismatch:
         reason = f"the artifact does not match the PR's files: {mismatch}; refusing it"
@@ -107,7 +114,6 @@ def run(args: argparse.Namespace) -> int:
         append_summary(environ, f"> **gate refused the artifact**: {reason}")
         raise BadInput(reason, file=str(args.artifact), key="penalties")
     verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,))
-    delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args), read_only=False)
     return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true"),
                    found.overrides)
 

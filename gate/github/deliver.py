@@ -14,15 +14,18 @@ from pathlib import Path
 
 import github
 
+from gate import __version__
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary, set_outputs
-from gate.github.publish import Names, Publisher, Report, Target
+from gate.github.publish import Names, Publisher, Report, Target, not_gated_report
+from gate.policy.model import Policy
 from gate.report.annotations import workflow_commands
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.report.terminal import render_terminal
 from gate.secret import Secret
-from gate.verdict import Verdict
+from gate.subject import Subject
+from gate.verdict import Note, Verdict
 
 READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "
                   "posted on the PR. The verdict is in the artifact `{path}`; the `workflow_run` publish "
@@ -55,12 +58,21 @@ def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Ove
     return _publish(delivery, report, verdict, code)
 
 
-def deliver_not_gated(delivery: Delivery, report: Report) -> int:
-    """A PR the policy does not gate: a success status and check saying why, no comment, exit 0."""
+def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reason: str) -> int:
+    """A PR the policy does not gate: a success status and check saying why, no comment, exit 0. A verdict
+    with nothing scored and the reason in a note is still the artifact: with a read-only token it is what
+    names the PR and its head to `gate publish`, which decides again from the base's policy."""
+    report = not_gated_report(reason)
+    verdict = Verdict(subject_kind=subject.kind, subject_label=subject.label, policy_source=policy.source,
+                      mode=policy.mode, budget=policy.budget, total=0, accepted=True,
+                      notes=(Note("gate", f"not gated: {reason}"),), facts=subject.facts,
+                      gate_version=__version__)
+    delivery.verdict_path.parent.mkdir(parents=True, exist_ok=True)
+    delivery.verdict_path.write_text(verdict.to_json() + "\n", encoding="utf-8")
     print(f"gate: {report.description}")
     append_summary(delivery.environ, f"**gate**: {report.description}")
-    set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": "", "verdict": "",
-                                   "gated": "false"})
+    set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": str(verdict.budget),
+                                   "verdict": str(delivery.verdict_path), "gated": "false"})
     return _publish(delivery, report, None, EXIT_ACCEPTED)
 
 
