@@ -4,10 +4,13 @@ limits and labels. The real PyGithub client throughout."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import urllib3.util.retry
 
 from gate.cli import main
 from gate.errors import BadInput
@@ -178,16 +181,22 @@ def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
     assert "read-only" in capsys.readouterr().out and "read-only" in pr.summary()
 
 
-@pytest.mark.parametrize("kind", ["secondary_rate_limit", "rate_limit_429", "server_error"])
-def test_rate_limits_and_server_errors_are_retried(
-        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "retry_after"), [("secondary_rate_limit", 3600), ("secondary_rate_limit", None),
+                                                  ("rate_limit_429", 3600), ("server_error", None)])
+def test_rate_limits_and_server_errors_are_retried_after_small_waits(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
+        retry_after: int | None) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, "time", SimpleNamespace(sleep=waits.append, time=time.time))
     pr = make(fake, tmp_path)
-    fake.fail("POST", "/issues/12/comments", kind, retry_after=30)  # capped by GATE_GITHUB_MAX_WAIT
+    fake.fail("POST", "/issues/12/comments", kind, retry_after=retry_after)
     setenv(monkeypatch, pr.environment())
     assert main(["ci"]) == 1
     assert len(fake.repos[REPO].comments[pr.number]) == 1
     posts = [status for m, path, status in fake.log if m == "POST" and "comments" in path]
     assert posts[0] in (403, 429, 502) and posts[-1] == 201
+    # GitHub's hour (or PyGithub's default minute) is capped by GATE_GITHUB_MAX_WAIT, 0.05 s in these tests.
+    assert max(waits, default=0.0) <= 0.05
 
 
 @pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"), ("server_error", "server error"),
