@@ -177,6 +177,18 @@ def test_pull_request_target_is_refused(
     assert "pull_request_target" in capsys.readouterr().err and fake.log == []
 
 
+def test_an_event_without_its_pull_request_is_a_clear_error(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    event = pr.event()
+    del event["pull_request"]["head"]  # type: ignore[attr-defined]
+    for key, value in pr.environment(event=event).items():
+        monkeypatch.setenv(key, value)
+    assert main(["ci"]) == 2  # bad input, not the 1 of a blocked PR
+    err = capsys.readouterr().err
+    assert "GITHUB_EVENT_PATH" in err and "'head'" in err and "Traceback" not in err
+
+
 def test_an_opt_out_label_leaves_a_bot_pr_ungated(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = make(fake, tmp_path, {"util.py": BROKEN}, labels=("no-gate",))

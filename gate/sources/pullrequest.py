@@ -80,7 +80,12 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
                        "and the gate runs the PR's code; use pull_request, and the workflow_run publish "
                        "workflow for forks (README, \"Running on GitHub\")", key="GITHUB_EVENT_NAME")
     if name == "pull_request":
-        return PullRequest.from_json(payload["pull_request"], repo)
+        try:
+            return PullRequest.from_json(payload["pull_request"], repo)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadInput(f"the pull_request event has no usable pull_request object ({type(exc).__name__}: "
+                           f"{exc}); is GITHUB_EVENT_PATH the runner's event file?",
+                           key="GITHUB_EVENT_PATH") from None
     if name == "workflow_dispatch":
         inputs = payload.get("inputs") or {}
         raw = next((str(inputs[key]) for key in DISPATCH_INPUTS if inputs.get(key)), "")
