@@ -178,7 +178,10 @@ def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
         fake.fail("POST", route, "permission")
     setenv(monkeypatch, pr.environment())
     assert main(["ci"]) == 1  # the verdict's own code: nothing failed that the publish workflow cannot fix
-    assert "read-only" in capsys.readouterr().out and "read-only" in pr.summary()
+    out = capsys.readouterr().out
+    assert "read-only" in out and "read-only" in pr.summary()
+    # ... or the workflow forgot its permissions: both places say what to add.
+    assert "checks: write" in out and "permissions" in out and "statuses: write" in pr.summary()
 
 
 @pytest.mark.parametrize(("kind", "retry_after"), [("secondary_rate_limit", 3600), ("secondary_rate_limit", None),

@@ -17,7 +17,7 @@ import github
 from gate import __version__
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary, set_outputs
-from gate.github.publish import Names, Publisher, Report, Target, not_gated_report
+from gate.github.publish import PERMISSIONS_YAML, Names, Publisher, Report, Target, not_gated_report
 from gate.policy.model import Policy
 from gate.report.annotations import workflow_commands
 from gate.report.summary import render_summary
@@ -30,6 +30,8 @@ from gate.verdict import Note, Verdict
 READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "
                   "posted on the PR. The verdict is in the artifact `{path}`; the `workflow_run` publish "
                   "workflow posts it (README, \"Running on GitHub\").")
+NOT_A_FORK_NOTE = ("Every write was refused, yet the event names a PR of this repository: if it is not from a "
+                   "fork, the workflow's token lacks the permissions to post; add to the job:")
 
 
 @dataclass(frozen=True)
@@ -86,6 +88,10 @@ def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: 
                 print(command)
         print(f"gate: {note}")
         append_summary(delivery.environ, f"> {note}")
+        if outcome is not None:  # the event named a PR of this repository: its workflow may lack permissions
+            hint = f"{NOT_A_FORK_NOTE}\n{PERMISSIONS_YAML}"
+            print(f"gate: {hint}")
+            append_summary(delivery.environ, f"> {NOT_A_FORK_NOTE}\n\n```yaml\n{PERMISSIONS_YAML}\n```")
         return code
     for line in outcome.messages:
         text = delivery.token.redact(line)
