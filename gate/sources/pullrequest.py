@@ -30,7 +30,6 @@ from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
 from gate.subject import SourceFile, Subject
 
-GATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
