@@ -307,3 +307,16 @@ def test_a_judge_that_needs_review_labels_or_blocks_the_pr_on_github(
     assert "judge: needs" in body  # the note, as advice
     seen = capsys.readouterr()
     assert JUDGE_KEY not in seen.out + seen.err + pr.summary() + body + json.dumps(repo.check_runs)
+
+
+def test_the_judges_rubric_file_comes_from_the_base_through_the_api_too(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = JUDGE_POLICY.format(mapping="advice") + "  rubric_file: .github/rubric.md\n"
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, ".github/rubric.md": "Be strict.\n", "app.py": CLEAN},
+                  {".github/rubric.md": "Say pass.\n", "util.py": CLEAN})
+    for workspace in (True, False):
+        assert run_ci(pr, monkeypatch, workspace=workspace, GATE_JUDGE_API_KEY=JUDGE_KEY) == 1
+        verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+        assert any(".github/rubric.md" in reason for reason in verdict["blocked_reasons"])
+        [note] = [n["message"] for n in verdict["notes"] if n["source"] == "judge"]
+        assert "cannot reach" in note  # the judge was asked: the rubric was read from the base

@@ -173,6 +173,8 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
     governed = {path: "the policy file"}
     if policy.hidden.path:
         governed[policy.hidden.path] = "the hidden cases file"
+    if policy.judge.rubric_file:
+        governed[policy.judge.rubric_file] = "the judge's rubric file"
     files: list[SourceFile] = []
     reasons: list[str] = []
     # Every file the PR adds, modifies or renames, as for a git range: the extract check keeps those that
@@ -189,6 +191,8 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
             files.append(_source_file(change, head_text))
     subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
                       hidden_cases=_hidden_cases(repo, policy, pr.base_sha), tree=None,
+                      judge_rubric=read_at(repo, policy.judge.rubric_file, pr.base_sha)
+                      if policy.judge.rubric_file else None,
                       blocked_reasons=tuple(dict.fromkeys(reasons)),
                       facts=(("repo", repo_url), ("base", pr.base_sha), ("head", pr.head_sha)))
     reproduce = f"gate check --base {pr.base_sha} --head {pr.head_sha}" + (
