@@ -170,6 +170,19 @@ def test_a_missing_permission_is_named_with_the_yaml_to_add(
     assert Path(pr.outputs()["verdict"]).exists()
 
 
+def test_a_verdict_file_that_cannot_be_written_still_publishes_and_exits_3(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci", "--verdict", str(tmp_path)]) == 3  # a directory, not a file
+    err = capsys.readouterr().err
+    assert f"cannot write the verdict file {tmp_path}" in err and "Traceback" not in err
+    repo = fake.repos[REPO]
+    assert [s["state"] for s in repo.statuses] == ["failure"] and len(repo.comments[pr.number]) == 1
+    assert "util.py" in pr.summary() and "could not write the artifact" in pr.summary()
+
+
 def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:

@@ -49,15 +49,14 @@ class Delivery:
 
 def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Overrides | None = None) -> int:
     """Write the artifact, summary, outputs and log; publish; return the exit code."""
-    delivery.verdict_path.parent.mkdir(parents=True, exist_ok=True)
-    delivery.verdict_path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    written = _write_artifact(delivery, verdict)
     print(render_terminal(verdict, color=False))
     append_summary(delivery.environ, render_summary(verdict, overrides))
     set_outputs(delivery.environ, {"accepted": str(verdict.accepted).lower(), "total": str(verdict.total),
                                    "budget": str(verdict.budget), "verdict": str(delivery.verdict_path),
                                    "gated": "true"})
-    code = EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-    return _publish(delivery, report, verdict, code)
+    code = _publish(delivery, report, verdict, EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED)
+    return code if written else EXIT_GATE_FAILED
 
 
 def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reason: str) -> int:
@@ -69,13 +68,28 @@ def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reas
                       mode=policy.mode, budget=policy.budget, total=0, accepted=True,
                       notes=(Note("gate", f"not gated: {reason}"),), facts=subject.facts,
                       gate_version=__version__)
-    delivery.verdict_path.parent.mkdir(parents=True, exist_ok=True)
-    delivery.verdict_path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    written = _write_artifact(delivery, verdict)
     print(f"gate: {report.description}")
     append_summary(delivery.environ, f"**gate**: {report.description}")
     set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": str(verdict.budget),
                                    "verdict": str(delivery.verdict_path), "gated": "false"})
-    return _publish(delivery, report, None, EXIT_ACCEPTED)
+    code = _publish(delivery, report, None, EXIT_ACCEPTED)
+    return code if written else EXIT_GATE_FAILED
+
+
+def _write_artifact(delivery: Delivery, verdict: Verdict) -> bool:
+    """Write the verdict JSON; a path that cannot be written is one line in the log and the summary, and the
+    PR is still published (the comment, status and check carry the verdict)."""
+    path = delivery.verdict_path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    except OSError as exc:
+        message = f"cannot write the verdict file {path}: {exc.strerror}; check --verdict and RUNNER_TEMP"
+        print(f"gate: error: {message}", file=sys.stderr)
+        append_summary(delivery.environ, f"**gate could not write the artifact**: {message}")
+        return False
+    return True
 
 
 def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: int) -> int:
