@@ -215,8 +215,9 @@ def test_rate_limits_and_server_errors_are_retried_after_small_waits(
     assert max(waits, default=0.0) <= 0.05
 
 
-@pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"), ("server_error", "server error"),
-                                            ("not_found", "is gone")])
+@pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"),
+                                            ("primary_rate_limit", "rate limit"),
+                                            ("server_error", "server error"), ("not_found", "is gone")])
 def test_persistent_faults_get_a_clear_line_and_exit_3(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         kind: str, says: str) -> None:
