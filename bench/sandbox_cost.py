@@ -14,12 +14,19 @@ import dataclasses
 import statistics
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
-from gate.sandbox import detect, registry
-from gate.sandbox.base import RunRequest
+from gate.sandbox import detect, open_sandbox, registry
+from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest
 from gate.sandbox.runner import LayeredSandbox, Layers
 
 PROGRAM = RunRequest(script="main.py", files={"main.py": b"print('ok')\n"})
+PAIRS = 164  # as many as HumanEval has problems
+_CHANNEL = f"import os, socket\nchannel = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
+LEAD = RunRequest(script="lead.py", files={"lead.py": (
+    _CHANNEL + "channel.sendall(b'21\\n')\nprint(channel.makefile().readline().strip())\n").encode()})
+PEER = RunRequest(script="peer.py", files={"peer.py": (
+    _CHANNEL + "n = int(channel.makefile().readline())\nchannel.sendall(f'{n * 2}\\n'.encode())\n").encode()})
 
 # Each step adds one layer to the one before; all start from the layers detected here.
 STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
@@ -84,6 +91,25 @@ def main() -> None:
         else:
             print(f"{name:<26} {zygote[0]:>6.2f} /{zygote[1]:>6.2f} {fresh[0]:>7.2f} /{fresh[1]:>6.2f}"
                   f" {fresh[0] / zygote[0]:>12.1f}x")
+    print(f"run_pair, every layer, {PAIRS} pairs exchanging one message: " + ", ".join(
+        f"{pairs_per_s(threads):.0f} pairs/s with {threads} thread{'s' if threads > 1 else ''}"
+        for threads in (1, 2, 4)))
+
+
+def pairs_per_s(threads: int) -> float:
+    """Throughput of two-process runs (what the humaneval and mbpp kinds do for each sample)."""
+    sandbox = open_sandbox(Limits())
+    try:
+        sandbox.run_pair(LEAD, PEER)
+        start = time.perf_counter()
+        with ThreadPoolExecutor(threads) as pool:
+            done = list(pool.map(lambda _: sandbox.run_pair(LEAD, PEER), range(PAIRS)))
+        seconds = time.perf_counter() - start
+    finally:
+        sandbox.close()
+    if any(lead.stdout != b"42\n" for lead, _ in done):
+        raise SystemExit("a pair did not talk")
+    return PAIRS / seconds
 
 if __name__ == "__main__":
     main()

@@ -409,3 +409,59 @@ def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
         assert result.result != b"connected"
     finally:
         box.close()
+
+
+GATE_THAT_DIES = """
+import sys
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import Limits, RunRequest
+box = open_sandbox(Limits(wall_s=600, cpu_s=600), prefer_zygote=sys.argv[1] == "zygote")
+print("open", flush=True)
+box.run(RunRequest(script="main.py", files={"main.py": sys.argv[2].encode()}, limits=Limits(wall_s=600)))
+"""
+
+
+@needs_root
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_a_killed_gate_leaves_no_run_behind(backend: str) -> None:
+    """SIGKILL the gate in the middle of a run (a cancelled CI job): the run's processes, the daemon among
+    them, die with it, and the next gate removes the directories and cgroups it left."""
+    program = textwrap.dedent(DAEMON).replace("report(", "print(") + "import time\ntime.sleep(600)\n"
+    gate = subprocess.Popen([sys.executable, "-c", GATE_THAT_DIES, backend, PRELUDE + program],
+                            stdout=subprocess.PIPE, text=True)
+    assert gate.stdout is not None
+    assert gate.stdout.readline() == "open\n"
+    if not Path("/sys/fs/cgroup/pids").is_dir():
+        gate.kill()
+        gate.wait()
+        pytest.skip("no pids cgroup to watch the run through")
+
+    def run_pids() -> list[int]:
+        procs = Path("/sys/fs/cgroup/pids").glob(f"gate-sandbox-{gate.pid}-*/uid-*/cgroup.procs")
+        return [int(pid) for path in procs for pid in path.read_text().split()]
+
+    assert settled(lambda: len(run_pids()) >= 2)  # the leader and the daemon
+    run = run_pids()
+    gate.kill()
+    gate.wait()
+    assert settled(lambda: not any(alive(pid) for pid in run))
+    open_sandbox(LIMITS).close()  # the next gate cleans up after the dead one
+    assert not list(Path("/sys/fs/cgroup/pids").glob(f"gate-sandbox-{gate.pid}-*"))
+    assert not list(Path("/dev/shm").glob(f"gate-sandbox-{gate.pid}-*"))
+
+
+@needs_root
+def test_the_gates_checkout_is_hidden(sandbox: LayeredSandbox) -> None:
+    """The gate's working directory (on GitHub, the checkout whose .git/config may hold a token) is empty for
+    a run, even where its files are world-readable."""
+    readable = next(p for p in (Path.cwd() / name for name in ("pyproject.toml", "README.md")) if p.is_file())
+    if readable.stat().st_mode & 0o004 == 0 or str(Path.cwd()) not in sandbox.layers.hide:
+        pytest.skip("the working directory here is not one the sandbox hides")
+    code = """
+        try:
+            report(open(sys.argv[1]).read()[:20])
+        except OSError as exc:
+            report(type(exc).__name__)
+    """
+    result = sandbox.run(hostile(code, str(readable)))
+    assert result.result == b"FileNotFoundError"

@@ -13,6 +13,7 @@ import pytest
 from gate.errors import BadInput, GateFailure
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
+from gate.sandbox.runner import LayeredSandbox
 
 LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
 
@@ -138,3 +139,38 @@ def test_only_the_runs_descriptors_are_open(sandbox: Sandbox) -> None:
     result = sandbox.run(program(code))
     open_fds = json.loads(result.stdout)
     assert set(open_fds) - {0, 1, 2, 3} <= {max(open_fds)}  # the listing's own descriptor
+
+
+def test_warm_files_run_and_import_as_usual(sandbox: Sandbox) -> None:
+    main = b"import helper, sys\nprint(helper.twice(21), __name__, sys.argv[1:])\nraise SystemExit(3)\n"
+    files = {"main.py": main, "helper.py": b"def twice(n):\n    return 2 * n\n"}
+    warm = ("main.py", "helper.py")
+    for _ in range(3):  # the first run compiles them in the zygote, the next ones reuse the code
+        result = sandbox.run(RunRequest(script="main.py", args=("x",), files=files, warm=warm, limits=LIMITS))
+        assert (result.stdout, result.exit_code) == (b"42 __main__ ['x']\n", 3)
+    changed = {**files, "helper.py": b"def twice(n):\n    return -n\n"}
+    result = sandbox.run(RunRequest(script="main.py", args=("x",), files=changed, warm=warm, limits=LIMITS))
+    assert result.stdout == b"-21 __main__ ['x']\n"
+    failing = {"main.py": b"import helper\n", "helper.py": b"1 / 0\n"}
+    request = RunRequest(script="main.py", files=failing, warm=("helper.py",), limits=LIMITS)
+    stderr = sandbox.run(request).stderr
+    assert b'helper.py", line 1' in stderr
+    assert b"ZeroDivisionError" in stderr
+
+
+def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
+    result = sandbox.run(RunRequest(argv=("env",), env={"MARK": "1"}, limits=LIMITS))
+    assert result.exit_code == 0
+    assert b"MARK=1\n" in result.stdout
+    assert b"GATE_TEST" not in result.stdout
+
+
+def test_a_bad_request_is_refused_and_leaves_nothing(sandbox: Sandbox) -> None:
+    for request in (RunRequest(script="main.py", files={"../outside.py": b""}, limits=LIMITS),
+                    RunRequest(limits=LIMITS),
+                    RunRequest(script="main.py", files={"main.py": b""}, warm=("other.py",), limits=LIMITS)):
+        with pytest.raises(ValueError):
+            sandbox.run(request)
+    assert isinstance(sandbox, LayeredSandbox)
+    assert sandbox.leftovers() == []
+    assert sandbox.run(program("print('fine')")).stdout == b"fine\n"

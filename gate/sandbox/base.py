@@ -36,13 +36,17 @@ class RunRequest:
 
     script: str | None = None  # path, relative to the working directory, of a Python program
     args: tuple[str, ...] = ()
-    argv: tuple[str, ...] | None = None  # a non-Python program: always a fresh exec
+    argv: tuple[str, ...] | None = None  # a non-Python program (looked up on the run's PATH), exec'd
     files: Mapping[str, bytes] = field(default_factory=dict)
     tree: Path | None = None
     stdin: bytes = b""
     env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
     hash_seed: int = 0
     limits: Limits = field(default_factory=Limits)
+    # Names in `files` of trusted Python sources that many runs share (a harness and its modules; top-level
+    # `.py` files): a zygote compiles each once and its runs use the code instead of compiling it again. Never
+    # the code under test: the zygote itself compiles what is named here.
+    warm: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

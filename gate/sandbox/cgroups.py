@@ -17,6 +17,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.sandbox import stage
 from gate.sandbox.base import Limits
 
 _KILL_ROUNDS = 200
@@ -178,15 +179,26 @@ def _v2_base(point: str, name: str) -> tuple[Path, set[str]]:
     return base, enabled
 
 
+def _remove_stale(root: Path) -> None:
+    """Remove what a killed gate left in this hierarchy (its processes are dead, or killed here)."""
+    for base in stage.stale_entries(root):
+        runs = [CgroupRun([run], None) for run in base.iterdir() if run.is_dir()]
+        for run in runs:
+            run.remove()
+        with contextlib.suppress(OSError):
+            base.rmdir()
+
+
 def detect() -> tuple[Cgroups | None, str]:
     """This sandbox's cgroups, or None and why not. Needs write access to a hierarchy (root, here)."""
-    name = f"gate-sandbox-{os.getpid()}-{time.monotonic_ns()}"
+    name = f"{stage.BASE_PREFIX}{os.getpid()}-{time.monotonic_ns()}"
     v1: dict[str, Path] = {}
     v2: Path | None = None
     v2_controllers: set[str] = set()
     reasons = []
     for point, kind, options in _mounts():
         try:
+            _remove_stale(Path(point))
             if kind == "cgroup":
                 for controller in ("memory", "pids"):
                     if controller in options and controller not in v1:

@@ -12,8 +12,10 @@ program.
 from __future__ import annotations
 
 import atexit
+import builtins
 import contextlib
 import fcntl
+import importlib.util
 import json
 import os
 import runpy
@@ -22,12 +24,15 @@ import struct
 import sys
 import threading
 import traceback
+import types
 from collections.abc import Mapping, Sequence
 
 from gate.sandbox import _libc, identity, namespaces, rlimits, seccomp
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
 if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
+    from types import CodeType, ModuleType
     from typing import Any, NoReturn
 
 # Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4).
@@ -36,6 +41,8 @@ SETUP_FAILED = 125
 # On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
 PID = struct.Struct("q")
 EXIT = struct.Struct("qd")
+# Code of warm files (RunRequest.warm) by the sha256 of their source: filled by a zygote before it forks.
+WARM_CODE: dict[str, CodeType] = {}
 
 
 def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
@@ -88,15 +95,57 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-def _run_script(script: str, args: Sequence[str], workdir: str) -> int:
+class _WarmModules:
+    """Imports a run's warm files (RunRequest.warm) from the code its zygote compiled, as the path finder
+    would import them from the working directory, without compiling them again."""
+
+    def __init__(self, workdir: str, code: Mapping[str, CodeType]) -> None:
+        self._workdir = workdir
+        self._code = code
+
+    def find_spec(self, name: str, path: object, target: object = None) -> ModuleSpec | None:
+        code = self._code.get(f"{name}.py") if path is None else None
+        if code is None:
+            return None
+        # The import system needs only create_module and exec_module (importlib.abc.Loader is slow to import).
+        return importlib.util.spec_from_file_location(name, os.path.join(self._workdir, f"{name}.py"),
+                                                      loader=_WarmLoader(code))  # type: ignore[arg-type]
+
+
+class _WarmLoader:
+    def __init__(self, code: CodeType) -> None:
+        self._code = code
+
+    def create_module(self, spec: ModuleSpec) -> None:
+        return None  # the default module
+
+    def exec_module(self, module: ModuleType) -> None:
+        exec(self._code, module.__dict__)
+
+
+def _run_main(script: str, code: CodeType | None) -> None:
+    """Run the script as __main__: runpy compiles it; warm code runs in a module set up as runpy would."""
+    if code is None:
+        runpy.run_path(script, run_name="__main__")
+        return
+    main = types.ModuleType("__main__")
+    main.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None,
+                         __builtins__=builtins)
+    sys.modules["__main__"] = main
+    exec(code, main.__dict__)
+
+
+def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, CodeType]) -> int:
     """Run a Python file as __main__ the way `python script.py` would; returns its exit status."""
     sys.argv = [script, *args]
     sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
     sys.dont_write_bytecode = True
+    if warm:
+        sys.meta_path.insert(0, _WarmModules(workdir, warm))
     # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
     # zygote never reads or writes them), so they are used as they are.
     try:
-        runpy.run_path(script, run_name="__main__")
+        _run_main(script, warm.get(script))
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -119,14 +168,15 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
         os.environ.update(config["env"])
         atexit._clear()  # only the program's own exit handlers run at its end
         if config["argv"]:
-            os.execve(config["argv"][0], config["argv"], config["env"])
+            os.execvpe(config["argv"][0], config["argv"], config["env"])  # found on the run's PATH
     except BaseException as exc:  # a layer failed: tell the gate on the setup channel, never run the program
         try:
             os.write(SETUP, f"{type(exc).__name__}: {exc}".encode()[:4000])
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    os._exit(_run_script(config["script"], config["args"], workdir))
+    warm = {name: WARM_CODE[digest] for name, digest in config["warm"].items() if digest in WARM_CODE}
+    os._exit(_run_script(config["script"], config["args"], workdir, warm))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
@@ -158,7 +208,8 @@ def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
         _, status, usage = os.wait4(pid, 0)
         status_fd, _ = waiting.pop(pid, (None, None))
         if status_fd is not None:
-            os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
+            with contextlib.suppress(BrokenPipeError):  # the gate is gone (see abandon_on_parent_death)
+                os.write(status_fd, EXIT.pack(status, usage.ru_utime + usage.ru_stime))
             os.close(status_fd)
 
 
@@ -182,9 +233,34 @@ def reap_one_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: i
     everything else the run left, then exit. (A fresh interpreter always does this; a zygote forks one when
     no cgroup or dedicated uid can find a run's processes, since the zygote itself reaps for every run.)"""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    waiting = abandon_on_parent_death()
     pid = fork_run(config, sources, status_fd)
-    reap_ready({pid: (status_fd, config["sweep_uid"])}, block=True)
+    waiting[pid] = (status_fd, config["sweep_uid"])
+    reap_ready(waiting, block=True)
     os._exit(0)
+
+
+def abandon_on_parent_death() -> dict[int, tuple[int, int | None]]:
+    """When this reaper's parent dies (the gate, or the zygote), kill every run it reaps for: each leader's
+    group, then every child it has until none is left (every process of its runs is a descendant, or an
+    orphan reparented here), then exit. Returns the `waiting` map (see reap_ready) the caller fills in."""
+    waiting: dict[int, tuple[int, int | None]] = {}
+
+    def abandon(_signum: int, _frame: object) -> None:
+        for pid, (status_fd, _) in list(waiting.items()):
+            with contextlib.suppress(OSError):
+                os.killpg(pid, signal.SIGKILL)
+            os.close(status_fd)
+        waiting.clear()
+        reap_ready(waiting, block=True)
+        os._exit(0)
+
+    parent = os.getppid()
+    signal.signal(signal.SIGTERM, abandon)
+    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGTERM)
+    if os.getppid() != parent:  # it died before PDEATHSIG was armed
+        abandon(signal.SIGTERM, None)
+    return waiting
 
 
 def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> int:
@@ -193,7 +269,8 @@ def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) 
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)
-        signal.signal(signal.SIGCHLD, signal.SIG_DFL)
+        for signum in (signal.SIGCHLD, signal.SIGTERM):  # the program gets the defaults, not the reaper's
+            signal.signal(signum, signal.SIG_DFL)
         run_child(config, sources)
     for fd in sources:
         os.close(fd)

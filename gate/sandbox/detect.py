@@ -6,6 +6,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 from gate.sandbox import bwrap, cgroups, seccomp, users
@@ -65,14 +66,25 @@ def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
     return found
 
 
-def _hidden() -> tuple[str, ...]:
-    """The gate's own working directory (the checkout, maybe with a token in .git/config), hidden in the mount
-    namespace unless it is a directory the run needs (the root, or one holding the interpreter)."""
-    cwd = os.path.realpath(os.getcwd())
-    needed = ("/", "/usr", "/tmp", "/var", "/dev", "/proc", "/sys", "/etc", "/lib", "/bin")
-    if cwd in needed or Path(sys.base_prefix).resolve().is_relative_to(cwd):
-        return ()
-    return (cwd,)
+# Where a checkout or a job's secrets may sit: the gate's working directory, and on GitHub the workspace and
+# the runner's temporary directory (its step scripts).
+_CHECKOUT_VARIABLES = ("GITHUB_WORKSPACE", "RUNNER_TEMP")
+_SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/dev", "/proc", "/sys", "/tmp", "/var/tmp",
+           "/dev/shm")
+
+
+def _hidden(interpreter: str) -> tuple[str, ...]:
+    """Directories covered by an empty read-only tmpfs in each run's mount namespace: the checkout (maybe with
+    a token in .git/config) and the like, unless a run needs something inside (the interpreter, its library,
+    the system)."""
+    needed = [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix,
+                                tempfile.gettempdir())]
+    found = []
+    for place in (os.getcwd(), *(os.environ.get(name, "") for name in _CHECKOUT_VARIABLES)):
+        path = Path(os.path.realpath(place)) if place else None
+        if path and path.is_dir() and not any(need.resolve().is_relative_to(path) for need in needed):
+            found.append(str(path))
+    return tuple(dict.fromkeys(found))
 
 
 def _nproc(root: bool, uids: users.UidPool | None) -> str:
@@ -111,7 +123,7 @@ def layers(prefer_zygote: bool) -> Layers:
         "fresh-interpreter": f"{interpreter} -s -S -P" + ("" if not prefer_zygote else " (fallback)"),
         "setsid": "on",
         "rlimits": "on (cpu, as, fsize, nofile, core, " + _nproc(root, uids) + ")",
-        "uid": _switch(uid_text, uids.describe if uids else ""),
+        "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
@@ -121,4 +133,4 @@ def layers(prefer_zygote: bool) -> Layers:
     }
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
                   netns=not probe["netns"], mountns=not probe["mountns"], seccomp=not probe["seccomp"],
-                  cgroups=cgroup_manager, hide=_hidden() if not probe["mountns"] else ())
+                  cgroups=cgroup_manager, hide=_hidden(interpreter) if not probe["mountns"] else ())

@@ -46,10 +46,8 @@ class FreshHandle(StatusHandle):
 class FreshLauncher:
     """Starts each run in a new interpreter."""
 
-    name = "fresh-interpreter"
-
     def __init__(self, interpreter: str, import_paths: Sequence[str]) -> None:
-        self.interpreter = interpreter
+        self._interpreter = interpreter
         self._paths = list(import_paths)
 
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
@@ -67,7 +65,7 @@ class FreshLauncher:
             os.close(config_w)
             config_w = -1
             popen = subprocess.Popen(
-                [self.interpreter, "-s", "-S", "-P", "-c", _BOOT, str(config_r), *self._paths],
+                [self._interpreter, "-s", "-S", "-P", "-c", _BOOT, str(config_r), *self._paths],
                 stdin=sources[0], stdout=sources[1], stderr=sources[2],
                 pass_fds=(*sources[3:], config_r, status_w), env=dict(config["env"]), start_new_session=True,
                 close_fds=True)

@@ -31,8 +31,6 @@ class Handle(Protocol):
 class Launcher(Protocol):
     """A backend: starts children (thread-safe) and owns whatever helper processes it needs."""
 
-    name: str
-
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle: ...
 
     def close(self) -> None: ...

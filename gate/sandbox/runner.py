@@ -9,6 +9,7 @@ killed too.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import selectors
 import signal
@@ -81,6 +82,16 @@ class _Live:
         return self.exited and not any(kind != "stdin" for kind in self.fds.values())
 
 
+def _warm_digests(request: RunRequest) -> dict[str, str]:
+    """name -> sha256 of the source, for each file the request marks warm."""
+    digests = {}
+    for name in request.warm:
+        if name not in request.files or "/" in name or not name.endswith(".py"):
+            raise ValueError(f"warm file {name!r} must be a top-level .py file among the request's files")
+        digests[name] = hashlib.sha256(request.files[name]).hexdigest()
+    return digests
+
+
 class LayeredSandbox:
     """A Sandbox (gate.sandbox.base) over one launcher and the layers open_sandbox chose."""
 
@@ -116,7 +127,7 @@ class LayeredSandbox:
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
         removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
-        killed process may take a moment to die); tests and `gate doctor` check it."""
+        killed process may take a moment to die); the tests check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
             found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
@@ -168,6 +179,7 @@ class LayeredSandbox:
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
+            "warm": _warm_digests(request),
         }
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:

@@ -7,6 +7,7 @@ there).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import stat
@@ -22,14 +23,30 @@ MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 # Where run directories go: memory (tmpfs) when the machine has it, since a run creates and removes a
 # directory and its files every time (on a busy disk that costs more than the run); $TMPDIR otherwise.
 _MEMORY = "/dev/shm"
+BASE_PREFIX = "gate-sandbox-"
 
 
 def make_base() -> Path:
-    """The directory that holds every run's private directory for one sandbox."""
+    """The directory that holds every run's private directory for one sandbox (named after the gate's pid, so
+    that the next gate can remove what a killed one left)."""
     where = _MEMORY if os.path.isdir(_MEMORY) and os.access(_MEMORY, os.W_OK | os.X_OK) else None
-    base = Path(tempfile.mkdtemp(prefix="gate-sandbox-", dir=where))
+    base = Path(tempfile.mkdtemp(prefix=f"{BASE_PREFIX}{os.getpid()}-", dir=where))
     base.chmod(0o711)
+    for stale in stale_entries(base.parent):
+        with contextlib.suppress(OSError):
+            remove(stale)
     return base
+
+
+def stale_entries(parent: Path) -> list[Path]:
+    """Entries `gate-sandbox-<pid>-...` in `parent` whose gate (pid) is no longer running."""
+    found = []
+    with contextlib.suppress(OSError):
+        for entry in parent.iterdir():
+            pid = entry.name.removeprefix(BASE_PREFIX).split("-", 1)[0]
+            if entry.name.startswith(BASE_PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
+                found.append(entry)
+    return found
 
 
 def _safe_relative(name: str) -> str:
@@ -41,15 +58,25 @@ def _safe_relative(name: str) -> str:
 
 def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -> Path:
     """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given.
-    Plain os calls: this runs once per run, on the fast path."""
+    Plain os calls: this runs once per run, on the fast path. Raises ValueError for a file outside it."""
+    names = {name: _safe_relative(name) for name in request.files}
     stage = tempfile.mkdtemp(prefix="run-", dir=base)
+    try:
+        _fill(stage, request, names, owner)
+    except BaseException:
+        remove(Path(stage))
+        raise
+    return Path(stage)
+
+
+def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[int, int] | None) -> None:
     if request.tree is not None:
         shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True,
                         ignore=shutil.ignore_patterns(".git"))
         if owner is not None:
             _chown_tree(stage, owner)
     for name, data in request.files.items():
-        target = os.path.join(stage, _safe_relative(name))
+        target = os.path.join(stage, names[name])
         parent = os.path.dirname(target)
         if not os.path.isdir(parent):
             os.makedirs(parent)
@@ -64,7 +91,6 @@ def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -
             os.close(fd)
     if owner is not None:
         os.chown(stage, *owner)
-    return Path(stage)
 
 
 def _chown_tree(root: str, owner: tuple[int, int]) -> None:

@@ -9,6 +9,7 @@ library only (plus the seccomp binding): it runs under the sandbox interpreter.
 from __future__ import annotations
 
 import gc
+import hashlib
 import importlib
 import json
 import os
@@ -26,17 +27,15 @@ WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing",
                 "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy",
                 "operator", "statistics", "traceback", "shutil", "socket", "__future__", "pkgutil")
 _NETWORK_ISOLATED: list[bool] = []  # non-empty once this zygote is in its own network namespace
+_MAX_WARM = 64  # compiled warm files kept (a few per harness)
 _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
 
 
 def serve(control_fd: int, with_seccomp: bool) -> None:
-    """Serve fork requests on `control_fd` until the gate closes it (or dies: PDEATHSIG)."""
-    parent = os.getppid()
-    _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    if os.getppid() != parent:
-        return
+    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed)."""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
+    waiting = child.abandon_on_parent_death()
     if with_seccomp:
         seccomp.prepare()
     for name in WARM_MODULES:
@@ -48,7 +47,6 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
     wake_r, wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
     signal.set_wakeup_fd(wake_w)
     signal.signal(signal.SIGCHLD, lambda _signum, _frame: None)
-    waiting: dict[int, tuple[int, int | None]] = {}
     with selectors.DefaultSelector() as selector:
         selector.register(control, selectors.EVENT_READ)
         selector.register(wake_r, selectors.EVENT_READ)
@@ -60,6 +58,7 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                         child.reap_ready(waiting, block=True)
                         return
                     config = _in_network_namespace(json.loads(message))
+                    _compile_warm(config)
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
                     else:
@@ -68,6 +67,24 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
+
+
+def _compile_warm(config: dict[str, Any]) -> None:
+    """Compile the run's warm files (trusted, shared by many runs) that this zygote has not compiled yet, into
+    child.WARM_CODE, which every run forked afterwards inherits."""
+    for name, digest in config["warm"].items():
+        if digest in child.WARM_CODE:
+            continue
+        if len(child.WARM_CODE) >= _MAX_WARM:
+            child.WARM_CODE.clear()
+        with open(os.path.join(config["stage"], name), "rb") as source_file:
+            source = source_file.read()
+        if hashlib.sha256(source).hexdigest() != digest:
+            continue
+        try:
+            child.WARM_CODE[digest] = compile(source, name, "exec", dont_inherit=True)
+        except (SyntaxError, ValueError):  # the run compiles it itself and reports the error
+            continue
 
 
 def _in_network_namespace(config: dict[str, Any]) -> dict[str, Any]:
@@ -87,7 +104,7 @@ def _fork_reaper(config: dict[str, Any], fds: list[int]) -> None:
     if os.fork() == 0:
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        child.reap_one_run(config, fds[:-1], fds[-1])
+        child.reap_one_run(config, fds[:-1], fds[-1])  # (it sets its own SIGTERM handler)
     for fd in fds:
         os.close(fd)
 
