@@ -22,10 +22,10 @@ import git
 import github
 from github.GithubException import UnknownObjectException
 
+from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
-from gate.policy.loader import load_policy, parse_cases
-from gate.policy.marked_yaml import MarkedMap, load_marked
-from gate.policy.model import Bots, CaseSpec, Policy
+from gate.policy.loader import load_policy
+from gate.policy.model import Bots
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
 from gate.subject import SourceFile, Subject
@@ -190,7 +190,7 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
         if head_text is not None:
             files.append(_source_file(change, head_text))
     subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
-                      hidden_cases=_hidden_cases(repo, policy, pr.base_sha), tree=None,
+                      hidden_cases=load_hidden(policy, lambda p: read_at(repo, p, pr.base_sha)), tree=None,
                       judge_rubric=read_at(repo, policy.judge.rubric_file, pr.base_sha)
                       if policy.judge.rubric_file else None,
                       blocked_reasons=tuple(dict.fromkeys(reasons)),
@@ -236,19 +236,6 @@ def added_lines(patch: str) -> frozenset[int]:
         elif not row.startswith(("-", "\\")):
             line += 1
     return frozenset(added)
-
-
-def _hidden_cases(repo: Any, policy: Policy, base_sha: str) -> tuple[CaseSpec, ...]:
-    if not policy.hidden.path:
-        return ()
-    text = read_at(repo, policy.hidden.path, base_sha)
-    if text is None:
-        return ()
-    file = f"{policy.hidden.path}@{base_sha[:12]}"
-    doc = load_marked(text, file)
-    if not isinstance(doc, MarkedMap) or "cases" not in doc:
-        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
-    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _web_url(api_url: str) -> str:
