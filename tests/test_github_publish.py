@@ -132,7 +132,7 @@ def test_gate_publish_decides_again_whatever_the_artifact_says(
     assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
 
 
-@pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head"])
+@pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head", "nested"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         tamper: str) -> None:
@@ -144,9 +144,9 @@ def test_a_tampered_artifact_is_refused(
         data["total"] = "zero"
     elif tamper == "too large":
         data["notes"] = [{"source": "x", "message": "y" * (2 * 1024 * 1024), "locations": []}]
-    else:
+    elif tamper == "other head":
         data["facts"]["head"] = "0" * 40
-    artifact.write_text(json.dumps(data))
+    artifact.write_text(json.dumps(data) if tamper != "nested" else "[" * 200_000)  # deeper than json recurses
     assert publish(pr, artifact, monkeypatch, "--pr", str(pr.number)) == 2
     err = capsys.readouterr().err
     assert "gate: error:" in err and "Traceback" not in err

@@ -61,6 +61,9 @@ def load_artifact(path: Path) -> Verdict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(f"the artifact is not JSON: {exc}", file=str(path)) from None
+    except RecursionError:  # "[[[[..." deeper than the parser recurses: no verdict is nested like that
+        raise BadInput("the artifact is not a verdict: it nests deeper than JSON can be read", file=str(path)) \
+            from None
     if not isinstance(data, dict):
         raise BadInput("the artifact is not a verdict object", file=str(path))
     try:
