@@ -320,3 +320,18 @@ def test_the_judges_rubric_file_comes_from_the_base_through_the_api_too(
         assert any(".github/rubric.md" in reason for reason in verdict["blocked_reasons"])
         [note] = [n["message"] for n in verdict["notes"] if n["source"] == "judge"]
         assert "cannot reach" in note  # the judge was asked: the rubric was read from the base
+
+
+def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulates a bug in the gate itself: the required check must not stay pending, and the exit code must not
+    # read as "blocked".
+    def crash(found: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("gate.commands.ci.score_range", crash)
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 3
+    [status] = fake.repos[REPO].statuses
+    assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
+    assert "internal error: RuntimeError: boom" in status["description"]

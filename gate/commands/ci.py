@@ -123,6 +123,10 @@ def run(args: argparse.Namespace) -> int:
     except GateError as error:  # a bad policy on the base, a missing isolation layer, ...
         _report_failure(delivery, error)
         raise
+    except Exception as exc:  # a bug in the gate: still a failure status, never a check left pending
+        failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
+        _report_failure(delivery, failure)
+        raise
     report = report_for(verdict, found.overrides, comment=args.comment == "true")
     return deliver(delivery, verdict, report, found.overrides)
 
