@@ -146,6 +146,8 @@ BOMB = "".join(f"{name}: &{name} [" + ", ".join([f"*{prev}" if prev else "1"] * 
     pytest.param(BOMB, ": too many values (over 100000; YAML aliases expand)", id="alias-bomb"),
     pytest.param("a: " + "[" * 5000 + "]" * 5000 + "\n", ": the YAML is nested too deeply", id="deep"),
     pytest.param("1: 2\n", ":1: keys must be strings, got the integer 1", id="number-key"),
+    pytest.param("budget: 3\n\x00\x01\n", ":2: not YAML text: control character U+0000 (a binary file?)",
+                 id="binary"),
 ])
 def test_hostile_or_odd_yaml_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                           words: str) -> None:
