@@ -17,9 +17,16 @@ CaseStatus = Literal["passed", "failed", "timeout", "error"]
 
 @dataclass(frozen=True)
 class Location:
+    """A place in a file; `str()` gives it as `path:line:column`, leaving out what is not known."""
+
     path: str
     line: int | None = None
     column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        return f"{self.path}:{self.line}" + (f":{self.column}" if self.column else "")
 
 
 @dataclass(frozen=True)

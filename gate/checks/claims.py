@@ -79,7 +79,7 @@ class Claims:
                 loop = _first_loop(function) if claim else None
                 if claim and loop:
                     kind, line = loop
-                    message = (f"{function.name}() claims {claim.text} at {_at(claim.where)} "
+                    message = (f"{function.name}() claims {claim.text} at {claim.where} "
                                f"but has a {kind} at {source.path}:{line}")
                     findings.append((message, claim.where, Location(source.path, line)))
         if not findings:
@@ -87,10 +87,6 @@ class Claims:
         message = "; ".join(text for text, _, _ in findings)
         locations = tuple(loc for _, claim, loop in findings for loc in (claim, loop))
         return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),))
-
-
-def _at(location: Location) -> str:
-    return f"{location.path}:{location.line}"
 
 
 def _docstring_claim(function: _Function, path: str) -> Claim | None:

@@ -97,7 +97,7 @@ class Extract:
         found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(f)]
         if not found:
             return CheckResult()
-        listed = ", ".join(f"{loc.path}:{loc.line}" for loc in found[:_MAX_LISTED])
+        listed = ", ".join(str(loc) for loc in found[:_MAX_LISTED])
         more = f" and {len(found) - _MAX_LISTED} more" if len(found) > _MAX_LISTED else ""
         message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}{more}"
         return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))

@@ -65,7 +65,7 @@ class Parse:
             return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes))
         if not failures:
             return CheckResult(notes=tuple(notes))
-        message = "; ".join(f"{_where(loc)}: {text}" for text, loc in failures)
+        message = "; ".join(f"{loc}: {text}" for text, loc in failures)
         if len(failures) > 1:
             message = f"{len(failures)} files do not parse: {message}"
         else:
@@ -153,14 +153,6 @@ def _compiler_failure(output: str, path: str, program: str, code: int) -> tuple[
     first = next((line.strip() for line in output.splitlines() if line.strip()), "")
     return first or f"`{program}` exited with status {code}", Location(path)
 
-
-def _where(location: Location) -> str:
-    text = location.path
-    if location.line:
-        text += f":{location.line}"
-        if location.column:
-            text += f":{location.column}"
-    return text
 
 
 register(Parse())
