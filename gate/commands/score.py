@@ -10,17 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases.hidden import load_hidden
-from gate.cases.running import sandbox_limits
-from gate.engine import score
+from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.loader import load_policy
-from gate.policy.model import Policy
 from gate.report.terminal import render_terminal, use_color
-from gate.sandbox import open_sandbox
-from gate.sandbox.base import Sandbox
 from gate.sources.reply import subject_from_reply
 from gate.sources.task import load_task
-from gate.subject import Subject
 from gate.verdict import Verdict
 
 
@@ -46,22 +41,9 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     subject = subject_from_reply(reply, args.reply, task, cases)
     subject = dataclasses.replace(subject, hidden_cases=load_hidden(policy, None))
-    sandbox = _sandbox_for(subject, policy)
-    try:
-        verdict = score(subject, policy, sandbox, reproduce=_reproduce(args))
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+    verdict = score_running_cases(subject, policy, reproduce=_reproduce(args))
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-
-
-def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
-    """A sandbox under the policy's limits when there are cases to run (its start-up is not free). Raises
-    GateFailure (exit 3) when a layer the policy requires is missing here."""
-    if not policy.cases and not subject.cases and not subject.hidden_cases:
-        return None
-    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
 
 
 def _read_reply(path: Path) -> str:
