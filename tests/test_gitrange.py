@@ -228,6 +228,25 @@ def test_the_base_defaults_to_the_merge_base_with_main(repo: Repo) -> None:
         assert [f.path for f in found.subject.files] == ["calc.py"]  # not main's README change
 
 
+def test_the_base_falls_back_to_master_then_origin_head(tmp_path: Path) -> None:
+    upstream = Repo(tmp_path / "upstream")
+    fork = upstream.commit("base", {"calc.py": CALC})
+    upstream.git("branch", "-m", "main", "trunk")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(upstream.root), str(clone)], check=True)
+    repo = git.Repo(clone)
+    repo.git.config("user.name", "Bot")
+    repo.git.config("user.email", "bot@example.com")
+    repo.git.checkout("-q", "-b", "bot")
+    (clone / "calc.py").write_text(CALC + "# tidy\n")
+    repo.git.commit("-q", "-am", "bot")
+    with subject_from_range(clone) as found:  # no main, no master: origin/HEAD (trunk)
+        assert dict(found.subject.facts)["base"] == fork
+    repo.git.branch("master", "bot")  # master, tried before origin/HEAD, already has the bot's commit
+    with pytest.raises(BadInput, match="has no commits that the base"):
+        subject_from_range(clone).__enter__()
+
+
 def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> None:
     repo.git("remote", "add", "origin", "https://x-access-token:SECRET@github.com/octo/widgets.git")
     repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
