@@ -275,6 +275,24 @@ def test_file_names_with_odd_characters_survive(repo: Repo) -> None:
         assert [f.path for f in found.subject.files] == [name]
 
 
+def test_python_files_are_decoded_as_python_decodes_them(repo: Repo) -> None:
+    base = repo.git("rev-parse", "main")
+    for name, data in {"bom.py": b"\xef\xbb\xbfx = 1\n",  # a Windows editor's BOM: valid Python
+                       "cookie.py": b"# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n",  # declared: valid
+                       "late.py": b"x = 1\n\ny = 'caf\xe9'\n"}.items():  # not UTF-8, not declared
+        (repo.root / name).write_bytes(data)
+        repo.git("add", name)
+    head = repo.commit("bot")
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        texts = {f.path: f.text for f in found.subject.files}
+        verdict = score_range(found)
+    assert texts["bom.py"] == "x = 1\n" and texts["cookie.py"].endswith("x = 'caf\xe9'\n")
+    [parse] = [p for p in verdict.penalties if p.check == "parse"]
+    assert parse.message == ("does not parse: late.py:3: not valid utf-8 text: byte 0xe9 at offset 15 "
+                             "(Python 3.11)")
+    assert [str(loc) for loc in parse.locations] == ["late.py:3"]
+
+
 def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
     assert main(["check", "--repo", str(repo.root), "--base", "nope"]) == 2

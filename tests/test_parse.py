@@ -9,6 +9,7 @@ import pytest
 
 from gate.policy.model import Language, Paths, Points, Policy
 from gate.subject import SourceFile
+from gate.verdict import Location
 from tests.helpers_static import check, fenced, penalty, score_files, score_reply
 
 
@@ -106,3 +107,14 @@ def test_real_compilers_when_installed(extension: str, command: tuple[str, ...],
     assert found.locations[0].path == f"src/main{extension}"
     assert found.locations[0].line == line
     assert "error" in found.message.lower()
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"# coding: klingon\nx = 1\n", ("unknown encoding: klingon", 1)),
+    (b"x = 1\n\xff\n", ("not valid utf-8 text: byte 0xff at offset 6", 2)),
+])
+def test_python_bytes_that_python_cannot_read_are_a_parse_failure(data: bytes, problem: tuple[str, int]) -> None:
+    source = SourceFile.from_bytes("bad.py", data)
+    assert source.undecodable == problem
+    verdict = score_files([source])
+    assert penalty(verdict, "parse").locations == (Location("bad.py", problem[1]),)

@@ -92,6 +92,9 @@ def _feature_version(python: str) -> tuple[int, int]:
 
 
 def _parse_python(source: SourceFile, python: str) -> tuple[ast.Module | None, tuple[str, Location] | None]:
+    if source.undecodable:  # Python refuses the file's bytes before it parses anything
+        message, line = source.undecodable
+        return None, (f"{message} (Python {python})", Location(source.path, line))
     try:
         with warnings.catch_warnings():
             # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.

@@ -268,17 +268,16 @@ def _changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> list[_Change
 def _source_file(repo: git.Repo, change: _Change) -> SourceFile:
     assert change.new_path is not None  # deleted files are not scored
     data: bytes = repo.odb.stream(bytes.fromhex(change.new_blob)).read()
-    text = data.decode("utf-8", errors="replace")
     if change.status == "A" or change.old_path is None:
-        return SourceFile(change.new_path, text, None, "added")
+        return SourceFile.from_bytes(change.new_path, data)
     patch = repo.git.diff("--unified=0", *_DIFF_FLAGS, change.old_blob, change.new_blob)
     added = frozenset(
         line for start, count in _HUNK.findall(patch)
         for line in range(int(start), int(start) + (int(count) if count else 1))
     )
     if change.status in "RC" and change.old_path != change.new_path:
-        return SourceFile(change.new_path, text, added, "renamed", change.old_path)
-    return SourceFile(change.new_path, text, added, "modified")
+        return SourceFile.from_bytes(change.new_path, data, added, "renamed", change.old_path)
+    return SourceFile.from_bytes(change.new_path, data, added, "modified")
 
 
 def _blocked_reasons(changes: list[_Change], governed: dict[str, str]) -> tuple[str, ...]:
