@@ -160,7 +160,7 @@ def test_hostile_or_odd_yaml_is_bad_input(tmp_path: Path, capsys: pytest.Capture
 def test_a_named_file_that_does_not_exist_is_an_error(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["policy", "check", str(tmp_path / "nope.yml")]) == 2
-    assert _only_error_line(capsys.readouterr().err) == f"gate: error: {tmp_path / 'nope.yml'}: no such file"
+    assert _only_error_line(capsys.readouterr().err) == f"gate: error: {tmp_path / 'nope.yml'}: no such policy file"
 
 
 def test_a_real_process_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:

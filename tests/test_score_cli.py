@@ -102,11 +102,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "Traceback" not in err[0]
 
 
-def test_a_reply_that_is_not_utf8_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    reply = tmp_path / "reply.md"
-    reply.write_bytes(b"\xff\xfe not text")
-    assert main(["score", str(reply), "--task", str(SUM / "task.yml")]) == 2
-    assert "not UTF-8" in capsys.readouterr().err
+@pytest.mark.parametrize("which", ["reply", "task", "policy"])
+def test_a_file_that_is_not_utf8_is_bad_input_naming_its_line(tmp_path: Path, which: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    files = {"reply": tmp_path / "reply.md", "task": tmp_path / "task.yml", "policy": tmp_path / "gate.yml"}
+    files["reply"].write_text("```python\nprint(1)\n```\n")
+    files["task"].write_text("name: t\n")
+    files["policy"].write_text("budget: 3\n")
+    files[which].write_bytes(files[which].read_bytes() + b"# caf\xe9\n")
+    argv = ["score", str(files["reply"]), "--task", str(files["task"]), "--policy", str(files["policy"])]
+    assert main(argv) == 2
+    line = {"reply": 4, "task": 2, "policy": 2}[which]
+    assert capsys.readouterr().err == f"gate: error: {files[which]}:{line}: not UTF-8 text (byte 0xe9 at offset " \
+        f"{len(files[which].read_bytes()) - 2})\n"
 
 
 def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 from gate.cases.hidden import load_hidden
 from gate.engine import score_running_cases
-from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
+from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput, read_input
 from gate.policy.loader import load_policy
 from gate.report.terminal import render_terminal, use_color
 from gate.sources.reply import subject_from_reply
@@ -36,7 +36,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
-    reply = _read_reply(args.reply)
+    reply = read_input(args.reply, "reply file")
     task, cases = load_task(args.task)
     policy = load_policy(args.policy)
     subject = subject_from_reply(reply, args.reply, task, cases)
@@ -44,17 +44,6 @@ def run(args: argparse.Namespace) -> int:
     verdict = score_running_cases(subject, policy, reproduce=_reproduce(args))
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-
-
-def _read_reply(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", file=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", file=str(path)) from None
 
 
 def _reproduce(args: argparse.Namespace) -> str:

@@ -14,7 +14,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gate.errors import BadInput
+from gate.errors import BadInput, read_input
 from gate.globs import compile_glob
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
 from gate.policy.model import (
@@ -72,7 +72,7 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     if text is None:
         if path is None:
             return load_preset(DEFAULT_PRESET)
-        text = _read(path, file)
+        text = read_input(path, "policy file")
     doc = load_marked(text, file)
     if doc is None:
         raise BadInput("the file is empty; expected a mapping of policy keys (budget, points, ...)",
@@ -244,19 +244,6 @@ def _preset_path(name: str) -> Any:
 
 def _preset_file(name: str) -> str:
     return f"presets/{name}.yml"
-
-
-def _read(path: Path, file: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", file=file) from None
-    except IsADirectoryError:
-        raise BadInput("is a directory, expected a YAML file", file=file) from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", file=file) from None
 
 
 def _kind_of(value: Any) -> str:
