@@ -57,6 +57,11 @@ def read_input(path: Path, what: str = "file") -> str:
         raise BadInput(f"is a directory, expected a {what}", file=file) from None
     except OSError as exc:
         raise BadInput(f"cannot read: {exc.strerror}", file=file) from None
+    return decode_input(data, file)
+
+
+def decode_input(data: bytes, file: str) -> str:
+    """`data` as UTF-8 text. Raises BadInput naming `file` and the line of the first byte that is not."""
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:

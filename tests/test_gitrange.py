@@ -316,6 +316,22 @@ def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.Captur
     assert ".github/gate.yml@" in err and "budget" in err and "Traceback" not in err
 
 
+def test_a_base_policy_that_is_not_utf8_is_a_clear_error(repo: Repo,
+                                                        capsys: pytest.CaptureFixture[str]) -> None:
+    base = repo.git("rev-parse", "main")
+    repo.git("checkout", "-q", "main")
+    (repo.root / ".github" / "gate.yml").write_bytes(POLICY.encode() + b"# caf\xe9\n")
+    repo.git("commit", "-q", "-am", "latin-1 comment")
+    repo.git("checkout", "-q", "bot")
+    repo.git("merge", "-q", "main")
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    assert main(["check", "--repo", str(repo.root), "--base", "main"]) == 2
+    sha = repo.git("rev-parse", "main")[:12]
+    assert base[:12] != sha
+    assert capsys.readouterr().err == (f"gate: error: .github/gate.yml@{sha}:7: not UTF-8 text "
+                                       f"(byte 0xe9 at offset {len(POLICY) + 5})\n")
+
+
 def test_comment_summary_and_annotations_outputs(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
     comment, summary = repo.root.parent / "comment.md", repo.root.parent / "summary.md"

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import git
 
 from gate.cases.hidden import load_hidden
-from gate.errors import BadInput
+from gate.errors import BadInput, decode_input
 from gate.policy.loader import load_policy
 from gate.policy.model import Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
@@ -216,7 +216,7 @@ def _read(commit: git.Commit, path: str) -> str | None:
     if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
         return None
     data: bytes = item.data_stream.read()
-    return data.decode("utf-8", errors="replace")
+    return decode_input(data, f"{path}@{commit.hexsha[:12]}")
 
 
 def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:

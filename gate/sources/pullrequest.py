@@ -22,7 +22,7 @@ import git
 import github
 from github.GithubException import UnknownObjectException
 
-from gate.errors import BadInput
+from gate.errors import BadInput, decode_input
 from gate.policy.loader import load_policy, parse_cases
 from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import Bots, CaseSpec, Policy
@@ -196,7 +196,7 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
 def read_at(repo: Any, path: str, ref: str) -> str | None:
     """The text of `path` at commit `ref` through the API, or None when there is no such file."""
     data = bytes_at(repo, path, ref)
-    return None if data is None else data.decode("utf-8", errors="replace")
+    return None if data is None else decode_input(data, f"{path}@{ref[:12]}")
 
 
 def bytes_at(repo: Any, path: str, ref: str) -> bytes | None:
