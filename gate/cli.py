@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 
 from gate import __version__
-from gate.errors import EXIT_BAD_INPUT, GateError
+from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
 COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
@@ -40,4 +41,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`gate check | head`): say so once, and point stdout at /dev/null so that the
+        # interpreter's flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("gate: error: the output was closed before the report was written (broken pipe)", file=sys.stderr)
+        return EXIT_GATE_FAILED
     return code

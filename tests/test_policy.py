@@ -354,3 +354,14 @@ def test_the_readme_documents_every_policy_key() -> None:
     schema = json.loads((resources.files("gate") / "policy" / "schema.json").read_text())
     missing = [key for key in _leaf_keys(schema) if f"`{key}`" not in section]
     assert missing == []
+
+
+def test_a_reader_that_goes_away_gets_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # `gate policy schema | head -1`: the pipe's reader is closed before the gate writes (nothing reads it).
+    proc = subprocess.Popen([sys.executable, "-m", "gate", "policy", "schema"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 3
+    assert err == "gate: error: the output was closed before the report was written (broken pipe)\n"
