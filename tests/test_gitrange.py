@@ -305,6 +305,18 @@ def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureF
         subject_from_range(repo.root, "main", "no-such-branch").__enter__()
 
 
+def test_refs_are_read_as_git_reads_them(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    repo.git("tag", "-a", "-m", "release", "v1", "main")
+    with subject_from_range(repo.root, "@{-1}", "HEAD") as found:  # the branch checked out before: main
+        assert dict(found.subject.facts)["base"] == repo.git("rev-parse", "main")
+    with subject_from_range(repo.root, "v1", "HEAD^{/bot}") as found:  # an annotated tag; a message search
+        assert [f.path for f in found.subject.files] == ["calc.py"]
+    for ref in ("HEAD@{100}", "HEAD^{tree}", "HEAD:calc.py", "--output=x"):
+        assert main(["check", "--repo", str(repo.root), f"--base={ref}"]) == 2
+        assert capsys.readouterr().err == f"gate: error: --base: unknown revision {ref!r} in {repo.root}\n"
+
+
 def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.git("checkout", "-q", "main")
     repo.commit("bad policy", {".github/gate.yml": "budget: lots\n"})

@@ -182,10 +182,13 @@ def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
 
 
 def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
+    """The commit `ref` names, in all of git's revision syntax (`HEAD@{yesterday}`, `@{u}`, `v1.0^{}`), which
+    GitPython's own parser only partly knows; so git itself resolves it."""
     try:
-        return repo.commit(ref)
-    except (git.BadName, ValueError) as exc:
-        raise BadInput(f"unknown revision {ref!r} in {repo.working_dir}", key=option) from exc
+        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        raise BadInput(f"unknown revision {ref!r} in {repo.working_dir}", key=option) from None
+    return repo.commit(sha)
 
 
 def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
