@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -123,3 +125,27 @@ def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> N
     assert proc.returncode == 1, proc.stderr  # the O(1) claim and the TypeError case
     assert "\x1b[" not in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("no_color", [None, "1"])
+def test_real_process_on_a_terminal_is_coloured_unless_NO_COLOR(no_color: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | ({"NO_COLOR": no_color} if no_color else {})
+    leader, follower = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "gate", "score", str(IS_EVEN / "reply.md"),
+                           "--task", str(IS_EVEN / "task.yml")], stdout=follower, stderr=subprocess.PIPE,
+                          env=env) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait() == 1
+    os.close(leader)
+    out = b"".join(chunks).decode()
+    assert out.startswith("\x1b[31mBLOCKED\x1b[0m" if not no_color else "BLOCKED")
+    assert ("\x1b[" in out) is not no_color
