@@ -47,6 +47,14 @@ def test_every_broken_file_is_listed_once_in_one_penalty() -> None:
     assert "2 files do not parse" in found.message
 
 
+def test_many_broken_files_keep_a_readable_message_and_every_location() -> None:
+    files = [SourceFile(f"pkg/m{i:04}.py", "def f(:\n") for i in range(1500)]
+    found = penalty(score_files(files), "parse")
+    assert len(found.locations) == 1500
+    assert found.message.startswith("1500 files do not parse: pkg/m0000.py:1:7: invalid syntax")
+    assert found.message.endswith("pkg/m0009.py:1:7: invalid syntax (Python 3.11) and 1490 more")
+
+
 def _fake_compiler(script: str, extension: str = ".js", timeout: float = 10.0) -> Policy:
     """A policy whose compiler for `extension` is a small Python program given as `script`."""
     command = (sys.executable, "-c", script, "{path}")

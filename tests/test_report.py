@@ -8,12 +8,15 @@ from dataclasses import replace
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
+from gate.engine import score
+from gate.policy.model import Policy
 from gate.report.annotations import escape_data, escape_property, workflow_commands
 from gate.report.comment import COMMENT_LIMIT, render_comment
 from gate.report.context import MARKER
 from gate.report.markdown import cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
+from gate.subject import SourceFile, Subject
 from gate.verdict import CaseReport, CheckReport, Location, Note, Penalty, Verdict
 
 HEAD = "b" * 40
@@ -239,3 +242,14 @@ def test_a_summary_beyond_githubs_1_mib_is_cut_with_a_note() -> None:
 def test_advisory_mode_accepts_but_says_it_is_over_budget() -> None:
     first = render_comment(blocked_verdict(mode="advisory", accepted=True)).splitlines()[0]
     assert "accepted" in first and "7 points against a budget of 3" in first and "advisory" in first
+
+
+def test_a_huge_range_still_gets_its_penalty_table_in_the_comment() -> None:
+    files = tuple(SourceFile(f"pkg/module_with_a_long_name_{i}.py", "import os\ndef f(:\n") for i in range(1500))
+    verdict = score(Subject(kind="range", label="a..b", files=files, facts=(("repo", REPO), ("head", HEAD))),
+                    Policy())
+    comment = render_comment(verdict)
+    assert len(comment) < COMMENT_LIMIT // 4
+    page = html(comment)
+    assert "<td>parse</td>" in page and "1500 files do not parse" in page and "and 1490 more" in page
+    assert page.count('href="https://github.com/octo/widgets/blob/') == 10

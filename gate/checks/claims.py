@@ -22,7 +22,7 @@ import tokenize
 from dataclasses import dataclass
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import CheckContext, CheckResult, listing
 from gate.checks.parse import AST_STATE
 from gate.fences import prose_lines
 from gate.subject import SourceFile
@@ -84,7 +84,7 @@ class Claims:
                     findings.append((message, claim.where, Location(source.path, line)))
         if not findings:
             return CheckResult()
-        message = "; ".join(text for text, _, _ in findings)
+        message = listing([text for text, _, _ in findings])
         locations = tuple(loc for _, claim, loop in findings for loc in (claim, loop))
         return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),))
 

@@ -23,7 +23,7 @@ import ast
 from dataclasses import dataclass
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import CheckContext, CheckResult, listing
 from gate.checks.parse import AST_STATE
 from gate.policy.model import DYNAMIC_LOADERS
 from gate.subject import SourceFile
@@ -78,11 +78,10 @@ class Imports:
                 reasons = _offences(found, allow, allow_anything, ctx.policy.imports.deny,
                                     ctx.policy.imports.dynamic)
                 if reasons:
-                    where = f"{source.path}:{found.line}"
-                    offences.append((f"{found.text} ({where}): {', '.join(reasons)}", location))
+                    offences.append((f"{found.text} ({location}): {', '.join(reasons)}", location))
         if not offences:
             return CheckResult()
-        message = "imports outside the policy: " + "; ".join(text for text, _ in offences)
+        message = "imports outside the policy: " + listing([text for text, _ in offences])
         locations = tuple(dict.fromkeys(loc for _, loc in offences))
         return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),))
 

@@ -22,7 +22,7 @@ import warnings
 from pathlib import Path, PurePosixPath
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import CheckContext, CheckResult, listing
 from gate.policy.model import Language, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty
@@ -65,7 +65,7 @@ class Parse:
             return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes))
         if not failures:
             return CheckResult(notes=tuple(notes))
-        message = "; ".join(f"{loc}: {text}" for text, loc in failures)
+        message = listing([f"{loc}: {text}" for text, loc in failures])
         if len(failures) > 1:
             message = f"{len(failures)} files do not parse: {message}"
         else:
