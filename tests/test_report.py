@@ -165,7 +165,7 @@ def test_over_the_limit_the_comment_is_cut_outside_any_table_or_details_with_a_n
 
 
 def test_cut_never_stops_inside_a_table_row_details_or_fence() -> None:
-    block = ("head\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    block = ("head\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n"
              "<details><summary>s</summary>\n\n```\nx\n```\n\n</details>\n")
     text = block * 50
     for limit in range(200, 2000, 37):
@@ -176,6 +176,7 @@ def test_cut_never_stops_inside_a_table_row_details_or_fence() -> None:
         assert all(line.endswith("|") for line in kept.splitlines() if line.startswith("|"))
         page = html(out)
         assert page.count("<details>") == page.count("</details>") and page.rstrip().endswith("<p>NOTE</p>")
+        assert page.count("<thead>") == page.count("<tbody>")  # no table is left with a header alone
 
 
 def test_job_summary_is_the_full_report_without_the_marker() -> None:
