@@ -16,6 +16,7 @@ from gate.report.context import MARKER
 from gate.report.markdown import cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
+from gate.report.terminal import render_terminal
 from gate.subject import SourceFile, Subject
 from gate.verdict import CaseReport, CheckReport, Location, Note, Penalty, Verdict
 
@@ -254,3 +255,5 @@ def test_a_huge_range_still_gets_its_penalty_table_in_the_comment() -> None:
     page = html(comment)
     assert "<td>parse</td>" in page and "1500 files do not parse" in page and "and 1490 more" in page
     assert page.count('href="https://github.com/octo/widgets/blob/') == 10
+    terminal = render_terminal(verdict, color=False)
+    assert len(terminal.splitlines()) < 60 and "and 1490 more" in terminal

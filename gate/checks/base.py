@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
@@ -12,16 +11,6 @@ from gate.verdict import CaseReport, CheckReport, Note, Penalty
 
 if TYPE_CHECKING:
     from gate.sandbox.base import Sandbox
-
-# Most findings one penalty's message lists before "and N more"; its locations keep every one. A range of
-# 1,500 broken files must still give a message a reviewer can read and a comment that fits GitHub.
-MAX_LISTED = 10
-
-
-def listing(findings: Sequence[str], separator: str = "; ") -> str:
-    """The first MAX_LISTED of `findings` joined, then "and N more" for the rest."""
-    shown = separator.join(findings[:MAX_LISTED])
-    return shown + (f" and {len(findings) - MAX_LISTED} more" if len(findings) > MAX_LISTED else "")
 
 
 @dataclass

@@ -22,11 +22,11 @@ import tokenize
 from dataclasses import dataclass
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult, listing
+from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import AST_STATE
 from gate.fences import prose_lines
 from gate.subject import SourceFile
-from gate.verdict import Location, Penalty
+from gate.verdict import Location, Penalty, listing
 
 _CLAIM = re.compile(r"\b[Oo]\s*\(\s*1\s*\)|\bconstant[- ]time\b", re.IGNORECASE)
 _SPACE_AFTER = re.compile(r"\s*(?:(?:extra|auxiliary|additional)\s+)?(?:space|memory)\b", re.IGNORECASE)

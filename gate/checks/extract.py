@@ -19,12 +19,12 @@ import re
 import warnings
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult, listing
+from gate.checks.base import CheckContext, CheckResult
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
 from gate.subject import SourceFile
-from gate.verdict import Location, Note, Penalty
+from gate.verdict import Location, Note, Penalty, listing
 
 SOLUTION_PATH = "solution.py"
 

@@ -23,11 +23,11 @@ import ast
 from dataclasses import dataclass
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult, listing
+from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import AST_STATE
 from gate.policy.model import DYNAMIC_LOADERS
 from gate.subject import SourceFile
-from gate.verdict import Location, Penalty
+from gate.verdict import Location, Penalty, listing
 
 _BUILTIN_PREFIXES = ("builtins.", "__builtins__.")
 # `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says.

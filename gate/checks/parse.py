@@ -22,10 +22,10 @@ import warnings
 from pathlib import Path, PurePosixPath
 
 from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult, listing
+from gate.checks.base import CheckContext, CheckResult
 from gate.policy.model import Language, Policy
 from gate.subject import SourceFile
-from gate.verdict import Location, Note, Penalty
+from gate.verdict import Location, Note, Penalty, listing
 
 AST_STATE = "ast"
 
