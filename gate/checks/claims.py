@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import AST_STATE
+from gate.checks.parse import parsed_trees
 from gate.fences import prose_lines
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -64,7 +64,7 @@ class Claims:
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.policy.claims.allow_loops:
             return CheckResult()
-        trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+        trees = parsed_trees(ctx)
         findings: list[tuple[str, Location, Location]] = []
         for source in ctx.files:
             tree = trees.get(source.path)

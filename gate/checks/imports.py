@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import AST_STATE
+from gate.checks.parse import parsed_trees
 from gate.policy.model import DYNAMIC_LOADERS
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -58,7 +58,7 @@ class Imports:
     requires: tuple[str, ...] = ("parse",)
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+        trees = parsed_trees(ctx)
         task = ctx.subject.task
         from_task = task is not None and task.allowed_imports is not None
         allow = ctx.policy.imports.allow

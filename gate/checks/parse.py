@@ -74,6 +74,12 @@ class Parse:
         return CheckResult(penalties=(penalty,), notes=tuple(notes))
 
 
+def parsed_trees(ctx: CheckContext) -> dict[str, ast.Module]:
+    """The Python trees the parse check left for the later checks, by path (empty before it ran)."""
+    trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+    return trees
+
+
 def _is_python(source: SourceFile) -> bool:
     return source.status == "extracted" or source.path.endswith((".py", ".pyi"))
 
