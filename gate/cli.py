@@ -11,6 +11,10 @@ from collections.abc import Sequence
 from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
+# GitPython refuses to be imported when no git executable is found. Only `gate check` and the PR gate need
+# git, and they say so when it is missing; every other command must work on a machine with only Python.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
 COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
 

@@ -430,3 +430,17 @@ def test_template_overrides_from_the_base_commit_shape_the_comment(repo: Repo) -
     comment = repo.root.parent / "comment.md"
     check(repo, "--base", "main", "--comment", str(comment))
     assert comment.read_text() == "blocked: 3 points against a budget of 1\n<!-- gate:report -->\n"
+
+
+def test_without_git_only_gate_check_stops_and_says_why(repo: Repo, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with Python and no git
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    policy = subprocess.run([sys.executable, "-m", "gate", "policy", "check", ".github/gate.yml"], cwd=repo.root,
+                            env=env, capture_output=True, text=True, check=False)
+    assert (policy.returncode, policy.stderr) == (0, "")
+    done = subprocess.run([sys.executable, "-m", "gate", "check"], cwd=repo.root, env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 3
+    assert done.stderr == "gate: error: git is not installed (or not on PATH); gate check reads the range with it\n"

@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import git
 
 from gate.cases.hidden import load_hidden
-from gate.errors import BadInput, decode_input
+from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.loader import load_policy
 from gate.policy.model import Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
@@ -119,6 +119,10 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                        policy_path: str | None = None) -> Iterator[GitRange]:
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
     commits, and record a dirty worktree as a fact (its uncommitted changes are not scored)."""
+    try:
+        git.Git().version()
+    except git.GitCommandNotFound:
+        raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it") from None
     try:
         repo = git.Repo(repo_dir, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
