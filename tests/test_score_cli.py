@@ -149,3 +149,12 @@ def test_real_process_on_a_terminal_is_coloured_unless_NO_COLOR(no_color: str | 
     out = b"".join(chunks).decode()
     assert out.startswith("\x1b[31mBLOCKED\x1b[0m" if not no_color else "BLOCKED")
     assert ("\x1b[" in out) == (no_color is None)
+
+
+def test_a_json_file_that_cannot_be_written_is_the_only_output(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "missing-dir" / "verdict.json"
+    assert main(["score", str(SUM / "reply.md"), "--task", str(SUM / "task.yml"), "--json", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"gate: error: {target}: cannot write the JSON verdict: No such file or directory\n"

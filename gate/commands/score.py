@@ -57,9 +57,10 @@ def _emit(verdict: Verdict, json_target: str | None) -> None:
     if json_target == "-":
         sys.stdout.write(verdict.to_json() + "\n")
         return
-    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout)))
+    # The file first: when it cannot be written, the one error line is all the output.
     if json_target:
         try:
             Path(json_target).write_text(verdict.to_json() + "\n", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write the JSON verdict: {exc.strerror}", file=json_target) from None
+    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout)))
