@@ -434,3 +434,16 @@ def test_without_git_only_gate_check_stops_and_says_why(repo: Repo, tmp_path: Pa
                           text=True, check=False)
     assert done.returncode == 3
     assert done.stderr == "gate: error: git is not installed (or not on PATH); gate check reads the range with it\n"
+
+
+def test_a_hidden_path_written_with_dot_slash_is_the_same_file(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "dotted")
+    policy = POLICY + "hidden:\n  path: ./.github//gate-hidden.yml\n"
+    base = repo.commit("base", {".github/gate.yml": policy, ".github/gate-hidden.yml": HIDDEN, "calc.py": CALC})
+    head = repo.commit("bot", {".github/gate-hidden.yml": HIDDEN + "# easier\n", "calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.policy.hidden.path == ".github/gate-hidden.yml"
+        assert [c.name for c in found.subject.hidden_cases] == ["secret sum"]  # read from the base commit
+        assert found.subject.tree is not None
+        assert not (found.subject.tree / ".github" / "gate-hidden.yml").exists()  # never where code runs
+        assert any("hidden cases file .github/gate-hidden.yml" in r for r in found.subject.blocked_reasons)

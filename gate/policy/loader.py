@@ -8,6 +8,7 @@ the merge.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import fields, is_dataclass
 from importlib import resources
@@ -195,23 +196,27 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
                         for ext in doc.get("languages", {})),
         claims=Claims(**_section(doc, "claims")),
         cases=parse_cases(doc.get("cases", []), file, "cases"),
-        hidden=Hidden(**_section(doc, "hidden")),
+        hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
         bots=Bots(**bots, **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
         limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
         python=doc.get("python", defaults.python),
-        judge=Judge(**_section(doc, "judge", floats=("timeout",))),
+        judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
         source=source,
         extends=extends,
     )
 
 
-def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One mapping of the document as keyword arguments: lists become tuples, and `floats` become floats
-    (YAML reads `timeout: 3` as an integer)."""
+def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = (),
+             paths: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One mapping of the document as keyword arguments: lists become tuples, `floats` become floats (YAML
+    reads `timeout: 3` as an integer), and `paths` are normalised: `./.github/x.yml` is the tree's
+    `.github/x.yml`, which the gate reads from the base commit, withholds from the sandbox and guards."""
     section: dict[str, Any] = {}
     for name, value in doc.get(key, {}).items():
+        if name in paths and isinstance(value, str):
+            value = posixpath.normpath(value)
         section[name] = tuple(value) if isinstance(value, list) else float(value) if name in floats else value
     return section
 
