@@ -54,6 +54,8 @@ ERRORS = [
                  "bad glob 'src/[abc.py': unclosed `[`", id='bad-glob'),
     pytest.param("bots:\n  patterns: ['/abs*']\n", 2, 'bots.patterns[0]',
                  'relative', id='absolute-glob'),
+    pytest.param("paths:\n  include: ['./src/*.py']\n", 2, 'paths.include[0]',
+                 'globs match paths as git writes them, without `.` or `..` parts', id='dot-slash-glob'),
     pytest.param('imports:\n  allow: [sys, os]\n', 2, 'imports.allow[1]',
                  "'os' is both allowed and denied (imports.deny comes from the default preset",
                  id='allowed-and-denied'),

@@ -275,6 +275,9 @@ def glob_problem(pattern: str) -> str | None:
     (gate.globs), so a policy that validates never fails later at score time."""
     if pattern.startswith("/"):
         return "globs are relative to the repository root; drop the leading `/`"
+    if {".", ".."} & set(pattern.split("/")):
+        # git names files `src/a.py`, never `./src/a.py`: such a glob would silently match nothing.
+        return "globs match paths as git writes them, without `.` or `..` parts (write `src/*.py`)"
     try:
         compile_glob(pattern)
     except ValueError as exc:
