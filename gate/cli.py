@@ -12,6 +12,10 @@ from collections.abc import Sequence
 from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
+# GitPython refuses to be imported when no git executable is found. Only `gate check` and the PR gate need
+# git, and they say so when it is missing; every other command must work on a machine with only Python.
+os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
+
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
 COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
 
@@ -42,6 +46,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`gate check | head`): say so once, and point stdout at /dev/null so that the
+        # interpreter's flush at exit does not raise again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        print("gate: error: the output was closed before the report was written (broken pipe)", file=sys.stderr)
+        return EXIT_GATE_FAILED
     except Exception as exc:  # a bug in the gate: exit 3 ("could not do its job"), never 1, which reads as blocked
         print(f"gate: internal error: {type(exc).__name__}: {exc} (a bug in the gate; set GATE_DEBUG=1 for the "
               "traceback)", file=sys.stderr)

@@ -6,9 +6,11 @@ import time
 from collections.abc import Sequence
 
 from gate import __version__
+from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Check, CheckContext
 from gate.policy.model import Policy
+from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict
@@ -69,6 +71,19 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         gate_version=__version__,
         reproduce=reproduce,
     )
+
+
+def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "") -> Verdict:
+    """Score `subject`, running its cases in a sandbox under the policy's limits; no sandbox is started when
+    there are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy
+    requires is missing here."""
+    if not policy.cases and not subject.cases and not subject.hidden_cases:
+        return score(subject, policy, reproduce=reproduce)
+    sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require)
+    try:
+        return score(subject, policy, sandbox, reproduce=reproduce)
+    finally:
+        sandbox.close()
 
 
 def _unmet_requirement(check: Check, ctx: CheckContext) -> str:

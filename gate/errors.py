@@ -5,6 +5,8 @@ Exit codes: 0 accepted, 1 over budget or blocked, 2 bad input or usage, 3 the ga
 
 from __future__ import annotations
 
+from pathlib import Path
+
 EXIT_ACCEPTED = 0
 EXIT_BLOCKED = 1
 EXIT_BAD_INPUT = 2
@@ -41,3 +43,27 @@ class GateFailure(GateError):
     """The gate could not do its job, e.g. a required isolation layer is missing (exit 3)."""
 
     exit_code = EXIT_GATE_FAILED
+
+
+def read_input(path: Path, what: str = "file") -> str:
+    """The text of a file the user names (a policy, a task, a reply). Raises BadInput naming the file, and
+    for bytes that are not UTF-8, the line they are on."""
+    file = str(path)
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        raise BadInput(f"no such {what}", file=file) from None
+    except IsADirectoryError:
+        raise BadInput(f"is a directory, expected a {what}", file=file) from None
+    except OSError as exc:
+        raise BadInput(f"cannot read: {exc.strerror}", file=file) from None
+    return decode_input(data, file)
+
+
+def decode_input(data: bytes, file: str) -> str:
+    """`data` as UTF-8 text. Raises BadInput naming `file` and the line of the first byte that is not."""
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise BadInput(f"not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})", file=file,
+                       line=data.count(b"\n", 0, exc.start) + 1) from None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import io
+import tokenize
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -21,6 +23,28 @@ class SourceFile:
     added_lines: frozenset[int] | None = None
     status: Literal["added", "modified", "renamed", "extracted"] = "added"
     old_path: str | None = None
+    # Why Python cannot read the file's bytes as text, and on which line (`text` then holds U+FFFD there).
+    undecodable: tuple[str, int] | None = None
+
+    @classmethod
+    def from_bytes(cls, path: str, data: bytes, added_lines: frozenset[int] | None = None,
+                   status: Literal["added", "modified", "renamed"] = "added",
+                   old_path: str | None = None) -> SourceFile:
+        """A file as git stores it. Python source is decoded as Python decodes it (a UTF-8 BOM, a `coding:`
+        line), other files as UTF-8; bytes that do not decode become U+FFFD and `undecodable` says why."""
+        encoding, problem = "utf-8", None
+        if path.endswith((".py", ".pyi")):
+            try:
+                encoding = tokenize.detect_encoding(io.BytesIO(data).readline)[0]
+            except SyntaxError as exc:  # an unknown or contradictory `coding:` line
+                problem = (exc.msg, exc.lineno or 1)
+        try:
+            text = data.decode(encoding)
+        except UnicodeDecodeError as exc:
+            text = data.decode(encoding, errors="replace")
+            problem = problem or (f"not valid {encoding} text: byte {data[exc.start]:#04x} at offset {exc.start}",
+                                  data.count(b"\n", 0, exc.start) + 1)
+        return cls(path, text, added_lines, status, old_path, problem)
 
 
 @dataclass(frozen=True)

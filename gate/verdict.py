@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from importlib import resources
 from typing import Any, Literal
@@ -15,11 +16,29 @@ CheckStatus = Literal["passed", "failed", "skipped"]
 CaseStatus = Literal["passed", "failed", "timeout", "error"]
 
 
+# Most findings a message or a report lists before "and N more"; a penalty's locations keep every one. A
+# range of 1,500 broken files must still give a message a reviewer can read and a comment that fits GitHub.
+MAX_LISTED = 10
+
+
+def listing(findings: Sequence[str], separator: str = "; ") -> str:
+    """The first MAX_LISTED of `findings` joined, then "and N more" for the rest."""
+    shown = separator.join(findings[:MAX_LISTED])
+    return shown + (f" and {len(findings) - MAX_LISTED} more" if len(findings) > MAX_LISTED else "")
+
+
 @dataclass(frozen=True)
 class Location:
+    """A place in a file; `str()` gives it as `path:line:column`, leaving out what is not known."""
+
     path: str
     line: int | None = None
     column: int | None = None
+
+    def __str__(self) -> str:
+        if self.line is None:
+            return self.path
+        return f"{self.path}:{self.line}" + (f":{self.column}" if self.column else "")
 
 
 @dataclass(frozen=True)

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gate.checks.base import CheckContext, CheckResult
-from gate.engine import score
-from gate.policy.model import Policy
-from gate.subject import Subject
+from gate.engine import score, score_running_cases
+from gate.policy.model import CaseSpec, Policy
+from gate.subject import SourceFile, Subject
 from gate.verdict import Penalty, Verdict
 
 
@@ -73,3 +73,13 @@ def test_verdict_json_round_trips_and_validates() -> None:
 def test_verdict_without_sandbox_says_code_was_not_run() -> None:
     verdict = score(subject(), Policy(), checks=[])
     assert dict(verdict.isolation) == {"code execution": "off: not run"}
+
+
+def test_cases_run_in_a_sandbox_that_is_started_only_when_there_are_cases() -> None:
+    files = (SourceFile("solution.py", "print(input())\n", status="extracted"),)
+    echo = CaseSpec("stdio", "echo", (("stdin", "hi\n"), ("stdout", "hi")))
+    without = score_running_cases(subject(files=files), Policy())
+    assert dict(without.isolation) == {"code execution": "off: not run"}
+    ran = score_running_cases(subject(files=files, cases=(echo,)), Policy())
+    assert "code execution" not in dict(ran.isolation)
+    assert [(c.name, c.status) for c in ran.cases] == [("echo", "passed")]

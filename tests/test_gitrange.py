@@ -228,6 +228,25 @@ def test_the_base_defaults_to_the_merge_base_with_main(repo: Repo) -> None:
         assert [f.path for f in found.subject.files] == ["calc.py"]  # not main's README change
 
 
+def test_the_base_falls_back_to_master_then_origin_head(tmp_path: Path) -> None:
+    upstream = Repo(tmp_path / "upstream")
+    fork = upstream.commit("base", {"calc.py": CALC})
+    upstream.git("branch", "-m", "main", "trunk")
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(upstream.root), str(clone)], check=True)
+    repo = git.Repo(clone)
+    repo.git.config("user.name", "Bot")
+    repo.git.config("user.email", "bot@example.com")
+    repo.git.checkout("-q", "-b", "bot")
+    (clone / "calc.py").write_text(CALC + "# tidy\n")
+    repo.git.commit("-q", "-am", "bot")
+    with subject_from_range(clone) as found:  # no main, no master: origin/HEAD (trunk)
+        assert dict(found.subject.facts)["base"] == fork
+    repo.git.branch("master", "bot")  # master, tried before origin/HEAD, already has the bot's commit
+    with pytest.raises(BadInput, match="has no commits that the base"):
+        subject_from_range(clone).__enter__()
+
+
 def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> None:
     repo.git("remote", "add", "origin", "https://x-access-token:SECRET@github.com/octo/widgets.git")
     repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
@@ -256,6 +275,24 @@ def test_file_names_with_odd_characters_survive(repo: Repo) -> None:
         assert [f.path for f in found.subject.files] == [name]
 
 
+def test_python_files_are_decoded_as_python_decodes_them(repo: Repo) -> None:
+    base = repo.git("rev-parse", "main")
+    for name, data in {"bom.py": b"\xef\xbb\xbfx = 1\n",  # a Windows editor's BOM: valid Python
+                       "cookie.py": b"# -*- coding: latin-1 -*-\nx = 'caf\xe9'\n",  # declared: valid
+                       "late.py": b"x = 1\n\ny = 'caf\xe9'\n"}.items():  # not UTF-8, not declared
+        (repo.root / name).write_bytes(data)
+        repo.git("add", name)
+    head = repo.commit("bot")
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        texts = {f.path: f.text for f in found.subject.files}
+        verdict = score_range(found)
+    assert texts["bom.py"] == "x = 1\n" and texts["cookie.py"].endswith("x = 'caf\xe9'\n")
+    [parse] = [p for p in verdict.penalties if p.check == "parse"]
+    assert parse.message == ("does not parse: late.py:3: not valid utf-8 text: byte 0xe9 at offset 15 "
+                             "(Python 3.11)")
+    assert [str(loc) for loc in parse.locations] == ["late.py:3"]
+
+
 def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
     repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
     assert main(["check", "--repo", str(repo.root), "--base", "nope"]) == 2
@@ -268,15 +305,33 @@ def test_bad_refs_and_paths_are_clear_errors(repo: Repo, capsys: pytest.CaptureF
         subject_from_range(repo.root, "main", "no-such-branch").__enter__()
 
 
-def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+def test_refs_are_read_as_git_reads_them(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    repo.git("tag", "-a", "-m", "release", "v1", "main")
+    with subject_from_range(repo.root, "@{-1}", "HEAD") as found:  # the branch checked out before: main
+        assert dict(found.subject.facts)["base"] == repo.git("rev-parse", "main")
+    with subject_from_range(repo.root, "v1", "HEAD^{/bot}") as found:  # an annotated tag; a message search
+        assert [f.path for f in found.subject.files] == ["calc.py"]
+    for ref in ("HEAD@{100}", "HEAD^{tree}", "HEAD:calc.py", "--output=x"):
+        assert main(["check", "--repo", str(repo.root), f"--base={ref}"]) == 2
+        assert capsys.readouterr().err == f"gate: error: --base: unknown revision {ref!r} in {repo.root}\n"
+
+
+@pytest.mark.parametrize(("policy", "error"), [
+    (b"budget: lots\n", ":1: budget: expected an integer, got the string 'lots'"),
+    (POLICY.encode() + b"# caf\xe9\n", f":7: not UTF-8 text (byte 0xe9 at offset {len(POLICY) + 5})"),
+], ids=["wrong-type", "not-utf8"])
+def test_a_broken_base_policy_is_a_clear_error(repo: Repo, capsys: pytest.CaptureFixture[str], policy: bytes,
+                                               error: str) -> None:
     repo.git("checkout", "-q", "main")
-    repo.commit("bad policy", {".github/gate.yml": "budget: lots\n"})
+    (repo.root / ".github" / "gate.yml").write_bytes(policy)
+    repo.git("commit", "-q", "-am", "broken policy")
     repo.git("checkout", "-q", "bot")
     repo.git("merge", "-q", "main")
     repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
     assert main(["check", "--repo", str(repo.root), "--base", "main"]) == 2
-    err = capsys.readouterr().err
-    assert ".github/gate.yml@" in err and "budget" in err and "Traceback" not in err
+    sha = repo.git("rev-parse", "main")[:12]
+    assert capsys.readouterr().err == f"gate: error: .github/gate.yml@{sha}{error}\n"
 
 
 def test_comment_summary_and_annotations_outputs(repo: Repo, capsys: pytest.CaptureFixture[str]) -> None:
@@ -365,3 +420,30 @@ def test_template_overrides_from_the_base_commit_shape_the_comment(repo: Repo) -
     comment = repo.root.parent / "comment.md"
     check(repo, "--base", "main", "--comment", str(comment))
     assert comment.read_text() == "blocked: 3 points against a budget of 1\n<!-- gate:report -->\n"
+
+
+def test_without_git_only_gate_check_stops_and_says_why(repo: Repo, tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"  # a PATH with Python and no git
+    bin_dir.mkdir()
+    (bin_dir / "python").symlink_to(sys.executable)
+    env = {"PATH": str(bin_dir), "HOME": str(tmp_path)}
+    policy = subprocess.run([sys.executable, "-m", "gate", "policy", "check", ".github/gate.yml"], cwd=repo.root,
+                            env=env, capture_output=True, text=True, check=False)
+    assert (policy.returncode, policy.stderr) == (0, "")
+    done = subprocess.run([sys.executable, "-m", "gate", "check"], cwd=repo.root, env=env, capture_output=True,
+                          text=True, check=False)
+    assert done.returncode == 3
+    assert done.stderr == "gate: error: git is not installed (or not on PATH); gate check reads the range with it\n"
+
+
+def test_a_hidden_path_written_with_dot_slash_is_the_same_file(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "dotted")
+    policy = POLICY + "hidden:\n  path: ./.github//gate-hidden.yml\n"
+    base = repo.commit("base", {".github/gate.yml": policy, ".github/gate-hidden.yml": HIDDEN, "calc.py": CALC})
+    head = repo.commit("bot", {".github/gate-hidden.yml": HIDDEN + "# easier\n", "calc.py": CALC + "# tidy\n"})
+    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+        assert found.policy.hidden.path == ".github/gate-hidden.yml"
+        assert [c.name for c in found.subject.hidden_cases] == ["secret sum"]  # read from the base commit
+        assert found.subject.tree is not None
+        assert not (found.subject.tree / ".github" / "gate-hidden.yml").exists()  # never where code runs
+        assert any("hidden cases file .github/gate-hidden.yml" in r for r in found.subject.blocked_reasons)

@@ -9,6 +9,7 @@ import pytest
 
 from gate.policy.model import Language, Paths, Points, Policy
 from gate.subject import SourceFile
+from gate.verdict import Location
 from tests.helpers_static import check, fenced, penalty, score_files, score_reply
 
 
@@ -44,6 +45,14 @@ def test_every_broken_file_is_listed_once_in_one_penalty() -> None:
     assert found.points == 6
     assert [loc.path for loc in found.locations] == ["a.py", "c.py"]
     assert "2 files do not parse" in found.message
+
+
+def test_many_broken_files_keep_a_readable_message_and_every_location() -> None:
+    files = [SourceFile(f"pkg/m{i:04}.py", "def f(:\n") for i in range(1500)]
+    found = penalty(score_files(files), "parse")
+    assert len(found.locations) == 1500
+    assert found.message.startswith("1500 files do not parse: pkg/m0000.py:1:7: invalid syntax")
+    assert found.message.endswith("pkg/m0009.py:1:7: invalid syntax (Python 3.11) and 1490 more")
 
 
 def _fake_compiler(script: str, extension: str = ".js", timeout: float = 10.0) -> Policy:
@@ -106,3 +115,14 @@ def test_real_compilers_when_installed(extension: str, command: tuple[str, ...],
     assert found.locations[0].path == f"src/main{extension}"
     assert found.locations[0].line == line
     assert "error" in found.message.lower()
+
+
+@pytest.mark.parametrize(("data", "problem"), [
+    (b"# coding: klingon\nx = 1\n", ("unknown encoding: klingon", 1)),
+    (b"x = 1\n\xff\n", ("not valid utf-8 text: byte 0xff at offset 6", 2)),
+])
+def test_python_bytes_that_python_cannot_read_are_a_parse_failure(data: bytes, problem: tuple[str, int]) -> None:
+    source = SourceFile.from_bytes("bad.py", data)
+    assert source.undecodable == problem
+    verdict = score_files([source])
+    assert penalty(verdict, "parse").locations == (Location("bad.py", problem[1]),)

@@ -54,6 +54,8 @@ ERRORS = [
                  "bad glob 'src/[abc.py': unclosed `[`", id='bad-glob'),
     pytest.param("bots:\n  patterns: ['/abs*']\n", 2, 'bots.patterns[0]',
                  'relative', id='absolute-glob'),
+    pytest.param("paths:\n  include: ['./src/*.py']\n", 2, 'paths.include[0]',
+                 'globs match paths as git writes them, without `.` or `..` parts', id='dot-slash-glob'),
     pytest.param('imports:\n  allow: [sys, os]\n', 2, 'imports.allow[1]',
                  "'os' is both allowed and denied (imports.deny comes from the default preset",
                  id='allowed-and-denied'),
@@ -150,6 +152,8 @@ BOMB = "".join(f"{name}: &{name} [" + ", ".join([f"*{prev}" if prev else "1"] * 
     pytest.param(BOMB, ": too many values (over 100000; YAML aliases expand)", id="alias-bomb"),
     pytest.param("a: " + "[" * 5000 + "]" * 5000 + "\n", ": the YAML is nested too deeply", id="deep"),
     pytest.param("1: 2\n", ":1: keys must be strings, got the integer 1", id="number-key"),
+    pytest.param("budget: 3\n\x00\x01\n", ":2: not YAML text: control character U+0000 (a binary file?)",
+                 id="binary"),
 ])
 def test_hostile_or_odd_yaml_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str,
                                           words: str) -> None:
@@ -162,7 +166,7 @@ def test_hostile_or_odd_yaml_is_bad_input(tmp_path: Path, capsys: pytest.Capture
 def test_a_named_file_that_does_not_exist_is_an_error(tmp_path: Path,
                                                       capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["policy", "check", str(tmp_path / "nope.yml")]) == 2
-    assert _only_error_line(capsys.readouterr().err) == f"gate: error: {tmp_path / 'nope.yml'}: no such file"
+    assert _only_error_line(capsys.readouterr().err) == f"gate: error: {tmp_path / 'nope.yml'}: no such policy file"
 
 
 def test_a_real_process_reports_bad_input_without_a_traceback(tmp_path: Path) -> None:
@@ -356,3 +360,14 @@ def test_the_readme_documents_every_policy_key() -> None:
     schema = json.loads((resources.files("gate") / "policy" / "schema.json").read_text())
     missing = [key for key in _leaf_keys(schema) if f"`{key}`" not in section]
     assert missing == []
+
+
+def test_a_reader_that_goes_away_gets_one_line_not_a_traceback(tmp_path: Path) -> None:
+    # `gate policy schema | head -1`: the pipe's reader is closed before the gate writes (nothing reads it).
+    proc = subprocess.Popen([sys.executable, "-m", "gate", "policy", "schema"], cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()
+    err = proc.stderr.read()
+    assert proc.wait() == 3
+    assert err == "gate: error: the output was closed before the report was written (broken pipe)\n"

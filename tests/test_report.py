@@ -8,12 +8,16 @@ from dataclasses import replace
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
+from gate.engine import score
+from gate.policy.model import Policy
 from gate.report.annotations import escape_data, escape_property, workflow_commands
 from gate.report.comment import COMMENT_LIMIT, render_comment
 from gate.report.context import MARKER
 from gate.report.markdown import cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
+from gate.report.terminal import render_terminal
+from gate.subject import SourceFile, Subject
 from gate.verdict import CaseReport, CheckReport, Location, Note, Penalty, Verdict
 
 HEAD = "b" * 40
@@ -162,7 +166,7 @@ def test_over_the_limit_the_comment_is_cut_outside_any_table_or_details_with_a_n
 
 
 def test_cut_never_stops_inside_a_table_row_details_or_fence() -> None:
-    block = ("head\n\n| a | b |\n|---|---|\n| 1 | 2 |\n\n"
+    block = ("head\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\n"
              "<details><summary>s</summary>\n\n```\nx\n```\n\n</details>\n")
     text = block * 50
     for limit in range(200, 2000, 37):
@@ -173,6 +177,7 @@ def test_cut_never_stops_inside_a_table_row_details_or_fence() -> None:
         assert all(line.endswith("|") for line in kept.splitlines() if line.startswith("|"))
         page = html(out)
         assert page.count("<details>") == page.count("</details>") and page.rstrip().endswith("<p>NOTE</p>")
+        assert page.count("<thead>") == page.count("<tbody>")  # no table is left with a header alone
 
 
 def test_job_summary_is_the_full_report_without_the_marker() -> None:
@@ -239,3 +244,16 @@ def test_a_summary_beyond_githubs_1_mib_is_cut_with_a_note() -> None:
 def test_advisory_mode_accepts_but_says_it_is_over_budget() -> None:
     first = render_comment(blocked_verdict(mode="advisory", accepted=True)).splitlines()[0]
     assert "accepted" in first and "7 points against a budget of 3" in first and "advisory" in first
+
+
+def test_a_huge_range_still_gets_its_penalty_table_in_the_comment() -> None:
+    files = tuple(SourceFile(f"pkg/module_with_a_long_name_{i}.py", "import os\ndef f(:\n") for i in range(1500))
+    verdict = score(Subject(kind="range", label="a..b", files=files, facts=(("repo", REPO), ("head", HEAD))),
+                    Policy())
+    comment = render_comment(verdict)
+    assert len(comment) < COMMENT_LIMIT // 4
+    page = html(comment)
+    assert "<td>parse</td>" in page and "1500 files do not parse" in page and "and 1490 more" in page
+    assert page.count('href="https://github.com/octo/widgets/blob/') == 10
+    terminal = render_terminal(verdict, color=False)
+    assert len(terminal.splitlines()) < 60 and "and 1490 more" in terminal

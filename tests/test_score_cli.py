@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import pty
 import subprocess
 import sys
 from pathlib import Path
@@ -102,11 +104,19 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys: pytest.Capture
     assert "Traceback" not in err[0]
 
 
-def test_a_reply_that_is_not_utf8_is_bad_input(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    reply = tmp_path / "reply.md"
-    reply.write_bytes(b"\xff\xfe not text")
-    assert main(["score", str(reply), "--task", str(SUM / "task.yml")]) == 2
-    assert "not UTF-8" in capsys.readouterr().err
+@pytest.mark.parametrize("which", ["reply", "task", "policy"])
+def test_a_file_that_is_not_utf8_is_bad_input_naming_its_line(tmp_path: Path, which: str,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    files = {"reply": tmp_path / "reply.md", "task": tmp_path / "task.yml", "policy": tmp_path / "gate.yml"}
+    files["reply"].write_text("```python\nprint(1)\n```\n")
+    files["task"].write_text("name: t\n")
+    files["policy"].write_text("budget: 3\n")
+    files[which].write_bytes(files[which].read_bytes() + b"# caf\xe9\n")
+    argv = ["score", str(files["reply"]), "--task", str(files["task"]), "--policy", str(files["policy"])]
+    assert main(argv) == 2
+    line = {"reply": 4, "task": 2, "policy": 2}[which]
+    assert capsys.readouterr().err == f"gate: error: {files[which]}:{line}: not UTF-8 text (byte 0xe9 at offset " \
+        f"{len(files[which].read_bytes()) - 2})\n"
 
 
 def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> None:
@@ -115,3 +125,36 @@ def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> N
     assert proc.returncode == 1, proc.stderr  # the O(1) claim and the TypeError case
     assert "\x1b[" not in proc.stdout
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
+
+
+@pytest.mark.parametrize("no_color", [None, "1"])
+def test_real_process_on_a_terminal_is_coloured_unless_NO_COLOR(no_color: str | None) -> None:
+    env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | ({"NO_COLOR": no_color} if no_color else {})
+    leader, follower = pty.openpty()
+    with subprocess.Popen([sys.executable, "-m", "gate", "score", str(IS_EVEN / "reply.md"),
+                           "--task", str(IS_EVEN / "task.yml")], stdout=follower, stderr=subprocess.PIPE,
+                          env=env) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait() == 1
+    os.close(leader)
+    out = b"".join(chunks).decode()
+    assert out.startswith("\x1b[31mBLOCKED\x1b[0m" if not no_color else "BLOCKED")
+    assert ("\x1b[" in out) == (no_color is None)
+
+
+def test_a_json_file_that_cannot_be_written_is_the_only_output(tmp_path: Path,
+                                                               capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "missing-dir" / "verdict.json"
+    assert main(["score", str(SUM / "reply.md"), "--task", str(SUM / "task.yml"), "--json", str(target)]) == 2
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == f"gate: error: {target}: cannot write the JSON verdict: No such file or directory\n"

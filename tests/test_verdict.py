@@ -100,3 +100,8 @@ def test_bot_chosen_text_cannot_drive_the_terminal() -> None:
     text = render_terminal(verdict, color=False)
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text
     assert "evilU+001B[2J" in text and "U+202E" in text
+
+
+def test_a_location_reads_as_path_line_column_leaving_out_what_is_unknown() -> None:
+    assert [str(loc) for loc in (Location("a.py"), Location("a.py", 3), Location("a.py", 3, 7))] == [
+        "a.py", "a.py:3", "a.py:3:7"]

@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import AST_STATE
+from gate.checks.parse import parsed_trees
 from gate.fences import prose_lines
 from gate.subject import SourceFile
-from gate.verdict import Location, Penalty
+from gate.verdict import Location, Penalty, listing
 
 _CLAIM = re.compile(r"\b[Oo]\s*\(\s*1\s*\)|\bconstant[- ]time\b", re.IGNORECASE)
 _SPACE_AFTER = re.compile(r"\s*(?:(?:extra|auxiliary|additional)\s+)?(?:space|memory)\b", re.IGNORECASE)
@@ -64,7 +64,7 @@ class Claims:
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.policy.claims.allow_loops:
             return CheckResult()
-        trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+        trees = parsed_trees(ctx)
         findings: list[tuple[str, Location, Location]] = []
         for source in ctx.files:
             tree = trees.get(source.path)
@@ -79,18 +79,14 @@ class Claims:
                 loop = _first_loop(function) if claim else None
                 if claim and loop:
                     kind, line = loop
-                    message = (f"{function.name}() claims {claim.text} at {_at(claim.where)} "
+                    message = (f"{function.name}() claims {claim.text} at {claim.where} "
                                f"but has a {kind} at {source.path}:{line}")
                     findings.append((message, claim.where, Location(source.path, line)))
         if not findings:
             return CheckResult()
-        message = "; ".join(text for text, _, _ in findings)
+        message = listing([text for text, _, _ in findings])
         locations = tuple(loc for _, claim, loop in findings for loc in (claim, loop))
         return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),))
-
-
-def _at(location: Location) -> str:
-    return f"{location.path}:{location.line}"
 
 
 def _docstring_claim(function: _Function, path: str) -> Claim | None:

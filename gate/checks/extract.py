@@ -24,7 +24,7 @@ from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
 from gate.subject import SourceFile
-from gate.verdict import Location, Note, Penalty
+from gate.verdict import Location, Note, Penalty, listing
 
 SOLUTION_PATH = "solution.py"
 
@@ -39,7 +39,6 @@ _CHAT_LINE = re.compile(
     r"|(?:explanation|output|usage|example usage)\s*:\s*$)",
     re.IGNORECASE,
 )
-_MAX_LISTED = 10
 
 
 class Extract:
@@ -97,9 +96,8 @@ class Extract:
         found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(f)]
         if not found:
             return CheckResult()
-        listed = ", ".join(f"{loc.path}:{loc.line}" for loc in found[:_MAX_LISTED])
-        more = f" and {len(found) - _MAX_LISTED} more" if len(found) > _MAX_LISTED else ""
-        message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}{more}"
+        listed = listing([str(loc) for loc in found], ", ")
+        message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}"
         return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))
 
 

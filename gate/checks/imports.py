@@ -24,10 +24,10 @@ from dataclasses import dataclass
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import AST_STATE
+from gate.checks.parse import parsed_trees
 from gate.policy.model import DYNAMIC_LOADERS
 from gate.subject import SourceFile
-from gate.verdict import Location, Penalty
+from gate.verdict import Location, Penalty, listing
 
 _BUILTIN_PREFIXES = ("builtins.", "__builtins__.")
 # `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says.
@@ -58,7 +58,7 @@ class Imports:
     requires: tuple[str, ...] = ("parse",)
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+        trees = parsed_trees(ctx)
         task = ctx.subject.task
         from_task = task is not None and task.allowed_imports is not None
         allow = ctx.policy.imports.allow
@@ -78,11 +78,10 @@ class Imports:
                 reasons = _offences(found, allow, allow_anything, ctx.policy.imports.deny,
                                     ctx.policy.imports.dynamic)
                 if reasons:
-                    where = f"{source.path}:{found.line}"
-                    offences.append((f"{found.text} ({where}): {', '.join(reasons)}", location))
+                    offences.append((f"{found.text} ({location}): {', '.join(reasons)}", location))
         if not offences:
             return CheckResult()
-        message = "imports outside the policy: " + "; ".join(text for text, _ in offences)
+        message = "imports outside the policy: " + listing([text for text, _ in offences])
         locations = tuple(dict.fromkeys(loc for _, loc in offences))
         return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),))
 

@@ -25,7 +25,7 @@ from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.policy.model import Language, Policy
 from gate.subject import SourceFile
-from gate.verdict import Location, Note, Penalty
+from gate.verdict import Location, Note, Penalty, listing
 
 AST_STATE = "ast"
 
@@ -65,13 +65,19 @@ class Parse:
             return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes))
         if not failures:
             return CheckResult(notes=tuple(notes))
-        message = "; ".join(f"{_where(loc)}: {text}" for text, loc in failures)
+        message = listing([f"{loc}: {text}" for text, loc in failures])
         if len(failures) > 1:
             message = f"{len(failures)} files do not parse: {message}"
         else:
             message = f"does not parse: {message}"
         penalty = Penalty(self.name, ctx.policy.points.parse, message, tuple(loc for _, loc in failures))
         return CheckResult(penalties=(penalty,), notes=tuple(notes))
+
+
+def parsed_trees(ctx: CheckContext) -> dict[str, ast.Module]:
+    """The Python trees the parse check left for the later checks, by path (empty before it ran)."""
+    trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
+    return trees
 
 
 def _is_python(source: SourceFile) -> bool:
@@ -92,6 +98,9 @@ def _feature_version(python: str) -> tuple[int, int]:
 
 
 def _parse_python(source: SourceFile, python: str) -> tuple[ast.Module | None, tuple[str, Location] | None]:
+    if source.undecodable:  # Python refuses the file's bytes before it parses anything
+        message, line = source.undecodable
+        return None, (f"{message} (Python {python})", Location(source.path, line))
     try:
         with warnings.catch_warnings():
             # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
@@ -153,14 +162,6 @@ def _compiler_failure(output: str, path: str, program: str, code: int) -> tuple[
     first = next((line.strip() for line in output.splitlines() if line.strip()), "")
     return first or f"`{program}` exited with status {code}", Location(path)
 
-
-def _where(location: Location) -> str:
-    text = location.path
-    if location.line:
-        text += f":{location.line}"
-        if location.column:
-            text += f":{location.column}"
-    return text
 
 
 register(Parse())

@@ -6,18 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.cases.running import sandbox_limits
-from gate.engine import score
+from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
-from gate.policy.model import Policy
 from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal, use_color
-from gate.sandbox import open_sandbox
-from gate.sandbox.base import Sandbox
 from gate.sources.gitrange import DEFAULT_BRANCHES, DEFAULT_POLICY_PATH, GitRange, subject_from_range
-from gate.subject import Subject
 from gate.verdict import Verdict
 
 
@@ -70,19 +65,7 @@ def score_range(found: GitRange) -> Verdict:
     """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
     commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
     is missing here."""
-    sandbox = _sandbox_for(found.subject, found.policy)
-    try:
-        return score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
-    finally:
-        if sandbox is not None:
-            sandbox.close()
-
-
-def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
-    """A sandbox when there are cases to run (its start-up is not free), under the policy's limits."""
-    if not policy.cases and not subject.cases and not subject.hidden_cases:
-        return None
-    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
+    return score_running_cases(found.subject, found.policy, reproduce=found.reproduce)
 
 
 def _write(path: Path, text: str, option: str) -> None:

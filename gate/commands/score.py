@@ -10,17 +10,12 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases.hidden import load_hidden
-from gate.cases.running import sandbox_limits
-from gate.engine import score
-from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
+from gate.engine import score_running_cases
+from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput, read_input
 from gate.policy.loader import load_policy
-from gate.policy.model import Policy
 from gate.report.terminal import render_terminal, use_color
-from gate.sandbox import open_sandbox
-from gate.sandbox.base import Sandbox
 from gate.sources.reply import subject_from_reply
 from gate.sources.task import load_task
-from gate.subject import Subject
 from gate.verdict import Verdict
 
 
@@ -41,38 +36,14 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
-    reply = _read_reply(args.reply)
+    reply = read_input(args.reply, "reply file")
     task, cases = load_task(args.task)
     policy = load_policy(args.policy)
     subject = subject_from_reply(reply, args.reply, task, cases)
     subject = dataclasses.replace(subject, hidden_cases=load_hidden(policy, None))
-    sandbox = _sandbox_for(subject, policy)
-    try:
-        verdict = score(subject, policy, sandbox, reproduce=_reproduce(args))
-    finally:
-        if sandbox is not None:
-            sandbox.close()
+    verdict = score_running_cases(subject, policy, reproduce=_reproduce(args))
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-
-
-def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
-    """A sandbox under the policy's limits when there are cases to run (its start-up is not free). Raises
-    GateFailure (exit 3) when a layer the policy requires is missing here."""
-    if not policy.cases and not subject.cases and not subject.hidden_cases:
-        return None
-    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
-
-
-def _read_reply(path: Path) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", file=str(path)) from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", file=str(path)) from None
 
 
 def _reproduce(args: argparse.Namespace) -> str:
@@ -86,9 +57,10 @@ def _emit(verdict: Verdict, json_target: str | None) -> None:
     if json_target == "-":
         sys.stdout.write(verdict.to_json() + "\n")
         return
-    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout)))
+    # The file first: when it cannot be written, the one error line is all the output.
     if json_target:
         try:
             Path(json_target).write_text(verdict.to_json() + "\n", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write the JSON verdict: {exc.strerror}", file=json_target) from None
+    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout)))

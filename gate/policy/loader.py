@@ -8,13 +8,14 @@ the merge.
 
 from __future__ import annotations
 
+import posixpath
 import re
 from dataclasses import fields, is_dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gate.errors import BadInput
+from gate.errors import BadInput, read_input
 from gate.globs import compile_glob
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
 from gate.policy.model import (
@@ -72,7 +73,7 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     if text is None:
         if path is None:
             return load_preset(DEFAULT_PRESET)
-        text = _read(path, file)
+        text = read_input(path, "policy file")
     doc = load_marked(text, file)
     if doc is None:
         raise BadInput("the file is empty; expected a mapping of policy keys (budget, points, ...)",
@@ -196,23 +197,27 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
                         for ext in doc.get("languages", {})),
         claims=Claims(**_section(doc, "claims")),
         cases=parse_cases(doc.get("cases", []), file, "cases"),
-        hidden=Hidden(**_section(doc, "hidden")),
+        hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
         bots=Bots(**bots, **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
         limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
         python=doc.get("python", defaults.python),
-        judge=Judge(**_section(doc, "judge", floats=("timeout",))),
+        judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
         source=source,
         extends=extends,
     )
 
 
-def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One mapping of the document as keyword arguments: lists become tuples, and `floats` become floats
-    (YAML reads `timeout: 3` as an integer)."""
+def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = (),
+             paths: tuple[str, ...] = ()) -> dict[str, Any]:
+    """One mapping of the document as keyword arguments: lists become tuples, `floats` become floats (YAML
+    reads `timeout: 3` as an integer), and `paths` are normalised: `./.github/x.yml` is the tree's
+    `.github/x.yml`, which the gate reads from the base commit, withholds from the sandbox and guards."""
     section: dict[str, Any] = {}
     for name, value in doc.get(key, {}).items():
+        if name in paths and isinstance(value, str):
+            value = posixpath.normpath(value)
         section[name] = tuple(value) if isinstance(value, list) else float(value) if name in floats else value
     return section
 
@@ -247,19 +252,6 @@ def _preset_file(name: str) -> str:
     return f"presets/{name}.yml"
 
 
-def _read(path: Path, file: str) -> str:
-    try:
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such file", file=file) from None
-    except IsADirectoryError:
-        raise BadInput("is a directory, expected a YAML file", file=file) from None
-    except UnicodeDecodeError as exc:
-        raise BadInput(f"not UTF-8 text ({exc.reason} at byte {exc.start})", file=file) from None
-    except OSError as exc:
-        raise BadInput(f"cannot read: {exc.strerror}", file=file) from None
-
-
 def _kind_of(value: Any) -> str:
     return "a list" if isinstance(value, list) else f"a single value ({value!r})"
 
@@ -284,6 +276,9 @@ def glob_problem(pattern: str) -> str | None:
     (gate.globs), so a policy that validates never fails later at score time."""
     if pattern.startswith("/"):
         return "globs are relative to the repository root; drop the leading `/`"
+    if {".", ".."} & set(pattern.split("/")):
+        # git names files `src/a.py`, never `./src/a.py`: such a glob would silently match nothing.
+        return "globs match paths as git writes them, without `.` or `..` parts (write `src/*.py`)"
     try:
         compile_glob(pattern)
     except ValueError as exc:

@@ -41,7 +41,12 @@ class _Loader(yaml.SafeLoader):
 
 def load_marked(text: str, file: str) -> Any:
     """Parse one YAML document, keeping line numbers; None for an empty document. Raises BadInput."""
-    loader = _Loader(text)
+    try:
+        # The reader refuses control characters (a binary file) as soon as it is built.
+        loader = _Loader(text)
+    except yaml.reader.ReaderError as exc:
+        raise BadInput(f"not YAML text: control character U+{int(exc.character):04X} (a binary file?)",
+                       file=file, line=text.count("\n", 0, exc.position) + 1) from None
     try:
         node = loader.get_single_node()
         return None if node is None else _Builder(loader, file).build(node, ())

@@ -11,13 +11,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.report.markdown import blob_url, code, escape, fence
-from gate.verdict import Location, Verdict
+from gate.verdict import Location, Verdict, listing
 
 # The hidden marker that identifies the gate's own PR comment; the GitHub publisher looks for it to edit the
 # comment in place instead of adding a new one.
 MARKER = "<!-- gate:report -->"
-# Most locations listed for one penalty before "and N more".
-MAX_LOCATIONS = 10
 
 
 @dataclass(frozen=True)
@@ -51,10 +49,7 @@ def location_markdown(location: Location, facts: dict[str, str]) -> str:
 
 
 def _locations(locations: tuple[Location, ...], facts: dict[str, str]) -> str:
-    shown = [location_markdown(loc, facts) for loc in locations[:MAX_LOCATIONS]]
-    if len(locations) > MAX_LOCATIONS:
-        shown.append(f"and {len(locations) - MAX_LOCATIONS} more")
-    return ", ".join(shown)
+    return listing([location_markdown(loc, facts) for loc in locations], ", ")
 
 
 def report_context(verdict: Verdict) -> dict[str, Any]:

@@ -68,8 +68,9 @@ _CLOSE_DETAILS = "\n\n</details>"
 
 def cut(text: str, limit: int, note: str) -> str:
     """`text` when it fits in `limit` characters; otherwise its longest prefix that ends with a whole line
-    outside any code fence, with the `<details>` sections still open there closed (so no table row, fence or
-    folded section is left open), followed by `note`."""
+    outside any code fence, and not between a table's header and its first row, with the `<details>` sections
+    still open there closed (so no table row, fence or folded section is left open, and no table is left
+    without rows), followed by `note`."""
     if len(text) <= limit:
         return text
     budget = limit - len(note) - 2
@@ -77,6 +78,7 @@ def cut(text: str, limit: int, note: str) -> str:
     fence_marks = ""
     best, best_depth = 0, 0
     position = 0
+    table_lines = 0  # lines of the table the current line belongs to, so far
     for line in text.splitlines(keepends=True):
         position += len(line)
         if position > budget:
@@ -91,6 +93,8 @@ def cut(text: str, limit: int, note: str) -> str:
             depth += 1
         elif stripped.startswith("</details>"):
             depth -= 1
-        if not fence_marks and position + depth * len(_CLOSE_DETAILS) <= budget:
+        table_lines = table_lines + 1 if stripped.startswith("|") and not fence_marks else 0
+        if not fence_marks and table_lines != 1 and table_lines != 2 \
+                and position + depth * len(_CLOSE_DETAILS) <= budget:
             best, best_depth = position, depth
     return text[:best].rstrip("\n") + _CLOSE_DETAILS * best_depth + "\n\n" + note

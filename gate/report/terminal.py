@@ -14,7 +14,7 @@ from typing import IO
 from jinja2 import Environment, PackageLoader, StrictUndefined
 
 from gate.report.markdown import visible
-from gate.verdict import Location, Verdict
+from gate.verdict import Verdict, listing
 
 WIDTH = 80
 _NAME, _STATUS, _POINTS = 16, 8, 6
@@ -45,13 +45,13 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
         checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
-                    "where": _wrap("at " + ", ".join(_where(loc) for loc in p.locations), 6)
+                    "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
                     if p.locations else []} for p in verdict.penalties],
         cases=[{"text": _wrap(f"#{c.index} {c.name}{' (hidden)' if c.hidden else ''}: {c.status}"
                               + (f" - {c.detail}" if c.detail else ""), 2),
                 "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
         notes=[_wrap(f"{n.source}: {n.message}"
-                     + (" (" + ", ".join(_where(loc) for loc in n.locations) + ")" if n.locations else ""), 2)
+                     + (" (" + listing([str(loc) for loc in n.locations], ", ") + ")" if n.locations else ""), 2)
                for n in verdict.notes],
         blocked=[_wrap(reason, 2) for reason in verdict.blocked_reasons],
         isolation=[_wrap(f"{layer}: {how}", 2) for layer, how in verdict.isolation],
@@ -90,14 +90,6 @@ def _wrap(text: str, indent: int) -> list[str]:
                                    break_long_words=True, break_on_hyphens=False) or [pad])
     return lines
 
-
-def _where(location: Location) -> str:
-    text = location.path
-    if location.line:
-        text += f":{location.line}"
-        if location.column:
-            text += f":{location.column}"
-    return text
 
 
 def _painter(color: bool) -> Callable[[str, str], str]:

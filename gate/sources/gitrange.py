@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 import git
 
 from gate.cases.hidden import load_hidden
-from gate.errors import BadInput
+from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.loader import load_policy
 from gate.policy.model import Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
@@ -120,6 +120,10 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
     commits, and record a dirty worktree as a fact (its uncommitted changes are not scored)."""
     try:
+        git.Git().version()
+    except git.GitCommandNotFound:
+        raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it") from None
+    try:
         repo = git.Repo(repo_dir, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
@@ -182,10 +186,13 @@ def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
 
 
 def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
+    """The commit `ref` names, in all of git's revision syntax (`HEAD@{yesterday}`, `@{u}`, `v1.0^{}`), which
+    GitPython's own parser only partly knows; so git itself resolves it."""
     try:
-        return repo.commit(ref)
-    except (git.BadName, ValueError) as exc:
-        raise BadInput(f"unknown revision {ref!r} in {repo.working_dir}", key=option) from exc
+        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+    except git.GitCommandError:
+        raise BadInput(f"unknown revision {ref!r} in {repo.working_dir}", key=option) from None
+    return repo.commit(sha)
 
 
 def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
@@ -216,7 +223,7 @@ def _read(commit: git.Commit, path: str) -> str | None:
     if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
         return None
     data: bytes = item.data_stream.read()
-    return data.decode("utf-8", errors="replace")
+    return decode_input(data, f"{path}@{commit.hexsha[:12]}")
 
 
 def _policy_at(base: git.Commit, policy_path: str | None) -> Policy:
@@ -268,17 +275,16 @@ def _changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> list[_Change
 def _source_file(repo: git.Repo, change: _Change) -> SourceFile:
     assert change.new_path is not None  # deleted files are not scored
     data: bytes = repo.odb.stream(bytes.fromhex(change.new_blob)).read()
-    text = data.decode("utf-8", errors="replace")
     if change.status == "A" or change.old_path is None:
-        return SourceFile(change.new_path, text, None, "added")
+        return SourceFile.from_bytes(change.new_path, data)
     patch = repo.git.diff("--unified=0", *_DIFF_FLAGS, change.old_blob, change.new_blob)
     added = frozenset(
         line for start, count in _HUNK.findall(patch)
         for line in range(int(start), int(start) + (int(count) if count else 1))
     )
     if change.status in "RC" and change.old_path != change.new_path:
-        return SourceFile(change.new_path, text, added, "renamed", change.old_path)
-    return SourceFile(change.new_path, text, added, "modified")
+        return SourceFile.from_bytes(change.new_path, data, added, "renamed", change.old_path)
+    return SourceFile.from_bytes(change.new_path, data, added, "modified")
 
 
 def _blocked_reasons(changes: list[_Change], governed: dict[str, str]) -> tuple[str, ...]:

@@ -23,7 +23,7 @@ import github
 from github.GithubException import UnknownObjectException
 
 from gate.cases.hidden import load_hidden
-from gate.errors import BadInput
+from gate.errors import BadInput, decode_input
 from gate.policy.loader import load_policy
 from gate.policy.model import Bots
 from gate.report.templating import OVERRIDE_DIR, Overrides
@@ -186,9 +186,9 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
                     "review it" for p in sorted(p for p in touched if p)]
         if change.status == "removed":
             continue
-        head_text = read_at(repo, change.filename, pr.head_sha)
-        if head_text is not None:
-            files.append(_source_file(change, head_text))
+        head_data = bytes_at(repo, change.filename, pr.head_sha)
+        if head_data is not None:
+            files.append(_source_file(change, head_data))
     subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
                       hidden_cases=load_hidden(policy, lambda p: read_at(repo, p, pr.base_sha)), tree=None,
                       judge_rubric=read_at(repo, policy.judge.rubric_file, pr.base_sha)
@@ -203,6 +203,12 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
 
 def read_at(repo: Any, path: str, ref: str) -> str | None:
     """The text of `path` at commit `ref` through the API, or None when there is no such file."""
+    data = bytes_at(repo, path, ref)
+    return None if data is None else decode_input(data, f"{path}@{ref[:12]}")
+
+
+def bytes_at(repo: Any, path: str, ref: str) -> bytes | None:
+    """The bytes of `path` at commit `ref` through the API, or None when there is no such file."""
     try:
         content = repo.get_contents(path, ref=ref)
     except UnknownObjectException:
@@ -210,16 +216,16 @@ def read_at(repo: Any, path: str, ref: str) -> str | None:
     if isinstance(content, list) or content.type != "file":
         return None
     data: bytes = content.decoded_content
-    return data.decode("utf-8", errors="replace")
+    return data
 
 
-def _source_file(change: Any, text: str) -> SourceFile:
+def _source_file(change: Any, data: bytes) -> SourceFile:
     if change.status == "added" or not change.patch:
-        return SourceFile(change.filename, text, None, "added")
+        return SourceFile.from_bytes(change.filename, data)
     added = added_lines(change.patch)
     if change.status == "renamed":
-        return SourceFile(change.filename, text, added, "renamed", change.previous_filename)
-    return SourceFile(change.filename, text, added, "modified")
+        return SourceFile.from_bytes(change.filename, data, added, "renamed", change.previous_filename)
+    return SourceFile.from_bytes(change.filename, data, added, "modified")
 
 
 def added_lines(patch: str) -> frozenset[int]:

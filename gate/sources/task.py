@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gate.errors import BadInput
+from gate.errors import BadInput, read_input
 from gate.policy.loader import parse_cases
 from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import CaseSpec
@@ -26,12 +26,7 @@ from gate.subject import Task
 def load_task(path: Path) -> tuple[Task, tuple[CaseSpec, ...]]:
     """The task a task file describes, and its cases. Raises BadInput naming the file, line and key."""
     file = str(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise BadInput("no such task file", file=file) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise BadInput(f"cannot read the task file: {exc}", file=file) from None
+    text = read_input(path, "task file")
     doc = load_marked(text, file)
     if doc is None:
         raise BadInput("the task file is empty; expected a mapping with `name` and `cases`", file=file)
