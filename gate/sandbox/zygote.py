@@ -11,6 +11,7 @@ import os
 import socket
 import subprocess
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -91,12 +92,17 @@ class ZygoteLauncher:
         self._seccomp = with_seccomp
         self._zygotes: dict[int, _Zygote] = {}
         self._lock = threading.Lock()
+        # Zygotes are started from this one thread, which lives as long as the launcher: a zygote's parent-
+        # death signal fires when the *thread* that started it exits, and a caller's worker thread may end
+        # while the zygote still has runs (a served run outlives the call that started it).
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
 
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:
             zygote = self._zygotes.pop(hash_seed, None)
             if zygote is None or zygote.process.poll() is not None:
-                zygote = _Zygote(self._interpreter, self._paths, hash_seed, self._seccomp)
+                zygote = self._spawner.submit(_Zygote, self._interpreter, self._paths, hash_seed,
+                                              self._seccomp).result()
             self._zygotes[hash_seed] = zygote  # most recently used last
             if len(self._zygotes) > MAX_ZYGOTES:
                 # Its runs keep going: a zygote whose control socket closes finishes them, then exits.
@@ -123,3 +129,4 @@ class ZygoteLauncher:
             for zygote in self._zygotes.values():
                 zygote.stop()
             self._zygotes.clear()
+        self._spawner.shutdown()
