@@ -11,8 +11,8 @@ import fcntl
 import json
 import os
 import subprocess
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gate.sandbox.launcher import Handle

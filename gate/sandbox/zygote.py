@@ -11,8 +11,8 @@ import os
 import socket
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gate.errors import GateFailure

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import builtins
 import contextlib
+import functools
 import gc
 import json
 import os
@@ -91,7 +92,7 @@ def serve() -> NoReturn:
         request, channel = call
         Last.seen = ""
         try:
-            record = _tested(request, lambda: _connect(request, channel))
+            record = _tested(request, functools.partial(_connect, request, channel))
         finally:
             with contextlib.suppress(OSError):  # a stale reference to it is useless from here on
                 channel.shutdown(socket.SHUT_RDWR)
