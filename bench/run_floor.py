@@ -17,6 +17,7 @@ import gc
 import importlib
 import os
 import resource
+from typing import Any
 
 from gate.sandbox import detect, registry, zygote_server
 from gate.sandbox.base import RunRequest
@@ -45,7 +46,7 @@ def bare_fork_ms(runs: int) -> float:
     return (sum(after) - sum(before)) / runs * 1000
 
 
-def run_ms(runs: int, **off: object) -> tuple[float, float]:
+def run_ms(runs: int, off: dict[str, Any]) -> tuple[float, float]:
     """(gate, sandbox) CPU per Sandbox.run of an empty program, with the layers in `off` replaced."""
     layers = dataclasses.replace(detect.layers(True), **off)
     sandbox = LayeredSandbox(registry.BACKENDS["zygote"](layers), layers)
@@ -66,9 +67,11 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU ms per run, {args.runs} runs, one at a time")
     print(f"{'bare fork + exit + wait (kernel)':40s} {bare_fork_ms(args.runs):6.2f}")
-    none = {"cgroups": None, "netns": False, "mountns": False, "hide": (), "uids": None, "seccomp": False}
-    for name, off in (("Sandbox.run, no layers", none), ("Sandbox.run, every layer", {})):
-        gate, sandbox = run_ms(args.runs, **off)
+    none: dict[str, Any] = {"cgroups": None, "netns": False, "mountns": False, "hide": (), "uids": None,
+                            "seccomp": False}
+    every: dict[str, Any] = {}
+    for name, off in (("Sandbox.run, no layers", none), ("Sandbox.run, every layer", every)):
+        gate, sandbox = run_ms(args.runs, off)
         print(f"{name:40s} {gate + sandbox:6.2f}  (gate {gate:.2f}, sandbox {sandbox:.2f})")
 
 

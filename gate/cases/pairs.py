@@ -8,6 +8,7 @@ process instead, and its outcome says "in-process, weaker isolation".
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
@@ -33,8 +34,7 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     else:
         # The tests run in a server that later calls reuse (it keeps nothing of a call; see harness/lead.py's
         # serve), the candidate in a fresh peer.
-        server = RunRequest(script="_gate_lead.py", args=("--serve",), files=harness("lead"),
-                            hash_seed=hash_seed, limits=limits, warm=warm_names("lead"))
+        server = _server(hash_seed, limits)
         peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
                           hash_seed=hash_seed, limits=limits, warm=warm_names("serve"))
         result, _ = sandbox.run_served(server, message, peer)
@@ -42,6 +42,13 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     if record is None or result.timed_out:
         return _marked(no_outcome(result, case.hidden), request)
     return _marked(_judge(case, record, result.wall_s, test_lines), request)
+
+
+@functools.lru_cache(maxsize=16)
+def _server(hash_seed: int, limits: Limits) -> RunRequest:
+    """The tests' server for a seed and limits: one object, so that the sandbox finds its servers at once."""
+    return RunRequest(script="_gate_lead.py", args=("--serve",), files=harness("lead"), hash_seed=hash_seed,
+                      limits=limits, warm=warm_names("lead"))
 
 
 def _judge(case: CaseSpec, record: dict[str, Any], seconds: float, test_lines: list[str]) -> CaseOutcome:

@@ -30,6 +30,7 @@ LENGTH = struct.Struct("!Q")
 # Calls one server answers before it is replaced (bounds whatever a long life could accumulate).
 MAX_CALLS = 200
 MAX_ANSWER = 1 << 20
+MAX_KEYS = 64
 
 
 def server_limits(request: RunRequest) -> RunRequest:
@@ -138,11 +139,14 @@ class Servers:
         self._start = start
         self._retire = retire
         self._idle: dict[str, list[Server]] = {}
+        # Keys of requests seen, by identity (a caller usually reuses one request object for its calls); the
+        # request is kept, so that its id cannot be reused by another object while it is here.
+        self._keys: dict[int, tuple[RunRequest, str]] = {}
         self._lock = threading.Lock()
 
     def acquire(self, request: RunRequest) -> Server:
         """An idle server for `request` that is still healthy, or a new one."""
-        key = request_key(request)
+        key = self._key(request)
         while True:
             with self._lock:
                 server = self._idle.get(key, []).pop() if self._idle.get(key) else None
@@ -167,6 +171,18 @@ class Servers:
             self._idle.clear()
         for server in servers:
             self._end(server)
+
+    def _key(self, request: RunRequest) -> str:
+        with self._lock:
+            known = self._keys.get(id(request))
+        if known is not None and known[0] is request:
+            return known[1]
+        key = request_key(request)
+        with self._lock:
+            if len(self._keys) >= MAX_KEYS:
+                self._keys.clear()
+            self._keys[id(request)] = (request, key)
+        return key
 
     def _new(self, request: RunRequest, key: str) -> Server:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
