@@ -4,7 +4,9 @@ call, or read what an earlier call's tests held."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import re
 import secrets
 import textwrap
 from collections.abc import Iterator
@@ -13,7 +15,7 @@ import pytest
 
 from gate.policy.model import CaseSpec
 from gate.sandbox import open_sandbox
-from gate.sandbox.base import PEER_FD_ENV, RunRequest, Sandbox
+from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest, Sandbox
 from tests.cases_support import LIMITS, SHORT, case, run
 from tests.test_cases_attacks import HUNT
 
@@ -31,7 +33,7 @@ SERVER = textwrap.dedent(f'''
             os._exit(3)
         with socket.socket(fileno=fds[0]) as peer:
             line = peer.makefile().readline().strip()
-        answer = json.dumps({{"pid": os.getpid(), "peer": line}}).encode()
+        answer = b"." + json.dumps({{"pid": os.getpid(), "peer": line}}).encode()
         control.sendall(LENGTH.pack(len(answer)) + answer)
 ''')
 PEER = RunRequest(script="peer.py", files={"peer.py": (
@@ -125,3 +127,29 @@ def test_a_candidate_that_leaves_a_process_behind_does_not_reach_the_next_call(f
     """)
     assert run(fresh, _five(), lingering).status == "passed"
     assert run(fresh, _five(), "def f():\n    return 4\n").status == "failed"
+
+
+def _server_pid(sandbox: Sandbox, code: str, limits: Limits = LIMITS) -> str:
+    """The pid of the tests' process that ran a call (the test fails on purpose, naming it)."""
+    spec = case("humaneval", prompt="def f():\n    pass\n", entry_point="f",
+                test="import os\n\ndef check(candidate):\n    candidate()\n    assert False, os.getpid()\n")
+    outcome = run(sandbox, spec, code, limits=limits)
+    found = re.match(r"AssertionError: (\d+) ", outcome.detail)
+    assert outcome.status == "failed" and found, outcome.detail
+    return found.group(1)
+
+
+def test_the_tests_process_is_reused_but_never_holds_more_descriptors(fresh: Sandbox) -> None:
+    # Few descriptors allowed: a server that kept one per call would run out long before the last call.
+    few = dataclasses.replace(LIMITS, open_files=16)
+    pids = {_server_pid(fresh, "def f():\n    return 1\n", few) for _ in range(24)}
+    assert len(pids) == 1
+
+
+def test_a_call_whose_data_made_the_server_grow_retires_it(fresh: Sandbox) -> None:
+    small = dataclasses.replace(LIMITS, memory_bytes=256 * 1024 * 1024)
+    before = _server_pid(fresh, "def f():\n    return 1\n", small)
+    assert _server_pid(fresh, "def f():\n    return 1\n", small) == before
+    big = "def f():\n    return [0] * 6_000_000\n"  # a 12 MB reply, several times that once decoded
+    assert _server_pid(fresh, big, small) == before
+    assert _server_pid(fresh, "def f():\n    return 1\n", small) != before

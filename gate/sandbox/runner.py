@@ -127,20 +127,20 @@ class LayeredSandbox:
 
     def run_served(self, server: RunRequest, message: bytes, peer: RunRequest) -> tuple[RunResult, RunResult]:
         """See gate.sandbox.base.Sandbox.run_served."""
-        held = self._servers.acquire(server)
         lead_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         with lead_end, peer_end:
+            candidate = self._start(peer, peer_end.fileno())
             try:
-                candidate = self._start(peer, peer_end.fileno())
+                held, sent = self._servers.call(server, message, lead_end.fileno())
             except BaseException:
-                self._servers.release(held, healthy=True)
+                self._kill(candidate, "server failed to start")
+                self._supervise([candidate])
                 raise
-            sent = held.send(message, lead_end.fileno())
         answer = served.Answer(held.control.fileno(), candidate.deadline, pending=sent)
         try:
             results = self._supervise([candidate], answer=answer)
         finally:
-            self._servers.release(held, healthy=answer.reply is not None and not answer.timed_out)
+            self._servers.release(held, healthy=answer.healthy)
         return served.lead_result(answer, candidate.start), results[0]
 
     def leftovers(self) -> list[str]:

@@ -1,13 +1,13 @@
-"""Long-lived servers for `Sandbox.run_served`: a trusted program (a dataset's test harness) started once under
-every layer and reused for many calls, each against a fresh peer (the candidate) on a fresh socket.
+"""Long-lived servers for `Sandbox.run_served`: a trusted program (a dataset's test harness) started once under every
+layer and reused for many calls, each against a fresh peer (the candidate) on a fresh socket.
 
-A server is an ordinary run (its own uid, directory, cgroup, rlimits, seccomp) that does not end: its pair
-channel (PEER_FD_ENV) is a control socket to the gate. A call is one frame, `LENGTH` + message, sent with the
-server's end of a new socketpair whose other end is the peer's channel; the server answers with one frame, the
-call's result. Only the gate holds a server's control socket, so a peer reaches a server only through the
-socket of its own call, which the server closes when the call ends. A server that does not answer in time,
-answers garbage, dies, or has served MAX_CALLS calls is killed and replaced; its CPU limit is set so that it
-cannot run out before that (see `server_limits`).
+A server is an ordinary run (its own uid, directory, cgroup, rlimits, seccomp) that does not end: its pair channel
+(PEER_FD_ENV) is a control socket to the gate. A call is one frame, `LENGTH` + message, sent with the server's end
+of a new socketpair whose other end is the peer's channel; the server answers with one frame, the call's result
+after one byte: KEEP, or RETIRE when the server will serve no more calls (it then exits). Only the gate holds a
+server's control socket, so a peer reaches a server only through the socket of its own call, which the server
+closes when the call ends. A server that does not answer in time, answers garbage, dies, or has served MAX_CALLS
+calls is killed and replaced; its CPU limit is set so that it cannot run out before that (see `server_limits`).
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ LENGTH = struct.Struct("!Q")
 MAX_CALLS = 200
 MAX_ANSWER = 1 << 20
 MAX_KEYS = 64
+KEEP, RETIRE = b".", b"!"
 
 
 def server_limits(request: RunRequest) -> RunRequest:
@@ -69,16 +70,24 @@ class Answer:
     pending: bool
     reply: bytes | None = None
     timed_out: bool = False
+    retiring: bool = False
 
     def read(self) -> None:
         """The server has something to say (or has died): read its frame (it writes one at once)."""
         with socket.socket(fileno=os.dup(self.fd)) as sock:
             sock.settimeout(max(0.1, self.deadline - time.monotonic()))
             try:
-                self.reply = read_frame(sock, MAX_ANSWER)
+                frame = read_frame(sock, MAX_ANSWER)
             except OSError:
-                self.reply = None
+                frame = None
         self.pending = False
+        if frame is not None and frame[:1] in (KEEP, RETIRE):
+            self.reply, self.retiring = frame[1:], frame[:1] == RETIRE
+
+    @property
+    def healthy(self) -> bool:
+        """The server answered in time and may take another call."""
+        return self.reply is not None and not self.timed_out and not self.retiring
 
     def expire(self, now: float) -> bool:
         """True once the deadline passed without an answer (the call then timed out)."""
@@ -143,6 +152,16 @@ class Servers:
         # request is kept, so that its id cannot be reused by another object while it is here.
         self._keys: dict[int, tuple[RunRequest, str]] = {}
         self._lock = threading.Lock()
+
+    def call(self, request: RunRequest, message: bytes, channel_fd: int) -> tuple[Server, bool]:
+        """Start a call on a server for `request`: (the server, whether the call went out). A server that
+        turns out to be gone (it died while idle) is replaced once."""
+        for _ in range(2):
+            server = self.acquire(request)
+            if server.send(message, channel_fd):
+                return server, True
+            self._end(server)
+        return server, False
 
     def acquire(self, request: RunRequest) -> Server:
         """An idle server for `request` that is still healthy, or a new one."""

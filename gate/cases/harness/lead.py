@@ -23,6 +23,7 @@ import functools
 import gc
 import json
 import os
+import resource
 import socket
 import struct
 import sys
@@ -35,7 +36,10 @@ RESULT_FD_ENV = "GATE_RESULT_FD"
 PEER_FD_ENV = "GATE_PEER_FD"
 CANDIDATE = "candidate.py"
 MAX_REPLY = 16 * 1024 * 1024
-LENGTH = struct.Struct("!Q")  # gate.sandbox.served.LENGTH
+LENGTH = struct.Struct("!Q")  # gate.sandbox.served.LENGTH, KEEP and RETIRE
+KEEP, RETIRE = b".", b"!"
+# Peak memory beyond which a server serves no more calls: a quarter of its address-space limit.
+_MAX_PEAK = max(0, resource.getrlimit(resource.RLIMIT_AS)[0]) // 4 or 128 * 1024 * 1024
 # The exceptions a reply may name and a test then sees raised; any other name becomes a CandidateError.
 # StopIteration would silently end a `map(candidate, ...)` in the test, so it is not raised as itself.
 _RAISABLE = {name: cls for name, cls in vars(builtins).items()
@@ -81,7 +85,8 @@ def serve() -> NoReturn:
     (LENGTH + the JSON request) with the socket to that call's candidate attached; the answer is one frame of
     the outcome. Each call starts from nothing of the previous one: a new namespace, a new socket (closed at
     the end, with whatever the candidate sent beyond its replies), the last result forgotten, and only plain
-    data ever came from a candidate. The tests' own output is discarded, as a lead's is."""
+    data ever came from a candidate; once a call's data made it grow past _MAX_PEAK it answers and retires.
+    The tests' own output is discarded, as a lead's is."""
     os.close(int(os.environ.pop(RESULT_FD_ENV)))
     control = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the server's whole life)
@@ -97,9 +102,13 @@ def serve() -> NoReturn:
             with contextlib.suppress(OSError):  # a stale reference to it is useless from here on
                 channel.shutdown(socket.SHUT_RDWR)
             channel.close()
-        payload = json.dumps(record).encode()
-        control.sendall(LENGTH.pack(len(payload)) + payload)
         gc.collect()  # what the call's tracebacks and cycles held goes now, not in the next call
+        # A call whose data made this process grow keeps no hold on the next one: the server retires.
+        retire = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > _MAX_PEAK
+        payload = (RETIRE if retire else KEEP) + json.dumps(record).encode()
+        control.sendall(LENGTH.pack(len(payload)) + payload)
+        if retire:
+            os._exit(0)
 
 
 def _receive(control: socket.socket) -> tuple[dict[str, Any], socket.socket] | None:
