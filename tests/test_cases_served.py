@@ -147,9 +147,10 @@ def test_the_tests_process_is_reused_but_never_holds_more_descriptors(fresh: San
 
 
 def test_a_call_whose_data_made_the_server_grow_retires_it(fresh: Sandbox) -> None:
-    small = dataclasses.replace(LIMITS, memory_bytes=256 * 1024 * 1024)
+    # Generous time: the point is memory, and a loaded machine must not turn the big reply into a timeout.
+    small = dataclasses.replace(LIMITS, memory_bytes=160 * 1024 * 1024, wall_s=30.0, cpu_s=30.0)
     before = _server_pid(fresh, "def f():\n    return 1\n", small)
     assert _server_pid(fresh, "def f():\n    return 1\n", small) == before
-    big = "def f():\n    return [0] * 6_000_000\n"  # a 12 MB reply, several times that once decoded
+    big = "def f():\n    return 'x' * 12_000_000\n"  # a 12 MB reply, held several times while decoded
     assert _server_pid(fresh, big, small) == before
     assert _server_pid(fresh, "def f():\n    return 1\n", small) != before

@@ -146,7 +146,8 @@ class LayeredSandbox:
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
         removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
-        killed process may take a moment to die); the tests check it."""
+        killed process may take a moment to die), apart from idle servers (run_served) until close; the tests
+        check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
             found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
