@@ -14,8 +14,9 @@ from collections.abc import Iterator
 import pytest
 
 from gate.policy.model import CaseSpec
-from gate.sandbox import open_sandbox
+from gate.sandbox import open_sandbox, served
 from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest, Sandbox
+from gate.sandbox.runner import LayeredSandbox
 from tests.cases_support import LIMITS, SHORT, case, run
 from tests.test_cases_attacks import HUNT
 
@@ -148,9 +149,18 @@ def test_the_tests_process_is_reused_but_never_holds_more_descriptors(fresh: San
 
 def test_a_call_whose_data_made_the_server_grow_retires_it(fresh: Sandbox) -> None:
     # Generous time: the point is memory, and a loaded machine must not turn the big reply into a timeout.
-    small = dataclasses.replace(LIMITS, memory_bytes=160 * 1024 * 1024, wall_s=30.0, cpu_s=30.0)
+    small = dataclasses.replace(LIMITS, memory_bytes=128 * 1024 * 1024, wall_s=30.0, cpu_s=30.0)
     before = _server_pid(fresh, "def f():\n    return 1\n", small)
     assert _server_pid(fresh, "def f():\n    return 1\n", small) == before
     big = "def f():\n    return 'x' * 12_000_000\n"  # a 12 MB reply, held several times while decoded
     assert _server_pid(fresh, big, small) == before
     assert _server_pid(fresh, "def f():\n    return 1\n", small) != before
+
+
+def test_idle_servers_are_few_so_that_runs_never_starve_for_a_uid(fresh: Sandbox) -> None:
+    assert isinstance(fresh, LayeredSandbox)
+    for index in range(served.MAX_IDLE + 4):  # as many different servers, each left idle after its call
+        distinct = dataclasses.replace(SERVE, env={"GATE_TEST_SERVER": str(index)})
+        lead, _ = fresh.run_served(distinct, b"go", PEER)
+        assert lead.result
+    assert len([entry for entry in fresh.leftovers() if entry.startswith("directory")]) == served.MAX_IDLE

@@ -31,6 +31,9 @@ LENGTH = struct.Struct("!Q")
 MAX_CALLS = 200
 MAX_ANSWER = 1 << 20
 MAX_KEYS = 64
+# Idle servers kept at once: each holds a sandbox uid (of users.MAX_SLOTS, shared by every gate on the machine),
+# so that runs never wait long for a uid that an idle server sits on.
+MAX_IDLE = 8
 KEEP, RETIRE = b".", b"!"
 
 
@@ -177,11 +180,12 @@ class Servers:
 
     def release(self, server: Server, healthy: bool) -> None:
         """Return a server after a call; one that failed the call or has served enough is ended."""
-        if not healthy or server.calls >= MAX_CALLS:
-            self._end(server)
-            return
-        with self._lock:
-            self._idle.setdefault(server.key, []).append(server)
+        if healthy and server.calls < MAX_CALLS:
+            with self._lock:
+                if sum(len(idle) for idle in self._idle.values()) < MAX_IDLE:
+                    self._idle.setdefault(server.key, []).append(server)
+                    return
+        self._end(server)
 
     def close(self) -> None:
         """End every idle server."""
