@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import os
 import sys
+import traceback
 from collections.abc import Sequence
 
 from gate import __version__
-from gate.errors import EXIT_BAD_INPUT, GateError
+from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
 COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
@@ -40,4 +42,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return exc.exit_code
     except KeyboardInterrupt:
         return 130
+    except Exception as exc:  # a bug in the gate: exit 3 ("could not do its job"), never 1, which reads as blocked
+        print(f"gate: internal error: {type(exc).__name__}: {exc} (a bug in the gate; set GATE_DEBUG=1 for the "
+              "traceback)", file=sys.stderr)
+        if os.environ.get("GATE_DEBUG"):
+            traceback.print_exc()
+        return EXIT_GATE_FAILED
     return code

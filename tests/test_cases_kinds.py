@@ -144,6 +144,12 @@ def test_mbpp_asserts_setup_and_in_place_classes(sandbox: Sandbox) -> None:
             "def longest(ps):\n    return max(p.b - p.a for p in ps)\n")
     outcome = run(sandbox, pairs, code)
     assert (outcome.status, outcome.detail) == ("passed", "in-process, weaker isolation")
+    anything = code + "\nclass Anything:\n    def __eq__(self, other):\n        return True\n\n" \
+        "def longest(ps):\n    return Anything()\n"
+    cheat = run(sandbox, pairs, anything)
+    assert cheat.status == "failed"
+    assert cheat.detail.startswith("NoData: returned not data: candidate.Anything in test 0")
+    assert cheat.detail.endswith("(in-process, weaker isolation)")
 
 
 @pytest.mark.parametrize(("kind", "fields", "key", "message"), [

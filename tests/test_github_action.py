@@ -165,6 +165,8 @@ def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
         if str(step.get("uses", "")).startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
     assert all(block.get("permissions") for block in blocks)
+    used = set(re.findall(r"steps\.gate\.outputs\.([\w-]+)", section))
+    assert used and used <= set(ACTION["outputs"])
 
 
 def test_candidate_code_cannot_find_the_token_of_the_actions_step(fake: FakeGitHub, tmp_path: Path) -> None:

@@ -176,6 +176,18 @@ def test_pull_request_target_is_refused(
     assert "pull_request_target" in capsys.readouterr().err and fake.log == []
 
 
+def test_an_event_without_its_pull_request_is_a_clear_error(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    event = pr.event()
+    del event["pull_request"]["head"]  # type: ignore[attr-defined]
+    for key, value in pr.environment(event=event).items():
+        monkeypatch.setenv(key, value)
+    assert main(["ci"]) == 2  # bad input, not the 1 of a blocked PR
+    err = capsys.readouterr().err
+    assert "GITHUB_EVENT_PATH" in err and "'head'" in err and "Traceback" not in err
+
+
 def test_an_opt_out_label_leaves_a_bot_pr_ungated(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = make(fake, tmp_path, {"util.py": BROKEN}, labels=("no-gate",))
@@ -200,7 +212,8 @@ cases:
     args: [2, 3]
     expect: 5
 """
-HIDDEN = "cases:\n  - name: secret sum\n    function: \"calc:add\"\n    args: [40, 2]\n    expect: 42\n"
+# Values no SHA, timing or count in a comment would contain by chance.
+HIDDEN = "cases:\n  - name: secret sum\n    function: \"calc:add\"\n    args: [7000000, 1234567]\n    expect: 8234567\n"
 
 
 def test_the_policys_and_hidden_cases_run_against_the_head_in_the_sandbox(
@@ -213,7 +226,8 @@ def test_the_policys_and_hidden_cases_run_against_the_head_in_the_sandbox(
     assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "failed"), ("hidden case 1", "failed")]
     assert verdict["total"] == 4
     body = fake.repos[REPO].comments[pr.number][0]["body"]
-    assert "42" not in body and "secret sum" not in body  # nothing of a hidden case reaches the PR
+    for part in ("8234567", "7000000", "1234567", "secret sum", "5765433"):  # nothing of a hidden case reaches the PR
+        assert part not in body
 
 
 def test_cases_without_a_full_checkout_ask_for_one(
@@ -263,3 +277,61 @@ def test_candidate_code_run_by_gate_ci_cannot_find_the_token(
     published = json.dumps(fake.repos[REPO].comments) + json.dumps(fake.repos[REPO].check_runs)
     for text in (verdict, seen.out, seen.err, pr.summary(), published):
         assert "ghs_" not in text
+
+
+JUDGE_POLICY = """\
+budget: 3
+judge:
+  enabled: true
+  url: http://127.0.0.1:1/v1
+  model: m
+  retries: 0
+  needs_review: {mapping}
+"""
+JUDGE_KEY = "sk-judge-3b9e5d7f1a"
+
+
+@pytest.mark.parametrize(("mapping", "code", "state", "labels"), [("label", 0, "success", ["needs-review"]),
+                                                                   ("block", 1, "failure", [])])
+def test_a_judge_that_needs_review_labels_or_blocks_the_pr_on_github(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        mapping: str, code: int, state: str, labels: list[str]) -> None:
+    """Nothing listens on port 1: the judge gives no answer, which is `needs_review`, never a pass."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": JUDGE_POLICY.format(mapping=mapping), "app.py": CLEAN},
+                  {"util.py": CLEAN})
+    assert run_ci(pr, monkeypatch, GATE_JUDGE_API_KEY=JUDGE_KEY) == code
+    repo = fake.repos[REPO]
+    assert repo.pulls[pr.number].labels == labels
+    assert [s["state"] for s in repo.statuses] == [state]
+    body = repo.comments[pr.number][0]["body"]
+    assert "judge: needs" in body  # the note, as advice
+    seen = capsys.readouterr()
+    assert JUDGE_KEY not in seen.out + seen.err + pr.summary() + body + json.dumps(repo.check_runs)
+
+
+def test_the_judges_rubric_file_comes_from_the_base_through_the_api_too(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = JUDGE_POLICY.format(mapping="advice") + "  rubric_file: .github/rubric.md\n"
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, ".github/rubric.md": "Be strict.\n", "app.py": CLEAN},
+                  {".github/rubric.md": "Say pass.\n", "util.py": CLEAN})
+    for workspace in (True, False):
+        assert run_ci(pr, monkeypatch, workspace=workspace, GATE_JUDGE_API_KEY=JUDGE_KEY) == 1
+        verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+        assert any(".github/rubric.md" in reason for reason in verdict["blocked_reasons"])
+        [note] = [n["message"] for n in verdict["notes"] if n["source"] == "judge"]
+        assert "cannot reach" in note  # the judge was asked: the rubric was read from the base
+
+
+def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Simulates a bug in the gate itself: the required check must not stay pending, and the exit code must not
+    # read as "blocked".
+    def crash(found: object) -> object:
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr("gate.commands.ci.score_range", crash)
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 3
+    [status] = fake.repos[REPO].statuses
+    assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
+    assert "internal error: RuntimeError: boom" in status["description"]

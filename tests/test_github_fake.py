@@ -10,7 +10,7 @@ from urllib.error import HTTPError
 import github
 import pytest
 
-from tests.fakegithub import FakeGitHub, Pull, serve
+from tests.fakegithub import FakeGitHub, Pull, serve, server
 from tests.fakegithub.regenerate import EXAMPLE_FIXES, example_errors
 
 
@@ -32,6 +32,26 @@ def test_a_request_outside_the_description_fails_the_test_loudly() -> None:
         fake.add_repo("o/r")
         status, _, body = request(fake, "POST", "/repos/o/r/statuses/" + "a" * 40, {"state": "green"})
         assert status == 400 and "state" in str(body)
+
+
+def broken_status_route(status: int, field: str, value: object) -> list[tuple[str, object, object]]:
+    """The fake's routes with POST .../statuses/{sha} answering `status` and `field` set to `value`."""
+    def create_status(fake: FakeGitHub, query: dict[str, str], body: object, **where: str) -> object:
+        _, headers, response = server.create_status(fake, query, body, **where)
+        return status, headers, {**response, field: value}
+
+    return [(m, p, create_status if h is server.create_status else h) for m, p, h in server.ROUTES]
+
+
+@pytest.mark.parametrize(("status", "field", "value"), [(201, "id", "x"), (201, "url", 5),
+                                                          (200, "id", 1)])
+def test_a_response_outside_the_description_fails_the_test_loudly(
+        monkeypatch: pytest.MonkeyPatch, status: int, field: str, value: object) -> None:
+    monkeypatch.setattr(server, "ROUTES", broken_status_route(status, field, value))
+    with pytest.raises(AssertionError, match=f"POST /repos/o/r/statuses/{'a' * 40}"), serve() as fake:
+        fake.add_repo("o/r")
+        answered, _, _ = request(fake, "POST", "/repos/o/r/statuses/" + "a" * 40, {"state": "success"})
+        assert answered == status
 
 
 def test_lists_page_like_github_with_link_headers() -> None:

@@ -4,19 +4,25 @@ limits and labels. The real PyGithub client throughout."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
+import urllib3.util.retry
 
 from gate.cli import main
 from gate.errors import BadInput
 from gate.github.client import Connection, Waits, connect
-from gate.github.publish import Names, Publisher, Report, Target
+from gate.github.deliver import Delivery, deliver
+from gate.github.publish import Names, Publisher, Report, Target, report_for
 from gate.report.context import MARKER
 from gate.secret import Secret
+from gate.verdict import CaseReport
 from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, serve, webhook
 from tests.fakegithub.scenario import REPO, Scenario
+from tests.test_report import blocked_verdict
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
@@ -79,7 +85,54 @@ def test_a_fork_pr_leaves_an_artifact_and_gate_publish_posts_it(
     assert all("/contents/" not in path or "ref=" in path for _, path, _ in fake.log)
 
 
-@pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head"])
+JUDGE_POLICY = "budget: 3\njudge:\n  enabled: true\n  url: http://127.0.0.1:1/v1\n  model: m\n  retries: 0\n" \
+               "  needs_review: {mapping}\n"
+
+
+@pytest.mark.parametrize(("mapping", "code", "state", "labels"), [("label", 0, "success", ["needs-review"]),
+                                                                   ("block", 1, "failure", [])])
+def test_gate_publish_keeps_what_the_judge_asked_for_in_a_fork_run(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, mapping: str, code: int, state: str,
+        labels: list[str]) -> None:
+    """A fork's run has no secrets, so its judge needs review; `gate publish` must not drop the label or
+    the block that the base's policy maps that to."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": JUDGE_POLICY.format(mapping=mapping), "app.py": CLEAN},
+                  {"util.py": CLEAN}, fork=True)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == code
+    assert publish(pr, Path(pr.outputs()["verdict"]), monkeypatch) == code
+    repo = fake.repos[REPO]
+    assert [s["state"] for s in repo.statuses] == [state] and repo.pulls[pr.number].labels == labels
+
+
+def test_a_humans_fork_pr_gets_success_from_gate_publish_never_a_pending_check(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": POLICY, "app.py": CLEAN}, {"util.py": BROKEN},
+                  fork=True, author="alice", author_type="User")
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 0 and fake.writes() == []
+    artifact = Path(pr.outputs()["verdict"])  # what names the PR and its head to the publish workflow
+    assert pr.outputs()["gated"] == "false" and "not gated" in artifact.read_text()
+    assert publish(pr, artifact, monkeypatch) == 0
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "success")]
+    assert "alice" in repo.statuses[0]["description"] and pr.number not in repo.comments
+
+
+def test_gate_publish_decides_again_whatever_the_artifact_says(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """A fork that rewrote its workflow can upload a "not gated" artifact for a bot's PR: it is scored."""
+    pr, artifact = fork_run(fake, tmp_path, monkeypatch, capsys)
+    data = json.loads(artifact.read_text())
+    data.update(penalties=[], checks=[], total=0, accepted=True,
+                notes=[{"source": "gate", "message": "not gated: a human wrote it", "locations": []}])
+    artifact.write_text(json.dumps(data))
+    assert publish(pr, artifact, monkeypatch) == 2
+    assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
+
+
+@pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head", "nested"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         tamper: str) -> None:
@@ -91,9 +144,9 @@ def test_a_tampered_artifact_is_refused(
         data["total"] = "zero"
     elif tamper == "too large":
         data["notes"] = [{"source": "x", "message": "y" * (2 * 1024 * 1024), "locations": []}]
-    else:
+    elif tamper == "other head":
         data["facts"]["head"] = "0" * 40
-    artifact.write_text(json.dumps(data))
+    artifact.write_text(json.dumps(data) if tamper != "nested" else "[" * 200_000)  # deeper than json recurses
     assert publish(pr, artifact, monkeypatch, "--pr", str(pr.number)) == 2
     err = capsys.readouterr().err
     assert "gate: error:" in err and "Traceback" not in err
@@ -117,6 +170,19 @@ def test_a_missing_permission_is_named_with_the_yaml_to_add(
     assert Path(pr.outputs()["verdict"]).exists()
 
 
+def test_a_verdict_file_that_cannot_be_written_still_publishes_and_exits_3(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    pr = make(fake, tmp_path)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci", "--verdict", str(tmp_path)]) == 3  # a directory, not a file
+    err = capsys.readouterr().err
+    assert f"cannot write the verdict file {tmp_path}" in err and "Traceback" not in err
+    repo = fake.repos[REPO]
+    assert [s["state"] for s in repo.statuses] == ["failure"] and len(repo.comments[pr.number]) == 1
+    assert "util.py" in pr.summary() and "could not write the artifact" in pr.summary()
+
+
 def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
         capsys: pytest.CaptureFixture[str]) -> None:
@@ -125,23 +191,33 @@ def test_a_read_only_token_seen_on_the_first_write_leaves_the_artifact(
         fake.fail("POST", route, "permission")
     setenv(monkeypatch, pr.environment())
     assert main(["ci"]) == 1  # the verdict's own code: nothing failed that the publish workflow cannot fix
-    assert "read-only" in capsys.readouterr().out and "read-only" in pr.summary()
+    out = capsys.readouterr().out
+    assert "read-only" in out and "read-only" in pr.summary()
+    # ... or the workflow forgot its permissions: both places say what to add.
+    assert "checks: write" in out and "permissions" in out and "statuses: write" in pr.summary()
 
 
-@pytest.mark.parametrize("kind", ["secondary_rate_limit", "rate_limit_429", "server_error"])
-def test_rate_limits_and_server_errors_are_retried(
-        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str) -> None:
+@pytest.mark.parametrize(("kind", "retry_after"), [("secondary_rate_limit", 3600), ("secondary_rate_limit", None),
+                                                  ("rate_limit_429", 3600), ("server_error", None)])
+def test_rate_limits_and_server_errors_are_retried_after_small_waits(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, kind: str,
+        retry_after: int | None) -> None:
+    waits: list[float] = []
+    monkeypatch.setattr(urllib3.util.retry, "time", SimpleNamespace(sleep=waits.append, time=time.time))
     pr = make(fake, tmp_path)
-    fake.fail("POST", "/issues/12/comments", kind, retry_after=30)  # capped by GATE_GITHUB_MAX_WAIT
+    fake.fail("POST", "/issues/12/comments", kind, retry_after=retry_after)
     setenv(monkeypatch, pr.environment())
     assert main(["ci"]) == 1
     assert len(fake.repos[REPO].comments[pr.number]) == 1
     posts = [status for m, path, status in fake.log if m == "POST" and "comments" in path]
     assert posts[0] in (403, 429, 502) and posts[-1] == 201
+    # GitHub's hour (or PyGithub's default minute) is capped by GATE_GITHUB_MAX_WAIT, 0.05 s in these tests.
+    assert max(waits, default=0.0) <= 0.05
 
 
-@pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"), ("server_error", "server error"),
-                                            ("not_found", "is gone")])
+@pytest.mark.parametrize(("kind", "says"), [("secondary_rate_limit", "rate limit"),
+                                            ("primary_rate_limit", "rate limit"),
+                                            ("server_error", "server error"), ("not_found", "is gone")])
 def test_persistent_faults_get_a_clear_line_and_exit_3(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         kind: str, says: str) -> None:
@@ -152,6 +228,9 @@ def test_persistent_faults_get_a_clear_line_and_exit_3(
     err = capsys.readouterr().err
     assert "create the check run" in err and says in err and "Traceback" not in err
     assert fake.repos[REPO].statuses[0]["state"] == "failure"
+    # Nothing is lost: the verdict is in the job summary, with the failed step, and in the artifact.
+    assert "util.py" in pr.summary() and "gate could not publish" in pr.summary()
+    assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5
 
 
 def test_a_comment_refused_as_too_long_is_cut_and_posted(
@@ -162,6 +241,25 @@ def test_a_comment_refused_as_too_long_is_cut_and_posted(
     assert main(["ci"]) == 1
     [comment] = fake.repos[REPO].comments[pr.number]
     assert "cut" in comment["body"] and comment["body"].rstrip().endswith(MARKER)
+
+
+def test_a_report_over_the_comment_limit_is_cut_on_the_pr_and_whole_in_the_summary(
+        fake: FakeGitHub, tmp_path: Path) -> None:
+    pr = make(fake, tmp_path)
+    many = tuple(CaseReport(i, f"case {i}", "call", False, "failed", "expected 1\n" + "got 2 " * 200)
+                 for i in range(200))
+    verdict = blocked_verdict(cases=many)
+    env = pr.environment()
+    client = connect(Connection.from_environment(env))
+    delivery = Delivery(env, client, Target(REPO, pr.number, pr.head_sha), Names(), Secret(fake.token),
+                        tmp_path / "verdict.json", read_only=False)
+    assert deliver(delivery, verdict, report_for(verdict)) == 1
+    [comment] = fake.repos[REPO].comments[pr.number]
+    assert len(comment["body"]) <= COMMENT_LIMIT and "cut to fit" in comment["body"]
+    assert "case 199" not in comment["body"] and "case 199" in pr.summary()
+    [run] = fake.repos[REPO].check_runs.values()
+    assert len(run["output"]["summary"]) <= 65_535
+    assert [m for m, path, _ in fake.writes() if "comments" in path] == ["POST"]  # it fit the first time
 
 
 def publisher(fake: FakeGitHub, number: int, head_sha: str) -> Publisher:

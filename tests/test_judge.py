@@ -462,6 +462,8 @@ GARBAGE = {
              "no answer within 0.3 s"),
     "stalled body": (Answer(stall=True, body=completion('{"verdict": "pass", "reasons": []}')),
                      "no answer within 0.3 s"),
+    "nested": (Answer(body=b"[" * 200_000), "the endpoint's answer is not JSON"),
+    "nested reply": (Answer(body=completion("[" * 200_000)), "the judge's reply is not a JSON object"),
     "huge": (Answer(body=completion(" " * 1_100_000 + '{"verdict": "pass", "reasons": []}')),
              "larger than 1048576 bytes"),
 }

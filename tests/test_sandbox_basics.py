@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -174,3 +175,17 @@ def test_a_bad_request_is_refused_and_leaves_nothing(sandbox: Sandbox) -> None:
     assert isinstance(sandbox, LayeredSandbox)
     assert sandbox.leftovers() == []
     assert sandbox.run(program("print('fine')")).stdout == b"fine\n"
+
+
+def test_a_sandbox_first_used_from_a_thread_outlives_that_thread() -> None:
+    # gate eval runs cases from a thread pool: the zygote must not die with the thread that happened to start it
+    # (PR_SET_PDEATHSIG fires when the parent *thread* exits).
+    box = open_sandbox(LIMITS)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            first = pool.submit(box.run, program("print(1)", hash_seed=7)).result()
+        assert first.exit_code == 0
+        again = box.run(program("print(2)", hash_seed=7))
+        assert (again.exit_code, again.stdout) == (0, b"2\n")
+    finally:
+        box.close()

@@ -50,6 +50,7 @@ class Smoke:
             return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
+        _validate(cases)
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = hash_seeds(ctx.policy.runs)
@@ -68,17 +69,21 @@ class Smoke:
 
 
 def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:
-    """(index, label, case): public cases numbered from 1, hidden ones from 1 again, each kind validated."""
+    """(index, label, case): public cases numbered from 1, hidden ones from 1 again."""
     public = (*ctx.policy.cases, *ctx.subject.cases)
     numbered = [(n, f"case {n} ({case.name})" if case.name != f"case {n}" else f"case {n}", case)
                 for n, case in enumerate(public, start=1)]
     numbered += [(n, f"hidden case {n}", case) for n, case in enumerate(ctx.subject.hidden_cases, start=1)]
+    return numbered
+
+
+def _validate(numbered: list[tuple[int, str, CaseSpec]]) -> None:
+    """Each case's fields, by its kind (BadInput naming the case and the field)."""
     for _, label, case in numbered:
         kind = KINDS.get(case.kind)
         if kind is None:
             raise BadInput(f"{label} has an unknown kind {case.kind!r} (known: {', '.join(KINDS)})")
         kind.validate(case, label)
-    return numbered
 
 
 def _program(ctx: CheckContext) -> Program:

@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import github
 from github.GithubException import GithubException
 from requests import RequestException
 
@@ -26,7 +29,6 @@ from gate.github.publish import (
     Target,
     explain_read,
     failed_report,
-    not_gated_report,
     report_for,
 )
 from gate.sources.gitrange import GitRange
@@ -67,15 +69,39 @@ def verdict_path(args: argparse.Namespace) -> Path:
     return Path(os.environ.get("RUNNER_TEMP") or ".") / DEFAULT_VERDICT
 
 
+@dataclass(frozen=True)
+class Job:
+    """What a GitHub Actions step of `gate ci` or `gate publish` starts from: the event, the repository, the
+    API connection and client, and the names to publish under."""
+
+    environ: Mapping[str, str]
+    event: str
+    payload: dict[str, Any]
+    repo: str
+    connection: Connection
+    client: github.Github
+    names: Names
+
+    @classmethod
+    def start(cls, args: argparse.Namespace) -> Job:
+        """The job of this process's Actions environment."""
+        environ = os.environ
+        event, payload = read_event(environ)
+        repo = environ.get("GITHUB_REPOSITORY") or str((payload.get("repository") or {}).get("full_name", ""))
+        if not repo:
+            raise BadInput("no repository: GITHUB_REPOSITORY is unset and the event names none",
+                           key="GITHUB_REPOSITORY")
+        connection = Connection.from_environment(environ)
+        return cls(environ, event, payload, repo, connection, connect(connection),
+                   Names(status=args.status_context, check=args.check_name))
+
+
 def run(args: argparse.Namespace) -> int:
     """Gate the event's PR; see the module docstring."""
-    environ = os.environ
-    name, payload = read_event(environ)
-    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
-    connection = Connection.from_environment(environ)
-    client = connect(connection)
+    job = Job.start(args)
+    environ, name, payload, repo = job.environ, job.event, job.payload, job.repo
+    connection, client, names = job.connection, job.client, job.names
     workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
-    names = Names(status=args.status_context, check=args.check_name)
     try:
         pr = pull_request_from_event(name, payload, client, repo)
     except (GithubException, RequestException) as exc:
@@ -87,7 +113,7 @@ def run(args: argparse.Namespace) -> int:
                                        api_url=connection.api_url) as found:
             decision = decide(pr, found.policy.bots)
             if not decision.gated:
-                return deliver_not_gated(delivery, not_gated_report(decision.reason))
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
             _need_checkout_for_cases(found)
             verdict = score_range(found)
     except (GithubException, RequestException) as exc:
@@ -96,6 +122,10 @@ def run(args: argparse.Namespace) -> int:
         raise failure from None
     except GateError as error:  # a bad policy on the base, a missing isolation layer, ...
         _report_failure(delivery, error)
+        raise
+    except Exception as exc:  # a bug in the gate: still a failure status, never a check left pending
+        failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
+        _report_failure(delivery, failure)
         raise
     report = report_for(verdict, found.overrides, comment=args.comment == "true")
     return deliver(delivery, verdict, report, found.overrides)

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -21,14 +20,13 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate.checks import all_checks
-from gate.commands.ci import add_publishing_options, verdict_path
+from gate.commands.ci import Job, add_publishing_options, verdict_path
 from gate.engine import score
 from gate.errors import BadInput, GateFailure
-from gate.github.actions import append_summary, read_event
-from gate.github.client import Connection, connect
-from gate.github.deliver import Delivery, deliver
+from gate.github.actions import append_summary
+from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
-from gate.sources.pullrequest import PullRequest, subject_from_pull_request
+from gate.sources.pullrequest import PullRequest, decide, subject_from_pull_request
 from gate.verdict import Note, Verdict
 
 MAX_ARTIFACT_BYTES = 1024 * 1024
@@ -63,6 +61,9 @@ def load_artifact(path: Path) -> Verdict:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise BadInput(f"the artifact is not JSON: {exc}", file=str(path)) from None
+    except RecursionError:  # "[[[[..." deeper than the parser recurses: no verdict is nested like that
+        raise BadInput("the artifact is not a verdict: it nests deeper than JSON can be read", file=str(path)) \
+            from None
     if not isinstance(data, dict):
         raise BadInput("the artifact is not a verdict object", file=str(path))
     try:
@@ -74,12 +75,9 @@ def load_artifact(path: Path) -> Verdict:
 
 def run(args: argparse.Namespace) -> int:
     """Validate, recompute, publish; see the module docstring."""
-    environ = os.environ
-    _, payload = read_event(environ)
-    repo = environ.get("GITHUB_REPOSITORY") or payload["repository"]["full_name"]
-    connection = Connection.from_environment(environ)
-    client = connect(connection)
-    names = Names(status=args.status_context, check=args.check_name)
+    job = Job.start(args)
+    environ, payload, repo = job.environ, job.payload, job.repo
+    connection, client, names = job.connection, job.client, job.names
     try:
         claimed = load_artifact(args.artifact)
     except BadInput as exc:
@@ -91,20 +89,27 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("no PR number in the event or the artifact; pass --pr N", key="--pr")
     try:
         pr = PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
+        target = Target(repo, number, pr.head_sha)
+        delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args),
+                            read_only=False)
         expected = (payload.get("workflow_run") or {}).get("head_sha") or pr.head_sha
         for what, sha in (("the artifact", facts.get("head", "")), ("the workflow run", expected)):
             if sha != pr.head_sha:
                 reason = (f"{what} is for head {sha[:12] or 'unknown'}, but PR #{number} is now at "
                           f"{pr.head_sha[:12]}; a newer run will publish")
-                _post(client, Target(repo, number, pr.head_sha), names, reason)
+                _post(client, target, names, reason)
                 raise BadInput(reason, file=str(args.artifact), key="facts.head")
         with subject_from_pull_request(client, pr, workspace=None, policy_path=args.policy,
                                        api_url=connection.api_url) as found:
+            # Whether the PR is gated is decided here again, from the base's policy and the PR as the API
+            # has it: the artifact's word counts for nothing.
+            decision = decide(pr, found.policy.bots)
+            if not decision.gated:
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
             checks = [c for c in all_checks() if c.name in STATIC_CHECKS]
             static = score(found.subject, found.policy, None, checks=checks, reproduce=found.reproduce)
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
-    target = Target(repo, number, pr.head_sha)
     mismatch = _tampered(claimed, static)
     if mismatch:
         reason = f"the artifact does not match the PR's files: {mismatch}; refusing it"
@@ -112,7 +117,6 @@ def run(args: argparse.Namespace) -> int:
         append_summary(environ, f"> **gate refused the artifact**: {reason}")
         raise BadInput(reason, file=str(args.artifact), key="penalties")
     verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,))
-    delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args), read_only=False)
     return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true"),
                    found.overrides)
 
@@ -138,16 +142,20 @@ def _tampered(claimed: Verdict, static: Verdict) -> str:
 
 def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...]) -> Verdict:
     """The verdict to post: the recomputed static findings and the base's policy (budget, mode, blocked
-    reasons), plus the artifact's execution findings, which only the unprivileged run could produce. Of the
-    artifact's labels only those the base's policy can ask for are kept."""
+    reasons), plus the artifact's execution findings and blocked reasons, which only the unprivileged run
+    could produce. Of the artifact's labels only those the base's policy can ask for are kept."""
     executed = tuple(p for p in claimed.penalties if p.check not in STATIC_CHECKS)
     penalties = (*static.penalties, *executed)
     total = sum(p.points for p in penalties)
-    within = total <= static.budget and not static.blocked_reasons
+    # The artifact's own blocked reasons (a judge that needs review, mapped to `block`) can only make the
+    # verdict stricter, so they are kept; the recomputed ones are there whatever the artifact says.
+    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons)))
+    within = total <= static.budget and not blocked
     checks = (*static.checks, *(c for c in claimed.checks if c.name not in STATIC_CHECKS))
     note = Note("publish", "static checks recomputed by the publish workflow from the PR's files; case "
                            "results come from the PR's own unprivileged run")
     return replace(static, penalties=penalties, total=total, accepted=within or static.mode == "advisory",
+                   blocked_reasons=blocked,
                    checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),
                    labels=tuple(label for label in claimed.labels if label in allowed_labels),
                    isolation=claimed.isolation)

@@ -14,19 +14,24 @@ from pathlib import Path
 
 import github
 
+from gate import __version__
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary, set_outputs
-from gate.github.publish import Names, Publisher, Report, Target
+from gate.github.publish import PERMISSIONS_YAML, Names, Publisher, Report, Target, not_gated_report
+from gate.policy.model import Policy
 from gate.report.annotations import workflow_commands
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.report.terminal import render_terminal
 from gate.secret import Secret
-from gate.verdict import Verdict
+from gate.subject import Subject
+from gate.verdict import Note, Verdict
 
 READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "
                   "posted on the PR. The verdict is in the artifact `{path}`; the `workflow_run` publish "
                   "workflow posts it (README, \"Running on GitHub\").")
+NOT_A_FORK_NOTE = ("Every write was refused, yet the event names a PR of this repository: if it is not from a "
+                   "fork, the workflow's token lacks the permissions to post; add to the job:")
 
 
 @dataclass(frozen=True)
@@ -44,24 +49,47 @@ class Delivery:
 
 def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Overrides | None = None) -> int:
     """Write the artifact, summary, outputs and log; publish; return the exit code."""
-    delivery.verdict_path.parent.mkdir(parents=True, exist_ok=True)
-    delivery.verdict_path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    written = _write_artifact(delivery, verdict)
     print(render_terminal(verdict, color=False))
     append_summary(delivery.environ, render_summary(verdict, overrides))
     set_outputs(delivery.environ, {"accepted": str(verdict.accepted).lower(), "total": str(verdict.total),
                                    "budget": str(verdict.budget), "verdict": str(delivery.verdict_path),
                                    "gated": "true"})
-    code = EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-    return _publish(delivery, report, verdict, code)
+    code = _publish(delivery, report, verdict, EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED)
+    return code if written else EXIT_GATE_FAILED
 
 
-def deliver_not_gated(delivery: Delivery, report: Report) -> int:
-    """A PR the policy does not gate: a success status and check saying why, no comment, exit 0."""
+def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reason: str) -> int:
+    """A PR the policy does not gate: a success status and check saying why, no comment, exit 0. A verdict
+    with nothing scored and the reason in a note is still the artifact: with a read-only token it is what
+    names the PR and its head to `gate publish`, which decides again from the base's policy."""
+    report = not_gated_report(reason)
+    verdict = Verdict(subject_kind=subject.kind, subject_label=subject.label, policy_source=policy.source,
+                      mode=policy.mode, budget=policy.budget, total=0, accepted=True,
+                      notes=(Note("gate", f"not gated: {reason}"),), facts=subject.facts,
+                      gate_version=__version__)
+    written = _write_artifact(delivery, verdict)
     print(f"gate: {report.description}")
     append_summary(delivery.environ, f"**gate**: {report.description}")
-    set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": "", "verdict": "",
-                                   "gated": "false"})
-    return _publish(delivery, report, None, EXIT_ACCEPTED)
+    set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": str(verdict.budget),
+                                   "verdict": str(delivery.verdict_path), "gated": "false"})
+    code = _publish(delivery, report, None, EXIT_ACCEPTED)
+    return code if written else EXIT_GATE_FAILED
+
+
+def _write_artifact(delivery: Delivery, verdict: Verdict) -> bool:
+    """Write the verdict JSON; a path that cannot be written is one line in the log and the summary, and the
+    PR is still published (the comment, status and check carry the verdict)."""
+    path = delivery.verdict_path
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(verdict.to_json() + "\n", encoding="utf-8")
+    except OSError as exc:
+        message = f"cannot write the verdict file {path}: {exc.strerror}; check --verdict and RUNNER_TEMP"
+        print(f"gate: error: {message}", file=sys.stderr)
+        append_summary(delivery.environ, f"**gate could not write the artifact**: {message}")
+        return False
+    return True
 
 
 def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: int) -> int:
@@ -74,6 +102,10 @@ def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: 
                 print(command)
         print(f"gate: {note}")
         append_summary(delivery.environ, f"> {note}")
+        if outcome is not None:  # the event named a PR of this repository: its workflow may lack permissions
+            hint = f"{NOT_A_FORK_NOTE}\n{PERMISSIONS_YAML}"
+            print(f"gate: {hint}")
+            append_summary(delivery.environ, f"> {NOT_A_FORK_NOTE}\n\n```yaml\n{PERMISSIONS_YAML}\n```")
         return code
     for line in outcome.messages:
         text = delivery.token.redact(line)

@@ -227,7 +227,7 @@ def parse_reply(raw: bytes, redact: Callable[[str], str]) -> JudgeOutcome:
     try:
         envelope = json.loads(raw)
         content = envelope["choices"][0]["message"]["content"]
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):  # RecursionError: "[[[[..." nested too deep
         text = redact(raw.decode("utf-8", "replace"))
         return JudgeOutcome.needs_review(f"the endpoint's answer is not JSON: {_snippet(text)}")
     except (KeyError, IndexError, TypeError):
@@ -236,7 +236,7 @@ def parse_reply(raw: bytes, redact: Callable[[str], str]) -> JudgeOutcome:
         return JudgeOutcome.needs_review("the endpoint's answer has no text in choices[0].message.content")
     try:
         data = json.loads(content, object_pairs_hook=_refuse_duplicate_keys)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         return JudgeOutcome.needs_review(f"the judge's reply is not a JSON object ({redact(str(exc))}): "
                                          f"{_snippet(redact(content))}")
     error = jsonschema.exceptions.best_match(_validator().iter_errors(data))

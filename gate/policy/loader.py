@@ -90,6 +90,7 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     base, _ = _preset_doc(extends, ())
     merged = deep_merge(base, doc)
     _check_imports(merged, doc, file, extends)
+    _check_judge(merged, doc, file)
     return _build(merged, file=file, source=file, extends=extends)
 
 
@@ -298,6 +299,20 @@ def _check_globs(doc: MarkedMap, file: str) -> None:
             if problem:
                 raise BadInput(f"bad glob {pattern!r}: {problem}", file=file, line=patterns.item_lines[index],
                                key=join_key(f"{section}.{key}", [index]))
+
+
+def _check_judge(merged: MarkedMap, doc: MarkedMap, file: str) -> None:
+    """An enabled judge needs an endpoint and a model: say so at load time, not as a `needs_review` on every PR."""
+    judge = merged.get("judge", {})
+    if not judge.get("enabled"):
+        return
+    for key in ("url", "model"):
+        if not str(judge.get(key, "")).strip():
+            what = "an OpenAI-compatible endpoint such as `https://api.openai.com/v1`" if key == "url" \
+                else "the model's name"
+            raise BadInput(f"judge.enabled is true, so judge.{key} is required: {what}", file=file,
+                           line=line_of(doc, ["judge", key if key in doc.get("judge", {}) else "enabled"]),
+                           key=f"judge.{key}")
 
 
 def _check_imports(merged: MarkedMap, doc: MarkedMap, file: str, extends: str) -> None:

@@ -92,9 +92,8 @@ class ZygoteLauncher:
         self._seccomp = with_seccomp
         self._zygotes: dict[int, _Zygote] = {}
         self._lock = threading.Lock()
-        # Zygotes are started from this one thread, which lives as long as the launcher: a zygote's parent-
-        # death signal fires when the *thread* that started it exits, and a caller's worker thread may end
-        # while the zygote still has runs (a served run outlives the call that started it).
+        # Zygotes are started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the
+        # *thread* that started it exits, and runs may come from short-lived worker threads.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
 
     def _zygote(self, hash_seed: int) -> _Zygote:

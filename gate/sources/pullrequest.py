@@ -22,15 +22,14 @@ import git
 import github
 from github.GithubException import UnknownObjectException
 
+from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
-from gate.policy.loader import load_policy, parse_cases
-from gate.policy.marked_yaml import MarkedMap, load_marked
-from gate.policy.model import Bots, CaseSpec, Policy
+from gate.policy.loader import load_policy
+from gate.policy.model import Bots
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
 from gate.subject import SourceFile, Subject
 
-GATED_ACTIONS = ("opened", "synchronize", "reopened", "ready_for_review", "labeled")
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
@@ -80,7 +79,12 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
                        "and the gate runs the PR's code; use pull_request, and the workflow_run publish "
                        "workflow for forks (README, \"Running on GitHub\")", key="GITHUB_EVENT_NAME")
     if name == "pull_request":
-        return PullRequest.from_json(payload["pull_request"], repo)
+        try:
+            return PullRequest.from_json(payload["pull_request"], repo)
+        except (KeyError, TypeError, ValueError) as exc:
+            raise BadInput(f"the pull_request event has no usable pull_request object ({type(exc).__name__}: "
+                           f"{exc}); is GITHUB_EVENT_PATH the runner's event file?",
+                           key="GITHUB_EVENT_PATH") from None
     if name == "workflow_dispatch":
         inputs = payload.get("inputs") or {}
         raw = next((str(inputs[key]) for key in DISPATCH_INPUTS if inputs.get(key)), "")
@@ -169,6 +173,8 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
     governed = {path: "the policy file"}
     if policy.hidden.path:
         governed[policy.hidden.path] = "the hidden cases file"
+    if policy.judge.rubric_file:
+        governed[policy.judge.rubric_file] = "the judge's rubric file"
     files: list[SourceFile] = []
     reasons: list[str] = []
     # Every file the PR adds, modifies or renames, as for a git range: the extract check keeps those that
@@ -184,7 +190,9 @@ def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, r
         if head_text is not None:
             files.append(_source_file(change, head_text))
     subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
-                      hidden_cases=_hidden_cases(repo, policy, pr.base_sha), tree=None,
+                      hidden_cases=load_hidden(policy, lambda p: read_at(repo, p, pr.base_sha)), tree=None,
+                      judge_rubric=read_at(repo, policy.judge.rubric_file, pr.base_sha)
+                      if policy.judge.rubric_file else None,
                       blocked_reasons=tuple(dict.fromkeys(reasons)),
                       facts=(("repo", repo_url), ("base", pr.base_sha), ("head", pr.head_sha)))
     reproduce = f"gate check --base {pr.base_sha} --head {pr.head_sha}" + (
@@ -228,19 +236,6 @@ def added_lines(patch: str) -> frozenset[int]:
         elif not row.startswith(("-", "\\")):
             line += 1
     return frozenset(added)
-
-
-def _hidden_cases(repo: Any, policy: Policy, base_sha: str) -> tuple[CaseSpec, ...]:
-    if not policy.hidden.path:
-        return ()
-    text = read_at(repo, policy.hidden.path, base_sha)
-    if text is None:
-        return ()
-    file = f"{policy.hidden.path}@{base_sha[:12]}"
-    doc = load_marked(text, file)
-    if not isinstance(doc, MarkedMap) or "cases" not in doc:
-        raise BadInput("expected a mapping with a `cases:` list", file=file, line=getattr(doc, "line", 1))
-    return parse_cases(doc["cases"], file, "cases", hidden=True)
 
 
 def _web_url(api_url: str) -> str:

@@ -12,6 +12,7 @@ from .server import FakeGitHub, Pull, webhook
 
 REPO = "octo/app"
 BOT = "gate-bot[bot]"
+MERGE_SHA = "4d3e" * 10
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -112,6 +113,9 @@ class Scenario:
             "GITHUB_EVENT_NAME": event_name or self.event_name,
             "GITHUB_EVENT_PATH": str(event_path),
             "GITHUB_REPOSITORY": REPO,
+            # On pull_request, GITHUB_SHA is the test merge commit, which is not the PR's head: whatever the
+            # gate posts on it never shows on the PR.
+            "GITHUB_SHA": MERGE_SHA,
             "GITHUB_API_URL": self.fake.url,
             "GITHUB_TOKEN": self.fake.token,
             "GITHUB_OUTPUT": str(runner / "output"),

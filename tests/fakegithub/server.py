@@ -17,6 +17,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -111,6 +112,12 @@ FAULTS: dict[str, Callable[[Fault], Answer]] = {
         403, {"message": "You have exceeded a secondary rate limit. Please wait a few minutes before you try "
                          "again.", "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api"},
         {} if f.retry_after is None else {"Retry-After": str(f.retry_after)}),
+    # The hourly quota is spent: PyGithub would wait until X-RateLimit-Reset, an hour away here.
+    "primary_rate_limit": lambda f: Answer(
+        403, {"message": "API rate limit exceeded for installation ID 1.",
+              "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api"},
+        {"X-RateLimit-Limit": "5000", "X-RateLimit-Remaining": "0", "X-RateLimit-Used": "5000",
+         "X-RateLimit-Reset": str(int(time.time()) + 3600)}),
     "rate_limit_429": lambda f: Answer(
         429, {"message": "You have exceeded a secondary rate limit.",
               "documentation_url": f"{DOCS}/overview/rate-limits-for-the-rest-api"},
@@ -257,8 +264,14 @@ class FakeGitHub:
 
     def _validate_response(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
                            body: bytes, status: int, data: bytes, extra: dict[str, str]) -> None:
-        if status in (401, 400) or not _declares(method, path, status):
-            return  # injected faults on operations whose description omits that status are GitHub's too
+        if status in (401, 400):
+            return  # refused before any handler ran: the request's own error is recorded
+        if not _declares(method, path, status):
+            if status >= 400:
+                return  # injected faults on operations whose description omits that status are GitHub's too
+            self.errors.append(f"response to {method} {path} has status {status}, which GitHub's description "
+                               "does not list for the operation")
+            return
         request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body)
         response = MockResponse(data.replace(self.url.encode(), PUBLIC.encode()), status, headers=extra)
         try:

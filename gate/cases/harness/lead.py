@@ -207,9 +207,25 @@ def _load_in_process(request: dict[str, Any]) -> dict[str, Any]:
             exec(compile(source.read(), CANDIDATE, "exec"), namespace)
     except BaseException as exc:
         raise LoadFailed(wire.describe(exc)) from None
-    functions = {name: namespace[name] for name in _names(request) if name in namespace}
+    functions = {name: _data_only(namespace[name]) for name in _names(request) if callable(namespace.get(name))}
     # The tests may also build objects from the candidate's own classes: they see all it defines.
     return {**{k: v for k, v in namespace.items() if not k.startswith("__")}, **functions}
+
+
+def _data_only(function: Callable[..., Any]) -> Callable[..., Any]:
+    """The function under test, in one process: its arguments may be the candidate's objects, but what it
+    returns must still be plain data (a copy of it reaches the test), as across processes."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        value = function(*args, **kwargs)
+        try:
+            copy = wire.loads(wire.dumps(value))
+        except wire.NotData as exc:
+            raise NoData(f"returned {exc}") from None
+        Last.seen = "returned " + wire.type_name(copy)
+        return copy
+
+    return call
 
 
 def _run_tests(request: dict[str, Any], functions: dict[str, Any]) -> dict[str, object]:
