@@ -8,11 +8,12 @@ process instead, and its outcome says "in-process, weaker isolation".
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Any
 
 from gate.cases.base import CaseOutcome
-from gate.cases.running import CANDIDATE, fingerprint, harness, no_outcome, read_outcome
+from gate.cases.running import CANDIDATE, fingerprint, harness, no_outcome, read_outcome, warm_names
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 
@@ -24,20 +25,30 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     """Run the tests described by `request` against candidate source `module`; `test_lines` are the test's
     source lines, quoted in a public case's report.
     """
-    stdin = json.dumps(request).encode()
+    message = json.dumps(request).encode()
     candidate = {CANDIDATE: module.encode()}
-    lead = RunRequest(script="_gate_lead.py", stdin=stdin, hash_seed=hash_seed, limits=limits,
-                      files={**harness("lead"), **(candidate if request.get("in_process") else {})})
-    if request.get("in_process"):
-        result = sandbox.run(lead)
+    if request.get("in_process"):  # the candidate's code is in this run: never a server that others share
+        result = sandbox.run(RunRequest(script="_gate_lead.py", stdin=message, hash_seed=hash_seed,
+                                        limits=limits, files={**harness("lead"), **candidate},
+                                        warm=warm_names("lead")))
     else:
+        # The tests run in a server that later calls reuse (it keeps nothing of a call; see harness/lead.py's
+        # serve), the candidate in a fresh peer.
+        server = _server(hash_seed, limits)
         peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
-                          hash_seed=hash_seed, limits=limits)
-        result, _ = sandbox.run_pair(lead, peer)
+                          hash_seed=hash_seed, limits=limits, warm=warm_names("serve"))
+        result, _ = sandbox.run_served(server, message, peer)
     record = read_outcome(result)
     if record is None or result.timed_out:
         return _marked(no_outcome(result, case.hidden), request)
     return _marked(_judge(case, record, result.wall_s, test_lines), request)
+
+
+@functools.lru_cache(maxsize=16)
+def _server(hash_seed: int, limits: Limits) -> RunRequest:
+    """The tests' server for a seed and limits: one object, so that the sandbox finds its servers at once."""
+    return RunRequest(script="_gate_lead.py", args=("--serve",), files=harness("lead"), hash_seed=hash_seed,
+                      limits=limits, warm=warm_names("lead"))
 
 
 def _judge(case: CaseSpec, record: dict[str, Any], seconds: float, test_lines: list[str]) -> CaseOutcome:

@@ -31,6 +31,12 @@ def harness(name: str) -> dict[str, bytes]:
             **_module("_gate_wire", "wire")}
 
 
+def warm_names(name: str) -> tuple[str, ...]:
+    """The files of harness `name` (see `harness`) that a zygote may compile once for all its runs: all of
+    them are the gate's own, trusted code (the candidate's module never is)."""
+    return (f"_gate_{name}.py", f"_gate_{name}_main.py", "_gate_wire.py")
+
+
 @functools.cache
 def _module(module: str, name: str) -> dict[str, bytes]:
     """Module `module` from harness file `name`, with its bytecode in an unchecked-hash .pyc: the sandbox runs

@@ -92,4 +92,15 @@ class Sandbox(Protocol):
         candidate's process: the lead runs the tests and calls the candidate (the peer) over the socket."""
         ...
 
+    def run_served(self, server: RunRequest, message: bytes, peer: RunRequest) -> tuple[RunResult, RunResult]:
+        """Like run_pair, with the lead replaced by a long-lived trusted server that many calls share: `peer` is a
+        fresh run, as in run_pair; `server` starts once (per distinct request) under the same layers and
+        serves call after call (gate/sandbox/served.py). The call hands the server `message` and its end
+        of the socket to this peer, on its control channel (PEER_FD_ENV): a frame of served.LENGTH +
+        message, with the socket attached. It ends when the server answers with one frame (served.KEEP or
+        served.RETIRE, then the first result's `result`), or at the peer's wall limit (timed_out; the
+        server is then replaced). Only for trusted programs that keep nothing of one call for the next:
+        the harness, never the code under test."""
+        ...
+
     def close(self) -> None: ...

@@ -12,6 +12,7 @@ import json
 import os
 import subprocess
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from gate.sandbox.launcher import Handle
@@ -49,6 +50,10 @@ class FreshLauncher:
     def __init__(self, interpreter: str, import_paths: Sequence[str]) -> None:
         self._interpreter = interpreter
         self._paths = list(import_paths)
+        # Every reaper is started from this one thread, which lives as long as the launcher: a reaper's
+        # parent-death signal fires when the *thread* that started it exits, and a served run outlives the
+        # caller's thread that started it.
+        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-fresh-spawner")
 
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
         """Start one run; `hash_seed` is already in the config's environment, which the interpreter reads."""
@@ -64,11 +69,12 @@ class FreshLauncher:
             os.write(config_w, data)
             os.close(config_w)
             config_w = -1
-            popen = subprocess.Popen(
+            popen = self._spawner.submit(
+                subprocess.Popen,
                 [self._interpreter, "-s", "-S", "-P", "-c", _BOOT, str(config_r), *self._paths],
                 stdin=sources[0], stdout=sources[1], stderr=sources[2],
                 pass_fds=(*sources[3:], config_r, status_w), env=dict(config["env"]), start_new_session=True,
-                close_fds=True)
+                close_fds=True).result()
         except BaseException:
             os.close(status_r)
             raise
@@ -79,4 +85,5 @@ class FreshLauncher:
         return FreshHandle(status_r, popen)
 
     def close(self) -> None:
-        """Nothing to release: every run's reaper is collected by its run."""
+        """Stop the spawning thread (every run's reaper is collected by its run)."""
+        self._spawner.shutdown()

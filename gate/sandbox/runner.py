@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import GateFailure
-from gate.sandbox import rlimits, stage, users
+from gate.sandbox import rlimits, served, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -99,6 +99,7 @@ class LayeredSandbox:
         self.launcher = launcher
         self.layers = layers
         self._base = stage.make_base()
+        self._servers = served.Servers(self._start, self._retire)
 
     @property
     def isolation(self) -> Mapping[str, str]:
@@ -124,10 +125,29 @@ class LayeredSandbox:
         results = self._supervise([first, second], lead=first)
         return results[0], results[1]
 
+    def run_served(self, server: RunRequest, message: bytes, peer: RunRequest) -> tuple[RunResult, RunResult]:
+        """See gate.sandbox.base.Sandbox.run_served."""
+        lead_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        with lead_end, peer_end:
+            candidate = self._start(peer, peer_end.fileno())
+            try:
+                held, sent = self._servers.call(server, message, lead_end.fileno())
+            except BaseException:
+                self._kill(candidate, "server failed to start")
+                self._supervise([candidate])
+                raise
+        answer = served.Answer(held.control.fileno(), candidate.deadline, pending=sent)
+        try:
+            results = self._supervise([candidate], answer=answer)
+        finally:
+            self._servers.release(held, healthy=answer.healthy)
+        return served.lead_result(answer, candidate.start), results[0]
+
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
         removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
-        killed process may take a moment to die); the tests check it."""
+        killed process may take a moment to die), apart from idle servers (run_served) until close; the tests
+        check it."""
         found = [f"directory {path}" for path in self._base.iterdir()]
         if self.layers.cgroups:
             found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
@@ -137,6 +157,7 @@ class LayeredSandbox:
 
     def close(self) -> None:
         """Stop the backend's helpers and remove every directory and cgroup this sandbox made."""
+        self._servers.close()
         self.launcher.close()
         if self.layers.cgroups:
             self.layers.cgroups.close()
@@ -212,9 +233,15 @@ class LayeredSandbox:
 
     # Supervising
 
-    def _supervise(self, runs: list[_Live], lead: _Live | None = None) -> list[RunResult]:
+    def _retire(self, live: _Live) -> None:
+        """End a server run (served.Servers): kill it, read what is left of it, release what it held."""
+        self._kill(live, "retired")
+        self._supervise([live])
+
+    def _supervise(self, runs: list[_Live], lead: _Live | None = None,
+                   answer: served.Answer | None = None) -> list[RunResult]:
         try:
-            self._watch(runs, lead)
+            self._watch(runs, lead, answer)
         except BaseException:  # the gate failed (its reaper died, an interrupt): nothing of the runs may stay
             for live in runs:
                 self._kill(live, "gate error")
@@ -230,9 +257,12 @@ class LayeredSandbox:
             raise GateFailure("sandbox setup failed: " + "; ".join(failed))
         return results
 
-    def _watch(self, runs: list[_Live], lead: _Live | None) -> None:
-        """Feed, read and time the runs until every one has exited and its pipes are closed."""
+    def _watch(self, runs: list[_Live], lead: _Live | None, answer: served.Answer | None = None) -> None:
+        """Feed, read and time the runs until every one has exited and its pipes are closed. With `answer` (a
+        served call), also until the server answers or its deadline passes; then the runs are killed."""
         with selectors.DefaultSelector() as selector:
+            if answer is not None and answer.pending:
+                selector.register(answer.fd, selectors.EVENT_READ, (None, "answer"))
             for live in runs:
                 for fd, kind in live.fds.items():
                     if kind == "stdin":
@@ -240,12 +270,24 @@ class LayeredSandbox:
                         selector.register(fd, selectors.EVENT_WRITE, (live, kind))
                     else:
                         selector.register(fd, selectors.EVENT_READ, (live, kind))
-            while not all(live.done for live in runs):
+            while not all(live.done for live in runs) or (answer is not None and answer.pending):
                 now = time.monotonic()
                 waits = [(lv.drain_until if lv.exited else lv.deadline) - now for lv in runs if not lv.done]
+                if answer is not None and answer.pending:
+                    waits.append(answer.deadline - now)
                 for key, _ in selector.select(max(0.0, min(waits))):
-                    self._on_event(selector, key.fd, *key.data)
+                    if key.data[1] == "answer":
+                        selector.unregister(key.fd)
+                        answer.read()  # type: ignore[union-attr]
+                    else:
+                        self._on_event(selector, key.fd, *key.data)
                 now = time.monotonic()
+                # Before the runs' own deadlines (the same instant): a served call that runs out of time is
+                # the tests' timeout, not the candidate's exit.
+                if answer is not None and (answer.expire(now) or not answer.pending):
+                    for live in runs:
+                        if not live.exited:
+                            self._kill(live, "peer finished")
                 for live in runs:
                     if not live.exited and now >= live.deadline:
                         self._kill(live, "wall timeout")

@@ -18,12 +18,17 @@ result}.
 from __future__ import annotations
 
 import builtins
+import contextlib
+import functools
+import gc
 import json
 import os
+import resource
 import socket
+import struct
 import sys
 from collections.abc import Callable
-from typing import Any
+from typing import Any, NoReturn
 
 import _gate_wire as wire
 
@@ -31,6 +36,10 @@ RESULT_FD_ENV = "GATE_RESULT_FD"
 PEER_FD_ENV = "GATE_PEER_FD"
 CANDIDATE = "candidate.py"
 MAX_REPLY = 16 * 1024 * 1024
+LENGTH = struct.Struct("!Q")  # gate.sandbox.served.LENGTH, KEEP and RETIRE
+KEEP, RETIRE = b".", b"!"
+# Peak memory beyond which a server serves no more calls: a quarter of its address-space limit.
+_MAX_PEAK = max(0, resource.getrlimit(resource.RLIMIT_AS)[0]) // 4 or 128 * 1024 * 1024
 # The exceptions a reply may name and a test then sees raised; any other name becomes a CandidateError.
 # StopIteration would silently end a `map(candidate, ...)` in the test, so it is not raised as itself.
 _RAISABLE = {name: cls for name, cls in vars(builtins).items()
@@ -57,30 +66,93 @@ class Last:
 
 
 def main() -> None:
+    if sys.argv[1:] == ["--serve"]:
+        serve()
     result = os.fdopen(int(os.environ.pop(RESULT_FD_ENV)), "w")
     request = json.loads(sys.stdin.read())
-    try:
-        functions = _load_in_process(request) if request.get("in_process") else _connect(request)
-    except LoadFailed as exc:
-        record: dict[str, object] = {"failed": f"the candidate does not load: {exc}", "last": ""}
+    if request.get("in_process"):
+        record = _tested(request, lambda: _load_in_process(request))
     else:
-        record = _run_tests(request, functions)
+        channel = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
+        record = _tested(request, lambda: _connect(request, channel))
     result.write(json.dumps(record))
     result.flush()
     os._exit(0)
+
+
+def serve() -> NoReturn:
+    """Server mode (the gate's `Sandbox.run_served`): answer calls until the gate hangs up. A call is one frame
+    (LENGTH + the JSON request) with the socket to that call's candidate attached; the answer is one frame of
+    the outcome. Each call starts from nothing of the previous one: a new namespace, a new socket (closed at
+    the end, with whatever the candidate sent beyond its replies), the last result forgotten, and only plain
+    data ever came from a candidate; once a call's data made it grow past _MAX_PEAK it answers and retires.
+    The tests' own output is discarded, as a lead's is."""
+    os.close(int(os.environ.pop(RESULT_FD_ENV)))
+    control = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
+    sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the server's whole life)
+    while True:
+        call = _receive(control)
+        if call is None:
+            os._exit(0)
+        request, channel = call
+        Last.seen = ""
+        try:
+            record = _tested(request, functools.partial(_connect, request, channel))
+        finally:
+            with contextlib.suppress(OSError):  # a stale reference to it is useless from here on
+                channel.shutdown(socket.SHUT_RDWR)
+            channel.close()
+        gc.collect()  # what the call's tracebacks and cycles held goes now, not in the next call
+        # A call whose data made this process grow keeps no hold on the next one: the server retires.
+        retire = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > _MAX_PEAK
+        payload = (RETIRE if retire else KEEP) + json.dumps(record).encode()
+        control.sendall(LENGTH.pack(len(payload)) + payload)
+        if retire:
+            os._exit(0)
+
+
+def _receive(control: socket.socket) -> tuple[dict[str, Any], socket.socket] | None:
+    """The next call: its request and the candidate's channel; None when the gate hangs up."""
+    head, fds, _flags, _address = socket.recv_fds(control, LENGTH.size, 1)
+    for fd in fds[1:]:
+        os.close(fd)
+    if not head or not fds:
+        return None
+    channel = socket.socket(fileno=fds[0])
+    head += _read_exact(control, LENGTH.size - len(head))
+    (size,) = LENGTH.unpack(head)
+    return json.loads(_read_exact(control, size)), channel
+
+
+def _read_exact(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            os._exit(0)  # the gate hung up mid-frame
+        data += chunk
+    return data
+
+
+def _tested(request: dict[str, Any], functions: Callable[[], dict[str, Any]]) -> dict[str, object]:
+    """The outcome of the tests over the candidate's functions (loaded or connected by `functions`)."""
+    try:
+        loaded = functions()
+    except LoadFailed as exc:
+        return {"failed": f"the candidate does not load: {exc}", "last": ""}
+    return _run_tests(request, loaded)
 
 
 def _names(request: dict[str, Any]) -> list[str]:
     return [request["entry_point"] if request["kind"] == "humaneval" else request["function"]]
 
 
-def _connect(request: dict[str, Any]) -> dict[str, Any]:
-    channel = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
+def _connect(request: dict[str, Any], channel: socket.socket) -> dict[str, Any]:
     requests = channel.makefile("w", encoding="utf-8")
     replies = channel.makefile("r", encoding="utf-8")
     try:
         hello = _read(replies)
-    except (NoData, ValueError) as exc:
+    except (NoData, ValueError, OSError) as exc:
         raise LoadFailed(str(exc)) from None
     if "ready" not in hello:
         raise LoadFailed(str(hello.get("load", "no reply")))
