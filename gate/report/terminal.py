@@ -47,7 +47,7 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
                     "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
                     if p.locations else []} for p in verdict.penalties],
-        cases=[{"text": _wrap(f"#{c.index} {c.name}{' (hidden)' if c.hidden else ''}: {c.status}"
+        cases=[{"text": _wrap(f"{f'hidden case {c.index}' if c.hidden else f'#{c.index} {c.name}'}: {c.status}"
                               + (f" - {c.detail}" if c.detail else ""), 2),
                 "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
         notes=[_wrap(f"{n.source}: {n.message}"
