@@ -91,19 +91,23 @@ def _target(case: CaseSpec, program: Program) -> tuple[str, str] | str:
 
 
 def _judge(case: CaseSpec, record: dict[str, Any], seconds: float) -> CaseOutcome:
+    # Every text in the record is the candidate's to choose (it can write the record itself): for a hidden
+    # case the report says only what the gate's own words and builtin names can say, so that the candidate
+    # cannot print the case's arguments, or the value it computed from them, into a report.
     if "load" in record:
-        detail = f"the code does not load: {record['load']}"
+        detail = "the code does not load" + ("" if case.hidden else f": {record['load']}")
         return CaseOutcome("failed", detail, fingerprint("load", str(record["load"]).split(":")[0]), seconds)
     if "raised" in record:
         raised = str(record["raised"])
         seen = fingerprint("raised", raised)
         if case.get("error") is not None and error_matches(case.get("error"), raised):
             return CaseOutcome("passed", "", seen, seconds)
-        got = f"raised {raised}" + ("" if case.hidden else f": {str(record.get('message', ''))[:80]}")
+        got = f"raised {raised}: {str(record.get('message', ''))[:80]}" if not case.hidden \
+            else f"raised {hidden_exception_name(raised)}"
         return CaseOutcome("failed", _expected(case) + got, seen, seconds)
     if "ok" not in record:
         got = str(record.get("notdata", "no data"))
-        detail = _expected(case) + f"returned {got}"
+        detail = _expected(case) + ("returned something that is not data" if case.hidden else f"returned {got}")
         return CaseOutcome("failed", detail, fingerprint("notdata", got), seconds)
     try:
         value = wire.loads(str(record["ok"]))
@@ -125,6 +129,12 @@ def error_matches(expected: str, raised: str) -> bool:
     if "." in expected or expected in _BUILTIN_EXCEPTIONS:
         return raised == expected
     return raised.rpartition(".")[2] == expected
+
+
+def hidden_exception_name(raised: str) -> str:
+    """How a hidden case's report names an exception the candidate raised: a builtin's name, or no name (the
+    candidate chooses its own classes' names)."""
+    return raised if raised in _BUILTIN_EXCEPTIONS else "an exception of its own class"
 
 
 def _expected(case: CaseSpec) -> str:
