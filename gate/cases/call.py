@@ -19,6 +19,7 @@ from gate.cases.running import (
     check_fields,
     fingerprint,
     harness,
+    hidden_detail,
     no_outcome,
     one_function,
     read_outcome,
@@ -103,11 +104,11 @@ def _judge(case: CaseSpec, record: dict[str, Any], seconds: float) -> CaseOutcom
         if case.get("error") is not None and error_matches(case.get("error"), raised):
             return CaseOutcome("passed", "", seen, seconds)
         got = f"raised {raised}: {str(record.get('message', ''))[:80]}" if not case.hidden \
-            else f"raised {hidden_exception_name(raised)}"
+            else hidden_detail("raised", raised)
         return CaseOutcome("failed", _expected(case) + got, seen, seconds)
     if "ok" not in record:
         got = str(record.get("notdata", "no data"))
-        detail = _expected(case) + ("returned something that is not data" if case.hidden else f"returned {got}")
+        detail = _expected(case) + (hidden_detail("returned", "") if case.hidden else f"returned {got}")
         return CaseOutcome("failed", detail, fingerprint("notdata", got), seconds)
     try:
         value = wire.loads(str(record["ok"]))
@@ -129,12 +130,6 @@ def error_matches(expected: str, raised: str) -> bool:
     if "." in expected or expected in _BUILTIN_EXCEPTIONS:
         return raised == expected
     return raised.rpartition(".")[2] == expected
-
-
-def hidden_exception_name(raised: str) -> str:
-    """How a hidden case's report names an exception the candidate raised: a builtin's name, or no name (the
-    candidate chooses its own classes' names)."""
-    return raised if raised in _BUILTIN_EXCEPTIONS else "an exception of its own class"
 
 
 def _expected(case: CaseSpec) -> str:

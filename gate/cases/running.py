@@ -5,6 +5,7 @@ that gave no outcome reads in a report.
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import json
 import py_compile
@@ -50,6 +51,22 @@ def _module(module: str, name: str) -> dict[str, bytes]:
 def fingerprint(*parts: object) -> str:
     """What two runs of the same case are compared on (for the nondeterminism check)."""
     return json.dumps(parts, sort_keys=True, default=repr)
+
+
+# The names a hidden case's report may print for what came back: builtin types and exceptions, and the mappings
+# the wire carries. Any other name (a class's name, its module) is the candidate's to choose, so it could
+# spell the case's arguments or the value computed from them.
+_BUILTIN_NAMES = frozenset(
+    {name for name, value in vars(builtins).items() if isinstance(value, type)}
+    | {"collections.Counter", "collections.OrderedDict", "collections.defaultdict"})
+
+
+def hidden_detail(verb: str, name: str) -> str:
+    """`raised NAME` or `returned NAME` for a hidden case's report, when NAME is a builtin's; otherwise the
+    same without the candidate's chosen name."""
+    if name in _BUILTIN_NAMES:
+        return f"{verb} {name}"
+    return "raised an exception of its own class" if verb == "raised" else "returned something that is not data"
 
 
 def no_outcome(result: RunResult, hidden: bool) -> CaseOutcome:
