@@ -165,3 +165,18 @@ def python_reply(code: str) -> str:
     """A model reply holding `code` as its one fenced Python block."""
     return f"Here is the function:\n\n```python\n{code}```\n"
 
+
+
+def score(reply: str, work: Path, task: str, hidden: str | None = None,
+          env: dict[str, str] | None = None) -> GateRun:
+    """`gate score` of `reply` against task text `task`, with hidden cases `hidden` named by the environment
+    variable the default policy reads (GATE_HIDDEN_CASES), from a file outside any worktree."""
+    reply_path, task_path = work / "reply.md", work / "task.yml"
+    reply_path.write_text(reply, encoding="utf-8")
+    task_path.write_text(task, encoding="utf-8")
+    extra = dict(env or {})
+    if hidden is not None:
+        hidden_path = work / "hidden.yml"
+        hidden_path.write_text(hidden, encoding="utf-8")
+        extra["GATE_HIDDEN_CASES"] = str(hidden_path)
+    return gate(["score", str(reply_path), "--task", str(task_path)], work, extra)

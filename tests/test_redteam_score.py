@@ -1,0 +1,79 @@
+"""`gate score` (a model reply and a task) against hostile replies: none scores a pass, none learns a hidden
+case, and the gate stays healthy."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.redteam_support import (
+    HIDDEN_A,
+    HIDDEN_B,
+    HIDDEN_SUM,
+    GateRun,
+    assert_hidden_values_absent,
+    leftovers,
+    python_reply,
+    score,
+)
+
+TASK = """\
+name: add
+function: add
+cases:
+  - name: adds
+    args: [2, 3]
+    expect: 5
+"""
+MBPP_HIDDEN = f"""\
+cases:
+  - kind: mbpp
+    tests: ["assert add({HIDDEN_A}, {HIDDEN_B}) == {HIDDEN_SUM}"]
+"""
+CALL_HIDDEN = f"""\
+cases:
+  - args: [{HIDDEN_A}, {HIDDEN_B}]
+    expect: {HIDDEN_SUM}
+"""
+FORGE_ON_SOCKET = """
+import json, os, socket, stat
+
+def _reply(record):
+    for fd in range(3, 64):
+        try:
+            if stat.S_ISSOCK(os.fstat(fd).st_mode):
+                os.write(fd, (json.dumps(record) + "\\n").encode())
+        except OSError:
+            pass
+    os._exit(0)
+
+"""
+PAIR_LEAKS = {
+    "exception type named after the value": (
+        "def add(a, b):\n    raise type('E', (Exception,), {'__qualname__': f'{a}_{b}_{a + b}'})()\n"),
+    "builtin exception's message": "def add(a, b):\n    raise ValueError(f'{a} {b} {a + b}')\n",
+    "forged notdata reply": FORGE_ON_SOCKET + "def add(a, b):\n    _reply({'notdata': f'{a} {b} {a + b}'})\n",
+    "forged raised reply": FORGE_ON_SOCKET + "def add(a, b):\n    _reply({'raised': f'{a} {b} {a + b}'})\n",
+    "printed": "import sys\n\ndef add(a, b):\n    print(a + b)\n    print(a + b, file=sys.stderr)\n    return -1\n",
+}
+
+
+def hidden_case(run: GateRun) -> dict[str, object]:
+    return run.case("hidden case 1")
+
+
+@pytest.mark.parametrize("attack", sorted(PAIR_LEAKS))
+def test_a_hidden_mbpp_case_leaks_nothing_through_the_pair(tmp_path: Path, attack: str) -> None:
+    run = score(python_reply(PAIR_LEAKS[attack]), tmp_path, TASK, MBPP_HIDDEN)
+    assert run.code == 1 and hidden_case(run)["status"] == "failed", run.reports
+    assert_hidden_values_absent(run)
+    assert not leftovers(run, tmp_path)
+
+
+@pytest.mark.parametrize("attack", ["exception type named after the value", "builtin exception's message"])
+def test_a_hidden_call_case_leaks_nothing_in_a_reply(tmp_path: Path, attack: str) -> None:
+    run = score(python_reply(PAIR_LEAKS[attack]), tmp_path, TASK, CALL_HIDDEN)
+    assert run.code == 1 and hidden_case(run)["status"] == "failed", run.reports
+    assert_hidden_values_absent(run)
+    assert not leftovers(run, tmp_path)
