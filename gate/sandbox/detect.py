@@ -126,7 +126,7 @@ def layers(prefer_zygote: bool) -> Layers:
         "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
-        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
+        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden; own /proc)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,

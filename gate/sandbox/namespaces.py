@@ -4,7 +4,8 @@ Child side, as root before the uid switch. A new network namespace has only a lo
 nothing (not even 127.0.0.1) is reachable. In a new mount namespace one tmpfs of `disk_bytes` is mounted on
 /tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can
 fill shares that one bound and disappears with the namespace; the run's files are copied from the staging
-directory into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top.
+directory into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top,
+and /proc is mounted again with `hidepid=invisible`, so that a run sees no other user's process.
 Standard library only: imported inside the child.
 """
 
@@ -54,4 +55,8 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
             os.lchown(os.path.join(root, name), *owner)
     os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
+    # A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
+    # line of every process on the machine, the gate's included, whose arguments may hold a secret.
+    _libc.mount("proc", "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
+                "hidepid=invisible")
     return WORKDIR
