@@ -73,11 +73,13 @@ def bot_repo(root: Path, code: str, extra: dict[str, str] | None = None) -> Repo
     return repo
 
 
-def gate(argv: list[str], work: Path, env: dict[str, str] | None = None, cwd: Path | None = None) -> GateRun:
-    """Run the gate CLI as its own process with TMPDIR under `work`, returning its reports."""
+def gate(argv: list[str], work: Path, env: dict[str, str] | None = None, cwd: Path | None = None,
+         out_name: str = "out") -> GateRun:
+    """Run the gate CLI as its own process with TMPDIR under `work`, returning its reports (written in
+    `work/out_name`, a name that is part of the gate's command line)."""
     tmpdir = work / "gate-tmp"
     tmpdir.mkdir(parents=True, exist_ok=True)
-    out = work / "out"
+    out = work / out_name
     out.mkdir(exist_ok=True)
     json_path = out / "verdict.json"
     extra = ["--json", str(json_path)]
@@ -95,10 +97,10 @@ def gate(argv: list[str], work: Path, env: dict[str, str] | None = None, cwd: Pa
     return GateRun(proc.returncode, proc.pid, verdict, "\n".join(texts))
 
 
-def check(repo: Repo, work: Path, env: dict[str, str] | None = None) -> GateRun:
+def check(repo: Repo, work: Path, env: dict[str, str] | None = None, out_name: str = "out") -> GateRun:
     """`gate check` of the bot branch against main."""
     return gate(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"], work, env,
-                cwd=repo.root)
+                cwd=repo.root, out_name=out_name)
 
 
 def leftovers(run: GateRun, work: Path, marker: str | None = None) -> list[str]:
