@@ -70,7 +70,7 @@ def score_range(found: GitRange) -> Verdict:
     """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
     commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
     is missing here."""
-    sandbox = _sandbox_for(found.subject, found.policy)
+    sandbox = _sandbox_for(found.subject, found.policy, found.private)
     try:
         return score(found.subject, found.policy, sandbox, reproduce=found.reproduce)
     finally:
@@ -78,11 +78,12 @@ def score_range(found: GitRange) -> Verdict:
             sandbox.close()
 
 
-def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
-    """A sandbox when there are cases to run (its start-up is not free), under the policy's limits."""
+def _sandbox_for(subject: Subject, policy: Policy, private: tuple[str, ...]) -> Sandbox | None:
+    """A sandbox when there are cases to run (its start-up is not free), under the policy's limits, that
+    hides the `private` places (the repository) from every run."""
     if not policy.cases and not subject.cases and not subject.hidden_cases:
         return None
-    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
+    return open_sandbox(sandbox_limits(policy.limits), require=policy.require, hide=private)
 
 
 def _write(path: Path, text: str, option: str) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -61,7 +62,17 @@ def _sandbox_for(subject: Subject, policy: Policy) -> Sandbox | None:
     GateFailure (exit 3) when a layer the policy requires is missing here."""
     if not policy.cases and not subject.cases and not subject.hidden_cases:
         return None
-    return open_sandbox(sandbox_limits(policy.limits), require=policy.require)
+    return open_sandbox(sandbox_limits(policy.limits), require=policy.require, hide=_hidden_file(policy))
+
+
+def _hidden_file(policy: Policy) -> tuple[str, ...]:
+    """The hidden cases' file and its directory, which no run may read (a file outside a worktree may still
+    be world-readable)."""
+    named = os.environ.get(policy.hidden.env) or policy.hidden.path
+    if not named:
+        return ()
+    path = Path(named).expanduser().resolve()
+    return (str(path.parent), str(path))
 
 
 def _read_reply(path: Path) -> str:

@@ -48,6 +48,9 @@ class GitRange:
     policy: Policy
     overrides: Overrides  # report templates from the base commit
     reproduce: str  # the command that reproduces the verdict locally
+    # The repository's working tree and git directories: the code under score must not see them (they hold
+    # the hidden cases, and maybe a token in .git/config).
+    private: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -108,7 +111,9 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             facts=tuple(facts),
             judge_rubric=_read(base, policy.judge.rubric_file) if policy.judge.rubric_file else None,
         )
-        yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path))
+        private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
+        yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path),
+                       private)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
