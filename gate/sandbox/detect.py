@@ -135,7 +135,7 @@ def layers(prefer_zygote: bool) -> Layers:
         "netns": _switch(probe["netns"], "on (no interface up)"),
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden; own /proc)"),
         "bwrap": bwrap.describe(root),
-        "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),
+        "seccomp": _switch(probe["seccomp"], "on (no socket, no ptrace)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
     }
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
