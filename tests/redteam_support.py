@@ -63,11 +63,11 @@ class GateRun:
         return found
 
 
-def bot_repo(root: Path, code: str, extra: dict[str, str] | None = None) -> Repo:
-    """A repository whose base holds the policy, the hidden cases and an honest calc.py, and whose branch
-    `bot` replaces calc.py with `code` (plus `extra` files)."""
+def bot_repo(root: Path, code: str, extra: dict[str, str] | None = None, policy: str = POLICY) -> Repo:
+    """A repository whose base holds `policy`, the hidden cases and an honest calc.py, and whose branch `bot`
+    replaces calc.py with `code` (plus `extra` files)."""
     repo = Repo(root)
-    repo.commit("base", {".github/gate.yml": POLICY, HIDDEN_PATH: HIDDEN, "calc.py": HONEST})
+    repo.commit("base", {".github/gate.yml": policy, HIDDEN_PATH: HIDDEN, "calc.py": HONEST})
     repo.git("checkout", "-q", "-b", "bot")
     repo.commit("bot: change", {"calc.py": code, **(extra or {})})
     return repo

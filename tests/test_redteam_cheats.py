@@ -27,7 +27,8 @@ CHEATS = {
     "exit 0 in the call": "import os\n\ndef add(a, b):\n    os._exit(0)\n",
     "exit 0 on import": "import os\nos._exit(0)\n\ndef add(a, b):\n    return a + b\n",
     "sys.exit(0) in the call": "import sys\n\ndef add(a, b):\n    sys.exit(0)\n",
-    "SystemExit from a finally": "def add(a, b):\n    try:\n        return None\n    finally:\n        raise SystemExit(0)\n",
+    "SystemExit from a finally": (
+        "def add(a, b):\n    try:\n        return None\n    finally:\n        raise SystemExit(0)\n"),
     "equal to anything": (
         "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n\n"
         "def add(a, b):\n    return Any()\n"),
