@@ -77,3 +77,38 @@ def test_a_hidden_call_case_leaks_nothing_in_a_reply(tmp_path: Path, attack: str
     assert run.code == 1 and hidden_case(run)["status"] == "failed", run.reports
     assert_hidden_values_absent(run)
     assert not leftovers(run, tmp_path)
+
+
+# An MBPP case whose asserts build objects of the candidate's own class runs the candidate in the tests'
+# process (pairs.py: "in-process, weaker isolation"). There the candidate holds the result channel too.
+IN_PROCESS_TASK = """\
+name: pairs
+cases:
+  - kind: mbpp
+    tests: ["assert longest([Pair(1, 2), Pair(3, 4)]) == 2"]
+"""
+FORGED_PASS = """\
+import os
+
+class Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+def longest(pairs):
+    for fd in range(3, 64):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                os.write(fd, b'{"passed": true}')
+        except OSError:
+            pass
+    os._exit(0)
+"""
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: an in-process MBPP case (the asserts build the candidate's own objects) trusts a "
+                          "process the candidate shares, so a forged outcome passes; the report marks it "
+                          "'in-process, weaker isolation'")
+def test_a_forged_outcome_in_an_in_process_case_is_no_pass(tmp_path: Path) -> None:
+    run = score(python_reply(FORGED_PASS), tmp_path, IN_PROCESS_TASK)
+    assert run.case("case 1")["status"] != "passed", run.case("case 1")
