@@ -97,7 +97,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
-        skipped = export_tree(head.tree, tree, withheld) if tree else []
+        skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             more = f" and {len(skipped) - _LISTED} more" if len(skipped) > _LISTED else ""
             facts.append(("not exported", ", ".join(skipped[:_LISTED]) + more))
@@ -142,12 +142,15 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         yield found
 
 
-def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset()) -> list[str]:
+def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset(),
+                max_bytes: int | None = None) -> list[str]:
     """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
-    Symbolic links and submodules are not exported, so nothing in the export points outside it; returns
-    their paths."""
+    Symbolic links and submodules are not exported, so nothing in the export points outside it, nor the files
+    beyond `max_bytes` in all (a run's disk could not hold them, and a commit of a few kilobytes can hold
+    gigabytes of zeros); returns their paths."""
     skipped: list[str] = []
     root = target.resolve()
+    room = max_bytes
     for item in _walk(tree):
         path = str(item.path)
         if path in withheld:
@@ -156,6 +159,11 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
         if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
             skipped.append(path)
             continue
+        if room is not None:
+            if item.size > room:
+                skipped.append(f"{path} (over the disk limit)")
+                continue
+            room -= item.size
         dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
             skipped.append(path)
