@@ -74,12 +74,14 @@ def no_outcome(result: RunResult, hidden: bool) -> CaseOutcome:
     if result.timed_out:
         return CaseOutcome("timeout", f"ran out of time ({result.killed_reason or 'wall timeout'})",
                            fingerprint("timeout"), result.wall_s)
+    # For a hidden case no number the program chose (a signal, a status): it could be one of the arguments.
     if result.killed_reason:
         how = f"killed: {result.killed_reason}"
     elif result.signal is not None:
-        how = f"killed by signal {result.signal}"
+        how = "killed by a signal" if hidden else f"killed by signal {result.signal}"
     else:
-        how = f"exited with status {result.exit_code} before reporting a result"
+        how = "exited" if hidden else f"exited with status {result.exit_code}"
+        how += " before reporting a result"
     return CaseOutcome("failed", f"no result: the program {how}" if not hidden else f"no result ({how})",
                        fingerprint("none", how), result.wall_s)
 
