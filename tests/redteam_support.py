@@ -45,7 +45,8 @@ cases:
     expect: {HIDDEN_SUM}
 """
 HIDDEN_PATH = ".github/gate-hidden.yml"
-HONEST = "def add(a, b):\n    return a + b\n"
+HONEST = ("import sys\n\n\ndef add(a, b):\n    return a + b\n\n\n"
+          "if __name__ == '__main__':\n    print(add(int(sys.argv[1]), int(sys.argv[2])))\n")
 
 
 @dataclass(frozen=True)
@@ -63,11 +64,12 @@ class GateRun:
         return found
 
 
-def bot_repo(root: Path, code: str, extra: dict[str, str] | None = None, policy: str = POLICY) -> Repo:
-    """A repository whose base holds `policy`, the hidden cases and an honest calc.py, and whose branch `bot`
-    replaces calc.py with `code` (plus `extra` files)."""
+def bot_repo(root: Path, code: str, extra: dict[str, str] | None = None, policy: str = POLICY,
+             hidden: str = HIDDEN) -> Repo:
+    """A repository whose base holds `policy`, the `hidden` cases and an honest calc.py, and whose branch
+    `bot` replaces calc.py with `code` (plus `extra` files)."""
     repo = Repo(root)
-    repo.commit("base", {".github/gate.yml": policy, HIDDEN_PATH: HIDDEN, "calc.py": HONEST})
+    repo.commit("base", {".github/gate.yml": policy, HIDDEN_PATH: hidden, "calc.py": HONEST})
     repo.git("checkout", "-q", "-b", "bot")
     repo.commit("bot: change", {"calc.py": code, **(extra or {})})
     return repo

@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from tests.redteam_support import (
+    HIDDEN_A,
+    HIDDEN_B,
+    HIDDEN_SUM,
     assert_hidden_values_absent,
     assert_not_passed,
     bot_repo,
@@ -57,4 +60,49 @@ def test_a_hidden_case_leaks_nothing(tmp_path: Path, attack: str) -> None:
     run = check(repo, tmp_path)
     assert_not_passed(run, "hidden case 1")
     assert_hidden_values_absent(run)
+    healthy_after(run, repo, tmp_path)
+
+
+# A hidden stdio case runs calc.py as a program with the case's arguments; a report that counted its lines or
+# named its exit status or signal would carry numbers the program chose from them.
+HIDDEN_STDIO = f"""\
+cases:
+  - name: secret sum over stdio
+    kind: stdio
+    program: calc.py
+    args: ["{HIDDEN_A}", "{HIDDEN_B}"]
+    stdout: "{HIDDEN_SUM}"
+"""
+STDIO_LEAKS = {
+    "line count": "import sys\nif __name__ == '__main__':\n    sys.stdout.write('\\n.' * int(sys.argv[1]))\n",
+    "exit status": "import sys\nif __name__ == '__main__':\n    sys.exit(int(sys.argv[2]) % 256)\n",
+    "signal": "import os, sys\nif __name__ == '__main__':\n    os.kill(os.getpid(), int(sys.argv[2]) % 31 + 1)\n",
+}
+
+
+CALL_CHOSEN_NUMBERS = {
+    "exit status": "import os\n\ndef add(a, b):\n    os._exit(b % 256)\n",
+    "signal": "import os\n\ndef add(a, b):\n    os.kill(os.getpid(), b % 31 + 1)\n",
+}
+
+
+@pytest.mark.parametrize("attack", sorted(CALL_CHOSEN_NUMBERS))
+def test_a_hidden_call_case_reports_no_number_the_program_chose(tmp_path: Path, attack: str) -> None:
+    repo = bot_repo(tmp_path / "repo", CALL_CHOSEN_NUMBERS[attack])
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "hidden case 1")
+    detail = run.case("hidden case 1")["detail"]
+    assert not any(ch.isdigit() for ch in detail), detail
+    healthy_after(run, repo, tmp_path)
+
+
+@pytest.mark.parametrize("attack", sorted(STDIO_LEAKS))
+def test_a_hidden_stdio_case_reports_no_number_the_program_chose(tmp_path: Path, attack: str) -> None:
+    code = "def add(a, b):\n    return a + b\n\n" + STDIO_LEAKS[attack]
+    repo = bot_repo(tmp_path / "repo", code, hidden=HIDDEN_STDIO)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "hidden case 1")
+    assert_hidden_values_absent(run)
+    detail = run.case("hidden case 1")["detail"]
+    assert not any(ch.isdigit() for ch in detail), detail
     healthy_after(run, repo, tmp_path)
