@@ -17,6 +17,7 @@ from tests.redteam_support import (
     python_reply,
     score,
 )
+from tests.test_redteam_cheats import CHEATS
 
 TASK = """\
 name: add
@@ -112,3 +113,22 @@ def longest(pairs):
 def test_a_forged_outcome_in_an_in_process_case_is_no_pass(tmp_path: Path) -> None:
     run = score(python_reply(FORGED_PASS), tmp_path, IN_PROCESS_TASK)
     assert run.case("case 1")["status"] != "passed", run.case("case 1")
+
+
+SCORE_CHEATS = ["exit 0 in the call", "exit 0 on import", "equal to anything", "int subclass equal to anything",
+                "bool for an int", "the lead's pass record on the result channel", "patched builtins",
+                "atexit and signal handlers"]
+
+
+@pytest.mark.parametrize("hidden", ["call", "mbpp"])
+@pytest.mark.parametrize("attack", SCORE_CHEATS)
+def test_a_cheating_reply_scores_no_pass(tmp_path: Path, attack: str, hidden: str) -> None:
+    """The same cheats as through `gate check`, in a reply: against a call case, and against an MBPP case whose
+    asserts run in another process than the candidate."""
+    code = CHEATS[attack]
+    run = score(python_reply(code), tmp_path, TASK, CALL_HIDDEN if hidden == "call" else MBPP_HIDDEN)
+    statuses = [c["status"] for c in run.verdict["cases"]]
+    assert statuses and "passed" not in statuses, run.reports
+    assert run.code == 1
+    assert_hidden_values_absent(run)
+    assert not leftovers(run, tmp_path)
