@@ -29,3 +29,30 @@ def test_a_value_too_big_to_show_is_a_failed_case(tmp_path: Path, value: str) ->
     assert "Traceback" not in run.reports, run.reports[-2000:]
     assert run.code in (0, 1) and run.verdict["cases"][0]["status"] == "failed", run.reports[-2000:]
     assert not leftovers(run, tmp_path)
+
+
+DEEP = """\
+import os, socket, stat
+
+def add(a, b):
+    for fd in range(3, 64):
+        try:
+            mode = os.fstat(fd).st_mode
+            if stat.S_ISSOCK(mode):
+                os.write(fd, b"[" * 100000 + b"\\n")
+            elif stat.S_ISFIFO(mode) and os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                os.write(fd, b"[" * 100000)
+        except OSError:
+            pass
+    os._exit(0)
+"""
+SAFE_TEST = ("cases:\n  - kind: mbpp\n    tests: [\"try:\\n    add(1, 2)\\nexcept Exception:\\n    pass\"]\n")
+
+
+@pytest.mark.parametrize("hidden", [None, SAFE_TEST])
+def test_json_nested_too_deep_on_a_channel_is_no_result(tmp_path: Path, hidden: str | None) -> None:
+    """On the result channel (a call case) or the pair's socket (an MBPP test that catches any Exception)."""
+    run = score(python_reply(DEEP), tmp_path, TASK, hidden)
+    assert "Traceback" not in run.reports, run.reports[-2000:]
+    assert "passed" not in [c["status"] for c in run.verdict["cases"]], run.reports[-2000:]
+    assert not leftovers(run, tmp_path)
