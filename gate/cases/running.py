@@ -94,7 +94,15 @@ def read_outcome(result: RunResult) -> dict[str, Any] | None:
         record = json.loads(result.result)
     except (ValueError, RecursionError):  # the candidate can write the channel: `[` nested 100000 deep
         return None
-    return record if isinstance(record, dict) else None
+    if not isinstance(record, dict):
+        return None
+    # JSON can spell a lone surrogate (`"\ud800"`), which no UTF-8 output can hold: a report quoting one would
+    # crash the gate when it prints. Reports quote only the record's top-level texts.
+    return {key: _encodable(value) if isinstance(value, str) else value for key, value in record.items()}
+
+
+def _encodable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def one_function(code: str) -> str | None:
