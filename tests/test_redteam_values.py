@@ -56,3 +56,13 @@ def test_json_nested_too_deep_on_a_channel_is_no_result(tmp_path: Path, hidden: 
     assert "Traceback" not in run.reports, run.reports[-2000:]
     assert "passed" not in [c["status"] for c in run.verdict["cases"]], run.reports[-2000:]
     assert not leftovers(run, tmp_path)
+
+
+def test_a_lone_surrogate_in_an_exception_message_is_printable(tmp_path: Path) -> None:
+    """JSON carries a lone surrogate (\\ud800) that no UTF-8 stream can print: the terminal report and the JSON
+    file are written all the same."""
+    reply = python_reply("def add(a, b):\n    raise ValueError('bad \\ud800 text')\n")
+    run = score(reply, tmp_path, TASK)
+    assert "Traceback" not in run.reports, run.reports[-2000:]
+    assert run.verdict["cases"][0]["status"] == "failed"
+    assert "bad ? text" in run.verdict["cases"][0]["detail"]
