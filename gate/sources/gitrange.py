@@ -157,16 +157,16 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
             continue
         # A submodule is a commit of another repository; a link could point anywhere.
         if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
-            skipped.append(path)
+            skipped.append(_printable(path))
             continue
         if room is not None:
             if item.size > room:
-                skipped.append(f"{path} (over the disk limit)")
+                skipped.append(f"{_printable(path)} (over the disk limit)")
                 continue
             room -= item.size
         dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
-            skipped.append(path)
+            skipped.append(_printable(path))
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(item.data_stream.read())
@@ -273,9 +273,16 @@ def _changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> list[_Change
         else:
             old_path = new_path = fields[i + 1]
             i += 2
+        old_path, new_path = _printable(old_path), _printable(new_path)
         changes.append(_Change(letter, None if letter == "A" else old_path,
                                None if letter == "D" else new_path, old_blob, new_blob, new_mode))
     return changes
+
+
+def _printable(path: str) -> str:
+    """`path` as reports can print it: a name that is not UTF-8 (git allows any bytes) arrives with its bad
+    bytes as lone surrogates, which would crash every writer; they become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _source_file(repo: git.Repo, change: _Change) -> SourceFile:
