@@ -35,6 +35,7 @@ DEFAULT_POLICY_PATH = ".github/gate.yml"
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
 _LISTED = 10  # paths named in a fact before "and N more"
+_BLOCK = 4096  # what the smallest file costs of a run's disk
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 # Flags that keep `git diff` output independent of the user's configuration and the repository's attributes.
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
@@ -146,8 +147,9 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
                 max_bytes: int | None = None) -> list[str]:
     """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
     Symbolic links and submodules are not exported, so nothing in the export points outside it, nor the files
-    beyond `max_bytes` in all (a run's disk could not hold them, and a commit of a few kilobytes can hold
-    gigabytes of zeros); returns their paths."""
+    beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold them, and
+    a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files); returns their
+    paths."""
     skipped: list[str] = []
     root = target.resolve()
     room = max_bytes
@@ -160,10 +162,13 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
             skipped.append(_printable(path))
             continue
         if room is not None:
-            if item.size > room:
+            # Each file takes a block of a run's disk however small it is, and costs a copy in every run: a
+            # commit of 100000 empty files is as heavy as one of 400 MB.
+            cost = max(item.size, _BLOCK)
+            if cost > room:
                 skipped.append(f"{_printable(path)} (over the disk limit)")
                 continue
-            room -= item.size
+            room -= cost
         dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
             skipped.append(_printable(path))
