@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from tests.redteam_support import POLICY, assert_not_passed, bot_repo, check, healthy_after
+from tests.redteam_support import HONEST, POLICY, assert_not_passed, bot_repo, check, healthy_after
 
 SMALL_DISK = POLICY + "limits: {disk_mb: 1}\n"
 
@@ -23,4 +23,19 @@ def test_a_bomb_of_zeros_in_the_bots_commit_is_not_exported(tmp_path: Path) -> N
     run = check(repo, tmp_path)
     assert_not_passed(run, "adds", "hidden case 1")
     assert "zeros.bin (over the disk limit)" in run.verdict["facts"]["not exported"]
+    healthy_after(run, repo, tmp_path)
+
+
+def test_a_flood_of_empty_files_is_not_exported_past_the_disk_limit(tmp_path: Path) -> None:
+    """Each file costs at least a 4 KiB block: 1 MiB of disk holds 256 of them, not the bot's 2000."""
+    repo = bot_repo(tmp_path / "repo", HONEST + "\n# changed\n", policy=SMALL_DISK)
+    empty = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=b"",
+                           capture_output=True, check=True).stdout.decode().strip()
+    index = "".join(f"100644 {empty}\tmany/f{n:04}\n" for n in range(2000))
+    subprocess.run(["git", "update-index", "--index-info"], cwd=repo.root, input=index.encode(), check=True)
+    repo.git("commit", "-q", "-m", "bot: many files")
+    run = check(repo, tmp_path)
+    left_out = run.verdict["facts"]["not exported"]
+    assert "(over the disk limit)" in left_out and left_out.endswith("more"), left_out
+    assert int(left_out.rsplit(" and ", 1)[1].split()[0]) + 10 > 2000 - 256
     healthy_after(run, repo, tmp_path)
