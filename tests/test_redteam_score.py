@@ -132,3 +132,45 @@ def test_a_cheating_reply_scores_no_pass(tmp_path: Path, attack: str, hidden: st
     assert run.code == 1
     assert_hidden_values_absent(run)
     assert not leftovers(run, tmp_path)
+
+
+# The peer knows its arguments, so it knows what the assert in the lead looks like: it searches every memory
+# it can read (its own, inherited from the zygote that forked it; its parent's; every other process's) and
+# the files around it for `add(A, B) == N`.
+MEMORY_READER = r'''
+import gc, os, re
+
+def _scan(pattern):
+    found = []
+    for pid in ["self"] + [p for p in os.listdir("/proc") if p.isdigit()]:
+        try:
+            maps = open(f"/proc/{pid}/maps").read().splitlines()
+            with open(f"/proc/{pid}/mem", "rb", 0) as mem:
+                for line in maps:
+                    span, perms = line.split()[:2]
+                    start, end = (int(x, 16) for x in span.split("-"))
+                    if "r" in perms and end - start < (1 << 26):
+                        try:
+                            mem.seek(start)
+                            found += pattern.findall(mem.read(end - start))
+                        except (OSError, ValueError, OverflowError):
+                            pass
+        except OSError:
+            pass
+    for obj in gc.get_objects():
+        if isinstance(obj, str):
+            found += pattern.findall(obj.encode())
+    return found
+
+def add(a, b):
+    found = _scan(re.compile(rb"add\(%d, %d\) == (\d+)" % (a, b)))
+    return int(found[0]) if found else a - b
+'''
+
+
+def test_the_peer_cannot_find_the_asserts_in_any_memory(tmp_path: Path) -> None:
+    run = score(python_reply(MEMORY_READER), tmp_path, TASK, MBPP_HIDDEN)
+    assert run.code == 1 and hidden_case(run)["status"] == "failed", run.reports
+    # It ran to the end and returned its wrong answer: the search found nothing.
+    assert hidden_case(run)["detail"] == "AssertionError; the last call returned int", hidden_case(run)
+    assert not leftovers(run, tmp_path)
