@@ -9,7 +9,14 @@ from pathlib import Path
 
 import pytest
 
-from tests.redteam_support import assert_hidden_values_absent, assert_not_passed, bot_repo, check, healthy_after
+from tests.redteam_support import (
+    assert_hidden_values_absent,
+    assert_not_passed,
+    bot_repo,
+    check,
+    healthy_after,
+    needs_root,
+)
 
 FORGE = """
 import json, os
@@ -152,6 +159,7 @@ def add(a, b):
 '''
 
 
+@needs_root
 def test_reading_the_expected_values_finds_nothing(tmp_path: Path) -> None:
     # The repository, and with it the hidden cases' file, is world-readable, as a checkout is.
     repo = bot_repo(tmp_path / "repo", READER)

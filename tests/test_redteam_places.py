@@ -17,17 +17,16 @@ from tests.redteam_support import (
     HIDDEN,
     HIDDEN_PATH,
     HIDDEN_SUM,
-    ROOT,
     assert_hidden_values_absent,
     assert_not_passed,
     bot_repo,
     gate,
     healthy_after,
+    needs_root,
     python_reply,
     score,
 )
 
-needs_root = pytest.mark.skipif(not ROOT, reason="needs root: only a mount namespace can hide a place")
 TOKEN = "ghp_" + "5" * 36
 
 # add(a, b) reads the named files and returns the first `expect: N` or token it finds, else a wrong answer.

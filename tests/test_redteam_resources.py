@@ -22,6 +22,7 @@ from tests.redteam_support import (
     bot_repo,
     check,
     healthy_after,
+    needs_root,
     new_marker,
 )
 
@@ -137,6 +138,7 @@ def add(a, b):
 '''
 
 
+@needs_root
 def test_the_network_and_local_sockets_are_out_of_reach(tmp_path: Path) -> None:
     with listeners(tmp_path) as open_:
         code = NETWORK.format(tcp=open_["tcp"].getsockname()[1], udp=open_["udp"].getsockname()[1],

@@ -14,6 +14,7 @@ from tests.redteam_support import (
     GateRun,
     assert_hidden_values_absent,
     leftovers,
+    needs_root,
     python_reply,
     score,
 )
@@ -168,6 +169,7 @@ def add(a, b):
 '''
 
 
+@needs_root
 def test_the_peer_cannot_find_the_asserts_in_any_memory(tmp_path: Path) -> None:
     run = score(python_reply(MEMORY_READER), tmp_path, TASK, MBPP_HIDDEN)
     assert run.code == 1 and hidden_case(run)["status"] == "failed", run.reports
