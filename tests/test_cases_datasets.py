@@ -11,7 +11,6 @@ import gzip
 import json
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,10 +22,11 @@ from gate.cases.pairs import IN_PROCESS
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
 from tests.cases_support import LIMITS, sandbox
+from tests.eval_helpers import MBPP_DIR
 
 __all__ = ["sandbox"]
 
-MBPP = Path("/work/shared/data/mbpp/mbpp.jsonl")
+MBPP = MBPP_DIR / "mbpp.jsonl"  # ../shared beside the checkout, as CI lays it out
 MBPP_IN_PROCESS = {367, 596, 601, 927}
 # Reference solutions that return what plain JSON cannot carry (Counter, defaultdict, complex), take a class
 # as an argument (533) or define a function named like a builtin (126).
