@@ -22,7 +22,6 @@ import runpy
 import signal
 import struct
 import sys
-import threading
 import traceback
 import types
 from collections.abc import Mapping, Sequence
@@ -152,7 +151,11 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     except BaseException:  # the program's own failure: report it the way python would
         traceback.print_exc()
         code = 1
-    getattr(threading, "_shutdown", lambda: None)()  # wait for non-daemon threads, as interpreter exit does
+    # Wait for non-daemon threads, as interpreter exit does, if the program imported threading: the zygote
+    # does not (threading's after-fork handler would cost every forked run about 150 copied pages).
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        getattr(threading, "_shutdown", lambda: None)()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the program may have closed them
