@@ -22,8 +22,7 @@ from typing import Any
 from gate.sandbox import _libc, child, namespaces, seccomp
 
 # Modules programs commonly import, loaded once here so that a forked run finds them ready (random reseeds
-# itself in every forked child); shutil is what the mount namespace copies the run's files with, pkgutil what
-# runpy needs to start a script.
+# itself in every forked child); pkgutil is what runpy needs to start a script.
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
                 "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy",
                 "operator", "statistics", "traceback", "shutil", "socket", "__future__", "pkgutil")
