@@ -49,6 +49,20 @@ def test_from_a_file_an_environment_variable_names(tmp_path: Path) -> None:
     assert [(c.kind, c.get("error")) for c in cases] == [("call", "TypeError")]
 
 
+def test_a_hidden_file_that_is_not_utf8_is_bad_input_naming_the_variable(tmp_path: Path) -> None:
+    hidden = tmp_path / "hidden.yml"
+    hidden.write_bytes(b"- args: [1]\n  expect: \xff\n")
+    with pytest.raises(BadInput) as error:
+        load_hidden(Policy(), None, None, environ={"GATE_HIDDEN_CASES": str(hidden)})
+    assert error.value.key == "GATE_HIDDEN_CASES" and error.value.line == 2
+    assert "not UTF-8" in error.value.message and error.value.file == str(hidden.resolve())
+
+
+def test_a_missing_hidden_file_is_bad_input(tmp_path: Path) -> None:
+    with pytest.raises(BadInput, match="no such hidden cases file"):
+        load_hidden(Policy(), None, None, environ={"GATE_HIDDEN_CASES": str(tmp_path / "gone.yml")})
+
+
 def test_a_file_inside_the_worktree_is_refused(tmp_path: Path) -> None:
     (tmp_path / "hidden.yml").write_text(CASES)
     with pytest.raises(BadInput, match="inside the worktree") as raised:

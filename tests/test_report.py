@@ -90,7 +90,7 @@ def test_failed_cases_fold_into_details_with_their_diff_and_hidden_ones_are_mark
     cases = next(d for d in details if "Failed cases" in d)
     assert "<summary>Failed cases: 2 of 3</summary>" in cases
     assert "<pre><code>- expected: 4\n+ got:      5\n</code></pre>" in cases
-    assert "case 1 (hidden)" in cases and "returned int" in cases
+    assert "<strong>hidden case 1</strong>" in cases and "returned int" in cases
     assert "prints" not in cases  # passed cases are not listed
 
 

@@ -3,6 +3,7 @@ result channel, hash seeds, pairs, and `require:` failing closed."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Iterator
@@ -12,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gate.errors import BadInput, GateFailure
-from gate.sandbox import open_sandbox
+from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
 
@@ -190,5 +191,24 @@ def test_a_sandbox_first_used_from_a_thread_outlives_that_thread() -> None:
         assert first.exit_code == 0
         again = box.run(program("print(2)", hash_seed=7))
         assert (again.exit_code, again.stdout) == (0, b"2\n")
+    finally:
+        box.close()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str) -> None:
+    # Root in a container without CAP_SYS_ADMIN: uids switch but no mount namespace copies the run's directory
+    # out, so the directory itself must be reachable by the dropped uid (this machine's /dev/shm is mode 0700).
+    full = detect.layers(prefer_zygote=True)
+    if full.uids is None:
+        pytest.skip("no dedicated uid here")
+    layers = dataclasses.replace(full, netns=False, mountns=False, seccomp=False, cgroups=None)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    try:
+        result = box.run(RunRequest(script="main.py", limits=LIMITS, files={
+            "main.py": b"import os, helper\nprint(os.getuid() != 0, helper.VALUE)",
+            "helper.py": b"VALUE = 7"}))
+        assert (result.exit_code, result.stdout) == (0, b"True 7\n"), result.stderr
     finally:
         box.close()

@@ -55,7 +55,8 @@ def test_terminal_report_fits_80_columns_without_colour_when_not_a_tty() -> None
     assert "total" in lines[0] and "budget 3" in lines[0]
     assert "labels: needs-review" in text
     assert "Needs a human" in text and "edits .github/gate.yml" in text
-    assert "#1 secret (hidden): passed" in text
+    assert "hidden case 1: passed" in text
+    assert "secret" not in text  # a hidden case's name is never shown
 
 
 def test_terminal_report_lists_checks_penalties_skips_and_isolation() -> None:

@@ -19,6 +19,7 @@ from gate.cases.running import (
     check_fields,
     fingerprint,
     harness,
+    hidden_detail,
     no_outcome,
     one_function,
     read_outcome,
@@ -91,19 +92,23 @@ def _target(case: CaseSpec, program: Program) -> tuple[str, str] | str:
 
 
 def _judge(case: CaseSpec, record: dict[str, Any], seconds: float) -> CaseOutcome:
+    # Every text in the record is the candidate's to choose (it can write the record itself): for a hidden
+    # case the report says only what the gate's own words and builtin names can say, so that the candidate
+    # cannot print the case's arguments, or the value it computed from them, into a report.
     if "load" in record:
-        detail = f"the code does not load: {record['load']}"
+        detail = "the code does not load" + ("" if case.hidden else f": {record['load']}")
         return CaseOutcome("failed", detail, fingerprint("load", str(record["load"]).split(":")[0]), seconds)
     if "raised" in record:
         raised = str(record["raised"])
         seen = fingerprint("raised", raised)
         if case.get("error") is not None and error_matches(case.get("error"), raised):
             return CaseOutcome("passed", "", seen, seconds)
-        got = f"raised {raised}" + ("" if case.hidden else f": {str(record.get('message', ''))[:80]}")
+        got = f"raised {raised}: {str(record.get('message', ''))[:80]}" if not case.hidden \
+            else hidden_detail("raised", raised)
         return CaseOutcome("failed", _expected(case) + got, seen, seconds)
     if "ok" not in record:
         got = str(record.get("notdata", "no data"))
-        detail = _expected(case) + f"returned {got}"
+        detail = _expected(case) + (hidden_detail("returned", "") if case.hidden else f"returned {got}")
         return CaseOutcome("failed", detail, fingerprint("notdata", got), seconds)
     try:
         value = wire.loads(str(record["ok"]))

@@ -23,7 +23,10 @@ def mismatch(expected: object, got: object, tol: float | None = None) -> str | N
 
 def show(value: object) -> str:
     """`value` for a report: its type and a repr cut to a few dozen characters."""
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # an int of more digits than Python converts to decimal (sys.set_int_max_str_digits)
+        return f"{type(value).__name__} (too long to show)"
     if len(text) > _MAX_SHOWN:
         text = text[: _MAX_SHOWN - 3] + "..."
     return f"{type(value).__name__} {text}"
@@ -32,7 +35,7 @@ def show(value: object) -> str:
 def _diff(expected: object, got: object, tol: float | None, at: str) -> str | None:
     where = f"at {at}: " if at else ""
     if tol is not None and _number(expected) and _number(got):
-        if math.isclose(float(expected), float(got), rel_tol=0.0, abs_tol=tol):  # type: ignore[arg-type]
+        if _close(expected, got, tol):
             return None
         return f"{where}expected {show(expected)} within {tol}, got {show(got)}"
     if not _same_type(expected, got):
@@ -48,6 +51,13 @@ def _diff(expected: object, got: object, tol: float | None, at: str) -> str | No
     if expected != got:
         return f"{where}expected {show(expected)}, got {show(got)}"
     return None
+
+
+def _close(expected: object, got: object, tol: float) -> bool:
+    try:
+        return math.isclose(float(expected), float(got), rel_tol=0.0, abs_tol=tol)  # type: ignore[arg-type]
+    except OverflowError:  # an int too big for a float is not within any tolerance of one that fits
+        return False
 
 
 def _number(value: object) -> bool:

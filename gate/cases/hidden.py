@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases import KINDS
-from gate.errors import BadInput
+from gate.errors import BadInput, read_input
 from gate.policy.loader import parse_cases
 from gate.policy.marked_yaml import load_marked
 from gate.policy.model import CaseSpec, Policy
@@ -70,7 +70,7 @@ def _from_local(path: Path, worktree: Path | None, key: str) -> tuple[CaseSpec, 
         raise BadInput(f"{resolved} is inside the worktree, where the code under score can read or change "
                        "it; keep hidden cases outside it", key=key)
     try:
-        text = resolved.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BadInput(f"cannot read hidden cases: {exc.strerror}", file=str(resolved), key=key) from None
+        text = read_input(resolved, "hidden cases file")
+    except BadInput as exc:
+        raise BadInput(exc.message, file=exc.file, line=exc.line, key=key) from None
     return parse_hidden(text, str(resolved))

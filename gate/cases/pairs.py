@@ -13,11 +13,21 @@ import json
 from typing import Any
 
 from gate.cases.base import CaseOutcome
-from gate.cases.running import CANDIDATE, fingerprint, harness, no_outcome, read_outcome, warm_names
+from gate.cases.running import (
+    CANDIDATE,
+    fingerprint,
+    harness,
+    hidden_detail,
+    no_outcome,
+    read_outcome,
+    warm_names,
+)
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 
 IN_PROCESS = "in-process, weaker isolation"
+# The lead's own reasons for failing a test run (harness/lead.py), beside the builtin exceptions.
+_LEAD_FAILURES = frozenset({"CandidateError", "NoData", "LoadFailed", "the candidate does not load"})
 
 
 def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: Sandbox, limits: Limits,
@@ -59,8 +69,7 @@ def _judge(case: CaseSpec, record: dict[str, Any], seconds: float, test_lines: l
     where = record.get("test", record.get("line"))
     seen = fingerprint("failed", failed.split(":")[0], where, last)
     if case.hidden:
-        error = failed.split(":")[0]
-        return CaseOutcome("failed", f"{error}" + (f"; the last call {last}" if last else ""), seen, seconds)
+        return CaseOutcome("failed", _hidden_failure(failed, last), seen, seconds)
     quoted = ""
     if isinstance(where, int) and 0 < where <= len(test_lines) and "line" in record:
         quoted = f" at line {where}: {test_lines[where - 1].strip()[:120]}"
@@ -68,6 +77,15 @@ def _judge(case: CaseSpec, record: dict[str, Any], seconds: float, test_lines: l
         quoted = f" in test {where}: {test_lines[where].strip()[:120]}"
     detail = failed[:200] + quoted + (f"; the last call {last}" if last else "")
     return CaseOutcome("failed", detail, seen, seconds)
+
+
+def _hidden_failure(failed: str, last: str) -> str:
+    """A hidden case's failure in names the candidate cannot choose: the peer chooses the type names and the
+    texts it sends back, and in one process the candidate can write the whole record itself."""
+    error = failed.split(":")[0]
+    shown = error if error in _LEAD_FAILURES else hidden_detail("raised", error).removeprefix("raised ")
+    verb, _, name = last.partition(" ")
+    return shown + (f"; the last call {hidden_detail(verb, name)}" if last else "")
 
 
 def _marked(outcome: CaseOutcome, request: dict[str, Any]) -> CaseOutcome:

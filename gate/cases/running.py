@@ -5,6 +5,7 @@ that gave no outcome reads in a report.
 from __future__ import annotations
 
 import ast
+import builtins
 import functools
 import json
 import py_compile
@@ -58,17 +59,35 @@ def fingerprint(*parts: object) -> str:
     return json.dumps(parts, sort_keys=True, default=repr)
 
 
+# The names a hidden case's report may print for what came back: builtin types and exceptions, and the mappings
+# the wire carries. Any other name (a class's name, its module) is the candidate's to choose, so it could
+# spell the case's arguments or the value computed from them.
+_BUILTIN_NAMES = frozenset(
+    {name for name, value in vars(builtins).items() if isinstance(value, type)}
+    | {"collections.Counter", "collections.OrderedDict", "collections.defaultdict"})
+
+
+def hidden_detail(verb: str, name: str) -> str:
+    """`raised NAME` or `returned NAME` for a hidden case's report, when NAME is a builtin's; otherwise the
+    same without the candidate's chosen name."""
+    if name in _BUILTIN_NAMES:
+        return f"{verb} {name}"
+    return "raised an exception of its own class" if verb == "raised" else "returned something that is not data"
+
+
 def no_outcome(result: RunResult, hidden: bool) -> CaseOutcome:
     """The outcome when the harness wrote nothing: a timeout, a limit, or the program ended the run early."""
     if result.timed_out:
         return CaseOutcome("timeout", f"ran out of time ({result.killed_reason or 'wall timeout'})",
                            fingerprint("timeout"), result.wall_s)
+    # For a hidden case no number the program chose (a signal, a status): it could be one of the arguments.
     if result.killed_reason:
         how = f"killed: {result.killed_reason}"
     elif result.signal is not None:
-        how = f"killed by signal {result.signal}"
+        how = "killed by a signal" if hidden else f"killed by signal {result.signal}"
     else:
-        how = f"exited with status {result.exit_code} before reporting a result"
+        how = "exited" if hidden else f"exited with status {result.exit_code}"
+        how += " before reporting a result"
     return CaseOutcome("failed", f"no result: the program {how}" if not hidden else f"no result ({how})",
                        fingerprint("none", how), result.wall_s)
 
@@ -79,9 +98,17 @@ def read_outcome(result: RunResult) -> dict[str, Any] | None:
         return None
     try:
         record = json.loads(result.result)
-    except ValueError:
+    except (ValueError, RecursionError):  # the candidate can write the channel: `[` nested 100000 deep
         return None
-    return record if isinstance(record, dict) else None
+    if not isinstance(record, dict):
+        return None
+    # JSON can spell a lone surrogate (`"\ud800"`), which no UTF-8 output can hold: a report quoting one would
+    # crash the gate when it prints. Reports quote only the record's top-level texts.
+    return {key: _encodable(value) if isinstance(value, str) else value for key, value in record.items()}
+
+
+def _encodable(text: str) -> str:
+    return text.encode("utf-8", "replace").decode("utf-8")
 
 
 def one_function(code: str) -> str | None:

@@ -65,7 +65,7 @@ def score_range(found: GitRange) -> Verdict:
     """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
     commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
     is missing here."""
-    return score_running_cases(found.subject, found.policy, reproduce=found.reproduce)
+    return score_running_cases(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
 
 
 def _write(path: Path, text: str, option: str) -> None:

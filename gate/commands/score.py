@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ from gate.cases.hidden import load_hidden
 from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput, read_input
 from gate.policy.loader import load_policy
+from gate.policy.model import Policy
 from gate.report.terminal import render_terminal, use_color
 from gate.sources.reply import subject_from_reply
 from gate.sources.task import load_task
@@ -41,9 +43,19 @@ def run(args: argparse.Namespace) -> int:
     policy = load_policy(args.policy)
     subject = subject_from_reply(reply, args.reply, task, cases)
     subject = dataclasses.replace(subject, hidden_cases=load_hidden(policy, None))
-    verdict = score_running_cases(subject, policy, reproduce=_reproduce(args))
+    verdict = score_running_cases(subject, policy, reproduce=_reproduce(args), hide=_hidden_file(policy))
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
+
+
+def _hidden_file(policy: Policy) -> tuple[str, ...]:
+    """The hidden cases' file and its directory, which no run may read (a file outside a worktree may still
+    be world-readable)."""
+    named = os.environ.get(policy.hidden.env) or policy.hidden.path
+    if not named:
+        return ()
+    path = Path(named).expanduser().resolve()
+    return (str(path.parent), str(path))
 
 
 def _reproduce(args: argparse.Namespace) -> str:

@@ -7,6 +7,7 @@ from whether the stream is a TTY and NO_COLOR is unset (`use_color`).
 from __future__ import annotations
 
 import os
+import re
 import textwrap
 from collections.abc import Callable
 from typing import IO
@@ -23,6 +24,11 @@ _STYLES = {"good": "\x1b[32m", "bad": "\x1b[31m", "warn": "\x1b[33m", "dim": "\x
 _RESET = "\x1b[0m"
 _STATUS_STYLE = {"passed": "good", "failed": "bad", "skipped": "warn", "timeout": "bad", "error": "bad"}
 
+# On GitHub this report is the job's log, and the runner obeys a line that starts with `::` or `##[` after
+# leading spaces (a workflow command: a fake annotation, `::stop-commands::` to silence the gate's own). A line
+# that quotes the candidate's text must never be one: a backslash goes in front.
+_WORKFLOW_COMMAND = re.compile(r"^(\s*)(::|##\[)", re.MULTILINE)
+
 _ENV = Environment(loader=PackageLoader("gate", "report/templates"), autoescape=False, trim_blocks=True,
                    lstrip_blocks=True, keep_trailing_newline=True, undefined=StrictUndefined)
 
@@ -35,7 +41,7 @@ def use_color(stream: IO[str]) -> bool:
 def render_terminal(verdict: Verdict, color: bool) -> str:
     """The verdict as text for a terminal, at most 80 columns wide."""
     paint = _painter(color)
-    return _ENV.get_template("terminal.txt.j2").render(
+    rendered = _ENV.get_template("terminal.txt.j2").render(
         v=verdict,
         paint=paint,
         status_word=_status_word(verdict),
@@ -47,7 +53,7 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
                     "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
                     if p.locations else []} for p in verdict.penalties],
-        cases=[{"text": _wrap(f"#{c.index} {c.name}{' (hidden)' if c.hidden else ''}: {c.status}"
+        cases=[{"text": _wrap(f"{f'hidden case {c.index}' if c.hidden else f'#{c.index} {c.name}'}: {c.status}"
                               + (f" - {c.detail}" if c.detail else ""), 2),
                 "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
         notes=[_wrap(f"{n.source}: {n.message}"
@@ -58,6 +64,7 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         facts=[_wrap(f"{key}: {value}", 2) for key, value in verdict.facts],
         reproduce=_wrap(verdict.reproduce, 2) if verdict.reproduce else [],
     )
+    return _WORKFLOW_COMMAND.sub(r"\1\\\2", rendered)
 
 
 def _status_word(verdict: Verdict) -> str:

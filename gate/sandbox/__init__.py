@@ -14,13 +14,18 @@ if TYPE_CHECKING:
     from gate.sandbox.base import Limits, Sandbox
 
 
-def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True) -> Sandbox:
+def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
+                 hide: Sequence[str] = ()) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
-    `limits` are the defaults the caller will put in its requests (checked here for sanity). Raises
+    `limits` are the defaults the caller will put in its requests (checked here for sanity). `hide` names
+    directories and files that no run may see (a repository being scored, a hidden cases file): with a mount
+    namespace they are covered, like the gate's own working directory. Raises
     gate.errors.GateFailure (exit 3) naming every layer in `require` that is not available, and
     gate.errors.BadInput for a name that is not a layer.
     """
+    import dataclasses
+
     from gate.errors import BadInput, GateFailure
     from gate.sandbox import detect, registry, runner
 
@@ -31,6 +36,8 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if limits.wall_s <= 0 or limits.output_bytes <= 0:
         raise BadInput("sandbox limits must be positive", key="limits")
     layers = detect.layers(prefer_zygote)
+    if layers.mountns and hide:
+        layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
     missing = [f"{name} ({layers.isolation[name].removeprefix('off: ')})" for name in require
                if layers.isolation[name].startswith("off")]
     if missing:

@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tempfile
+from collections.abc import Sequence
 from pathlib import Path
 
 from gate.sandbox import bwrap, cgroups, seccomp, users
@@ -75,14 +76,20 @@ _SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/dev", "/proc", "
 
 def _hidden(interpreter: str) -> tuple[str, ...]:
     """Directories covered by an empty read-only tmpfs in each run's mount namespace: the checkout (maybe with
-    a token in .git/config) and the like, unless a run needs something inside (the interpreter, its library,
-    the system)."""
+    a token in .git/config) and the like."""
+    return hideable(interpreter, (os.getcwd(), *(os.environ.get(name, "") for name in _CHECKOUT_VARIABLES)))
+
+
+def hideable(interpreter: str, places: Sequence[str]) -> tuple[str, ...]:
+    """The directories and files among `places` that a run's mount namespace can hide: those that exist,
+    resolved, except a directory holding something a run needs (the interpreter, its library, the system)."""
     needed = [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix,
                                 tempfile.gettempdir())]
     found = []
-    for place in (os.getcwd(), *(os.environ.get(name, "") for name in _CHECKOUT_VARIABLES)):
-        path = Path(os.path.realpath(place)) if place else None
-        if path and path.is_dir() and not any(need.resolve().is_relative_to(path) for need in needed):
+    for place in filter(None, places):
+        path = Path(os.path.realpath(place))
+        holds_needed = any(need.resolve().is_relative_to(path) for need in needed)
+        if path.is_file() or (path.is_dir() and not holds_needed):
             found.append(str(path))
     return tuple(dict.fromkeys(found))
 
@@ -126,9 +133,9 @@ def layers(prefer_zygote: bool) -> Layers:
         "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
-        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden)"),
+        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden; own /proc)"),
         "bwrap": bwrap.describe(root),
-        "seccomp": _switch(probe["seccomp"], "on (no socket but AF_UNIX, no ptrace)"),
+        "seccomp": _switch(probe["seccomp"], "on (no socket, no ptrace)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
     }
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,

@@ -4,7 +4,9 @@ Child side, as root before the uid switch. A new network namespace has only a lo
 nothing (not even 127.0.0.1) is reachable. In a new mount namespace one tmpfs of `disk_bytes` is mounted on
 /tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can
 fill shares that one bound and disappears with the namespace; the run's files are copied from the staging
-directory into /tmp/work on it. `hide` paths (the gate's own workspace) get an empty read-only tmpfs on top.
+directory into /tmp/work on it. `hide` directories (the gate's own workspace) get an empty read-only tmpfs on
+top and `hide` files /dev/null; /proc is mounted again with `hidepid=invisible`, so that a run sees no other
+user's process.
 Standard library only: imported inside the child.
 """
 
@@ -40,15 +42,21 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
             os.mkdir(inside, 0o1777)
             os.chmod(inside, 0o1777)
             _libc.mount(inside, target, None, _libc.MS_BIND)
+    # Gone once /tmp is mounted (under it, the fresh tmpfs already hides a path) or inside a hidden directory.
     for path in hide:
-        if not os.path.isdir(path):  # under /tmp (or a shared tmp dir): the fresh tmpfs already hides it
-            continue
-        flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
-        _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
+        if os.path.isdir(path):
+            flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
+            _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
+        elif os.path.isfile(path):
+            _libc.mount("/dev/null", path, None, _libc.MS_BIND)
     _copy_tree(f"/proc/self/fd/{stage_fd}", WORKDIR, owner)
     os.close(stage_fd)
     os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
+    # A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
+    # line of every process on the machine, the gate's included, whose arguments may hold a secret.
+    _libc.mount("proc", "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
+                "hidepid=invisible")
     return WORKDIR
 
 

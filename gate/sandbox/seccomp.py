@@ -1,9 +1,10 @@
 """Layer "seccomp": a system-call filter installed in the child right before the program runs.
 
-Policy (allow by default, deny a short list): `socket()` for any family but AF_UNIX fails with EACCES, so no
-IPv4/IPv6/packet/netlink socket can be made even without a network namespace (AF_UNIX stays: Python's own
-machinery and the pair channel use it; a network namespace does not block Unix sockets on the filesystem, the
-uid switch and file permissions do). `ptrace`, `process_vm_readv`/`writev` fail with EPERM so one sandboxed
+Policy (allow by default, deny a short list): `socket()` fails with EACCES for every family, so no
+IPv4/IPv6/packet/netlink socket can be made even without a network namespace, and no Unix socket either: a
+network namespace does not block Unix sockets on the filesystem, and a world-writable one (a D-Bus bus, a
+service's socket under /run) would be reachable. `socketpair()` stays (asyncio's self-pipe uses it), and the
+pair channel arrives already connected. `ptrace`, `process_vm_readv`/`writev` fail with EPERM so one sandboxed
 process cannot read another's memory; `io_uring_setup` fails with EPERM because io_uring can open sockets
 without the `socket` system call.
 
@@ -18,7 +19,6 @@ import ctypes
 import errno
 import importlib
 import os
-import socket
 
 from gate.sandbox import _libc
 
@@ -59,7 +59,7 @@ def program() -> bytes:
     if lib is None:
         raise RuntimeError("no seccomp library (pyseccomp or python3-seccomp) is importable")
     built = lib.SyscallFilter(defaction=lib.ALLOW)
-    built.add_rule(lib.ERRNO(errno.EACCES), "socket", lib.Arg(0, lib.NE, socket.AF_UNIX))
+    built.add_rule(lib.ERRNO(errno.EACCES), "socket")
     for name in _DENIED:
         built.add_rule(lib.ERRNO(errno.EPERM), name)
     read_fd, write_fd = os.pipe()  # a program of a few dozen instructions fits in the pipe's buffer

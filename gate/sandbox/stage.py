@@ -29,13 +29,23 @@ BASE_PREFIX = "gate-sandbox-"
 def make_base() -> Path:
     """The directory that holds every run's private directory for one sandbox (named after the gate's pid, so
     that the next gate can remove what a killed one left)."""
-    where = _MEMORY if os.path.isdir(_MEMORY) and os.access(_MEMORY, os.W_OK | os.X_OK) else None
+    where = _MEMORY if _usable_by_anyone(_MEMORY) else None
     base = Path(tempfile.mkdtemp(prefix=f"{BASE_PREFIX}{os.getpid()}-", dir=where))
     base.chmod(0o711)
     for stale in stale_entries(base.parent):
         with contextlib.suppress(OSError):
             remove(stale)
     return base
+
+
+def _usable_by_anyone(directory: str) -> bool:
+    """Whether the gate can write in `directory` and a dropped uid can pass through it (some machines mount
+    /dev/shm with mode 0700: a run there works only when a mount namespace copies its directory out)."""
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError:
+        return False
+    return stat.S_ISDIR(mode) and bool(mode & stat.S_IXOTH) and os.access(directory, os.W_OK | os.X_OK)
 
 
 def stale_entries(parent: Path) -> list[Path]:

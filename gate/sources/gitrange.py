@@ -35,6 +35,7 @@ DEFAULT_POLICY_PATH = ".github/gate.yml"
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
 _LISTED = 10  # paths named in a fact before "and N more"
+_BLOCK = 4096  # what the smallest file costs of a run's disk
 _HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", re.MULTILINE)
 # Flags that keep `git diff` output independent of the user's configuration and the repository's attributes.
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
@@ -48,6 +49,9 @@ class GitRange:
     policy: Policy
     overrides: Overrides  # report templates from the base commit
     reproduce: str  # the command that reproduces the verdict locally
+    # The repository's working tree and git directories: the code under score must not see them (they hold
+    # the hidden cases, and maybe a token in .git/config).
+    private: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -94,7 +98,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
-        skipped = export_tree(head.tree, tree, withheld) if tree else []
+        skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             more = f" and {len(skipped) - _LISTED} more" if len(skipped) > _LISTED else ""
             facts.append(("not exported", ", ".join(skipped[:_LISTED]) + more))
@@ -108,7 +112,9 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             facts=tuple(facts),
             judge_rubric=_read(base, policy.judge.rubric_file) if policy.judge.rubric_file else None,
         )
-        yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path))
+        private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
+        yield GitRange(subject, policy, _overrides(base), _reproduce(base.hexsha, head.hexsha, policy_path),
+                       private)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
@@ -141,23 +147,35 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         yield found
 
 
-def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset()) -> list[str]:
+def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset(),
+                max_bytes: int | None = None) -> list[str]:
     """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
-    Symbolic links and submodules are not exported, so nothing in the export points outside it; returns
-    their paths."""
+    Symbolic links and submodules are not exported, so nothing in the export points outside it, nor the files
+    beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold them, and
+    a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files); returns their
+    paths."""
     skipped: list[str] = []
     root = target.resolve()
+    room = max_bytes
     for item in _walk(tree):
         path = str(item.path)
         if path in withheld:
             continue
         # A submodule is a commit of another repository; a link could point anywhere.
         if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
-            skipped.append(path)
+            skipped.append(_printable(path))
             continue
+        if room is not None:
+            # Each file takes a block of a run's disk however small it is, and costs a copy in every run: a
+            # commit of 100000 empty files is as heavy as one of 400 MB.
+            cost = max(item.size, _BLOCK)
+            if cost > room:
+                skipped.append(f"{_printable(path)} (over the disk limit)")
+                continue
+            room -= cost
         dest = (root / path).resolve()
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
-            skipped.append(path)
+            skipped.append(_printable(path))
             continue
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(item.data_stream.read())
@@ -267,9 +285,16 @@ def _changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> list[_Change
         else:
             old_path = new_path = fields[i + 1]
             i += 2
+        old_path, new_path = _printable(old_path), _printable(new_path)
         changes.append(_Change(letter, None if letter == "A" else old_path,
                                None if letter == "D" else new_path, old_blob, new_blob, new_mode))
     return changes
+
+
+def _printable(path: str) -> str:
+    """`path` as reports can print it: a name that is not UTF-8 (git allows any bytes) arrives with its bad
+    bytes as lone surrogates, which would crash every writer; they become U+FFFD."""
+    return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
 def _source_file(repo: git.Repo, change: _Change) -> SourceFile:

@@ -163,7 +163,10 @@ def _read(replies: Any) -> dict[str, Any]:
     line = replies.readline(MAX_REPLY)
     if not line.endswith("\n"):
         raise NoData("the candidate's process ended" if not line else "the reply is too long")
-    reply = json.loads(line)
+    try:
+        reply = json.loads(line)
+    except RecursionError:  # nested too deep: no exception a test may catch and pass on
+        raise NoData("the reply is nested too deep") from None
     if not isinstance(reply, dict):
         raise NoData("the reply is not an object")
     return reply
