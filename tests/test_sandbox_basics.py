@@ -78,10 +78,13 @@ def test_args_files_and_tree(sandbox: Sandbox, tmp_path: Path) -> None:
     (tree / ".git").mkdir()
     (tree / "pkg" / "__init__.py").write_text("VALUE = 'from tree'\n")
     (tree / ".git" / "config").write_text("token\n")
-    code = "import os, sys, pkg\nprint(pkg.VALUE, sys.argv[1:], os.path.exists('.git'))"
+    (tree / "link").symlink_to("pkg/__init__.py")
+    code = ("import os, sys, pkg\nprint(pkg.VALUE, sys.argv[1:], os.path.exists('.git'), os.readlink('link'))\n"
+            "open('pkg/made.txt', 'w').write('the run owns its copy')")
     result = sandbox.run(RunRequest(script="main.py", args=("a", "b"), files={"main.py": code.encode()},
                                     tree=tree, limits=LIMITS))
-    assert result.stdout == b"from tree ['a', 'b'] False\n"
+    assert result.stdout == b"from tree ['a', 'b'] False pkg/__init__.py\n"
+    assert result.exit_code == 0
 
 
 def test_environment_is_an_allow_list(sandbox: Sandbox) -> None:

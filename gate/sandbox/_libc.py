@@ -35,9 +35,9 @@ def _check(result: int, what: str) -> int:
     return result
 
 
-def prctl(option: int, arg: int = 0) -> int:
-    """prctl(2) with one argument; raises OSError on failure."""
-    return _check(_libc.prctl(option, ctypes.c_ulong(arg), 0, 0, 0), "prctl")
+def prctl(option: int, arg: int = 0, arg3: int = 0) -> int:
+    """prctl(2) with up to two arguments; raises OSError on failure."""
+    return _check(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(arg3), 0, 0), "prctl")
 
 
 def unshare(flags: int) -> None:

@@ -14,7 +14,7 @@ import os
 import signal
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.sandbox import stage
@@ -38,6 +38,23 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
+def _read(path: str) -> str:
+    """A cgroup file's text, or "" once the cgroup is gone."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return ""
+    chunks = []
+    try:
+        while chunk := os.read(fd, 65536):
+            chunks.append(chunk)
+    except OSError:
+        return ""
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode()
+
+
 @dataclass
 class CgroupRun:
     """The cgroup directories (one per hierarchy) of one sandbox uid, reused by each run under that uid: a uid
@@ -47,6 +64,17 @@ class CgroupRun:
     v2: Path | None
     _oom_before: int = 0
     _limits: Limits | None = None  # the limits written last (each write costs more than comparing)
+    # The files read around every run, found once: plain reads of known paths are the per-run fast path.
+    _procs: list[str] = field(init=False)
+    _oom_files: list[str] = field(init=False)
+    _kill_file: Path | None = field(init=False)
+
+    def __post_init__(self) -> None:
+        self._procs = [str(directory / "cgroup.procs") for directory in self.dirs]
+        self._oom_files = [str(directory / name) for directory in self.dirs
+                           for name in ("memory.oom_control", "memory.events") if (directory / name).exists()]
+        kill = self.v2 / "cgroup.kill" if self.v2 is not None else None
+        self._kill_file = kill if kill is not None and kill.exists() else None
 
     @property
     def paths(self) -> list[str]:
@@ -56,9 +84,8 @@ class CgroupRun:
     def pids(self) -> set[int]:
         """The processes in the cgroup now."""
         found: set[int] = set()
-        for directory in self.dirs:
-            with contextlib.suppress(OSError):
-                found.update(int(p) for p in (directory / "cgroup.procs").read_text().split())
+        for procs in self._procs:
+            found.update(int(p) for p in _read(procs).split())
         return found
 
     def begin(self, limits: Limits) -> None:
@@ -75,8 +102,8 @@ class CgroupRun:
 
     def kill_all(self) -> None:
         """SIGKILL every process in the cgroup until it is empty (a killed process takes a moment to go)."""
-        if self.v2 is not None and (self.v2 / "cgroup.kill").exists():
-            _write(self.v2 / "cgroup.kill", "1")
+        if self._kill_file is not None:
+            _write(self._kill_file, "1")
         for round_ in range(_KILL_ROUNDS):
             pids = self.pids()
             if not pids:
@@ -88,13 +115,11 @@ class CgroupRun:
 
     def _oom_kills(self) -> int:
         total = 0
-        for directory in self.dirs:
-            for name in ("memory.oom_control", "memory.events"):
-                with contextlib.suppress(OSError):
-                    for line in (directory / name).read_text().splitlines():
-                        key, _, value = line.partition(" ")
-                        if key == "oom_kill":
-                            total += int(value)
+        for path in self._oom_files:
+            for line in _read(path).splitlines():
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    total += int(value)
         return total
 
     def memory_exceeded(self) -> bool:

@@ -22,7 +22,6 @@ import runpy
 import signal
 import struct
 import sys
-import threading
 import traceback
 import types
 from collections.abc import Mapping, Sequence
@@ -64,8 +63,7 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     if os.getsid(0) != os.getpid():
         os.setsid()
     for cgroup in config["cgroups"]:
-        with open(os.path.join(cgroup, "cgroup.procs"), "w") as procs:
-            procs.write(str(os.getpid()))
+        _write_file(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()).encode())
     namespaces.unshare(config["netns"], config["mountns"])
     workdir: str = config["stage"]
     uid, gid = config["uid"], config["gid"]
@@ -84,6 +82,25 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     if config["seccomp"]:
         seccomp.install()
     return workdir
+
+
+def _write_file(path: str, data: bytes) -> None:
+    """Write an existing file with plain os calls: open() would build a text layer in every forked run."""
+    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
+    try:
+        os.write(fd, data)
+    finally:
+        os.close(fd)
+
+
+def _set_environ(env: Mapping[str, str]) -> None:
+    """Make os.environ exactly `env`, touching only the variables that differ from the zygote's (clear() and
+    update() would rewrite every one, in Python, in every forked run)."""
+    for name in [name for name in os.environ if name not in env]:
+        del os.environ[name]
+    for name, value in env.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
 
 
 def _exit_code(code: object) -> int:
@@ -152,7 +169,11 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     except BaseException:  # the program's own failure: report it the way python would
         traceback.print_exc()
         code = 1
-    getattr(threading, "_shutdown", lambda: None)()  # wait for non-daemon threads, as interpreter exit does
+    # Wait for non-daemon threads, as interpreter exit does, if the program imported threading: the zygote
+    # does not (threading's after-fork handler would cost every forked run about 150 copied pages).
+    threading = sys.modules.get("threading")
+    if threading is not None:
+        getattr(threading, "_shutdown", lambda: None)()
     atexit._run_exitfuncs()
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the program may have closed them
@@ -164,8 +185,7 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
     """Set up the run and execute its program; never returns (the process ends with the program's status)."""
     try:
         workdir = _setup(config, sources)
-        os.environ.clear()
-        os.environ.update(config["env"])
+        _set_environ(config["env"])
         atexit._clear()  # only the program's own exit handlers run at its end
         if config["argv"]:
             os.execvpe(config["argv"][0], config["argv"], config["env"])  # found on the run's PATH

@@ -13,6 +13,7 @@ Standard library only: imported inside the child.
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Sequence
 
 from gate.sandbox import _libc
@@ -48,14 +49,8 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
             _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
         elif os.path.isfile(path):
             _libc.mount("/dev/null", path, None, _libc.MS_BIND)
-    import shutil  # here, not at the top: only runs in a mount namespace need it, and it is slow to import
-
-    # copyfile: contents only; the metadata is set below.
-    shutil.copytree(f"/proc/self/fd/{stage_fd}", WORKDIR, symlinks=True, copy_function=shutil.copyfile)
+    _copy_tree(f"/proc/self/fd/{stage_fd}", WORKDIR, owner)
     os.close(stage_fd)
-    for root, dirs, files in os.walk(WORKDIR):
-        for name in (*dirs, *files):
-            os.lchown(os.path.join(root, name), *owner)
     os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
     # A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
@@ -63,3 +58,39 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
     _libc.mount("proc", "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
                 "hidepid=invisible")
     return WORKDIR
+
+
+def _copy_tree(source: str, target: str, owner: tuple[int, int]) -> None:
+    """Copy directory `source` to a new `target`, owned by `owner`: files' contents (their mode from the
+    umask, as shutil.copyfile would), symlinks as links, directories with their mode. Plain os calls, not
+    shutil.copytree: this runs in every run's forked child, where each Python object it touches costs a
+    copied page."""
+    os.mkdir(target)
+    with os.scandir(source) as entries:
+        for entry in entries:
+            inside = os.path.join(target, entry.name)
+            if entry.is_symlink():
+                os.symlink(os.readlink(entry.path), inside)
+            elif entry.is_dir():
+                _copy_tree(entry.path, inside, owner)
+                os.chmod(inside, stat.S_IMODE(entry.stat().st_mode))
+            elif entry.is_file():
+                _copy_file(entry.path, inside)
+            else:
+                raise OSError(f"{entry.path}: not a file, directory or symlink")
+            os.lchown(inside, *owner)
+
+
+def _copy_file(source: str, target: str) -> None:
+    """Copy a regular file's contents in the kernel (sendfile), as shutil.copyfile does on Linux."""
+    source_fd = os.open(source, os.O_RDONLY | os.O_CLOEXEC)
+    try:
+        target_fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o666)
+        try:
+            offset = 0
+            while sent := os.sendfile(target_fd, source_fd, offset, 1 << 30):
+                offset += sent
+        finally:
+            os.close(target_fd)
+    finally:
+        os.close(source_fd)

@@ -16,13 +16,13 @@ import os
 import selectors
 import signal
 import socket
+import traceback
 from typing import Any
 
 from gate.sandbox import _libc, child, namespaces, seccomp
 
 # Modules programs commonly import, loaded once here so that a forked run finds them ready (random reseeds
-# itself in every forked child); shutil is what the mount namespace copies the run's files with, pkgutil what
-# runpy needs to start a script.
+# itself in every forked child); pkgutil is what runpy needs to start a script.
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
                 "bisect", "dataclasses", "enum", "random", "fractions", "decimal", "datetime", "copy",
                 "operator", "statistics", "traceback", "shutil", "socket", "__future__", "pkgutil")
@@ -37,7 +37,7 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     waiting = child.abandon_on_parent_death()
     if with_seccomp:
-        seccomp.prepare()
+        seccomp.prepare(_seccomp_program())
     for name in WARM_MODULES:
         importlib.import_module(name)
     # Out of the collector's sight: a forked run's collections then do not touch (and copy) every page of
@@ -67,6 +67,27 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
+
+
+def _seccomp_program() -> bytes:
+    """The seccomp filter's BPF program, built in a short-lived child: the binding's imports (ctypes.util
+    pulls in subprocess and threading) then never load here. Every module here is in every run's fork, and
+    threading's after-fork handler alone costs each forked run about 150 copied pages."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read_fd)
+        try:
+            os.write(write_fd, seccomp.program())
+        except BaseException:  # the gate's stderr: why the zygote is about to fail
+            traceback.print_exc()
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    with os.fdopen(read_fd, "rb") as built:
+        bpf = built.read()
+    os.waitpid(pid, 0)
+    return bpf  # empty if building failed: seccomp.prepare refuses it
 
 
 def _compile_warm(config: dict[str, Any]) -> None:
