@@ -18,8 +18,9 @@ VARYING = {
     "urandom": "__import__('os').urandom(8).hex()",
     "hash of an object": "hash(object())",
     "id of an object": "id(object())",
-    "an order that follows id()": "sorted((str(n) * 3 for n in range(50)), key=id)",
 }
+# Not listed: an order that follows id() of objects made one after another. Allocation order usually gives
+# the same order in both runs, so there is nothing for a rerun to see (it made this test flaky).
 
 
 @pytest.mark.parametrize("source", sorted(VARYING))
