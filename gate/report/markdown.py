@@ -33,7 +33,7 @@ def escape(text: str) -> str:
 
 
 def visible(text: str) -> str:
-    """`text` with control characters and bidirectional overrides written as `U+XXXX`."""
+    """`text` with control characters and bidirectional overrides written as their code points (`U+001B`)."""
     return _INVISIBLE.sub(lambda m: f"U+{ord(m.group()):04X}", text)
 
 
