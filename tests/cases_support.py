@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import textwrap
 from collections.abc import Iterator
 from typing import Any
 
@@ -35,3 +36,13 @@ def run(sandbox: Sandbox, spec: CaseSpec, code: str, limits: Limits = LIMITS, se
         function: str | None = None) -> CaseOutcome:
     """One run of `spec` against the reply code `code`."""
     return KINDS[spec.kind].run(spec, Program(code=code, function=function), sandbox, limits, seed)
+
+
+# The first seed's example: an is_even that rejects what is not an int, and the naive one that does not.
+IS_EVEN = textwrap.dedent("""
+    def is_even(n):
+        if type(n) is not int:
+            raise TypeError("is_even needs an int")
+        return n % 2 == 0
+""")
+NAIVE_IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from dataclasses import replace
 
 from gate.checks.nondeterminism import Nondeterminism
@@ -12,18 +11,11 @@ from gate.policy.model import CaseSpec, Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
-from tests.cases_support import case, sandbox
+from tests.cases_support import IS_EVEN, NAIVE_IS_EVEN, case, sandbox
 
 __all__ = ["sandbox"]
 
 CHECKS = (Smoke(), Nondeterminism())
-IS_EVEN = textwrap.dedent("""
-    def is_even(n):
-        if type(n) is not int:
-            raise TypeError("is_even needs an int")
-        return n % 2 == 0
-""")
-NAIVE_IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
 
 
 def _hidden(spec: CaseSpec) -> CaseSpec:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -13,17 +12,10 @@ from gate.cases.base import Program
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
-from tests.cases_support import LIMITS, case, run, sandbox
+from tests.cases_support import IS_EVEN, LIMITS, NAIVE_IS_EVEN, case, run, sandbox
 
 __all__ = ["sandbox"]
 
-IS_EVEN = textwrap.dedent("""
-    def is_even(n):
-        if type(n) is not int:
-            raise TypeError("is_even needs an int")
-        return n % 2 == 0
-""")
-NAIVE_IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
 SUM_TWO = "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
 
 # The first seed's hidden cases for is_even, as call cases.

@@ -31,13 +31,6 @@ def _call(request: dict[str, str]) -> dict[str, str]:
         function = getattr(importlib.import_module(request["module"]), request["function"])
     except BaseException as exc:
         return {"load": wire.describe(exc)}
-    args, kwargs = wire.loads(request["args"])
-    try:
-        value = function(*args, **kwargs)
-    except BaseException as exc:
-        return {"raised": wire.type_name(exc), "message": wire.message(exc)}
-    try:
-        return {"ok": wire.dumps(value)}
-    except wire.NotData as exc:
-        return {"notdata": str(exc)}
+    answer: dict[str, str] = wire.call(function, request["args"])
+    return answer
 

@@ -47,15 +47,8 @@ def _answer(namespace: dict[str, Any], call: dict[str, Any]) -> dict[str, str]:
     function = namespace.get(call["name"])
     if not callable(function):
         return {"raised": "NameError", "message": f"the candidate defines no function {call['name']}"}
-    args, kwargs = wire.loads(call["args"])
-    try:
-        value = function(*args, **kwargs)
-    except BaseException as exc:
-        return {"raised": wire.type_name(exc), "message": wire.message(exc)}
-    try:
-        return {"ok": wire.dumps(value)}
-    except wire.NotData as exc:
-        return {"notdata": str(exc)}
+    answer: dict[str, str] = wire.call(function, call["args"])
+    return answer
 
 
 def _send(replies: Any, message: dict[str, Any]) -> None:

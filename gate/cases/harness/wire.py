@@ -134,3 +134,17 @@ def describe(exc: BaseException) -> str:
     """`TypeName: message`, for a report."""
     text = message(exc)
     return f"{type_name(exc)}: {text}" if text else type_name(exc)
+
+
+def call(function: Any, encoded_args: str) -> dict[str, str]:
+    """Call `function` with the wire-encoded (args, kwargs) and say how it went, as the harnesses report it:
+    {"ok": wire text}, {"raised": type name, "message": text} or {"notdata": why}."""
+    args, kwargs = loads(encoded_args)
+    try:
+        value = function(*args, **kwargs)
+    except BaseException as exc:
+        return {"raised": type_name(exc), "message": message(exc)}
+    try:
+        return {"ok": dumps(value)}
+    except NotData as exc:
+        return {"notdata": str(exc)}
