@@ -27,18 +27,22 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; with a known `command`, only that command's module is imported (each module brings its own
+    dependencies, PyGithub among them, and start-up should not pay for commands that do not run)."""
     parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.")
     parser.add_argument("--version", action="version", version=f"gate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for name in COMMANDS:
+    for name in (command,) if command in COMMANDS else COMMANDS:
         importlib.import_module(f"gate.commands.{name}").register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 accepted, 1 blocked, 2 bad input, 3 the gate failed)."""
-    args = build_parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    command = next((word for word in words if not word.startswith("-")), None)
+    args = build_parser(command).parse_args(words)
     try:
         code: int = args.func(args)
     except GateError as exc:

@@ -14,7 +14,7 @@ def _crash(args: argparse.Namespace) -> int:
     return empty["missing"]
 
 
-def _parser_whose_command_crashes() -> argparse.ArgumentParser:
+def _parser_whose_command_crashes(command: str | None = None) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gate")
     parser.set_defaults(func=_crash)
     return parser
