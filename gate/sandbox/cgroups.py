@@ -64,6 +64,9 @@ class CgroupRun:
     v2: Path | None
     _oom_before: int = 0
     _limits: Limits | None = None  # the limits written last (each write costs more than comparing)
+    # Seen empty after the run's leader exited: only a process inside can add one, so it stays empty until the
+    # next run begins.
+    _emptied: bool = False
     # The files read around every run, found once: plain reads of known paths are the per-run fast path.
     _procs: list[str] = field(init=False)
     _oom_files: list[str] = field(init=False)
@@ -91,6 +94,7 @@ class CgroupRun:
     def begin(self, limits: Limits) -> None:
         """Set the next run's limits (and remember the OOM count, which only grows)."""
         self._oom_before = self._oom_kills()
+        self._emptied = False
         if limits == self._limits:
             return
         self._limits = limits
@@ -100,13 +104,18 @@ class CgroupRun:
                 if (directory / name).exists():
                     _write(directory / name, str(value))
 
-    def kill_all(self) -> None:
-        """SIGKILL every process in the cgroup until it is empty (a killed process takes a moment to go)."""
+    def kill_all(self, leader_gone: bool = False) -> None:
+        """SIGKILL every process in the cgroup until it is empty (a killed process takes a moment to go). Once
+        the run's leader is gone (`leader_gone`), an empty cgroup stays empty until the next run begins, and
+        later calls cost nothing."""
+        if self._emptied:
+            return
         if self._kill_file is not None:
             _write(self._kill_file, "1")
         for round_ in range(_KILL_ROUNDS):
             pids = self.pids()
             if not pids:
+                self._emptied = leader_gone
                 return
             for pid in pids:
                 with contextlib.suppress(ProcessLookupError):

@@ -98,7 +98,7 @@ class LayeredSandbox:
     def __init__(self, launcher: Launcher, layers: Layers) -> None:
         self.launcher = launcher
         self.layers = layers
-        self._base = stage.make_base()
+        self._base = stage.make_base(copied_as_root=layers.mountns)
         self._servers = served.Servers(self._start, self._retire)
 
     @property
@@ -368,7 +368,7 @@ class LayeredSandbox:
         cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's
         exit."""
         if live.cgroup:
-            live.cgroup.kill_all()
+            live.cgroup.kill_all(leader_gone=live.exited)
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()

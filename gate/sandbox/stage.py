@@ -21,21 +21,29 @@ MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
 # Where run directories go: memory (tmpfs) when the machine has it, since a run creates and removes a
-# directory and its files every time (on a busy disk that costs more than the run); $TMPDIR otherwise.
+# directory and its files every time (on a disk that costs more than the run); $TMPDIR otherwise.
 _MEMORY = "/dev/shm"
 BASE_PREFIX = "gate-sandbox-"
 
 
-def make_base() -> Path:
+def make_base(copied_as_root: bool) -> Path:
     """The directory that holds every run's private directory for one sandbox (named after the gate's pid, so
-    that the next gate can remove what a killed one left)."""
-    where = _MEMORY if _usable_by_anyone(_MEMORY) else None
+    that the next gate can remove what a killed one left). With `copied_as_root` (a mount namespace: the run
+    copies its directory out while still root) it may be a place only root can pass through."""
+    usable = _usable_by_root if copied_as_root else _usable_by_anyone
+    where = _MEMORY if usable(_MEMORY) else None
     base = Path(tempfile.mkdtemp(prefix=f"{BASE_PREFIX}{os.getpid()}-", dir=where))
     base.chmod(0o711)
-    for stale in stale_entries(base.parent):
-        with contextlib.suppress(OSError):
-            remove(stale)
+    for parent in {Path(_MEMORY), Path(tempfile.gettempdir())}:
+        for stale in stale_entries(parent):
+            with contextlib.suppress(OSError):
+                remove(stale)
     return base
+
+
+def _usable_by_root(directory: str) -> bool:
+    """Whether the gate can make directories in `directory`."""
+    return os.path.isdir(directory) and os.access(directory, os.W_OK | os.X_OK)
 
 
 def _usable_by_anyone(directory: str) -> bool:

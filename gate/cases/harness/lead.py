@@ -27,6 +27,7 @@ import resource
 import socket
 import struct
 import sys
+import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
@@ -90,6 +91,10 @@ def serve() -> NoReturn:
     os.close(int(os.environ.pop(RESULT_FD_ENV)))
     control = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the server's whole life)
+    # What the server holds before its first call is never garbage: the collection after each call then only
+    # goes through that call's objects.
+    gc.collect()
+    gc.freeze()
     while True:
         call = _receive(control)
         if call is None:
@@ -237,21 +242,28 @@ def _run_tests(request: dict[str, Any], functions: dict[str, Any]) -> dict[str, 
         if request["kind"] == "humaneval":
             # The prompt's helpers (HumanEval/32's poly, /38's encode_cyclic) come from the trusted prompt,
             # not from whatever the completion redefined.
-            exec(compile(request["prompt"], "prompt", "exec"), namespace)
+            exec(_compiled(request["prompt"], "prompt"), namespace)
             namespace.update(functions)
-            exec(compile(request["test"], "test", "exec"), namespace)
+            exec(_compiled(request["test"], "test"), namespace)
             namespace["check"](functions[request["entry_point"]])
             return {"passed": True}
         namespace.update(functions)  # first: in one process, the setup may build the candidate's objects
-        exec(compile(request["setup"], "setup", "exec"), namespace)
+        exec(_compiled(request["setup"], "setup"), namespace)
     except BaseException as exc:
         return {"failed": wire.describe(exc), "line": _test_line(exc), "last": Last.seen}
     for index, statement in enumerate(request["tests"]):
         try:
-            exec(compile(statement, f"test {index}", "exec"), namespace)
+            exec(_compiled(statement, f"test {index}"), namespace)
         except BaseException as exc:
             return {"failed": wire.describe(exc), "test": index, "last": Last.seen}
     return {"passed": True}
+
+
+@functools.lru_cache(maxsize=64)
+def _compiled(source: str, name: str) -> types.CodeType:
+    """The trusted test code, compiled once per server for every call of the same task (code objects are
+    immutable; each call still runs it in a namespace of its own)."""
+    return compile(source, name, "exec")
 
 
 def _test_line(exc: BaseException) -> int | None:
