@@ -69,7 +69,8 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     uid, gid = config["uid"], config["gid"]
     if config["mountns"]:
         owner: tuple[int, int] = (os.getuid(), os.getgid()) if uid is None else (uid, gid)
-        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], owner, config["hide"])
+        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], owner, config["hide"],
+                                         config["in_template"])
     os.chdir(workdir)
     rlimits.apply(config["rlimits"])
     parent = os.getppid()

@@ -7,6 +7,7 @@ fill shares that one bound and disappears with the namespace; the run's files ar
 directory into /tmp/work on it. `hide` directories (the gate's own workspace) get an empty read-only tmpfs on
 top and `hide` files /dev/null; /proc is mounted again with `hidepid=invisible`, so that a run sees no other
 user's process.
+A zygote does the part every run shares (all but the tmpfs) once, in a template its runs' namespaces copy.
 Standard library only: imported inside the child.
 """
 
@@ -29,12 +30,23 @@ def unshare(net: bool, mount: bool) -> None:
         _libc.unshare(flags)
 
 
-def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Sequence[str]) -> str:
+def enter_template(hide: Sequence[str]) -> None:
+    """Enter a mount namespace that holds what every run's namespace shares, once for all the runs forked
+    from this process (a zygote): nothing propagates back to the host, `hide` is hidden, and /proc is its own.
+    Each run's namespace is then a copy of it with only its tmpfs added (see private_tmp)."""
+    unshare(net=False, mount=True)
+    _private_root()
+    _hide(hide)
+    _own_proc()
+
+
+def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Sequence[str],
+                in_template: bool) -> str:
     """Mount the run's tmpfs (see the module docstring), copy `stage` into it; returns the working directory.
-    """
+    `in_template`: the namespace was copied from enter_template's, which did the rest already."""
     stage_fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)  # the tmpfs may hide `stage` once mounted
-    # Nothing mounted here may propagate back to the host's namespace.
-    _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+    if not in_template:
+        _private_root()
     _libc.mount("tmpfs", "/tmp", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, f"size={disk_bytes},mode=1777")
     for target, name in _SHARED_TMP:
         if os.path.isdir(target):
@@ -42,22 +54,43 @@ def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Seque
             os.mkdir(inside, 0o1777)
             os.chmod(inside, 0o1777)
             _libc.mount(inside, target, None, _libc.MS_BIND)
-    # Gone once /tmp is mounted (under it, the fresh tmpfs already hides a path) or inside a hidden directory.
+    if not in_template:
+        _hide(hide)
+    _copy_tree(f"/proc/self/fd/{stage_fd}", WORKDIR, owner)
+    os.close(stage_fd)
+    os.chown(WORKDIR, *owner)
+    os.chmod(WORKDIR, 0o700)
+    if not in_template:
+        _own_proc()
+    return WORKDIR
+
+
+def hidden(path: str, hide: Sequence[str]) -> bool:
+    """Whether `path` is, or is inside, one of the `hide` places."""
+    return any(path == place or path.startswith(place.rstrip("/") + "/") for place in hide)
+
+
+def _private_root() -> None:
+    """Nothing mounted here may propagate back to the host's namespace."""
+    _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+
+
+def _hide(hide: Sequence[str]) -> None:
+    """An empty read-only tmpfs on each hidden directory, /dev/null on each hidden file. (A path under a tmpfs
+    already mounted on /tmp, or inside a hidden directory, is gone already and is skipped.)"""
     for path in hide:
         if os.path.isdir(path):
             flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
             _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
         elif os.path.isfile(path):
             _libc.mount("/dev/null", path, None, _libc.MS_BIND)
-    _copy_tree(f"/proc/self/fd/{stage_fd}", WORKDIR, owner)
-    os.close(stage_fd)
-    os.chown(WORKDIR, *owner)
-    os.chmod(WORKDIR, 0o700)
-    # A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
-    # line of every process on the machine, the gate's included, whose arguments may hold a secret.
+
+
+def _own_proc() -> None:
+    """A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
+    line of every process on the machine, the gate's included, whose arguments may hold a secret."""
     _libc.mount("proc", "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
                 "hidepid=invisible")
-    return WORKDIR
 
 
 def _copy_tree(source: str, target: str, owner: tuple[int, int]) -> None:

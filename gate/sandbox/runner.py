@@ -186,6 +186,7 @@ class LayeredSandbox:
             "mountns": self.layers.mountns,
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
+            "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
             "stage": str(where),
             "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
                                     limits.open_files, processes),
