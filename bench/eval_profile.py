@@ -185,7 +185,8 @@ def record(data: Path, samples: Path, rows: Path, summary: Path, jobs: int) -> i
                             env={**os.environ, "CI": "true"}, cwd=ROOT)
     _, errors = perf.communicate()
     if not data.exists() or data.stat().st_size == 0:
-        lines = [line for line in errors.splitlines() if line.strip()]
+        # perf's first line is often a bare "Error:"; the reason follows it.
+        lines = [line.strip() for line in errors.splitlines() if line.strip() not in ("", "Error:")]
         print(f"perf record failed (exit {perf.returncode}): {lines[0] if lines else 'no output'}"
               " (run as root or lower kernel.perf_event_paranoid)", file=sys.stderr)
         sys.exit(2)
