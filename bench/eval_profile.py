@@ -49,6 +49,7 @@ KIND_COLUMNS = ("gate", *SANDBOX_CLASSES)
 TOP_KINDS = 14  # kinds shown in the second table; the rest are summed into one row
 
 _HEADER = re.compile(r"^\s*(?P<comm>\S.*?)\s+(?P<pid>-?\d+)/(?P<tid>-?\d+)\s+(?P<time>\d+\.\d+):\s*(?P<rest>.*)$")
+_PERIOD = re.compile(r"(\d+)\b")  # a sample's header ends with its period (ns of cpu-clock)
 _FORK = re.compile(r"PERF_RECORD_FORK\((\d+):(\d+)\):\((\d+):(\d+)\)")
 _EXIT = re.compile(r"PERF_RECORD_EXIT\((\d+):(\d+)\)")
 _FRAME = re.compile(r"^\t\s*(?P<ip>[0-9a-f]+)\s+(?P<sym>.*)$")  # frames start with a tab; headers never
@@ -115,8 +116,8 @@ def _samples(lines: Iterable[str], processes: defaultdict[int, Process]) -> Iter
         pid, moment, rest = int(header["pid"]), float(header["time"]), header["rest"]
         if rest.startswith("PERF_RECORD_"):
             _task_event(rest, moment, processes)
-        elif rest.split()[:1] and rest.split()[0].isdigit():
-            current = (pid, int(rest.split()[0]))
+        elif period := _PERIOD.match(rest):
+            current = (pid, int(period[1]))
             process = processes[pid]
             process.first_seen, process.last_seen = min(process.first_seen, moment), max(process.last_seen, moment)
     if current:
@@ -141,9 +142,9 @@ def _task_event(event: str, moment: float, processes: defaultdict[int, Process])
 
 def classify(processes: dict[int, Process], perf_pid: int) -> dict[int, str]:
     """Each pid's class (see the module docstring); pids not in the result are "other"."""
-    gate = next((p for p in processes[perf_pid].children if processes[p].parent == perf_pid), None)
-    if gate is None:
+    if not processes[perf_pid].children:
         sys.exit("perf recorded no workload process: cannot find the gate's pid")
+    gate = processes[perf_pid].children[0]  # perf's only child: the command it runs
     classes = {0: "idle", perf_pid: "perf", gate: "gate"}
     gate_life = _life(processes[gate])
     for child in processes[gate].children:
@@ -178,7 +179,8 @@ def _mark(pid: int, name: str, processes: dict[int, Process], classes: dict[int,
 
 def record(data: Path, samples: Path, rows: Path, summary: Path, jobs: int) -> int:
     """Run `gate eval` under a system-wide perf recording; returns perf's pid (the gate is its child)."""
-    argv = ["perf", "record", "-a", "-g", "-F", str(FREQUENCY), "-o", str(data), "--",
+    # cpu-clock (a software event, there even in a VM) so that a sample's period is nanoseconds of CPU.
+    argv = ["perf", "record", "-e", "cpu-clock", "-a", "-g", "-F", str(FREQUENCY), "-o", str(data), "--",
             sys.executable, "-m", "gate", "eval", "--dataset", "humaneval", "--samples", str(samples),
             "-k", "1", "--jobs", str(jobs), "--json", str(summary), "--out", str(rows)]
     perf = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
