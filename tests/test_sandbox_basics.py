@@ -163,6 +163,23 @@ def test_warm_files_run_and_import_as_usual(sandbox: Sandbox) -> None:
     assert b"ZeroDivisionError" in stderr
 
 
+def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandbox: Sandbox) -> None:
+    # A zygote imports a warm module once, before forking its runs (so its top level must not depend on the
+    # run); a fresh interpreter imports it in each run.
+    files = {"main.py": b"import os, stamp\nprint(stamp.PID == os.getpid(), stamp.PID)\n",
+             "stamp.py": b"import os\nPID = os.getpid()\n"}
+    warm = ("main.py", "stamp.py")
+    first, second = (sandbox.run(RunRequest(script="main.py", files=files, warm=warm, limits=LIMITS)).stdout
+                     for _ in range(2))
+    if sandbox.isolation["zygote"].startswith("on"):
+        assert first.startswith(b"False ") and first == second
+    else:
+        assert first.startswith(b"True ") and second.startswith(b"True ") and first != second
+    # A run that does not name it warm imports its own file of that name, not the zygote's module.
+    own = {"main.py": b"import stamp\nprint(stamp.VALUE)\n", "stamp.py": b"VALUE = 'its own'\n"}
+    assert sandbox.run(RunRequest(script="main.py", files=own, limits=LIMITS)).stdout == b"its own\n"
+
+
 def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
     result = sandbox.run(RunRequest(argv=("env",), env={"MARK": "1"}, limits=LIMITS))
     assert result.exit_code == 0

@@ -44,8 +44,9 @@ class RunRequest:
     hash_seed: int = 0
     limits: Limits = field(default_factory=Limits)
     # Names in `files` of trusted Python sources that many runs share (a harness and its modules; top-level
-    # `.py` files): a zygote compiles each once and its runs use the code instead of compiling it again. Never
-    # the code under test: the zygote itself compiles what is named here.
+    # `.py` files): a zygote compiles each once, and imports each module (all but `script`) once, and its runs
+    # use those instead of doing it again. So a module's top level must not depend on the run (its limits,
+    # environment or directory). Never the code under test: the zygote itself runs what is named here.
     warm: tuple[str, ...] = ()
 
 

@@ -40,8 +40,10 @@ SETUP_FAILED = 125
 # On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
 PID = struct.Struct("q")
 EXIT = struct.Struct("qd")
-# Code of warm files (RunRequest.warm) by the sha256 of their source: filled by a zygote before it forks.
+# Code of warm files (RunRequest.warm) by the sha256 of their source, and the modules made of them: filled by a
+# zygote before it forks.
 WARM_CODE: dict[str, CodeType] = {}
+WARM_MODULES: dict[str, ModuleType] = {}
 
 
 def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
@@ -114,20 +116,26 @@ def _exit_code(code: object) -> int:
 
 
 class _WarmModules:
-    """Imports a run's warm files (RunRequest.warm) from the code its zygote compiled, as the path finder
-    would import them from the working directory, without compiling them again."""
+    """Imports a run's warm modules (RunRequest.warm) as the path finder would import them from the working
+    directory: the module its zygote imported already when there is one, else a new one from the code the
+    zygote compiled. `warm` maps a file name to the sha256 of its source."""
 
-    def __init__(self, workdir: str, code: Mapping[str, CodeType]) -> None:
+    def __init__(self, workdir: str, warm: Mapping[str, str]) -> None:
         self._workdir = workdir
-        self._code = code
+        self._warm = warm
 
     def find_spec(self, name: str, path: object, target: object = None) -> ModuleSpec | None:
-        code = self._code.get(f"{name}.py") if path is None else None
-        if code is None:
+        digest = self._warm.get(f"{name}.py") if path is None else None
+        loader: _WarmLoader | _Imported
+        if digest in WARM_MODULES:
+            loader = _Imported(WARM_MODULES[digest])
+        elif digest in WARM_CODE:
+            loader = _WarmLoader(WARM_CODE[digest])
+        else:
             return None
         # The import system needs only create_module and exec_module (importlib.abc.Loader is slow to import).
         return importlib.util.spec_from_file_location(name, os.path.join(self._workdir, f"{name}.py"),
-                                                      loader=_WarmLoader(code))  # type: ignore[arg-type]
+                                                      loader=loader)  # type: ignore[arg-type]
 
 
 class _WarmLoader:
@@ -139,6 +147,38 @@ class _WarmLoader:
 
     def exec_module(self, module: ModuleType) -> None:
         exec(self._code, module.__dict__)
+
+
+class _Imported:
+    """A module its zygote imported already (a copy of it, like all of the zygote's memory)."""
+
+    def __init__(self, module: ModuleType) -> None:
+        self._module = module
+
+    def create_module(self, spec: ModuleSpec) -> ModuleType:
+        return self._module
+
+    def exec_module(self, module: ModuleType) -> None:
+        return None
+
+
+def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
+    """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
+    WARM_MODULES, for every run forked afterwards. Not into sys.modules: a run that does not name them still
+    imports its own files of those names."""
+    finder = _WarmModules(where, names)
+    sys.meta_path.insert(0, finder)
+    try:
+        for name, digest in names.items():
+            if name != script and digest in WARM_CODE and digest not in WARM_MODULES:
+                with contextlib.suppress(Exception):  # the run imports it itself and reports the error
+                    importlib.import_module(name.removesuffix(".py"))
+    finally:
+        sys.meta_path.remove(finder)
+        for name, digest in names.items():
+            module = sys.modules.pop(name.removesuffix(".py"), None)
+            if module is not None and name != script:
+                WARM_MODULES[digest] = module
 
 
 def _run_main(script: str, code: CodeType | None) -> None:
@@ -153,7 +193,7 @@ def _run_main(script: str, code: CodeType | None) -> None:
     exec(code, main.__dict__)
 
 
-def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, CodeType]) -> int:
+def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, str]) -> int:
     """Run a Python file as __main__ the way `python script.py` would; returns its exit status."""
     sys.argv = [script, *args]
     sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
@@ -163,7 +203,7 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
     # zygote never reads or writes them), so they are used as they are.
     try:
-        _run_main(script, warm.get(script))
+        _run_main(script, WARM_CODE.get(warm.get(script, "")))
         code = 0
     except SystemExit as exc:
         code = _exit_code(exc.code)
@@ -196,8 +236,7 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    warm = {name: WARM_CODE[digest] for name, digest in config["warm"].items() if digest in WARM_CODE}
-    os._exit(_run_script(config["script"], config["args"], workdir, warm))
+    os._exit(_run_script(config["script"], config["args"], workdir, config["warm"]))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:

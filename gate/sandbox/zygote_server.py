@@ -60,6 +60,7 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                         return
                     config = _in_shared_namespaces(json.loads(message))
                     _compile_warm(config)
+                    child.import_warm(config["warm"], config["script"], config["stage"])
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
                     else:
@@ -99,6 +100,7 @@ def _compile_warm(config: dict[str, Any]) -> None:
             continue
         if len(child.WARM_CODE) >= _MAX_WARM:
             child.WARM_CODE.clear()
+            child.WARM_MODULES.clear()
         with open(os.path.join(config["stage"], name), "rb") as source_file:
             source = source_file.read()
         if hashlib.sha256(source).hexdigest() != digest:

@@ -39,8 +39,6 @@ CANDIDATE = "candidate.py"
 MAX_REPLY = 16 * 1024 * 1024
 LENGTH = struct.Struct("!Q")  # gate.sandbox.served.LENGTH, KEEP and RETIRE
 KEEP, RETIRE = b".", b"!"
-# Peak memory beyond which a server serves no more calls: a quarter of its address-space limit.
-_MAX_PEAK = max(0, resource.getrlimit(resource.RLIMIT_AS)[0]) // 4 or 128 * 1024 * 1024
 # The exceptions a reply may name and a test then sees raised; any other name becomes a CandidateError.
 # StopIteration would silently end a `map(candidate, ...)` in the test, so it is not raised as itself.
 _RAISABLE = {name: cls for name, cls in vars(builtins).items()
@@ -86,9 +84,12 @@ def serve() -> NoReturn:
     (LENGTH + the JSON request) with the socket to that call's candidate attached; the answer is one frame of
     the outcome. Each call starts from nothing of the previous one: a new namespace, a new socket (closed at
     the end, with whatever the candidate sent beyond its replies), the last result forgotten, and only plain
-    data ever came from a candidate; once a call's data made it grow past _MAX_PEAK it answers and retires.
+    data ever came from a candidate; once a call's data made it grow past its peak limit it answers and retires.
     The tests' own output is discarded, as a lead's is."""
     os.close(int(os.environ.pop(RESULT_FD_ENV)))
+    # Peak memory beyond which it serves no more calls: a quarter of its address-space limit. (Read here, not
+    # at import: a zygote imports this module once, before any run's limits.)
+    max_peak = max(0, resource.getrlimit(resource.RLIMIT_AS)[0]) // 4 or 128 * 1024 * 1024
     control = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
     sys.stdout = sys.stderr = open(os.devnull, "w")  # noqa: SIM115 (for the server's whole life)
     # What the server holds before its first call is never garbage: the collection after each call then only
@@ -109,7 +110,7 @@ def serve() -> NoReturn:
             channel.close()
         gc.collect()  # what the call's tracebacks and cycles held goes now, not in the next call
         # A call whose data made this process grow keeps no hold on the next one: the server retires.
-        retire = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > _MAX_PEAK
+        retire = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024 > max_peak
         payload = (RETIRE if retire else KEEP) + json.dumps(record).encode()
         control.sendall(LENGTH.pack(len(payload)) + payload)
         if retire:
