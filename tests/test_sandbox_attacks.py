@@ -465,3 +465,22 @@ def test_the_gates_checkout_is_hidden(sandbox: LayeredSandbox) -> None:
     """
     result = sandbox.run(hostile(code, str(readable)))
     assert result.result == b"FileNotFoundError"
+
+
+def test_links_in_the_tree_never_redirect_the_gates_own_files(sandbox: LayeredSandbox, tmp_path: Path) -> None:
+    # The tree under test is the candidate's: a committed link named like a file the gate adds (a harness
+    # file, its __pycache__ directory) must not make the gate, writing as root, write through it.
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "main.py").symlink_to(victim)
+    (tree / "__pycache__").symlink_to(outside)
+    files = {"main.py": b"print('the gate wrote its own file')", "__pycache__/helper.pyc": b"not python"}
+    result = sandbox.run(RunRequest(script="main.py", files=files, tree=tree, limits=LIMITS))
+    assert result.stdout == b"the gate wrote its own file\n"
+    assert victim.read_text() == "untouched"
+    assert list(outside.iterdir()) == []
+    assert (tree / "main.py").is_symlink()  # the gate works on a copy of the tree

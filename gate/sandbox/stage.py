@@ -93,14 +93,13 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
                         ignore=shutil.ignore_patterns(".git"))
         if owner is not None:
             _chown_tree(stage, owner)
+    made = {stage}
     for name, data in request.files.items():
         target = os.path.join(stage, names[name])
-        parent = os.path.dirname(target)
-        if not os.path.isdir(parent):
-            os.makedirs(parent)
-            if owner is not None:
-                _chown_tree(stage, owner)
-        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o644)
+        _make_parents(os.path.dirname(target), made, owner)
+        if os.path.islink(target):  # the tree's own link of that name: the file replaces it, never follows it
+            os.unlink(target)
+        fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, data)
             if owner is not None:
@@ -109,6 +108,22 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
             os.close(fd)
     if owner is not None:
         os.chown(stage, *owner)
+
+
+def _make_parents(directory: str, made: set[str], owner: tuple[int, int] | None) -> None:
+    """Make `directory` and its missing parents, owned by `owner`; `made` holds those known to exist. A link
+    of the tree's in the way is replaced, never followed: the gate writes as root, the tree is the candidate's.
+    """
+    if directory in made:
+        return
+    _make_parents(os.path.dirname(directory), made, owner)
+    if os.path.islink(directory):
+        os.unlink(directory)
+    if not os.path.isdir(directory):
+        os.mkdir(directory)
+        if owner is not None:
+            os.chown(directory, *owner)
+    made.add(directory)
 
 
 def _chown_tree(root: str, owner: tuple[int, int]) -> None:
