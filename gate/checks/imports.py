@@ -119,12 +119,11 @@ def find_imports(tree: ast.Module, nodes: list[ast.AST]) -> list[Found]:
     """Every import and dynamic loader in `tree`, in source order; `nodes` are all of the tree's nodes, in
     `ast.walk`'s order."""
     scan = _Scan(nodes)
-    if scan.may_load():
+    found = list(scan.imports)
+    if scan.may_load():  # most code names no loader at all: then the visit that resolves names is not needed
         finder = _Finder(scan.aliases, frozenset(scan.defined))
         finder.visit(tree)
-        found = finder.found
-    else:  # no loader can be there: the import statements are all there is to find
-        found = scan.imports
+        found += finder.found
     return sorted(found, key=lambda f: (f.line, f.text))
 
 
@@ -138,7 +137,7 @@ class _Scan:
         self.aliases: dict[str, str] = {}
         self.defined: set[str] = set()
         self.names: set[str] = set()
-        self.internals = False
+        self.internals = False  # an attribute in _INTERNALS, or the string "__builtins__"
         for node in nodes:
             if isinstance(node, ast.Name):
                 self.names.add(node.id)
@@ -196,20 +195,16 @@ def _import_from(node: ast.ImportFrom) -> list[Found]:
 
 
 class _Finder(ast.NodeVisitor):
+    """The dynamic loaders and the reaches into the interpreter's internals, by a visit that stops below a
+    finding (`__builtins__.__import__` is one finding, not also `__builtins__`)."""
+
     def __init__(self, aliases: dict[str, str], defined: frozenset[str]) -> None:
         self.aliases = aliases
         self.defined = defined
         self.found: list[Found] = []
 
-    def _add(self, node: ast.expr | ast.stmt, text: str, *, module: str | None = None,
-             loader: str | None = None) -> None:
+    def _add(self, node: ast.expr, text: str, *, module: str | None = None, loader: str | None = None) -> None:
         self.found.append(_found(node, text, module=module, loader=loader))
-
-    def visit_Import(self, node: ast.Import) -> None:
-        self.found.extend(_import(node))
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        self.found.extend(_import_from(node))
 
     def visit_Call(self, node: ast.Call) -> None:
         target = self._loader(node.func)
