@@ -53,10 +53,14 @@ def test_a_task_with_an_empty_allow_list_allows_nothing() -> None:
     'from sys import modules\nmodules.get("os")\n',
     '[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "Popen"]\n',
     'def f():\n    pass\n\nf.__globals__["__builtins__"]\n',
+    # Spelled so that the source text never holds the name: the check reads the tree, never the text.
+    'globals()["__buil" "tins__"]\n',
+    '\uff45\uff56\uff41\uff4c("1")\n',
 ], ids=["__import__", "import_module", "import_module-alias", "importlib.__import__", "__import__-var",
         "eval", "exec", "compile", "eval-alias", "eval-rebound", "builtins.__import__", "__builtins__-attr",
         "getattr-builtins", "getattr-built-name", "globals-builtins",
-        "from-builtins", "sys.modules", "from-sys-modules", "subclasses-escape", "function-globals"])
+        "from-builtins", "sys.modules", "from-sys-modules", "subclasses-escape", "function-globals",
+        "builtins-split-string", "fullwidth-eval"])
 def test_dynamic_loaders_are_caught(code: str) -> None:
     found = penalty(score_reply(fenced(code), OPEN), "imports")
     assert found.points == 3

@@ -34,6 +34,14 @@ def test_target_python_version_comes_from_the_policy() -> None:
     assert "Python 3.9" in penalty(score_reply(fenced(code), Policy(python="3.9")), "parse").message
 
 
+def test_a_changed_file_is_parsed_at_the_policy_version_not_only_the_gates_own() -> None:
+    # The extract check parses a changed .py file at the gate's own Python (3.11 here) and keeps the tree;
+    # the parse check must not take that tree for another version's.
+    files = [SourceFile("a.py", "match 1:\n    case 1:\n        pass\n")]
+    assert score_files(files, Policy(python="3.11")).total == 0
+    assert "Python 3.9" in penalty(score_files(files, Policy(python="3.9")), "parse").message
+
+
 def test_nul_bytes_and_deep_nesting_are_parse_failures_not_crashes() -> None:
     for text in ("x = 1\0\n", "x = " + "(" * 300 + ")" * 300 + "\n"):
         assert penalty(score_files([SourceFile("a.py", text)]), "parse").points == 5

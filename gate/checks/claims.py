@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import parsed_trees
+from gate.checks.trees import walk
 from gate.fences import prose_lines
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -70,7 +71,9 @@ class Claims:
             tree = trees.get(source.path)
             if tree is None:
                 continue
-            functions = [n for n in ast.walk(tree) if isinstance(n, _Function)]
+            functions = [n for n in walk(ctx, source.path, tree) if isinstance(n, _Function)]
+            if not functions:
+                continue
             prose = _prose_claims(ctx, source, functions)
             comments = _comments(source.text)
             for function in functions:
@@ -101,8 +104,12 @@ def _docstring_claim(function: _Function, path: str) -> Claim | None:
 
 
 def _comments(text: str) -> dict[int, tuple[str, bool]]:
-    """Comments by line: (text, whether the comment is alone on its line)."""
+    """Comments by line: (text, whether the comment is alone on its line). Only comments that may hold a
+    claim matter, and a comment is the text itself from `#` to the end of its line: without a claim anywhere
+    in the text there is none in a comment, and the tokenizer (most of this check's time) is not needed."""
     comments: dict[int, tuple[str, bool]] = {}
+    if not _CLAIM.search(text):
+        return comments
     lines = text.splitlines()
     try:
         for token in tokenize.generate_tokens(io.StringIO(text).readline):

@@ -14,12 +14,12 @@ with the path and line of each.
 
 from __future__ import annotations
 
-import ast
 import re
-import warnings
+import sys
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
+from gate.checks.trees import parse_python
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
@@ -27,6 +27,8 @@ from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
 
 SOLUTION_PATH = "solution.py"
+# What `ast.parse` targets by default: the interpreter running the gate.
+_THIS_PYTHON = (sys.version_info.major, sys.version_info.minor)
 
 # Lines a model writes around code and a program never holds outside a string.
 _CHAT_LINE = re.compile(
@@ -93,7 +95,7 @@ class Extract:
                 message = "nothing gated to score: the change has no files"
             return CheckResult(penalties=(Penalty(self.name, points, message),))
         code_suffixes = (".py", *(_suffix(lang.extension) for lang in ctx.policy.languages))
-        found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(f)]
+        found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(ctx, f)]
         if not found:
             return CheckResult()
         listed = listing([str(loc) for loc in found], ", ")
@@ -105,21 +107,21 @@ def _suffix(extension: str) -> str:
     return extension if extension.startswith(".") else "." + extension
 
 
-def _chat_lines(source: SourceFile) -> list[Location]:
+def _chat_lines(ctx: CheckContext, source: SourceFile) -> list[Location]:
     """Lines of a code file that look like a chat reply. Only code files are scanned (a gated README may hold
     fences), and a Python file that parses has none: outside strings and comments, a fence or a sentence is
     not valid Python, so only a file that does not parse is scanned."""
-    if source.path.endswith(".py") and _parses(source.text):
+    if source.path.endswith(".py") and _parses(ctx, source):
         return []
     return [Location(source.path, n) for n, line in enumerate(split_lines(source.text), start=1)
             if _CHAT_LINE.match(line)]
 
 
-def _parses(text: str) -> bool:
+def _parses(ctx: CheckContext, source: SourceFile) -> bool:
+    """Whether the file parses as this interpreter's Python; the tree is kept for the parse check, which
+    reuses it when the policy targets the same version."""
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # invalid escape sequences and the like are not our business here
-            ast.parse(text)
+        parse_python(ctx, source, _THIS_PYTHON)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import parsed_trees
+from gate.checks.trees import walk
 from gate.policy.model import DYNAMIC_LOADERS
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -36,6 +37,8 @@ _LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__", "sys.modules"})
 # and a function's globals.
 _INTERNALS = frozenset({"__subclasses__", "__globals__", "__builtins__", "__import__", "__loader__"})
 _IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
+# The names that a dotted name which reaches a loader starts with, once import aliases are resolved.
+_LOADER_HEADS = frozenset({*(name.split(".")[0] for name in _LOADERS), "builtins", "__builtins__", "getattr"})
 
 
 @dataclass(frozen=True)
@@ -71,7 +74,7 @@ class Imports:
             tree = trees.get(source.path)
             if tree is None:
                 continue
-            for found in find_imports(tree):
+            for found in find_imports(tree, walk(ctx, source.path, tree)):
                 if not _counts(found, source, ctx.policy.imports.scope):
                     continue
                 location = Location(source.path, found.line)
@@ -112,57 +115,96 @@ def _under(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def find_imports(tree: ast.Module) -> list[Found]:
-    """Every import and dynamic loader in `tree`, in source order."""
-    finder = _Finder(_aliases(tree), _defined_names(tree))
-    finder.visit(tree)
-    return sorted(finder.found, key=lambda f: (f.line, f.text))
+def find_imports(tree: ast.Module, nodes: list[ast.AST]) -> list[Found]:
+    """Every import and dynamic loader in `tree`, in source order; `nodes` are all of the tree's nodes, in
+    `ast.walk`'s order."""
+    scan = _Scan(nodes)
+    found = list(scan.imports)
+    if scan.may_load():  # most code names no loader at all: then the visit that resolves names is not needed
+        finder = _Finder(scan.aliases, frozenset(scan.defined))
+        finder.visit(tree)
+        found += finder.found
+    return sorted(found, key=lambda f: (f.line, f.text))
 
 
-def _aliases(tree: ast.Module) -> dict[str, str]:
-    """Local names bound by imports, to the dotted names they stand for (`il` -> `importlib`)."""
-    aliases: dict[str, str] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
+class _Scan:
+    """One pass over a tree's nodes: the import statements, the local names that imports bind (`il` ->
+    `importlib`), the names a `def` or `class` defines (those shadow a builtin loader of the same name), and
+    the clues without which the tree holds no dynamic loader."""
+
+    def __init__(self, nodes: list[ast.AST]) -> None:
+        self.imports: list[Found] = []
+        self.aliases: dict[str, str] = {}
+        self.defined: set[str] = set()
+        self.names: set[str] = set()
+        self.internals = False  # an attribute in _INTERNALS, or the string "__builtins__"
+        for node in nodes:
+            if isinstance(node, ast.Name):
+                self.names.add(node.id)
+            elif isinstance(node, ast.Attribute):
+                self.internals = self.internals or node.attr in _INTERNALS
+            elif isinstance(node, ast.Constant):
+                self.internals = self.internals or node.value == "__builtins__"
+            elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+                self.defined.add(node.name)
+            elif isinstance(node, ast.Import):
+                self._add_import(node)
+            elif isinstance(node, ast.ImportFrom):
+                self._add_import_from(node)
+
+    def _add_import(self, node: ast.Import) -> None:
+        self.imports.extend(_import(node))
+        for alias in node.names:
+            if alias.asname:
+                self.aliases[alias.asname] = alias.name
+            else:
+                head = alias.name.split(".")[0]
+                self.aliases[head] = head
+
+    def _add_import_from(self, node: ast.ImportFrom) -> None:
+        self.imports.extend(_import_from(node))
+        if node.level == 0 and node.module:
             for alias in node.names:
-                if alias.asname:
-                    aliases[alias.asname] = alias.name
-                else:
-                    head = alias.name.split(".")[0]
-                    aliases[head] = head
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            for alias in node.names:
-                aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
-    return aliases
+                self.aliases[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+
+    def may_load(self) -> bool:
+        """Whether the tree may hold a dynamic loader or reach the internals: a loader is named by a name
+        (or an alias of one) in `_LOADER_HEADS`, and the rest by an attribute or a string."""
+        if self.internals:
+            return True
+        heads = _LOADER_HEADS | {name for name, target in self.aliases.items()
+                                 if target.split(".")[0] in _LOADER_HEADS}
+        return not heads.isdisjoint(self.names)
 
 
-def _defined_names(tree: ast.Module) -> frozenset[str]:
-    """Names the code defines with `def` or `class`: those shadow a builtin loader of the same name."""
-    return frozenset(node.name for node in ast.walk(tree)
-                     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef))
+def _found(node: ast.expr | ast.stmt, text: str, *, module: str | None = None,
+           submodules: tuple[str, ...] = (), loader: str | None = None) -> Found:
+    return Found(node.lineno, node.end_lineno or node.lineno, text, module, submodules, loader)
+
+
+def _import(node: ast.Import) -> list[Found]:
+    return [_found(node, f"import {alias.name}", module=alias.name) for alias in node.names]
+
+
+def _import_from(node: ast.ImportFrom) -> list[Found]:
+    if node.level or not node.module or node.module == "__future__":
+        return []
+    names = ", ".join(a.name for a in node.names)
+    submodules = tuple(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
+    return [_found(node, f"from {node.module} import {names}", module=node.module, submodules=submodules)]
 
 
 class _Finder(ast.NodeVisitor):
+    """The dynamic loaders and the reaches into the interpreter's internals, by a visit that stops below a
+    finding (`__builtins__.__import__` is one finding, not also `__builtins__`)."""
+
     def __init__(self, aliases: dict[str, str], defined: frozenset[str]) -> None:
         self.aliases = aliases
         self.defined = defined
         self.found: list[Found] = []
 
-    def _add(self, node: ast.expr | ast.stmt, text: str, *, module: str | None = None,
-             submodules: tuple[str, ...] = (), loader: str | None = None) -> None:
-        end = node.end_lineno or node.lineno
-        self.found.append(Found(node.lineno, end, text, module, submodules, loader))
-
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self._add(node, f"import {alias.name}", module=alias.name)
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level or not node.module or node.module == "__future__":
-            return
-        names = ", ".join(a.name for a in node.names)
-        submodules = tuple(f"{node.module}.{a.name}" for a in node.names if a.name != "*")
-        self._add(node, f"from {node.module} import {names}", module=node.module, submodules=submodules)
+    def _add(self, node: ast.expr, text: str, *, module: str | None = None, loader: str | None = None) -> None:
+        self.found.append(_found(node, text, module=module, loader=loader))
 
     def visit_Call(self, node: ast.Call) -> None:
         target = self._loader(node.func)

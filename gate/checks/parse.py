@@ -6,7 +6,8 @@ of the file in a private temporary directory, with a timeout that kills the comp
 A compiler that is not installed skips that language with a note; it is not a failure of the code. A file
 whose extension is neither Python nor listed under `languages` is not parsed.
 
-The parsed Python trees go into `ctx.state["ast"]` so that later checks never parse the code a second time.
+The parsed Python trees go into `ctx.state["ast"]` so that later checks never parse the code a second time;
+a tree the extract check already built for the same version is reused (gate/checks/trees.py).
 """
 
 from __future__ import annotations
@@ -18,11 +19,11 @@ import re
 import signal
 import subprocess
 import tempfile
-import warnings
 from pathlib import Path, PurePosixPath
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
+from gate.checks.trees import parse_python
 from gate.policy.model import Language, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
@@ -45,7 +46,7 @@ class Parse:
         for source in ctx.files:
             if _is_python(source):
                 checked += 1
-                tree, failure = _parse_python(source, ctx.policy.python)
+                tree, failure = _parse_python(ctx, source, ctx.policy.python)
                 if tree is not None:
                     trees[source.path] = tree
                 if failure:
@@ -97,15 +98,13 @@ def _feature_version(python: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-def _parse_python(source: SourceFile, python: str) -> tuple[ast.Module | None, tuple[str, Location] | None]:
+def _parse_python(ctx: CheckContext, source: SourceFile,
+                  python: str) -> tuple[ast.Module | None, tuple[str, Location] | None]:
     if source.undecodable:  # Python refuses the file's bytes before it parses anything
         message, line = source.undecodable
         return None, (f"{message} (Python {python})", Location(source.path, line))
     try:
-        with warnings.catch_warnings():
-            # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
-            warnings.simplefilter("ignore")
-            tree = ast.parse(source.text, filename=source.path, feature_version=_feature_version(python))
+        tree = parse_python(ctx, source, _feature_version(python))
     except SyntaxError as exc:
         message = f"{exc.msg} (Python {python})"
         return None, (message, Location(source.path, exc.lineno or None, exc.offset))
