@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import pytest
+
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
@@ -77,6 +79,22 @@ def test_an_infinite_loop_costs_timeout_points_not_smoke_points(sandbox: Sandbox
     assert (penalty.check, penalty.points) == ("timeout", 4)
     assert penalty.message.startswith("case 1 (two) ran out of time")
     assert verdict.cases[0].status == "timeout"
+
+
+@pytest.mark.parametrize("kind", ["call", "humaneval"])
+def test_an_endless_loop_stopped_by_the_cpu_limit_is_a_timeout_too(sandbox: Sandbox, kind: str) -> None:
+    # Which clock runs out first on an endless loop is a race; with a CPU limit far below the wall limit the
+    # CPU limit always wins, and the case still reads as a timeout, not as a wrong answer.
+    policy = Policy(limits=Limits(timeout=30.0, cpu=1.0))
+    looping = "def is_even(n):\n    while True:\n        pass\n"
+    spec = SEED_CASES[0] if kind == "call" else case(
+        "humaneval", "check", prompt="", entry_point="is_even",
+        test="def check(candidate):\n    assert candidate(2) is True\n")
+    verdict = _score(sandbox, looping, cases=(spec,), hidden=(), policy=policy)
+    [penalty] = verdict.penalties
+    assert penalty.check == "timeout"
+    assert verdict.cases[0].status == "timeout"
+    assert "cpu limit" in verdict.cases[0].detail
 
 
 def test_set_order_shows_up_as_nondeterminism_once(sandbox: Sandbox) -> None:

@@ -47,7 +47,9 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
         server = _server(hash_seed, limits)
         peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
                           hash_seed=hash_seed, limits=limits, warm=warm_names("serve"))
-        result, _ = sandbox.run_served(server, message, peer)
+        result, candidate_run = sandbox.run_served(server, message, peer)
+        if candidate_run.killed_reason == "cpu limit":  # the tests then saw the candidate's process end
+            return no_outcome(candidate_run, case.hidden)
     record = read_outcome(result)
     if record is None or result.timed_out:
         return _marked(no_outcome(result, case.hidden), request)

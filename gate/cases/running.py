@@ -76,8 +76,9 @@ def hidden_detail(verb: str, name: str) -> str:
 
 
 def no_outcome(result: RunResult, hidden: bool) -> CaseOutcome:
-    """The outcome when the harness wrote nothing: a timeout, a limit, or the program ended the run early."""
-    if result.timed_out:
+    """The outcome when the harness wrote nothing: a timeout, a limit, or the program ended the run early. The
+    CPU limit is a timeout too: which of the two clocks runs out first on an endless loop is a race."""
+    if result.timed_out or result.killed_reason == "cpu limit":
         return CaseOutcome("timeout", f"ran out of time ({result.killed_reason or 'wall timeout'})",
                            fingerprint("timeout"), result.wall_s)
     # For a hidden case no number the program chose (a signal, a status): it could be one of the arguments.
