@@ -380,9 +380,11 @@ class LayeredSandbox:
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later).
-        if not reason and (signum == signal.SIGXCPU
-                           or (signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s)):
+        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later). The gate never
+        # sends SIGXCPU, so that one is the limit even when the gate was about to kill the run for another
+        # reason (a served call's tests may answer before the candidate's exit is read).
+        if signum == signal.SIGXCPU or (
+                not reason and signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s):
             reason = "cpu limit"
         elif not reason and memory_hit:
             reason = "memory limit"
