@@ -43,7 +43,7 @@ EXIT = struct.Struct("qd")
 # Code of warm files (RunRequest.warm) by the sha256 of their source, and the modules made of them: filled by a
 # zygote before it forks.
 WARM_CODE: dict[str, CodeType] = {}
-WARM_MODULES: dict[str, ModuleType] = {}
+WARM_IMPORTED: dict[str, ModuleType] = {}
 
 
 def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
@@ -127,8 +127,8 @@ class _WarmModules:
     def find_spec(self, name: str, path: object, target: object = None) -> ModuleSpec | None:
         digest = self._warm.get(f"{name}.py") if path is None else None
         loader: _WarmLoader | _Imported
-        if digest in WARM_MODULES:
-            loader = _Imported(WARM_MODULES[digest])
+        if digest in WARM_IMPORTED:
+            loader = _Imported(WARM_IMPORTED[digest])
         elif digest in WARM_CODE:
             loader = _WarmLoader(WARM_CODE[digest])
         else:
@@ -164,13 +164,13 @@ class _Imported:
 
 def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
     """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
-    WARM_MODULES, for every run forked afterwards. Not into sys.modules: a run that does not name them still
+    WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
     imports its own files of those names."""
     finder = _WarmModules(where, names)
     sys.meta_path.insert(0, finder)
     try:
         for name, digest in names.items():
-            if name != script and digest in WARM_CODE and digest not in WARM_MODULES:
+            if name != script and digest in WARM_CODE and digest not in WARM_IMPORTED:
                 with contextlib.suppress(Exception):  # the run imports it itself and reports the error
                     importlib.import_module(name.removesuffix(".py"))
     finally:
@@ -178,7 +178,7 @@ def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
         for name, digest in names.items():
             module = sys.modules.pop(name.removesuffix(".py"), None)
             if module is not None and name != script:
-                WARM_MODULES[digest] = module
+                WARM_IMPORTED[digest] = module
 
 
 def _run_main(script: str, code: CodeType | None) -> None:
