@@ -166,13 +166,16 @@ def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
     """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
     WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
     imports its own files of those names."""
+    missing = [name for name, digest in names.items()
+               if name != script and digest in WARM_CODE and digest not in WARM_IMPORTED]
+    if not missing:
+        return
     finder = _WarmModules(where, names)
     sys.meta_path.insert(0, finder)
     try:
-        for name, digest in names.items():
-            if name != script and digest in WARM_CODE and digest not in WARM_IMPORTED:
-                with contextlib.suppress(Exception):  # the run imports it itself and reports the error
-                    importlib.import_module(name.removesuffix(".py"))
+        for name in missing:
+            with contextlib.suppress(Exception):  # the run imports it itself and reports the error
+                importlib.import_module(name.removesuffix(".py"))
     finally:
         sys.meta_path.remove(finder)
         for name, digest in names.items():
