@@ -122,6 +122,15 @@ class CgroupRun:
                     os.kill(pid, signal.SIGKILL)
             time.sleep(0.001 * min(round_, 20))
 
+    def signal_all(self) -> None:
+        """SIGKILL every process in the cgroup now, once, without waiting for them to go."""
+        if self._kill_file is not None:
+            _write(self._kill_file, "1")
+            return
+        for pid in self.pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+
     def _oom_kills(self) -> int:
         total = 0
         for path in self._oom_files:

@@ -29,7 +29,11 @@ class Handle(Protocol):
 
 
 class Launcher(Protocol):
-    """A backend: starts children (thread-safe) and owns whatever helper processes it needs."""
+    """A backend: starts children (thread-safe) and owns whatever helper processes it needs.
+    `compiles_warm`: it compiles a request's warm files itself (a zygote), so their bytecode files need not be
+    staged."""
+
+    compiles_warm: bool
 
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle: ...
 

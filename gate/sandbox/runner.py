@@ -211,7 +211,8 @@ class LayeredSandbox:
         child_ends: list[int] = []
         parent_ends: list[int] = []
         try:
-            where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None)
+            where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None,
+                                     self.launcher.compiles_warm)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
@@ -362,14 +363,15 @@ class LayeredSandbox:
         for kill in (os.killpg, os.kill):
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 kill(live.handle.pid, signal.SIGKILL)
-        self._sweep(live)
+        if live.cgroup:  # what left the process group; waiting for them to go is the exit's and release's job
+            live.cgroup.signal_all()
 
     def _sweep(self, live: _Live) -> None:
-        """Kill every process of the run that is left, wherever it went (setsid, double fork). Without a
-        cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it reports the leader's
-        exit."""
+        """Once the leader exited, kill every process of the run that is left, wherever it went (setsid, double
+        fork). Without a cgroup, the run's reaper does it for a dedicated uid (child.reap_ready) before it
+        reports the leader's exit."""
         if live.cgroup:
-            live.cgroup.kill_all(leader_gone=live.exited)
+            live.cgroup.kill_all(leader_gone=True)
 
     def _finish(self, live: _Live) -> RunResult:
         live.handle.close()

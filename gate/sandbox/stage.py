@@ -74,10 +74,12 @@ def _safe_relative(name: str) -> str:
     return str(path)
 
 
-def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None) -> Path:
+def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, warm_compiled: bool) -> Path:
     """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given.
+    With `warm_compiled` (the backend compiles warm files itself) the bytecode of warm modules is left out.
     Plain os calls: this runs once per run, on the fast path. Raises ValueError for a file outside it."""
-    names = {name: _safe_relative(name) for name in request.files}
+    names = {name: _safe_relative(name) for name in request.files
+             if not (warm_compiled and _warm_bytecode(name, request.warm))}
     stage = tempfile.mkdtemp(prefix="run-", dir=base)
     try:
         _fill(stage, request, names, owner)
@@ -94,20 +96,26 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
         if owner is not None:
             _chown_tree(stage, owner)
     made = {stage}
-    for name, data in request.files.items():
-        target = os.path.join(stage, names[name])
+    for name, relative in names.items():
+        target = os.path.join(stage, relative)
         _make_parents(os.path.dirname(target), made, owner)
         if os.path.islink(target):  # the tree's own link of that name: the file replaces it, never follows it
             os.unlink(target)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
-            os.write(fd, data)
+            os.write(fd, request.files[name])
             if owner is not None:
                 os.fchown(fd, *owner)
         finally:
             os.close(fd)
     if owner is not None:
         os.chown(stage, *owner)
+
+
+def _warm_bytecode(name: str, warm: tuple[str, ...]) -> bool:
+    """Whether `name` is the bytecode file (__pycache__/MODULE.TAG.pyc) of a warm module."""
+    folder, _, file = name.partition("/")
+    return folder == "__pycache__" and file.endswith(".pyc") and f"{file.split('.')[0]}.py" in warm
 
 
 def _make_parents(directory: str, made: set[str], owner: tuple[int, int] | None) -> None:

@@ -86,6 +86,8 @@ class _Zygote:
 class ZygoteLauncher:
     """Starts runs by asking a warm zygote (one per hash seed, started on first use) to fork."""
 
+    compiles_warm = True
+
     def __init__(self, interpreter: str, import_paths: Sequence[str], with_seccomp: bool) -> None:
         self._interpreter = interpreter
         self._paths = list(import_paths)
