@@ -32,13 +32,17 @@ _CLASSES: dict[str, type] = {kind.__name__: kind for kind in (
     int, float, complex, bool, str, bytes, list, tuple, dict, set, frozenset)}
 
 
+# One encoder for every value (json.dumps builds a new one per call for any non-default option).
+_TEXT = json.JSONEncoder(allow_nan=True, separators=(",", ":"))
+
+
 class NotData(Exception):
     """A value that is not plain data of exact builtin types (or a wire text that does not decode to it)."""
 
 
 def dumps(value: object) -> str:
     """Encode `value`; raise NotData naming the first type that is not data."""
-    return json.dumps(_encode(value, 0), allow_nan=True, separators=(",", ":"))
+    return _TEXT.encode(_encode(value, 0))
 
 
 def loads(text: str | bytes) -> Any:
