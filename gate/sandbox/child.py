@@ -162,7 +162,7 @@ class _Imported:
         return None
 
 
-def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
+def import_warm(names: Mapping[str, str], script: str) -> None:
     """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
     WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
     imports its own files of those names."""
@@ -170,7 +170,7 @@ def import_warm(names: Mapping[str, str], script: str, where: str) -> None:
                if name != script and digest in WARM_CODE and digest not in WARM_IMPORTED]
     if not missing:
         return
-    finder = _WarmModules(where, names)
+    finder = _WarmModules("", names)  # named by their bare file names, as their code is
     sys.meta_path.insert(0, finder)
     try:
         for name in missing:
@@ -202,6 +202,11 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
     sys.dont_write_bytecode = True
     if warm:
+        # The modules its zygote imported are there already, as if imported (the import system's own path
+        # through a finder costs each run more than the rest of its start); the finder compiles the others.
+        for name, digest in warm.items():
+            if digest in WARM_IMPORTED:
+                sys.modules[name.removesuffix(".py")] = WARM_IMPORTED[digest]
         sys.meta_path.insert(0, _WarmModules(workdir, warm))
     # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
     # zygote never reads or writes them), so they are used as they are.

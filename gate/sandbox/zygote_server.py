@@ -61,7 +61,7 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                         return
                     config = _in_shared_namespaces(json.loads(message))
                     _compile_warm(config)
-                    child.import_warm(config["warm"], config["script"], config["stage"])
+                    child.import_warm(config["warm"], config["script"])
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
                     else:
