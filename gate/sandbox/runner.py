@@ -28,6 +28,7 @@ from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
 
 _CHUNK = 65536
+_OUTPUTS = ("stdout", "stderr", "result", "setup")  # the run's pipes besides stdin, in descriptor order
 # After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process
 # that escaped every kill could hold them).
 _DRAIN_S = 2.0
@@ -99,6 +100,7 @@ class LayeredSandbox:
         self.launcher = launcher
         self.layers = layers
         self._base = stage.make_base(copied_as_root=layers.mountns)
+        self._nothing = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self._servers = served.Servers(self._start, self._retire)
 
     @property
@@ -164,6 +166,7 @@ class LayeredSandbox:
         if self.layers.uids:
             self.layers.uids.close()
         stage.remove(self._base)
+        os.close(self._nothing)
 
     # Starting a run
 
@@ -216,10 +219,13 @@ class LayeredSandbox:
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
-            pipes = [os.pipe() for _ in range(5)]  # stdin, stdout, stderr, result, setup
-            child_ends = [pipes[0][0], *(w for _, w in pipes[1:])]
-            parent_ends = [pipes[0][1], *(r for r, _ in pipes[1:])]
-            sources = [*child_ends, *([peer_fd] if peer_fd is not None else [])]
+            # A run with nothing to read gets /dev/null: one pipe and one wake-up less than an empty stdin.
+            kinds = ("stdin", *_OUTPUTS) if request.stdin else _OUTPUTS
+            pipes = [os.pipe() for _ in kinds]
+            child_ends = [r if kind == "stdin" else w for kind, (r, w) in zip(kinds, pipes, strict=True)]
+            parent_ends = [w if kind == "stdin" else r for kind, (r, w) in zip(kinds, pipes, strict=True)]
+            sources = [*([] if request.stdin else [self._nothing]), *child_ends,
+                       *([peer_fd] if peer_fd is not None else [])]
             handle = self.launcher.launch(config, sources, request.hash_seed)
         except BaseException:
             for fd in parent_ends:
@@ -229,7 +235,7 @@ class LayeredSandbox:
         finally:
             for fd in child_ends:
                 os.close(fd)
-        fds = dict(zip(parent_ends, ("stdin", "stdout", "stderr", "result", "setup"), strict=True))
+        fds = dict(zip(parent_ends, kinds, strict=True))
         fds[handle.exit_fd] = "exit"
         return _Live(request, who, where, cgroup, handle, fds, time.monotonic())
 
