@@ -11,6 +11,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import textwrap
 import time
 from collections.abc import Callable, Iterator
@@ -478,9 +479,50 @@ def test_links_in_the_tree_never_redirect_the_gates_own_files(sandbox: LayeredSa
     tree.mkdir()
     (tree / "main.py").symlink_to(victim)
     (tree / "__pycache__").symlink_to(outside)
-    files = {"main.py": b"print('the gate wrote its own file')", "__pycache__/helper.pyc": b"not python"}
+    (tree / "lib").write_text("a file where the gate needs a directory")
+    (tree / "data.txt").mkdir()  # a directory where the gate writes a file
+    (tree / "data.txt" / "inner").write_text("")
+    files = {"main.py": b"print(open('data.txt').read(), open('lib/x.txt').read())",
+             "__pycache__/helper.pyc": b"not python", "lib/x.txt": b"own", "data.txt": b"the gate's"}
     result = sandbox.run(RunRequest(script="main.py", files=files, tree=tree, limits=LIMITS))
-    assert result.stdout == b"the gate wrote its own file\n"
+    assert result.stdout == b"the gate's own\n", result.stderr
     assert victim.read_text() == "untouched"
     assert list(outside.iterdir()) == []
     assert (tree / "main.py").is_symlink()  # the gate works on a copy of the tree
+
+
+def test_a_program_that_signals_itself_sigxcpu_did_not_hit_the_cpu_limit(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(hostile("import signal\nos.kill(os.getpid(), signal.SIGXCPU)"))
+    assert result.signal == signal.SIGXCPU
+    assert result.killed_reason != "cpu limit"
+
+
+@needs_root
+def test_names_planted_in_a_shared_temporary_directory_are_left_alone(tmp_path: Path,
+                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    # Opening a sandbox removes what a killed gate left (gate-sandbox-<dead pid>-...) in /dev/shm and $TMPDIR,
+    # which anyone can write: what another user planted there under that name is neither followed, nor
+    # removed, nor a reason to change the directory's mode or to fail.
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    prefix = f"gate-sandbox-{dead.pid}-"
+    target = tmp_path / "target"
+    target.mkdir()
+    (shared / f"{prefix}link").symlink_to(target)
+    (shared / f"{prefix}file").write_text("planted")
+    theirs = shared / f"{prefix}theirs"
+    theirs.mkdir()
+    os.chown(theirs, 65534, 65534)
+    ours = shared / f"{prefix}ours"  # what a killed gate of ours left, a locked directory inside
+    (ours / "locked").mkdir(parents=True)
+    (ours / "locked" / "x").write_text("")
+    (ours / "locked").chmod(0)
+    monkeypatch.setattr(tempfile, "tempdir", str(shared))
+    box = open_sandbox(LIMITS)
+    box.close()
+    assert sorted(p.name for p in shared.iterdir()) == [f"{prefix}file", f"{prefix}link", f"{prefix}theirs"]
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    assert target.stat().st_mode & 0o777 == 0o755 and list(target.iterdir()) == []

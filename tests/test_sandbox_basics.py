@@ -178,6 +178,11 @@ def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandb
     # A run that does not name it warm imports its own file of that name, not the zygote's module.
     own = {"main.py": b"import stamp\nprint(stamp.VALUE)\n", "stamp.py": b"VALUE = 'its own'\n"}
     assert sandbox.run(RunRequest(script="main.py", files=own, limits=LIMITS)).stdout == b"its own\n"
+    # A warm file named like a module the zygote holds never takes that module's place for later runs.
+    clash = {"main.py": b"import json\nprint(json.dumps([1]))\n", "json.py": b"raise SystemExit(9)\n"}
+    sandbox.run(RunRequest(script="main.py", files=clash, warm=("main.py", "json.py"), limits=LIMITS))
+    plain = {"main.py": b"import json\nprint(json.dumps([2]))\n"}
+    assert sandbox.run(RunRequest(script="main.py", files=plain, limits=LIMITS)).stdout == b"[2]\n"
 
 
 def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:

@@ -166,19 +166,22 @@ def import_warm(names: Mapping[str, str], script: str) -> None:
     """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
     WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
     imports its own files of those names."""
-    missing = [name for name, digest in names.items()
-               if name != script and digest in WARM_CODE and digest not in WARM_IMPORTED]
+    held = {name.removesuffix(".py") for name in names} & sys.modules.keys()  # never replaced, never popped
+    missing = [name for name, digest in names.items() if name != script and digest in WARM_CODE
+               and digest not in WARM_IMPORTED and name.removesuffix(".py") not in held]
     if not missing:
         return
     finder = _WarmModules("", names)  # named by their bare file names, as their code is
     sys.meta_path.insert(0, finder)
     try:
         for name in missing:
-            with contextlib.suppress(Exception):  # the run imports it itself and reports the error
+            with contextlib.suppress(BaseException):  # the run imports it itself and reports the error
                 importlib.import_module(name.removesuffix(".py"))
     finally:
         sys.meta_path.remove(finder)
-        for name, digest in names.items():
+        for name, digest in names.items():  # those imported along the way too (their finder served them)
+            if name.removesuffix(".py") in held:
+                continue
             module = sys.modules.pop(name.removesuffix(".py"), None)
             if module is not None and name != script:
                 WARM_IMPORTED[digest] = module

@@ -22,11 +22,16 @@ _RESOURCES = {
 }
 
 
+def cpu_seconds(cpu_s: float) -> int:
+    """RLIMIT_CPU's soft limit for `cpu_s` seconds of CPU: whole seconds, at least one."""
+    return max(1, math.ceil(cpu_s))
+
+
 def plan(cpu_s: float, memory_bytes: int, file_size_bytes: int, open_files: int,
          processes: int | None) -> dict[str, int]:
     """The limits to set, by name; `processes` is None when RLIMIT_NPROC would not be exact (no own uid)."""
     limits = {
-        "cpu": max(1, math.ceil(cpu_s)),
+        "cpu": cpu_seconds(cpu_s),
         "as": memory_bytes,
         "fsize": file_size_bytes,
         "nofile": open_files,

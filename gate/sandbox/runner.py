@@ -28,6 +28,7 @@ from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
 
 _CHUNK = 65536
+_CPU_TICK_S = 0.05  # slack for the kernel's accounting of CPU time against RLIMIT_CPU
 _OUTPUTS = ("stdout", "stderr", "result", "setup")  # the run's pipes besides stdin, in descriptor order
 # After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process
 # that escaped every kill could hold them).
@@ -388,10 +389,12 @@ class LayeredSandbox:
         code = os.waitstatus_to_exitcode(live.status)
         signum = -code if code < 0 else None
         reason = live.killed_reason
-        # RLIMIT_CPU sends SIGXCPU at the soft limit, SIGKILL at the hard one (a second later). The gate never
-        # sends SIGXCPU, so that one is the limit even when the gate was about to kill the run for another
-        # reason (a served call's tests may answer before the candidate's exit is read).
-        if signum == signal.SIGXCPU or (
+        # RLIMIT_CPU sends SIGXCPU at the soft limit (whole seconds), SIGKILL at the hard one (a second later).
+        # A SIGXCPU after that much CPU is the limit even when the gate was about to kill the run for another
+        # reason (a served call's tests may answer before the candidate's exit is read); one the program sent
+        # itself earlier is not.
+        spent_all = live.cpu_s >= rlimits.cpu_seconds(live.request.limits.cpu_s) - _CPU_TICK_S
+        if (signum == signal.SIGXCPU and spent_all) or (
                 not reason and signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s):
             reason = "cpu limit"
         elif not reason and memory_hit:

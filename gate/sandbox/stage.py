@@ -57,13 +57,17 @@ def _usable_by_anyone(directory: str) -> bool:
 
 
 def stale_entries(parent: Path) -> list[Path]:
-    """Entries `gate-sandbox-<pid>-...` in `parent` whose gate (pid) is no longer running."""
+    """Directories `gate-sandbox-<pid>-...` in `parent` whose gate (pid) is no longer running. Only real
+    directories of this user's: `parent` may be shared and writable by anyone (/tmp, /dev/shm), and what
+    another user planted there under that name is not the gate's to remove."""
     found = []
     with contextlib.suppress(OSError):
-        for entry in parent.iterdir():
+        for entry in os.scandir(parent):
             pid = entry.name.removeprefix(BASE_PREFIX).split("-", 1)[0]
-            if entry.name.startswith(BASE_PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}"):
-                found.append(entry)
+            if (entry.name.startswith(BASE_PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}")
+                    and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid
+                    == os.geteuid()):
+                found.append(Path(entry.path))
     return found
 
 
@@ -99,8 +103,7 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
     for name, relative in names.items():
         target = os.path.join(stage, relative)
         _make_parents(os.path.dirname(target), made, owner)
-        if os.path.islink(target):  # the tree's own link of that name: the file replaces it, never follows it
-            os.unlink(target)
+        _clear(target)  # the tree's own entry of that name: the gate's file replaces it, never follows it
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, request.files[name])
@@ -118,14 +121,22 @@ def _warm_bytecode(name: str, warm: tuple[str, ...]) -> bool:
     return folder == "__pycache__" and file.endswith(".pyc") and f"{file.split('.')[0]}.py" in warm
 
 
+def _clear(path: str) -> None:
+    """Remove whatever is at `path` (a directory tree, a link, a file, a pipe) without following a link."""
+    if os.path.isdir(path) and not os.path.islink(path):
+        remove(Path(path))
+    elif os.path.lexists(path):
+        os.unlink(path)
+
+
 def _make_parents(directory: str, made: set[str], owner: tuple[int, int] | None) -> None:
-    """Make `directory` and its missing parents, owned by `owner`; `made` holds those known to exist. A link
-    of the tree's in the way is replaced, never followed: the gate writes as root, the tree is the candidate's.
-    """
+    """Make `directory` and its missing parents, owned by `owner`; `made` holds those known to exist. A link or
+    file of the tree's in the way is replaced, never followed: the gate writes as root, the tree is the
+    candidate's."""
     if directory in made:
         return
     _make_parents(os.path.dirname(directory), made, owner)
-    if os.path.islink(directory):
+    if os.path.islink(directory) or (os.path.lexists(directory) and not os.path.isdir(directory)):
         os.unlink(directory)
     if not os.path.isdir(directory):
         os.mkdir(directory)
@@ -140,18 +151,23 @@ def _chown_tree(root: str, owner: tuple[int, int]) -> None:
             os.lchown(os.path.join(parent, entry), *owner)
 
 
-def _make_writable(func: Callable[..., object], path: str, _exc: object) -> None:
-    """rmtree's error hook: a program may have removed its own permissions on what it made (same uid)."""
-    parent = os.path.dirname(path)
-    os.chmod(parent, stat.S_IRWXU)
-    if os.path.isdir(path) and not os.path.islink(path):
-        os.chmod(path, stat.S_IRWXU)
-    func(path)
-
-
 def remove(path: Path) -> None:
-    """Remove a run's directory whatever the program did to its permissions."""
-    shutil.rmtree(path, onerror=_make_writable)
+    """Remove a run's directory whatever the program did to its permissions inside it (same uid), and never
+    change anything outside it."""
+    root = os.fspath(path)
+
+    def writable(_func: Callable[..., object], failed: str, exc_info: tuple[type, BaseException, object]) -> None:
+        parent = os.path.dirname(failed)
+        if failed == root or not parent.startswith(root):
+            raise exc_info[1]
+        os.chmod(parent, stat.S_IRWXU)
+        if os.path.isdir(failed) and not os.path.islink(failed):
+            os.chmod(failed, stat.S_IRWXU)
+            shutil.rmtree(failed, onerror=writable)
+        else:
+            os.unlink(failed)
+
+    shutil.rmtree(root, onerror=writable)
 
 
 def run_env(request: RunRequest, extra: Mapping[str, str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ import os
 import selectors
 import signal
 import socket
+import stat
 import traceback
 from typing import Any
 
@@ -102,14 +103,29 @@ def _compile_warm(config: dict[str, Any]) -> None:
         if len(child.WARM_CODE) >= _MAX_WARM:
             child.WARM_CODE.clear()
             child.WARM_IMPORTED.clear()
-        with open(os.path.join(config["stage"], name), "rb") as source_file:
-            source = source_file.read()
-        if hashlib.sha256(source).hexdigest() != digest:
+        source = _read_regular(os.path.join(config["stage"], name))
+        if source is None or hashlib.sha256(source).hexdigest() != digest:
             continue
         try:
             child.WARM_CODE[digest] = compile(source, name, "exec", dont_inherit=True)
         except (SyntaxError, ValueError):  # the run compiles it itself and reports the error
             continue
+
+
+def _read_regular(path: str) -> bytes | None:
+    """A staged regular file's bytes, or None for anything else (a link, a pipe, a device) or a huge one: the
+    zygote is root, and a stage without a mount namespace belongs to the run's uid."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_MESSAGE:
+            return None
+        return os.read(fd, _MAX_MESSAGE + 1)
+    finally:
+        os.close(fd)
 
 
 def _in_shared_namespaces(config: dict[str, Any]) -> dict[str, Any]:
@@ -124,7 +140,7 @@ def _in_shared_namespaces(config: dict[str, Any]) -> dict[str, Any]:
             namespaces.unshare(net=True, mount=False)
             _NETWORK_ISOLATED.append(True)
         config = {**config, "netns": False}
-    if config["mountns"] and not namespaces.hidden(config["stage"], config["hide"]):
+    if config["mountns"] and not namespaces.hidden(os.path.realpath(config["stage"]), config["hide"]):
         if not _MOUNT_TEMPLATE:
             namespaces.enter_template(config["hide"])
             _MOUNT_TEMPLATE.append(tuple(config["hide"]))
