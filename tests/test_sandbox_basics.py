@@ -185,6 +185,16 @@ def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandb
     assert sandbox.run(RunRequest(script="main.py", files=plain, limits=LIMITS)).stdout == b"[2]\n"
 
 
+def test_a_run_whose_output_is_discarded_writes_it_nowhere(sandbox: Sandbox) -> None:
+    # A served peer's answers travel on its channel: what it prints is not read, kept, or capped.
+    code = (f"import os, sys\nprint('x' * {2 * LIMITS.output_bytes})\nprint('oops', file=sys.stderr)\n"
+            f"os.write(int(os.environ[{RESULT_FD_ENV!r}]), b'{{}}')\nprint(sys.stdin.read() == '')")
+    request = RunRequest(script="main.py", files={"main.py": code.encode()}, limits=LIMITS, discard_output=True)
+    result = sandbox.run(request)
+    assert (result.exit_code, result.stdout, result.stderr, result.result) == (0, b"", b"", None)
+    assert not result.output_truncated and not result.killed_reason
+
+
 def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
     result = sandbox.run(RunRequest(argv=("env",), env={"MARK": "1"}, limits=LIMITS))
     assert result.exit_code == 0

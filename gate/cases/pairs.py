@@ -46,7 +46,7 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
         # serve), the candidate in a fresh peer.
         server = _server(hash_seed, limits)
         peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
-                          hash_seed=hash_seed, limits=limits, warm=warm_names("serve"))
+                          hash_seed=hash_seed, limits=limits, warm=warm_names("serve"), discard_output=True)
         result, candidate_run = sandbox.run_served(server, message, peer)
         if candidate_run.killed_reason == "cpu limit":  # the tests then saw the candidate's process end
             return no_outcome(candidate_run, case.hidden)

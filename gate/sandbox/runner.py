@@ -29,7 +29,7 @@ from gate.sandbox.launcher import Handle, Launcher
 
 _CHUNK = 65536
 _CPU_TICK_S = 0.05  # slack for the kernel's accounting of CPU time against RLIMIT_CPU
-_OUTPUTS = ("stdout", "stderr", "result", "setup")  # the run's pipes besides stdin, in descriptor order
+_STREAMS = ("stdin", "stdout", "stderr", "result", "setup")  # the run's first descriptors, in order
 # After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process
 # that escaped every kill could hold them).
 _DRAIN_S = 2.0
@@ -101,7 +101,8 @@ class LayeredSandbox:
         self.launcher = launcher
         self.layers = layers
         self._base = stage.make_base(copied_as_root=layers.mountns)
-        self._nothing = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self._null_in = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+        self._null_out = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         self._servers = served.Servers(self._start, self._retire)
 
     @property
@@ -167,7 +168,8 @@ class LayeredSandbox:
         if self.layers.uids:
             self.layers.uids.close()
         stage.remove(self._base)
-        os.close(self._nothing)
+        os.close(self._null_in)
+        os.close(self._null_out)
 
     # Starting a run
 
@@ -214,19 +216,27 @@ class LayeredSandbox:
         cgroup: CgroupRun | None = None
         child_ends: list[int] = []
         parent_ends: list[int] = []
+        kinds: list[str] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None,
                                      self.launcher.compiles_warm)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
             config = self._config(request, who, where, cgroup, peer_fd is not None)
-            # A run with nothing to read gets /dev/null: one pipe and one wake-up less than an empty stdin.
-            kinds = ("stdin", *_OUTPUTS) if request.stdin else _OUTPUTS
-            pipes = [os.pipe() for _ in kinds]
-            child_ends = [r if kind == "stdin" else w for kind, (r, w) in zip(kinds, pipes, strict=True)]
-            parent_ends = [w if kind == "stdin" else r for kind, (r, w) in zip(kinds, pipes, strict=True)]
-            sources = [*([] if request.stdin else [self._nothing]), *child_ends,
-                       *([peer_fd] if peer_fd is not None else [])]
+            sources = []
+            for kind in _STREAMS:
+                null = self._null_stream(request, kind)
+                if null is not None:
+                    sources.append(null)
+                    continue
+                read, write = os.pipe()
+                theirs, ours = (read, write) if kind == "stdin" else (write, read)
+                child_ends.append(theirs)
+                parent_ends.append(ours)
+                kinds.append(kind)
+                sources.append(theirs)
+            if peer_fd is not None:
+                sources.append(peer_fd)
             handle = self.launcher.launch(config, sources, request.hash_seed)
         except BaseException:
             for fd in parent_ends:
@@ -239,6 +249,16 @@ class LayeredSandbox:
         fds = dict(zip(parent_ends, kinds, strict=True))
         fds[handle.exit_fd] = "exit"
         return _Live(request, who, where, cgroup, handle, fds, time.monotonic())
+
+    def _null_stream(self, request: RunRequest, kind: str) -> int | None:
+        """/dev/null for a stream the run does not need piped, else None. A run with nothing to read gets it
+        for stdin (one pipe and one wake-up less than an empty one); a run whose output is discarded, for its
+        outputs."""
+        if kind == "stdin" and not request.stdin:
+            return self._null_in
+        if kind in ("stdout", "stderr", "result") and request.discard_output:
+            return self._null_out
+        return None
 
     # Supervising
 
