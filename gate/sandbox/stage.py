@@ -158,7 +158,7 @@ def remove(path: Path) -> None:
 
     def writable(_func: Callable[..., object], failed: str, exc_info: tuple[type, BaseException, object]) -> None:
         parent = os.path.dirname(failed)
-        if failed == root or not parent.startswith(root):
+        if failed == root or (parent != root and not parent.startswith(root + os.sep)):
             raise exc_info[1]
         os.chmod(parent, stat.S_IRWXU)
         if os.path.isdir(failed) and not os.path.islink(failed):
