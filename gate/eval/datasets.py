@@ -17,6 +17,7 @@ from typing import Any
 
 from gate.cases import KINDS
 from gate.errors import BadInput
+from gate.eval.rows import json_objects
 from gate.policy.loader import parse_cases
 from gate.policy.model import CaseSpec
 
@@ -106,16 +107,7 @@ def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
     opener = gzip.open if path.suffix == ".gz" else open
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
-            for number, line in enumerate(handle, 1):
-                if not line.strip():
-                    continue
-                try:
-                    data = json.loads(line)
-                except json.JSONDecodeError as exc:
-                    raise BadInput(f"not JSON: {exc.msg}", file=str(path), line=number) from None
-                if not isinstance(data, dict):
-                    raise BadInput("expected a JSON object", file=str(path), line=number)
-                yield number, data
+            yield from json_objects(handle, str(path), "a JSON object")
     except OSError as exc:
         raise BadInput(f"cannot read: {exc.strerror or exc}", file=str(path)) from None
     except UnicodeDecodeError as exc:

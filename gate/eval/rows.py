@@ -112,7 +112,9 @@ def read_lines(path: Path) -> list[str]:
         raise BadInput(f"not UTF-8 text (byte {exc.start})", file=str(path)) from None
 
 
-def _parse(lines: Iterable[str], where: str) -> Iterator[Row]:
+def json_objects(lines: Iterable[str], where: str, expected: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """(line number, object) for each non-blank line of JSON Lines text; a line that is not JSON, or not an
+    object, is BadInput naming `where`, the line and what was `expected` there."""
     for number, line in enumerate(lines, 1):
         if not line.strip():
             continue
@@ -121,7 +123,12 @@ def _parse(lines: Iterable[str], where: str) -> Iterator[Row]:
         except json.JSONDecodeError as exc:
             raise BadInput(f"not JSON: {exc.msg}", file=where, line=number) from None
         if not isinstance(data, dict):
-            raise BadInput("expected a JSON object (a row written by gate eval)", file=where, line=number)
+            raise BadInput(f"expected {expected}", file=where, line=number)
+        yield number, data
+
+
+def _parse(lines: Iterable[str], where: str) -> Iterator[Row]:
+    for number, data in json_objects(lines, where, "a JSON object (a row written by gate eval)"):
         missing = [key for key in _REQUIRED if key not in data]
         if missing:
             raise BadInput("missing, expected a row written by gate eval", file=where, line=number,

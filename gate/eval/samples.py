@@ -4,14 +4,14 @@ does). Several samples of a task are numbered 0, 1, ... in file order."""
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from gate.errors import BadInput
 from gate.eval.datasets import Dataset, EvalTask
-from gate.eval.rows import read_lines
+from gate.eval.rows import json_objects, read_lines
 
 SAMPLE_KEYS = ("completion", "code", "reply")
 
@@ -38,13 +38,8 @@ def load_samples(path: Path, dataset: Dataset) -> list[Sample]:
     tasks = dataset.by_id()
     counts: Counter[str] = Counter()
     samples: list[Sample] = []
-    for line, text in enumerate(read_lines(path), 1):
-        if not text.strip():
-            continue
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise BadInput(f"not JSON: {exc.msg}", file=str(path), line=line) from None
+    expected = "a JSON object with task_id and completion, code or reply"
+    for line, data in json_objects(read_lines(path), str(path), expected):
         task, key = _check(data, tasks, dataset, str(path), line)
         value = data[key]
         code = {"completion": task.prefix + value, "code": value}.get(key)
@@ -56,12 +51,9 @@ def load_samples(path: Path, dataset: Dataset) -> list[Sample]:
     return samples
 
 
-def _check(data: object, tasks: dict[str, EvalTask], dataset: Dataset, where: str,
+def _check(data: dict[str, Any], tasks: dict[str, EvalTask], dataset: Dataset, where: str,
            line: int) -> tuple[EvalTask, str]:
     """The sample's task and which of completion, code and reply it holds."""
-    if not isinstance(data, dict):
-        raise BadInput("expected a JSON object with task_id and completion, code or reply",
-                       file=where, line=line)
     task_id = data.get("task_id")
     if isinstance(task_id, int) and not isinstance(task_id, bool):
         task_id = str(task_id)  # MBPP's own ids are integers

@@ -38,6 +38,12 @@ def _write(path: Path, value: str) -> None:
     path.write_text(value)
 
 
+def _sigkill(pids: set[int]) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
 def _read(path: str) -> str:
     """A cgroup file's text, or "" once the cgroup is gone."""
     try:
@@ -117,19 +123,15 @@ class CgroupRun:
             if not pids:
                 self._emptied = leader_gone
                 return
-            for pid in pids:
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            _sigkill(pids)
             time.sleep(0.001 * min(round_, 20))
 
     def signal_all(self) -> None:
         """SIGKILL every process in the cgroup now, once, without waiting for them to go."""
         if self._kill_file is not None:
             _write(self._kill_file, "1")
-            return
-        for pid in self.pids():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
+        else:
+            _sigkill(self.pids())
 
     def _oom_kills(self) -> int:
         total = 0

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from gate.sandbox.launcher import Handle
+from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.zygote import StatusHandle
 
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from gate.sandbox.child import main; main()"
@@ -37,11 +37,7 @@ class FreshHandle(StatusHandle):
     def close(self) -> None:
         """Release the status pipe and collect the reaper (it exits once the run's processes are gone)."""
         super().close()
-        try:
-            self._popen.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self._popen.kill()
-            self._popen.wait()
+        stop(self._popen)
 
 
 class FreshLauncher:

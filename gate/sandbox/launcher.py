@@ -8,6 +8,7 @@ cleanup) is common to every backend and lives in gate/sandbox/runner.py.
 
 from __future__ import annotations
 
+import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
@@ -38,3 +39,12 @@ class Launcher(Protocol):
     def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle: ...
 
     def close(self) -> None: ...
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Wait for a helper process told to finish (its descriptors closed) to exit; kill it after 10 s."""
+    try:
+        process.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()

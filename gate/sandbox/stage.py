@@ -103,7 +103,8 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
     for name, relative in names.items():
         target = os.path.join(stage, relative)
         _make_parents(os.path.dirname(target), made, owner)
-        _clear(target)  # the tree's own entry of that name: the gate's file replaces it, never follows it
+        if request.tree is not None:  # the tree's own entry of that name: the gate's file replaces it
+            _clear(target)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, request.files[name])

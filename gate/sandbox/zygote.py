@@ -17,7 +17,7 @@ from typing import Any
 
 from gate.errors import GateFailure
 from gate.sandbox.child import EXIT, PID
-from gate.sandbox.launcher import Handle
+from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
 _BOOT = ("import sys; sys.path[:0] = sys.argv[3:]; from gate.sandbox.zygote_server import serve; "
@@ -76,11 +76,7 @@ class _Zygote:
 
     def stop(self) -> None:
         self.control.close()
-        try:
-            self.process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            self.process.wait()
+        stop(self.process)
 
 
 class ZygoteLauncher:
