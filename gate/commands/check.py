@@ -8,11 +8,13 @@ from pathlib import Path
 
 from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
+from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal, use_color
-from gate.sources.gitrange import DEFAULT_BRANCHES, DEFAULT_POLICY_PATH, GitRange, subject_from_range
+from gate.sources.base import ScoreInput
+from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
 from gate.verdict import Verdict
 
 
@@ -61,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 
-def score_range(found: GitRange) -> Verdict:
+def score_range(found: ScoreInput) -> Verdict:
     """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
     commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
     is missing here."""

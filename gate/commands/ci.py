@@ -31,7 +31,8 @@ from gate.github.publish import (
     failed_report,
     report_for,
 )
-from gate.sources.gitrange import GitRange
+from gate.policy.model import DEFAULT_POLICY_PATH
+from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
 
 DEFAULT_VERDICT = "gate-verdict.json"
@@ -52,7 +53,7 @@ def register(subparsers: Any) -> None:
 def add_publishing_options(parser: argparse.ArgumentParser) -> None:
     """Options `gate ci` and `gate publish` share."""
     parser.add_argument("--policy", default=None, metavar="PATH",
-                        help="the policy's path in the base commit (default: .github/gate.yml, or the "
+                        help=f"the policy's path in the base commit (default: {DEFAULT_POLICY_PATH}, or the "
                              "default preset when it is absent)")
     parser.add_argument("--comment", choices=("true", "false"), default="true",
                         help="post the sticky PR comment (default: true)")
@@ -131,9 +132,9 @@ def run(args: argparse.Namespace) -> int:
     return deliver(delivery, verdict, report, found.overrides)
 
 
-def _need_checkout_for_cases(found: GitRange) -> None:
+def _need_checkout_for_cases(found: ScoreInput) -> None:
     """Cases run against a clean export of the head's tree, which only a checkout with both commits gives."""
-    if found.subject.tree is None and (found.subject.cases or found.subject.hidden_cases):
+    if found.subject.tree is None and (found.policy.cases or found.subject.cases or found.subject.hidden_cases):
         raise BadInput("the policy has cases, but the checkout does not hold the PR's base and head commits, so "
                        "there is no head tree to run them against; check out with `ref: ${{ "
                        "github.event.pull_request.head.sha }}` and `fetch-depth: 0`", key="GITHUB_WORKSPACE")

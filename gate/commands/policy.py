@@ -11,10 +11,10 @@ import yaml
 
 from gate.errors import EXIT_ACCEPTED
 from gate.policy.loader import effective_policy_dict, load_policy, policy_schema
-from gate.policy.model import Policy
+from gate.policy.model import DEFAULT_POLICY_PATH, Policy
 from gate.policy.validation import load_schema
 
-DEFAULT_FILE = Path(".github/gate.yml")
+DEFAULT_FILE = Path(DEFAULT_POLICY_PATH)
 
 
 def register(subparsers: Any) -> None:

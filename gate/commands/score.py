@@ -1,23 +1,16 @@
-"""`gate score REPLY.md --task TASK.yml`: score one model reply, the third seed's scorer done right."""
+"""`gate score REPLY.md --task TASK.yml`: score one model reply against its task."""
 
 from __future__ import annotations
 
 import argparse
-import dataclasses
-import os
-import shlex
 import sys
 from pathlib import Path
 from typing import Any
 
-from gate.cases.hidden import load_hidden
 from gate.engine import score_running_cases
-from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput, read_input
-from gate.policy.loader import load_policy
-from gate.policy.model import Policy
+from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.report.terminal import render_terminal, use_color
-from gate.sources.reply import subject_from_reply
-from gate.sources.task import load_task
+from gate.sources.reply import reply_input
 from gate.verdict import Verdict
 
 
@@ -38,31 +31,10 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
-    reply = read_input(args.reply, "reply file")
-    task, cases = load_task(args.task)
-    policy = load_policy(args.policy)
-    subject = subject_from_reply(reply, args.reply, task, cases)
-    subject = dataclasses.replace(subject, hidden_cases=load_hidden(policy, None))
-    verdict = score_running_cases(subject, policy, reproduce=_reproduce(args), hide=_hidden_file(policy))
+    found = reply_input(args.reply, args.task, args.policy)
+    verdict = score_running_cases(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
     _emit(verdict, args.json)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-
-
-def _hidden_file(policy: Policy) -> tuple[str, ...]:
-    """The hidden cases' file and its directory, which no run may read (a file outside a worktree may still
-    be world-readable)."""
-    named = os.environ.get(policy.hidden.env) or policy.hidden.path
-    if not named:
-        return ()
-    path = Path(named).expanduser().resolve()
-    return (str(path.parent), str(path))
-
-
-def _reproduce(args: argparse.Namespace) -> str:
-    argv = ["gate", "score", str(args.reply), "--task", str(args.task)]
-    if args.policy:
-        argv += ["--policy", str(args.policy)]
-    return shlex.join(argv)
 
 
 def _emit(verdict: Verdict, json_target: str | None) -> None:

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+# Where a repository keeps its policy, relative to its root, unless the user names another path.
+DEFAULT_POLICY_PATH = ".github/gate.yml"
+
 CHECK_NAMES = ("extract", "parse", "imports", "claims", "smoke", "timeout", "nondeterminism", "judge")
 
 # Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem

@@ -4,8 +4,8 @@ head.
 
 When the checkout holds both the base and the head commit, the subject is built by `subject_from_commits`, so
 `gate check --base B --head H` on a laptop gives the same verdict. Otherwise (a shallow checkout, or `gate
-publish`, which must never check out PR code) the files come from the API at the head SHA and the policy and
-hidden cases from the API at the base SHA.
+publish`, which must never check out PR code) `api.subject_from_api` reads the files at the head SHA and the
+base at the base SHA. Both go through `trust.read_trusted`.
 """
 
 from __future__ import annotations
@@ -20,18 +20,14 @@ from typing import Any
 
 import git
 import github
-from github.GithubException import UnknownObjectException
 
-from gate.cases.hidden import load_hidden
-from gate.errors import BadInput, decode_input
-from gate.policy.loader import load_policy
+from gate.errors import BadInput
 from gate.policy.model import Bots
-from gate.report.templating import OVERRIDE_DIR, Overrides
-from gate.sources.gitrange import DEFAULT_POLICY_PATH, GitRange, subject_from_commits
-from gate.subject import SourceFile, Subject
+from gate.sources.api import subject_from_api
+from gate.sources.base import ScoreInput
+from gate.sources.gitrange import subject_from_commits
 
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
-_HUNK = re.compile(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
 
 
 @dataclass(frozen=True)
@@ -130,8 +126,9 @@ def _any(labels: tuple[str, ...], wanted: tuple[str, ...]) -> str:
 
 @contextmanager
 def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspace: Path | None,
-                              policy_path: str | None, api_url: str = "") -> Iterator[GitRange]:
-    """The PR's subject: from the checkout when it has both commits, else from the API."""
+                              policy_path: str | None, api_url: str = "") -> Iterator[ScoreInput]:
+    """The PR's subject: from the checkout when it has both commits, else from the API; either way what is
+    trusted is read from the base by `trust.read_trusted`."""
     repo_url = f"{_web_url(api_url)}/{pr.repo}"
     local = _checkout_with(workspace, pr) if workspace else None
     if local is not None:
@@ -139,7 +136,9 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
                                   repo_url=repo_url) as found:
             yield _as_pull_request(found, pr, "checkout")
         return
-    yield _as_pull_request(_from_api(client, pr, policy_path, repo_url), pr, "API")
+    found = subject_from_api(client, pr.repo, pr.number, pr.base_sha, pr.head_sha, policy_path=policy_path,
+                             repo_url=repo_url)
+    yield _as_pull_request(found, pr, "API")
 
 
 def _checkout_with(workspace: Path, pr: PullRequest) -> git.Repo | None:
@@ -152,96 +151,10 @@ def _checkout_with(workspace: Path, pr: PullRequest) -> git.Repo | None:
     return repo
 
 
-def _as_pull_request(found: GitRange, pr: PullRequest, source: str) -> GitRange:
+def _as_pull_request(found: ScoreInput, pr: PullRequest, source: str) -> ScoreInput:
     facts = (*found.subject.facts, ("pull request", str(pr.number)), ("files from", source))
     subject = replace(found.subject, kind="pull_request", label=f"PR #{pr.number}", facts=facts)
     return replace(found, subject=subject)
-
-
-def _from_api(client: github.Github, pr: PullRequest, policy_path: str | None, repo_url: str) -> GitRange:
-    repo = client.get_repo(pr.repo)
-    path = policy_path or DEFAULT_POLICY_PATH
-    text = read_at(repo, path, pr.base_sha)
-    if text is None:
-        if policy_path:
-            raise BadInput(f"no policy file at {path} in the base commit {pr.base_sha[:12]}", key="policy")
-        default = load_policy(None)
-        policy = replace(default, source=f"{default.source} (no {path} in the base commit "
-                                         f"{pr.base_sha[:12]})")
-    else:
-        policy = load_policy(Path(path), text=text, source=f"{path}@{pr.base_sha[:12]}")
-    governed = {path: "the policy file"}
-    if policy.hidden.path:
-        governed[policy.hidden.path] = "the hidden cases file"
-    if policy.judge.rubric_file:
-        governed[policy.judge.rubric_file] = "the judge's rubric file"
-    files: list[SourceFile] = []
-    reasons: list[str] = []
-    # Every file the PR adds, modifies or renames, as for a git range: the extract check keeps those that
-    # `paths` gates.
-    for change in repo.get_pull(pr.number).get_files():
-        verb = {"added": "adds", "removed": "deletes", "renamed": "renames"}.get(change.status, "edits")
-        touched = {change.filename, change.previous_filename} & set(governed)
-        reasons += [f"the change {verb} {governed[p]} {p}, which is read from the base commit; a human must "
-                    "review it" for p in sorted(p for p in touched if p)]
-        if change.status == "removed":
-            continue
-        head_data = bytes_at(repo, change.filename, pr.head_sha)
-        if head_data is not None:
-            files.append(_source_file(change, head_data))
-    subject = Subject(kind="pull_request", label=f"PR #{pr.number}", files=tuple(files), cases=policy.cases,
-                      hidden_cases=load_hidden(policy, lambda p: read_at(repo, p, pr.base_sha)), tree=None,
-                      judge_rubric=read_at(repo, policy.judge.rubric_file, pr.base_sha)
-                      if policy.judge.rubric_file else None,
-                      blocked_reasons=tuple(dict.fromkeys(reasons)),
-                      facts=(("repo", repo_url), ("base", pr.base_sha), ("head", pr.head_sha)))
-    reproduce = f"gate check --base {pr.base_sha} --head {pr.head_sha}" + (
-        f" --policy {policy_path}" if policy_path else "")
-    overrides = Overrides(origin=f"{OVERRIDE_DIR}@{pr.base_sha[:12]} (not read through the API)")
-    return GitRange(subject, policy, overrides, reproduce)
-
-
-def read_at(repo: Any, path: str, ref: str) -> str | None:
-    """The text of `path` at commit `ref` through the API, or None when there is no such file."""
-    data = bytes_at(repo, path, ref)
-    return None if data is None else decode_input(data, f"{path}@{ref[:12]}")
-
-
-def bytes_at(repo: Any, path: str, ref: str) -> bytes | None:
-    """The bytes of `path` at commit `ref` through the API, or None when there is no such file."""
-    try:
-        content = repo.get_contents(path, ref=ref)
-    except UnknownObjectException:
-        return None
-    if isinstance(content, list) or content.type != "file":
-        return None
-    data: bytes = content.decoded_content
-    return data
-
-
-def _source_file(change: Any, data: bytes) -> SourceFile:
-    if change.status == "added" or not change.patch:
-        return SourceFile.from_bytes(change.filename, data)
-    added = added_lines(change.patch)
-    if change.status == "renamed":
-        return SourceFile.from_bytes(change.filename, data, added, "renamed", change.previous_filename)
-    return SourceFile.from_bytes(change.filename, data, added, "modified")
-
-
-def added_lines(patch: str) -> frozenset[int]:
-    """The new-file line numbers of the `+` lines of a unified diff (the API's `patch`, context included)."""
-    added: set[int] = set()
-    line = 0
-    for row in patch.splitlines():
-        hunk = _HUNK.match(row)
-        if hunk:
-            line = int(hunk.group(1))
-        elif row.startswith("+"):
-            added.add(line)
-            line += 1
-        elif not row.startswith(("-", "\\")):
-            line += 1
-    return frozenset(added)
 
 
 def _web_url(api_url: str) -> str:

@@ -422,6 +422,8 @@ def get_contents(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
     state = _repo(fake, owner, repo)
     ref = query.get("ref", state.default_branch)
     text = state.contents.get((ref, path))
+    if text is None and (listing := _directory(state, ref, path)):
+        return 200, {}, listing
     if text is None:
         raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/repos/contents",
                            "status": "404"})
@@ -436,6 +438,31 @@ def get_contents(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
                 download_url=f"https://raw.githubusercontent.com/{state.full_name}/{ref}/{path}")
     data["_links"] = {"self": url, "git": data["git_url"], "html": data["html_url"]}
     return 200, {}, data
+
+
+def _directory(state: Repo, ref: str, folder: str) -> list[dict[str, Any]]:
+    """The entries directly inside `folder` at `ref` (files, and folders holding files), as GitHub lists a
+    directory's contents; [] when no file lies under it."""
+    template = example("content-file-response-if-content-is-a-directory")[0]
+    entries: dict[str, dict[str, Any]] = {}
+    for (at, path), text in state.contents.items():
+        if at != ref or not path.startswith(folder.rstrip("/") + "/"):
+            continue
+        name = path[len(folder.rstrip("/")) + 1:].split("/", 1)[0]
+        child = f"{folder.rstrip('/')}/{name}"
+        kind = "file" if child == path else "dir"
+        raw = text.encode() if kind == "file" else child.encode()
+        sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
+        url = f"{PUBLIC}/repos/{state.full_name}/contents/{child}?ref={ref}"
+        git_url = f"{PUBLIC}/repos/{state.full_name}/git/{'blobs' if kind == 'file' else 'trees'}/{sha}"
+        html_url = f"https://github.com/{state.full_name}/{'blob' if kind == 'file' else 'tree'}/{ref}/{child}"
+        entry = dict(template, type=kind, size=len(raw) if kind == "file" else 0, name=name, path=child,
+                     sha=sha, url=url, git_url=git_url, html_url=html_url,
+                     download_url=f"https://raw.githubusercontent.com/{state.full_name}/{ref}/{child}"
+                     if kind == "file" else None)
+        entry["_links"] = {"self": url, "git": git_url, "html": html_url}
+        entries[name] = entry
+    return [entries[name] for name in sorted(entries)]
 
 
 def list_comments(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,

@@ -1,0 +1,83 @@
+"""The small protocol every change source speaks: a reader of the base commit plus the list of changes.
+
+A git repository (`gitrange.py`) and the GitHub API at two SHAs (`api.py`) each give a `BaseReader` and a
+tuple of `Change`; `trust.read_trusted` turns them into everything the gate takes from the base, the same way
+for both. What the engine and the reporters get from a source is a `ScoreInput`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+from gate.policy.model import Policy
+from gate.report.templating import Overrides
+from gate.subject import Subject
+
+ChangeStatus = Literal["added", "modified", "renamed", "deleted"]
+
+_HUNK = re.compile(r"@@ -\d+(?:,\d+)? \+(\d+)(?:,\d+)? @@")
+
+
+class BaseReader(Protocol):
+    """Reads the base commit, the one place the gate trusts."""
+
+    sha: str  # the base commit's full SHA
+
+    def read(self, path: str) -> str | None:
+        """The text of the regular file at `path`, or None when the base has none there."""
+
+    def read_folder(self, folder: str) -> dict[str, str]:
+        """The texts of the regular files directly inside `folder`, by name; {} when there is no such folder."""
+
+
+@dataclass(frozen=True)
+class Change:
+    """One file the change adds, modifies, renames or deletes."""
+
+    status: ChangeStatus
+    path: str  # at the head; the base's path for a deleted file
+    old_path: str | None = None  # at the base, for a renamed or modified file
+    # Line numbers (1-based) the change adds at `path`; None when the whole file counts (a new file, a diff
+    # the source could not give).
+    added_lines: frozenset[int] | None = None
+    data: bytes | None = None  # the head's bytes; None when deleted or not a regular file at the head
+
+    @property
+    def paths(self) -> tuple[str, ...]:
+        """Every path the change touches: the base's and the head's."""
+        return tuple(dict.fromkeys(p for p in (self.old_path, self.path) if p))
+
+
+@dataclass(frozen=True)
+class ScoreInput:
+    """What a source gives the engine and the reporters."""
+
+    subject: Subject
+    policy: Policy
+    overrides: Overrides  # report templates from the base commit
+    reproduce: str  # the command that reproduces the verdict locally
+    # Places no run of the code under score may see: the repository's working tree and git directories (they
+    # hold the hidden cases, and maybe a token in .git/config), a local hidden-cases file.
+    private: tuple[str, ...] = ()
+
+
+def added_lines(patch: str) -> frozenset[int]:
+    """The new-file line numbers of the `+` lines of one file's unified diff, with or without context (the
+    API's `patch`, or `git diff --unified=0`); file headers before the first hunk are not lines."""
+    added: set[int] = set()
+    line = 0
+    in_hunk = False
+    for row in patch.splitlines():
+        hunk = _HUNK.match(row)
+        if hunk:
+            line, in_hunk = int(hunk.group(1)), True
+        elif not in_hunk:
+            continue
+        elif row.startswith("+"):
+            added.add(line)
+            line += 1
+        elif not row.startswith(("-", "\\")):
+            line += 1
+    return frozenset(added)

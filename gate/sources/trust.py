@@ -1,0 +1,118 @@
+"""Everything the gate trusts, read from the base commit in one place, the same way for every source.
+
+The policy (or the default preset when the base has none), the hidden cases, the judge's rubric and the
+report templates come from the base, never from the head that the bot wrote. A change that touches one of
+those files is blocked for a human whatever its score: it would change how it is itself gated. `gate check`,
+`gate ci` (from the checkout or through the API) and `gate publish` all go through `read_trusted`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path, PurePosixPath
+
+from gate.cases.hidden import load_hidden
+from gate.errors import BadInput
+from gate.policy.loader import load_policy
+from gate.policy.model import DEFAULT_POLICY_PATH, CaseSpec, Policy
+from gate.report.templating import OVERRIDE_DIR, Overrides
+from gate.sources.base import BaseReader, Change
+from gate.subject import SourceFile
+
+
+@dataclass(frozen=True)
+class Trusted:
+    """What the base decides about a change."""
+
+    policy: Policy
+    governed: Mapping[str, str]  # path (a folder when it ends in `/`) -> what it is, in words
+    blocked_reasons: tuple[str, ...]
+    hidden_cases: tuple[CaseSpec, ...]
+    judge_rubric: str | None
+    overrides: Overrides
+    reproduce: str
+
+
+def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, policy_path: str | None,
+                 worktree: Path | None = None) -> Trusted:
+    """Read from `base` what gates `changes` (the head being `head_sha`). `policy_path` is the path the user
+    named (`--policy`), which must then exist in the base; by default a base without a policy file is scored
+    with the default preset, and the policy's source says so. `worktree` is the local checkout, where a
+    hidden-cases file named by the environment must not be."""
+    named = tree_path(policy_path) if policy_path else None
+    policy = _policy(base, named)
+    governed = governed_files(policy, named or DEFAULT_POLICY_PATH)
+    rubric = policy.judge.rubric_file
+    return Trusted(
+        policy=policy,
+        governed=governed,
+        blocked_reasons=blocked_reasons(changes, governed),
+        hidden_cases=load_hidden(policy, base.read, worktree),
+        judge_rubric=base.read(rubric) if rubric else None,
+        overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
+        reproduce=f"gate check --base {base.sha} --head {head_sha}" + (f" --policy {named}" if named else ""),
+    )
+
+
+def governed_files(policy: Policy, policy_path: str) -> dict[str, str]:
+    """The paths the gate reads from the base under `policy` (itself read from `policy_path`), and what each
+    is, in words. A path ending in `/` governs a folder. To make the gate read another file from the base
+    (and block a change to it for a human), add its entry here."""
+    entries = [
+        (policy_path, "the policy file"),
+        (policy.hidden.path, "the hidden cases file"),
+        (policy.judge.rubric_file, "the judge's rubric file"),
+        (OVERRIDE_DIR + "/", "the report templates"),
+    ]
+    return {path: what for path, what in entries if path}
+
+
+def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> tuple[str, ...]:
+    """Why a human must look: the change touches a file (or a folder's file) that the gate reads from the
+    base commit."""
+    reasons = []
+    for path, what in governed.items():
+        touching = [c for c in changes if any(_governs(path, p) for p in c.paths)]
+        if touching:
+            verb = {"added": "adds", "deleted": "deletes", "renamed": "renames"}.get(touching[0].status, "edits")
+            reasons.append(f"the change {verb} {what} {path}, which is read from the base commit; "
+                           "a human must review it")
+    return tuple(reasons)
+
+
+def source_files(changes: Sequence[Change]) -> tuple[SourceFile, ...]:
+    """The files the change leaves at the head, as the checks read them (the extract check keeps those that
+    the policy's `paths` gates)."""
+    return tuple(_source_file(c, c.data) for c in changes if c.status != "deleted" and c.data is not None)
+
+
+def tree_path(path: str) -> str:
+    """`path` as git names it in a tree (`./a//b.yml` is `a/b.yml`); it must stay inside the repository."""
+    clean = PurePosixPath(path)
+    if clean.is_absolute() or ".." in clean.parts:
+        raise BadInput(f"expected a path inside the repository, got {path!r}", key="--policy")
+    return clean.as_posix()
+
+
+def _policy(base: BaseReader, named: str | None) -> Policy:
+    path = named or DEFAULT_POLICY_PATH
+    text = base.read(path)
+    if text is None:
+        if named:
+            raise BadInput(f"no policy file at {path} in the base commit {base.sha[:12]}", key="--policy")
+        policy = load_policy(None)
+        return replace(policy, source=f"{policy.source} (no {path} in the base commit {base.sha[:12]})")
+    return load_policy(Path(path), text=text, source=f"{path}@{base.sha[:12]}")
+
+
+def _governs(governed: str, path: str) -> bool:
+    return path.startswith(governed) if governed.endswith("/") else path == governed
+
+
+def _source_file(change: Change, data: bytes) -> SourceFile:
+    if change.status == "added" or change.added_lines is None:
+        return SourceFile.from_bytes(change.path, data)
+    if change.status == "renamed":
+        return SourceFile.from_bytes(change.path, data, change.added_lines, "renamed", change.old_path)
+    return SourceFile.from_bytes(change.path, data, change.added_lines, "modified")
