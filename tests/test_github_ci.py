@@ -66,10 +66,46 @@ def test_second_run_edits_the_same_comment_past_the_first_page(
     assert run_ci(pr, monkeypatch) == 0
     comments = fake.repos[REPO].comments[pr.number]
     assert len(comments) == 37
-    mine = [c for c in comments if c["user"]["type"] == "Bot"]
+    mine = [c for c in comments if c["user"]["login"] == "github-actions[bot]"]
     assert len(mine) == 1 and MARKER in mine[0]["body"] and mine[0]["updated_at"] != mine[0]["created_at"]
     assert any(method == "GET" and "comments?page=2" in path for method, path, _ in fake.log)
     assert [m for m, path, _ in fake.writes() if "comments" in path] == ["POST", "PATCH"]
+
+
+def test_a_comment_with_the_marker_from_another_bot_is_never_taken_as_the_gates(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The bot pre-posts a "passed" comment holding the marker, hoping the gate edits it (or leaves it) as
+    its own: only comments by the token's identity (github-actions[bot] for GITHUB_TOKEN) count."""
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    forged = fake.add_comment(REPO, pr.number, f"ACCEPTED: 0 points {MARKER}", login=BOT, kind="Bot")
+    assert run_ci(pr, monkeypatch) == 1
+    comments = fake.repos[REPO].comments[pr.number]
+    assert comments[0] is forged and comments[0]["body"] == f"ACCEPTED: 0 points {MARKER}"
+    mine = [c for c in comments if c["user"]["login"] == "github-actions[bot]"]
+    assert len(mine) == 1 and "gate: blocked" in mine[0]["body"]
+    assert any(method == "GET" and path == "/user" and status == 403 for method, path, status in fake.log)
+
+
+def test_the_oldest_of_the_gates_comments_is_kept_and_the_duplicates_deleted(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    first = fake.add_comment(REPO, pr.number, f"old report {MARKER}", login="github-actions[bot]", kind="Bot")
+    fake.add_comment(REPO, pr.number, f"a copy {MARKER}", login="github-actions[bot]", kind="Bot")
+    assert run_ci(pr, monkeypatch) == 1
+    [kept] = fake.repos[REPO].comments[pr.number]
+    assert kept["id"] == first["id"] and "gate: blocked" in kept["body"]
+
+
+def test_with_a_users_token_the_gates_comment_is_that_users(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fake.token_login = "gate-maintainer"
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    fake.add_comment(REPO, pr.number, f"forged {MARKER}", login="github-actions[bot]", kind="Bot")
+    assert run_ci(pr, monkeypatch) == 1
+    assert run_ci(pr, monkeypatch) == 1
+    comments = fake.repos[REPO].comments[pr.number]
+    assert [c["user"]["login"] for c in comments] == ["github-actions[bot]", "gate-maintainer"]
+    assert comments[0]["body"] == f"forged {MARKER}" and "gate: blocked" in comments[1]["body"]
 
 
 def test_a_humans_pr_gets_success_and_no_comment(

@@ -12,12 +12,15 @@ from dataclasses import dataclass
 from typing import Any
 
 import github
+from github.GithubException import GithubException
 from github.GithubRetry import GithubRetry
 
 from gate.errors import BadInput
 from gate.secret import Secret
 
 DEFAULT_API_URL = "https://api.github.com"
+# Who writes with an Actions GITHUB_TOKEN (an installation token, which GET /user refuses).
+ACTIONS_BOT = "github-actions[bot]"
 # Environment variables that tune the waits; the names are documented in the README's GitHub section.
 WAIT_VARIABLES = {
     "retries": "GATE_GITHUB_RETRIES",
@@ -94,3 +97,15 @@ def connect(connection: Connection) -> github.Github:
     return github.Github(auth=github.Auth.Token(connection.token.reveal()), base_url=connection.api_url,
                          retry=retry, seconds_between_writes=waits.between_writes,
                          seconds_between_requests=0.0, lazy=True, user_agent="gate")
+
+
+def token_login(client: github.Github) -> str:
+    """The login that this client's writes show as: GET /user for a user's token; an installation token
+    (GITHUB_TOKEN) is refused that call and writes as `github-actions[bot]`."""
+    try:
+        login: str = client.get_user().login
+    except GithubException as exc:
+        if exc.status not in (401, 403, 404):
+            raise
+        return ACTIONS_BOT
+    return login

@@ -15,6 +15,7 @@ import github
 import requests
 from github.GithubException import GithubException, RateLimitExceededException
 
+from gate.github.client import token_login
 from gate.report.comment import CUT_NOTE, render_comment
 from gate.report.context import MARKER, headline
 from gate.report.markdown import cut
@@ -161,7 +162,7 @@ class Publisher:
     def comment(self, body: str) -> None:
         """Edit the gate's comment (found by its marker on any page) or create it; cut it once on a 422."""
         issue = self.repo.get_issue(self.target.number)
-        mine = next((c for c in issue.get_comments() if MARKER in c.body and c.user.type == "Bot"), None)
+        mine = self._own_comment(issue)
         try:
             self._write_comment(issue, mine, body)
         except GithubException as exc:
@@ -170,6 +171,15 @@ class Publisher:
             tail = "\n" + MARKER + "\n"
             shorter = cut(body, len(body) // 2, CUT_NOTE.format(limit="GitHub's")) + tail
             self._write_comment(issue, mine, shorter)
+
+    def _own_comment(self, issue: Any) -> Any:
+        """The gate's comment: the oldest that holds the marker AND was written by this token's identity (anyone
+        can paste the marker); later copies by the same identity are deleted."""
+        login = token_login(self.client).casefold()
+        own = [c for c in issue.get_comments() if MARKER in (c.body or "") and c.user.login.casefold() == login]
+        for duplicate in own[1:]:
+            duplicate.delete()
+        return own[0] if own else None
 
     @staticmethod
     def _write_comment(issue: Any, mine: Any, body: str) -> None:

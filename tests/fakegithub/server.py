@@ -32,6 +32,7 @@ HERE = Path(__file__).resolve().parent
 PUBLIC = "https://api.github.com"
 DOCS = "https://docs.github.com/rest"
 COMMENT_LIMIT = 65536  # characters in an issue comment body (GitHub answers 422 above it)
+ACTIONS_BOT = "github-actions[bot]"  # the author of what GITHUB_TOKEN writes
 
 
 @functools.cache
@@ -140,6 +141,9 @@ class FakeGitHub:
 
     def __init__(self, token: str = "ghs_faketoken0123456789", prefix: str = "") -> None:
         self.token = token
+        # Who the token is. None: a GitHub App installation token such as GITHUB_TOKEN, which GitHub refuses
+        # GET /user to (403) and whose writes show as `github-actions[bot]`; a login: a user's token.
+        self.token_login: str | None = None
         self.prefix = prefix  # "/api/v3" to look like GitHub Enterprise Server
         self.repos: dict[str, Repo] = {}
         self.errors: list[str] = []
@@ -197,9 +201,15 @@ class FakeGitHub:
     def set_content(self, full_name: str, ref: str, path: str, text: str) -> None:
         self.repos[full_name].contents[(ref, path)] = text
 
-    def add_comment(self, full_name: str, number: int, body: str, login: str = "someone") -> dict[str, Any]:
+    def add_comment(self, full_name: str, number: int, body: str, login: str = "someone",
+                    kind: str = "User") -> dict[str, Any]:
         with self._lock:
-            return self._new_comment(self.repos[full_name], number, body, login, "User")
+            return self._new_comment(self.repos[full_name], number, body, login, kind)
+
+    @property
+    def token_identity(self) -> tuple[str, str]:
+        """(login, account type) that the token's writes show as."""
+        return (self.token_login, "User") if self.token_login else (ACTIONS_BOT, "Bot")
 
     def fail(self, method: str, path_regex: str, kind: str, times: int = 1,
              retry_after: int | None = None) -> None:
@@ -476,7 +486,7 @@ def create_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: st
                    number: str) -> tuple[int, dict[str, str], Any]:
     state, _ = _pull_of(fake, owner, repo, number)
     _check_comment_length(body["body"])
-    comment = fake._new_comment(state, int(number), body["body"], "github-actions[bot]", "Bot")
+    comment = fake._new_comment(state, int(number), body["body"], *fake.token_identity)
     return 201, {"Location": comment["url"]}, comment
 
 
@@ -489,6 +499,29 @@ def update_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: st
             comment.update(body=body["body"], updated_at=_now())
             return 200, {}, comment
     raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+
+
+def delete_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                   comment_id: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    for comments in state.comments.values():
+        for comment in comments:
+            if comment["id"] == int(comment_id):
+                comments.remove(comment)
+                return 204, {}, None
+    raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+
+
+def get_user(fake: FakeGitHub, query: dict[str, str], body: Any) -> tuple[int, dict[str, str], Any]:
+    """The token's user; an installation token (GITHUB_TOKEN) is refused, as GitHub does."""
+    if fake.token_login is None:
+        raise Answer(403, {"message": "Resource not accessible by integration",
+                           "documentation_url": f"{DOCS}/users/users#get-the-authenticated-user",
+                           "status": "403"})
+    user = example("private-user-response-with-public-profile-information")
+    user.update(login=fake.token_login, id=_number(fake.token_login), type="User",
+                url=f"{PUBLIC}/users/{fake.token_login}", html_url=f"https://github.com/{fake.token_login}")
+    return 200, {}, user
 
 
 def _check_comment_length(text: str) -> None:
@@ -576,6 +609,7 @@ def rate_limit(fake: FakeGitHub, query: dict[str, str], body: Any) -> tuple[int,
 _R = "/repos/(?P<owner>[^/]+)/(?P<repo>[^/]+)"
 ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile("/rate_limit"), rate_limit),
+    ("GET", re.compile("/user"), get_user),
     ("GET", re.compile(_R), get_repo),
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)"), get_pull),
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/files"), list_pull_files),
@@ -583,6 +617,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), list_comments),
     ("POST", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), create_comment),
     ("PATCH", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), update_comment),
+    ("DELETE", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), delete_comment),
     ("POST", re.compile(_R + r"/issues/(?P<number>\d+)/labels"), add_labels),
     ("POST", re.compile(_R + r"/statuses/(?P<sha>[0-9a-f]+)"), create_status),
     ("POST", re.compile(_R + r"/check-runs"), create_check_run),
@@ -607,7 +642,7 @@ def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        do_GET = do_POST = do_PATCH = _serve
+        do_GET = do_POST = do_PATCH = do_DELETE = _serve
 
         def log_message(self, format: str, *args: Any) -> None:  # the log is in fake.log instead
             return
