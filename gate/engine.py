@@ -6,6 +6,7 @@ import time
 from collections.abc import Sequence
 
 from gate import __version__
+from gate.cases.hidden import places_to_hide
 from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Check, CheckContext
@@ -76,11 +77,13 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
 def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
                         hide: tuple[str, ...] = ()) -> Verdict:
     """Score `subject`, running its cases in a sandbox under the policy's limits that hides the `hide` places
-    (the repository, a hidden-cases file) from every run; no sandbox is started when there are no cases (its
-    start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is missing here."""
+    (the repository) and every hidden-cases file outside it from every run; no sandbox is started when there
+    are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is
+    missing here."""
     if not policy.cases and not subject.cases and not subject.hidden_cases:
         return score(subject, policy, reproduce=reproduce)
-    sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require, hide=hide)
+    sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
+                           hide=(*hide, *places_to_hide(policy)))
     try:
         return score(subject, policy, sandbox, reproduce=reproduce)
     finally:

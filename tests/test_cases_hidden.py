@@ -45,8 +45,16 @@ def test_from_a_file_an_environment_variable_names(tmp_path: Path) -> None:
     hidden.write_text("- args: [1]\n  error: TypeError\n")
     worktree = tmp_path / "repo"
     worktree.mkdir()
-    cases = load_hidden(Policy(), lambda path: CASES, worktree, environ={"GATE_HIDDEN_CASES": str(hidden)})
+    cases = load_hidden(Policy(), None, worktree, environ={"GATE_HIDDEN_CASES": str(hidden)})
     assert [(c.kind, c.get("error")) for c in cases] == [("call", "TypeError")]
+
+
+@pytest.mark.parametrize("planted", ["cases: []\n", "- args: [1]\n  expect: 1\n"])
+def test_with_a_base_the_variable_replaces_nothing(tmp_path: Path, planted: str) -> None:
+    hidden = tmp_path / "hidden.yml"
+    hidden.write_text(planted)
+    cases = load_hidden(Policy(), lambda path: CASES, None, environ={"GATE_HIDDEN_CASES": str(hidden)})
+    assert [c.name for c in cases] == ["secret", "case 2"]
 
 
 def test_a_hidden_file_that_is_not_utf8_is_bad_input_naming_the_variable(tmp_path: Path) -> None:

@@ -94,6 +94,21 @@ def test_score_hides_a_world_readable_hidden_cases_file(outside: Path, tmp_path:
     assert_hidden_values_absent(run)
 
 
+@needs_root
+def test_check_keeps_the_bases_hidden_cases_and_hides_the_file_the_variable_names(
+        outside: Path, tmp_path: Path) -> None:
+    """GATE_HIDDEN_CASES set by a workflow (maybe to "none") neither replaces the base's hidden cases in a range
+    nor becomes readable by the code under score."""
+    planted = outside / "hidden.yml"
+    planted.write_text("cases: []\n# expect: 777780\n")
+    world_readable(outside)
+    repo = bot_repo(tmp_path / "repo", READ.format(paths=[str(planted)]))
+    run = gate(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"], tmp_path,
+               env={"GATE_HIDDEN_CASES": str(planted)}, cwd=repo.root)
+    assert_not_passed(run, "hidden case 1")  # the base's hidden case ran, and the planted file was unseen
+    assert run.case("hidden case 1")["detail"] == "returned int"
+
+
 def test_symlinks_in_the_bots_commit_lead_nowhere(tmp_path: Path) -> None:
     targets = {"leak.yml": f"../{HIDDEN_PATH}", "shadow": "/etc/shadow", "up": "..", "abs": str(tmp_path)}
     code = READ.format(paths=["leak.yml", "shadow", f"up/repo/{HIDDEN_PATH}", f"abs/repo/{HIDDEN_PATH}",

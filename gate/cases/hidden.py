@@ -1,9 +1,10 @@
 """Hidden cases: the cases that decide, read from where the code under score can neither read nor change them.
 
-In a pull request or a git range they come from the base commit (`base_reader` reads a path there); locally
-from `policy.hidden.path` outside the worktree, or from the file that the environment variable
-`policy.hidden.env` names. They stay in the gate's process: a case kind sends only their inputs into the
-sandbox.
+In a pull request or a git range they come from the base commit only (`base_reader` reads a path there): the
+environment cannot replace them. Without a base (`gate score`) they come from the file that the environment
+variable `policy.hidden.env` names, or from `policy.hidden.path` outside the worktree. They stay in the gate's
+process: a case kind sends only their inputs into the sandbox, and a file the variable names is hidden from
+every run wherever it is set (`places_to_hide`).
 """
 
 from __future__ import annotations
@@ -28,19 +29,34 @@ def load_hidden(policy: Policy, base_reader: BaseReader | None, worktree: Path |
     """The hidden cases for this run, validated; () when there are none. Raises BadInput for a file that is
     not a list of cases, or one inside `worktree` (where the code under score could read it).
     """
+    if base_reader is not None:  # a PR or a range: the base decides, whatever the environment says
+        if not policy.hidden.path:
+            return ()
+        text = base_reader(policy.hidden.path)
+        return () if text is None else parse_hidden(text, f"{policy.hidden.path} (base commit)")
     env = os.environ if environ is None else environ
     named = env.get(policy.hidden.env)
     if named:
         return _from_local(Path(named), worktree, policy.hidden.env)
     if not policy.hidden.path:
         return ()
-    if base_reader is not None:
-        text = base_reader(policy.hidden.path)
-        return () if text is None else parse_hidden(text, f"{policy.hidden.path} (base commit)")
     path = Path(policy.hidden.path)
     if worktree is not None and not path.is_absolute():
         return ()  # in the worktree: the head's copy, which the change could have written
     return _from_local(path, worktree, "hidden.path") if path.is_file() else ()
+
+
+def places_to_hide(policy: Policy, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The hidden-cases files that no run may read, with their directories: the file the environment variable
+    names (whether or not this run uses it) and `hidden.path` from here. A file outside a worktree may still
+    be world-readable; a place that does not exist is left out by the sandbox."""
+    env = os.environ if environ is None else environ
+    places: list[str] = []
+    for named in (env.get(policy.hidden.env), policy.hidden.path):
+        if named:
+            path = Path(named).expanduser().resolve()
+            places += [str(path.parent), str(path)]
+    return tuple(dict.fromkeys(places))
 
 
 def parse_hidden(text: str, source: str) -> tuple[CaseSpec, ...]:

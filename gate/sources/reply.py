@@ -7,15 +7,14 @@ names (`cases/hidden.py`). No run may read that file.
 
 from __future__ import annotations
 
-import os
 import shlex
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.cases.hidden import load_hidden
+from gate.cases.hidden import load_hidden, places_to_hide
 from gate.errors import read_input
 from gate.policy.loader import load_policy
-from gate.policy.model import CaseSpec, Policy
+from gate.policy.model import CaseSpec
 from gate.report.templating import Overrides
 from gate.sources.base import ScoreInput
 from gate.sources.task import load_task
@@ -30,7 +29,7 @@ def reply_input(reply_path: Path, task_path: Path, policy_path: Path | None) -> 
     subject = subject_from_reply(reply, reply_path, task, cases, load_hidden(policy, None))
     argv = ["gate", "score", str(reply_path), "--task", str(task_path)]
     argv += ["--policy", str(policy_path)] if policy_path else []
-    return ScoreInput(subject, policy, Overrides(), shlex.join(argv), _hidden_file(policy))
+    return ScoreInput(subject, policy, Overrides(), shlex.join(argv), places_to_hide(policy))
 
 
 def subject_from_reply(reply_text: str, reply_path: str | Path, task: Task | None,
@@ -42,13 +41,3 @@ def subject_from_reply(reply_text: str, reply_path: str | Path, task: Task | Non
     facts = (("task", task.name),) if task else ()
     return Subject(kind="reply", label=str(reply_path), reply=reply_text, task=task, cases=tuple(cases),
                    hidden_cases=tuple(hidden_cases), facts=facts)
-
-
-def _hidden_file(policy: Policy) -> tuple[str, ...]:
-    """The hidden cases' file and its directory, which no run may read (a file outside a worktree may still
-    be world-readable)."""
-    named = os.environ.get(policy.hidden.env) or policy.hidden.path
-    if not named:
-        return ()
-    path = Path(named).expanduser().resolve()
-    return (str(path.parent), str(path))
