@@ -109,6 +109,23 @@ def test_check_keeps_the_bases_hidden_cases_and_hides_the_file_the_variable_name
     assert run.case("hidden case 1")["detail"] == "returned int"
 
 
+@needs_root
+@pytest.mark.parametrize("variable", ["RUNNER_TEMP", "GITHUB_WORKSPACE"])
+def test_a_runner_directory_holding_tmpdir_fails_closed_instead_of_being_left_readable(
+        variable: str, tmp_path: Path) -> None:
+    """TMPDIR inside RUNNER_TEMP (or the workspace) means that directory cannot be covered: the gate stops
+    rather than let the code read the runner's step scripts."""
+    place = tmp_path / "runner"
+    (place / "tmp").mkdir(parents=True)
+    (place / "step.sh").write_text(f"export PASSWORD={TOKEN}\n")
+    repo = bot_repo(tmp_path / "repo", READ.format(paths=[str(place / "step.sh")]))
+    run = gate(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"], tmp_path,
+               env={variable: str(place), "TMPDIR": str(place / "tmp")}, cwd=repo.root)
+    assert run.code == 3, run.reports
+    assert f"{variable} ({place}) holds what every sandboxed run needs" in run.reports
+    assert TOKEN not in run.reports and not run.verdict
+
+
 def test_symlinks_in_the_bots_commit_lead_nowhere(tmp_path: Path) -> None:
     targets = {"leak.yml": f"../{HIDDEN_PATH}", "shadow": "/etc/shadow", "up": "..", "abs": str(tmp_path)}
     code = READ.format(paths=["leak.yml", "shadow", f"up/repo/{HIDDEN_PATH}", f"abs/repo/{HIDDEN_PATH}",

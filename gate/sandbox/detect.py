@@ -10,6 +10,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from gate.errors import GateFailure
 from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
@@ -76,20 +77,35 @@ _SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/dev", "/proc", "
 
 def _hidden(interpreter: str) -> tuple[str, ...]:
     """Directories covered by an empty read-only tmpfs in each run's mount namespace: the checkout (maybe with
-    a token in .git/config) and the like."""
+    a token in .git/config) and the like. GITHUB_WORKSPACE and RUNNER_TEMP are hidden or the gate fails
+    closed: one that holds what a run needs (TMPDIR=$RUNNER_TEMP, a Python inside the workspace) would
+    otherwise be left readable."""
+    for name in _CHECKOUT_VARIABLES:
+        place = os.environ.get(name, "")
+        held = [str(p) for p in _needed(interpreter) if os.path.isdir(place) and _inside(p, place)]
+        if held:
+            raise GateFailure(f"{name} ({place}) holds what every sandboxed run needs ({', '.join(held)}), so it "
+                              f"cannot be hidden from the code under score; move it out of {name} (for TMPDIR: "
+                              "unset it, or point it elsewhere)")
     return hideable(interpreter, (os.getcwd(), *(os.environ.get(name, "") for name in _CHECKOUT_VARIABLES)))
+
+
+def _needed(interpreter: str) -> list[Path]:
+    return [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix, tempfile.gettempdir())]
+
+
+def _inside(path: Path, place: str) -> bool:
+    return path.resolve().is_relative_to(os.path.realpath(place))
 
 
 def hideable(interpreter: str, places: Sequence[str]) -> tuple[str, ...]:
     """The directories and files among `places` that a run's mount namespace can hide: those that exist,
     resolved, except a directory holding something a run needs (the interpreter, its library, the system)."""
-    needed = [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix,
-                                tempfile.gettempdir())]
+    needed = _needed(interpreter)
     found = []
     for place in filter(None, places):
         path = Path(os.path.realpath(place))
-        holds_needed = any(need.resolve().is_relative_to(path) for need in needed)
-        if path.is_file() or (path.is_dir() and not holds_needed):
+        if path.is_file() or (path.is_dir() and not any(_inside(need, str(path)) for need in needed)):
             found.append(str(path))
     return tuple(dict.fromkeys(found))
 
