@@ -132,6 +132,35 @@ def test_gate_publish_decides_again_whatever_the_artifact_says(
     assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
 
 
+CASES_POLICY = ("budget: 1\nimports: {deny: [], dynamic: false}\ncases:\n  - function: \"calc:add\"\n"
+                "    args: [2, 3]\n    expect: 5\n")
+
+
+@pytest.mark.parametrize("forged", [False, True])
+def test_case_results_from_a_forks_run_never_turn_the_pr_green(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        forged: bool) -> None:
+    """The fork's run (or its own rewritten workflow) controls the artifact's case results: an artifact that
+    says every case passed, for a head that fails them all, is at most "needs a human"."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": CASES_POLICY, "calc.py": CLEAN},
+                  {"calc.py": "def add(a, b):\n    return a - b\n" if forged else CLEAN + "# tidy\n"}, fork=True)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == (1 if forged else 0)
+    artifact = Path(pr.outputs()["verdict"])
+    if forged:
+        data = json.loads(artifact.read_text())
+        data.update(penalties=[], total=0, accepted=True,
+                    cases=[dict(case, status="passed", detail="") for case in data["cases"]],
+                    checks=[dict(c, status="passed", points=0) for c in data["checks"]])
+        artifact.write_text(json.dumps(data))
+    assert publish(pr, artifact, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "failure")]
+    assert "needs a human" in repo.statuses[0]["description"]
+    assert [r["conclusion"] for r in repo.check_runs.values()] == ["failure"]
+    assert "unprivileged run" in repo.comments[pr.number][0]["body"]
+
+
 @pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head", "nested"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,10 +32,19 @@ from gate.github.publish import (
     report_for,
 )
 from gate.policy.model import DEFAULT_POLICY_PATH
+from gate.sandbox import MISSING_LAYERS
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
+from gate.verdict import Note, Verdict
 
 DEFAULT_VERDICT = "gate-verdict.json"
+# What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
+# files, no sockets or ptrace (README, "Running on GitHub").
+CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
+CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
+                  "(the Action does, with sudo, on a Linux runner) with the seccomp extra installed "
+                  "(`pip install 'gate[seccomp]'`), or set `allow_weaker_isolation: true` in the policy to "
+                  "accept less")
 
 
 def register(subparsers: Any) -> None:
@@ -116,7 +125,7 @@ def run(args: argparse.Namespace) -> int:
             if not decision.gated:
                 return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
             _need_checkout_for_cases(found)
-            verdict = score_range(found)
+            verdict = score_in_ci(found)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
         _report_failure(delivery, failure)
@@ -130,6 +139,26 @@ def run(args: argparse.Namespace) -> int:
         raise
     report = report_for(verdict, found.overrides, comment=args.comment == "true")
     return deliver(delivery, verdict, report, found.overrides)
+
+
+def score_in_ci(found: ScoreInput) -> Verdict:
+    """`score_range` with the layers that keep the token, the network and the runner's files from the code
+    (CI_LAYERS) required on top of the policy's, unless the policy says `allow_weaker_isolation`, which every
+    verdict then reports. A missing layer is a GateFailure (exit 3) that says how to get it."""
+    policy = found.policy
+    if policy.allow_weaker_isolation:
+        verdict = score_range(found)
+        off = [name for name, how in verdict.isolation if name in CI_LAYERS and how.startswith("off")]
+        note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
+                                 + (f"; off here: {', '.join(off)}" if off else ""))
+        return replace(verdict, notes=(note, *verdict.notes))
+    strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
+    try:
+        return score_range(replace(found, policy=strict))
+    except GateFailure as failure:
+        if not failure.message.startswith(MISSING_LAYERS):
+            raise
+        raise GateFailure(f"{failure.message}. {CI_LAYERS_HINT}") from None
 
 
 def _need_checkout_for_cases(found: ScoreInput) -> None:

@@ -4,7 +4,8 @@ The scoring run had a read-only token and left its verdict as an artifact. This 
 must never run the PR's code, so it treats the artifact as untrusted data: a size cap and the verdict's JSON
 schema first, then the PR is found again through the API, its head must be the one the artifact names, and
 the checks that need no execution are recomputed here from the PR's files (the policy from the base). An
-artifact whose static findings differ from the recomputed ones was tampered with and is refused.
+artifact whose static findings differ from the recomputed ones was tampered with and is refused. Case results
+exist only in the artifact, so they can block a PR but never pass it: with cases, the verdict needs a human.
 """
 
 from __future__ import annotations
@@ -30,6 +31,9 @@ from gate.sources.pullrequest import PullRequest, decide, subject_from_pull_requ
 from gate.verdict import Note, Verdict
 
 MAX_ARTIFACT_BYTES = 1024 * 1024
+UNPRIVILEGED_CASES = ("the cases ran in the PR's own unprivileged run (a fork's or Dependabot's), whose results "
+                      "the PR's code could forge; a human must review it, or gate it by hand with the gate "
+                      "workflow's workflow_dispatch (README, \"PRs from forks and Dependabot\")")
 # Checks that read the files only; `gate publish` recomputes these and takes no artifact's word for them.
 STATIC_CHECKS = ("extract", "parse", "imports", "claims")
 
@@ -116,7 +120,8 @@ def run(args: argparse.Namespace) -> int:
         _post(client, target, names, reason)
         append_summary(environ, f"> **gate refused the artifact**: {reason}")
         raise BadInput(reason, file=str(args.artifact), key="penalties")
-    verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,))
+    ran_cases = bool(found.policy.cases or found.subject.cases or found.subject.hidden_cases)
+    verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,), ran_cases=ran_cases)
     return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true"),
                    found.overrides)
 
@@ -140,20 +145,24 @@ def _tampered(claimed: Verdict, static: Verdict) -> str:
     return ""
 
 
-def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...]) -> Verdict:
+def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...], *, ran_cases: bool) -> Verdict:
     """The verdict to post: the recomputed static findings and the base's policy (budget, mode, blocked
-    reasons), plus the artifact's execution findings and blocked reasons, which only the unprivileged run
-    could produce. Of the artifact's labels only those the base's policy can ask for are kept."""
+    reasons), plus what the artifact says that can only make it stricter: its execution findings and
+    blocked reasons. When the base's policy has cases (`ran_cases`), their results came from the PR's own
+    unprivileged run, which the PR controls, so the verdict needs a human: a result from an unprivileged run
+    never turns a PR green. Of the artifact's labels only those the base's policy can ask for are kept."""
     executed = tuple(p for p in claimed.penalties if p.check not in STATIC_CHECKS)
     penalties = (*static.penalties, *executed)
     total = sum(p.points for p in penalties)
     # The artifact's own blocked reasons (a judge that needs review, mapped to `block`) can only make the
     # verdict stricter, so they are kept; the recomputed ones are there whatever the artifact says.
-    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons)))
+    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons,
+                                   *((UNPRIVILEGED_CASES,) if ran_cases else ()))))
     within = total <= static.budget and not blocked
     checks = (*static.checks, *(c for c in claimed.checks if c.name not in STATIC_CHECKS))
-    note = Note("publish", "static checks recomputed by the publish workflow from the PR's files; case "
-                           "results come from the PR's own unprivileged run")
+    note = Note("publish", "static checks recomputed by the publish workflow from the PR's files"
+                + ("; case results come from the PR's own unprivileged run and count only against it"
+                   if ran_cases else ""))
     return replace(static, penalties=penalties, total=total, accepted=within or static.mode == "advisory",
                    blocked_reasons=blocked,
                    checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),

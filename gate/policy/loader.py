@@ -169,6 +169,7 @@ def effective_policy_dict(policy: Policy) -> dict[str, Any]:
         "limits": _plain(policy.limits),
         "runs": policy.runs,
         "require": list(policy.require),
+        "allow_weaker_isolation": policy.allow_weaker_isolation,
         "python": policy.python,
         "judge": _plain(policy.judge),
     })
@@ -202,6 +203,7 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
+        allow_weaker_isolation=doc.get("allow_weaker_isolation", defaults.allow_weaker_isolation),
         python=doc.get("python", defaults.python),
         judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
         source=source,

@@ -159,6 +159,8 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     runs: int = 2
     require: tuple[str, ...] = ()
+    # `gate ci` runs cases without its CI layers only when this says so (README, "Running on GitHub").
+    allow_weaker_isolation: bool = False
     python: str = "3.11"
     judge: Judge = field(default_factory=Judge)
     # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...

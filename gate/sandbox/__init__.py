@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+MISSING_LAYERS = "required isolation layer(s) not available here"  # how a GateFailure for them starts
+
 # Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -45,6 +47,6 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
             layers.cgroups.close()
         if layers.uids:
             layers.uids.close()
-        raise GateFailure("required isolation layer(s) not available here: " + "; ".join(missing))
+        raise GateFailure(f"{MISSING_LAYERS}: " + "; ".join(missing))
     backend = "zygote" if prefer_zygote else "fresh-interpreter"
     return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)
