@@ -371,3 +371,14 @@ def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
     [status] = fake.repos[REPO].statuses
     assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
     assert "internal error: RuntimeError: boom" in status["description"]
+
+
+def test_a_policy_that_allows_weaker_isolation_says_so_on_the_verdict(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = CASES_POLICY + "allow_weaker_isolation: true\n"
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, "calc.py": "def add(a, b):\n    return 0\n"},
+                  {"calc.py": "def add(a, b):\n    return a + b\n"})
+    assert run_ci(pr, monkeypatch) == 0
+    notes = json.loads(Path(pr.outputs()["verdict"]).read_text())["notes"]
+    assert notes[0]["message"] == "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
+    assert r"allow\_weaker\_isolation: true" in fake.repos[REPO].comments[pr.number][0]["body"]
