@@ -35,7 +35,7 @@ ERRORS = [
     pytest.param('smoke: 2\n', 1, 'smoke',
                  'did you mean `points.smoke`?', id='key-in-wrong-section'),
     pytest.param('budget: 2\ntimeout: 2\n', 2, 'timeout',
-                 'did you mean `points.timeout`, `limits.timeout` or `judge.timeout`?', id='key-in-sections'),
+                 'did you mean `points.timeout`, `limits.timeout`, `judge.timeout` or `tests.timeout`?', id='key-in-sections'),
     pytest.param('budget: three\n', 1, 'budget',
                  "expected an integer, got the string 'three'", id='wrong-type'),
     pytest.param("paths:\n  include: '**/*.py'\n", 2, 'paths.include',

@@ -22,6 +22,7 @@ from gate.policy.model import (
     Bots,
     CaseSpec,
     Claims,
+    Environment,
     Hidden,
     Imports,
     Judge,
@@ -30,6 +31,7 @@ from gate.policy.model import (
     Paths,
     Points,
     Policy,
+    Tests,
 )
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 
@@ -172,6 +174,8 @@ def effective_policy_dict(policy: Policy) -> dict[str, Any]:
         "allow_weaker_isolation": policy.allow_weaker_isolation,
         "python": policy.python,
         "judge": _plain(policy.judge),
+        "environment": _plain(policy.environment) if policy.environment else None,
+        "tests": _plain(policy.tests) if policy.tests else None,
     })
     return result
 
@@ -206,6 +210,10 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         allow_weaker_isolation=doc.get("allow_weaker_isolation", defaults.allow_weaker_isolation),
         python=doc.get("python", defaults.python),
         judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
+        environment=Environment(**_section(doc, "environment", paths=("requirements", "python_path")))
+        if doc.get("environment") is not None else None,
+        tests=Tests(**_section(doc, "tests", floats=("timeout", "test_timeout"), paths=("paths",)))
+        if doc.get("tests") is not None else None,
         source=source,
         extends=extends,
     )
@@ -217,9 +225,11 @@ def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = (),
     reads `timeout: 3` as an integer), and `paths` are normalised: `./.github/x.yml` is the tree's
     `.github/x.yml`, which the gate reads from the base commit, withholds from the sandbox and guards."""
     section: dict[str, Any] = {}
-    for name, value in doc.get(key, {}).items():
+    for name, value in (doc.get(key) or {}).items():
         if name in paths and isinstance(value, str):
             value = posixpath.normpath(value)
+        elif name in paths and isinstance(value, list):
+            value = [posixpath.normpath(item) for item in value]
         section[name] = tuple(value) if isinstance(value, list) else float(value) if name in floats else value
     return section
 

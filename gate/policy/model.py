@@ -143,6 +143,30 @@ class Judge:
 
 
 @dataclass(frozen=True)
+class Environment:
+    """The repository's own environment, built from the base commit only (README "Gating with your own tests
+    and dependencies"): the project's dependencies, `extras` and `requirements` files, installed outside the
+    sandbox into a cached virtual environment that runs see read-only."""
+
+    project: bool = True
+    extras: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    python_path: tuple[str, ...] = ()
+    dependency_changes: Literal["block", "note"] = "block"
+
+
+@dataclass(frozen=True)
+class Tests:
+    """The repository's pytest suite, from the base commit, run against the head's code."""
+
+    paths: tuple[str, ...] = ("tests",)
+    baseline: Literal["base", "none"] = "base"
+    timeout: float = 600.0
+    test_timeout: float = 60.0
+    workers: int = 2
+
+
+@dataclass(frozen=True)
 class Policy:
     """The effective policy after `extends:` is applied."""
 
@@ -163,7 +187,15 @@ class Policy:
     allow_weaker_isolation: bool = False
     python: str = "3.11"
     judge: Judge = field(default_factory=Judge)
+    # None: the standard library only; `tests` without `environment` builds the default Environment.
+    environment: Environment | None = None
+    tests: Tests | None = None
     # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
     source: str = "default preset"
     # The preset it extends ("default" when a repository file names none); None for a preset at the root.
     extends: str | None = None
+
+    @property
+    def repository_environment(self) -> Environment | None:
+        """The environment runs get: `environment:`, or its defaults when only `tests:` is set."""
+        return self.environment or (Environment() if self.tests else None)
