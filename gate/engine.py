@@ -66,7 +66,7 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         blocked_reasons=tuple(blocked_reasons),
         notes=tuple(notes),
         labels=tuple(labels),
-        isolation=tuple(sorted(sandbox.isolation.items())) if sandbox else (("code execution", "off: not run"),),
+        isolation=_isolation(subject, sandbox),
         facts=subject.facts,
         timings=tuple(timings.items()),
         gate_version=__version__,
@@ -88,6 +88,16 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
         return score(subject, policy, sandbox, reproduce=reproduce)
     finally:
         sandbox.close()
+
+
+def _isolation(subject: Subject, sandbox: Sandbox | None) -> tuple[tuple[str, str], ...]:
+    """How the code ran: the sandbox's layers, and the repository's environment its runs imported from."""
+    if sandbox is None:
+        return (("code execution", "off: not run"),)
+    layers = dict(sandbox.isolation)
+    if subject.environment is not None:
+        layers["environment"] = subject.environment.describe()
+    return tuple(sorted(layers.items()))
 
 
 def _unmet_requirement(check: Check, ctx: CheckContext) -> str:

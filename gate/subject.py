@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from gate.environment import BuiltEnvironment
 from gate.policy.model import CaseSpec
 
 SubjectKind = Literal["reply", "range", "pull_request", "sample"]
@@ -76,5 +77,9 @@ class Subject:
     # are), so that the judge check never touches git and the bot cannot rewrite its own rubric.
     # None when the source did not read one.
     judge_rubric: str | None = None
+    # The repository's environment, built from the base commit (None: the standard library only), and the
+    # head tree's own import roots (`src`, `environment.python_path`), which come first.
+    environment: BuiltEnvironment | None = None
+    import_roots: tuple[str, ...] = ()
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

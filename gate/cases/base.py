@@ -23,6 +23,8 @@ class Program:
     code: str | None = None
     tree: Path | None = None
     function: str | None = None  # the function a reply or task names, for `call` cases without one
+    # Import roots (RunRequest.python_path): the tree's own first (`src`), then the repository's environment.
+    python_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -67,6 +67,7 @@ class Call:
         payload = {"module": module, "function": function,
                    "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))}
         result = sandbox.run(RunRequest(script="_gate_call.py", files=files, tree=program.tree,
+                                        python_path=program.python_path,
                                         stdin=json.dumps(payload).encode(), hash_seed=hash_seed,
                                         limits=limits))
         record = read_outcome(result)

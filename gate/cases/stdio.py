@@ -64,7 +64,7 @@ def _request(case: CaseSpec, program: Program, limits: Limits, hash_seed: int) -
         script, files = CANDIDATE, {CANDIDATE: program.code.encode()}
     else:
         return "the case names no program or module, and there is no reply's code to run"
-    return RunRequest(script=script, args=args, files=files, tree=program.tree,
+    return RunRequest(script=script, args=args, files=files, tree=program.tree, python_path=program.python_path,
                       stdin=str(case.get("stdin", "")).encode(), hash_seed=hash_seed, limits=limits)
 
 

@@ -18,6 +18,7 @@ from gate.checks.base import CheckContext, CheckResult
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
+from gate.subject import Subject
 from gate.verdict import CaseReport, Penalty
 
 STATE_KEY = "smoke.runs"
@@ -93,7 +94,13 @@ def _program(ctx: CheckContext) -> Program:
         return Program(code=ctx.files[0].text, function=function)
     if ctx.subject.tree is None and len(ctx.files) == 1:
         return Program(code=ctx.files[0].text, function=function)
-    return Program(tree=ctx.subject.tree, function=function)
+    return Program(tree=ctx.subject.tree, function=function, python_path=import_path(ctx.subject))
+
+
+def import_path(subject: Subject) -> tuple[str, ...]:
+    """A run's import roots over the head tree: its own first, then the environment's site-packages."""
+    sites = subject.environment.site_packages if subject.environment else ()
+    return (*subject.import_roots, *sites)
 
 
 def _run_case(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,

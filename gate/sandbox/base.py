@@ -51,6 +51,10 @@ class RunRequest:
     # Stdout, stderr and the result channel go to /dev/null, unread (a served peer, whose answers travel on its
     # channel): the result then has none of them, and no output limit applies.
     discard_output: bool = False
+    # Import roots of the program (`sys.path`), besides its working directory: a relative one (a directory of
+    # the tree, such as `src`) comes before the working directory, an absolute one (a read-only environment's
+    # site-packages outside the run) after the standard library.
+    python_path: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

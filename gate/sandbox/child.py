@@ -199,10 +199,15 @@ def _run_main(script: str, code: CodeType | None) -> None:
     exec(code, main.__dict__)
 
 
-def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, str]) -> int:
-    """Run a Python file as __main__ the way `python script.py` would; returns its exit status."""
+def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, str],
+                python_path: Sequence[str] = ()) -> int:
+    """Run a Python file as __main__ the way `python script.py` would; returns its exit status. Relative
+    `python_path` roots (RunRequest.python_path) go before the working directory, absolute ones after the
+    standard library."""
     sys.argv = [script, *args]
-    sys.path[:] = [workdir, *(p for p in sys.path if p.startswith(sys.base_prefix))]
+    sys.path[:] = [*(os.path.join(workdir, p) for p in python_path if not os.path.isabs(p)), workdir,
+                   *(p for p in sys.path if p.startswith(sys.base_prefix)),
+                   *(p for p in python_path if os.path.isabs(p))]
     sys.dont_write_bytecode = True
     if warm:
         # The modules its zygote imported are there already, as if imported (the import system's own path
@@ -247,7 +252,7 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    os._exit(_run_script(config["script"], config["args"], workdir, config["warm"]))
+    os._exit(_run_script(config["script"], config["args"], workdir, config["warm"], config["python_path"]))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:

@@ -57,6 +57,12 @@ def _interpreter(switch_uid: bool) -> tuple[str, str]:
                            + ", ".join(_INTERPRETERS) + ")"
 
 
+def run_interpreter() -> str:
+    """The interpreter this machine's runs use: one another uid can run when the gate is root (a repository's
+    environment is made with it, so that its packages fit)."""
+    return _interpreter(os.geteuid() == 0)[0]
+
+
 def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
     done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _PROBE, "1" if root else "0", *paths],
                           capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,

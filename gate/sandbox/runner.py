@@ -208,6 +208,7 @@ class LayeredSandbox:
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
             "warm": _warm_digests(request),
+            "python_path": list(request.python_path),
         }
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:

@@ -10,6 +10,7 @@ PR gate for the same commits give the same verdict. Git is reached through GitPy
 
 from __future__ import annotations
 
+import os
 import re
 import shutil
 import stat
@@ -22,7 +23,12 @@ from urllib.parse import urlsplit
 
 import git
 
+from gate.environment import BuiltEnvironment
+from gate.environment import build as environment_build
+from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
+from gate.policy.model import Policy
+from gate.sandbox.detect import run_interpreter
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import read_trusted, source_files
 from gate.subject import Subject
@@ -90,13 +96,15 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
                            worktree=_worktree(repo))
     policy = trusted.policy
     facts = _facts(repo, base, head, fork, repo_url)
-    tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if policy.cases or trusted.hidden_cases else None
+    runs_code = bool(policy.cases or trusted.hidden_cases or policy.tests)
+    tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if runs_code else None
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
+        environment = _environment(base, policy) if runs_code else None
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -106,6 +114,8 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             blocked_reasons=trusted.blocked_reasons,
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
+            environment=environment,
+            import_roots=_import_roots(head, policy),
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
         yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private)
@@ -244,6 +254,36 @@ def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
 def _merge_base(repo: git.Repo, base: git.Commit, head: git.Commit) -> git.Commit:
     found = repo.merge_base(base, head)
     return found[0] if found else base
+
+
+def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
+    """The repository's environment the policy asks for, built from the base commit (never the head)."""
+    spec = policy.repository_environment
+    if spec is None:
+        return None
+    paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
+    built = environment_build.prepare(
+        spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
+        run_interpreter(), cache_dir(os.environ), os.environ)
+    environment_build.check_reachable(built)
+    return built
+
+
+def _export_all(tree: git.Tree, target: Path) -> None:
+    export_tree(tree, target)
+
+
+def _import_roots(head: git.Commit, policy: Policy) -> tuple[str, ...]:
+    """The head tree's own import roots, first on the path: `src` when the head has a src/ layout, then
+    `environment.python_path`."""
+    spec = policy.repository_environment
+    if spec is None:
+        return ()
+    try:
+        src = isinstance(head.tree / "src", git.Tree)
+    except KeyError:
+        src = False
+    return tuple(dict.fromkeys((*(("src",) if src else ()), *spec.python_path)))
 
 
 def _printable(path: str) -> str:

@@ -1,0 +1,35 @@
+"""The repository's own environment: its dependencies, built from the base commit only (README "Gating with
+your own tests and dependencies").
+
+`declarations.py` says which files declare dependencies (read at the base, governed against the head);
+`build.py` installs them outside the sandbox, with the network, into a virtual environment made with the
+sandbox's interpreter and cached by the hash of what was installed (`cache.py`); runs see its site-packages
+read-only, after the standard library, with the head's tree first on the import path.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class BuiltEnvironment:
+    """A ready environment: where its packages are, and what was installed (for the report)."""
+
+    key: str  # the hash of what was installed (the cache entry's name)
+    root: Path  # the virtual environment
+    site_packages: tuple[str, ...]  # absolute; each run's sys.path gets them after the standard library
+    installed: tuple[str, ...]  # "name==version", sorted
+    cached: bool  # taken from the cache rather than installed by this gate
+
+    def has(self, distribution: str) -> bool:
+        """Whether `distribution` (a normalised name) was installed."""
+        return any(item.split("==")[0] == distribution for item in self.installed)
+
+    def describe(self) -> str:
+        """One line for the verdict's isolation."""
+        listed = ", ".join(self.installed[:8]) + (f" and {len(self.installed) - 8} more"
+                                                  if len(self.installed) > 8 else "")
+        return (f"{self.root} ({'cached' if self.cached else 'built'} from the base; read-only to runs): "
+                + (listed or "nothing installed"))

@@ -1,0 +1,265 @@
+"""Build the repository's environment from the base commit, outside the sandbox, with the network.
+
+A virtual environment made with the sandbox's interpreter (the one a dropped uid runs), filled by the gate's
+own pip (`pip --python`), which honours the user's index configuration (pip.conf, `PIP_INDEX_URL`: a private
+index works). What is installed: the base project with its `extras`, and the `requirements` files, all as
+they are in an export of the base commit. The project itself is then uninstalled again, leaving only its
+dependencies: the head's tree is what runs, first on the import path, and nothing of the base's package can
+stand in for a module the head deleted. Nothing of the head is built or installed here.
+
+The venv is cached by the hash of the declaration files and the settings (cache.digest); it is built in a
+temporary directory beside its final place and renamed there when complete, under a lock.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+import tomllib
+from collections.abc import Callable, Mapping, Sequence
+from importlib import metadata
+from pathlib import Path
+
+from gate.environment import BuiltEnvironment, cache
+from gate.environment.declarations import Reader, key_files
+from gate.errors import BadInput, GateFailure
+from gate.policy.model import Environment
+
+_PIP_TAIL = 15  # lines of pip's output a failure shows
+_INSTALL_TIMEOUT_S = 1800
+# pip's words for a requirement it could not satisfy.
+_UNSATISFIED = re.compile(r"(?:No matching distribution found for|Could not find a version that satisfies the "
+                          r"requirement|ResolutionImpossible.*?for|Failed to build|"
+                          r"Cannot install) ([^\s(]+)")
+
+
+def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_base: Callable[[Path], None],
+            interpreter: str, where: Path, environ: Mapping[str, str]) -> BuiltEnvironment:
+    """The environment `spec` asks for, built from the base commit (its files through `read`, their paths
+    `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`.
+    Raises BadInput (exit 2) for a policy naming what the base lacks, GateFailure (exit 3) when the install
+    fails, naming the requirement and with pip's last lines."""
+    project = _project_files(spec, read) if spec.project else []
+    if spec.extras and not project:
+        raise BadInput("the base commit has no project (pyproject.toml with [project], setup.py or setup.cfg) "
+                       "to take extras from", key="environment.extras")
+    for index, path in enumerate(spec.requirements):
+        if read(path) is None:
+            raise BadInput(f"no file {path} in the base commit", key=f"environment.requirements[{index}]")
+    files = key_files(spec, base_paths)
+    key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
+                        "extras": sorted(spec.extras), "requirements": list(spec.requirements),
+                        "files": {path: read(path) for path in files}}, environ)
+    root = where / "envs" / key
+    with cache.locked(where / "envs" / f"{key}.lock"):
+        if (root / _DONE).is_file():
+            return _load(key, root, cached=True)
+        _build(spec, bool(project), export_base, interpreter, root, environ)
+    return _load(key, root, cached=False)
+
+
+_DONE = "gate-installed.json"
+
+
+def _project_files(spec: Environment, read: Reader) -> list[str]:
+    """The base's project files that make it installable (a pyproject.toml without [project] or
+    [build-system] is only tool configuration)."""
+    found = []
+    pyproject = read("pyproject.toml")
+    if pyproject is not None:
+        try:
+            doc = tomllib.loads(pyproject)
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}",
+                           key="environment.project") from None
+        if "project" in doc or "build-system" in doc:
+            found.append("pyproject.toml")
+    found += [path for path in ("setup.py", "setup.cfg") if read(path) is not None]
+    return found
+
+
+def _interpreter_id(interpreter: str) -> str:
+    done = subprocess.run([interpreter, "-S", "-c", "import sys; print(sys.version)"], capture_output=True,
+                          text=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
+    return f"{os.path.realpath(interpreter)} {done.stdout.strip()}"
+
+
+def _build(spec: Environment, project: bool, export_base: Callable[[Path], None], interpreter: str,
+           root: Path, environ: Mapping[str, str]) -> None:
+    root.parent.mkdir(parents=True, exist_ok=True)
+    building = Path(tempfile.mkdtemp(prefix=f".build-{root.name}-", dir=root.parent))
+    source = Path(tempfile.mkdtemp(prefix="gate-base-"))
+    try:
+        export_base(source)
+        venv = subprocess.run([interpreter, "-m", "venv", "--without-pip", str(building)], capture_output=True,
+                              text=True, check=False, timeout=300, env={"PATH": "/usr/bin:/bin"})
+        if venv.returncode != 0:
+            raise GateFailure(f"could not make a virtual environment with {interpreter}: "
+                              + _tail(venv.stdout + venv.stderr))
+        python = str(building / "bin" / "python")
+        targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
+        for path in spec.requirements:
+            targets += ["-r", path]
+        installed: list[str] = []
+        if targets:
+            report = building / "gate-report.json"
+            _pip(python, ["install", "--report", str(report), *targets], source, environ,
+                 what=_what(spec, project))
+            installed, own = _installed(json.loads(report.read_text()), source)
+            report.unlink()
+            if own:
+                _pip(python, ["uninstall", "--yes", *own], source, environ, what="the base project itself")
+        (building / _DONE).write_text(json.dumps({"installed": sorted(installed)}))
+        _readable(building)
+        if root.exists():
+            shutil.rmtree(root)
+        building.rename(root)
+    finally:
+        shutil.rmtree(source, ignore_errors=True)
+        if building.exists():
+            shutil.rmtree(building, ignore_errors=True)
+
+
+def _what(spec: Environment, project: bool) -> str:
+    parts = []
+    if project:
+        parts.append("the base project" + (f" with extras [{','.join(spec.extras)}]" if spec.extras else ""))
+    parts += [f"requirements file {path}" for path in spec.requirements]
+    return " and ".join(parts)
+
+
+def _pip(python: str, args: list[str], cwd: Path, environ: Mapping[str, str], what: str) -> None:
+    """Run the gate's pip against the venv's interpreter; GateFailure naming the requirement on failure."""
+    command = [sys.executable, "-m", "pip", "--python", python, "--no-input", "--disable-pip-version-check",
+               *args]
+    try:
+        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
+                              timeout=_INSTALL_TIMEOUT_S, env={**environ, "PIP_REQUIRE_VIRTUALENV": "0"})
+    except subprocess.TimeoutExpired:
+        raise GateFailure(f"installing {what} took over {_INSTALL_TIMEOUT_S} s") from None
+    if done.returncode != 0:
+        output = done.stdout + done.stderr
+        found = _UNSATISFIED.findall(output)
+        named = f" (requirement {found[-1].rstrip('.,;')})" if found else ""
+        raise GateFailure(f"installing {what} from the base commit failed{named}; pip's last lines:\n"
+                          + _tail(output))
+
+
+def _tail(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    return "\n".join(lines[-_PIP_TAIL:])
+
+
+def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list[str]]:
+    """("name==version" for every distribution pip installed, the names of those built from the base's own
+    directory), from pip's installation report."""
+    everything, own = [], []
+    items = report.get("install", [])
+    for item in items if isinstance(items, list) else []:
+        meta = item.get("metadata", {})
+        name = _normalise(str(meta.get("name", "")))
+        info = item.get("download_info", {})
+        if "dir_info" in info and _same_dir(str(info.get("url", "")), source):
+            own.append(name)
+        else:
+            everything.append(f"{name}=={meta.get('version', '')}")
+    return everything, own
+
+
+def _same_dir(url: str, source: Path) -> bool:
+    return url.removeprefix("file://").rstrip("/") == str(source.resolve()).rstrip("/")
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _readable(root: Path) -> None:
+    """Let any uid read the environment (a run's dropped uid must import from it; none may write it)."""
+    for parent, _, files in os.walk(root):
+        os.chmod(parent, 0o755)
+        for name in files:
+            path = os.path.join(parent, name)
+            if not os.path.islink(path):
+                os.chmod(path, os.stat(path).st_mode & 0o755 | 0o444)
+
+
+def check_reachable(env: BuiltEnvironment) -> None:
+    """GateFailure (exit 3) unless a run can import from `env`: every directory above it must let another uid
+    pass (the gate's runs drop to one as root), and it must not be in a place each run gets its own tmpfs."""
+    root = env.root.resolve()
+    if any(root.is_relative_to(private) for private in ("/tmp", "/var/tmp", "/dev/shm")):
+        raise GateFailure(f"the environment {root} is in a directory each run replaces with its own; set "
+                          "GATE_CACHE_DIR to another place")
+    if os.geteuid() != 0:
+        return
+    for parent in (root, *root.parents):
+        if not os.stat(parent).st_mode & 0o001:
+            raise GateFailure(f"the sandbox's uid cannot reach the environment {root} ({parent} lets no other "
+                              "user pass); set GATE_CACHE_DIR to a directory others can pass through, such as "
+                              "/var/cache/gate")
+
+
+def _load(key: str, root: Path, cached: bool) -> BuiltEnvironment:
+    installed = json.loads((root / _DONE).read_text())["installed"]
+    sites = tuple(str(path) for path in sorted(root.glob("lib/python*/site-packages")))
+    return BuiltEnvironment(key=key, root=root, site_packages=sites, installed=tuple(installed), cached=cached)
+
+
+def gate_pytest(where: Path) -> str:
+    """A directory holding the gate's own copy of pytest and what it needs (its installed files, copied once
+    into the cache): the suite's runner when the repository's environment has no pytest. Offline: nothing is
+    downloaded."""
+    try:
+        version = metadata.version("pytest")
+    except metadata.PackageNotFoundError:
+        raise GateFailure("the repository's environment has no pytest and neither has the gate: add pytest to "
+                          "the project's test extra (environment.extras) or install pytest beside the gate"
+                          ) from None
+    target = where / f"gate-pytest-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
+    with cache.locked(where / f"{target.name}.lock"):
+        if (target / _DONE).is_file():
+            return str(target)
+        building = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=where))
+        try:
+            names = _closure("pytest")
+            for name in names:
+                dist = metadata.distribution(name)
+                for file in dist.files or ():
+                    origin = Path(str(dist.locate_file(file)))
+                    if ".." in file.parts or "__pycache__" in file.parts or not origin.is_file():
+                        continue
+                    dest = building / file
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(origin, dest)
+            (building / _DONE).write_text(json.dumps({"installed": sorted(names)}))
+            _readable(building)
+            building.rename(target)
+        finally:
+            with contextlib.suppress(FileNotFoundError):
+                shutil.rmtree(building)
+    return str(target)
+
+
+def _closure(name: str) -> list[str]:
+    """`name` and the distributions it requires here (markers evaluated for this interpreter), by name."""
+    from packaging.requirements import Requirement
+
+    seen: dict[str, None] = {}
+    todo = [name]
+    while todo:
+        current = _normalise(todo.pop())
+        if current in seen:
+            continue
+        seen[current] = None
+        for line in metadata.requires(current) or ():
+            requirement = Requirement(line)
+            if requirement.marker is None or requirement.marker.evaluate({"extra": ""}):
+                todo.append(requirement.name)
+    return list(seen)

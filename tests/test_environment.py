@@ -1,0 +1,120 @@
+"""The repository's environment: its dependencies, built from the base commit, cached, seen by the runs.
+
+Real projects built in the test (an in-tree build backend), real pip against a local wheelhouse, the real
+sandbox (as root: a dropped uid, no network).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from gate.commands.check import score_range
+from gate.errors import GateFailure
+from gate.sources.gitrange import subject_from_commits
+from gate.verdict import Verdict
+from tests.projects import SLUGIFY, gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
+from tests.test_gitrange import Repo
+
+CASES = """\
+cases:
+  - name: accents
+    function: "slugify:slugify"
+    args: ["Héllo Wörld"]
+    expect: "hello-world"
+  - name: spaces
+    function: "slugify:slugify"
+    args: ["  a  b "]
+    expect: "a-b"
+"""
+
+
+def _score(repo: Repo, base: str = "main", head: str = "bot") -> Verdict:
+    import git
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit(base).hexsha, handle.commit(head).hexsha) as found:
+        return score_range(found)
+
+
+def _slugify_repo(root: Path, policy: str, layout: str = "flat") -> Repo:
+    module = "src/slugify.py" if layout == "src" else "slugify.py"
+    return project_repo(root, {"pyproject.toml": pyproject("slugish", ["text-unidecode"]), module: SLUGIFY,
+                               ".github/gate.yml": policy})
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_call_case_imports_the_dependency_the_base_declares(tmp_path: Path) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES)
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert [(c.name, c.status) for c in verdict.cases] == [("accents", "passed"), ("spaces", "passed")], verdict.cases
+    assert verdict.accepted and verdict.total == 0
+    assert "text-unidecode==1.0" in dict(verdict.isolation)["environment"]
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_without_an_environment_the_dependency_is_missing(tmp_path: Path) -> None:
+    """The situation the environment exists for: the standard library only, every case fails."""
+    repo = _slugify_repo(tmp_path / "repo", CASES)
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert [c.status for c in verdict.cases] == ["failed", "failed"]
+    assert "No module named 'text_unidecode'" in verdict.cases[0].detail
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_src_layout_is_imported_from_the_heads_tree(tmp_path: Path) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES, layout="src")
+    broken = SLUGIFY.replace(".strip('-')", "")
+    repo.commit("bot: break the ends", {"src/slugify.py": broken})
+
+    verdict = _score(repo)
+
+    # The head's src/slugify.py ran (not the base's, which the environment never holds).
+    assert [(c.name, c.status) for c in verdict.cases] == [("accents", "passed"), ("spaces", "failed")]
+    assert not verdict.accepted or verdict.total == 2
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_the_environment_is_cached_by_what_the_base_declares(tmp_path: Path) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES)
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+    import git
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as first:
+        assert first.subject.environment is not None
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as second:
+        assert second.subject.environment is not None
+    assert second.subject.environment.cached
+    assert second.subject.environment.root == first.subject.environment.root
+    # The project itself is not in it: only its dependency.
+    assert second.subject.environment.installed == ("text-unidecode==1.0",)
+    assert not list(Path(second.subject.environment.site_packages[0]).glob("slugish*"))
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_an_install_that_fails_names_the_requirement_and_exits_3(tmp_path: Path,
+                                                                  capsys: pytest.CaptureFixture[str]) -> None:
+    repo = project_repo(tmp_path / "repo", {
+        "pyproject.toml": pyproject("slugish", ["text-unidecode", "no-such-dependency>=2"]),
+        "slugify.py": SLUGIFY, ".github/gate.yml": "environment: {}\n" + CASES})
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+    import git
+
+    handle = git.Repo(repo.root)
+    with pytest.raises(GateFailure, match="no-such-dependency"), \
+            subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha):
+        pass
+
+    assert main(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"]) == 3
+    err = capsys.readouterr().err
+    assert "requirement no-such-dependency" in err
+    assert "pip's last lines" in err
