@@ -118,3 +118,48 @@ def test_an_install_that_fails_names_the_requirement_and_exits_3(tmp_path: Path,
     err = capsys.readouterr().err
     assert "requirement no-such-dependency" in err
     assert "pip's last lines" in err
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("files", "named"), [
+    ({"pyproject.toml": pyproject("slugish", ["text-unidecode", "requests>=2"])},
+     "edits pyproject.toml: [project] dependencies adds requests>=2"),
+    ({"requirements-dev.txt": "checkhelp==1.0\n"}, "adds requirements-dev.txt"),
+    ({"uv.lock": "version = 1\n"}, "adds uv.lock"),
+], ids=["pyproject", "requirements", "lock"])
+def test_a_dependency_change_is_blocked_for_a_human_and_scored_with_the_base(
+        tmp_path: Path, files: dict[str, str], named: str) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES)
+    repo.commit("bot: new dependencies", {**files, "slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert verdict.total == 0 and not verdict.accepted
+    assert any(named in reason and "a human must review" in reason for reason in verdict.blocked_reasons), \
+        verdict.blocked_reasons
+    # Scored with the base's environment: the new requirement was never installed.
+    assert "requests" not in dict(verdict.isolation)["environment"]
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_pyproject_edit_outside_the_dependencies_is_not_a_dependency_change(tmp_path: Path) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES)
+    repo.commit("bot: tool settings", {
+        "pyproject.toml": pyproject("slugish", ["text-unidecode"], extra="\n[tool.ruff]\nline-length = 99\n"),
+        "slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+    assert verdict.accepted, verdict.blocked_reasons
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_dependency_changes_note_relaxes_the_block_to_a_fact(tmp_path: Path) -> None:
+    repo = _slugify_repo(tmp_path / "repo", "environment: {dependency_changes: note}\n" + CASES)
+    repo.commit("bot: new dependencies",
+                {"pyproject.toml": pyproject("slugish", ["text-unidecode", "requests>=2"]),
+                 "slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted and not verdict.blocked_reasons
+    assert any(key == "dependencies" and "adds requests>=2" in value for key, value in verdict.facts)

@@ -54,7 +54,8 @@ def subject_from_api(client: Any, repo_name: str, number: int, base_sha: str, he
     subject = Subject(kind="range", label=f"{base_sha[:12]}..{head_sha[:12]}", files=source_files(changes),
                       hidden_cases=trusted.hidden_cases, judge_rubric=trusted.judge_rubric,
                       blocked_reasons=trusted.blocked_reasons,
-                      facts=(("repo", repo_url), ("base", base_sha), ("head", head_sha)))
+                      facts=(("repo", repo_url), ("base", base_sha), ("head", head_sha),
+                             *(("dependencies", note) for note in trusted.dependency_notes)))
     return ScoreInput(subject, trusted.policy, trusted.overrides, trusted.reproduce)
 
 

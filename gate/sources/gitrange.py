@@ -96,6 +96,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
                            worktree=_worktree(repo))
     policy = trusted.policy
     facts = _facts(repo, base, head, fork, repo_url)
+    facts += [("dependencies", note) for note in trusted.dependency_notes]
     runs_code = bool(policy.cases or trusted.hidden_cases or policy.tests)
     tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if runs_code else None
     try:

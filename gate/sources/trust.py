@@ -13,6 +13,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from gate.cases.hidden import load_hidden
+from gate.environment.declarations import is_declaration, what_changed
 from gate.errors import BadInput
 from gate.policy.loader import load_policy
 from gate.policy.model import DEFAULT_POLICY_PATH, CaseSpec, Policy
@@ -32,6 +33,9 @@ class Trusted:
     judge_rubric: str | None
     overrides: Overrides
     reproduce: str
+    # What the change does to the dependency declarations, when the policy relaxes that to a note
+    # (`environment.dependency_changes: note`); otherwise those lines are among `blocked_reasons`.
+    dependency_notes: tuple[str, ...] = ()
 
 
 def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, policy_path: str | None,
@@ -44,10 +48,13 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
     policy = _policy(base, named)
     governed = governed_files(policy, named or DEFAULT_POLICY_PATH)
     rubric = policy.judge.rubric_file
+    dependencies = dependency_changes(base, changes, policy)
+    relaxed = policy.environment is not None and policy.environment.dependency_changes == "note"
     return Trusted(
         policy=policy,
         governed=governed,
-        blocked_reasons=blocked_reasons(changes, governed),
+        blocked_reasons=blocked_reasons(changes, governed) + (() if relaxed else dependencies),
+        dependency_notes=dependencies if relaxed else (),
         hidden_cases=load_hidden(policy, base.read, worktree),
         judge_rubric=base.read(rubric) if rubric else None,
         overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
@@ -79,6 +86,27 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
             reasons.append(f"the change {verb} {what} {path}, which is read from the base commit; "
                            "a human must review it")
     return tuple(reasons)
+
+
+def dependency_changes(base: BaseReader, changes: Sequence[Change], policy: Policy) -> tuple[str, ...]:
+    """One line per dependency declaration the change edits, naming what changed, when the policy builds the
+    repository's environment (from the base: the change is scored with the base's dependencies, so a human
+    must look at the new ones)."""
+    spec = policy.repository_environment
+    if spec is None:
+        return ()
+    lines = []
+    for change in changes:
+        for path in change.paths:
+            if not is_declaration(path, spec):
+                continue
+            new = None if change.status == "deleted" or path != change.path or change.data is None \
+                else change.data.decode("utf-8", "replace")
+            what = what_changed(path, base.read(path), new)
+            if what:
+                lines.append(f"the change {what}; the code was scored with the base's dependencies, and a human "
+                             "must review the new ones")
+    return tuple(dict.fromkeys(lines))
 
 
 def source_files(changes: Sequence[Change]) -> tuple[SourceFile, ...]:
