@@ -5,9 +5,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from .server import COMMENT_LIMIT, FakeGitHub, Pull, Repo, example, webhook
+from .server import COMMENT_LIMIT, Commit, FakeGitHub, Person, Pull, Repo, example, webhook
 
-__all__ = ["COMMENT_LIMIT", "FakeGitHub", "Pull", "Repo", "example", "serve", "webhook"]
+__all__ = ["COMMENT_LIMIT", "Commit", "FakeGitHub", "Person", "Pull", "Repo", "example", "serve", "webhook"]
 
 
 @contextmanager

@@ -40,6 +40,12 @@ OPERATIONS = (
     ("post", "/repos/{owner}/{repo}/statuses/{sha}"),
     ("post", "/repos/{owner}/{repo}/check-runs"),
     ("patch", "/repos/{owner}/{repo}/check-runs/{check_run_id}"),
+    # Who a PR's commits are by, and who may change how it is gated (labels, overrides).
+    ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/commits"),
+    ("get", "/repos/{owner}/{repo}/collaborators/{username}/permission"),
+    ("get", "/repos/{owner}/{repo}/issues/{issue_number}/events"),
+    ("get", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),
+    ("get", "/repos/{owner}/{repo}/commits/{ref}/check-runs"),
 )
 
 # (event, action or None): the first published example of each is kept.
@@ -47,6 +53,8 @@ WEBHOOKS = (
     ("pull_request", "opened"),
     ("pull_request", "synchronize"),
     ("pull_request", "labeled"),
+    ("issue_comment", "created"),
+    ("merge_group", "checks_requested"),
     ("workflow_dispatch", None),
     ("workflow_run", "completed"),
 )
@@ -63,6 +71,8 @@ EXAMPLE_FIXES: dict[str, list[tuple[str, Any]]] = {
     # example has.
     "private-user-response-with-public-and-private-profile-information": [("/user_view_type", "private")],
     "private-user-response-with-public-profile-information": [("/user_view_type", "public")],
+    # `role_name` is required in the collaborator the permission names, but the example's user has none.
+    "repository-collaborator-permission-response-if-user-has-admin-permissions": [("/user/role_name", "admin")],
 }
 
 # Places where the published schema itself is wrong for what GitHub sends (and for its own examples).
@@ -83,6 +93,12 @@ SCHEMA_FIXES: dict[str, Any] = {
     # add_to_labels does; the schema only lists the object form. Add the array form it documents.
     "/paths/~1repos~1{owner}~1{repo}~1issues~1{issue_number}~1labels/post/requestBody/content/application~1json"
     "/schema/oneOf/1": {"type": "array", "minItems": 1, "items": {"type": "string"}},
+    # A commit's `author` and `committer` (the GitHub accounts) are null when no account is linked to the git
+    # identity, as GitHub sends them; the schema says nullable, but a nullable `oneOf` whose branches are all
+    # objects rejects null under openapi-core. The nullable user branch says it.
+    **{f"/components/schemas/commit/properties/{role}": {"oneOf": [
+        {"$ref": "#/components/schemas/nullable-simple-user"}, {"$ref": "#/components/schemas/empty-object"}]}
+       for role in ("author", "committer")},
 }
 
 # The fake serves JSON only; other media types of an operation are dropped from the trimmed copy.

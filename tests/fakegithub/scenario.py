@@ -8,22 +8,32 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from .server import FakeGitHub, Pull, webhook
+from .server import Commit, FakeGitHub, Person, Pull, webhook
 
 REPO = "octo/app"
 BOT = "gate-bot[bot]"
 MERGE_SHA = "4d3e" * 10
+TESTER = Person("t", "t@example.com")
 
 
-def git(cwd: Path, *args: str) -> str:
+def git(cwd: Path, *args: str, author: Person = TESTER, committer: Person = TESTER) -> str:
     done = subprocess.run(["git", *args], cwd=cwd, check=True, capture_output=True, text=True,
-                          env={"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com",
-                               "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com",
+                          env={"GIT_AUTHOR_NAME": author.name, "GIT_AUTHOR_EMAIL": author.email,
+                               "GIT_COMMITTER_NAME": committer.name, "GIT_COMMITTER_EMAIL": committer.email,
                                "GIT_CONFIG_NOSYSTEM": "1", "HOME": str(cwd), "PATH": "/usr/bin:/bin"})
     return done.stdout.strip()
 
 
-def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
+@dataclass(frozen=True)
+class CommitSpec:
+    """One commit of the PR's head: its message (trailers included), author and committer."""
+
+    message: str = "bot change"
+    author: Person = TESTER
+    committer: Person = TESTER
+
+
+def commit(repo: Path, files: dict[str, str | None], message: str, spec: CommitSpec | None = None) -> str:
     """Write (or delete, for None) `files` and commit them; returns the new SHA."""
     for path, text in files.items():
         target = repo / path
@@ -33,7 +43,8 @@ def commit(repo: Path, files: dict[str, str | None], message: str) -> str:
         target.parent.mkdir(parents=True, exist_ok=True)
         target.write_text(text, encoding="utf-8")
     git(repo, "add", "-A")
-    git(repo, "commit", "-q", "-m", message)
+    who = spec or CommitSpec(message)
+    git(repo, "commit", "-q", "--allow-empty", "-m", who.message, author=who.author, committer=who.committer)
     return git(repo, "rev-parse", "HEAD")
 
 
@@ -51,6 +62,9 @@ class Scenario:
     labels: list[str] = field(default_factory=list)
     fork: bool = False
     event_name: str = "pull_request"
+    branch: str = "bot/patch"
+    # The head's commits: the first holds the `head` changes, the others are empty.
+    commits: list[CommitSpec] = field(default_factory=lambda: [CommitSpec()])
     workspace: Path = field(init=False)
     base_sha: str = field(init=False)
     head_sha: str = field(init=False)
@@ -60,13 +74,17 @@ class Scenario:
         self.workspace.mkdir(parents=True)
         git(self.workspace, "init", "-q", "-b", "main")
         self.base_sha = commit(self.workspace, dict(self.base), "base")
-        git(self.workspace, "checkout", "-q", "-b", "bot/patch")
-        self.head_sha = commit(self.workspace, dict(self.head), "bot change")
+        git(self.workspace, "checkout", "-q", "-b", self.branch)
+        for index, spec in enumerate(self.commits):
+            self.head_sha = commit(self.workspace, dict(self.head) if index == 0 else {}, spec.message, spec)
         if REPO not in self.fake.repos:
             self.fake.add_repo(REPO)
-        self.fake.add_pull(REPO, Pull(self.number, self.head_sha, self.base_sha, user=self.author,
-                                      user_type=self.author_type, labels=list(self.labels),
-                                      head_repo="forker/app" if self.fork else None))
+        shas = git(self.workspace, "rev-list", "--reverse", f"{self.base_sha}..{self.head_sha}").split()
+        self.fake.add_pull(REPO, Pull(self.number, self.head_sha, self.base_sha, head_ref=self.branch,
+                                      user=self.author, user_type=self.author_type, labels=list(self.labels),
+                                      head_repo="forker/app" if self.fork else None,
+                                      commits=[Commit(sha, spec.message, spec.author, spec.committer)
+                                               for sha, spec in zip(shas, self.commits, strict=True)]))
         for path, text in self.base.items():
             self.fake.set_content(REPO, self.base_sha, path, text)
         for path, text in {**self.base, **{k: v for k, v in self.head.items() if v is not None}}.items():
@@ -78,21 +96,33 @@ class Scenario:
                                status="modified" if path in self.base else "added",
                                patch=self._patch(path) if path in self.base else None)
 
+    def label(self, name: str, actor: str, kind: str = "User") -> None:
+        """`actor` applies label `name`: on the PR (and so in the next event) and in the issue's events."""
+        if name not in self.labels:
+            self.labels.append(name)
+        self.fake.add_label(REPO, self.number, name, actor, kind)
+
     def _patch(self, path: str) -> str:
         diff = git(self.workspace, "diff", "--no-color", f"{self.base_sha}..{self.head_sha}", "--", path)
         return diff[diff.index("@@"):]
 
-    def event(self) -> dict[str, object]:
-        """The event payload: GitHub's published example with this PR's facts."""
+    def event(self, action: str = "opened", label: str | None = None,
+              sender: tuple[str, str] | None = None) -> dict[str, object]:
+        """The event payload: GitHub's published example of `pull_request.<action>` with this PR's facts
+        (`label` for a labeled event, `sender` the login and type the event claims acted)."""
         if self.event_name == "workflow_dispatch":
             payload = webhook("workflow_dispatch")
             payload["inputs"] = {"pull_request": str(self.number)}
         else:
-            payload = webhook("pull_request.opened")
+            payload = webhook(f"pull_request.{action}")
+            if label is not None:
+                payload["label"]["name"] = label
+            if sender is not None:
+                payload["sender"].update(login=sender[0], type=sender[1])
             pr = payload["pull_request"]
             pr.update(number=self.number, labels=[{"name": name} for name in self.labels])
             pr["user"].update(login=self.author, type=self.author_type)
-            pr["head"].update(sha=self.head_sha, ref="bot/patch")
+            pr["head"].update(sha=self.head_sha, ref=self.branch)
             pr["head"]["repo"]["full_name"] = "forker/app" if self.fork else REPO
             pr["base"].update(sha=self.base_sha, ref="main")
             pr["base"]["repo"]["full_name"] = REPO

@@ -71,6 +71,26 @@ class Pull:
     head_repo: str | None = None  # full name of the fork; None means the same repository
     title: str = "A change"
     files: list[dict[str, Any]] = field(default_factory=list)
+    commits: list[Commit] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Person:
+    """A commit's author or committer: the git identity, and the GitHub account GitHub links it to (if any)."""
+
+    name: str
+    email: str
+    login: str | None = None
+    type: str = "User"
+
+
+@dataclass
+class Commit:
+    sha: str
+    message: str
+    author: Person
+    committer: Person
+    date: str = "2026-01-01T00:00:00Z"
 
 
 @dataclass
@@ -92,6 +112,8 @@ class Repo:
     statuses: list[dict[str, Any]] = field(default_factory=list)
     check_runs: dict[int, dict[str, Any]] = field(default_factory=dict)
     annotations: dict[int, list[dict[str, Any]]] = field(default_factory=dict)
+    permissions: dict[str, str] = field(default_factory=dict)  # login -> admin, maintain, write, triage, read
+    events: dict[int, list[dict[str, Any]]] = field(default_factory=dict)  # issue number -> issue events
 
 
 class Answer(Exception):
@@ -210,6 +232,25 @@ class FakeGitHub:
     def token_identity(self) -> tuple[str, str]:
         """(login, account type) that the token's writes show as."""
         return (self.token_login, "User") if self.token_login else (ACTIONS_BOT, "Bot")
+
+    def add_label(self, full_name: str, number: int, name: str, actor: str, kind: str = "User") -> dict[str, Any]:
+        """`actor` puts label `name` on the PR: the label, and the `labeled` issue event GitHub records."""
+        with self._lock:
+            repo = self.repos[full_name]
+            pull = repo.pulls[number]
+            if name not in pull.labels:
+                pull.labels.append(name)
+            event: dict[str, Any] = example("issue-event-for-issue-items")[0]
+            eid = next(self._ids)
+            event.update(id=eid, event="labeled", actor=self._user(actor, kind), commit_id=None, commit_url=None,
+                         url=f"{PUBLIC}/repos/{full_name}/issues/events/{eid}", created_at=_now(),
+                         label={"name": name, "color": "ededed"})
+            repo.events.setdefault(number, []).append(event)
+            return event
+
+    def set_permission(self, full_name: str, login: str, permission: str) -> None:
+        """`login`'s permission on the repository (admin, maintain, write, triage, read); others have none."""
+        self.repos[full_name].permissions[login] = permission
 
     def fail(self, method: str, path_regex: str, kind: str, times: int = 1,
              retry_after: int | None = None) -> None:
@@ -475,6 +516,65 @@ def _directory(state: Repo, ref: str, folder: str) -> list[dict[str, Any]]:
     return [entries[name] for name in sorted(entries)]
 
 
+def list_pull_commits(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                      number: str) -> tuple[int, dict[str, str], Any]:
+    state, pull = _pull_of(fake, owner, repo, number)
+    template = example("commit-items")[0]
+    items = []
+    for entry in pull.commits:
+        item = copy.deepcopy(template)
+        text = json.dumps(item).replace("octocat/Hello-World", state.full_name).replace(template["sha"], entry.sha)
+        item = json.loads(text)
+        item["commit"].update(message=entry.message, comment_count=0,
+                              author={"name": entry.author.name, "email": entry.author.email, "date": entry.date},
+                              committer={"name": entry.committer.name, "email": entry.committer.email,
+                                         "date": entry.date})
+        for role, person in (("author", entry.author), ("committer", entry.committer)):
+            item[role] = fake._user(person.login, person.type) if person.login else None
+        item.pop("files", None)
+        item.pop("stats", None)
+        items.append(item)
+    return _page(fake, f"/repos/{owner}/{repo}/pulls/{number}/commits", query, items)
+
+
+def get_permission(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                   username: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    permission = state.permissions.get(username, "none")
+    # GitHub folds maintain into write and triage into read in `permission`; `role_name` keeps the role.
+    data = example("repository-collaborator-permission-response-if-user-has-admin-permissions")
+    data.update(permission={"maintain": "write", "triage": "read"}.get(permission, permission),
+                role_name=permission)
+    data["user"].update(fake._user(username, "Bot" if username.endswith("[bot]") else "User"),
+                        role_name=permission)
+    return 200, {}, data
+
+
+def list_issue_events(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                      number: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    return _page(fake, f"/repos/{owner}/{repo}/issues/{number}/events", query, state.events.get(int(number), []))
+
+
+def get_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                comment_id: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    for comment in itertools.chain.from_iterable(state.comments.values()):
+        if comment["id"] == int(comment_id):
+            return 200, {}, comment
+    raise Answer(404, {"message": "Not Found", "documentation_url": DOCS, "status": "404"})
+
+
+def list_check_runs_for_ref(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+                            ref: str) -> tuple[int, dict[str, str], Any]:
+    state = _repo(fake, owner, repo)
+    runs = [run for run in state.check_runs.values() if run["head_sha"] == ref
+            and query.get("check_name") in (None, run["name"])]
+    runs.reverse()  # newest first, as GitHub lists them
+    status, headers, page = _page(fake, f"/repos/{owner}/{repo}/commits/{ref}/check-runs", query, runs)
+    return status, headers, {"total_count": len(runs), "check_runs": page}
+
+
 def list_comments(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
                   number: str) -> tuple[int, dict[str, str], Any]:
     state = _repo(fake, owner, repo)
@@ -565,7 +665,8 @@ def create_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: 
     cid = next(fake._ids)
     run.update(id=cid, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"),
                conclusion=body.get("conclusion"), url=f"{PUBLIC}/repos/{state.full_name}/check-runs/{cid}",
-               html_url=f"https://github.com/{state.full_name}/runs/{cid}", pull_requests=[])
+               html_url=f"https://github.com/{state.full_name}/runs/{cid}", pull_requests=[],
+               external_id=body.get("external_id", ""))
     if run["conclusion"] is not None:
         run["status"] = "completed"
     else:
@@ -615,6 +716,11 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/files"), list_pull_files),
     ("GET", re.compile(_R + r"/contents/(?P<path>.+)"), get_contents),
     ("GET", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), list_comments),
+    ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/commits"), list_pull_commits),
+    ("GET", re.compile(_R + r"/collaborators/(?P<username>[^/]+)/permission"), get_permission),
+    ("GET", re.compile(_R + r"/issues/(?P<number>\d+)/events"), list_issue_events),
+    ("GET", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), get_comment),
+    ("GET", re.compile(_R + r"/commits/(?P<ref>[^/]+)/check-runs"), list_check_runs_for_ref),
     ("POST", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), create_comment),
     ("PATCH", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), update_comment),
     ("DELETE", re.compile(_R + r"/issues/comments/(?P<comment_id>\d+)"), delete_comment),
