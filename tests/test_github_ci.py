@@ -24,11 +24,20 @@ def fake() -> Iterator[FakeGitHub]:
         yield running
 
 
+MAINTAINER = "maria"
+
+
 def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None, *, author: str = BOT,
-         author_type: str = "Bot", labels: tuple[str, ...] = (), event_name: str = "pull_request") -> Scenario:
-    base = {".github/gate.yml": POLICY, "app.py": CLEAN}
-    return Scenario(fake, tmp_path, base, head if head is not None else {"util.py": CLEAN}, author=author,
-                    author_type=author_type, labels=list(labels), event_name=event_name)
+         author_type: str = "Bot", labels: tuple[str, ...] = (), event_name: str = "pull_request",
+         policy: str = POLICY) -> Scenario:
+    """A PR whose `labels` a maintainer (write access, not the author) applied."""
+    base = {".github/gate.yml": policy, "app.py": CLEAN}
+    scenario = Scenario(fake, tmp_path, base, head if head is not None else {"util.py": CLEAN}, author=author,
+                        author_type=author_type, event_name=event_name)
+    fake.set_permission(REPO, MAINTAINER, "write")
+    for label in labels:
+        scenario.label(label, MAINTAINER)
+    return scenario
 
 
 def run_ci(scenario: Scenario, monkeypatch: pytest.MonkeyPatch, *args: str, workspace: bool = True,
@@ -230,11 +239,15 @@ def test_an_opt_out_label_leaves_a_bot_pr_ungated(
     assert run_ci(pr, monkeypatch) == 0
     [status] = fake.repos[REPO].statuses
     assert status["state"] == "success" and "no-gate" in status["description"]
+    # A bot PR a maintainer opted out is not accepted by the gate: the check run says neutral, not success.
+    [check] = fake.repos[REPO].check_runs.values()
+    assert check["conclusion"] == "neutral" and "would be gated" in check["output"]["summary"]
 
 
 def test_dependabots_read_only_run_leaves_the_artifact_and_posts_nothing(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
-    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="dependabot[bot]")
+    pr = make(fake, tmp_path, {"util.py": BROKEN}, author="dependabot[bot]",
+              policy=POLICY + "bots:\n  dependency_bots: true\n")
     assert run_ci(pr, monkeypatch) == 1
     assert fake.writes() == [] and "read-only" in capsys.readouterr().out
     assert json.loads(Path(pr.outputs()["verdict"]).read_text())["total"] == 5

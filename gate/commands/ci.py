@@ -23,6 +23,7 @@ from gate.errors import BadInput, GateError, GateFailure
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
+from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import (
     Names,
     Publisher,
@@ -34,7 +35,7 @@ from gate.github.publish import (
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.sandbox import MISSING_LAYERS
 from gate.sources.base import ScoreInput
-from gate.sources.pullrequest import decide, pull_request_from_event, subject_from_pull_request
+from gate.sources.pullrequest import pull_request_from_event, subject_from_pull_request
 from gate.verdict import Note, Verdict
 
 DEFAULT_VERDICT = "gate-verdict.json"
@@ -121,11 +122,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         with subject_from_pull_request(client, pr, workspace=workspace, policy_path=args.policy,
                                        api_url=connection.api_url) as found:
-            decision = decide(pr, found.policy.bots)
+            gating = gate_decision(client, pr, found.policy.bots)
+            decision = gating.decision
             if not decision.gated:
-                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason,
+                                         neutral=decision.opted_out, notes=gating.labels.ignored)
             _need_checkout_for_cases(found)
-            verdict = score_in_ci(found)
+            verdict = with_gating_notes(score_in_ci(found), gating)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
         _report_failure(delivery, failure)
@@ -137,7 +140,7 @@ def run(args: argparse.Namespace) -> int:
         failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
         _report_failure(delivery, failure)
         raise
-    report = report_for(verdict, found.overrides, comment=args.comment == "true")
+    report = report_for(verdict, found.overrides, comment=args.comment == "true", gated_by=decision.reason)
     return deliver(delivery, verdict, report, found.overrides)
 
 

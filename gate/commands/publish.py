@@ -26,8 +26,9 @@ from gate.engine import score
 from gate.errors import BadInput, GateFailure
 from gate.github.actions import append_summary
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
+from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
-from gate.sources.pullrequest import PullRequest, decide, subject_from_pull_request
+from gate.sources.pullrequest import PullRequest, subject_from_pull_request
 from gate.verdict import Note, Verdict
 
 MAX_ARTIFACT_BYTES = 1024 * 1024
@@ -107,9 +108,11 @@ def run(args: argparse.Namespace) -> int:
                                        api_url=connection.api_url) as found:
             # Whether the PR is gated is decided here again, from the base's policy and the PR as the API
             # has it: the artifact's word counts for nothing.
-            decision = decide(pr, found.policy.bots)
+            gating = gate_decision(client, pr, found.policy.bots)
+            decision = gating.decision
             if not decision.gated:
-                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason)
+                return deliver_not_gated(delivery, found.subject, found.policy, decision.reason,
+                                         neutral=decision.opted_out, notes=gating.labels.ignored)
             checks = [c for c in all_checks() if c.name in STATIC_CHECKS]
             static = score(found.subject, found.policy, None, checks=checks, reproduce=found.reproduce)
     except (GithubException, RequestException) as exc:
@@ -121,9 +124,10 @@ def run(args: argparse.Namespace) -> int:
         append_summary(environ, f"> **gate refused the artifact**: {reason}")
         raise BadInput(reason, file=str(args.artifact), key="penalties")
     ran_cases = bool(found.policy.cases or found.subject.cases or found.subject.hidden_cases)
-    verdict = combine(claimed, static, allowed_labels=(found.policy.judge.label,), ran_cases=ran_cases)
-    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true"),
-                   found.overrides)
+    verdict = with_gating_notes(combine(claimed, static, allowed_labels=(found.policy.judge.label,),
+                                        ran_cases=ran_cases), gating)
+    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true",
+                                                 gated_by=decision.reason), found.overrides)
 
 
 def _event_pr(payload: dict[str, Any]) -> int:

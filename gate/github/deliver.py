@@ -59,18 +59,20 @@ def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Ove
     return code if written else EXIT_GATE_FAILED
 
 
-def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reason: str) -> int:
+def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reason: str, *, neutral: bool = False,
+                      notes: tuple[str, ...] = ()) -> int:
     """A PR the policy does not gate: a success status and check saying why, no comment, exit 0. A verdict
     with nothing scored and the reason in a note is still the artifact: with a read-only token it is what
     names the PR and its head to `gate publish`, which decides again from the base's policy."""
-    report = not_gated_report(reason)
+    report = not_gated_report(reason, neutral=neutral, notes=notes)
     verdict = Verdict(subject_kind=subject.kind, subject_label=subject.label, policy_source=policy.source,
                       mode=policy.mode, budget=policy.budget, total=0, accepted=True,
-                      notes=(Note("gate", f"not gated: {reason}"),), facts=subject.facts,
+                      notes=(Note("gate", f"not gated: {reason}"), *(Note("gate", n) for n in notes)),
+                      facts=subject.facts,
                       gate_version=__version__)
     written = _write_artifact(delivery, verdict)
     print(f"gate: {report.description}")
-    append_summary(delivery.environ, f"**gate**: {report.description}")
+    append_summary(delivery.environ, f"**gate**: {report.summary}")
     set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": str(verdict.budget),
                                    "verdict": str(delivery.verdict_path), "gated": "false"})
     code = _publish(delivery, report, None, EXIT_ACCEPTED)

@@ -36,7 +36,9 @@ PERMISSIONS_YAML = ("permissions:\n  contents: read\n  pull-requests: write\n  s
                     "  checks: write")
 FULL_REPORT_NOTE = "> The full report is in the job summary."
 
-State = Literal["success", "failure"]
+# A check run's conclusion; `neutral` (a maintainer's override or opt-out) satisfies a required check without
+# claiming the gate accepted. A commit status has no neutral: it says success, with the reason in its line.
+State = Literal["success", "failure", "neutral"]
 Problem = Literal["permission", "rate limit", "gone", "too long", "server", "other"]
 
 
@@ -90,13 +92,15 @@ class Outcome:
         return lines
 
 
-def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment: bool = True) -> Report:
-    """The report for a scored PR (templates overridden from the base commit): failure when blocked."""
+def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment: bool = True,
+               gated_by: str = "") -> Report:
+    """The report for a scored PR (templates overridden from the base commit): failure when blocked.
+    `gated_by` (what made the PR gated) ends the status line."""
     head = headline(verdict)
     state: State = "success" if verdict.accepted else "failure"
     return Report(
         state=state,
-        description=_line(f"{head.status}: {head.text}"),
+        description=_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
         title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
         summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT, FULL_REPORT_NOTE),
         comment=render_comment(verdict, overrides) if comment else None,
@@ -105,10 +109,13 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
     )
 
 
-def not_gated_report(reason: str) -> Report:
-    """Success with the reason, and no comment: a required check must never stay pending."""
-    return Report(state="success", description=_line(f"not gated: {reason}"), title="not gated",
-                  summary=f"Nothing to gate: {reason}.", comment=None)
+def not_gated_report(reason: str, *, neutral: bool = False, notes: tuple[str, ...] = ()) -> Report:
+    """Success with the reason, and no comment: a required check must never stay pending. `neutral` when a
+    maintainer's label opted out a PR that would be gated."""
+    summary = f"Nothing to gate: {reason}." + "".join(f"\n\n> {note}" for note in notes)
+    return Report(state="neutral" if neutral else "success", description=_line(f"not gated: {reason}"),
+                  title="not gated (a maintainer opted it out)" if neutral else "not gated", summary=summary,
+                  comment=None)
 
 
 def failed_report(reason: str) -> Report:
@@ -189,8 +196,9 @@ class Publisher:
             mine.edit(body)
 
     def status(self, report: Report) -> None:
+        state = "success" if report.state == "neutral" else report.state
         self.repo.get_commit(self.target.head_sha).create_status(
-            report.state, description=report.description, context=self.names.status)
+            state, description=report.description, context=self.names.status)
 
     def check_run(self, report: Report) -> None:
         """A completed check run; annotations go 50 a request, the rest appended by updates."""

@@ -15,6 +15,8 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gate.bots.catalog import agent_ids
+from gate.bots.patterns import login_problem
 from gate.errors import BadInput, read_input
 from gate.globs import compile_glob
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
@@ -46,8 +48,8 @@ KIND_KEYS = (
     ("humaneval", ("prompt", "test", "entry_point")),
     ("mbpp", ("setup", "tests")),
 )
-# Globs: paths are matched from the repository root; bots' patterns against logins and branch names.
-_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "patterns"), ("bots", "branches"))
+# Path globs, matched from the repository root; branch names are paths too (gate.bots.patterns).
+_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"))
 
 
 def policy_schema() -> dict[str, Any]:
@@ -165,8 +167,11 @@ def effective_policy_dict(policy: Policy) -> dict[str, Any]:
             "patterns": list(policy.bots.patterns),
             "account_types": list(policy.bots.account_types),
             "branches": list(policy.bots.branches),
+            "agents": list(policy.bots.agents),
+            "dependency_bots": policy.bots.dependency_bots,
             "labels": {"opt_in": list(policy.bots.opt_in_labels),
-                       "opt_out": list(policy.bots.opt_out_labels)},
+                       "opt_out": list(policy.bots.opt_out_labels),
+                       "override": list(policy.bots.override_labels)},
         },
         "limits": _plain(policy.limits),
         "runs": policy.runs,
@@ -190,7 +195,7 @@ def _plain(obj: Any) -> dict[str, Any]:
 def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) -> Policy:
     """The typed policy from a validated, merged document."""
     bots = _section(doc, "bots")
-    labels = bots.pop("labels", {})
+    label_lists: dict[str, Any] = {f"{key}_labels": tuple(value) for key, value in bots.pop("labels", {}).items()}
     defaults = Policy()
     return Policy(
         budget=doc.get("budget", defaults.budget),
@@ -203,7 +208,7 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         claims=Claims(**_section(doc, "claims")),
         cases=parse_cases(doc.get("cases", []), file, "cases"),
         hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
-        bots=Bots(**bots, **{f"{key}_labels": tuple(value) for key, value in labels.items()}),
+        bots=Bots(**bots, **label_lists),
         limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
@@ -299,6 +304,13 @@ def glob_problem(pattern: str) -> str | None:
 
 
 def _check_globs(doc: MarkedMap, file: str) -> None:
+    bots = doc.get("bots", {})
+    for key, problem_of in (("patterns", login_problem), ("agents", _agent_problem)):
+        for index, value in enumerate(bots.get(key, [])):
+            problem = problem_of(value)
+            if problem:
+                raise BadInput(f"{value!r}: {problem}", file=file, line=bots[key].item_lines[index],
+                               key=join_key(f"bots.{key}", [index]))
     for section, key in _GLOB_KEYS:
         patterns = doc.get(section, {}).get(key, [])
         for index, pattern in enumerate(patterns):
@@ -306,6 +318,13 @@ def _check_globs(doc: MarkedMap, file: str) -> None:
             if problem:
                 raise BadInput(f"bad glob {pattern!r}: {problem}", file=file, line=patterns.item_lines[index],
                                key=join_key(f"{section}.{key}", [index]))
+
+
+def _agent_problem(agent_id: str) -> str | None:
+    if agent_id in agent_ids():
+        return None
+    return (f"no such agent in gate/bots/agents.yml (the agents are {', '.join(agent_ids())})"
+            + did_you_mean(agent_id, list(agent_ids())))
 
 
 def _check_judge(merged: MarkedMap, doc: MarkedMap, file: str) -> None:

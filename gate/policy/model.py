@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from gate.bots.catalog import agent_ids
+
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
 
@@ -80,14 +82,18 @@ class Claims:
 
 @dataclass(frozen=True)
 class Bots:
-    """Which pull requests are gated."""
+    """Which pull requests are gated (README, "Who is gated")."""
 
     logins: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ("*[bot]",)
     account_types: tuple[str, ...] = ("Bot",)
     branches: tuple[str, ...] = ()
+    # Ids of the shipped AI coding agents (gate/bots/agents.yml) whose marks gate a PR; default: all of them.
+    agents: tuple[str, ...] = field(default_factory=agent_ids)
+    dependency_bots: bool = False  # gate Dependabot's and Renovate's PRs too
     opt_in_labels: tuple[str, ...] = ("gate",)
     opt_out_labels: tuple[str, ...] = ("no-gate",)
+    override_labels: tuple[str, ...] = ()  # a maintainer's label that overrides a blocked verdict (neutral)
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,5 @@
-"""A GitHub pull request as something to score: which PR (from the event), whether it is gated (from the
-policy's `bots:`), and its subject, with the policy and hidden cases read from the base commit, never the
-head.
+"""A GitHub pull request as something to score: which PR (from the event) and its subject, with the policy
+and hidden cases read from the base commit, never the head.
 
 When the checkout holds both the base and the head commit, the subject is built by `subject_from_commits`, so
 `gate check --base B --head H` on a laptop gives the same verdict. Otherwise (a shallow checkout, or `gate
@@ -10,8 +9,6 @@ base at the base SHA. Both go through `trust.read_trusted`.
 
 from __future__ import annotations
 
-import fnmatch
-import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -22,7 +19,6 @@ import git
 import github
 
 from gate.errors import BadInput
-from gate.policy.model import Bots
 from gate.sources.api import subject_from_api
 from gate.sources.base import ScoreInput
 from gate.sources.gitrange import subject_from_commits
@@ -61,12 +57,6 @@ class PullRequest:
         return self.fork or self.author == "dependabot[bot]"
 
 
-@dataclass(frozen=True)
-class Decision:
-    gated: bool
-    reason: str
-
-
 def pull_request_from_event(name: str, payload: Mapping[str, Any], client: github.Github,
                             repo: str) -> PullRequest:
     """The PR an event is about: `pull_request` carries it; `workflow_dispatch` names it in an input."""
@@ -91,37 +81,6 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
         return PullRequest.from_json(pull.raw_data, repo)
     raise BadInput(f"`gate ci` runs on pull_request or workflow_dispatch events, not {name}; "
                    "use `gate publish` from a workflow_run workflow", key="GITHUB_EVENT_NAME")
-
-
-def decide(pr: PullRequest, bots: Bots) -> Decision:
-    """Whether the policy gates this PR, and why, in words for the status line."""
-    if matched := _any(pr.labels, bots.opt_out_labels):
-        return Decision(False, f"label {matched!r} opts this PR out")
-    if matched := _any(pr.labels, bots.opt_in_labels):
-        return Decision(True, f"label {matched!r} opts this PR in")
-    if pr.author_type in bots.account_types:
-        return Decision(True, f"author {pr.author} is a {pr.author_type} account")
-    if _login_in(pr.author, bots.logins) or any(_login_matches(pr.author, p) for p in bots.patterns):
-        return Decision(True, f"author {pr.author} is listed under bots")
-    if any(fnmatch.fnmatchcase(pr.head_ref, p) for p in bots.branches):
-        return Decision(True, f"branch {pr.head_ref} matches the bot branches")
-    return Decision(False, f"{pr.author} ({pr.author_type}) is not a bot under the policy's `bots:`")
-
-
-def _login_in(login: str, logins: tuple[str, ...]) -> bool:
-    return login.casefold() in {name.casefold() for name in logins}
-
-
-def _login_matches(login: str, pattern: str) -> bool:
-    """`*` and `?` are the only wildcards in a login pattern: `*[bot]` means the literal suffix `[bot]` that GitHub
-    gives app accounts (with fnmatch it would be a character class and match any login ending in b, o or t).
-    GitHub logins are case-insensitive."""
-    regex = re.escape(pattern).replace(r"\*", ".*").replace(r"\?", ".")
-    return re.fullmatch(regex, login, flags=re.IGNORECASE) is not None
-
-
-def _any(labels: tuple[str, ...], wanted: tuple[str, ...]) -> str:
-    return next((label for label in labels if label in wanted), "")
 
 
 @contextmanager

@@ -1,0 +1,76 @@
+"""Who may change how a PR is gated: a human with write access who is not the PR's author.
+
+Labels and overrides are checked through the API, never taken from the event: who applied a label comes from the
+issue's `labeled` events, who wrote a comment from the comment itself, and their access from
+`GET /repos/{o}/{r}/collaborators/{u}/permission` (README, "Labels and overrides").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from github.GithubException import UnknownObjectException
+
+from gate.policy.model import Bots
+
+WRITE_ACCESS = ("admin", "maintain", "write")
+
+
+@dataclass(frozen=True)
+class Actor:
+    login: str
+    type: str  # "User", "Bot", ...
+
+    @classmethod
+    def of(cls, user: Any) -> Actor:
+        """From a PyGithub NamedUser (None, for a deleted account, is nobody)."""
+        if user is None:
+            return cls("ghost", "Mannequin")
+        return cls(str(user.login), str(user.type))
+
+
+def refusal(repo: Any, actor: Actor, pr_author: str) -> str:
+    """Why `actor` may not change how this PR is gated, or "" when they may."""
+    if actor.type != "User" or actor.login.casefold().endswith("[bot]"):
+        return f"{actor.login} is a bot"
+    if actor.login.casefold() == pr_author.casefold():
+        return f"{actor.login} is the PR's author"
+    try:
+        permission = str(repo.get_collaborator_permission(actor.login))
+    except UnknownObjectException:
+        permission = "none"
+    if permission not in WRITE_ACCESS:
+        return f"{actor.login} has {permission} access, not write"
+    return ""
+
+
+@dataclass(frozen=True)
+class Labels:
+    """The PR's gating labels that count (a maintainer applied them), who applied each, and what was ignored."""
+
+    counted: tuple[str, ...] = ()
+    applied_by: dict[str, Actor] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()  # one sentence each, for the comment
+
+
+def check_labels(repo: Any, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
+    """Keep the labels under `bots.labels` that the last `labeled` event shows a maintainer applied."""
+    gating = (*bots.opt_in_labels, *bots.opt_out_labels, *bots.override_labels)
+    present = [label for label in labels if label in gating]
+    if not present:
+        return Labels()
+    last: dict[str, Actor] = {}
+    for event in repo.get_issue(number).get_events():
+        if event.event == "labeled" and event.label is not None and event.label.name in present:
+            last[event.label.name] = Actor.of(event.actor)
+    counted, ignored = [], []
+    for label in present:
+        actor = last.get(label)
+        why = refusal(repo, actor, pr_author) if actor else "no labeled event records who applied it"
+        if why:
+            ignored.append(f"label {label!r} is ignored: {why} (only a human with write access who is not the "
+                           "PR's author changes how it is gated)")
+        else:
+            counted.append(label)
+    return Labels(tuple(counted), {k: v for k, v in last.items() if k in counted}, tuple(ignored))

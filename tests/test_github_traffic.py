@@ -1,0 +1,185 @@
+"""Real PR traffic through `gate ci`: GitHub's published webhook payloads, patched per scenario, against the
+fake GitHub that validates every request and response. Who is gated and what matched; dependency bots; labels
+that count only when a maintainer applied them."""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from tests.fakegithub import FakeGitHub, Person, serve
+from tests.fakegithub.scenario import REPO, CommitSpec, Scenario
+
+POLICY = "budget: 3\n"
+CLEAN = "def add(a, b):\n    return a + b\n"
+BROKEN = "def add(a, b)\n    return a + b\n"  # 5 points: blocked
+HUMAN = Person("Ann Dev", "ann@example.com", "ann")
+MAINTAINER = "maria"
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with serve() as running:
+        fake = running
+        yield fake
+
+
+def scenario(fake: FakeGitHub, tmp_path: Path, *, author: str = "ann", author_type: str = "User",
+             branch: str = "fix-parser", commits: list[CommitSpec] | None = None, policy: str = POLICY,
+             head: dict[str, str | None] | None = None) -> Scenario:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, "app.py": CLEAN},
+                  head if head is not None else {"util.py": CLEAN}, author=author, author_type=author_type,
+                  branch=branch, commits=commits or [CommitSpec("Fix the parser", HUMAN, HUMAN)])
+    fake.set_permission(REPO, MAINTAINER, "write")
+    return pr
+
+
+def run_ci(pr: Scenario, monkeypatch: pytest.MonkeyPatch, event: dict[str, object] | None = None) -> int:
+    for key, value in pr.environment(event=event).items():
+        monkeypatch.setenv(key, value)
+    return main(["ci"])
+
+
+def plain(markdown: str) -> str:
+    """A comment's text as a reader sees it (the report escapes Markdown punctuation and mentions)."""
+    return html.unescape(markdown.replace("\\", "").replace("@&#8203;", "@"))
+
+
+def comment_of(fake: FakeGitHub, pr: Scenario) -> str:
+    [comment] = fake.repos[REPO].comments[pr.number]
+    return plain(comment["body"])
+
+
+CURSOR_TRAILER = "Co-authored-by: Cursor Agent <cursoragent@cursor.com>"
+CLAUDE_TRAILER = "Co-Authored-By: Claude <noreply@anthropic.com>"
+COPILOT_COMMITS = Person("copilot-swe-agent[bot]", "198982749+Copilot@users.noreply.github.com",
+                         "copilot-swe-agent[bot]", "Bot")
+OPENHANDS = Person("openhands", "openhands@all-hands.dev")
+
+# (id, PR author and type, branch, commits, what the status line and the comment must name)
+SIGNALS = [
+    ("copilot-author", ("Copilot", "Bot"), "copilot/fix-parser",
+     [CommitSpec("Fix", COPILOT_COMMITS, COPILOT_COMMITS)],
+     "author Copilot (Bot) is the account of GitHub Copilot coding agent"),
+    ("copilot-commits", ("ann", "User"), "fix-parser", [CommitSpec("Fix", COPILOT_COMMITS, HUMAN)],
+     "commit {sha} is authored by copilot-swe-agent[bot] (GitHub Copilot coding agent)"),
+    ("copilot-branch", ("ann", "User"), "copilot/fix-parser", None,
+     "branch copilot/fix-parser matches copilot/** (GitHub Copilot coding agent)"),
+    ("codex-branch", ("ann", "User"), "codex/fix-parser", None,
+     "branch codex/fix-parser matches codex/** (OpenAI Codex)"),
+    ("cursor-branch", ("ann", "User"), "cursor/fix-parser-4a1b", None,
+     "branch cursor/fix-parser-4a1b matches cursor/** (Cursor background agent)"),
+    ("cursor-trailer", ("ann", "User"), "fix-parser", [CommitSpec(f"Fix the parser\n\n{CURSOR_TRAILER}", HUMAN, HUMAN)],
+     f"commit {{sha}} has the trailer {CURSOR_TRAILER} (Cursor background agent)"),
+    ("claude-code-trailer", ("ann", "User"), "fix-parser",
+     [CommitSpec("Tidy", HUMAN, HUMAN), CommitSpec(f"Fix the parser\n\nMore words.\n\n{CLAUDE_TRAILER}", HUMAN, HUMAN)],
+     f"commit {{sha}} has the trailer {CLAUDE_TRAILER} (Claude Code)"),
+    ("claude-code-branch", ("ann", "User"), "claude/issue-7-20260101", None,
+     "branch claude/issue-7-20260101 matches claude/** (Claude Code)"),
+    ("openhands-committer", ("ann", "User"), "fix-parser", [CommitSpec("Fix", HUMAN, OPENHANDS)],
+     "commit {sha} is committed by openhands <openhands@all-hands.dev> (OpenHands)"),
+    ("devin", ("devin-ai-integration[bot]", "Bot"), "devin/1735-fix", None,
+     "author devin-ai-integration[bot] (Bot) is the account of Devin"),
+    ("jules", ("google-labs-jules[bot]", "Bot"), "fix-parser", None,
+     "author google-labs-jules[bot] (Bot) is the account of Google Jules"),
+    ("claude-app", ("claude[bot]", "Bot"), "fix-parser", None,
+     "author claude[bot] (Bot) is the account of Claude GitHub app"),
+    ("sweep", ("sweep-ai[bot]", "Bot"), "sweep/fix-parser", None, "author sweep-ai[bot] (Bot) is the account of Sweep"),
+]
+
+
+@pytest.mark.parametrize(("author", "branch", "commits", "named"), [s[1:] for s in SIGNALS],
+                         ids=[s[0] for s in SIGNALS])
+def test_each_agent_signal_gates_the_pr_and_is_named(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, author: tuple[str, str], branch: str,
+        commits: list[CommitSpec] | None, named: str) -> None:
+    pr = scenario(fake, tmp_path, author=author[0], author_type=author[1], branch=branch, commits=commits,
+                  head={"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 1
+    marked = pr.head_sha[:7]  # the marked commit is the head's last one in these scenarios
+    expected = named.format(sha=marked)
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "failure"
+    assert expected.startswith(status["description"].split("; gated: ", 1)[1].rstrip("…"))
+    assert f"gated: {expected}" in comment_of(fake, pr)
+
+
+def test_a_humans_pr_without_any_agent_mark_is_not_gated(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, head={"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 0
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "success" and "not a bot or a coding agent" in status["description"]
+    assert pr.number not in fake.repos[REPO].comments
+
+
+@pytest.mark.parametrize("bot", ["dependabot[bot]", "renovate[bot]"])
+def test_dependency_bots_are_not_gated_by_default(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bot: str) -> None:
+    update = Person(bot, "49699333+dependabot[bot]@users.noreply.github.com", bot, "Bot")
+    pr = scenario(fake, tmp_path, author=bot, author_type="Bot", branch=f"{bot[:-5]}/pip/requests-2.32.4",
+                  commits=[CommitSpec("Bump requests from 2.32.3 to 2.32.4", update, update)],
+                  head={"requirements.txt": "requests==2.32.4\n"})
+    assert run_ci(pr, monkeypatch) == 0
+    assert pr.outputs()["gated"] == "false"
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert "dependency bot" in verdict["notes"][0]["message"]
+    if bot == "renovate[bot]":  # Dependabot's run has a read-only token: nothing is posted, the artifact waits
+        [status] = fake.repos[REPO].statuses
+        assert status["state"] == "success" and "dependency bot" in status["description"]
+
+
+@pytest.mark.parametrize("bot", ["dependabot[bot]", "renovate[bot]"])
+def test_one_policy_line_gates_dependency_bots(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, bot: str) -> None:
+    pr = scenario(fake, tmp_path, author=bot, author_type="Bot", head={"util.py": BROKEN},
+                  policy=POLICY + "bots:\n  dependency_bots: true\n")
+    assert run_ci(pr, monkeypatch) == 1
+    assert pr.outputs()["gated"] == "true" and pr.outputs()["total"] == "5"
+
+
+@pytest.mark.parametrize(("labeler", "kind", "permission", "why"), [
+    ("gate-bot[bot]", "Bot", None, "gate-bot[bot] is a bot"),
+    ("ann", "User", "write", "ann is the PR's author"),
+    ("rita", "User", "read", "rita has read access, not write"),
+])
+def test_a_no_gate_label_not_applied_by_a_maintainer_is_ignored_and_the_comment_says_so(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, labeler: str, kind: str,
+        permission: str | None, why: str) -> None:
+    pr = scenario(fake, tmp_path, branch="codex/fix-parser", head={"util.py": BROKEN})
+    if permission:
+        fake.set_permission(REPO, labeler, permission)
+    pr.label("no-gate", labeler, kind)
+    # The event claims a maintainer sent it: the gate asks the API who applied the label instead.
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="no-gate", sender=(MAINTAINER, "User"))) == 1
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "failure"
+    assert f"label 'no-gate' is ignored: {why}" in comment_of(fake, pr)
+
+
+def test_the_labeled_trigger_does_not_turn_an_earlier_failure_into_success(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 1
+    pr.label("no-gate", "gate-bot[bot]", "Bot")  # the bot opts itself out; `gate` too, to make sure
+    pr.label("gate", "gate-bot[bot]", "Bot")
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="no-gate")) == 1
+    repo = fake.repos[REPO]
+    assert [s["state"] for s in repo.statuses] == ["failure", "failure"]
+    assert [r["conclusion"] for r in repo.check_runs.values()] == ["failure", "failure"]
+
+
+def test_a_maintainers_no_gate_label_opts_a_bot_pr_out_as_neutral_never_success(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 1
+    pr.label("no-gate", MAINTAINER)
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="no-gate")) == 0
+    runs = list(fake.repos[REPO].check_runs.values())
+    assert [r["conclusion"] for r in runs] == ["failure", "neutral"]
+    assert "would be gated: author gate-bot[bot] is a Bot account" in runs[1]["output"]["summary"]
