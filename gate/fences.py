@@ -8,12 +8,11 @@ the reply (a truncated answer), and is marked so.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
-
-_OPEN = re.compile(r"^(?P<indent>[ \t]*)(?P<fence>`{3,}|~{3,})[ \t]*(?P<info>[^`]*?)[ \t]*$")
+_FENCE_CHARS = ("`", "~")
+_BLANKS = " \t"
 
 
 @dataclass(frozen=True)
@@ -46,21 +45,39 @@ def find_blocks(text: str) -> list[Block]:
     blocks: list[Block] = []
     i = 0
     while i < len(lines):
-        opening = _OPEN.match(lines[i])
-        if not opening:
+        opening = _opening(lines[i])
+        if opening is None:
             i += 1
             continue
-        fence = opening["fence"]
-        indent = len(opening["indent"].expandtabs(4))
-        close = re.compile(rf"^[ \t]*{re.escape(fence[0])}{{{len(fence)},}}[ \t]*$")
-        end = next((j for j in range(i + 1, len(lines)) if close.match(lines[j])), None)
+        lead, fence, info = opening
+        indent = len(lead.expandtabs(4))
+        end = next((j for j in range(i + 1, len(lines)) if _closes(lines[j], fence)), None)
         body = lines[i + 1:end if end is not None else len(lines)]
-        info = opening["info"].strip()
         language = info.split()[0].lower().lstrip("{.").rstrip("}") if info else ""
         code = "\n".join(_dedent(line, indent) for line in body)
         blocks.append(Block(i + 1, i + 2, language, code + "\n" if body else "", end is not None))
         i = (end if end is not None else len(lines)) + 1
     return blocks
+
+
+def _opening(line: str) -> tuple[str, str, str] | None:
+    """(indentation, fence, info string) when `line` opens a block: blanks, three or more backticks or tildes,
+    then an info string, which holds no backtick."""
+    rest = line.lstrip(_BLANKS)
+    char = rest[:1]
+    if char not in _FENCE_CHARS:
+        return None
+    info = rest.lstrip(char)
+    run = len(rest) - len(info)
+    if run < 3 or "`" in info:
+        return None
+    return line[:len(line) - len(rest)], rest[:run], info.strip()
+
+
+def _closes(line: str, fence: str) -> bool:
+    """Whether `line` closes a block opened by `fence`: the same character, at least as many, between blanks."""
+    rest = line.strip(_BLANKS)
+    return len(rest) >= len(fence) and not rest.lstrip(fence[0])
 
 
 def prose_lines(text: str) -> list[tuple[int, str]]:

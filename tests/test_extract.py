@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 
 from gate.globs import compile_glob, is_gated, matches
@@ -166,3 +171,20 @@ def test_a_gated_markdown_file_may_hold_fences_but_a_gated_js_file_may_not() -> 
     assert score_files([SourceFile("docs/guide.md", chat)], policy).total == 0
     found = penalty(score_files([SourceFile("web/app.js", chat)], policy), "extract")
     assert found.locations[0] == Location("web/app.js", 1)
+
+
+def test_a_megabyte_line_that_almost_opens_a_fence_is_read_in_linear_time(tmp_path: Path) -> None:
+    # Each line nearly opens a fence and fails at its last character: the opening-fence regex used to try every
+    # split of the blanks between fence, info string and line end (38 s for 3,000 characters). Run in a child
+    # with a generous timeout, so that a regression fails instead of hanging the suite.
+    hostile = "```" + " " * 1_000_000 + "`\n" + "~~~" + " \t" * 500_000 + "`\n"
+    reply = tmp_path / "reply.md"
+    reply.write_text(hostile + "\n" + fenced("print(1)\n") + hostile, encoding="utf-8")
+    task = tmp_path / "task.yml"
+    task.write_text("name: t\n", encoding="utf-8")
+    done = subprocess.run([sys.executable, "-m", "gate", "score", str(reply), "--task", str(task), "--json", "-"],
+                          capture_output=True, text=True, timeout=20, check=False, cwd=tmp_path)
+    assert done.returncode == 0, done.stderr
+    verdict = json.loads(done.stdout)
+    assert verdict["accepted"] is True
+    assert {c["name"]: c["status"] for c in verdict["checks"]}["extract"] == "passed"
