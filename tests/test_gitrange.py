@@ -119,6 +119,33 @@ def test_a_forbidden_import_added_to_an_old_file_counts_only_that_line(repo: Rep
     assert penalty["locations"] == [{"path": "util.py", "line": 1, "column": None}]
 
 
+@pytest.mark.parametrize("where", ["base", "info", "user"])
+def test_attributes_that_call_every_file_binary_do_not_hide_added_imports(
+        repo: Repo, where: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `* -diff` makes git show a modified file as "Binary files differ": no added line, so `scope: added`
+    # saw no import at all. Whether the attributes come from a committed .gitattributes (the checkout is the
+    # head, so git reads the head's), from .git/info/attributes or from the user's own attributes file, the
+    # diff is read as text.
+    if where == "user":
+        (tmp_path / "attributes").write_text("* -diff\n")
+        (tmp_path / "gitconfig").write_text(f"[core]\n\tattributesFile = {tmp_path / 'attributes'}\n")
+        monkeypatch.setenv("GIT_CONFIG_GLOBAL", str(tmp_path / "gitconfig"))
+    elif where == "base":
+        repo.git("checkout", "-q", "main")
+        repo.commit("attributes", {".gitattributes": "* -diff\n"})
+        repo.git("checkout", "-q", "bot")
+        repo.git("rebase", "-q", "main")
+    else:
+        (repo.root / ".git" / "info").mkdir(exist_ok=True)
+        (repo.root / ".git" / "info" / "attributes").write_text("* -diff\n")
+    repo.commit("bot: helpers", {"util.py": UTIL + "\nimport socket\nX = eval('1')\n"})
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "socket" in penalty["message"] and "eval" in penalty["message"]
+    assert "subprocess" not in penalty["message"]  # the base's import still does not count
+
+
 def test_added_lines_are_those_the_range_adds(repo: Repo) -> None:
     base = repo.git("rev-parse", "main")
     changed = UTIL.replace("import json\n", "import json\nimport os\n") + "X = 1\n"

@@ -38,8 +38,12 @@ from gate.verdict import listing
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
 _BLOCK = 4096  # what the smallest file costs of a run's disk
-# Flags that keep `git diff` output independent of the user's configuration and the repository's attributes.
-_DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv")
+# Flags that keep `git diff` output independent of the user's configuration and the repository's attributes:
+# `--text` because an attribute (`* -diff` in a `.gitattributes` of the checkout, which is the head's, or in
+# `.git/info/attributes`) makes git report a changed file as binary, which has no added lines to check.
+_DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--text", "--inter-hunk-context=0")
+# Nor the user's own attributes file.
+_NO_USER_ATTRIBUTES = {"c": "core.attributesFile=/dev/null"}
 _STATUS: dict[str, ChangeStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}
 
 
@@ -155,7 +159,8 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
 def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Change, ...]:
     """The files that differ between `fork` and `head`, renames detected, from NUL-separated raw output (file
     names may hold any character)."""
-    raw = repo.git.diff("--raw", "-z", "-M", "--no-abbrev", *_DIFF_FLAGS, fork.hexsha, head.hexsha)
+    raw = repo.git(**_NO_USER_ATTRIBUTES).diff("--raw", "-z", "-M", "--no-abbrev", *_DIFF_FLAGS, fork.hexsha,
+                                              head.hexsha)
     fields = raw.split("\0")
     changes: list[Change] = []
     i = 0
@@ -174,7 +179,8 @@ def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Cha
             data = repo.odb.stream(bytes.fromhex(new_blob)).read()
         added = None
         if status in ("modified", "renamed") and data is not None:
-            added = added_lines(repo.git.diff("--unified=0", *_DIFF_FLAGS, old_blob, new_blob))
+            patch = repo.git(**_NO_USER_ATTRIBUTES).diff("--unified=0", *_DIFF_FLAGS, old_blob, new_blob)
+            added = added_lines(patch)
         changes.append(Change(status, _printable(new_path), None if status == "added" else _printable(old_path),
                               added, data))
     return tuple(changes)
