@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields, replace
 from importlib import resources
 from typing import Any, Literal
 
@@ -19,6 +20,51 @@ CaseStatus = Literal["passed", "failed", "timeout", "error"]
 # Most findings a message or a report lists before "and N more"; a penalty's locations keep every one. A
 # range of 1,500 broken files must still give a message a reviewer can read and a comment that fits GitHub.
 MAX_LISTED = 10
+
+
+# A lone surrogate: Python strings can hold one (ast reads `"\\ud800"` as one, and so does JSON), no UTF-8
+# output can; a verdict holding one would crash every writer of the reports, the artifact and the summary.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def safe_text(text: str) -> str:
+    """`text` with every lone surrogate replaced by U+FFFD, so that any UTF-8 writer can write it."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _SURROGATE.sub("\ufffd", text)
+    return text
+
+
+def _safe(value: Any) -> Any:
+    """`value` (a string, a tuple or a verdict part) with its strings made safe; the same object when they are."""
+    if isinstance(value, str):
+        return safe_text(value)
+    if isinstance(value, tuple):
+        items = tuple(_safe(item) for item in value)
+        return value if all(a is b for a, b in zip(items, value, strict=True)) else items
+    if type(value) in _PARTS:
+        changed = {name: new for name in _PARTS[type(value)]
+                   if (new := _safe(getattr(value, name))) is not getattr(value, name)}
+        return replace(value, **changed) if changed else value
+    return value
+
+
+def _strings(root: Any) -> list[str]:
+    """Every string inside `root` (a verdict or a part of one)."""
+    found: list[str] = []
+    stack = [root]
+    parts = _PARTS
+    while stack:
+        value = stack.pop()
+        kind = type(value)
+        if kind is str:
+            found.append(value)
+        elif kind is tuple:
+            stack.extend(value)
+        elif kind in parts:
+            stack.extend([getattr(value, name) for name in parts[kind]])
+    return found
 
 
 def listing(findings: Sequence[str], separator: str = "; ") -> str:
@@ -107,6 +153,16 @@ class Verdict:
     schema_version: int = SCHEMA_VERSION
     reproduce: str = ""  # the command that reproduces this verdict locally
 
+    def __post_init__(self) -> None:
+        # The one place where texts from the code under score (messages, paths, case details) and from an
+        # artifact are made safe to write: every verdict passes here, however it was built.
+        # Almost every verdict has nothing to replace: one encode of all its texts tells.
+        try:
+            "".join(_strings(self)).encode("utf-8")
+        except UnicodeEncodeError:
+            for name in _PARTS[Verdict]:
+                object.__setattr__(self, name, _safe(getattr(self, name)))
+
     @property
     def blocked(self) -> bool:
         return not self.accepted
@@ -139,6 +195,12 @@ class Verdict:
         for key in ("isolation", "facts", "timings"):
             d[key] = tuple(d[key].items())
         return cls(**d)
+
+
+# The verdict's parts and their fields that can hold text (`_strings` and `_safe` skip the numbers).
+_PARTS: dict[type, tuple[str, ...]] = {
+    cls: tuple(f.name for f in fields(cls) if "str" in str(f.type) or "tuple" in str(f.type))
+    for cls in (Location, Penalty, CheckReport, CaseReport, Note, Verdict)}
 
 
 def schema() -> dict[str, Any]:

@@ -395,3 +395,32 @@ def test_a_policy_that_allows_weaker_isolation_says_so_on_the_verdict(
     notes = json.loads(Path(pr.outputs()["verdict"]).read_text())["notes"]
     assert notes[0]["message"] == "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
     assert r"allow\_weaker\_isolation: true" in fake.repos[REPO].comments[pr.number][0]["body"]
+
+
+def test_a_lone_surrogate_in_the_code_still_ends_in_the_verdict_everywhere(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # `__import__("\ud800")` makes the imports message hold a lone surrogate, which no UTF-8 writer takes:
+    # writing the verdict used to raise outside the failure path (exit 3, no status, no summary, no artifact).
+    head: dict[str, str | None] = {"util.py": 'import subprocess\n__import__("\\ud800")\n'}
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": "budget: 0\n", "app.py": CLEAN}, head)
+    assert run_ci(pr, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "failure")]
+    assert "imports" in repo.comments[pr.number][0]["body"]
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text(encoding="utf-8"))
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "\ufffd" in penalty["message"]
+    assert "dynamic loader" in pr.summary() and "\ufffd" in pr.summary()
+
+
+def test_a_failure_after_scoring_posts_a_failure_status_and_the_reason_in_the_summary(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The step outputs cannot be written (a directory stands where the runner's file should be): the verdict
+    # was scored, and the required check must still not stay pending.
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    (tmp_path / "outputs").mkdir()
+    assert run_ci(pr, monkeypatch, GITHUB_OUTPUT=str(tmp_path / "outputs")) == 3
+    [status] = fake.repos[REPO].statuses
+    assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
+    assert "IsADirectoryError" in status["description"]
+    assert "gate could not score PR #12" in pr.summary() and "IsADirectoryError" in pr.summary()

@@ -106,3 +106,15 @@ def test_bot_chosen_text_cannot_drive_the_terminal() -> None:
 def test_a_location_reads_as_path_line_column_leaving_out_what_is_unknown() -> None:
     assert [str(loc) for loc in (Location("a.py"), Location("a.py", 3), Location("a.py", 3, 7))] == [
         "a.py", "a.py:3", "a.py:3:7"]
+
+
+def test_a_verdict_read_from_json_that_spells_lone_surrogates_writes_everywhere() -> None:
+    # JSON can spell "\ud800", which no UTF-8 writer takes: an artifact holding one must still be published.
+    data = json.loads(_busy_verdict().to_json())
+    data["penalties"][0]["message"] = "evil \ud800"
+    data["penalties"][0]["locations"][0]["path"] = "\udcff.py"
+    data["facts"]["head"] = "\udfff"
+    verdict = Verdict.from_dict(data)
+    written = verdict.to_json().encode("utf-8") + render_terminal(verdict, color=False).encode("utf-8")
+    assert "evil \ufffd".encode() in written and "\ufffd.py".encode() in written
+    assert dict(verdict.facts)["head"] == "\ufffd"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -36,7 +37,7 @@ from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.sandbox import MISSING_LAYERS
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import pull_request_from_event, subject_from_pull_request
-from gate.verdict import Note, Verdict
+from gate.verdict import Note, Verdict, safe_text
 
 DEFAULT_VERDICT = "gate-verdict.json"
 # What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
@@ -129,6 +130,9 @@ def run(args: argparse.Namespace) -> int:
                                          neutral=decision.opted_out, notes=gating.labels.ignored)
             _need_checkout_for_cases(found)
             verdict = with_gating_notes(score_in_ci(found), gating)
+        # Inside the failure path too: a report that cannot be rendered or delivered still ends in a status.
+        report = report_for(verdict, found.overrides, comment=args.comment == "true", gated_by=decision.reason)
+        return deliver(delivery, verdict, report, found.overrides)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
         _report_failure(delivery, failure)
@@ -140,8 +144,6 @@ def run(args: argparse.Namespace) -> int:
         failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
         _report_failure(delivery, failure)
         raise
-    report = report_for(verdict, found.overrides, comment=args.comment == "true", gated_by=decision.reason)
-    return deliver(delivery, verdict, report, found.overrides)
 
 
 def score_in_ci(found: ScoreInput) -> Verdict:
@@ -175,7 +177,10 @@ def _need_checkout_for_cases(found: ScoreInput) -> None:
 def _report_failure(delivery: Delivery, error: GateError) -> None:
     """The summary says why, and a failure status and check stand in for the verdict: a required check must
     never stay pending. Best effort: the exit code reports the error in any case."""
-    reason = error.render()
-    append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
+    reason = safe_text(error.render())
+    try:
+        append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
+    except OSError as exc:  # the status below still says why
+        print(f"gate: error: cannot write the job summary: {exc.strerror}", file=sys.stderr)
     if not delivery.read_only:
         Publisher(delivery.client, delivery.target, delivery.names).publish(failed_report(reason))
