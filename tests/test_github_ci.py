@@ -424,3 +424,20 @@ def test_a_failure_after_scoring_posts_a_failure_status_and_the_reason_in_the_su
     assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
     assert "IsADirectoryError" in status["description"]
     assert "gate could not score PR #12" in pr.summary() and "IsADirectoryError" in pr.summary()
+
+
+def test_twenty_thousand_findings_cost_a_handful_of_requests_and_the_summary_lists_the_rest(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # One annotation per place used to mean one check run update per 50: 20,000 `import os` lines cost 403
+    # requests, against the 1,000 an hour a GITHUB_TOKEN gets.
+    pr = make(fake, tmp_path, {"util.py": "import os\n" * 20_000})
+    fake.log.clear()
+    assert run_ci(pr, monkeypatch) == 0  # one imports penalty: 3 points, the budget is 3
+    # The comments (one page here), the comment, the status, the check run.
+    assert len(fake.log) == 4, [(m, p) for m, p, _ in fake.log]
+    assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST"]
+    [run] = fake.repos[REPO].check_runs.values()
+    assert len(fake.repos[REPO].annotations[run["id"]]) == 50
+    summary = run["output"]["summary"]
+    assert "50 of the 20000 places that cost points are annotated" in summary
+    assert "`util.py`: 51-20000" in summary and len(summary) <= 65_535

@@ -297,7 +297,8 @@ def publisher(fake: FakeGitHub, number: int, head_sha: str) -> Publisher:
     return Publisher(client, Target(REPO, number, head_sha), Names(status="gate/status", check="gate/check"))
 
 
-def test_annotations_go_fifty_a_request_and_long_text_fits(fake: FakeGitHub, tmp_path: Path) -> None:
+def test_one_request_carries_the_check_run_with_at_most_fifty_annotations_and_long_text_fits(
+        fake: FakeGitHub, tmp_path: Path) -> None:
     pr = make(fake, tmp_path)
     notes = tuple({"path": "util.py", "start_line": i, "end_line": i, "annotation_level": "failure",
                    "message": f"finding {i}"} for i in range(1, 121))
@@ -307,8 +308,8 @@ def test_annotations_go_fifty_a_request_and_long_text_fits(fake: FakeGitHub, tmp
     assert outcome.failures == [] and outcome.done == ["comment", "status", "check run", "labels"]
     repo = fake.repos[REPO]
     [run] = repo.check_runs.values()
-    assert len(repo.annotations[run["id"]]) == 120 and run["name"] == "gate/check"
-    assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST", "PATCH", "PATCH"]
+    assert len(repo.annotations[run["id"]]) == 50 and run["name"] == "gate/check"
+    assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST"]
     assert repo.statuses[0]["context"] == "gate/status"
     assert repo.pulls[pr.number].labels == ["needs-review"]
 

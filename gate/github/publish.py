@@ -18,13 +18,18 @@ from github.GithubException import GithubException, RateLimitExceededException
 from gate.github.client import token_login
 from gate.report.comment import CUT_NOTE, render_comment
 from gate.report.context import MARKER, headline
-from gate.report.markdown import cut
+from gate.report.markdown import code, cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.verdict import Verdict
 
 CHECK_TEXT_LIMIT = 65_535  # characters in a check run's summary, and in its text
-ANNOTATIONS_PER_REQUEST = 50
+# Annotations a check run gets: what one request carries. More would cost a request per 50 (20,000 findings
+# cost 400), against a token's 1,000 requests an hour; the places beyond are listed in the summary instead.
+MAX_ANNOTATIONS = 50
+# Room in the check run's summary for the places that are not annotated.
+UNANNOTATED_LIMIT = 8_000
+_RANGES_SHOWN = 20  # line ranges listed per file
 STATUS_DESCRIPTION_LIMIT = 140
 # What each step needs in the workflow's `permissions:`.
 PERMISSION = {"comment": "pull-requests: write", "labels": "pull-requests: write",
@@ -98,15 +103,46 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
     `gated_by` (what made the PR gated) ends the status line."""
     head = headline(verdict)
     state: State = "success" if verdict.accepted else "failure"
+    places = check_annotations(verdict)
+    rest = _unannotated(places[MAX_ANNOTATIONS:], len(places))
     return Report(
         state=state,
         description=_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
         title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
-        summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT, FULL_REPORT_NOTE),
+        summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT - len(rest), FULL_REPORT_NOTE) + rest,
         comment=render_comment(verdict, overrides) if comment else None,
-        annotations=tuple(check_annotations(verdict)),
+        annotations=tuple(places[:MAX_ANNOTATIONS]),
         labels=verdict.labels,
     )
+
+
+def _unannotated(rest: list[dict[str, Any]], total: int) -> str:
+    """The places beyond the annotated ones, as line ranges per file (line numbers; 1 for a place without
+    one), for the end of the check run's summary."""
+    if not rest:
+        return ""
+    lines: dict[str, list[int]] = {}
+    for place in rest:
+        lines.setdefault(place["path"], []).append(place["start_line"])
+    rows = []
+    for path, numbers in lines.items():
+        spans = _ranges(numbers)
+        more = f" and {len(spans) - _RANGES_SHOWN} more" if len(spans) > _RANGES_SHOWN else ""
+        rows.append(f"- {code(path)}: {', '.join(spans[:_RANGES_SHOWN])}{more}")
+    text = (f"\n\n**{MAX_ANNOTATIONS} of the {total} places that cost points are annotated; the others:**\n\n"
+            + "\n".join(rows))
+    return cut(text, UNANNOTATED_LIMIT, "> ... and more: the verdict's JSON lists every place.")
+
+
+def _ranges(numbers: list[int]) -> list[str]:
+    """`[1, 2, 3, 7]` as `["1-3", "7"]`."""
+    spans: list[list[int]] = []
+    for n in sorted(set(numbers)):
+        if spans and n == spans[-1][1] + 1:
+            spans[-1][1] = n
+        else:
+            spans.append([n, n])
+    return [f"{a}-{b}" if b > a else str(a) for a, b in spans]
 
 
 def not_gated_report(reason: str, *, neutral: bool = False, notes: tuple[str, ...] = ()) -> Report:
@@ -201,15 +237,11 @@ class Publisher:
             state, description=report.description, context=self.names.status)
 
     def check_run(self, report: Report) -> None:
-        """A completed check run; annotations go 50 a request, the rest appended by updates."""
-        batches = [list(report.annotations[i:i + ANNOTATIONS_PER_REQUEST])
-                   for i in range(0, len(report.annotations), ANNOTATIONS_PER_REQUEST)] or [[]]
-        output = {"title": report.title, "summary": report.summary}
-        run = self.repo.create_check_run(name=self.names.check, head_sha=self.target.head_sha,
-                                         status="completed", conclusion=report.state,
-                                         output={**output, "annotations": batches[0]})
-        for batch in batches[1:]:
-            run.edit(output={**output, "annotations": batch})
+        """A completed check run, in one request: at most MAX_ANNOTATIONS annotations."""
+        self.repo.create_check_run(name=self.names.check, head_sha=self.target.head_sha, status="completed",
+                                   conclusion=report.state,
+                                   output={"title": report.title, "summary": report.summary,
+                                           "annotations": list(report.annotations[:MAX_ANNOTATIONS])})
 
     def labels(self, names: Sequence[str]) -> None:
         self.repo.get_issue(self.target.number).add_to_labels(*names)
