@@ -11,7 +11,7 @@ from gate.cases.hidden import load_hidden
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.errors import BadInput
-from gate.policy.model import Hidden, Policy
+from gate.policy.model import CaseSpec, Hidden, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from tests.cases_support import sandbox
@@ -122,3 +122,22 @@ def test_the_code_cannot_find_the_hidden_file(sandbox: Sandbox, tmp_path: Path) 
     assert [(c.name, c.status) for c in verdict.cases] == [
         ("hidden case 1", "failed"), ("hidden case 2", "failed")]
     assert secret not in verdict.to_json()
+
+
+def test_no_time_in_the_verdict_tells_a_hidden_input(sandbox: Sandbox, tmp_path: Path) -> None:
+    # A candidate that sleeps `arg / 100` s turned each hidden case's `seconds` back into its argument.
+    path = tmp_path / "hidden.yml"
+    path.write_text("- function: f\n  args: [40]\n  expect: 40\n- function: f\n  args: [90]\n  expect: 90\n")
+    cases = load_hidden(Policy(), None, None, environ={"GATE_HIDDEN_CASES": str(path)})
+    code = "import time\n\ndef f(x):\n    time.sleep(x / 100)\n    return x\n"
+    public = Policy(cases=(CaseSpec("call", "public", (("function", "f"), ("args", [20]), ("expect", 20))),))
+    subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=None,
+                      hidden_cases=cases)
+    data = score(subject, public, sandbox).to_dict()
+    assert [(c["name"], c["status"]) for c in data["cases"]] == [
+        ("public", "passed"), ("hidden case 1", "passed"), ("hidden case 2", "passed")]
+    assert data["cases"][0]["seconds"] > 0  # a public case's time is kept
+    assert [c["seconds"] for c in data["cases"] if c["hidden"]] == [0, 0]
+    # Nor the time of the check that ran them, nor the total, from which the rest would give it away.
+    assert {c["name"]: c["seconds"] for c in data["checks"]}["smoke"] == 0
+    assert "smoke" not in data["timings"] and "total" not in data["timings"]
