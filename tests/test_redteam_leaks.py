@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.cases.base import MAX_DETAIL
 from tests.redteam_support import (
     HIDDEN_A,
     HIDDEN_B,
@@ -105,4 +106,18 @@ def test_a_hidden_stdio_case_reports_no_number_the_program_chose(tmp_path: Path,
     assert_hidden_values_absent(run)
     detail = run.case("hidden case 1")["detail"]
     assert not any(ch.isdigit() for ch in detail), detail
+    healthy_after(run, repo, tmp_path)
+
+
+def test_a_long_text_from_a_run_is_cut_in_every_report(tmp_path: Path) -> None:
+    # A record the candidate wrote itself has no length of its own: a 3 KB file the run could read appeared
+    # whole in the PR comment. Whatever a run sends back is cut before any report shows it.
+    text = "".join(f"line {i:04d} of a file the run could read\n" for i in range(100))
+    repo = bot_repo(tmp_path / "repo", FIND_FD + f"def add(a, b):\n    _forge({{'load': {text!r}}})\n")
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "adds")
+    detail = run.case("adds")["detail"]
+    assert detail.startswith("the code does not load: line 0000") and len(detail) <= MAX_DETAIL + 40
+    assert "more characters" in detail
+    assert "line 0099" not in run.reports  # not in the JSON, the comment, the summary, the terminal, the log
     healthy_after(run, repo, tmp_path)

@@ -65,4 +65,4 @@ def test_a_lone_surrogate_in_an_exception_message_is_printable(tmp_path: Path) -
     run = score(reply, tmp_path, TASK)
     assert "Traceback" not in run.reports, run.reports[-2000:]
     assert run.verdict["cases"][0]["status"] == "failed"
-    assert "bad ? text" in run.verdict["cases"][0]["detail"]
+    assert "bad \ufffd text" in run.verdict["cases"][0]["detail"]

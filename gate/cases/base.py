@@ -12,8 +12,12 @@ from typing import Literal, Protocol
 
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
+from gate.verdict import safe_text
 
 CaseStatus = Literal["passed", "failed", "timeout", "error"]
+# Characters of a case's detail that any report shows. The detail quotes what the run sent back (its output,
+# an exception's message, a record the candidate may have written itself), which has no length of its own.
+MAX_DETAIL = 500
 
 
 @dataclass(frozen=True)
@@ -36,6 +40,19 @@ class CaseOutcome:
     detail: str
     fingerprint: str
     seconds: float = 0.0
+
+    def __post_init__(self) -> None:
+        # The one place where a run's texts are cut and made safe to write, before any report or row sees them.
+        object.__setattr__(self, "detail", shown(self.detail))
+
+
+def shown(text: str) -> str:
+    """`text` (a case's detail) cut to MAX_DETAIL characters, saying how many more there were, and safe to
+    write (gate.verdict.safe_text)."""
+    text = safe_text(text)
+    if len(text) <= MAX_DETAIL:
+        return text
+    return f"{text[:MAX_DETAIL]}… ({len(text) - MAX_DETAIL} more characters)"
 
 
 class CaseKind(Protocol):

@@ -101,15 +101,9 @@ def read_outcome(result: RunResult) -> dict[str, Any] | None:
         record = json.loads(result.result)
     except (ValueError, RecursionError):  # the candidate can write the channel: `[` nested 100000 deep
         return None
-    if not isinstance(record, dict):
-        return None
-    # JSON can spell a lone surrogate (`"\ud800"`), which no UTF-8 output can hold: a report quoting one would
-    # crash the gate when it prints. Reports quote only the record's top-level texts.
-    return {key: _encodable(value) if isinstance(value, str) else value for key, value in record.items()}
-
-
-def _encodable(text: str) -> str:
-    return text.encode("utf-8", "replace").decode("utf-8")
+    # Its texts are the candidate's to choose: a case's detail that quotes them is cut and made safe to write
+    # where it is made (gate/cases/base.py, CaseOutcome).
+    return record if isinstance(record, dict) else None
 
 
 def one_function(code: str) -> str | None:
