@@ -433,8 +433,9 @@ def test_twenty_thousand_findings_cost_a_handful_of_requests_and_the_summary_lis
     pr = make(fake, tmp_path, {"util.py": "import os\n" * 20_000})
     fake.log.clear()
     assert run_ci(pr, monkeypatch) == 0  # one imports penalty: 3 points, the budget is 3
-    # The comments (one page here), the comment, the status, the check run.
-    assert len(fake.log) == 4, [(m, p) for m, p, _ in fake.log]
+    # Who the token is, the comments (one page here), the comment, the status, the check run: a handful, however
+    # many findings.
+    assert len(fake.log) <= 6, [(m, p) for m, p, _ in fake.log]
     assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST"]
     [run] = fake.repos[REPO].check_runs.values()
     assert len(fake.repos[REPO].annotations[run["id"]]) == 50
