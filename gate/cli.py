@@ -6,7 +6,6 @@ import argparse
 import importlib
 import os
 import sys
-import traceback
 from collections.abc import Sequence
 
 from gate import __version__
@@ -27,13 +26,14 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_BAD_INPUT)
 
 
-def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+def build_parser(command: str | None = None, version_only: bool = False) -> argparse.ArgumentParser:
     """The parser; with a known `command`, only that command's module is imported (each module brings its own
-    dependencies, PyGithub among them, and start-up should not pay for commands that do not run)."""
+    dependencies, PyGithub among them, and start-up should not pay for commands that do not run), and with
+    `version_only` (`gate --version`) none."""
     parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.")
     parser.add_argument("--version", action="version", version=f"gate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
-    for name in (command,) if command in COMMANDS else COMMANDS:
+    for name in () if version_only else (command,) if command in COMMANDS else COMMANDS:
         importlib.import_module(f"gate.commands.{name}").register(sub)
     return parser
 
@@ -42,7 +42,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 accepted, 1 blocked, 2 bad input, 3 the gate failed)."""
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in words if not word.startswith("-")), None)
-    args = build_parser(command).parse_args(words)
+    # `gate --version` prints and exits while parsing; other words without a command (`--help`) list them all.
+    args = build_parser(command, version_only=words == ["--version"]).parse_args(words)
     try:
         code: int = args.func(args)
     except GateError as exc:
@@ -60,6 +61,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"gate: internal error: {type(exc).__name__}: {exc} (a bug in the gate; set GATE_DEBUG=1 for the "
               "traceback)", file=sys.stderr)
         if os.environ.get("GATE_DEBUG"):
+            import traceback
+
             traceback.print_exc()
         return EXIT_GATE_FAILED
     return code

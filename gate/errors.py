@@ -5,7 +5,10 @@ Exit codes: 0 accepted, 1 over budget or blocked, 2 bad input or usage, 3 the ga
 
 from __future__ import annotations
 
-from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # (every command imports this module: `gate --version` need not load pathlib)
+    from pathlib import Path
 
 EXIT_ACCEPTED = 0
 EXIT_BLOCKED = 1

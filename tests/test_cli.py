@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import subprocess
+import sys
 
 import pytest
 
@@ -14,7 +16,7 @@ def _crash(args: argparse.Namespace) -> int:
     return empty["missing"]
 
 
-def _parser_whose_command_crashes(command: str | None = None) -> argparse.ArgumentParser:
+def _parser_whose_command_crashes(command: str | None = None, version_only: bool = False) -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="gate")
     parser.set_defaults(func=_crash)
     return parser
@@ -42,3 +44,24 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
         cli.main(["no-such-command"])
     assert exit_info.value.code == 2
     assert "gate: error:" in capsys.readouterr().err
+
+
+def _imported_after(code: str) -> list[str]:
+    """The heavy libraries and gate modules a fresh interpreter holds after running `code`."""
+    probe = (f"import sys\n{code}\n"
+             "heavy = ('github', 'git', 'jinja2', 'jsonschema', 'yaml', 'gate.commands', 'gate.judge.client')\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith(heavy))), file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-P", "-c", probe], capture_output=True, text=True, check=True)
+    return done.stderr.split()
+
+
+def test_gate_version_loads_no_command() -> None:
+    code = "from gate.cli import main\ntry:\n    main(['--version'])\nexcept SystemExit:\n    pass"
+    assert _imported_after(code) == []
+
+
+def test_scoring_a_range_loads_neither_jinja2_nor_the_judge_client_until_they_are_used() -> None:
+    code = "from gate.cli import build_parser\nfrom gate.checks import all_checks\nbuild_parser('check')\nall_checks()"
+    loaded = _imported_after(code)
+    assert "gate.commands.check" in loaded and "git" in loaded  # (the probe sees what it looks for)
+    assert [m for m in loaded if m.startswith(("jinja2", "gate.judge.client", "github"))] == []

@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import os
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.judge.client import JudgeClient, JudgeOutcome
 from gate.judge.prompt import CodeFile, JudgeRequest, Listing
 from gate.policy.model import Judge, Policy
 from gate.subject import Subject
 from gate.verdict import Location, Note, Penalty
+
+if TYPE_CHECKING:  # the HTTP client is imported only when a policy enables the judge
+    from gate.judge.client import JudgeClient, JudgeOutcome
 
 MAX_REASONS = 10  # a verbose model should not bury the report
 MAX_REASON_CHARS = 300
@@ -49,6 +51,8 @@ class JudgeCheck:
             return CheckResult(skipped="the policy does not enable the judge")
         if not ctx.files:
             return CheckResult(skipped="no code to judge")
+        from gate.judge.client import JudgeOutcome
+
         files = tuple(CodeFile(f.path, f.text) for f in ctx.files)
         rubric = _rubric(settings, ctx.subject)
         if rubric is None:
@@ -112,6 +116,8 @@ def _locations(lines: tuple[int, ...], listing: Listing) -> tuple[Location, ...]
 
 def connect_from_environment(settings: Judge) -> JudgeClient:
     """The production edge: an HTTP client whose key comes from this process's environment."""
+    from gate.judge.client import JudgeClient
+
     return JudgeClient.from_environment(settings, os.environ)
 
 

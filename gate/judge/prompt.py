@@ -10,11 +10,12 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
-from typing import Any
-
-import jinja2
+from typing import TYPE_CHECKING, Any
 
 from gate.verdict import Location
+
+if TYPE_CHECKING:  # jinja2 is imported when a prompt is first rendered
+    import jinja2
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,8 @@ def reply_schema() -> dict[str, Any]:
 @cache
 def _templates() -> jinja2.Environment:
     # Plain text for a model, not HTML: nothing to escape. StrictUndefined turns a typo into an error.
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.PackageLoader("gate.judge", "templates"),
         autoescape=False,

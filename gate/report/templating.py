@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
-
-import jinja2
-import jinja2.sandbox
+from functools import cache
+from typing import TYPE_CHECKING, Any
 
 from gate.report.markdown import escape
+
+if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered, not by every command that names Overrides
+    import jinja2
 
 # Where a repository keeps its template overrides, relative to its root (read from the base commit).
 OVERRIDE_DIR = ".github/gate/templates"
@@ -28,7 +29,10 @@ class Overrides:
     origin: str = OVERRIDE_DIR  # e.g. ".github/gate/templates@abc1234", for the fallback note
 
 
-def _builtin_environment() -> jinja2.Environment:
+@cache
+def _builtin() -> jinja2.Environment:
+    import jinja2
+
     return jinja2.Environment(
         loader=jinja2.PackageLoader("gate.report", "templates"),
         undefined=jinja2.StrictUndefined,
@@ -39,13 +43,12 @@ def _builtin_environment() -> jinja2.Environment:
     )
 
 
-_BUILTIN = _builtin_environment()
-
-
 def render(name: str, context: Mapping[str, Any], overrides: Overrides | None = None) -> tuple[str, str]:
     """Render Markdown template `name` with `context`; returns (text, note). `note` is empty unless an
     override was given and failed: then the text comes from the built-in template, which shows the note
     (escaped) through its `override_note` variable."""
+    import jinja2.sandbox
+
     source = overrides.sources.get(name) if overrides else None
     if source is not None and overrides is not None:
         env = jinja2.sandbox.SandboxedEnvironment(
@@ -61,5 +64,5 @@ def render(name: str, context: Mapping[str, Any], overrides: Overrides | None = 
             line = f" line {exc.lineno}" if isinstance(exc, jinja2.TemplateSyntaxError) else ""
             note = (f"the repository's template {where} failed ({type(exc).__name__}{line}: {exc}); "
                     "the built-in template was used")
-            return _BUILTIN.get_template(name).render(**context, override_note=escape(note)), note
-    return _BUILTIN.get_template(name).render(**context, override_note=""), ""
+            return _builtin().get_template(name).render(**context, override_note=escape(note)), note
+    return _builtin().get_template(name).render(**context, override_note=""), ""

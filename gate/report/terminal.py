@@ -10,27 +10,36 @@ import os
 import re
 import textwrap
 from collections.abc import Callable
-from typing import IO
-
-from jinja2 import Environment, PackageLoader, StrictUndefined
+from functools import cache
+from typing import IO, TYPE_CHECKING
 
 from gate.report.markdown import visible
 from gate.verdict import Verdict, listing
+
+if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered
+    import jinja2
 
 WIDTH = 80
 _NAME, _STATUS, _POINTS = 16, 8, 6
 _REASON_WIDTH = WIDTH - 2 - _NAME - 1 - _STATUS - 1 - _POINTS - 2
 _STYLES = {"good": "\x1b[32m", "bad": "\x1b[31m", "warn": "\x1b[33m", "dim": "\x1b[2m", "bold": "\x1b[1m"}
 _RESET = "\x1b[0m"
-_STATUS_STYLE = {"passed": "good", "failed": "bad", "skipped": "warn", "timeout": "bad", "error": "bad"}
+_STATUS_STYLE = {"passed": "good", "failed": "bad", "skipped": "warn", "timeout": "bad", "error": "bad",
+                 "not run": "bad"}
 
 # On GitHub this report is the job's log, and the runner obeys a line that starts with `::` or `##[` after
 # leading spaces (a workflow command: a fake annotation, `::stop-commands::` to silence the gate's own). A line
 # that quotes the candidate's text must never be one: a backslash goes in front.
 _WORKFLOW_COMMAND = re.compile(r"^(\s*)(::|##\[)", re.MULTILINE)
 
-_ENV = Environment(loader=PackageLoader("gate", "report/templates"), autoescape=False, trim_blocks=True,
-                   lstrip_blocks=True, keep_trailing_newline=True, undefined=StrictUndefined)
+
+@cache
+def _environment() -> jinja2.Environment:
+    import jinja2
+
+    return jinja2.Environment(loader=jinja2.PackageLoader("gate", "report/templates"), autoescape=False,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
+                              undefined=jinja2.StrictUndefined)
 
 
 def use_color(stream: IO[str]) -> bool:
@@ -41,7 +50,7 @@ def use_color(stream: IO[str]) -> bool:
 def render_terminal(verdict: Verdict, color: bool) -> str:
     """The verdict as text for a terminal, at most 80 columns wide."""
     paint = _painter(color)
-    rendered = _ENV.get_template("terminal.txt.j2").render(
+    rendered = _environment().get_template("terminal.txt.j2").render(
         v=verdict,
         paint=paint,
         status_word=_status_word(verdict),
