@@ -1,7 +1,10 @@
 """The smoke check: run every public and hidden case, each `runs` times with a different PYTHONHASHSEED.
 
 Each case that fails costs `points.smoke`; one that runs out of time costs `points.timeout` instead (and is
-not run again: a second timeout would only cost time). The report names failed cases by index and name with a
+not run again: a second timeout would only cost time). Cases run in parallel over the cores
+(gate/cases/schedule.py) and are reported in their order; those that had not started when
+`limits.total_timeout` was spent are reported as not run and cost `points.timeout` each, since nothing shows
+they would have passed. The report names failed cases by index and name with a
 short expected/got diff; a hidden case is "hidden case N" and its detail names only the type of what came
 back. The outcomes of every run stay in `ctx.state` for the nondeterminism check.
 """
@@ -10,9 +13,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gate.cases import KINDS
+from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program
 from gate.cases.running import sandbox_limits
+from gate.cases.schedule import Plan
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.errors import BadInput
@@ -45,6 +49,9 @@ class Smoke:
     name = "smoke"
     requires: tuple[str, ...] = ("parse",)
 
+    def __init__(self, parallel: bool = True) -> None:
+        self.parallel = parallel  # False: one run at a time (the verdict is the same either way)
+
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)
         if not cases:
@@ -55,13 +62,16 @@ class Smoke:
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = hash_seeds(ctx.policy.runs)
+        budget = ctx.policy.limits.total_timeout
+        plan = Plan.for_machine(limits.wall_s, budget) if self.parallel else Plan.sequential(budget)
+        sandbox = ctx.sandbox
+        every = schedule.run_cases([_runner(case, program, sandbox, limits) for _, _, case in cases], seeds, plan)
         penalties: list[Penalty] = []
         reports: list[CaseReport] = []
         runs: list[CaseRuns] = []
-        for index, label, case in cases:
-            outcomes = _run_case(case, program, ctx.sandbox, limits, seeds)
+        for (index, label, case), outcomes in zip(cases, every, strict=True):
             runs.append(CaseRuns(label, outcomes))
-            report = _report(index, label, case, outcomes)
+            report = _report(index, label, case, outcomes, budget)
             reports.append(report)
             if report.status != "passed":
                 penalties.append(_penalty(ctx, index, label, report))
@@ -103,27 +113,27 @@ def import_path(subject: Subject) -> tuple[str, ...]:
     return (*subject.import_roots, *sites)
 
 
-def _run_case(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
-              seeds: tuple[int, ...]) -> tuple[CaseOutcome, ...]:
+def _runner(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits) -> schedule.Run:
+    """One run of `case` under a given hash seed."""
     kind = KINDS[case.kind]
-    outcomes: list[CaseOutcome] = []
-    for seed in seeds:
-        outcome = kind.run(case, program, sandbox, limits, seed)
-        outcomes.append(outcome)
-        if outcome.status in ("timeout", "error"):
-            break  # another run would give the same answer at the cost of another limit
-    return tuple(outcomes)
+    return lambda seed: kind.run(case, program, sandbox, limits, seed)
 
 
-def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome, ...]) -> CaseReport:
+def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome, ...],
+            budget: float) -> CaseReport:
+    name = label if case.hidden else case.name
+    if not outcomes:
+        return CaseReport(index, name, case.kind, case.hidden, "not run",
+                          f"not run: the cases' wall budget (limits.total_timeout, {budget:g} s) was spent", 0.0)
     worst = next((o for o in outcomes if o.status == "timeout"), None) \
         or next((o for o in outcomes if o.status != "passed"), outcomes[0])
     seconds = round(sum(o.seconds for o in outcomes), 4)
-    name = label if case.hidden else case.name
     return CaseReport(index, name, case.kind, case.hidden, worst.status, worst.detail, seconds)
 
 
 def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> Penalty:
+    if report.status == "not run":
+        return Penalty("timeout", ctx.policy.points.timeout, f"{label} {report.detail}", case=index)
     if report.status == "timeout":
         return Penalty("timeout", ctx.policy.points.timeout, f"{label} ran out of time: {report.detail}",
                        case=index)

@@ -209,7 +209,7 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         cases=parse_cases(doc.get("cases", []), file, "cases"),
         hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
         bots=Bots(**bots, **label_lists),
-        limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu"))),
+        limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu", "total_timeout"))),
         runs=doc.get("runs", defaults.runs),
         require=tuple(doc.get("require", defaults.require)),
         allow_weaker_isolation=doc.get("allow_weaker_isolation", defaults.allow_weaker_isolation),

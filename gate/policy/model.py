@@ -116,6 +116,7 @@ class Limits:
     open_files: int = 64
     file_size_mb: int = 16
     disk_mb: int = 64
+    total_timeout: float = 300.0  # wall seconds for all the runs of all the cases together
 
 
 @dataclass(frozen=True)

@@ -28,7 +28,10 @@ from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
 
 _CHUNK = 65536
-_CPU_TICK_S = 0.05  # slack for the kernel's accounting of CPU time against RLIMIT_CPU
+# Slack for the kernel's accounting of CPU time against RLIMIT_CPU, as a share of the limit: a loop killed by
+# SIGXCPU at a 1 s limit reports as little as 0.86 s of CPU in its rusage on a loaded machine. (A program that
+# sends itself SIGXCPU to pass for a timeout only costs itself more points.)
+_CPU_SLACK = 0.5
 _STREAMS = ("stdin", "stdout", "stderr", "result", "setup")  # the run's first descriptors, in order
 # After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process
 # that escaped every kill could hold them).
@@ -414,7 +417,7 @@ class LayeredSandbox:
         # A SIGXCPU after that much CPU is the limit even when the gate was about to kill the run for another
         # reason (a served call's tests may answer before the candidate's exit is read); one the program sent
         # itself earlier is not.
-        spent_all = live.cpu_s >= rlimits.cpu_seconds(live.request.limits.cpu_s) - _CPU_TICK_S
+        spent_all = live.cpu_s >= rlimits.cpu_seconds(live.request.limits.cpu_s) * (1 - _CPU_SLACK)
         if (signum == signal.SIGXCPU and spent_all) or (
                 not reason and signum == signal.SIGKILL and live.cpu_s >= live.request.limits.cpu_s):
             reason = "cpu limit"

@@ -1,0 +1,143 @@
+"""Cases in parallel: the verdict is the one a run at a time gives; hanging cases overlap; one wall budget."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from typing import Any
+
+from gate.cases.base import CaseOutcome
+from gate.cases.schedule import Plan, run_cases
+from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import CaseSpec, Limits, Policy
+from gate.sandbox.base import Sandbox
+from gate.subject import SourceFile, Subject
+from gate.verdict import Verdict
+from tests.cases_support import case, sandbox
+
+__all__ = ["sandbox"]
+
+CODE = """\
+import time
+
+
+def double(n):
+    return 2 * n
+
+
+def off_by_one(n):
+    return 2 * n + 1
+
+
+def spin(n):
+    while True:
+        n += 1
+
+
+def nap(n):
+    time.sleep(60)
+
+
+def fruit(n):
+    return list({"apple", "banana", "cherry", "damson", "elder", "fig", "grape", "huckleberry"})[:n]
+"""
+
+
+def _mix() -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
+    """Passing, failing, hanging (spinning and sleeping) and set-order cases, interleaved, public and hidden."""
+    kinds = [("double", 4, 8), ("off_by_one", 4, 8), ("spin", 1, 0), ("fruit", 8, []), ("nap", 1, 0),
+             ("double", 5, 10), ("off_by_one", 0, 0), ("fruit", 3, [])]
+    public = tuple(case("call", f"{name} {n}", function=name, args=[n], expect=expect)
+                   for name, n, expect in kinds)
+    hidden = tuple(replace(case("call", f"h{number}", function=name, args=[n], expect=expect), hidden=True)
+                   for number, (name, n, expect) in enumerate(reversed(kinds)))
+    return public, hidden
+
+
+def _verdict(sandbox: Sandbox, parallel: bool, policy: Policy) -> Verdict:
+    public, hidden = _mix()
+    subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{CODE}```\n",
+                      files=(SourceFile("solution.py", CODE, None, "extracted"),), cases=public,
+                      hidden_cases=hidden)
+    return score(subject, policy, sandbox, checks=(Smoke(parallel=parallel), Nondeterminism()))
+
+
+def _without_times(verdict: Verdict) -> dict[str, Any]:
+    data = verdict.to_dict()
+    data.pop("timings")
+    for key in ("checks", "cases"):
+        for entry in data[key]:
+            entry.pop("seconds")
+    return data
+
+
+def test_the_parallel_verdict_is_the_sequential_one(sandbox: Sandbox) -> None:
+    policy = Policy(limits=Limits(timeout=1.5, cpu=1.5), runs=3)
+    sequential = _verdict(sandbox, parallel=False, policy=policy)
+    parallel = _verdict(sandbox, parallel=True, policy=policy)
+    assert _without_times(parallel) == _without_times(sequential)
+    # ... and that verdict is the mix's: each kind of case reads as what it is, in the cases' order.
+    statuses = [(c.index, c.hidden, c.status) for c in parallel.cases]
+    assert statuses == [
+        (1, False, "passed"), (2, False, "failed"), (3, False, "timeout"), (4, False, "failed"),
+        (5, False, "timeout"), (6, False, "passed"), (7, False, "failed"), (8, False, "failed"),
+        (1, True, "failed"), (2, True, "failed"), (3, True, "passed"), (4, True, "timeout"),
+        (5, True, "failed"), (6, True, "timeout"), (7, True, "failed"), (8, True, "passed")]
+    [differed] = [p for p in parallel.penalties if p.check == "nondeterminism"]
+    assert "case 4 (fruit 8)" in differed.message
+    assert parallel.total == 8 * 2 + 4 * 4 + 2
+
+
+def test_hanging_cases_run_side_by_side_beyond_the_cores() -> None:
+    # Five runs that each wait for all five to be going: run one or two at a time, each would wait in vain.
+    together = threading.Barrier(5)
+
+    def hang(seed: int) -> CaseOutcome:
+        try:
+            together.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            return CaseOutcome("failed", "ran alone", "alone")
+        return CaseOutcome("timeout", "ran out of time", "timeout")
+
+    plan = Plan(slots=2, most=8, long_after_s=0.01, budget_s=60)
+    outcomes = run_cases([hang] * 5, (1, 2), plan)
+    assert [[o.detail for o in found] for found in outcomes] == [["ran out of time"]] * 5
+
+
+def test_the_outcomes_keep_the_cases_order_and_each_case_its_seeds_order() -> None:
+    seen: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def runner(number: int) -> Any:
+        def run(seed: int) -> CaseOutcome:
+            with lock:
+                seen.append((number, seed))
+            return CaseOutcome("passed", "", f"{number}/{seed}")
+        return run
+
+    outcomes = run_cases([runner(n) for n in range(40)], (1, 2, 3), Plan(slots=2, most=4, long_after_s=1,
+                                                                          budget_s=60))
+    assert [[o.fingerprint for o in found] for found in outcomes] == [
+        [f"{n}/{seed}" for seed in (1, 2, 3)] for n in range(40)]
+    assert sorted(seen) == [(n, seed) for n in range(40) for seed in (1, 2, 3)]
+
+
+def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sandbox: Sandbox) -> None:
+    # One run at a time, so that which cases are left is certain: the first case hangs for its whole time limit,
+    # longer than the budget of all the cases.
+    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0, total_timeout=0.5))
+    cases = (case("call", "hangs", function="nap", args=[1], expect=0),
+             case("call", "fine", function="double", args=[1], expect=2))
+    hidden = (replace(case("call", "secret", function="double", args=[2], expect=4), hidden=True),)
+    subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{CODE}```\n",
+                      files=(SourceFile("solution.py", CODE, None, "extracted"),), cases=cases,
+                      hidden_cases=hidden)
+    verdict = score(subject, policy, sandbox, checks=(Smoke(parallel=False), Nondeterminism()))
+    assert [(c.status, c.detail) for c in verdict.cases[1:]] == [
+        ("not run", "not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent")] * 2
+    assert [(p.check, p.points, p.message) for p in verdict.penalties[1:]] == [
+        ("timeout", 4, "case 2 (fine) not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent"),
+        ("timeout", 4, "hidden case 1 not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent")]
+    assert not verdict.accepted
