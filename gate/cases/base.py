@@ -29,6 +29,8 @@ class Program:
     function: str | None = None  # the function a reply or task names, for `call` cases without one
     # Import roots (RunRequest.python_path): the tree's own first (`src`), then the repository's environment.
     python_path: tuple[str, ...] = ()
+    # Standard library modules the code imports, for the sandbox to load once for all runs (RunRequest.preload)
+    preload: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

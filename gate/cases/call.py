@@ -69,7 +69,7 @@ class Call:
         result = sandbox.run(RunRequest(script="_gate_call.py", files=files, tree=program.tree,
                                         python_path=program.python_path,
                                         stdin=json.dumps(payload).encode(), hash_seed=hash_seed,
-                                        limits=limits))
+                                        limits=limits, preload=program.preload))
         record = read_outcome(result)
         if record is None or result.timed_out:
             return no_outcome(result, case.hidden)

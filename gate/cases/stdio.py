@@ -65,7 +65,8 @@ def _request(case: CaseSpec, program: Program, limits: Limits, hash_seed: int) -
     else:
         return "the case names no program or module, and there is no reply's code to run"
     return RunRequest(script=script, args=args, files=files, tree=program.tree, python_path=program.python_path,
-                      stdin=str(case.get("stdin", "")).encode(), hash_seed=hash_seed, limits=limits)
+                      stdin=str(case.get("stdin", "")).encode(), hash_seed=hash_seed, limits=limits,
+                      preload=program.preload)
 
 
 def _judge(case: CaseSpec, result: RunResult) -> CaseOutcome:

@@ -102,15 +102,15 @@ def _offences(found: Found, allow: tuple[str, ...], allow_anything: bool, deny: 
     if found.loader and dynamic:
         reasons.append("dynamic loader")
     if found.module is not None:
-        denied = [name for name in (found.module, *found.submodules) if _under(name, deny)]
+        denied = [name for name in (found.module, *found.submodules) if under_any(name, deny)]
         if denied:
             reasons.append(f"{denied[0]} is in the deny-list")
-        elif not allow_anything and not _under(found.module, allow):
+        elif not allow_anything and not under_any(found.module, allow):
             reasons.append(f"{found.module} is not in the allow-list ({', '.join(allow) or 'empty'})")
     return reasons
 
 
-def _under(module: str, packages: tuple[str, ...]) -> bool:
+def under_any(module: str, packages: tuple[str, ...]) -> bool:
     """Whether `module` is one of `packages` or a submodule of one."""
     return any(module == p or module.startswith(p + ".") for p in packages)
 

@@ -11,7 +11,10 @@ back. The outcomes of every run stay in `ctx.state` for the nondeterminism check
 
 from __future__ import annotations
 
+import glob
+import sys
 from dataclasses import dataclass
+from pathlib import Path
 
 from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program
@@ -19,6 +22,9 @@ from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
+from gate.checks.imports import find_imports, under_any
+from gate.checks.parse import parsed_trees
+from gate.checks.trees import walk
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
@@ -100,17 +106,45 @@ def _validate(numbered: list[tuple[int, str, CaseSpec]]) -> None:
 def _program(ctx: CheckContext) -> Program:
     """What the cases run: the reply's (or sample's) one file, or the clean export of the head tree."""
     function = ctx.subject.task.function if ctx.subject.task else None
+    preload = _stdlib_imports(ctx)
     if ctx.subject.reply is not None and ctx.files:
-        return Program(code=ctx.files[0].text, function=function)
+        return Program(code=ctx.files[0].text, function=function, preload=preload)
     if ctx.subject.tree is None and len(ctx.files) == 1:
-        return Program(code=ctx.files[0].text, function=function)
-    return Program(tree=ctx.subject.tree, function=function, python_path=import_path(ctx.subject))
+        return Program(code=ctx.files[0].text, function=function, preload=preload)
+    return Program(tree=ctx.subject.tree, function=function, python_path=import_path(ctx.subject),
+                   preload=preload)
 
 
 def import_path(subject: Subject) -> tuple[str, ...]:
     """A run's import roots over the head tree: its own first, then the environment's site-packages."""
     sites = subject.environment.site_packages if subject.environment else ()
     return (*subject.import_roots, *sites)
+
+
+def _stdlib_imports(ctx: CheckContext) -> tuple[str, ...]:
+    """The standard library modules the scored files import and the policy does not deny, for the sandbox to
+    load once for every run (each run importing dataclasses and statistics again cost it more than the rest of
+    its start). Not a name the head tree has a module of where its code imports from first (its root, its own
+    import roots such as `src`): the code would import that one."""
+    trees = parsed_trees(ctx)
+    found: set[str] = set()
+    for source in ctx.files:
+        parsed = trees.get(source.path)
+        if parsed is not None:
+            found.update(f.module for f in find_imports(parsed, walk(ctx, source.path, parsed))
+                         if f.module and f.loader is None)
+    tree = ctx.subject.tree
+    roots = [] if tree is None else [tree, *(tree / root for root in ctx.subject.import_roots
+                                             if not Path(root).is_absolute())]
+    deny = ctx.policy.imports.deny
+    return tuple(sorted(
+        name for name in found
+        if name.split(".")[0] in sys.stdlib_module_names and not under_any(name, deny)
+        and not any(_shadowed(root, name.split(".")[0]) for root in roots)))
+
+
+def _shadowed(root: Path, top: str) -> bool:
+    return (root / f"{top}.py").exists() or (root / top).is_dir() or any(root.glob(f"{glob.escape(top)}.*.so"))
 
 
 def _runner(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits) -> schedule.Run:

@@ -48,6 +48,10 @@ class RunRequest:
     # use those instead of doing it again. So a module's top level must not depend on the run (its limits,
     # environment or directory). Never the code under test: the zygote itself runs what is named here.
     warm: tuple[str, ...] = ()
+    # Standard library modules the program imports: a zygote imports, once for all its runs, those of them it
+    # knows to be safe to import in itself (zygote_server.PRELOADABLE) and ignores the others. Only names the
+    # program would find in the standard library, not its own modules of the same names (the caller checks).
+    preload: tuple[str, ...] = ()
     # Stdout, stderr and the result channel go to /dev/null, unread (a served peer, whose answers travel on its
     # channel): the result then has none of them, and no output limit applies.
     discard_output: bool = False

@@ -212,6 +212,7 @@ class LayeredSandbox:
             "argv": list(request.argv) if request.argv is not None else None,
             "warm": _warm_digests(request),
             "python_path": list(request.python_path),
+            "preload": list(request.preload),
         }
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:

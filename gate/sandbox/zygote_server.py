@@ -8,6 +8,7 @@ library only (plus the seccomp binding): it runs under the sandbox interpreter.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import hashlib
 import importlib
@@ -17,6 +18,7 @@ import selectors
 import signal
 import socket
 import stat
+import sys
 import traceback
 from typing import Any
 
@@ -28,6 +30,15 @@ from gate.sandbox import _libc, child, namespaces, seccomp
 # dearer (about 0.2 ms a run for those seven, measured), and random also reseeds itself in each forked child.
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
                 "bisect", "enum", "copy", "operator", "traceback", "socket", "__future__", "pkgutil")
+# Standard library modules a run may ask this zygote to import for it (RunRequest.preload): pure computation,
+# nothing that starts a process, opens a file or a socket, or prints when imported (an import here runs as the
+# zygote's user, outside every run's layers). Each costs the runs forked after it a little, so only those the
+# code under test imports are loaded.
+PRELOADABLE = frozenset({
+    "abc", "array", "base64", "binascii", "bisect", "calendar", "cmath", "collections", "collections.abc",
+    "contextlib", "copy", "dataclasses", "datetime", "decimal", "difflib", "enum", "fractions", "functools",
+    "graphlib", "heapq", "itertools", "json", "math", "numbers", "operator", "pprint", "random", "re",
+    "statistics", "string", "struct", "textwrap", "types", "typing", "unicodedata"})
 _NETWORK_ISOLATED: list[bool] = []  # non-empty once this zygote is in its own network namespace
 _MOUNT_TEMPLATE: list[tuple[str, ...]] = []  # the places it hides, once this zygote is in its mount template
 _MAX_WARM = 64  # compiled warm files kept (a few per harness)
@@ -61,6 +72,7 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                         child.reap_ready(waiting, block=True)
                         return
                     config = _in_shared_namespaces(json.loads(message))
+                    _preload(config["preload"])
                     _compile_warm(config)
                     child.import_warm(config["warm"], config["script"])
                     if config["own_reaper"]:
@@ -92,6 +104,17 @@ def _seccomp_program() -> bytes:
         bpf = built.read()
     os.waitpid(pid, 0)
     return bpf  # empty if building failed: seccomp.prepare refuses it
+
+
+def _preload(names: list[str]) -> None:
+    """Import the modules among `names` that are PRELOADABLE and not loaded yet, for every run forked afterwards;
+    then out of the collector's sight, as the warm modules are."""
+    fresh = [name for name in names if name in PRELOADABLE and name not in sys.modules]
+    for name in fresh:
+        with contextlib.suppress(Exception):  # (the run imports it itself and reports the error)
+            importlib.import_module(name)
+    if fresh:
+        gc.freeze()
 
 
 def _compile_warm(config: dict[str, Any]) -> None:

@@ -1,0 +1,66 @@
+"""The standard library modules the code imports are loaded once in the zygote, never in place of the code's own."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.checks.imports import Imports
+from gate.checks.parse import Parse
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import Imports as ImportsPolicy
+from gate.policy.model import Policy
+from gate.sandbox.base import RunRequest, Sandbox
+from gate.subject import SourceFile, Subject
+from tests.cases_support import LIMITS, case, sandbox
+
+__all__ = ["sandbox"]
+
+# What the code sees of each module when it starts: loaded already (by its zygote) or not.
+PROBE = "import sys\nprint(sorted(name for name in {names!r} if name in sys.modules))\n"
+
+
+def _loaded_at_start(sandbox: Sandbox, names: tuple[str, ...]) -> str:
+    result = sandbox.run(RunRequest(script="main.py", files={"main.py": PROBE.format(names=names).encode()},
+                                    limits=LIMITS, preload=names))
+    assert result.exit_code == 0, result.stderr
+    return result.stdout.decode().strip()
+
+
+def test_a_zygote_loads_the_pure_standard_modules_a_run_names(sandbox: Sandbox) -> None:
+    assert _loaded_at_start(sandbox, ("dataclasses", "statistics")) == "['dataclasses', 'statistics']"
+
+
+def test_a_zygote_never_imports_a_module_that_acts_when_imported(sandbox: Sandbox) -> None:
+    # `this` prints, `antigravity` starts a browser, `subprocess` and `socket` reach outside: an import in the
+    # zygote runs outside every layer of a run, so these stay for the run to import itself.
+    assert _loaded_at_start(sandbox, ("this", "antigravity", "subprocess", "shelve")) == "[]"
+
+
+def _statuses(sandbox: Sandbox, tree: Path, code: str, policy: Policy) -> list[tuple[str, str]]:
+    """Score `code` as pkg/calc.py of `tree` with `policy`'s cases; each case's status and detail."""
+    (tree / "pkg").mkdir()
+    (tree / "pkg" / "__init__.py").write_text("")
+    (tree / "pkg" / "calc.py").write_text(code)
+    subject = Subject(kind="range", label="base..head", tree=tree,
+                      files=(SourceFile("pkg/calc.py", code, None, "modified"),))
+    verdict = score(subject, policy, sandbox, checks=(Parse(), Imports(), Smoke()))
+    return [(c.status, c.detail) for c in verdict.cases]
+
+
+def test_the_modules_the_code_imports_are_loaded_before_it_but_not_denied_ones(sandbox: Sandbox,
+                                                                               tmp_path: Path) -> None:
+    # The module notes what is loaded before its own imports run; the harness loads neither of the two.
+    code = ("import sys\n\nBEFORE = sorted(n for n in ('graphlib', 'calendar') if n in sys.modules)\n\n"
+            "import calendar\nimport graphlib\n\n\ndef before():\n    return BEFORE\n")
+    policy = Policy(imports=ImportsPolicy(deny=("calendar",)),
+                    cases=(case("call", "before", function="pkg.calc:before", expect=["graphlib"]),))
+    assert _statuses(sandbox, tmp_path, code, policy) == [("passed", "")]
+
+
+def test_the_code_still_imports_its_own_module_of_a_standard_name(sandbox: Sandbox, tmp_path: Path) -> None:
+    # The tree's own `statistics.py` at its root is what `import statistics` finds, as it would be alone.
+    (tmp_path / "statistics.py").write_text("OWN = True\n")
+    code = "import statistics\n\n\ndef own():\n    return getattr(statistics, 'OWN', False)\n"
+    policy = Policy(cases=(case("call", "own", function="pkg.calc:own", expect=True),))
+    assert _statuses(sandbox, tmp_path, code, policy) == [("passed", "")]
