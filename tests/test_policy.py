@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator
 
 from gate.cli import main
 from gate.errors import BadInput
+from gate.policy import marked_yaml
 from gate.policy.loader import (
     KIND_KEYS,
     effective_policy_dict,
@@ -376,3 +377,45 @@ def test_a_reader_that_goes_away_gets_one_line_not_a_traceback(tmp_path: Path) -
     err = proc.stderr.read()
     assert proc.wait() == 3
     assert err == "gate: error: the output was closed before the report was written (broken pipe)\n"
+
+
+_MARKED = """\
+base: &base
+  timeout: 2.5
+  cpu: 1
+limits:
+  <<: *base
+  memory_mb: 64
+cases:
+  - {name: a, args: [1, "2", 3.0, null, true], expect: {k: [x, y]}}
+  - name: b
+    stdin: |
+      two
+      lines
+"""
+
+
+def _paths(value: Any, path: tuple[str | int, ...] = ()) -> list[tuple[str | int, ...]]:
+    """Every key path into `value`."""
+    items = list(value.items()) if isinstance(value, dict) else list(enumerate(value)) \
+        if isinstance(value, list) else []
+    return [path, *(deeper for key, item in items for deeper in _paths(item, (*path, key)))]
+
+
+@pytest.mark.skipif(marked_yaml._FAST is None, reason="PyYAML was built without libyaml here")
+def test_libyaml_gives_the_same_data_lines_and_errors_as_the_pure_loader(monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = marked_yaml.load_marked(_MARKED, "p.yml")
+    fast_errors = [_error(text) for text in ("a:\n\t- 1\n", "a: [1\n", "a: b: c\n", "x: 1\nx: 2\n")]
+    monkeypatch.setattr(marked_yaml, "_FAST", None)
+    pure = marked_yaml.load_marked(_MARKED, "p.yml")
+    assert marked_yaml.unmark(fast) == marked_yaml.unmark(pure)
+    paths = _paths(pure)
+    assert len(paths) > 20
+    assert [marked_yaml.line_of(fast, path) for path in paths] == [marked_yaml.line_of(pure, path) for path in paths]
+    assert fast_errors == [_error(text) for text in ("a:\n\t- 1\n", "a: [1\n", "a: b: c\n", "x: 1\nx: 2\n")]
+
+
+def _error(text: str) -> str:
+    with pytest.raises(BadInput) as raised:
+        marked_yaml.load_marked(text, "p.yml")
+    return raised.value.render()
