@@ -16,7 +16,7 @@ from cmarkgfm.cmark import Options
 from gate.cli import main
 from gate.commands.check import score_range
 from gate.errors import BadInput
-from gate.sources.gitrange import subject_from_commits, subject_from_range
+from gate.sources.gitrange import git_changes, subject_from_commits, subject_from_range
 from gate.verdict import Verdict
 
 POLICY = """\
@@ -474,3 +474,36 @@ def test_a_hidden_path_written_with_dot_slash_is_the_same_file(tmp_path: Path) -
         assert found.subject.tree is not None
         assert not (found.subject.tree / ".github" / "gate-hidden.yml").exists()  # never where code runs
         assert any("hidden cases file .github/gate-hidden.yml" in r for r in found.subject.blocked_reasons)
+
+
+def _lines(count: int, tag: str) -> str:
+    return "".join(f"{tag} {n}\n" for n in range(count))
+
+
+def test_the_added_lines_of_every_file_come_from_one_diff_of_the_range(repo: Repo, tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    # Many modified files, a renamed and edited one, names git writes as they are (spaces, accents) and names
+    # it quotes in a patch's header (a quote, a tab): each must get exactly its own added lines.
+    names = [f"pkg/m{n:02d}.py" for n in range(30)] + ["with space.py", "acc\u00e9nt.py", 'quo"te.py',
+                                                     "tab\there.py", "old name.py"]
+    repo.commit("more", {name: _lines(40, name) for name in names})
+    repo.git("mv", "old name.py", "new name.py")
+    edited: dict[str, str | None] = {
+        name: _lines(40, name).replace(f"{name} 7\n", "changed\n").replace(f"{name} 30\n", "x\ny\n")
+        for name in names if name != "old name.py"}
+    edited["new name.py"] = _lines(40, "old name.py").replace("old name.py 3\n", "moved and changed\n")
+    base = repo.git("rev-parse", "HEAD")
+    head = repo.commit("bot: edits", edited)
+    trace = tmp_path / "git-trace.txt"
+    monkeypatch.setenv("GIT_TRACE", str(trace))
+    git_repo = git.Repo(repo.root)
+    changes = {c.path: c for c in git_changes(git_repo, git_repo.commit(base), git_repo.commit(head))}
+    assert set(changes) == {*edited}
+    for name in edited:
+        if name == "new name.py":
+            assert (changes[name].status, changes[name].added_lines) == ("renamed", frozenset({4}))
+        else:
+            assert changes[name].added_lines == frozenset({8, 31, 32}), name
+    # One diff for the range, one for the listing, and one of their own for the two names git quotes.
+    diffs = [line for line in trace.read_text().splitlines() if "git diff" in line or "'diff'" in line]
+    assert len(diffs) == 4, diffs

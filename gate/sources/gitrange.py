@@ -44,6 +44,9 @@ _BLOCK = 4096  # what the smallest file costs of a run's disk
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--text", "--inter-hunk-context=0")
 # Nor the user's own attributes file.
 _NO_USER_ATTRIBUTES = {"c": "core.attributesFile=/dev/null"}
+# ... and the paths in a patch's headers as they are (only a name with a quote, a backslash or a control
+# character is still quoted), so that a header can be matched with the raw listing's name.
+_PATCH_CONFIG = {"c": ["core.attributesFile=/dev/null", "core.quotePath=false"]}
 _STATUS: dict[str, ChangeStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}
 
 
@@ -163,9 +166,10 @@ def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Cha
                                               head.hexsha)
     fields = raw.split("\0")
     changes: list[Change] = []
+    patches: dict[str, str] | None = None
     i = 0
     while i < len(fields) and fields[i].startswith(":"):
-        _, new_mode, old_blob, new_blob, letters = fields[i][1:].split(" ")
+        old_mode, new_mode, old_blob, new_blob, letters = fields[i][1:].split(" ")
         status = _STATUS.get(letters[0], "modified")
         if letters[0] in "RC":
             old_path, new_path, i = fields[i + 1], fields[i + 2], i + 3
@@ -179,11 +183,34 @@ def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Cha
             data = repo.odb.stream(bytes.fromhex(new_blob)).read()
         added = None
         if status in ("modified", "renamed") and data is not None:
-            patch = repo.git(**_NO_USER_ATTRIBUTES).diff("--unified=0", *_DIFF_FLAGS, old_blob, new_blob)
+            if patches is None:
+                patches = _patches(repo, fork, head)
+            patch = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
+                and old_mode in _REGULAR_MODES else None
+            if patch is None:  # a name git quotes in the header, a type change: this file's own diff
+                patch = repo.git(**_NO_USER_ATTRIBUTES).diff("--unified=0", *_DIFF_FLAGS, old_blob, new_blob)
             added = added_lines(patch)
         changes.append(Change(status, _printable(new_path), None if status == "added" else _printable(old_path),
                               added, data))
     return tuple(changes)
+
+
+def _patches(repo: git.Repo, fork: git.Commit, head: git.Commit) -> dict[str, str]:
+    """The range's patch (`git diff --unified=0`, renames detected as for the raw listing), one git run for
+    every file instead of one per file (0.3 s against 16 ms for 200 files), split into each file's part by
+    its `diff --git a/OLD b/NEW` header line. A header that comes twice (a type change is two parts) is left
+    out, so that no file takes another's lines; a name git quotes there does not match its raw name."""
+    text = repo.git(**_PATCH_CONFIG).diff("--unified=0", "-M", *_DIFF_FLAGS, fork.hexsha, head.hexsha)
+    parts: dict[str, str] = {}
+    seen: set[str] = set()
+    for part in re.split(r"^(?=diff --git )", text, flags=re.MULTILINE):
+        header = part.partition("\n")[0]
+        if header in seen:
+            parts.pop(header, None)
+        elif header.startswith("diff --git "):
+            parts[header] = part
+        seen.add(header)
+    return parts
 
 
 def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset(),
