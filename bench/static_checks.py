@@ -39,6 +39,9 @@ class Timed:
         self.name = self.check.name
         self.requires = self.check.requires
 
+    def enabled(self, policy: Policy) -> bool:
+        return self.check.enabled(policy)
+
     def run(self, ctx: CheckContext) -> CheckResult:
         started = time.process_time()
         try:

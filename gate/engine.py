@@ -30,6 +30,8 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     blocked_reasons: list[str] = list(subject.blocked_reasons)
     timings: dict[str, float] = {}
     for check in checks if checks is not None else all_checks():
+        if not check.enabled(policy):
+            continue  # nobody turned it on: not a skipped check worth a line in every report
         t0 = time.perf_counter()
         ran_hidden = False
         blocker = _unmet_requirement(check, ctx)

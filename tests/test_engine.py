@@ -20,6 +20,9 @@ class Charging:
     points: int
     requires: tuple[str, ...] = ()
 
+    def enabled(self, policy: Policy) -> bool:
+        return True
+
     def run(self, ctx: CheckContext) -> CheckResult:
         if not self.points:
             return CheckResult()

@@ -92,13 +92,17 @@ def _policy(include: tuple[str, ...] = ("**/*.py",), exclude: tuple[str, ...] = 
     return Policy(paths=Paths(include=include, exclude=exclude))
 
 
-def test_nothing_gated_to_score_costs_extract() -> None:
+def test_a_change_that_touches_no_gated_file_is_not_an_extract_failure() -> None:
+    # A docs or config change is not a reply without code: no points, a note that says why nothing was parsed.
     verdict = score_files([SourceFile("README.md", "# hi\n"), SourceFile("docs/x.py", "x = 1\n")],
                           _policy(exclude=("docs/",)))
-    found = penalty(verdict, "extract")
-    assert found.points == 5
-    assert "nothing gated to score" in found.message
-    assert "none of the 2 changed files" in found.message
+    assert verdict.accepted and verdict.total == 0 and check(verdict, "extract").status == "passed"
+    [note] = [n for n in verdict.notes if n.source == "extract"]
+    assert "none of the 2 changed files matches" in note.message and "cases and tests run" in note.message
+
+
+def test_a_reply_without_code_still_costs_extract() -> None:
+    assert penalty(score_reply("I cannot do that."), "extract").points == 5
 
 
 def test_only_gated_files_reach_the_later_checks() -> None:

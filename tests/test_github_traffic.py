@@ -39,10 +39,11 @@ def scenario(fake: FakeGitHub, tmp_path: Path, *, author: str = "ann", author_ty
     return pr
 
 
-def run_ci(pr: Scenario, monkeypatch: pytest.MonkeyPatch, event: dict[str, object] | None = None) -> int:
-    for key, value in pr.environment(event=event).items():
+def run_ci(pr: Scenario, monkeypatch: pytest.MonkeyPatch, event: dict[str, object] | None = None,
+           *args: str, event_name: str | None = None) -> int:
+    for key, value in pr.environment(event=event, event_name=event_name).items():
         monkeypatch.setenv(key, value)
-    return main(["ci"])
+    return main(["ci", *args])
 
 
 def plain(markdown: str) -> str:
@@ -183,3 +184,84 @@ def test_a_maintainers_no_gate_label_opts_a_bot_pr_out_as_neutral_never_success(
     runs = list(fake.repos[REPO].check_runs.values())
     assert [r["conclusion"] for r in runs] == ["failure", "neutral"]
     assert "would be gated: author gate-bot[bot] is a Bot account" in runs[1]["output"]["summary"]
+
+
+CASES = """\
+budget: 3
+cases:
+  - name: adds
+    function: "calc:add"
+    args: [2, 3]
+    expect: 5
+"""
+CALC = "def add(a, b):\n    return a + b + int(open(__file__[:-7] + 'offset.txt').read())\n"
+
+
+def docs_pr(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None]) -> Scenario:
+    return Scenario(fake, tmp_path, {".github/gate.yml": CASES, "calc.py": CALC, "offset.txt": "0\n",
+                                     "README.md": "# app\n"}, head)
+
+
+def test_a_docs_only_bot_pr_runs_the_cases_and_is_accepted(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = docs_pr(fake, tmp_path, {"README.md": "# app\n\nHow to add.\n", "docs/guide.md": "Add two numbers.\n"})
+    assert run_ci(pr, monkeypatch) == 0
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert verdict["accepted"] and verdict["total"] == 0
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "passed")]
+    assert "none of the 2 changed files matches paths.include" in comment_of(fake, pr)
+    assert fake.repos[REPO].statuses[-1]["state"] == "success"
+
+
+def test_a_data_change_that_breaks_behaviour_fails_its_case_though_no_gated_file_changed(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = docs_pr(fake, tmp_path, {"offset.txt": "1\n"})
+    assert run_ci(pr, monkeypatch) == 0  # one failed case: 2 points, within the budget of 3
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "failed")]
+    assert [(p["check"], p["points"]) for p in verdict["penalties"]] == [("smoke", 2)]
+
+
+def push(pr: Scenario, fake: FakeGitHub, files: dict[str, str | None], message: str = "bot change") -> None:
+    """A new commit on the PR's branch, in the checkout and in the fake."""
+    from tests.fakegithub import Commit
+    from tests.fakegithub.scenario import commit
+
+    spec = CommitSpec(message, HUMAN, HUMAN)
+    pr.head_sha = commit(pr.workspace, files, message, spec)
+    pull = fake.repos[REPO].pulls[pr.number]
+    pull.head_sha = pr.head_sha
+    pull.commits.append(Commit(pr.head_sha, message, spec.author, spec.committer))
+
+
+def comment_writes(fake: FakeGitHub) -> list[str]:
+    return [method for method, path, _ in fake.writes() if "/comments" in path]
+
+
+def test_comment_on_change_edits_the_comment_only_when_the_verdict_changes(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch, None, "--comment", "on-change") == 1
+    push(pr, fake, {"notes.txt": "unrelated\n"})  # a new head, the same verdict
+    assert run_ci(pr, monkeypatch, None, "--comment", "on-change") == 1
+    assert comment_writes(fake) == ["POST"]
+    push(pr, fake, {"util.py": CLEAN})  # the verdict changes: the comment follows
+    assert run_ci(pr, monkeypatch, None, "--comment", "on-change") == 0
+    assert comment_writes(fake) == ["POST", "PATCH"]
+    assert "gate: accepted" in comment_of(fake, pr)
+    repo = fake.repos[REPO]  # the status and the check run are posted on every run, on each head
+    assert [s["state"] for s in repo.statuses] == ["failure", "failure", "success"]
+    assert len(repo.check_runs) == 3
+
+
+def test_comment_blocked_only_posts_nothing_for_an_accepted_pr_until_one_is_blocked(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot")
+    assert run_ci(pr, monkeypatch, None, "--comment", "blocked-only") == 0
+    assert comment_writes(fake) == [] and [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
+    push(pr, fake, {"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch, None, "--comment", "blocked-only") == 1
+    assert comment_writes(fake) == ["POST"] and "gate: blocked" in comment_of(fake, pr)
+    push(pr, fake, {"util.py": CLEAN})  # once there is a comment it is kept current, not left saying blocked
+    assert run_ci(pr, monkeypatch, None, "--comment", "blocked-only") == 0
+    assert comment_writes(fake) == ["POST", "PATCH"] and "gate: accepted" in comment_of(fake, pr)

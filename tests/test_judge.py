@@ -327,11 +327,12 @@ def test_an_unset_key_variable_means_needs_review_without_asking(stubs: list[Stu
     assert f"environment variable {KEY_ENV}" in judge_note(verdict)
 
 
-def test_a_disabled_judge_is_skipped_and_asks_nobody(stubs: list[Stub]) -> None:
+def test_a_disabled_judge_asks_nobody_and_is_not_listed_as_skipped(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("fail", ["bad"]))
     verdict = judged(stub.url, enabled=False)
     assert stub.received == []
-    assert check_report(verdict) == ("skipped", 0, "the policy does not enable the judge")
+    assert "judge" not in [c.name for c in verdict.checks]  # nobody turned it on: no line in the report
+    assert "judge" not in render_comment(verdict)
 
 
 def test_a_judge_block_in_the_policy_file_drives_the_check(stubs: list[Stub], tmp_path: Path) -> None:
@@ -403,6 +404,9 @@ class FailedHiddenCase:
 
     name = "smoke"
     requires: tuple[str, ...] = ()
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         return CheckResult(penalties=(Penalty("smoke", 2, "hidden case 0 failed", case=0),),

@@ -49,4 +49,9 @@ class Check(Protocol):
     # Checks that must have passed for this one to run; otherwise it is reported as skipped.
     requires: tuple[str, ...]
 
+    def enabled(self, policy: Policy) -> bool:
+        """Whether the policy turns this check on at all; a check that is off is left out of the verdict, not
+        reported as skipped (nobody asked for it)."""
+        ...
+
     def run(self, ctx: CheckContext) -> CheckResult: ...

@@ -26,6 +26,7 @@ from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import parsed_trees
 from gate.checks.trees import walk
 from gate.fences import prose_lines
+from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
 
@@ -61,6 +62,9 @@ class Claims:
 
     name = "claims"
     requires: tuple[str, ...] = ("parse",)
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.policy.claims.allow_loops:

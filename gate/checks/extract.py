@@ -7,9 +7,10 @@ solution. Bare blocks are candidates only when no block is tagged Python, becaus
 code and for output.
 
 For a set of changed files (a git range, a pull request), the gated files are those matching `paths.include`
-and no `paths.exclude` glob; nothing gated to score costs the points, and so does a gated code file (Python,
-or an extension under `languages`) that still holds a chat reply (Markdown fences or a model's prose lines),
-with the path and line of each.
+and no `paths.exclude` glob. A change that touches no gated file costs nothing here (a data, config or docs
+change is not a reply without code): the note says so, and the cases and tests still run against its head. A
+gated code file (Python, or an extension under `languages`) that still holds a chat reply (Markdown fences or a
+model's prose lines) costs the points, with the path and line of each.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from gate.checks.trees import parse_python
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
+from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
 
@@ -48,6 +50,9 @@ class Extract:
 
     name = "extract"
     requires: tuple[str, ...] = ()
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.subject.reply is not None:
@@ -86,14 +91,7 @@ class Extract:
         ctx.files[:] = gated
         points = ctx.policy.points.extract
         if not gated:
-            if ctx.subject.files:
-                count = len(ctx.subject.files)
-                message = (f"nothing gated to score: none of the {count} changed files matches "
-                           f"paths.include ({', '.join(paths.include)})"
-                           + (f" minus paths.exclude ({', '.join(paths.exclude)})" if paths.exclude else ""))
-            else:
-                message = "nothing gated to score: the change has no files"
-            return CheckResult(penalties=(Penalty(self.name, points, message),))
+            return CheckResult(notes=(Note(self.name, _nothing_gated(ctx)),), reason="no gated file changed")
         code_suffixes = (".py", *(_suffix(lang.extension) for lang in ctx.policy.languages))
         found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(ctx, f)]
         if not found:
@@ -101,6 +99,16 @@ class Extract:
         listed = listing([str(loc) for loc in found], ", ")
         message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}"
         return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))
+
+
+def _nothing_gated(ctx: CheckContext) -> str:
+    paths = ctx.policy.paths
+    if not ctx.subject.files:
+        return "the change has no files to check; the cases and tests run against its head"
+    globs = f"paths.include ({', '.join(paths.include)})" + (
+        f" minus paths.exclude ({', '.join(paths.exclude)})" if paths.exclude else "")
+    return (f"none of the {len(ctx.subject.files)} changed files matches {globs}: no code to check, and the "
+            "cases and tests run against the head")
 
 
 def _suffix(extension: str) -> str:

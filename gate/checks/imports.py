@@ -26,7 +26,7 @@ from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import parsed_trees
 from gate.checks.trees import walk
-from gate.policy.model import DYNAMIC_LOADERS
+from gate.policy.model import DYNAMIC_LOADERS, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
 
@@ -59,6 +59,9 @@ class Imports:
 
     name = "imports"
     requires: tuple[str, ...] = ("parse",)
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         trees = parsed_trees(ctx)

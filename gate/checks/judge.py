@@ -41,14 +41,16 @@ class JudgeCheck:
     # A model reading code that did not parse, or a conversation instead of code, has nothing useful to add.
     requires: tuple[str, ...] = ("extract", "parse")
 
+    def enabled(self, policy: Policy) -> bool:
+        """Only when the policy asks for a judge."""
+        return policy.judge.enabled
+
     def __init__(self, connect: Callable[[Judge], JudgeService]) -> None:
         self.connect = connect
 
     def run(self, ctx: CheckContext) -> CheckResult:
         """Ask the judge (when the policy enables it) and report its verdict as advice."""
         settings = ctx.policy.judge
-        if not settings.enabled:
-            return CheckResult(skipped="the policy does not enable the judge")
         if not ctx.files:
             return CheckResult(skipped="no code to judge")
         from gate.judge.client import JudgeOutcome

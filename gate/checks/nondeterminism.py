@@ -9,6 +9,7 @@ from __future__ import annotations
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.smoke import STATE_KEY, CaseRuns, hash_seeds
+from gate.policy.model import Policy
 from gate.verdict import Penalty
 
 _MAX_NAMED = 5
@@ -19,6 +20,9 @@ class Nondeterminism:
 
     name = "nondeterminism"
     requires: tuple[str, ...] = ("parse",)
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         runs = ctx.state.get(STATE_KEY)

@@ -37,6 +37,9 @@ class Parse:
     name = "parse"
     requires: tuple[str, ...] = ("extract",)
 
+    def enabled(self, policy: Policy) -> bool:
+        return True
+
     def run(self, ctx: CheckContext) -> CheckResult:
         trees: dict[str, ast.Module] = {}
         ctx.state[AST_STATE] = trees

@@ -26,7 +26,7 @@ from gate.checks.imports import find_imports, under_any
 from gate.checks.parse import parsed_trees
 from gate.checks.trees import walk
 from gate.errors import BadInput
-from gate.policy.model import CaseSpec
+from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject
 from gate.verdict import CaseReport, Penalty
@@ -57,6 +57,9 @@ class Smoke:
 
     def __init__(self, parallel: bool = True) -> None:
         self.parallel = parallel  # False: one run at a time (the verdict is the same either way)
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)

@@ -26,6 +26,7 @@ from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import (
+    COMMENT_MODES,
     Names,
     Publisher,
     Target,
@@ -66,8 +67,10 @@ def add_publishing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--policy", default=None, metavar="PATH",
                         help=f"the policy's path in the base commit (default: {DEFAULT_POLICY_PATH}, or the "
                              "default preset when it is absent)")
-    parser.add_argument("--comment", choices=("true", "false"), default="true",
-                        help="post the sticky PR comment (default: true)")
+    parser.add_argument("--comment", choices=COMMENT_MODES, default="true",
+                        help="the sticky PR comment: true (every run), false (never), on-change (edited only when "
+                             "the verdict changes), blocked-only (created only when blocked); the status and check "
+                             "run are posted every run (default: true)")
     parser.add_argument("--check-name", default="gate", help="the check run's name (default: gate)")
     parser.add_argument("--status-context", default="gate", help="the commit status context (default: gate)")
     parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
@@ -131,7 +134,7 @@ def run(args: argparse.Namespace) -> int:
             _need_checkout_for_cases(found)
             verdict = with_gating_notes(score_in_ci(found), gating)
         # Inside the failure path too: a report that cannot be rendered or delivered still ends in a status.
-        report = report_for(verdict, found.overrides, comment=args.comment == "true", gated_by=decision.reason)
+        report = report_for(verdict, found.overrides, comment=args.comment, gated_by=decision.reason)
         return deliver(delivery, verdict, report, found.overrides)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))

@@ -126,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
     ran_cases = bool(found.policy.cases or found.subject.cases or found.subject.hidden_cases)
     verdict = with_gating_notes(combine(claimed, static, allowed_labels=(found.policy.judge.label,),
                                         ran_cases=ran_cases), gating)
-    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment == "true",
+    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment,
                                                  gated_by=decision.reason), found.overrides)
 
 

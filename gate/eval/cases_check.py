@@ -25,6 +25,9 @@ class DatasetCases:
     name = "smoke"
     requires: tuple[str, ...] = ("extract", "parse")
 
+    def enabled(self, policy: Policy) -> bool:
+        return True
+
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.sandbox is None:
             return CheckResult(skipped="no sandbox")

@@ -7,6 +7,8 @@ still run. The caller writes the job summary and the artifact whatever happens h
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -40,10 +42,16 @@ WHAT = {"comment": "post the PR comment", "status": "set the commit status",
 PERMISSIONS_YAML = ("permissions:\n  contents: read\n  pull-requests: write\n  statuses: write\n"
                     "  checks: write")
 FULL_REPORT_NOTE = "> The full report is in the job summary."
+VERDICT_KEY = "<!-- gate:verdict {} -->"
 
 # A check run's conclusion; `neutral` (a maintainer's override or opt-out) satisfies a required check without
 # claiming the gate accepted. A commit status has no neutral: it says success, with the reason in its line.
 State = Literal["success", "failure", "neutral"]
+# When the sticky comment is written (the `comment` input): `true` every run, `on-change` only when the verdict
+# differs from the one the comment shows, `blocked-only` created only for a blocked verdict (an existing comment
+# is still kept current); the status and the check run are posted every run whatever the mode.
+CommentMode = Literal["true", "on-change", "blocked-only"]
+COMMENT_MODES = ("true", "false", "on-change", "blocked-only")
 Problem = Literal["permission", "rate limit", "gone", "too long", "server", "other"]
 
 
@@ -75,6 +83,8 @@ class Report:
     comment: str | None  # the sticky comment's body; None posts no comment
     annotations: tuple[dict[str, Any], ...] = ()
     labels: tuple[str, ...] = ()
+    comment_mode: CommentMode = "true"
+    verdict_key: str = ""  # a digest of what the verdict says, kept hidden in the comment for `on-change`
 
 
 @dataclass
@@ -97,10 +107,10 @@ class Outcome:
         return lines
 
 
-def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment: bool = True,
+def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment: str = "true",
                gated_by: str = "") -> Report:
     """The report for a scored PR (templates overridden from the base commit): failure when blocked.
-    `gated_by` (what made the PR gated) ends the status line."""
+    `comment` is the mode (COMMENT_MODES); `gated_by` (what made the PR gated) ends the status line."""
     head = headline(verdict)
     state: State = "success" if verdict.accepted else "failure"
     places = check_annotations(verdict)
@@ -110,9 +120,11 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
         description=_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
         title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
         summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT - len(rest), FULL_REPORT_NOTE) + rest,
-        comment=render_comment(verdict, overrides) if comment else None,
+        comment=render_comment(verdict, overrides) if comment != "false" else None,
         annotations=tuple(places[:MAX_ANNOTATIONS]),
         labels=verdict.labels,
+        comment_mode=_comment_mode(comment),
+        verdict_key=verdict_digest(verdict),
     )
 
 
@@ -143,6 +155,23 @@ def _ranges(numbers: list[int]) -> list[str]:
         else:
             spans.append([n, n])
     return [f"{a}-{b}" if b > a else str(a) for a, b in spans]
+
+
+def _comment_mode(comment: str) -> CommentMode:
+    if comment == "on-change":
+        return "on-change"
+    if comment == "blocked-only":
+        return "blocked-only"
+    return "true"
+
+
+def verdict_digest(verdict: Verdict) -> str:
+    """What a reader of the comment would see change: the outcome, the points, each penalty and case result,
+    the blocked reasons. Not the head SHA or the timings, so a push that changes nothing leaves it."""
+    said = [verdict.accepted, verdict.total, verdict.budget, list(verdict.blocked_reasons),
+            [[p.check, p.points, p.message] for p in verdict.penalties],
+            [[c.name, c.status] for c in verdict.cases]]
+    return hashlib.sha256(json.dumps(said).encode()).hexdigest()[:16]
 
 
 def not_gated_report(reason: str, *, neutral: bool = False, notes: tuple[str, ...] = ()) -> Report:
@@ -187,7 +216,7 @@ class Publisher:
         outcome = Outcome()
         steps: list[tuple[str, Callable[[], None]]] = []
         if report.comment is not None:
-            steps.append(("comment", lambda: self.comment(report.comment or "")))
+            steps.append(("comment", lambda: self.comment(report.comment or "", report)))
         steps.append(("status", lambda: self.status(report)))
         steps.append(("check run", lambda: self.check_run(report)))
         if report.labels:
@@ -202,16 +231,24 @@ class Publisher:
                 outcome.done.append(step)
         return outcome
 
-    def comment(self, body: str) -> None:
-        """Edit the gate's comment (found by its marker on any page) or create it; cut it once on a 422."""
+    def comment(self, body: str, report: Report | None = None) -> None:
+        """Edit the gate's comment (found by its marker on any page) or create it, as the report's comment mode
+        says; cut it once on a 422."""
         issue = self.repo.get_issue(self.target.number)
         mine = self._own_comment(issue)
+        key = VERDICT_KEY.format(report.verdict_key) if report is not None and report.verdict_key else ""
+        if report is not None and key:
+            if report.comment_mode == "on-change" and mine is not None and key in (mine.body or ""):
+                return  # the comment already shows this verdict
+            if report.comment_mode == "blocked-only" and mine is None and report.state != "failure":
+                return  # nothing to say until a run is blocked
+            body = body.replace(MARKER, f"{MARKER}\n{key}", 1)
         try:
             self._write_comment(issue, mine, body)
         except GithubException as exc:
             if exc.status != 422:
                 raise
-            tail = "\n" + MARKER + "\n"
+            tail = "\n" + MARKER + "\n" + (key + "\n" if key else "")
             shorter = cut(body, len(body) // 2, CUT_NOTE.format(limit="GitHub's")) + tail
             self._write_comment(issue, mine, shorter)
 
