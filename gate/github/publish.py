@@ -242,13 +242,13 @@ class Publisher:
                 return  # the comment already shows this verdict
             if report.comment_mode == "blocked-only" and mine is None and report.state != "failure":
                 return  # nothing to say until a run is blocked
-            body = body.replace(MARKER, f"{MARKER}\n{key}", 1)
+            body = body.replace(MARKER, f"{key}\n{MARKER}", 1)  # the marker stays the last line
         try:
             self._write_comment(issue, mine, body)
         except GithubException as exc:
             if exc.status != 422:
                 raise
-            tail = "\n" + MARKER + "\n" + (key + "\n" if key else "")
+            tail = "\n" + (key + "\n" if key else "") + MARKER + "\n"
             shorter = cut(body, len(body) // 2, CUT_NOTE.format(limit="GitHub's")) + tail
             self._write_comment(issue, mine, shorter)
 
