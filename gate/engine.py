@@ -29,6 +29,7 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     labels: list[str] = []
     blocked_reasons: list[str] = list(subject.blocked_reasons)
     timings: dict[str, float] = {}
+    shared: list[tuple[str, str]] = []
     for check in checks if checks is not None else all_checks():
         if not check.enabled(policy):
             continue  # nobody turned it on: not a skipped check worth a line in every report
@@ -47,6 +48,7 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
             cases.extend(replace(case, seconds=0.0) if case.hidden else case for case in result.cases)
             labels.extend(label for label in result.labels if label not in labels)
             blocked_reasons.extend(result.blocked_reasons)
+            shared.extend(result.isolation)
             points = sum(p.points for p in result.penalties)
             if result.skipped:
                 report = CheckReport(check.name, "skipped", reason=result.skipped)
@@ -75,7 +77,7 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         blocked_reasons=tuple(blocked_reasons),
         notes=tuple(notes),
         labels=tuple(labels),
-        isolation=_isolation(subject, sandbox),
+        isolation=_isolation(subject, sandbox, shared),
         facts=subject.facts,
         timings=tuple(timings.items()),
         gate_version=__version__,
@@ -89,7 +91,7 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     (the repository) and every hidden-cases file outside it from every run; no sandbox is started when there
     are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is
     missing here."""
-    if not policy.cases and not subject.cases and not subject.hidden_cases:
+    if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests:
         return score(subject, policy, reproduce=reproduce)
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)))
@@ -99,11 +101,13 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
         sandbox.close()
 
 
-def _isolation(subject: Subject, sandbox: Sandbox | None) -> tuple[tuple[str, str], ...]:
-    """How the code ran: the sandbox's layers, and the repository's environment its runs imported from."""
+def _isolation(subject: Subject, sandbox: Sandbox | None, shared: list[tuple[str, str]]
+               ) -> tuple[tuple[str, str], ...]:
+    """How the code ran: the sandbox's layers, the repository's environment its runs imported from, and what
+    the checks say shared a process with it."""
     if sandbox is None:
         return (("code execution", "off: not run"),)
-    layers = dict(sandbox.isolation)
+    layers = {**sandbox.isolation, **dict(shared)}
     if subject.environment is not None:
         layers["environment"] = subject.environment.describe()
     return tuple(sorted(layers.items()))

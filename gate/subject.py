@@ -59,6 +59,21 @@ class Task:
 
 
 @dataclass(frozen=True)
+class SuiteTrees:
+    """The repository's test suite as it runs (README "Gating with your own tests and dependencies"): the
+    head's tree with the base's tests, conftests and pytest configuration in place of the head's."""
+
+    base_sha: str
+    tree: Path  # the head's code, the base's tests
+    args: tuple[str, ...]  # the test paths of the base that exist (for pytest)
+    added: tuple[str, ...] = ()  # test files the head adds, run apart from the base's
+    added_tree: Path | None = None  # `tree` plus those files
+    base_tree: Path | None = None  # the base commit as it is, for the baseline (None: baseline none)
+    base_roots: tuple[str, ...] = ()  # the base tree's own import roots
+    edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
+
+
+@dataclass(frozen=True)
 class Subject:
     """Everything the checks need to know about what is scored, and nothing about where it came from."""
 
@@ -81,5 +96,6 @@ class Subject:
     # head tree's own import roots (`src`, `environment.python_path`), which come first.
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
+    suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

@@ -19,6 +19,6 @@ def all_checks() -> list[Check]:
     # Importing the modules registers them. A module imported earlier elsewhere (a test importing
     # gate.checks.judge) registers out of turn, so the order is CHECK_NAMES's, not the imports'. The judge
     # comes last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
-    from gate.checks import extract, parse, imports, claims, smoke, nondeterminism, judge  # noqa: F401, I001
+    from gate.checks import extract, parse, imports, claims, framework, smoke, nondeterminism, tests, judge  # noqa: F401, I001
 
     return sorted(REGISTRY, key=lambda check: CHECK_NAMES.index(check.name))

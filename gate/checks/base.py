@@ -40,6 +40,8 @@ class CheckResult:
     reason: str = ""
     labels: tuple[str, ...] = ()
     blocked_reasons: tuple[str, ...] = ()
+    # Entries the check adds to the verdict's isolation: what shared a process with the code under test.
+    isolation: tuple[tuple[str, str], ...] = ()
 
 
 class Check(Protocol):

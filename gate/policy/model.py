@@ -15,7 +15,8 @@ from gate.bots.catalog import agent_ids
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
 
-CHECK_NAMES = ("extract", "parse", "imports", "claims", "smoke", "timeout", "nondeterminism", "judge")
+CHECK_NAMES = ("extract", "parse", "imports", "claims", "framework", "smoke", "timeout", "nondeterminism",
+               "tests", "judge")
 
 # Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem
 # access, native code and dynamic loading.

@@ -15,7 +15,7 @@ import re
 import shutil
 import stat
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -31,7 +31,7 @@ from gate.policy.model import Policy
 from gate.sandbox.detect import run_interpreter
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import read_trusted, source_files
-from gate.subject import Subject
+from gate.subject import Subject, SuiteTrees
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -113,6 +113,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         environment = _environment(base, policy) if runs_code else None
+        suite = _suite(base, changes, policy, tree, withheld) if policy.tests and tree else None
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -124,12 +125,14 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             judge_rubric=trusted.judge_rubric,
             environment=environment,
             import_roots=_import_roots(head, policy),
+            suite=suite,
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
         yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
+            shutil.rmtree(f"{tree}-suite", ignore_errors=True)
 
 
 @contextmanager
@@ -307,17 +310,109 @@ def _export_all(tree: git.Tree, target: Path) -> None:
     export_tree(tree, target)
 
 
-def _import_roots(head: git.Commit, policy: Policy) -> tuple[str, ...]:
-    """The head tree's own import roots, first on the path: `src` when the head has a src/ layout, then
+def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
+    """A tree's own import roots, first on the path: `src` when it has a src/ layout, then
     `environment.python_path`."""
     spec = policy.repository_environment
     if spec is None:
         return ()
     try:
-        src = isinstance(head.tree / "src", git.Tree)
+        src = isinstance(commit.tree / "src", git.Tree)
     except KeyError:
         src = False
     return tuple(dict.fromkeys((*(("src",) if src else ()), *spec.python_path)))
+
+
+# pytest's configuration files at the root; the base's are used, the head's never.
+PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+
+
+def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tree: Path,
+           withheld: frozenset[str]) -> SuiteTrees:
+    """The trees the repository's tests run in: the head's export with the base's test files, every
+    conftest.py and the pytest configuration in place of the head's (next to `head_tree`), the head's new
+    test files in a tree of their own, and the base as it is for the baseline."""
+    assert policy.tests is not None
+    paths = policy.tests.paths
+    folder = Path(f"{head_tree}-suite")
+    tree = folder / "run"
+    shutil.copytree(head_tree, tree, symlinks=True)
+    ours = [item for item in _walk(base.tree)
+            if isinstance(item, git.Blob) and _is_suite_file(str(item.path), paths)]
+    for parent, _, files in os.walk(tree):
+        for name in files:
+            full = Path(parent, name)
+            if _is_suite_file(full.relative_to(tree).as_posix(), paths):
+                full.unlink()
+    for item in ours:
+        if str(item.path) not in withheld:
+            _write_blob(item, tree)
+    present = tuple(p for p in paths if (tree / p).exists())
+    if not present:
+        raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}", key="tests.paths")
+    added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
+                  and c.path.endswith(".py") and _is_suite_file(c.path, paths)
+                  and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
+    added_tree = None
+    if added:
+        added_tree = folder / "added"
+        shutil.copytree(tree, added_tree, symlinks=True)
+        for change in changes:
+            if change.path in added and change.data is not None:
+                target = added_tree / change.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(change.data)
+    base_tree = None
+    if policy.tests.baseline == "base":
+        base_tree = folder / "base"
+        base_tree.mkdir()
+        export_tree(base.tree, base_tree, withheld)
+    return SuiteTrees(base_sha=base.hexsha, tree=tree, args=present, added=added, added_tree=added_tree,
+                      base_tree=base_tree, base_roots=_import_roots(base, policy),
+                      edits=_suite_edits(changes, paths, set(added)))
+
+
+def _is_suite_file(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py, or pytest's
+    configuration."""
+    return (any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
+            or PurePosixPath(path).name == "conftest.py" or path in PYTEST_CONFIG)
+
+
+def _in_tree(commit: git.Commit, path: str) -> bool:
+    try:
+        commit.tree / path
+    except KeyError:
+        return False
+    return True
+
+
+def _write_blob(item: git.Blob, root: Path) -> None:
+    if stat.S_ISLNK(item.mode):
+        return
+    dest = (root / str(item.path)).resolve()
+    if not dest.is_relative_to(root.resolve()):
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(item.data_stream.read())
+
+
+def _suite_edits(changes: Sequence[Change], tests: Sequence[str], added: set[str]) -> tuple[str, ...]:
+    """What the change does to the suite's files, which the base's versions replace."""
+    found = []
+    for change in changes:
+        path = next((p for p in change.paths if _is_suite_file(p, tests)), None)
+        if path is None or change.path in added:
+            continue
+        if path in PYTEST_CONFIG and path not in ("pytest.ini", ".pytest.ini"):
+            found.append(f"the change edits {path}: the base's pytest configuration in it was used")
+        elif change.status == "added":
+            found.append(f"the change adds {path}: it did not run (the base's tests, conftests and pytest "
+                         "configuration only)")
+        else:
+            verb = {"deleted": "deletes", "renamed": "renames"}.get(change.status, "edits")
+            found.append(f"the change {verb} {path}: the base's version ran")
+    return tuple(found)
 
 
 def _printable(path: str) -> str:

@@ -1,0 +1,186 @@
+"""Run a pytest suite in the sandbox, shared over several processes, and collect each test's outcome.
+
+Each process runs the gate's harness (`harness/suite.py`), which reports every test on the result channel as
+it finishes. A test whose outcome never reached the gate (the process exited, `os._exit(0)` from the code
+under test, a hang past the per-test alarm) is a failure, or a timeout when the alarm fired or the run hit its
+wall limit; the tests after it run again in a new process, so a hanging test costs its timeout once. The
+whole suite shares one deadline (`tests.timeout`): what has not run by then is a failure too.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from gate.cases.running import harness
+from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
+
+# What a run of the suite may write on its channel and outputs (its records, a failure's report each).
+_OUTPUT_BYTES = 16 * 1024 * 1024
+_ALARM = "Timeout ("  # what faulthandler prints when the per-test alarm fires
+# Variables pytest reads: no plugin loads unless the base's configuration names it.
+SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+
+
+@dataclass(frozen=True)
+class TestOutcome:
+    """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report."""
+
+    nodeid: str
+    status: str
+    detail: str = ""
+    seconds: float = 0.0
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class SuiteRun:
+    """How to run one group of tests: the tree they run in, what pytest is given, the limits."""
+
+    tree: Path
+    args: tuple[str, ...]  # paths for pytest
+    python_path: tuple[str, ...]
+    limits: Limits  # the policy's, for memory, processes, files and disk
+    test_timeout: float
+    workers: int
+
+
+def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float
+              ) -> dict[str, TestOutcome]:
+    """Every test's outcome, by node id. With `select` (node ids), exactly those, shared over the workers by
+    file; without, whatever pytest collects from `run.args`, in one process. `deadline` is a
+    time.monotonic() instant."""
+    if select is None:
+        return _shard(sandbox, run, list(run.args), None, deadline)
+    shards = _shards(select, run.workers)
+    with ThreadPoolExecutor(max_workers=max(1, len(shards))) as pool:
+        parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline), shards))
+    found: dict[str, TestOutcome] = {}
+    for part in parts:
+        found.update(part)
+    return found
+
+
+def _shards(select: Sequence[str], workers: int) -> list[list[str]]:
+    """The node ids split into at most `workers` groups of whole files, the largest files first."""
+    by_file: dict[str, list[str]] = {}
+    for nodeid in select:
+        by_file.setdefault(nodeid.split("::")[0], []).append(nodeid)
+    groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(by_file))))]
+    for ids in sorted(by_file.values(), key=len, reverse=True):
+        min(groups, key=len).extend(ids)
+    return [group for group in groups if group]
+
+
+def _files(ids: Sequence[str]) -> list[str]:
+    return list(dict.fromkeys(nodeid.split("::")[0] for nodeid in ids))
+
+
+def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float
+           ) -> dict[str, TestOutcome]:
+    """Run one group to its end, again after each death, until every test has an outcome or time is up."""
+    found: dict[str, TestOutcome] = {}
+    expected: list[str] | None = select
+    errors: dict[str, str] = {}  # collection errors, by the path pytest could not collect
+    while True:
+        left = deadline - time.monotonic()
+        pending = None if expected is None else [n for n in expected if n not in found]
+        if pending == []:
+            return found
+        if left <= 1:
+            for nodeid in pending or ():
+                found[nodeid] = TestOutcome(nodeid, "timeout", "not run: the suite's time limit (tests.timeout) "
+                                                               "ran out")
+            return found
+        result, records = _run_once(sandbox, run, args if pending is None else _files(pending), pending, left)
+        collected, progress = _read(records, found, errors)
+        if expected is None:
+            expected = [*(collected or []), *errors]
+            for path, detail in errors.items():  # without a list to expect, a file that fails to collect
+                found.setdefault(path, TestOutcome(path, "error", f"collection failed: {detail}"))
+            if collected is None and not errors:
+                found["."] = TestOutcome(".", "error", _death(result, "before collecting the tests"))
+                return found
+        started = _unfinished(records, found)
+        if started is not None:
+            found[started] = TestOutcome(started, "timeout" if _timed_out(result) else "failed",
+                                         _death(result, "during this test"))
+            progress = True
+        if not progress:
+            for nodeid in [n for n in expected if n not in found]:
+                error = errors.get(nodeid.split("::")[0])
+                found[nodeid] = TestOutcome(nodeid, "error" if error else "failed",
+                                            f"not collected: {error}" if error else
+                                            _death(result, "before its outcome reached the gate"))
+            return found
+
+
+def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float
+              ) -> tuple[RunResult, list[dict[str, Any]]]:
+    limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
+    key = secrets.token_hex(16)
+    request = {"args": args, "select": select, "test_timeout": run.test_timeout, "key": key}
+    result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite"), tree=run.tree,
+                                    stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
+                                    python_path=run.python_path))
+    records = []
+    for line in (result.result or b"").decode("utf-8", "replace").splitlines():
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(record, dict) and record.get("key") == key:
+            records.append(record)
+    return result, records
+
+
+def _read(records: list[dict[str, Any]], found: dict[str, TestOutcome], errors: dict[str, str]
+          ) -> tuple[list[str] | None, bool]:
+    """Fill `found` (and `errors`) from the records; returns (the node ids collected, or None; whether any
+    test finished). A test reported twice keeps its first outcome (a second one is the code under test
+    writing)."""
+    collected: list[str] | None = None
+    progress = False
+    for record in records:
+        if "collected" in record and collected is None and isinstance(record["collected"], list):
+            collected = [str(n) for n in record["collected"]]
+        elif "collect_error" in record:
+            errors.setdefault(str(record["collect_error"]), str(record.get("detail", ""))[-600:])
+        elif "test" in record and str(record["test"]) not in found:
+            nodeid = str(record["test"])
+            line = record.get("line")
+            found[nodeid] = TestOutcome(nodeid, str(record.get("status", "failed")), str(record.get("detail", "")),
+                                        float(record.get("seconds", 0) or 0),
+                                        line if isinstance(line, int) and not isinstance(line, bool) else None)
+            progress = True
+    return collected, progress
+
+
+def _unfinished(records: list[dict[str, Any]], found: dict[str, TestOutcome]) -> str | None:
+    """The test that started last without an outcome, if any."""
+    starts = [str(record["start"]) for record in records if "start" in record]
+    return starts[-1] if starts and starts[-1] not in found else None
+
+
+def _timed_out(result: RunResult) -> bool:
+    return result.timed_out or result.killed_reason == "cpu limit" or _ALARM in result.stderr.decode(
+        "utf-8", "replace")
+
+
+def _death(result: RunResult, when: str) -> str:
+    if _timed_out(result):
+        how = "ran out of time"
+    elif result.killed_reason:
+        how = f"was killed ({result.killed_reason})"
+    elif result.signal is not None:
+        how = f"was killed by signal {result.signal}"
+    else:
+        how = f"exited with status {result.exit_code}"
+    tail = result.stderr.decode("utf-8", "replace").strip().splitlines()[-3:]
+    return f"the test process {how} {when}" + (": " + " | ".join(tail) if tail else "")

@@ -1,0 +1,87 @@
+"""The framework check: library code that reaches into the test framework is blocked for a human.
+
+With `tests:`, the repository's tests run in one process with the code under test, so that code could make
+failing tests pass: import pytest or its internals and patch them, skip or exit from inside a call, walk the
+interpreter's modules or the callers' frames to find and rewrite what the tests hold. Such code is rarely
+what a library change needs, and no run can tell a patched outcome from a real one, so a change that adds it
+(outside the test paths) is blocked for a human, naming each place. It costs no points.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import PurePosixPath
+
+from gate.checks import register
+from gate.checks.base import CheckContext, CheckResult
+from gate.checks.parse import parsed_trees
+from gate.checks.trees import walk
+from gate.verdict import Location, listing
+
+# Modules of the test framework (and `unittest`'s, which pytest runs too).
+_MODULES = ("pytest", "_pytest", "pluggy", "unittest", "faulthandler")
+# Attributes that reach the interpreter's state: its modules, the callers' frames, tracing, a hard exit, the
+# descriptors of the process (the gate's result channel among them).
+_ATTRIBUTES = {
+    "sys": {"modules", "_getframe", "settrace", "setprofile", "_current_frames", "meta_path", "path_hooks"},
+    "inspect": {"currentframe", "stack", "getouterframes", "trace"},
+    "os": {"_exit", "write", "fdopen", "dup2", "dup", "closerange"},
+    "gc": {"get_objects", "get_referrers", "get_referents"},
+}
+_FRAME_FIELDS = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame"}
+
+
+class Framework:
+    """Library code reaching into the test framework, when the policy runs the repository's tests."""
+
+    name = "framework"
+    requires: tuple[str, ...] = ("parse",)
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        spec = ctx.policy.tests
+        if spec is None:
+            return CheckResult(skipped="the policy runs no test suite (tests:)")
+        trees = parsed_trees(ctx)
+        found: list[tuple[str, Location]] = []
+        for source in ctx.files:
+            tree = trees.get(source.path)
+            if tree is None or _is_test_code(source.path, spec.paths):
+                continue
+            for node in walk(ctx, source.path, tree):
+                what = _reach(node)
+                line = getattr(node, "lineno", None)
+                if what and (source.added_lines is None or line in source.added_lines):
+                    found.append((f"{what} at {source.path}:{line}", Location(source.path, line)))
+        if not found:
+            return CheckResult()
+        reason = ("the change's library code reaches into the test framework or the interpreter's state ("
+                  + listing([text for text, _ in found]) + "); the repository's tests run in one process with "
+                  "it, so a human must review it")
+        return CheckResult(blocked_reasons=(reason,), reason=f"{len(found)} places")
+
+
+def _is_test_code(path: str, tests: tuple[str, ...]) -> bool:
+    return (PurePosixPath(path).name == "conftest.py"
+            or any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests))
+
+
+def _reach(node: ast.AST) -> str:
+    """What `node` reaches, in words, or ""."""
+    if isinstance(node, ast.Import):
+        names = [alias.name for alias in node.names if alias.name.split(".")[0] in _MODULES]
+        return f"import {names[0]}" if names else ""
+    if isinstance(node, ast.ImportFrom) and not node.level and node.module:
+        if node.module.split(".")[0] in _MODULES:
+            return f"from {node.module} import"
+        wanted = _ATTRIBUTES.get(node.module, set())
+        names = [alias.name for alias in node.names if alias.name in wanted]
+        return f"from {node.module} import {names[0]}" if names else ""
+    if isinstance(node, ast.Attribute):
+        if isinstance(node.value, ast.Name) and node.attr in _ATTRIBUTES.get(node.value.id, set()):
+            return f"{node.value.id}.{node.attr}"
+        if node.attr in _FRAME_FIELDS:
+            return f"a frame's .{node.attr}"
+    return ""
+
+
+register(Framework())

@@ -1,0 +1,169 @@
+"""The tests check: the repository's own pytest suite, from the base commit, against the head's code.
+
+Each test is a case of kind `pytest` named by its node id. With `tests.baseline: base` (the default) the suite
+also runs on the base (cached by the base's SHA and environment), and each test that passed there and fails,
+errors or is skipped on the head costs `points.smoke` (`points.timeout` when it ran out of time); with `none`
+every test that fails costs. Tests the head adds run apart from the base's (their module code never shares a
+process with a base test) and cost points when they fail; they never make up for a base test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from gate import __version__
+from gate.cases.running import sandbox_limits
+from gate.cases.suite import SuiteRun, TestOutcome, run_suite
+from gate.checks import register
+from gate.checks.base import CheckContext, CheckResult
+from gate.environment import build as environment_build
+from gate.environment import cache
+from gate.errors import GateFailure
+from gate.policy.model import Policy
+from gate.sandbox.base import Sandbox
+from gate.subject import Subject, SuiteTrees
+from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty
+
+KIND = "pytest"
+# What a test's outcome on the head must be to cost nothing when it passed on the base.
+_OK = ("passed",)
+ISOLATION = ("in-process, weaker isolation: each test runs in one sandboxed pytest process with the code under "
+             "test, which could reach pytest; outcomes travel on the gate's own channel with a per-run key, a "
+             "test whose outcome never arrived is a failure")
+
+
+class Tests:
+    """The repository's own test suite (policy `tests:`)."""
+
+    name = "tests"
+    requires: tuple[str, ...] = ("parse",)
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        spec = ctx.policy.tests
+        if spec is None:
+            return CheckResult(skipped="the policy runs no test suite (tests:)")
+        if ctx.sandbox is None:
+            return CheckResult(skipped="code execution is off (no sandbox), so no test ran")
+        suite = ctx.subject.suite
+        if suite is None:
+            raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
+                              "actions/checkout with fetch-depth: 0)")
+        where = cache.cache_dir(os.environ)
+        runner = _runner(ctx.subject, where)
+        head = _head_run(ctx.policy, ctx.subject, suite, runner)
+        base = _baseline(ctx.sandbox, ctx.policy, ctx.subject, suite, runner, where) \
+            if spec.baseline == "base" else None
+        deadline = time.monotonic() + spec.timeout
+        outcomes = run_suite(ctx.sandbox, head, sorted(base) if base is not None else None, deadline)
+        added = {}
+        if suite.added and suite.added_tree is not None:
+            added = run_suite(ctx.sandbox, replace(head, tree=suite.added_tree, args=suite.added), None, deadline)
+        first = len(ctx.policy.cases) + len(ctx.subject.cases) + 1
+        cases, penalties = _score(ctx.policy, base, outcomes, added, first)
+        notes = tuple(Note("tests", edit) for edit in suite.edits)
+        ran = len(outcomes) + len(added)
+        return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes,
+                           reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
+                           isolation=(("pytest", ISOLATION),))
+
+
+def _runner(subject: Subject, where: Path) -> tuple[str, ...]:
+    """Where pytest comes from: the repository's environment, else the gate's own copy."""
+    env = subject.environment
+    if env is not None and env.has("pytest"):
+        return ()
+    return (environment_build.gate_pytest(where),)
+
+
+def _sites(subject: Subject) -> tuple[str, ...]:
+    return subject.environment.site_packages if subject.environment else ()
+
+
+def _head_run(policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...]) -> SuiteRun:
+    assert policy.tests is not None
+    return SuiteRun(tree=suite.tree, args=suite.args,
+                    python_path=(*subject.import_roots, *_sites(subject), *runner),
+                    limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
+                    workers=policy.tests.workers)
+
+
+def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...],
+              where: Path) -> dict[str, str]:
+    """Each base test's status on the base itself, from the cache (by the base's SHA, the environment and the
+    suite's settings) or by running it."""
+    assert policy.tests is not None and suite.base_tree is not None
+    key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
+                        else None, "paths": list(suite.args), "roots": list(suite.base_roots),
+                        "gate": __version__, "runner": list(runner)}, {})
+    stored = where / "baselines" / f"{key}.json"
+    if stored.is_file():
+        found: dict[str, str] = json.loads(stored.read_text())
+        return found
+    run = SuiteRun(tree=suite.base_tree, args=suite.args, python_path=(*suite.base_roots, *_sites(subject),
+                                                                        *runner),
+                   limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
+                   workers=policy.tests.workers)
+    outcomes = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
+    found = {nodeid: outcome.status for nodeid, outcome in outcomes.items() if "::" in nodeid}
+    stored.parent.mkdir(parents=True, exist_ok=True)
+    partial = stored.with_suffix(f".{os.getpid()}.tmp")
+    partial.write_text(json.dumps(found, sort_keys=True))
+    partial.replace(stored)
+    return found
+
+
+def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, TestOutcome],
+           added: dict[str, TestOutcome], first: int) -> tuple[list[CaseReport], list[Penalty]]:
+    cases: list[CaseReport] = []
+    penalties: list[Penalty] = []
+    rows = [(nodeid, outcome, base.get(nodeid) if base is not None else None, False)
+            for nodeid, outcome in sorted(outcomes.items())]
+    rows += [(nodeid, outcome, None, True) for nodeid, outcome in sorted(added.items())]
+    for index, (nodeid, outcome, before, new) in enumerate(rows, start=first):
+        if base is not None and not new:
+            charged = before in _OK and outcome.status not in _OK
+        else:
+            charged = outcome.status in ("failed", "error", "timeout")
+        status = _status(outcome.status)
+        if charged and status == "passed":  # a skip where the base passed
+            status = "failed"
+        cases.append(CaseReport(index, nodeid, KIND, False, status, _detail(outcome, before, charged, new),
+                                round(outcome.seconds, 4)))
+        if charged:
+            points = policy.points.timeout if outcome.status == "timeout" else policy.points.smoke
+            check = "timeout" if outcome.status == "timeout" else "smoke"
+            where = (Location(nodeid.split("::")[0], outcome.line),) if "::" in nodeid else ()
+            verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
+                    "error": "errored"}.get(outcome.status, "failed")
+            first_line = outcome.detail.strip().splitlines()[-1:] if outcome.detail.strip() else []
+            penalties.append(Penalty(check, points, f"test {nodeid} {verb}" + (
+                " (it passes on the base)" if before in _OK else "") + (
+                f": {first_line[0][:200]}" if first_line else ""), where, case=index))
+    return cases, penalties
+
+
+def _status(status: str) -> CaseStatus:
+    """A test's status as a case's: skipped and xfailed tests did not fail."""
+    statuses: dict[str, CaseStatus] = {"error": "error", "timeout": "timeout", "failed": "failed"}
+    return statuses.get(status, "passed")
+
+
+def _detail(outcome: TestOutcome, before: str | None, charged: bool, new: bool) -> str:
+    words = {"skipped": "skipped", "xfailed": "xfailed"}.get(outcome.status, "")
+    parts = [words] if words else []
+    if new:
+        parts.append("added by the change")
+    elif before is not None and before not in _OK and outcome.status not in _OK:
+        parts.append(f"{before} on the base too: not charged")
+    if charged and outcome.status in ("skipped", "xfailed"):
+        parts.append("it passes on the base")
+    if outcome.detail and outcome.status not in _OK:
+        parts.append(outcome.detail.strip()[-300:])
+    return "; ".join(parts)
+
+
+register(Tests())
