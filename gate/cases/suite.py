@@ -174,9 +174,9 @@ def _timed_out(result: RunResult) -> bool:
 
 
 def _death(result: RunResult, when: str) -> str:
-    if _timed_out(result):
-        how = "ran out of time"
-    elif result.killed_reason:
+    if _timed_out(result):  # its stderr holds only the alarm's traceback of the harness
+        return f"the test process ran out of time {when}"
+    if result.killed_reason:
         how = f"was killed ({result.killed_reason})"
     elif result.signal is not None:
         how = f"was killed by signal {result.signal}"

@@ -139,11 +139,17 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
             where = (Location(nodeid.split("::")[0], outcome.line),) if "::" in nodeid else ()
             verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
                     "error": "errored"}.get(outcome.status, "failed")
-            first_line = outcome.detail.strip().splitlines()[-1:] if outcome.detail.strip() else []
             penalties.append(Penalty(check, points, f"test {nodeid} {verb}" + (
-                " (it passes on the base)" if before in _OK else "") + (
-                f": {first_line[0][:200]}" if first_line else ""), where, case=index))
+                " (it passes on the base)" if before in _OK else "") + _gist(outcome.detail), where, case=index))
     return cases, penalties
+
+
+def _gist(detail: str) -> str:
+    """The line of pytest's report that says what went wrong (its first `E` line), else its last line."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("E ")]
+    found = (errors or lines[-1:] or [""])[0].removeprefix("E").strip()
+    return f": {found[:200]}" if found else ""
 
 
 def _status(status: str) -> CaseStatus:

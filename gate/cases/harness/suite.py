@@ -36,6 +36,8 @@ class GatePlugin:
         self._timeout = test_timeout
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
+        # The alarm's report goes to the run's own stderr, not to pytest's capture of descriptor 2.
+        self._alarm = os.fdopen(os.dup(2), "w")
 
     def write(self, record: dict[str, Any]) -> None:
         data = (json.dumps({**record, "key": self._key}) + "\n").encode()
@@ -59,7 +61,7 @@ class GatePlugin:
         self._phases[nodeid] = []
         self._started = time.monotonic()
         self.write({"start": nodeid})
-        faulthandler.dump_traceback_later(self._timeout, exit=True)
+        faulthandler.dump_traceback_later(self._timeout, exit=True, file=self._alarm)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         self._phases.setdefault(report.nodeid, []).append(report)
