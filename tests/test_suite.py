@@ -9,6 +9,7 @@ rewrites outcomes, skipping or exiting from library code, patching pytest at imp
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import git
@@ -334,7 +335,8 @@ def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_the_baseline_is_cached_by_the_base(tmp_path: Path, gate_cache: Path) -> None:
+def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
+    gate_cache = Path(os.environ["GATE_CACHE_DIR"])
     repo = _project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
     before = set((gate_cache / "baselines").glob("*.json")) if (gate_cache / "baselines").exists() else set()
