@@ -336,13 +336,13 @@ def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("offline_pip")
 def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
-    gate_cache = Path(os.environ["GATE_CACHE_DIR"])
+    cache = Path(os.environ["GATE_CACHE_DIR"])
     repo = _project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
-    before = set((gate_cache / "baselines").glob("*.json")) if (gate_cache / "baselines").exists() else set()
+    before = set((cache / "baselines").glob("*.json")) if (cache / "baselines").exists() else set()
 
     first = _score(repo)
-    made = set((gate_cache / "baselines").glob("*.json")) - before
+    made = set((cache / "baselines").glob("*.json")) - before
     second = _score(repo)
 
     assert len(made) == 1
