@@ -16,6 +16,7 @@ from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.parse import parsed_trees
 from gate.checks.trees import walk
+from gate.policy.model import Policy
 from gate.verdict import Location, listing
 
 # Modules of the test framework (and `unittest`'s, which pytest runs too).
@@ -37,10 +38,13 @@ class Framework:
     name = "framework"
     requires: tuple[str, ...] = ("parse",)
 
+    def enabled(self, policy: Policy) -> bool:
+        """On when the policy runs the repository's tests (`tests:`)."""
+        return policy.tests is not None
+
     def run(self, ctx: CheckContext) -> CheckResult:
         spec = ctx.policy.tests
-        if spec is None:
-            return CheckResult(skipped="the policy runs no test suite (tests:)")
+        assert spec is not None  # enabled
         trees = parsed_trees(ctx)
         found: list[tuple[str, Location]] = []
         for source in ctx.files:

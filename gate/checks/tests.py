@@ -42,10 +42,13 @@ class Tests:
     name = "tests"
     requires: tuple[str, ...] = ("parse",)
 
+    def enabled(self, policy: Policy) -> bool:
+        """On when the policy names a suite (`tests:`)."""
+        return policy.tests is not None
+
     def run(self, ctx: CheckContext) -> CheckResult:
         spec = ctx.policy.tests
-        if spec is None:
-            return CheckResult(skipped="the policy runs no test suite (tests:)")
+        assert spec is not None  # enabled
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no test ran")
         suite = ctx.subject.suite
