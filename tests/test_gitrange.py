@@ -144,6 +144,19 @@ def test_attributes_that_call_every_file_binary_do_not_hide_added_imports(
     [penalty] = verdict["penalties"]
     assert penalty["check"] == "imports" and "socket" in penalty["message"] and "eval" in penalty["message"]
     assert "subprocess" not in penalty["message"]  # the base's import still does not count
+    assert not verdict["blocked_reasons"]  # attributes the bot did not write are not its doing
+
+
+@pytest.mark.parametrize("path", [".gitattributes", "pkg/.gitattributes"])
+def test_a_change_to_git_attributes_is_blocked_for_a_human_and_hides_nothing(repo: Repo, path: str) -> None:
+    # `import subprocess, socket` plus `eval` went from blocked to 0 points behind a `* -diff` the bot added.
+    repo.commit("bot: helpers", {path: "* -diff\n", "util.py": UTIL + "\nimport socket\nX = eval('1')\n"})
+    code, verdict = check(repo)
+    assert code == 1 and not verdict["accepted"]
+    [reason] = verdict["blocked_reasons"]
+    assert f"adds the git attributes file {path}, which is read from the base commit" in reason
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "socket" in penalty["message"] and "eval" in penalty["message"]
 
 
 def test_added_lines_are_those_the_range_adds(repo: Repo) -> None:

@@ -21,13 +21,16 @@ from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
 from gate.subject import SourceFile
 
+# A governed path that starts with this names a file of that name in any folder.
+ANY_FOLDER = "**/"
+
 
 @dataclass(frozen=True)
 class Trusted:
     """What the base decides about a change."""
 
     policy: Policy
-    governed: Mapping[str, str]  # path (a folder when it ends in `/`) -> what it is, in words
+    governed: Mapping[str, str]  # path (see governed_files) -> what it is, in words
     blocked_reasons: tuple[str, ...]
     hidden_cases: tuple[CaseSpec, ...]
     judge_rubric: str | None
@@ -64,13 +67,17 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
 
 def governed_files(policy: Policy, policy_path: str) -> dict[str, str]:
     """The paths the gate reads from the base under `policy` (itself read from `policy_path`), and what each
-    is, in words. A path ending in `/` governs a folder. To make the gate read another file from the base
-    (and block a change to it for a human), add its entry here."""
+    is, in words. A path ending in `/` governs a folder, one starting with `**/` a file of that name in any
+    folder. To make the gate read another file from the base (and block a change to it for a human), add its
+    entry here."""
     entries = [
         (policy_path, "the policy file"),
         (policy.hidden.path, "the hidden cases file"),
         (policy.judge.rubric_file, "the judge's rubric file"),
         (OVERRIDE_DIR + "/", "the report templates"),
+        # Attributes change what git shows of a change (`-diff` makes a file "binary", with no added lines):
+        # the gate diffs as text whatever they say, and a change to them is a human's to review.
+        (ANY_FOLDER + ".gitattributes", "the git attributes file"),
     ]
     return {path: what for path, what in entries if path}
 
@@ -83,7 +90,9 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
         touching = [c for c in changes if any(_governs(path, p) for p in c.paths)]
         if touching:
             verb = {"added": "adds", "deleted": "deletes", "renamed": "renames"}.get(touching[0].status, "edits")
-            reasons.append(f"the change {verb} {what} {path}, which is read from the base commit; "
+            named = next(p for p in touching[0].paths if _governs(path, p)) if path.startswith(ANY_FOLDER) \
+                else path
+            reasons.append(f"the change {verb} {what} {named}, which is read from the base commit; "
                            "a human must review it")
     return tuple(reasons)
 
@@ -135,6 +144,8 @@ def _policy(base: BaseReader, named: str | None) -> Policy:
 
 
 def _governs(governed: str, path: str) -> bool:
+    if governed.startswith(ANY_FOLDER):
+        return PurePosixPath(path).name == governed.removeprefix(ANY_FOLDER)
     return path.startswith(governed) if governed.endswith("/") else path == governed
 
 
