@@ -32,7 +32,8 @@ class SourceFile:
                    status: Literal["added", "modified", "renamed"] = "added",
                    old_path: str | None = None) -> SourceFile:
         """A file as git stores it. Python source is decoded as Python decodes it (a UTF-8 BOM, a `coding:`
-        line), other files as UTF-8; bytes that do not decode become U+FFFD and `undecodable` says why."""
+        line), other files as UTF-8; bytes that do not decode become U+FFFD and `undecodable` says why.
+        `added_lines` are numbered as git numbers them and kept as the checks number them (`python_lines`)."""
         encoding, problem = "utf-8", None
         if path.endswith((".py", ".pyi")):
             try:
@@ -45,7 +46,24 @@ class SourceFile:
             text = data.decode(encoding, errors="replace")
             problem = problem or (f"not valid {encoding} text: byte {data[exc.start]:#04x} at offset {exc.start}",
                                   data.count(b"\n", 0, exc.start) + 1)
-        return cls(path, text, added_lines, status, old_path, problem)
+        added = None if added_lines is None else python_lines(added_lines, text)
+        return cls(path, text, added, status, old_path, problem)
+
+
+def python_lines(git_lines: frozenset[int], text: str) -> frozenset[int]:
+    """Lines of `text` numbered as git numbers them (a line ends at LF) renumbered as Python's parser, and so
+    every check, numbers them: a lone CR ends a line too. An added git line that holds one is several Python
+    lines, all added (`x = 1\\rimport socket` would otherwise hide the import on the next line's number)."""
+    if "\r" not in text:
+        return git_lines
+    found: set[int] = set()
+    first = 1  # the Python line the git line starts on
+    for number, row in enumerate(text.split("\n"), start=1):
+        ends = row[:-1].count("\r") if row.endswith("\r") else row.count("\r")  # CR LF ends one line
+        if number in git_lines:
+            found.update(range(first, first + ends + 1))
+        first += ends + 1
+    return frozenset(found)
 
 
 @dataclass(frozen=True)

@@ -69,7 +69,9 @@ def added_lines(patch: str) -> frozenset[int]:
     added: set[int] = set()
     line = 0
     in_hunk = False
-    for row in patch.splitlines():
+    # Rows end at LF only, as git writes them: `str.splitlines` would also end one at U+001C, U+2028 or a form
+    # feed inside a line, and every added line after it would be counted one off, onto lines the change kept.
+    for row in patch.split("\n"):
         hunk = _HUNK.match(row)
         if hunk:
             line, in_hunk = int(hunk.group(1)), True
