@@ -147,6 +147,20 @@ def test_attributes_that_call_every_file_binary_do_not_hide_added_imports(
     assert not verdict["blocked_reasons"]  # attributes the bot did not write are not its doing
 
 
+@pytest.mark.parametrize("line", ["X = 1\rimport socket", "X = 1  # \x1c\nimport socket",
+                                  "X = 1  # \u2028\nimport socket", "X = 1  # \x0c\nimport socket"],
+                         ids=["lone CR", "U+001C", "U+2028", "form feed"])
+def test_an_import_after_an_odd_line_end_on_an_added_line_counts(repo: Repo, line: str) -> None:
+    # Git ends a line at LF only; Python's parser also at a lone CR, and str.splitlines also at U+001C, U+2028
+    # or a form feed. Either mismatch moved the added import onto the number of a line the change kept.
+    repo.commit("bot: helpers", {"util.py": UTIL.replace("import json\n", f"import json\n{line}\n")})
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "socket" in penalty["message"]
+    assert "subprocess" not in penalty["message"]
+
+
 @pytest.mark.parametrize("path", [".gitattributes", "pkg/.gitattributes"])
 def test_a_change_to_git_attributes_is_blocked_for_a_human_and_hides_nothing(repo: Repo, path: str) -> None:
     # `import subprocess, socket` plus `eval` went from blocked to 0 points behind a `* -diff` the bot added.
