@@ -1,10 +1,11 @@
 """Per-run cost of the sandbox: the zygote path against the fresh-interpreter path, adding one layer at a
 time.
 
-    .venv/bin/python bench/sandbox_cost.py [--runs 50]
+    .venv/bin/python bench/sandbox_cost.py [--runs 50] [--tree-files 200]
 
 Each run is a whole `Sandbox.run` of a one-line program (stage, start, supervise, clean up), timed from the
-caller's side. Layers that are not available here are shown as "n/a".
+caller's side. Layers that are not available here are shown as "n/a". The last lines are the same program
+with a head tree of `--tree-files` files (what a range's cases run in), every layer on.
 """
 
 from __future__ import annotations
@@ -12,9 +13,11 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
+import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 
 from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest
@@ -75,12 +78,43 @@ def per_run_ms(backend: str, make: Callable[[Layers], Layers], runs: int) -> tup
         sandbox.close()
 
 
+def tree_run_ms(backend: str, files: int, runs: int) -> tuple[float, float]:
+    """(fastest, median) ms per run of PROGRAM with a tree of `files` small files (a package of modules,
+    ten to a directory), every layer detected here on."""
+    with tempfile.TemporaryDirectory(prefix="gate-bench-tree-") as tmp:
+        tree = Path(tmp)
+        for index in range(files):
+            folder = tree / "pkg" / f"sub{index // 10}"
+            folder.mkdir(parents=True, exist_ok=True)
+            (folder / f"mod{index}.py").write_text(f"VALUE = {index}\n" * 20)
+        layers = detect.layers(prefer_zygote=backend == "zygote")
+        sandbox = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+        request = dataclasses.replace(PROGRAM, tree=tree)
+        try:
+            sandbox.run(request)
+            times = []
+            for _ in range(runs):
+                start = time.perf_counter()
+                result = sandbox.run(request)
+                times.append(time.perf_counter() - start)
+                if result.stdout != b"ok\n":
+                    raise SystemExit(f"{backend}: the program did not run: {result}")
+        finally:
+            sandbox.close()
+    return min(times) * 1000, statistics.median(times) * 1000
+
+
 def main() -> None:
     """Print the table."""
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--tree-files", type=int, default=200)
+    parser.add_argument("--tree-only", action="store_true", help="only the runs with a tree")
     args = parser.parse_args()
+    if args.tree_only:
+        _print_tree(args.tree_files, args.runs)
+        return
     print(f"{args.runs} runs per cell, one-line program, whole Sandbox.run; ms per run, fastest / median")
     print(f"{'layers':<26} {'zygote':>13} {'fresh':>15} {'fresh/zygote':>13}")
     for name, make in STEPS:
@@ -94,6 +128,13 @@ def main() -> None:
     print(f"run_pair, every layer, {PAIRS} pairs exchanging one message: " + ", ".join(
         f"{pairs_per_s(threads):.0f} pairs/s with {threads} thread{'s' if threads > 1 else ''}"
         for threads in (1, 2, 4)))
+    _print_tree(args.tree_files, args.runs)
+
+
+def _print_tree(files: int, runs: int) -> None:
+    for backend in ("zygote", "fresh-interpreter"):
+        fastest, median = tree_run_ms(backend, files, runs)
+        print(f"with a {files}-file tree, every layer, {backend}: {fastest:.2f} / {median:.2f} ms per run")
 
 
 def pairs_per_s(threads: int) -> float:

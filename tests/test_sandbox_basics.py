@@ -22,7 +22,8 @@ LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
 
 @pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
 def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
+    # The programs the argv tests run are bound into the runs' root (the rest of /usr/bin is not there).
+    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote", readonly=("/bin/sh", "/usr/bin/env"))
     yield box
     box.close()
 

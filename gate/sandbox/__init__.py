@@ -7,6 +7,7 @@ sandboxed child imports modules of this package under a bare interpreter and mus
 from __future__ import annotations
 
 from collections.abc import Sequence
+from os import PathLike
 
 MISSING_LAYERS = "required isolation layer(s) not available here"  # how a GateFailure for them starts
 
@@ -17,16 +18,20 @@ if TYPE_CHECKING:
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
-                 hide: Sequence[str] = ()) -> Sandbox:
+                 hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = ()) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
-    `limits` are the defaults the caller will put in its requests (checked here for sanity). `hide` names
-    directories and files that no run may see (a repository being scored, a hidden cases file): with a mount
-    namespace they are covered, like the gate's own working directory. Raises
-    gate.errors.GateFailure (exit 3) naming every layer in `require` that is not available, and
-    gate.errors.BadInput for a name that is not a layer.
+    `limits` are the defaults the caller will put in its requests (checked here for sanity). With a mount
+    namespace every run sees an allow-listed root (the interpreter and its library, nothing else of the
+    host): `readonly` adds absolute host paths (directories or files; a repository's installed environment)
+    that every run sees read-only at the same path. `hide` names directories and files that no run may see
+    (a repository being scored, a hidden cases file): covered wherever they would be in reach (inside a
+    `readonly` directory). Raises gate.errors.GateFailure (exit 3) naming every layer in `require` that is
+    not available, and gate.errors.BadInput for a name that is not a layer or a `readonly` path that is not
+    an existing absolute path.
     """
     import dataclasses
+    import os
 
     from gate.errors import BadInput, GateFailure
     from gate.sandbox import detect, registry, runner
@@ -37,7 +42,14 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
                        key="require")
     if limits.wall_s <= 0 or limits.output_bytes <= 0:
         raise BadInput("sandbox limits must be positive", key="limits")
+    extra = [os.fspath(path) for path in readonly]
+    wrong = [path for path in extra if not os.path.isabs(path) or not os.path.exists(path)]
+    if wrong:
+        raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
+                       key="readonly")
     layers = detect.layers(prefer_zygote)
+    if layers.mountns and extra:
+        layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:
         layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
     missing = [f"{name} ({layers.isolation[name].removeprefix('off: ')})" for name in require

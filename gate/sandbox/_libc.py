@@ -1,4 +1,5 @@
-"""The few Linux system calls the standard library lacks in 3.11 (prctl, unshare, mount), through ctypes.
+"""The few Linux system calls the standard library lacks in 3.11 (prctl, unshare, mount, umount2,
+pivot_root), through ctypes.
 
 Standard library only: it is imported inside sandboxed children before they drop privileges.
 """
@@ -15,15 +16,20 @@ PR_SET_NO_NEW_PRIVS = 38
 PR_GET_NO_NEW_PRIVS = 39
 
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 CLONE_NEWNET = 0x40000000
 
 MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
 MS_NOEXEC = 8
+MS_REMOUNT = 32
 MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+# glibc has no pivot_root wrapper: the system call's number on each architecture the gate runs on.
+_SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -49,3 +55,16 @@ def mount(source: str, target: str, fstype: str | None, flags: int, data: str | 
     """mount(2); raises OSError on failure."""
     _check(_libc.mount(source.encode(), target.encode(), fstype.encode() if fstype else None,
                        ctypes.c_ulong(flags), data.encode() if data else None), f"mount {target}")
+
+
+def umount(target: str, flags: int = 0) -> None:
+    """umount2(2); raises OSError on failure."""
+    _check(_libc.umount2(target.encode(), flags), f"umount {target}")
+
+
+def pivot_root(new_root: str, put_old: str) -> None:
+    """pivot_root(2); raises OSError on failure (or on an architecture whose call number is not known)."""
+    number = _SYS_PIVOT_ROOT.get(os.uname().machine)
+    if number is None:
+        raise OSError(f"pivot_root: unknown system call number on {os.uname().machine}")
+    _check(_libc.syscall(number, new_root.encode(), put_old.encode()), "pivot_root")

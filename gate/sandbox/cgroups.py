@@ -4,7 +4,7 @@ A cgroup follows every process of the run however it detaches (setsid, double fo
 processes leaves nothing behind. Version 1 hierarchies give `memory` and `pids` where root can write them; a
 cgroup v2 hierarchy gives `cgroup.kill` (kernel 5.14+) and, where its controllers can be enabled, `memory.max`
 and `pids.max`. Both are used at once on a hybrid machine (this one: v1 memory/pids, v2 without controllers).
-Parent side only: the child just writes its pid into each `cgroup.procs` listed in its config.
+Parent side only: the child just writes its pid into each `cgroup.procs`, on descriptors the gate opened.
 """
 
 from __future__ import annotations
@@ -85,10 +85,10 @@ class CgroupRun:
         kill = self.v2 / "cgroup.kill" if self.v2 is not None else None
         self._kill_file = kill if kill is not None and kill.exists() else None
 
-    @property
-    def paths(self) -> list[str]:
-        """What the child joins."""
-        return [str(d) for d in self.dirs]
+    def open_procs(self) -> list[int]:
+        """Descriptors of the `cgroup.procs` files the child joins by writing its pid (the caller closes them).
+        """
+        return [os.open(procs, os.O_WRONLY | os.O_CLOEXEC) for procs in self._procs]
 
     def pids(self) -> set[int]:
         """The processes in the cgroup now."""

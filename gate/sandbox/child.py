@@ -34,8 +34,9 @@ if TYPE_CHECKING:
     from types import CodeType, ModuleType
     from typing import Any, NoReturn
 
-# Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4).
-STDIN, STDOUT, STDERR, RESULT, PEER, SETUP = 0, 1, 2, 3, 4, 5
+# Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4); from CGROUPS on, its
+# cgroups' `cgroup.procs` files, opened by the gate (a run's root has no /sys), closed before the program.
+STDIN, STDOUT, STDERR, RESULT, PEER, SETUP, CGROUPS = 0, 1, 2, 3, 4, 5, 6
 SETUP_FAILED = 125
 # On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
 PID = struct.Struct("q")
@@ -51,7 +52,7 @@ def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
     # Two steps, through numbers above every target: a source may sit on another's target number.
     high = [fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, SETUP + 1) for fd in sources]
     for fd, target in zip(high, targets, strict=True):
-        os.dup2(fd, target, inheritable=target != SETUP)
+        os.dup2(fd, target, inheritable=target < SETUP)
     os.closerange(max(targets) + 1, os.sysconf("SC_OPEN_MAX"))
     for fd in range(max(targets) + 1):
         if fd not in targets:
@@ -64,15 +65,18 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     _place_fds(sources, config["targets"])
     if os.getsid(0) != os.getpid():
         os.setsid()
-    for cgroup in config["cgroups"]:
-        _write_file(os.path.join(cgroup, "cgroup.procs"), str(os.getpid()).encode())
-    namespaces.unshare(config["netns"], config["mountns"])
+    for fd in config["cgroups"]:
+        try:
+            os.write(fd, str(os.getpid()).encode())
+        finally:
+            os.close(fd)
+    namespaces.unshare(config["netns"], config["mountns"], config["ipcns"])
     workdir: str = config["stage"]
     uid, gid = config["uid"], config["gid"]
     if config["mountns"]:
         owner: tuple[int, int] = (os.getuid(), os.getgid()) if uid is None else (uid, gid)
-        workdir = namespaces.private_tmp(workdir, config["disk_bytes"], owner, config["hide"],
-                                         config["in_template"])
+        workdir = namespaces.private_tmp(workdir, config["tree"], config["disk_bytes"], owner, config["root"],
+                                         config["staging"], config["hide"], config["in_template"])
     os.chdir(workdir)
     rlimits.apply(config["rlimits"])
     parent = os.getppid()
@@ -85,15 +89,6 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     if config["seccomp"]:
         seccomp.install()
     return workdir
-
-
-def _write_file(path: str, data: bytes) -> None:
-    """Write an existing file with plain os calls: open() would build a text layer in every forked run."""
-    fd = os.open(path, os.O_WRONLY | os.O_CLOEXEC)
-    try:
-        os.write(fd, data)
-    finally:
-        os.close(fd)
 
 
 def _set_environ(env: Mapping[str, str]) -> None:

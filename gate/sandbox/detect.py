@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import subprocess
@@ -15,7 +16,7 @@ from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
 LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
-          "bwrap", "seccomp", "cgroup")
+          "filesystem", "ipcns", "bwrap", "seccomp", "cgroup")
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
 # Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
 _PROBE = """
@@ -28,7 +29,7 @@ try:
     found["seccomp"] = ""
 except Exception as exc:
     found["seccomp"] = f"{type(exc).__name__}: {exc}"
-for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS)):
+for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS), ("ipcns", _libc.CLONE_NEWIPC)):
     try:
         if sys.argv[1] == "1":
             _libc.unshare(flag)
@@ -69,9 +70,68 @@ def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
                           timeout=60)
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
-        return dict.fromkeys(("seccomp", "netns", "mountns"), reason[0])
+        return dict.fromkeys(("seccomp", "netns", "mountns", "ipcns"), reason[0])
     found: dict[str, str] = json.loads(done.stdout)
     return found
+
+
+# Run under the sandbox interpreter: what it needs of the host's file system to start and import any module
+# of its standard library: its directories on sys.path but site-packages; every file mapped once each
+# extension module of lib-dynload is imported (the shared libraries, the locale it starts with) and the
+# links beside each of them that point to it (the loader opens a library by its soname, a link); its ELF
+# interpreter (the dynamic loader, by the path the executable names).
+_NEEDS = """
+import importlib, json, os, struct, sys
+library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
+for folder in [p for p in library if os.path.basename(p) == "lib-dynload"]:
+    for name in sorted(os.listdir(folder)):
+        if name.endswith(".so"):
+            try:
+                importlib.import_module(name.split(".")[0])
+            except BaseException:
+                pass
+with open("/proc/self/maps") as maps:
+    mapped = {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
+mapped = {p for p in mapped if p.startswith("/") and not p.startswith("/dev/") and os.path.isfile(p)}
+links = []
+for folder in {os.path.dirname(p) for p in mapped}:
+    with os.scandir(folder) as entries:
+        links += [e.path for e in entries if e.is_symlink() and os.path.realpath(e.path) in mapped]
+with open(sys.argv[1], "rb") as elf:
+    head = elf.read(64)
+    offset, = struct.unpack_from("<Q", head, 32)
+    size, count = struct.unpack_from("<HH", head, 54)
+    for index in range(count):
+        elf.seek(offset + index * size)
+        kind, _, at, _, _, length = struct.unpack("<IIQQQQ", elf.read(40))
+        if kind == 3:
+            elf.seek(at)
+            links.append(elf.read(length).rstrip(b"\\0").decode())
+print(json.dumps(sorted({*library, *mapped, *links})))
+"""
+_ALWAYS = ("/etc/ld.so.cache",)
+
+
+@functools.cache
+def root_paths(interpreter: str) -> tuple[str, ...]:
+    """The host paths a run's allow-listed root binds read-only for `interpreter` (see _NEEDS): those that
+    exist, its own path first. Cached: an interpreter's files do not change under a running gate."""
+    done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _NEEDS, os.path.realpath(interpreter)],
+                          capture_output=True, text=True,
+                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, stdin=subprocess.DEVNULL,
+                          check=False, timeout=60)
+    if done.returncode != 0:
+        reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise GateFailure(f"could not list what {interpreter} needs in the sandbox's root: {reason}")
+    needed = [path for path in dict.fromkeys([interpreter, *json.loads(done.stdout), *_ALWAYS])
+              if os.path.lexists(path) and " (deleted)" not in path]
+    return within_none(needed)
+
+
+def within_none(paths: Sequence[str]) -> tuple[str, ...]:
+    """`paths` without those inside another of them (a bound directory brings what it holds)."""
+    return tuple(path for path in paths if not any(path.startswith(other.rstrip("/") + "/") for other in paths
+                                                  if other != path and os.path.isdir(other)))
 
 
 # Where a checkout or a job's secrets may sit: the gate's working directory, and on GitHub the workspace and
@@ -155,11 +215,18 @@ def layers(prefer_zygote: bool) -> Layers:
         "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
-        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; workspace hidden; own /proc)"),
+        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc)"),
+        "filesystem": _switch(probe["mountns"] and f"the run sees the host's files ({probe['mountns']})",
+                              "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard "
+                              "library and shared libraries, /dev/null, zero, full, random, urandom, its own "
+                              "/proc and a private /tmp; nothing else of the host"),
+        "ipcns": _switch(probe["ipcns"], "on (System V IPC of its own per run)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket, no ptrace)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
     }
+    mountns = not probe["mountns"]
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
-                  netns=not probe["netns"], mountns=not probe["mountns"], seccomp=not probe["seccomp"],
-                  cgroups=cgroup_manager, hide=_hidden(interpreter) if not probe["mountns"] else ())
+                  netns=not probe["netns"], mountns=mountns, ipcns=not probe["ipcns"],
+                  seccomp=not probe["seccomp"], cgroups=cgroup_manager,
+                  hide=_hidden(interpreter) if mountns else (), root=root_paths(interpreter) if mountns else ())

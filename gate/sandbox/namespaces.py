@@ -1,14 +1,22 @@
-"""Layers "netns" and "mountns": a run without network and with its own size-limited temporary space.
+"""Layers "netns", "mountns" and "ipcns": a run without network, with an allow-listed file system of its own,
+and without the System V IPC objects of anyone else.
 
 Child side, as root before the uid switch. A new network namespace has only a loopback device, left down, so
-nothing (not even 127.0.0.1) is reachable. In a new mount namespace one tmpfs of `disk_bytes` is mounted on
-/tmp, and /var/tmp and /dev/shm are bound to directories inside it, so every world-writable place a run can
-fill shares that one bound and disappears with the namespace; the run's files are copied from the staging
-directory into /tmp/work on it. `hide` directories (the gate's own workspace) get an empty read-only tmpfs on
-top and `hide` files /dev/null; /proc is mounted again with `hidepid=invisible`, so that a run sees no other
-user's process.
-A zygote does the part every run shares (all but the tmpfs) once, in a template its runs' namespaces copy.
-Standard library only: imported inside the child.
+nothing (not even 127.0.0.1) is reachable. A new IPC namespace per run: a shared memory segment or semaphore a
+run makes dies with it, and no run sees another's.
+
+The file system is built the way nsjail and bubblewrap build theirs: a fresh tmpfs becomes the root
+(pivot_root, the host's root detached), holding only read-only binds of the paths the sandbox allows (the
+interpreter, its standard library and shared libraries, /etc/ld.so.cache, what the caller adds), the
+symbolic links on the way to them, null, zero, full, random and urandom in /dev, a /proc of its own
+(`hidepid=invisible`: no other user's process is visible) and, in a directory only root can enter, the
+sandbox's staging directory. Nothing else of the host exists there. Each run then gets one tmpfs of
+`disk_bytes` on /tmp, with /var/tmp and /dev/shm bound to directories inside it (every place a run can fill
+shares that one bound and disappears with the namespace); its files are copied from its staging directory
+into /tmp/work, over a shared read-only tree (overlayfs) when it has one, and the staging directory is
+unmounted from the run's namespace before the program starts.
+A zygote builds the root once, in a template its runs' namespaces copy. Standard library only: imported
+inside the child.
 """
 
 from __future__ import annotations
@@ -20,48 +28,156 @@ from collections.abc import Sequence
 from gate.sandbox import _libc
 
 WORKDIR = "/tmp/work"
+# Where the sandbox's staging directory is bound in the root: inside a directory only root may enter.
+GATE_DIR = "/.gate"
+STAGING = GATE_DIR + "/stage"
+_OVERLAY = "/tmp/.gate-overlay"  # the upper and work directories of a run's overlay (root only)
 _SHARED_TMP = (("/var/tmp", ".var-tmp"), ("/dev/shm", ".shm"))
+DEVICES = ("null", "zero", "full", "random", "urandom")
+_DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
+              ("stderr", "/proc/self/fd/2"))
+_ROOT_DIRS = (("/tmp", 0o1777), ("/var", 0o755), ("/var/tmp", 0o1777), ("/dev", 0o755), ("/dev/shm", 0o1777),
+              ("/proc", 0o555), (GATE_DIR, 0o700), (STAGING, 0o700))
+_NEW_ROOT = "/tmp"  # in the new namespace only: where the root is built before it becomes "/"
+_RO = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
+_MAX_LINKS = 40
 
 
-def unshare(net: bool, mount: bool) -> None:
-    """Enter new network and/or mount namespaces."""
-    flags = (_libc.CLONE_NEWNET if net else 0) | (_libc.CLONE_NEWNS if mount else 0)
+def unshare(net: bool, mount: bool, ipc: bool = False) -> None:
+    """Enter new network, mount and/or IPC namespaces."""
+    flags = ((_libc.CLONE_NEWNET if net else 0) | (_libc.CLONE_NEWNS if mount else 0)
+             | (_libc.CLONE_NEWIPC if ipc else 0))
     if flags:
         _libc.unshare(flags)
 
 
-def enter_template(hide: Sequence[str]) -> None:
-    """Enter a mount namespace that holds what every run's namespace shares, once for all the runs forked
-    from this process (a zygote): nothing propagates back to the host, `hide` is hidden, and /proc is its own.
-    Each run's namespace is then a copy of it with only its tmpfs added (see private_tmp)."""
+def enter_template(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
+    """Enter a mount namespace holding the allow-listed root, once for all the runs forked from this process
+    (a zygote). Each run's namespace is then a copy of it with only its tmpfs added (see private_tmp)."""
     unshare(net=False, mount=True)
-    _private_root()
+    enter_root(root, staging, hide)
+
+
+def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
+    """In a new mount namespace: make the allow-listed root (see the module docstring) and pivot into it.
+    `root` lists the host paths to bind read-only (files or directories, at the same path), `staging` is the
+    host directory of the sandbox's staged runs; `hide` places inside a bound directory are covered."""
+    _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)  # nothing propagates to the host
+    links: dict[str, str] = {}
+    binds: dict[str, int] = {}
+    # Every source is opened before the new root hides anything (a source may live under /tmp).
+    for name in os.listdir("/"):  # the top-level links (/lib -> usr/lib, /bin -> usr/bin, ...), as links only
+        if os.path.islink("/" + name):
+            links["/" + name] = os.readlink("/" + name)
+    for path in (*root, *(f"/dev/{name}" for name in DEVICES)):
+        _plan(path, links, binds, 0)
+    staged = os.open(staging, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        _libc.mount("tmpfs", _NEW_ROOT, "tmpfs", _libc.MS_NOSUID, "size=1m,mode=0755")
+        for path, mode in _ROOT_DIRS:
+            _mkdir(_NEW_ROOT + path, mode)
+        for path, target in links.items():
+            _make_parents(_NEW_ROOT + path)
+            if not os.path.lexists(_NEW_ROOT + path):
+                os.symlink(target, _NEW_ROOT + path)
+        for path, fd in binds.items():
+            _bind(fd, _NEW_ROOT + path, device=path.startswith("/dev/"))
+        for name, target in _DEV_LINKS:
+            os.symlink(target, f"{_NEW_ROOT}/dev/{name}")
+        _bind(staged, _NEW_ROOT + STAGING, device=False)
+        _libc.mount("proc", _NEW_ROOT + "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
+                    "hidepid=invisible")
+    finally:
+        for fd in (staged, *binds.values()):
+            os.close(fd)
+    os.chdir(_NEW_ROOT)
+    os.mkdir(".old", 0o700)
+    _libc.pivot_root(".", ".old")
+    os.chdir("/")
+    _libc.umount("/.old", _libc.MNT_DETACH)
+    os.rmdir("/.old")
+    _libc.mount("none", "/", None, _libc.MS_REMOUNT | _libc.MS_BIND | _RO)
     _hide(hide)
-    _own_proc()
 
 
-def private_tmp(stage: str, disk_bytes: int, owner: tuple[int, int], hide: Sequence[str],
-                in_template: bool) -> str:
-    """Mount the run's tmpfs (see the module docstring), copy `stage` into it; returns the working directory.
-    `in_template`: the namespace was copied from enter_template's, which did the rest already."""
-    stage_fd = os.open(stage, os.O_RDONLY | os.O_DIRECTORY)  # the tmpfs may hide `stage` once mounted
+def _plan(path: str, links: dict[str, str], binds: dict[str, int], depth: int) -> None:
+    """Note what makes `path` reachable in the new root as on the host: each symbolic link on the way (as a
+    link) and the path itself (a bind of an opened descriptor). A path that does not exist is left out."""
+    if depth > _MAX_LINKS:
+        return
+    parts = [part for part in path.split("/") if part]
+    current = ""
+    for index, part in enumerate(parts):
+        current += "/" + part
+        try:
+            info = os.lstat(current)
+        except OSError:
+            return
+        if stat.S_ISLNK(info.st_mode):
+            target = os.readlink(current)
+            links[current] = target
+            resolved = os.path.normpath(os.path.join(os.path.dirname(current), target))
+            _plan("/".join((resolved, *parts[index + 1:])), links, binds, depth + 1)
+            return
+    if current and current not in binds and not any(current.startswith(bound + "/") for bound in binds):
+        binds[current] = os.open(current, os.O_PATH | os.O_CLOEXEC)
+
+
+def _make_parents(path: str) -> None:
+    parent = os.path.dirname(path)
+    if not os.path.lexists(parent):
+        _make_parents(parent)
+        os.mkdir(parent, 0o755)
+
+
+def _mkdir(path: str, mode: int) -> None:
+    _make_parents(path)
+    if not os.path.lexists(path):
+        os.mkdir(path)
+    os.chmod(path, mode)
+
+
+def _bind(fd: int, target: str, device: bool) -> None:
+    """Bind the opened path `fd` on `target` (made as an empty file or directory), read-only unless it is a
+    device (a device's writes go to the driver, never to the file system)."""
+    source = f"/proc/self/fd/{fd}"
+    if os.path.isdir(source):
+        _mkdir(target, 0o755)
+    elif not os.path.lexists(target):
+        _make_parents(target)
+        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+    _libc.mount(source, target, None, _libc.MS_BIND)
+    flags = _libc.MS_NOSUID | _libc.MS_NOEXEC if device else _RO
+    _libc.mount("none", target, None, _libc.MS_REMOUNT | _libc.MS_BIND | flags)
+
+
+def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int, int], root: Sequence[str],
+                staging: str, hide: Sequence[str], in_template: bool) -> str:
+    """Mount the run's tmpfs and fill its working directory (see the module docstring); returns it. `stage`
+    and `tree` are paths under STAGING. `in_template`: the namespace was copied from enter_template's, which
+    made the root already."""
     if not in_template:
-        _private_root()
+        enter_root(root, staging, hide)
     _libc.mount("tmpfs", "/tmp", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, f"size={disk_bytes},mode=1777")
     for target, name in _SHARED_TMP:
-        if os.path.isdir(target):
-            inside = os.path.join("/tmp", name)
-            os.mkdir(inside, 0o1777)
-            os.chmod(inside, 0o1777)
-            _libc.mount(inside, target, None, _libc.MS_BIND)
-    if not in_template:
-        _hide(hide)
-    _copy_tree(f"/proc/self/fd/{stage_fd}", WORKDIR, owner)
-    os.close(stage_fd)
+        inside = os.path.join("/tmp", name)
+        os.mkdir(inside, 0o1777)
+        os.chmod(inside, 0o1777)
+        _libc.mount(inside, target, None, _libc.MS_BIND)
+    if tree is None:
+        _copy_tree(stage, WORKDIR, owner)
+    else:
+        # The tree is shared by every run, read-only; the run's own files and changes go to its upper layer.
+        os.mkdir(_OVERLAY, 0o700)
+        upper, work = f"{_OVERLAY}/upper", f"{_OVERLAY}/work"
+        _copy_tree(stage, upper, owner)
+        os.mkdir(work, 0o700)
+        os.mkdir(WORKDIR)
+        _libc.mount("overlay", WORKDIR, "overlay", _libc.MS_NOSUID | _libc.MS_NODEV,
+                    f"lowerdir={tree},upperdir={upper},workdir={work}")
     os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
-    if not in_template:
-        _own_proc()
+    _libc.umount(STAGING, _libc.MNT_DETACH)  # no other run's directory, nor the shared tree, stays in reach
     return WORKDIR
 
 
@@ -70,27 +186,14 @@ def hidden(path: str, hide: Sequence[str]) -> bool:
     return any(path == place or path.startswith(place.rstrip("/") + "/") for place in hide)
 
 
-def _private_root() -> None:
-    """Nothing mounted here may propagate back to the host's namespace."""
-    _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
-
-
 def _hide(hide: Sequence[str]) -> None:
-    """An empty read-only tmpfs on each hidden directory, /dev/null on each hidden file. (A path under a tmpfs
-    already mounted on /tmp, or inside a hidden directory, is gone already and is skipped.)"""
+    """An empty read-only tmpfs on each hidden directory, /dev/null on each hidden file, wherever one is
+    inside a bound directory of the new root (anything else of the host is not there at all)."""
     for path in hide:
         if os.path.isdir(path):
-            flags = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
-            _libc.mount("tmpfs", path, "tmpfs", flags, "size=4k,mode=0555")
+            _libc.mount("tmpfs", path, "tmpfs", _RO, "size=4k,mode=0555")
         elif os.path.isfile(path):
             _libc.mount("/dev/null", path, None, _libc.MS_BIND)
-
-
-def _own_proc() -> None:
-    """A /proc of its own that shows a process only to its uid (and root): without it a run reads the command
-    line of every process on the machine, the gate's included, whose arguments may hold a secret."""
-    _libc.mount("proc", "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
-                "hidepid=invisible")
 
 
 def _copy_tree(source: str, target: str, owner: tuple[int, int]) -> None:

@@ -14,6 +14,7 @@ import os
 import selectors
 import signal
 import socket
+import threading
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -24,8 +25,9 @@ from gate.errors import GateFailure
 from gate.sandbox import rlimits, served, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
-from gate.sandbox.child import PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
+from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
+from gate.sandbox.namespaces import STAGING
 
 _CHUNK = 65536
 # Slack for the kernel's accounting of CPU time against RLIMIT_CPU, as a share of the limit: a loop killed by
@@ -49,9 +51,13 @@ class Layers:
     no_new_privs: bool = True
     netns: bool = False
     mountns: bool = False
+    ipcns: bool = False
     seccomp: bool = False
     cgroups: Cgroups | None = None
     hide: tuple[str, ...] = ()
+    # With mountns: the host paths bound read-only into every run's otherwise empty root (the interpreter, its
+    # library, what the caller adds); nothing else of the host is there.
+    root: tuple[str, ...] = ()
 
 
 @dataclass
@@ -107,6 +113,8 @@ class LayeredSandbox:
         self._null_in = os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
         self._null_out = os.open(os.devnull, os.O_WRONLY | os.O_CLOEXEC)
         self._servers = served.Servers(self._start, self._retire)
+        self._trees: dict[Path, Path] = {}  # a request's tree -> its one read-only copy (with mountns)
+        self._trees_lock = threading.Lock()
 
     @property
     def isolation(self) -> Mapping[str, str]:
@@ -155,7 +163,8 @@ class LayeredSandbox:
         removed), or without cgroups, live processes of a sandbox uid that no run holds. Empty between runs (a
         killed process may take a moment to die), apart from idle servers (run_served) until close; the tests
         check it."""
-        found = [f"directory {path}" for path in self._base.iterdir()]
+        shared = set(self._trees.values())  # (kept for the sandbox's life)
+        found = [f"directory {path}" for path in self._base.iterdir() if path not in shared]
         if self.layers.cgroups:
             found += [f"process {proc}" for proc in self.layers.cgroups.strays()]
         elif self.layers.uids:
@@ -176,8 +185,19 @@ class LayeredSandbox:
 
     # Starting a run
 
+    def _shared_tree(self, tree: Path) -> Path:
+        """The read-only copy of `tree` that every run of this sandbox shares, staged on first use."""
+        with self._trees_lock:
+            if tree not in self._trees:
+                self._trees[tree] = stage.make_shared_tree(self._base, tree)
+            return self._trees[tree]
+
+    def _seen(self, path: Path) -> str:
+        """`path` (in the base directory) as a run sees it: in its root's staging directory with mountns."""
+        return f"{STAGING}/{path.relative_to(self._base)}" if self.layers.mountns else str(path)
+
     def _config(self, request: RunRequest, who: users.Identity | None, where: Path,
-                cgroup: CgroupRun | None, peer: bool) -> dict[str, Any]:
+                cgroup: CgroupRun | None, peer: bool, cgroup_fds: int) -> dict[str, Any]:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         limits = request.limits
@@ -188,15 +208,21 @@ class LayeredSandbox:
             uid = who.uid if who else os.getuid()
             processes = None if uid == 0 else users.tasks_of(uid) + limits.processes
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
+        groups = list(range(CGROUPS, CGROUPS + cgroup_fds))
+        tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.mountns else None
         return {
-            "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else [])],
-            "cgroups": cgroup.paths if cgroup else [],
+            "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else []), *groups],
+            "cgroups": groups,
             "netns": self.layers.netns,
             "mountns": self.layers.mountns,
+            "ipcns": self.layers.ipcns,
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
+            "root": list(self.layers.root),
+            "staging": str(self._base),
             "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
-            "stage": str(where),
+            "stage": self._seen(where),
+            "tree": self._seen(tree) if tree is not None else None,
             "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
                                     limits.open_files, processes),
             "uid": who.uid if who else None,
@@ -220,14 +246,16 @@ class LayeredSandbox:
         where: Path | None = None
         cgroup: CgroupRun | None = None
         child_ends: list[int] = []
+        groups: list[int] = []
         parent_ends: list[int] = []
         kinds: list[str] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None,
-                                     self.launcher.compiles_warm)
+                                     self.launcher.compiles_warm, copy_tree=not self.layers.mountns)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
-            config = self._config(request, who, where, cgroup, peer_fd is not None)
+                groups = cgroup.open_procs()
+            config = self._config(request, who, where, cgroup, peer_fd is not None, len(groups))
             sources = []
             for kind in _STREAMS:
                 null = self._null_stream(request, kind)
@@ -242,14 +270,14 @@ class LayeredSandbox:
                 sources.append(theirs)
             if peer_fd is not None:
                 sources.append(peer_fd)
-            handle = self.launcher.launch(config, sources, request.hash_seed)
+            handle = self.launcher.launch(config, [*sources, *groups], request.hash_seed)
         except BaseException:
             for fd in parent_ends:
                 os.close(fd)
             self._release(who, where, cgroup)
             raise
         finally:
-            for fd in child_ends:
+            for fd in (*child_ends, *groups):
                 os.close(fd)
         fds = dict(zip(parent_ends, kinds, strict=True))
         fds[handle.exit_fd] = "exit"

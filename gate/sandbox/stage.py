@@ -2,7 +2,10 @@
 
 Each run gets its own directory under one base directory (mode 0711: nobody but root can list it), owned by
 the run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token
-there).
+there) and without bytecode or native code (NOT_RUN: Python would load a committed `__pycache__/x.pyc` or
+`x.so` instead of the scored `x.py`), so what runs is only the source that was scored, compiled by the run's
+own interpreter. With a mount namespace the tree is copied once per sandbox and every run mounts that copy
+read-only under its own writable layer; without one, each run's directory holds a copy of its own.
 """
 
 from __future__ import annotations
@@ -24,6 +27,12 @@ MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 # directory and its files every time (on a disk that costs more than the run); $TMPDIR otherwise.
 _MEMORY = "/dev/shm"
 BASE_PREFIX = "gate-sandbox-"
+# Exports of a head tree (gate/sources/gitrange.py) are named after the gate's pid too, for the same clean-up.
+EXPORT_PREFIX = "gate-head-"
+# What a tree under test never brings into a run: the checkout's git directory, bytecode and native code
+# beside the source (what Python or ctypes would load instead of, or next to, the scored .py), and .pth files.
+NOT_RUN_DIRS = (".git", "__pycache__")
+NOT_RUN_SUFFIXES = (".pyc", ".pyo", ".pyd", ".so", ".dylib", ".dll", ".pth")
 
 
 def make_base(copied_as_root: bool) -> Path:
@@ -38,7 +47,21 @@ def make_base(copied_as_root: bool) -> Path:
         for stale in stale_entries(parent):
             with contextlib.suppress(OSError):
                 remove(stale)
+    _remove_stale_exports()
     return base
+
+
+def new_export() -> Path:
+    """A new private directory (0700) for an export of a tree under test, named after this gate's pid so
+    that the next gate removes it if this one is killed before it does; removes what dead gates left."""
+    _remove_stale_exports()
+    return Path(tempfile.mkdtemp(prefix=f"{EXPORT_PREFIX}{os.getpid()}-"))
+
+
+def _remove_stale_exports() -> None:
+    for stale in stale_entries(Path(tempfile.gettempdir()), EXPORT_PREFIX):
+        with contextlib.suppress(OSError):
+            remove(stale)
 
 
 def _usable_by_root(directory: str) -> bool:
@@ -56,15 +79,15 @@ def _usable_by_anyone(directory: str) -> bool:
     return stat.S_ISDIR(mode) and bool(mode & stat.S_IXOTH) and os.access(directory, os.W_OK | os.X_OK)
 
 
-def stale_entries(parent: Path) -> list[Path]:
-    """Directories `gate-sandbox-<pid>-...` in `parent` whose gate (pid) is no longer running. Only real
+def stale_entries(parent: Path, prefix: str = BASE_PREFIX) -> list[Path]:
+    """Directories `<prefix><pid>-...` in `parent` whose gate (pid) is no longer running. Only real
     directories of this user's: `parent` may be shared and writable by anyone (/tmp, /dev/shm), and what
     another user planted there under that name is not the gate's to remove."""
     found = []
     with contextlib.suppress(OSError):
         for entry in os.scandir(parent):
-            pid = entry.name.removeprefix(BASE_PREFIX).split("-", 1)[0]
-            if (entry.name.startswith(BASE_PREFIX) and pid.isdigit() and not os.path.exists(f"/proc/{pid}")
+            pid = entry.name.removeprefix(prefix).split("-", 1)[0]
+            if (entry.name.startswith(prefix) and pid.isdigit() and not os.path.exists(f"/proc/{pid}")
                     and entry.is_dir(follow_symlinks=False) and entry.stat(follow_symlinks=False).st_uid
                     == os.geteuid()):
                 found.append(Path(entry.path))
@@ -78,32 +101,60 @@ def _safe_relative(name: str) -> str:
     return str(path)
 
 
-def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, warm_compiled: bool) -> Path:
-    """A fresh private directory holding the request's tree and files, owned by `owner` (uid, gid) if given.
-    With `warm_compiled` (the backend compiles warm files itself) the bytecode of warm modules is left out.
-    Plain os calls: this runs once per run, on the fast path. Raises ValueError for a file outside it."""
+def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, warm_compiled: bool,
+               copy_tree: bool = True) -> Path:
+    """A fresh private directory holding the request's files and, with `copy_tree`, its tree, owned by
+    `owner` (uid, gid) if given. With `warm_compiled` (the backend compiles warm files itself) the bytecode
+    of warm modules is left out. Plain os calls: this runs once per run, on the fast path. Raises ValueError
+    for a file outside it."""
     names = {name: _safe_relative(name) for name in request.files
              if not (warm_compiled and _warm_bytecode(name, request.warm))}
     stage = tempfile.mkdtemp(prefix="run-", dir=base)
     try:
-        _fill(stage, request, names, owner)
+        _fill(stage, request, names, owner, copy_tree)
     except BaseException:
         remove(Path(stage))
         raise
     return Path(stage)
 
 
-def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[int, int] | None) -> None:
-    if request.tree is not None:
-        shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True,
-                        ignore=shutil.ignore_patterns(".git"))
+def make_shared_tree(base: Path, tree: Path) -> Path:
+    """One copy of `tree` (without what NOT_RUN leaves out) that many runs mount read-only as the lower layer
+    of their working directory. Its directories and files are writable by anyone: a run's writes go to its
+    own upper layer, never to this copy, which no run's namespace holds in reach (namespaces.private_tmp)."""
+    copy = Path(tempfile.mkdtemp(prefix="tree-", dir=base))
+    try:
+        shutil.copytree(tree, copy, symlinks=True, dirs_exist_ok=True, ignore=_not_run)
+        for parent, _dirs, files in os.walk(copy):
+            os.chmod(parent, 0o777)
+            for name in files:
+                path = os.path.join(parent, name)
+                if not os.path.islink(path):
+                    os.chmod(path, 0o777 if os.stat(path).st_mode & stat.S_IXUSR else 0o666)
+    except BaseException:
+        remove(copy)
+        raise
+    return copy
+
+
+def _not_run(_folder: str, names: list[str]) -> set[str]:
+    """shutil.copytree's ignore: the names NOT_RUN_DIRS and NOT_RUN_SUFFIXES leave out of a run."""
+    return {name for name in names if name in NOT_RUN_DIRS or name.lower().endswith(NOT_RUN_SUFFIXES)
+            or ".so." in name}
+
+
+def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[int, int] | None,
+          copy_tree: bool) -> None:
+    copied = request.tree is not None and copy_tree
+    if request.tree is not None and copy_tree:
+        shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True, ignore=_not_run)
         if owner is not None:
             _chown_tree(stage, owner)
     made = {stage}
     for name, relative in names.items():
         target = os.path.join(stage, relative)
         _make_parents(os.path.dirname(target), made, owner)
-        if request.tree is not None:  # the tree's own entry of that name: the gate's file replaces it
+        if copied:  # the tree's own entry of that name: the gate's file replaces it
             _clear(target)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:

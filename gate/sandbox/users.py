@@ -7,6 +7,7 @@ be killed without touching anything else. Without useradd, `nobody` (shared, so 
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import pwd
@@ -19,10 +20,14 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.errors import GateFailure
+
 USER_PREFIX = "gate-sbx"
 NOBODY = 65534
 MAX_SLOTS = 32
-LOCK_DIR = "/run/lock/gate-sandbox"
+# The gate's own state (the uids' lock files): root's only. Not /run/lock, which anyone may write: a link
+# planted there would have the gate change and create files wherever it points.
+STATE_DIR = "/run/gate"
 
 
 @dataclass(frozen=True)
@@ -54,7 +59,7 @@ def _ensure_user(name: str) -> Identity | None:
 class UidPool:
     """Hands out one dedicated uid per concurrent run, or `nobody` when no user can be created. Thread-safe,
     and safe across gate processes on one machine (parallel tests, parallel jobs): a uid is held with an
-    exclusive flock on its lock file in LOCK_DIR for as long as its run lasts."""
+    exclusive flock on its lock file in STATE_DIR for as long as its run lasts."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -63,9 +68,7 @@ class UidPool:
         self._busy: dict[int, int] = {}  # slot -> uid, while one of this gate's runs holds it
         first = _ensure_user(USER_PREFIX)
         self.fallback = None if first else Identity(NOBODY, NOBODY, "nobody", dedicated=False)
-        if first:
-            os.makedirs(LOCK_DIR, mode=0o755, exist_ok=True)
-            os.chmod(LOCK_DIR, 0o755)
+        self._state = state_dir() if first else -1
 
     @property
     def describe(self) -> str:
@@ -81,8 +84,12 @@ class UidPool:
             return None
         name = USER_PREFIX + (str(slot) if slot else "")
         if slot not in self._fds:
-            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC
-            self._fds[slot] = os.open(os.path.join(LOCK_DIR, name), flags, 0o600)
+            flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+            fd = os.open(name, flags, 0o600, dir_fd=self._state)
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                os.close(fd)
+                raise GateFailure(f"{STATE_DIR}/{name} is not a regular file; remove it")
+            self._fds[slot] = fd
         try:
             fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:  # another gate's run has it
@@ -136,6 +143,29 @@ class UidPool:
                 os.close(fd)
             self._fds.clear()
             self._busy.clear()
+            if self._state >= 0:
+                os.close(self._state)
+                self._state = -1
+
+
+def state_dir(path: str = STATE_DIR) -> int:
+    """A descriptor of the gate's state directory, made 0700 root's if missing. Refused (GateFailure) when
+    it is a link, not a directory, or not root's own: nothing the gate opens for itself follows a link."""
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise GateFailure(f"the gate's state directory {path} cannot be used ({exc.strerror}): it must be a "
+                          "directory of root's, not a link; remove it") from exc
+    info = os.fstat(fd)
+    if info.st_uid != 0:
+        os.close(fd)
+        raise GateFailure(f"the gate's state directory {path} belongs to uid {info.st_uid}, not root; "
+                          "remove it")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.fchmod(fd, 0o700)
+    return fd
 
 
 def _statuses() -> Iterator[tuple[int, dict[str, str]]]:

@@ -40,7 +40,7 @@ PRELOADABLE = frozenset({
     "graphlib", "heapq", "itertools", "json", "math", "numbers", "operator", "pprint", "random", "re",
     "statistics", "string", "struct", "textwrap", "types", "typing", "unicodedata"})
 _NETWORK_ISOLATED: list[bool] = []  # non-empty once this zygote is in its own network namespace
-_MOUNT_TEMPLATE: list[tuple[str, ...]] = []  # the places it hides, once this zygote is in its mount template
+_MOUNT_TEMPLATE: list[tuple[Any, ...]] = []  # what the template was made of, once this zygote is in it
 _MAX_WARM = 64  # compiled warm files kept (a few per harness)
 _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
@@ -157,17 +157,19 @@ def _in_shared_namespaces(config: dict[str, Any]) -> dict[str, Any]:
     template saves each run a third of its mount work (namespaces.enter_template). The runs share one network
     namespace with no interface up (they still cannot reach anything; the seccomp layer also keeps them from
     opening network sockets) and each still gets a mount namespace of its own, copied from the template.
-    A run whose directory the template hides (a temporary directory inside the workspace) does it all."""
+    A zygote serves one sandbox, so every run asks for the same root; one that asked for another would get
+    a root of its own."""
     if config["netns"]:
         if not _NETWORK_ISOLATED:
             namespaces.unshare(net=True, mount=False)
             _NETWORK_ISOLATED.append(True)
         config = {**config, "netns": False}
-    if config["mountns"] and not namespaces.hidden(os.path.realpath(config["stage"]), config["hide"]):
+    if config["mountns"]:
+        made = (config["root"], config["staging"], config["hide"])
         if not _MOUNT_TEMPLATE:
-            namespaces.enter_template(config["hide"])
-            _MOUNT_TEMPLATE.append(tuple(config["hide"]))
-        config = {**config, "in_template": _MOUNT_TEMPLATE[0] == tuple(config["hide"])}
+            namespaces.enter_template(config["root"], config["staging"], config["hide"])
+            _MOUNT_TEMPLATE.append(made)
+        config = {**config, "in_template": _MOUNT_TEMPLATE[0] == made}
     return config
 
 
