@@ -93,8 +93,10 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     missing here."""
     if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests:
         return score(subject, policy, reproduce=reproduce)
+    # The repository's environment is the one part of the host a run sees beyond the interpreter's own.
+    readonly = subject.environment.site_packages if subject.environment is not None else ()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
-                           hide=(*hide, *places_to_hide(policy)))
+                           hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
         return score(subject, policy, sandbox, reproduce=reproduce)
     finally:

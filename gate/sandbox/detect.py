@@ -142,17 +142,9 @@ _SYSTEM = ("/usr", "/lib", "/lib64", "/bin", "/sbin", "/etc", "/dev", "/proc", "
 
 
 def _hidden(interpreter: str) -> tuple[str, ...]:
-    """Directories covered by an empty read-only tmpfs in each run's mount namespace: the checkout (maybe with
-    a token in .git/config) and the like. GITHUB_WORKSPACE and RUNNER_TEMP are hidden or the gate fails
-    closed: one that holds what a run needs (TMPDIR=$RUNNER_TEMP, a Python inside the workspace) would
-    otherwise be left readable."""
-    for name in _CHECKOUT_VARIABLES:
-        place = os.environ.get(name, "")
-        held = [str(p) for p in _needed(interpreter) if os.path.isdir(place) and _inside(p, place)]
-        if held:
-            raise GateFailure(f"{name} ({place}) holds what every sandboxed run needs ({', '.join(held)}), so it "
-                              f"cannot be hidden from the code under score; move it out of {name} (for TMPDIR: "
-                              "unset it, or point it elsewhere)")
+    """Places covered wherever a run's root would hold them (inside a directory bound read-only into it): the
+    checkout (maybe with a token in .git/config) and the like. Anything else of the host, such as a runner's
+    RUNNER_TEMP holding the gate's TMPDIR, is not in a run's root at all."""
     return hideable(interpreter, (os.getcwd(), *(os.environ.get(name, "") for name in _CHECKOUT_VARIABLES)))
 
 

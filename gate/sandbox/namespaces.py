@@ -31,13 +31,14 @@ WORKDIR = "/tmp/work"
 # Where the sandbox's staging directory is bound in the root: inside a directory only root may enter.
 GATE_DIR = "/.gate"
 STAGING = GATE_DIR + "/stage"
+_ASIDE = GATE_DIR + "/aside"  # read-only paths under /tmp, bound again over each run's own /tmp
 _OVERLAY = "/tmp/.gate-overlay"  # the upper and work directories of a run's overlay (root only)
 _SHARED_TMP = (("/var/tmp", ".var-tmp"), ("/dev/shm", ".shm"))
 DEVICES = ("null", "zero", "full", "random", "urandom")
 _DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
               ("stderr", "/proc/self/fd/2"))
 _ROOT_DIRS = (("/tmp", 0o1777), ("/var", 0o755), ("/var/tmp", 0o1777), ("/dev", 0o755), ("/dev/shm", 0o1777),
-              ("/proc", 0o555), (GATE_DIR, 0o700), (STAGING, 0o700))
+              ("/proc", 0o555), (GATE_DIR, 0o700), (STAGING, 0o700), (_ASIDE, 0o700))
 _NEW_ROOT = "/tmp"  # in the new namespace only: where the root is built before it becomes "/"
 _RO = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
 _MAX_LINKS = 40
@@ -69,8 +70,10 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
     for name in os.listdir("/"):  # the top-level links (/lib -> usr/lib, /bin -> usr/bin, ...), as links only
         if os.path.islink("/" + name):
             links["/" + name] = os.readlink("/" + name)
-    for path in (*root, *(f"/dev/{name}" for name in DEVICES)):
+    for path in (*_outside_tmp(root), *(f"/dev/{name}" for name in DEVICES)):
         _plan(path, links, binds, 0)
+    # A path under /tmp would be covered by each run's own /tmp: kept aside, bound again by every run.
+    aside = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in _under_tmp(root)]
     staged = os.open(staging, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     try:
         _libc.mount("tmpfs", _NEW_ROOT, "tmpfs", _libc.MS_NOSUID, "size=1m,mode=0755")
@@ -85,10 +88,12 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
         for name, target in _DEV_LINKS:
             os.symlink(target, f"{_NEW_ROOT}/dev/{name}")
         _bind(staged, _NEW_ROOT + STAGING, device=False)
+        for index, fd in enumerate(aside):
+            _bind(fd, f"{_NEW_ROOT}{_ASIDE}/{index}", device=False)
         _libc.mount("proc", _NEW_ROOT + "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
                     "hidepid=invisible")
     finally:
-        for fd in (staged, *binds.values()):
+        for fd in (staged, *aside, *binds.values()):
             os.close(fd)
     os.chdir(_NEW_ROOT)
     os.mkdir(".old", 0o700)
@@ -98,6 +103,14 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
     os.rmdir("/.old")
     _libc.mount("none", "/", None, _libc.MS_REMOUNT | _libc.MS_BIND | _RO)
     _hide(hide)
+
+
+def _under_tmp(root: Sequence[str]) -> list[str]:
+    return [path for path in root if path == "/tmp" or path.startswith("/tmp/")]
+
+
+def _outside_tmp(root: Sequence[str]) -> list[str]:
+    return [path for path in root if path != "/tmp" and not path.startswith("/tmp/")]
 
 
 def _plan(path: str, links: dict[str, str], binds: dict[str, int], depth: int) -> None:
@@ -137,16 +150,20 @@ def _mkdir(path: str, mode: int) -> None:
     os.chmod(path, mode)
 
 
-def _bind(fd: int, target: str, device: bool) -> None:
+def _bind(fd: int, target: str, device: bool, close: bool = False) -> None:
     """Bind the opened path `fd` on `target` (made as an empty file or directory), read-only unless it is a
-    device (a device's writes go to the driver, never to the file system)."""
+    device (a device's writes go to the driver, never to the file system); `close`: close `fd` after."""
     source = f"/proc/self/fd/{fd}"
-    if os.path.isdir(source):
-        _mkdir(target, 0o755)
-    elif not os.path.lexists(target):
-        _make_parents(target)
-        os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
-    _libc.mount(source, target, None, _libc.MS_BIND)
+    try:
+        if os.path.isdir(source):
+            _mkdir(target, 0o755)
+        elif not os.path.lexists(target):
+            _make_parents(target)
+            os.close(os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        _libc.mount(source, target, None, _libc.MS_BIND)
+    finally:
+        if close:
+            os.close(fd)
     flags = _libc.MS_NOSUID | _libc.MS_NOEXEC if device else _RO
     _libc.mount("none", target, None, _libc.MS_REMOUNT | _libc.MS_BIND | flags)
 
@@ -164,6 +181,8 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
         os.mkdir(inside, 0o1777)
         os.chmod(inside, 0o1777)
         _libc.mount(inside, target, None, _libc.MS_BIND)
+    for index, path in enumerate(_under_tmp(root)):
+        _bind(os.open(f"{_ASIDE}/{index}", os.O_PATH | os.O_CLOEXEC), path, device=False, close=True)
     if tree is None:
         _copy_tree(stage, WORKDIR, owner)
     else:

@@ -14,7 +14,6 @@ import os
 import re
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -29,6 +28,7 @@ from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import Policy
 from gate.sandbox.detect import run_interpreter
+from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import read_trusted, source_files
 from gate.subject import Subject, SuiteTrees
@@ -105,7 +105,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     facts = _facts(repo, base, head, fork, repo_url)
     facts += [("dependencies", note) for note in trusted.dependency_notes]
     runs_code = bool(policy.cases or trusted.hidden_cases or policy.tests)
-    tree = Path(tempfile.mkdtemp(prefix="gate-head-")) if runs_code else None
+    tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())

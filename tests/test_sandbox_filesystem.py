@@ -1,0 +1,275 @@
+"""What of the machine a run can reach, and what of a run outlives it: the allow-listed root, the shared
+read-only tree, System V IPC, and the gate's own state directory. Each test attacks as a candidate would and
+asserts what it got (a planted secret, another run's segment, a changed file) and what was left behind."""
+
+from __future__ import annotations
+
+import ast
+import os
+import shutil
+import stat
+import tempfile
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from gate.errors import GateFailure
+from gate.sandbox import open_sandbox, users
+from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest
+from gate.sandbox.runner import LayeredSandbox
+
+LIMITS = Limits(wall_s=30.0, cpu_s=10.0)
+ROOT = os.geteuid() == 0
+needs_root = pytest.mark.skipif(not ROOT, reason="needs root: mount and IPC namespaces")
+SECRET = "ghp_filesystemCanary0123456789abcdef"
+PRELUDE = ("import os, sys\ndef report(text):\n"
+           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
+# Reads each path given; reports what it found, or the error's name.
+READER = """
+found = {}
+for path in sys.argv[1:]:
+    try:
+        found[path] = open(path).read() if os.path.isfile(path) else sorted(os.listdir(path))
+    except OSError as exc:
+        found[path] = type(exc).__name__
+report(repr(found))
+"""
+
+
+def run(box: LayeredSandbox, code: str, *args: str, tree: Path | None = None) -> str:
+    files = {"main.py": (PRELUDE + textwrap.dedent(code)).encode()}
+    result = box.run(RunRequest(script="main.py", args=args, files=files, tree=tree, limits=LIMITS))
+    assert result.exit_code == 0, result.stderr.decode(errors="replace")
+    return (result.result or b"").decode()
+
+
+@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
+def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
+    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
+    assert isinstance(box, LayeredSandbox)
+    yield box
+    box.close()
+
+
+@pytest.fixture
+def home_secret() -> Iterator[Path]:
+    """A world-readable file in a home directory (a runner's own notes, a tool's config), as on a runner."""
+    home = Path(tempfile.mkdtemp(prefix="gate-test-home-", dir="/home" if os.path.isdir("/home") else None))
+    home.chmod(0o755)
+    secret = home / ".config" / "notes.txt"
+    secret.parent.mkdir()
+    secret.parent.chmod(0o755)
+    secret.write_text(SECRET)
+    secret.chmod(0o644)
+    yield secret
+    shutil.rmtree(home)
+
+
+@needs_root
+def test_nothing_of_the_host_but_the_allow_list_is_in_a_run(sandbox: LayeredSandbox, home_secret: Path) -> None:
+    places = [str(home_secret), str(home_secret.parent.parent), "/home", "/root", "/run", "/run/lock", "/var/lib",
+              "/etc/passwd", "/etc/hostname", "/work", "/opt", "/srv", "/sys", "/boot", str(Path.cwd())]
+    found = ast.literal_eval(run(sandbox, READER, "/", *places))
+    assert SECRET not in repr(found)
+    assert all(found[place] == "FileNotFoundError" for place in places), found
+    assert set(found["/"]) <= {".gate", "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin",
+                               "tmp", "usr", "var"}
+    assert "filesystem" in sandbox.isolation and sandbox.isolation["filesystem"].startswith("allow-listed root")
+
+
+@needs_root
+def test_the_root_is_read_only_and_the_staging_directory_out_of_reach(sandbox: LayeredSandbox) -> None:
+    code = """
+        found = []
+        for path in ("/usr/lib/x.txt", "/etc/x.txt", "/x.txt", "/dev/x"):
+            try:
+                open(path, "w").write("x")
+                found.append(path)
+            except OSError:
+                pass
+        found.append(os.path.exists("/.gate/stage"))
+        found.append(sorted(os.listdir("/dev")))
+        open("/dev/null", "w").write("fine")
+        report(found)
+    """
+    said = run(sandbox, code)
+    assert said.startswith("[False, ["), said
+    assert "'null'" in said and "'urandom'" in said and "'tty'" not in said and "'mem'" not in said
+
+
+@needs_root
+def test_a_readonly_path_is_the_one_part_of_the_host_added(home_secret: Path, tmp_path: Path) -> None:
+    # What a caller adds (a repository's environment) is there, read-only; its neighbours are not.
+    env = tmp_path / "venv" / "site-packages"
+    env.mkdir(parents=True)
+    (env / "dep.py").write_text("VALUE = 'from the environment'\n")
+    tmp_path.chmod(0o755)
+    (tmp_path / "venv").chmod(0o755)
+    env.chmod(0o755)
+    (env / "dep.py").chmod(0o644)
+    box = open_sandbox(LIMITS, readonly=[env])
+    assert isinstance(box, LayeredSandbox)
+    try:
+        code = f"""
+            sys.path.append({str(env)!r})
+            import dep
+            try:
+                open({str(env / 'planted.py')!r}, "w")
+                wrote = True
+            except OSError:
+                wrote = False
+            report([dep.VALUE, wrote, os.path.exists({str(tmp_path / 'venv')!r} + "/other"),
+                    os.path.exists({str(home_secret)!r})])
+        """
+        (tmp_path / "venv" / "other").write_text("a neighbour")
+        assert run(box, code) == "['from the environment', False, False, False]"
+        assert not (env / "planted.py").exists()
+    finally:
+        box.close()
+
+
+def test_a_readonly_path_must_exist() -> None:
+    from gate.errors import BadInput
+
+    with pytest.raises(BadInput, match="read-only sandbox path"):
+        open_sandbox(LIMITS, readonly=["relative/path"])
+
+
+_SHM = """
+import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+KEY = 0x6A7E5EC7
+segment = libc.shmget(KEY, 4096, {flags})
+if segment < 0:
+    report("no segment")
+else:
+    address = libc.shmat(segment, None, 0)
+    if sys.argv[1] == "write":
+        ctypes.memmove(address, b"hidden case inputs 123457 654323", 32)
+        report("written")
+    else:
+        report(ctypes.string_at(address, 32).decode(errors="replace"))
+"""
+
+
+def _host_segments(key: int) -> list[str]:
+    lines = Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    return [line for line in lines if int(line.split()[0]) == key]
+
+
+@needs_root
+def test_system_v_shared_memory_dies_with_its_run(sandbox: LayeredSandbox) -> None:
+    # A segment made by one run (world-readable, never removed) neither reaches the next run nor stays.
+    write = _SHM.format(flags=0o1000 | 0o666)  # IPC_CREAT
+    assert run(sandbox, write, "write") == "written"
+    assert run(sandbox, _SHM.format(flags=0), "read") == "no segment"
+    assert _host_segments(0x6A7E5EC7) == []
+
+
+@needs_root
+def test_a_shared_tree_is_staged_once_and_no_run_changes_it_for_the_next(sandbox: LayeredSandbox,
+                                                                         tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    (tree / "pkg").mkdir(parents=True)
+    (tree / "pkg" / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    code = """
+        import pkg.calc
+        before = pkg.calc.add(2, 3)
+        open("pkg/calc.py", "w").write("def add(a, b):\\n    return 42\\n")
+        os.makedirs("pkg/__pycache__", exist_ok=True)
+        open("pkg/__pycache__/calc.cpython-311.pyc", "wb").write(b"not bytecode")
+        open("pkg/new.py", "w").write("")
+        report(before)
+    """
+    assert [run(sandbox, code, tree=tree) for _ in range(3)] == ["5", "5", "5"]
+    assert (tree / "pkg" / "calc.py").read_text() == "def add(a, b):\n    return a + b\n"
+    assert sorted(p.name for p in (tree / "pkg").iterdir()) == ["calc.py"]
+    assert sandbox.leftovers() == []
+
+
+def test_bytecode_and_native_files_beside_the_source_never_run(sandbox: LayeredSandbox, tmp_path: Path) -> None:
+    # An unchecked-hash .pyc committed next to a clean calc.py is what Python would load; a .pth, a .so.
+    import py_compile
+
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "calc.py").write_text("def add(a, b):\n    return a + b\n")
+    evil = tmp_path / "evil.py"
+    evil.write_text("import subprocess\n\ndef add(a, b):\n    return 'the bytecode ran'\n")
+    py_compile.compile(str(evil), str(tree / "__pycache__" / "calc.cpython-311.pyc"), doraise=True,
+                       invalidation_mode=py_compile.PycInvalidationMode.UNCHECKED_HASH)
+    for name in ("helper.cpython-311-x86_64-linux-gnu.so", "evil.pth", "lib.so.1", "x.PYD"):
+        (tree / name).write_text("not here")
+    code = """
+        import calc
+        report([calc.add(2, 3), sorted(os.listdir("."))])
+    """
+    assert run(sandbox, code, tree=tree) == "[5, ['calc.py', 'main.py']]"
+
+
+def test_the_state_directory_refuses_a_planted_link(tmp_path: Path) -> None:
+    # /run/lock is anyone's: a link there made the root gate chmod its target and create files in it. The
+    # gate's state directory is refused when it is a link, or not root's; its target is left as it was.
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    victim.chmod(0o750)
+    link = tmp_path / "state"
+    link.symlink_to(victim)
+    with pytest.raises(GateFailure, match="not a link"):
+        users.state_dir(str(link))
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o750 and list(victim.iterdir()) == []
+    if ROOT:
+        theirs = tmp_path / "theirs"
+        theirs.mkdir()
+        os.chown(theirs, 65534, 65534)
+        with pytest.raises(GateFailure, match="not root"):
+            users.state_dir(str(theirs))
+        loose = tmp_path / "loose"
+        loose.mkdir(mode=0o777)
+        os.close(users.state_dir(str(loose)))
+        assert stat.S_IMODE(loose.stat().st_mode) == 0o700
+
+
+@needs_root
+def test_a_planted_link_in_the_state_directory_is_not_followed(tmp_path: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    state = tmp_path / "state"
+    state.mkdir(mode=0o700)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("untouched")
+    (state / users.USER_PREFIX).symlink_to(victim)
+    monkeypatch.setattr(users, "STATE_DIR", str(state))
+    monkeypatch.setattr(users.state_dir, "__defaults__", (str(state),))
+    with pytest.raises((GateFailure, OSError)):
+        box = open_sandbox(LIMITS)
+        try:
+            box.run(RunRequest(script="main.py", files={"main.py": b""}, limits=LIMITS))
+        finally:
+            box.close()
+    assert victim.read_text() == "untouched"
+    assert stat.S_IMODE(victim.stat().st_mode) == 0o644
+
+
+def test_a_dead_gates_head_export_is_removed_by_the_next(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import subprocess
+    import sys
+
+    from gate.sandbox import stage
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen([sys.executable, "-c", ""])
+    dead.wait()
+    left = tmp_path / f"gate-head-{dead.pid}-abc"
+    (left / "pkg").mkdir(parents=True)
+    (left / "pkg" / "calc.py").write_text("")
+    (left / "pkg").chmod(0o500)
+    alive = tmp_path / f"gate-head-{os.getpid()}-live"
+    alive.mkdir()
+    planted = tmp_path / f"gate-head-{dead.pid}-link"
+    planted.symlink_to(alive)
+    made = stage.new_export()
+    assert made.name.startswith(f"gate-head-{os.getpid()}-")
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, planted.name, made.name])
