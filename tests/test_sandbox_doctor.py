@@ -20,8 +20,8 @@ def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: b
     code = doctor.run(argparse.Namespace(fresh=fresh))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "6 of 6 canaries blocked" in out
-    for layer in ("zygote", "uid", "netns", "mountns", "seccomp", "cgroup"):
+    assert "8 of 8 canaries blocked" in out
+    for layer in ("zygote", "uid", "netns", "mountns", "filesystem", "ipcns", "seccomp", "cgroup"):
         assert f"\n  {layer} " in out
     assert "GATE_DOCTOR_SECRET" not in os.environ
 
@@ -55,6 +55,9 @@ def test_doctor_without_root_says_what_gets_through() -> None:
     assert lines["uid"].split(None, 1)[1].startswith("off: needs root")
     # Without root the run shares the gate's user: the token in a process's environment is readable...
     assert "NOT BLOCKED" in lines["secret"]
+    # ...and so is a world-readable file in a home directory: no allow-listed root without a mount namespace.
+    assert "NOT BLOCKED" in lines["home"]
+    assert lines["filesystem"].split(None, 1)[1].startswith("off: the run sees the host's files")
     # ...but its reaper still kills a daemon, the process limit holds, and seccomp keeps it off the network.
     for canary in ("daemon", "fork", "network"):
         assert " blocked " in lines[canary], lines[canary]

@@ -55,6 +55,18 @@ _WRITE = """try:
 except OSError as exc:
     report(f"{type(exc).__name__}: {exc.strerror}")
 """
+_SHM = """import ctypes
+libc = ctypes.CDLL(None, use_errno=True)
+libc.shmat.restype = ctypes.c_void_p
+segment = libc.shmget(int(sys.argv[1]), 4096, 0o1666 if sys.argv[2] == "make" else 0)
+if segment < 0:
+    report(f"no segment: {os.strerror(ctypes.get_errno())}")
+elif sys.argv[2] == "make":
+    ctypes.memmove(libc.shmat(segment, None, 0), b"canary", 6)
+    report("made")
+else:
+    report(ctypes.string_at(libc.shmat(segment, None, 0), 6).decode(errors="replace"))
+"""
 _DAEMON = """import time
 r, w = os.pipe()
 if os.fork() == 0:
@@ -182,6 +194,51 @@ def planted_file(sandbox: Sandbox) -> list[Canary]:
     return [read, write]
 
 
+@contextlib.contextmanager
+def _home_file() -> Iterator[tuple[Path, str]]:
+    """A world-readable file in a home directory (a runner's notes, a tool's settings, its diagnostics)."""
+    token = "ghp_" + secrets.token_hex(16)
+    homes = Path("/home")
+    home = Path(tempfile.mkdtemp(prefix="gate-doctor-", dir=homes if os.access(homes, os.W_OK) else None))
+    try:
+        home.chmod(0o755)
+        planted = home / ".gate-doctor-notes"
+        planted.write_text(f"token={token}\n")
+        planted.chmod(0o644)
+        yield planted, token
+    finally:
+        shutil.rmtree(home)
+
+
+def home_file(sandbox: Sandbox) -> Canary:
+    """Read a world-readable file planted in a home directory (the host's files beyond the run's allow-list).
+    """
+    with _home_file() as (planted, token):
+        said = _run(sandbox, _READ, str(planted))
+    return Canary("home file", token not in said, f"read {planted}" if token in said else said)
+
+
+def shared_memory(sandbox: Sandbox) -> Canary:
+    """Leave a System V shared memory segment behind, then look for it from the next run."""
+    key = str(secrets.randbelow(1 << 30) + 1)
+    made = _run(sandbox, _SHM, key, "make")
+    seen = _run(sandbox, _SHM, key, "read")
+    left = any(line.split()[0] == key for line in _sysv_segments())
+    if left:
+        subprocess.run(["ipcrm", "-M", key], capture_output=True, check=False)
+    blocked = seen != "canary" and not left
+    detail = (f"the next run read it ({made})" if seen == "canary" else "it outlived its run" if left
+              else f"gone after its run ({seen})")
+    return Canary("shared memory", blocked, detail)
+
+
+def _sysv_segments() -> list[str]:
+    try:
+        return Path("/proc/sysvipc/shm").read_text().splitlines()[1:]
+    except OSError:
+        return []
+
+
 def daemon(sandbox: Sandbox) -> Canary:
     """Leave a double-forked, setsid() daemon behind."""
     said = _run(sandbox, _DAEMON)
@@ -207,7 +264,8 @@ def canaries(sandbox: Sandbox, token: str) -> list[Canary]:
     """Every canary, in order."""
     checks: list[Callable[[], Canary | list[Canary]]] = [
         lambda: network(sandbox), lambda: secret(sandbox, token), lambda: planted_file(sandbox),
-        lambda: daemon(sandbox), lambda: fork_flood(sandbox)]
+        lambda: home_file(sandbox), lambda: shared_memory(sandbox), lambda: daemon(sandbox),
+        lambda: fork_flood(sandbox)]
     found: list[Canary] = []
     for check in checks:
         outcome = check()
