@@ -163,3 +163,32 @@ def test_dependency_changes_note_relaxes_the_block_to_a_fact(tmp_path: Path) -> 
 
     assert verdict.accepted and not verdict.blocked_reasons
     assert any(key == "dependencies" and "adds requests>=2" in value for key, value in verdict.facts)
+
+
+@pytest.mark.parametrize(("text", "line", "key", "words"), [
+    ("budget: 1\ntests:\n  baseline: basee\n", 3, "tests.baseline", "expected one of"),
+    ("environment:\n  requirements: [../reqs.txt]\n", 2, "environment.requirements[0]", "a path inside the repository"),
+    ("environment:\n  extra: [test]\n", 2, "environment.extra", "did you mean `extras`"),
+    ("tests:\n  workers: 0\n", 2, "tests.workers", "0"),
+    ("tests:\n  paths: []\n", 2, "tests.paths", ""),
+], ids=["baseline", "requirements-path", "extras-typo", "workers", "no-paths"])
+def test_a_bad_environment_or_tests_key_is_one_line_with_file_line_and_key(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, line: int, key: str, words: str) -> None:
+    policy = tmp_path / "gate.yml"
+    policy.write_text(text)
+
+    assert main(["policy", "check", str(policy)]) == 2
+
+    error = capsys.readouterr().err.strip()
+    assert error.startswith(f"gate: error: {policy}:{line}: {key}: "), error
+    assert words in error and "\n" not in error
+
+
+def test_extras_without_a_project_in_the_base_is_bad_input(tmp_path: Path) -> None:
+    from gate.environment.build import prepare
+    from gate.errors import BadInput
+    from gate.policy.model import Environment
+
+    with pytest.raises(BadInput, match="no project"):
+        prepare(Environment(extras=("test",)), lambda path: None, [], lambda target: None, "/usr/bin/python3",
+                tmp_path, {})

@@ -214,9 +214,12 @@ def test_a_skip_from_library_code_where_the_base_passed_is_a_failure(tmp_path: P
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_path: Path) -> None:
+@pytest.mark.parametrize(("module", "call", "flagged"), [
+    ("os", "os._exit(0)", "os._exit"), ("pytest", "pytest.exit('done', returncode=0)", "import pytest")])
+def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_path: Path, module: str, call: str,
+                                                                          flagged: str) -> None:
     repo = _project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
-    repo.commit("bot: mul", {"calc.py": "import os\n\n" + CALC.replace("    return a * b", "    os._exit(0)")})
+    repo.commit("bot: mul", {"calc.py": f"import {module}\n\n" + CALC.replace("    return a * b", f"    {call}")})
 
     verdict = _score(repo)
 
@@ -226,7 +229,7 @@ def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_pa
         {name: "passed" for name in BASE_TESTS if not name.endswith("test_mul")}
     [message] = [p.message for p in verdict.penalties if p.check == "smoke"]
     assert "the test process exited with status 0 during this test" in message
-    assert any("os._exit" in reason for reason in verdict.blocked_reasons)
+    assert any(flagged in reason for reason in verdict.blocked_reasons)
 
 
 PATCHING_PYTEST = '''\
