@@ -5,12 +5,14 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import PurePosixPath
 
 from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Check, CheckContext
+from gate.checks.parse import checker_paths
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
@@ -91,16 +93,24 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     (the repository) and every hidden-cases file outside it from every run; no sandbox is started when there
     are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is
     missing here."""
-    if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests:
+    checkers = checker_paths(policy) if _checks_other_languages(subject, policy) else ()
+    if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests and not checkers:
         return score(subject, policy, reproduce=reproduce)
-    # The repository's environment is the one part of the host a run sees beyond the interpreter's own.
-    readonly = subject.environment.site_packages if subject.environment is not None else ()
+    # The repository's environment and the `languages:` checkers are all a run sees of the host beyond the
+    # interpreter's own files.
+    readonly = (*(subject.environment.site_packages if subject.environment is not None else ()), *checkers)
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
         return score(subject, policy, sandbox, reproduce=reproduce)
     finally:
         sandbox.close()
+
+
+def _checks_other_languages(subject: Subject, policy: Policy) -> bool:
+    """Whether a changed file has an extension `languages:` maps to a checker (which runs in the sandbox)."""
+    extensions = {language.extension.lstrip(".") for language in policy.languages}
+    return any(PurePosixPath(source.path).suffix.lstrip(".") in extensions for source in subject.files)
 
 
 def _isolation(subject: Subject, sandbox: Sandbox | None, shared: list[tuple[str, str]]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.engine import score
+from gate.engine import score, score_running_cases
 from gate.policy.model import Policy
 from gate.sources.reply import subject_from_reply
 from gate.subject import SourceFile, Subject, Task
@@ -26,7 +26,8 @@ def score_reply(reply: str, policy: Policy | None = None, task: Task | None = No
 
 def score_files(files: list[SourceFile], policy: Policy | None = None) -> Verdict:
     """The verdict for a set of changed files, as a git range gives them."""
-    return score(Subject(kind="range", label="main..HEAD", files=tuple(files)), policy or Policy())
+    subject = Subject(kind="range", label="main..HEAD", files=tuple(files))
+    return score_running_cases(subject, policy or Policy())  # (a sandbox for the `languages:` checkers)
 
 
 def check(verdict: Verdict, name: str) -> CheckReport:

@@ -1,10 +1,11 @@
 """The parse check: every gated file must parse.
 
 Python goes through `ast.parse` with the policy's target version (`python: "3.9"` rejects a `match`
-statement). Other languages go through the compiler command the policy maps to their extension, run on a copy
-of the file in a private temporary directory, with a timeout that kills the compiler's whole process group.
-A compiler that is not installed skips that language with a note; it is not a failure of the code. A file
-whose extension is neither Python nor listed under `languages` is not parsed.
+statement). Other languages go through the compiler command the policy maps to their extension, run in the
+sandbox on a copy of the file (a checker runs the head's code: `perl -c` runs its BEGIN blocks), under the
+policy's limits with the language's timeout; never outside the sandbox. A compiler that is not installed
+skips that language with a note; it is not a failure of the code. A file whose extension is neither Python
+nor listed under `languages` is not parsed.
 
 The parsed Python trees go into `ctx.state["ast"]` so that later checks never parse the code a second time;
 a tree the extract check already built for the same version is reused (gate/checks/trees.py).
@@ -13,22 +14,26 @@ a tree the extract check already built for the same version is reused (gate/chec
 from __future__ import annotations
 
 import ast
-import contextlib
 import os
 import re
-import signal
-import subprocess
-import tempfile
+import shutil
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from gate.cases.running import sandbox_limits
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
 from gate.checks.trees import parse_python
+from gate.errors import GateFailure
 from gate.policy.model import Language, Policy
+from gate.sandbox.base import RunRequest
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
 
 AST_STATE = "ast"
+# The address space a `languages:` checker gets at least: compilers reserve more than they use (node's V8
+# reserves about 1 GiB for its code at start and fails under the default 512 MB).
+_CHECKER_MEMORY = 2 << 30
 
 
 class Parse:
@@ -58,7 +63,7 @@ class Parse:
             language = _language_for(source.path, ctx.policy)
             if language is None:
                 continue
-            failure, skipped = _compile(source, language)
+            failure, skipped = _compile(ctx, source, language)
             if skipped:
                 notes.append(Note(self.name, skipped, (Location(source.path),)))
                 continue
@@ -118,37 +123,55 @@ def _parse_python(ctx: CheckContext, source: SourceFile,
     return tree, None
 
 
-def _compile(source: SourceFile, language: Language) -> tuple[tuple[str, Location] | None, str]:
-    """Run the language's checker on a private copy; returns (failure, skipped reason)."""
-    with tempfile.TemporaryDirectory(prefix="gate-parse-") as tmp:
-        copy = Path(tmp) / PurePosixPath(source.path).name
-        copy.write_text(source.text, encoding="utf-8")
-        argv = [arg.replace("{path}", str(copy)) for arg in language.command]
-        # Only PATH: a compiler has no business with the gate's tokens.
-        env = {"PATH": os.environ.get("PATH", os.defpath), "HOME": tmp, "LC_ALL": "C"}
-        try:
-            proc = subprocess.Popen(argv, cwd=tmp, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.STDOUT, start_new_session=True)
-        except FileNotFoundError:
-            return None, f"{language.extension} files not parsed: `{argv[0]}` is not installed"
-        except PermissionError:
-            return None, f"{language.extension} files not parsed: `{argv[0]}` cannot be run"
-        try:
-            output, _ = proc.communicate(timeout=language.timeout)
-        except subprocess.TimeoutExpired:
-            _kill_group(proc)
-            return (f"`{argv[0]}` did not finish within {language.timeout:g} s", Location(source.path)), ""
-        if proc.returncode == 0:
-            return None, ""
-        text = output.decode("utf-8", "replace").replace(str(copy), source.path)
-        return _compiler_failure(text, source.path, argv[0], proc.returncode), ""
+def _compile(ctx: CheckContext, source: SourceFile,
+             language: Language) -> tuple[tuple[str, Location] | None, str]:
+    """Run the language's checker on the file, in the sandbox under its limits (a checker runs code of the
+    head: `perl -c` runs BEGIN blocks); returns (failure, skipped reason)."""
+    program = checker_program(language)
+    if program is None:
+        return None, f"{language.extension} files not parsed: `{language.command[0]}` is not installed"
+    if ctx.sandbox is None:  # never outside it
+        return None, f"{language.extension} files not parsed: no sandbox to run `{language.command[0]}` in"
+    name = PurePosixPath(source.path).name
+    argv = (program, *(arg.replace("{path}", name) for arg in language.command[1:]))
+    base = sandbox_limits(ctx.policy.limits)
+    limits = replace(base, wall_s=language.timeout, cpu_s=language.timeout,
+                     memory_bytes=max(base.memory_bytes, _CHECKER_MEMORY))
+    request = RunRequest(argv=argv, files={name: source.text.encode("utf-8", "surrogateescape")},
+                         env={"HOME": "/tmp", "LC_ALL": "C"}, limits=limits)
+    try:
+        result = ctx.sandbox.run(request)
+    except GateFailure as exc:  # the program could not start in the run's root
+        return None, f"{language.extension} files not parsed: `{language.command[0]}` cannot run ({exc})"
+    if result.timed_out or result.killed_reason in ("wall timeout", "cpu limit"):
+        return (f"`{language.command[0]}` did not finish within {language.timeout:g} s", Location(source.path)), ""
+    if result.exit_code == 0:
+        return None, ""
+    text = (result.stdout + result.stderr).decode("utf-8", "replace").replace(name, source.path)
+    code = result.exit_code if result.exit_code is not None else -(result.signal or 0)
+    return _compiler_failure(text, source.path, language.command[0], code), ""
 
 
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    """Kill the compiler and everything it started (it leads its own session), then reap it."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGKILL)
-    proc.communicate()
+def checker_program(language: Language) -> str | None:
+    """The checker's program on this machine (found on the gate's PATH), resolved, or None."""
+    found = shutil.which(language.command[0])
+    return os.path.realpath(found) if found else None
+
+
+def checker_paths(policy: Policy) -> tuple[str, ...]:
+    """What the `languages:` checkers need in a run's root, read-only: /usr (and /etc/alternatives, where
+    Debian's links to compilers lead) for a program installed there, else the tree the program was installed
+    in (the parent of its bin directory)."""
+    found: list[str] = []
+    for language in policy.languages:
+        program = checker_program(language)
+        if program is None:
+            continue
+        if program.startswith("/usr/"):
+            found += ["/usr", *(["/etc/alternatives"] if os.path.isdir("/etc/alternatives") else [])]
+        else:
+            found.append(str(Path(program).parent.parent))
+    return tuple(dict.fromkeys(found))
 
 
 def _compiler_failure(output: str, path: str, program: str, code: int) -> tuple[str, Location]:
