@@ -96,9 +96,10 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     checkers = checker_paths(policy) if _checks_other_languages(subject, policy) else ()
     if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests and not checkers:
         return score(subject, policy, reproduce=reproduce)
-    # The repository's environment and the `languages:` checkers are all a run sees of the host beyond the
-    # interpreter's own files.
-    readonly = (*(subject.environment.site_packages if subject.environment is not None else ()), *checkers)
+    # The repository's environment, the gate's pytest copy and the `languages:` checkers are all a run sees of
+    # the host beyond the interpreter's own files.
+    readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
+                *(subject.suite.runner if subject.suite is not None else ()), *checkers)
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:

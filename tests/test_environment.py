@@ -192,3 +192,34 @@ def test_extras_without_a_project_in_the_base_is_bad_input(tmp_path: Path) -> No
     with pytest.raises(BadInput, match="no project"):
         prepare(Environment(extras=("test",)), lambda path: None, [], lambda target: None, "/usr/bin/python3",
                 tmp_path, {})
+
+
+POISON = '''\
+import text_unidecode
+
+
+def attack():
+    """Write into the installed dependency, as a PR's code would to poison every later run."""
+    try:
+        with open(text_unidecode.__file__, "a") as f:
+            f.write("\\nunidecode = lambda text: 'poisoned'\\n")
+    except OSError as exc:
+        return type(exc).__name__
+    return "written"
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_runs_see_the_environment_read_only(tmp_path: Path) -> None:
+    policy = "environment: {}\ncases:\n  - name: poison\n    function: \"poison:attack\"\n    args: []\n" \
+             "    expect: written\n" + CASES.removeprefix("cases:\n")
+    repo = _slugify_repo(tmp_path / "repo", policy)
+    repo.commit("bot: a helper", {"poison.py": POISON})
+
+    verdict = _score(repo)
+
+    poison = next(c for c in verdict.cases if c.name == "poison")
+    assert poison.status == "failed", poison.detail
+    assert poison.detail == "expected str 'written', got str 'PermissionError'", poison.detail
+    # What the next run imports is the dependency as installed.
+    assert [c.status for c in verdict.cases if c.name != "poison"] == ["passed", "passed"]

@@ -20,7 +20,6 @@ from gate.cases.running import sandbox_limits
 from gate.cases.suite import SuiteRun, TestOutcome, run_suite
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.environment import build as environment_build
 from gate.environment import cache
 from gate.errors import GateFailure
 from gate.policy.model import Policy
@@ -56,7 +55,7 @@ class Tests:
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
                               "actions/checkout with fetch-depth: 0)")
         where = cache.cache_dir(os.environ)
-        runner = _runner(ctx.subject, where)
+        runner = suite.runner
         head = _head_run(ctx.policy, ctx.subject, suite, runner)
         base = _baseline(ctx.sandbox, ctx.policy, ctx.subject, suite, runner, where) \
             if spec.baseline == "base" else None
@@ -72,14 +71,6 @@ class Tests:
         return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes,
                            reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
                            isolation=(("pytest", ISOLATION),))
-
-
-def _runner(subject: Subject, where: Path) -> tuple[str, ...]:
-    """Where pytest comes from: the repository's environment, else the gate's own copy."""
-    env = subject.environment
-    if env is not None and env.has("pytest"):
-        return ()
-    return (environment_build.gate_pytest(where),)
 
 
 def _sites(subject: Subject) -> tuple[str, ...]:

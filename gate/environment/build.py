@@ -190,22 +190,6 @@ def _readable(root: Path) -> None:
                 os.chmod(path, os.stat(path).st_mode & 0o755 | 0o444)
 
 
-def check_reachable(env: BuiltEnvironment) -> None:
-    """GateFailure (exit 3) unless a run can import from `env`: every directory above it must let another uid
-    pass (the gate's runs drop to one as root), and it must not be in a place each run gets its own tmpfs."""
-    root = env.root.resolve()
-    if any(root.is_relative_to(private) for private in ("/tmp", "/var/tmp", "/dev/shm")):
-        raise GateFailure(f"the environment {root} is in a directory each run replaces with its own; set "
-                          "GATE_CACHE_DIR to another place")
-    if os.geteuid() != 0:
-        return
-    for parent in (root, *root.parents):
-        if not os.stat(parent).st_mode & 0o001:
-            raise GateFailure(f"the sandbox's uid cannot reach the environment {root} ({parent} lets no other "
-                              "user pass); set GATE_CACHE_DIR to a directory others can pass through, such as "
-                              "/var/cache/gate")
-
-
 def _load(key: str, root: Path, cached: bool) -> BuiltEnvironment:
     installed = json.loads((root / _DONE).read_text())["installed"]
     sites = tuple(str(path) for path in sorted(root.glob("lib/python*/site-packages")))

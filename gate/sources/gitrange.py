@@ -113,7 +113,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         environment = _environment(base, policy) if runs_code else None
-        suite = _suite(base, changes, policy, tree, withheld) if policy.tests and tree else None
+        suite = _suite(base, changes, policy, tree, withheld, environment) if policy.tests and tree else None
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -302,7 +302,6 @@ def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
     built = environment_build.prepare(
         spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
         run_interpreter(), cache_dir(os.environ), os.environ)
-    environment_build.check_reachable(built)
     return built
 
 
@@ -328,7 +327,7 @@ PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject
 
 
 def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tree: Path,
-           withheld: frozenset[str]) -> SuiteTrees:
+           withheld: frozenset[str], environment: BuiltEnvironment | None) -> SuiteTrees:
     """The trees the repository's tests run in: the head's export with the base's test files, every
     conftest.py and the pytest configuration in place of the head's (next to `head_tree`), the head's new
     test files in a tree of their own, and the base as it is for the baseline."""
@@ -369,7 +368,9 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tre
         export_tree(base.tree, base_tree, withheld)
     return SuiteTrees(base_sha=base.hexsha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base_roots=_import_roots(base, policy),
-                      edits=_suite_edits(changes, paths, set(added)))
+                      edits=_suite_edits(changes, paths, set(added)),
+                      runner=() if environment is not None and environment.has("pytest")
+                      else (environment_build.gate_pytest(cache_dir(os.environ)),))
 
 
 def _is_suite_file(path: str, tests: Sequence[str]) -> bool:
