@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import resource
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -534,3 +536,44 @@ def test_the_added_lines_of_every_file_come_from_one_diff_of_the_range(repo: Rep
     # One diff for the range, one for the listing, and one of their own for the two names git quotes.
     diffs = [line for line in trace.read_text().splitlines() if "git diff" in line or "'diff'" in line]
     assert len(diffs) == 4, diffs
+
+
+def _limited(memory_bytes: int) -> Callable[[], None]:
+    def apply() -> None:
+        resource.setrlimit(resource.RLIMIT_AS, (memory_bytes, memory_bytes))
+    return apply
+
+
+def test_a_21_mb_gated_file_is_not_parsed_and_costs_parse_points(repo: Repo, tmp_path: Path) -> None:
+    # 21 MB of Python (about 40 KB in git) took about 8 GB in ast.parse inside the gate, which was OOM-killed
+    # and posted nothing. Under a 2 GiB address-space limit the gate must still give its verdict.
+    repo.commit("bot: data", {"table.py": "x = 1\n" * 3_500_000, "calc.py": CALC + "\nY = 2\n"})
+    out = tmp_path / "verdict.json"
+    done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo.root), "--json", str(out)],
+                          capture_output=True, text=True, timeout=300, check=False,
+                          preexec_fn=_limited(2 * 1024**3))
+    assert done.returncode == 1, done.stderr
+    verdict = json.loads(out.read_text())
+    [penalty] = [p for p in verdict["penalties"] if p["check"] == "parse"]
+    assert "table.py: 20508 KiB, over paths.max_file_kb (1024): not parsed" in penalty["message"]
+
+
+def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:
+    # Under the size cap, yet its tree would take about 300 MiB: it is parsed in a child under limits.memory_mb,
+    # never in the gate's own process.
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": "limits: {memory_mb: 128}\n", "calc.py": CALC})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: constants", {"table.py": "x = (" + "1," * 300_000 + ")\n"})
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = [p for p in verdict["penalties"] if p["check"] == "parse"]
+    assert "table.py: parsing it needs more than the limits allow (limits.memory_mb 128" in penalty["message"]
+
+
+def test_a_large_file_that_parses_within_the_limits_is_checked_as_any_other(repo: Repo) -> None:
+    repo.commit("bot: big", {"table.py": "x = 1\n" * 30_000 + "import socket\n"})  # 180 KB: parsed in a child first
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "table.py:30001" in penalty["message"]

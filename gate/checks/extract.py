@@ -20,7 +20,7 @@ import sys
 
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.trees import parse_python
+from gate.checks.trees import parse_python, refusal
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
@@ -119,8 +119,8 @@ def _chat_lines(ctx: CheckContext, source: SourceFile) -> list[Location]:
     """Lines of a code file that look like a chat reply. Only code files are scanned (a gated README may hold
     fences), and a Python file that parses has none: outside strings and comments, a fence or a sentence is
     not valid Python, so only a file that does not parse is scanned."""
-    if source.path.endswith(".py") and _parses(ctx, source):
-        return []
+    if refusal(source, ctx.policy) or (source.path.endswith(".py") and _parses(ctx, source)):
+        return []  # a file too large to parse is the parse check's to charge
     return [Location(source.path, n) for n, line in enumerate(split_lines(source.text), start=1)
             if _CHAT_LINE.match(line)]
 

@@ -23,7 +23,7 @@ from pathlib import Path, PurePosixPath
 from gate.cases.running import sandbox_limits
 from gate.checks import register
 from gate.checks.base import CheckContext, CheckResult
-from gate.checks.trees import parse_python
+from gate.checks.trees import parse_python, refusal
 from gate.errors import GateFailure
 from gate.policy.model import Language, Policy
 from gate.sandbox.base import RunRequest
@@ -62,6 +62,11 @@ class Parse:
                 continue
             language = _language_for(source.path, ctx.policy)
             if language is None:
+                continue
+            too_large = refusal(source, ctx.policy)
+            if too_large:
+                checked += 1
+                failures.append((too_large, Location(source.path)))
                 continue
             failure, skipped = _compile(ctx, source, language)
             if skipped:
@@ -116,7 +121,7 @@ def _parse_python(ctx: CheckContext, source: SourceFile,
     except SyntaxError as exc:
         message = f"{exc.msg} (Python {python})"
         return None, (message, Location(source.path, exc.lineno or None, exc.offset))
-    except ValueError as exc:  # source with NUL bytes
+    except ValueError as exc:  # source with NUL bytes, or too large to parse here (trees.Unparsable)
         return None, (str(exc), Location(source.path))
     except (RecursionError, MemoryError):
         return None, ("nested too deeply for the parser", Location(source.path))

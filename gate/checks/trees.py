@@ -8,13 +8,55 @@ parse is a lookup. The imports and claims checks both scan every node of a tree:
 from __future__ import annotations
 
 import ast
+import json
+import math
+import subprocess
+import sys
 import warnings
 
 from gate.checks.base import CheckContext
+from gate.policy.model import Policy
 from gate.subject import SourceFile
 
 _TREES = "python trees"
 _NODES = "python tree nodes"
+# Text up to this many characters is parsed in the gate's own process: a tree takes at most a few hundred bytes
+# per character of source (a 585 KiB tuple of ones took 300 MiB), so even this stays small. Longer text is
+# parsed in a child under the policy's limits first, and again here only when it fit.
+IN_PROCESS_CHARS = 64 * 1024
+_MIB = 1024 * 1024
+# The child: limits itself, parses what it reads, and reports a syntax error as JSON; exit 3 when it ran out.
+_BOUNDED_PARSE = """
+import ast, json, resource, sys, warnings
+memory, cpu, major, minor = (int(arg) for arg in sys.argv[1:])
+resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
+resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu))
+warnings.simplefilter("ignore")
+try:
+    ast.parse(sys.stdin.buffer.read().decode("utf-8", "surrogatepass"), feature_version=(major, minor))
+except SyntaxError as exc:
+    print(json.dumps([exc.msg, exc.lineno, exc.offset]))
+except (MemoryError, RecursionError):
+    sys.exit(3)
+except ValueError as exc:
+    print(json.dumps([str(exc), None, None]))
+"""
+
+
+class Unparsable(ValueError):
+    """The gate does not parse this file: it is over `paths.max_file_kb`, or its parse needs more than the
+    policy's limits allow. The message says which."""
+
+
+def refusal(source: SourceFile, policy: Policy) -> str:
+    """Why `source` is too large to parse under `policy` ("" when it is not)."""
+    limit = policy.paths.max_file_kb * 1024
+    if len(source.text) * 4 <= limit:  # a character is at most 4 bytes: no need to count them
+        return ""
+    size = len(source.text.encode("utf-8", "surrogatepass"))
+    if size <= limit:
+        return ""
+    return f"{math.ceil(size / 1024)} KiB, over paths.max_file_kb ({policy.paths.max_file_kb}): not parsed"
 
 
 def parse_python(ctx: CheckContext, source: SourceFile, version: tuple[int, int]) -> ast.Module:
@@ -26,12 +68,40 @@ def parse_python(ctx: CheckContext, source: SourceFile, version: tuple[int, int]
     cached = trees.get(key)
     if cached is not None and cached[0] == source.text:
         return cached[1]
+    too_large = refusal(source, ctx.policy)
+    if too_large:
+        raise Unparsable(too_large)
+    if len(source.text) > IN_PROCESS_CHARS:
+        _parse_in_child(source, version, ctx.policy)
     with warnings.catch_warnings():
         # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
         warnings.simplefilter("ignore")
         tree = ast.parse(source.text, filename=source.path, feature_version=version)
     trees[key] = (source.text, tree)
     return tree
+
+
+def _parse_in_child(source: SourceFile, version: tuple[int, int], policy: Policy) -> None:
+    """Parse `source` in a child process under the policy's memory and CPU limits (a tree can take hundreds of
+    times the text's size, and the gate's own process must survive any file). Returns when it parses there;
+    raises the SyntaxError it met, or Unparsable when it ran out of memory or time."""
+    limits = policy.limits
+    argv = [sys.executable, "-I", "-S", "-c", _BOUNDED_PARSE, str(limits.memory_mb * _MIB),
+            str(math.ceil(limits.cpu)), *(str(n) for n in version)]
+    try:
+        done = subprocess.run(argv, input=source.text.encode("utf-8", "surrogatepass"), capture_output=True,
+                              timeout=limits.timeout + limits.cpu, env={}, check=False)
+    except subprocess.TimeoutExpired:
+        raise Unparsable(f"parsing it takes longer than the limits allow (limits.cpu {limits.cpu:g} s)") from None
+    if done.returncode != 0 or not done.stdout:
+        if done.returncode == 0:
+            return
+        raise Unparsable(f"parsing it needs more than the limits allow (limits.memory_mb {limits.memory_mb}, "
+                         f"limits.cpu {limits.cpu:g} s)")
+    message, line, column = json.loads(done.stdout)
+    error = SyntaxError(message)
+    error.lineno, error.offset = line, column
+    raise error
 
 
 def walk(ctx: CheckContext, path: str, tree: ast.Module) -> list[ast.AST]:

@@ -53,6 +53,7 @@ class Paths:
 
     include: tuple[str, ...] = ("**/*.py",)
     exclude: tuple[str, ...] = ()
+    max_file_kb: int = 1024  # a gated file larger than this is not parsed (and costs the parse points)
 
 
 @dataclass(frozen=True)
