@@ -149,7 +149,9 @@ def _hidden(interpreter: str) -> tuple[str, ...]:
 
 
 def _needed(interpreter: str) -> list[Path]:
-    return [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix, tempfile.gettempdir())]
+    """What every run reads: the system, the interpreter and its library, the gate's own package, the temp."""
+    return [Path(p) for p in (*_SYSTEM, os.path.realpath(interpreter), sys.base_prefix, gate_root(),
+                              tempfile.gettempdir())]
 
 
 def _inside(path: Path, place: str) -> bool:

