@@ -361,13 +361,14 @@ def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machi
         shutil.rmtree(root, ignore_errors=True)
 
 
-def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: Machine) -> None:
+@pytest.mark.parametrize("comment", ["true", "false"])
+def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: Machine, comment: str) -> None:
     root = work_dir()
     try:
         pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
                       {"util.py": "def f(:\n"})
         chown_tree(root, machine.user)
-        job = Job(machine, pr.environment(), {"check-name": "bot gate", "comment": "false"})
+        job = Job(machine, pr.environment(), {"check-name": "bot gate", "comment": comment})
         last = job.run()
         assert last.code == 1, last.stderr  # blocked: the step fails, as a required check should
         outputs = job.outputs()
@@ -377,7 +378,8 @@ def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: M
         assert [(s["context"], s["sha"], s["state"]) for s in repo.statuses] == [
             ("bot gate", pr.head_sha, "failure")]
         assert [r["name"] for r in repo.check_runs.values()] == ["bot gate"]
-        assert pr.number not in repo.comments
+        comments = repo.comments.get(pr.number, [])
+        assert [c["user"]["login"] for c in comments] == (["github-actions[bot]"] if comment == "true" else [])
         assert "util.py" in pr.summary()
     finally:
         shutil.rmtree(root, ignore_errors=True)
