@@ -306,8 +306,9 @@ def test_with_sudo_the_cases_ran_as_a_sandbox_user_and_failed(attacked: Attack) 
     cases = {c["name"]: c for c in verdict["cases"]}
     assert cases["adds"]["status"] == "failed" and cases["hidden case 1"]["status"] == "failed"
     report = cases["adds"]["detail"]
-    for blocked in ("token:none", "net:x", "conn:x", "files:x", "tpl:x", "hidden:[]"):
+    for blocked in ("token:none", "net:x", "conn:x", "files:x", "tpl:x"):
         assert blocked in report, report
+    assert "hidden:x" in report or "hidden:[]" in report, report  # no git in the run, or no .git to read
     assert dict(verdict["facts"])["files from"] == "checkout"  # root's git read the runner's checkout
     isolation = dict(verdict["isolation"])
     assert isolation["uid"].startswith("uid ") and isolation["netns"].startswith("on")
