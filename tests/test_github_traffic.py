@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.report.context import MARKER
 from tests.fakegithub import FakeGitHub, Person, serve
 from tests.fakegithub.scenario import REPO, CommitSpec, Scenario
 
@@ -52,7 +53,9 @@ def plain(markdown: str) -> str:
 
 
 def comment_of(fake: FakeGitHub, pr: Scenario) -> str:
-    [comment] = fake.repos[REPO].comments[pr.number]
+    """The gate's own comment (the others are the humans' and bots' on the PR)."""
+    [comment] = [c for c in fake.repos[REPO].comments[pr.number] if MARKER in c["body"]
+                 and c["user"]["type"] == "Bot"]
     return plain(comment["body"])
 
 
@@ -265,3 +268,117 @@ def test_comment_blocked_only_posts_nothing_for_an_accepted_pr_until_one_is_bloc
     push(pr, fake, {"util.py": CLEAN})  # once there is a comment it is kept current, not left saying blocked
     assert run_ci(pr, monkeypatch, None, "--comment", "blocked-only") == 0
     assert comment_writes(fake) == ["POST", "PATCH"] and "gate: accepted" in comment_of(fake, pr)
+
+
+def override_comment(fake: FakeGitHub, pr: Scenario, body: str, login: str, kind: str = "User",
+                     ) -> dict[str, object]:
+    """`login` comments `body` on the PR: the comment in the fake, and GitHub's published issue_comment event
+    for it (the event also claims a maintainer sent it: the gate asks the API instead)."""
+    from tests.fakegithub import webhook
+
+    comment = fake.add_comment(REPO, pr.number, body, login, kind)
+    payload = webhook("issue_comment.created")
+    payload["issue"].update(number=pr.number,
+                            pull_request={"url": f"https://api.github.com/repos/{REPO}/pulls/{pr.number}"})
+    payload["comment"].update(id=comment["id"], body=body)
+    payload["comment"]["user"].update(login=login, type=kind)
+    payload["sender"].update(login=MAINTAINER, type="User")
+    payload["repository"]["full_name"] = REPO
+    return payload
+
+
+def blocked_bot_pr(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str = POLICY) -> Scenario:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN},
+                  policy=policy)
+    assert run_ci(pr, monkeypatch) == 1
+    return pr
+
+
+def conclusions(fake: FakeGitHub, sha: str) -> list[str]:
+    return [r["conclusion"] for r in fake.repos[REPO].check_runs.values() if r["head_sha"] == sha]
+
+
+def test_a_maintainers_override_comment_concludes_neutral_and_records_who_when_and_why(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    event = override_comment(fake, pr, "/gate override the parser is rewritten in #14", MAINTAINER)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    assert conclusions(fake, pr.head_sha) == ["failure", "neutral"]  # never success
+    status = fake.repos[REPO].statuses[-1]
+    assert status["state"] == "success" and status["description"].startswith("overridden by maria (comment, ")
+    said = comment_of(fake, pr).split("\n")[0]
+    assert said.startswith("> **gate: overridden**: overridden by maria (comment, 2026-01-01 ")
+    assert f"for head {pr.head_sha[:12]}: the parser is rewritten in #14" in said
+    # A later run on the same head (a label, a re-run) scores it again and keeps the override.
+    pr.label("needs-docs", "gate-bot[bot]", "Bot")
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="needs-docs")) == 0
+    assert conclusions(fake, pr.head_sha) == ["failure", "neutral", "neutral"]
+
+
+@pytest.mark.parametrize(("login", "kind", "why"), [
+    ("gate-bot[bot]", "User", "gate-bot[bot] is a bot"),  # a bot's login, whatever type it claims
+    ("other-app[bot]", "Bot", "other-app[bot] is a bot"),
+    ("rita", "User", "rita has read access, not write"),
+])
+def test_an_override_by_the_author_a_bot_or_a_reader_is_ignored_and_the_comment_says_so(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, login: str, kind: str, why: str) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    fake.set_permission(REPO, "rita", "read")
+    event = override_comment(fake, pr, "/gate override trust me", login, kind)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    assert conclusions(fake, pr.head_sha) == ["failure"]
+    assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
+    assert f"the override by {login} (comment) is ignored: {why}" in comment_of(fake, pr)
+
+
+def test_the_human_authors_own_override_is_ignored(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, branch="codex/fix-parser", head={"util.py": BROKEN})
+    fake.set_permission(REPO, "ann", "admin")  # even an admin cannot wave through the PR they opened
+    assert run_ci(pr, monkeypatch) == 1
+    event = override_comment(fake, pr, "/gate override mine", "ann")
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    assert conclusions(fake, pr.head_sha) == ["failure"]
+    assert "the override by ann (comment) is ignored: ann is the PR's author" in comment_of(fake, pr)
+
+
+def test_an_edited_override_comment_is_ignored(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    event = override_comment(fake, pr, "LGTM", MAINTAINER)
+    # Anyone with write access (a bot's app too) can edit a comment; its author stays the maintainer.
+    [*_, theirs] = fake.repos[REPO].comments[pr.number]
+    theirs.update(body="/gate override sneaky", updated_at="2026-01-01T23:59:59Z")
+    event["comment"]["body"] = "/gate override sneaky"  # type: ignore[index]
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    assert conclusions(fake, pr.head_sha) == ["failure"]
+    assert "the comment was edited after it was posted" in comment_of(fake, pr)
+
+
+def test_a_new_push_voids_the_override(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    event = override_comment(fake, pr, "/gate override fine for now", MAINTAINER)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    first = pr.head_sha
+    push(pr, fake, {"util.py": BROKEN + "# still broken\n"})
+    assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
+    assert conclusions(fake, first) == ["failure", "neutral"]
+    assert conclusions(fake, pr.head_sha) == ["failure"]
+    assert "gate: overridden" not in comment_of(fake, pr).split("\n")[0]
+
+
+def test_an_override_label_counts_for_the_head_it_was_applied_on_only(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = POLICY + "bots:\n  labels:\n    override: [gate-override]\n"
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch, policy)
+    pr.label("gate-override", "gate-bot[bot]", "Bot")  # the bot's own: ignored
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="gate-override")) == 1
+    assert "the override by gate-bot[bot] (label 'gate-override') is ignored" in comment_of(fake, pr)
+    pr.label("gate-override", MAINTAINER)
+    assert run_ci(pr, monkeypatch, pr.event("labeled", label="gate-override")) == 0
+    assert conclusions(fake, pr.head_sha) == ["failure", "failure", "neutral"]
+    assert "overridden by maria (label 'gate-override'" in comment_of(fake, pr)
+    push(pr, fake, {"util.py": BROKEN + "# again\n"})  # the label stays on the PR, the override does not
+    assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
+    assert conclusions(fake, pr.head_sha) == ["failure"]

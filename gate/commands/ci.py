@@ -25,6 +25,7 @@ from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
+from gate.github.override import OverrideCheck, answer_command, find_override, overridden
 from gate.github.publish import (
     COMMENT_MODES,
     Names,
@@ -117,6 +118,11 @@ def run(args: argparse.Namespace) -> int:
     environ, name, payload, repo = job.environ, job.event, job.payload, job.repo
     connection, client, names = job.connection, job.client, job.names
     workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
+    if name == "issue_comment":  # a maintainer's `/gate override`: checked, never scored (README, "Overrides")
+        try:
+            return answer_command(client, repo, payload, names, environ)
+        except (GithubException, RequestException) as exc:
+            raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
     try:
         pr = pull_request_from_event(name, payload, client, repo)
     except (GithubException, RequestException) as exc:
@@ -134,7 +140,13 @@ def run(args: argparse.Namespace) -> int:
             _need_checkout_for_cases(found)
             verdict = with_gating_notes(score_in_ci(found), gating)
         # Inside the failure path too: a report that cannot be rendered or delivered still ends in a status.
+        check = OverrideCheck() if verdict.accepted else find_override(
+            client.get_repo(repo), pr.number, pr.head_sha, pr.author, pr.labels, found.policy.bots.override_labels,
+            names.check)
+        verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
         report = report_for(verdict, found.overrides, comment=args.comment, gated_by=decision.reason)
+        if check.override is not None:
+            report = overridden(report, check.override)
         return deliver(delivery, verdict, report, found.overrides)
     except (GithubException, RequestException) as exc:
         failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))

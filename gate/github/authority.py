@@ -32,8 +32,10 @@ class Actor:
 
 def refusal(repo: Any, actor: Actor, pr_author: str) -> str:
     """Why `actor` may not change how this PR is gated, or "" when they may."""
-    if actor.type != "User" or actor.login.casefold().endswith("[bot]"):
+    if actor.type == "Bot" or actor.login.casefold().endswith("[bot]"):
         return f"{actor.login} is a bot"
+    if actor.type != "User":
+        return f"{actor.login} is a {actor.type} account, not a person"
     if actor.login.casefold() == pr_author.casefold():
         return f"{actor.login} is the PR's author"
     try:
@@ -55,8 +57,9 @@ class Labels:
 
 
 def check_labels(repo: Any, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
-    """Keep the labels under `bots.labels` that the last `labeled` event shows a maintainer applied."""
-    gating = (*bots.opt_in_labels, *bots.opt_out_labels, *bots.override_labels)
+    """Keep the opt-in and opt-out labels that the last `labeled` event shows a maintainer applied (override
+    labels are gate.github.override's: they count for one head)."""
+    gating = (*bots.opt_in_labels, *bots.opt_out_labels)
     present = [label for label in labels if label in gating]
     if not present:
         return Labels()

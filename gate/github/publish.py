@@ -117,7 +117,7 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
     rest = _unannotated(places[MAX_ANNOTATIONS:], len(places))
     return Report(
         state=state,
-        description=_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
+        description=status_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
         title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
         summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT - len(rest), FULL_REPORT_NOTE) + rest,
         comment=render_comment(verdict, overrides) if comment != "false" else None,
@@ -178,14 +178,14 @@ def not_gated_report(reason: str, *, neutral: bool = False, notes: tuple[str, ..
     """Success with the reason, and no comment: a required check must never stay pending. `neutral` when a
     maintainer's label opted out a PR that would be gated."""
     summary = f"Nothing to gate: {reason}." + "".join(f"\n\n> {note}" for note in notes)
-    return Report(state="neutral" if neutral else "success", description=_line(f"not gated: {reason}"),
+    return Report(state="neutral" if neutral else "success", description=status_line(f"not gated: {reason}"),
                   title="not gated (a maintainer opted it out)" if neutral else "not gated", summary=summary,
                   comment=None)
 
 
 def failed_report(reason: str) -> Report:
     """The gate could not score the PR: a failure with the reason, no comment."""
-    return Report(state="failure", description=_line(f"gate failed: {reason}"), title="the gate failed",
+    return Report(state="failure", description=status_line(f"gate failed: {reason}"), title="the gate failed",
                   summary=reason, comment=None)
 
 
@@ -251,6 +251,17 @@ class Publisher:
             tail = "\n" + (key + "\n" if key else "") + MARKER + "\n"
             shorter = cut(body, len(body) // 2, CUT_NOTE.format(limit="GitHub's")) + tail
             self._write_comment(issue, mine, shorter)
+
+    def annotate_comment(self, markdown: str) -> bool:
+        """Open the gate's comment with a quoted line (an override, or why one was ignored), once; False when
+        there is no comment of the gate's to open."""
+        issue = self.repo.get_issue(self.target.number)
+        mine = self._own_comment(issue)
+        if mine is None:
+            return False
+        if markdown not in (mine.body or ""):
+            mine.edit(f"> {markdown}\n\n{mine.body}")
+        return True
 
     def _own_comment(self, issue: Any) -> Any:
         """The gate's comment: the oldest that holds the marker AND was written by this token's identity (anyone
@@ -326,7 +337,8 @@ def _message(exc: GithubException) -> str:
     return str(data)[:200]
 
 
-def _line(text: str) -> str:
+def status_line(text: str) -> str:
+    """`text` cut to fit a commit status's description."""
     return text if len(text) <= STATUS_DESCRIPTION_LIMIT else text[:STATUS_DESCRIPTION_LIMIT - 1] + "…"
 
 

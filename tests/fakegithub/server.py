@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import datetime
 import functools
 import hashlib
 import itertools
@@ -351,7 +352,8 @@ class FakeGitHub:
     def _new_comment(self, repo: Repo, number: int, body: str, login: str, kind: str) -> dict[str, Any]:
         comment: dict[str, Any] = example("issue-comment")
         cid = next(self._ids)
-        comment.update(id=cid, body=body, user=self._user(login, kind),
+        now = _now()
+        comment.update(id=cid, body=body, user=self._user(login, kind), created_at=now, updated_at=now,
                        url=f"{PUBLIC}/repos/{repo.full_name}/issues/comments/{cid}",
                        html_url=f"https://github.com/{repo.full_name}/pull/{number}#issuecomment-{cid}",
                        issue_url=f"{PUBLIC}/repos/{repo.full_name}/issues/{number}")
@@ -386,8 +388,14 @@ def _number(text: str) -> int:
     return int(hashlib.sha256(text.encode()).hexdigest()[:8], 16)
 
 
+_CLOCK = itertools.count()
+
+
 def _now() -> str:
-    return "2026-01-01T00:00:00Z"
+    """GitHub's server time, one second later on every call: what happened later is later (overrides compare
+    a comment's time with a check run's)."""
+    moment = datetime.datetime(2026, 1, 1, tzinfo=datetime.UTC) + datetime.timedelta(seconds=next(_CLOCK))
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _page(fake: FakeGitHub, path: str, query: dict[str, str], items: list[Any]) -> tuple[int, dict[str, str],
@@ -578,8 +586,8 @@ def list_check_runs_for_ref(fake: FakeGitHub, query: dict[str, str], body: Any, 
 def list_comments(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
                   number: str) -> tuple[int, dict[str, str], Any]:
     state = _repo(fake, owner, repo)
-    return _page(fake, f"/repos/{owner}/{repo}/issues/{number}/comments", query,
-                 state.comments.get(int(number), []))
+    comments = [c for c in state.comments.get(int(number), []) if c["updated_at"] >= query.get("since", "")]
+    return _page(fake, f"/repos/{owner}/{repo}/issues/{number}/comments", query, comments)
 
 
 def create_comment(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
@@ -666,7 +674,8 @@ def create_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: 
     run.update(id=cid, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"),
                conclusion=body.get("conclusion"), url=f"{PUBLIC}/repos/{state.full_name}/check-runs/{cid}",
                html_url=f"https://github.com/{state.full_name}/runs/{cid}", pull_requests=[],
-               external_id=body.get("external_id", ""))
+               external_id=body.get("external_id", ""), started_at=_now())
+    run["completed_at"] = run["started_at"]
     if run["conclusion"] is not None:
         run["status"] = "completed"
     else:
