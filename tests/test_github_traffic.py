@@ -382,3 +382,55 @@ def test_an_override_label_counts_for_the_head_it_was_applied_on_only(
     push(pr, fake, {"util.py": BROKEN + "# again\n"})  # the label stays on the PR, the override does not
     assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
     assert conclusions(fake, pr.head_sha) == ["failure"]
+
+
+def merge_group(pr: Scenario) -> tuple[str, dict[str, object]]:
+    """The merge queue's commit for the PR (main with the PR merged in, on its gh-readonly-queue branch, in the
+    checkout) and GitHub's published merge_group event for it."""
+    from tests.fakegithub import webhook
+    from tests.fakegithub.scenario import git
+
+    ref = f"gh-readonly-queue/main/pr-{pr.number}-{pr.head_sha}"
+    git(pr.workspace, "checkout", "-q", "-b", ref, pr.base_sha)
+    git(pr.workspace, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{pr.number}", pr.head_sha)
+    head = git(pr.workspace, "rev-parse", "HEAD")
+    payload = webhook("merge_group.checks_requested")
+    payload["merge_group"].update(head_sha=head, base_sha=pr.base_sha, head_ref=f"refs/heads/{ref}",
+                                  base_ref="refs/heads/main")
+    payload["merge_group"]["head_commit"]["id"] = head  # type: ignore[index]
+    payload["repository"]["full_name"] = REPO
+    return head, payload
+
+
+def test_a_merge_group_is_scored_and_reports_on_the_queues_commit(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN})
+    head, event = merge_group(pr)
+    assert run_ci(pr, monkeypatch, event, event_name="merge_group") == 1
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(head, "failure")]
+    assert conclusions(fake, head) == ["failure"]  # the required check reports on the group's commit
+    assert pr.number not in repo.comments  # the queue's run posts no PR comment
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert dict(verdict["facts"])["merge group"].endswith(f"pr-{pr.number}-{pr.head_sha}")
+    assert [(p["check"], p["points"]) for p in verdict["penalties"]] == [("parse", 5)]
+
+
+def test_a_merge_group_of_a_human_pr_is_not_gated_and_says_so_on_its_commit(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, head={"util.py": BROKEN})
+    head, event = merge_group(pr)
+    assert run_ci(pr, monkeypatch, event, event_name="merge_group") == 0
+    [status] = fake.repos[REPO].statuses
+    assert status["sha"] == head and status["state"] == "success" and "not a bot" in status["description"]
+
+
+def test_a_merge_group_carries_the_override_of_the_head_it_merges(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    event = override_comment(fake, pr, "/gate override ship it", MAINTAINER)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    head, group = merge_group(pr)
+    assert run_ci(pr, monkeypatch, group, event_name="merge_group") == 0
+    assert conclusions(fake, head) == ["neutral"]
+    assert fake.repos[REPO].statuses[-1]["description"].startswith("overridden by maria")

@@ -15,6 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+import git
 import github
 from github.GithubException import GithubException
 from requests import RequestException
@@ -38,7 +39,7 @@ from gate.github.publish import (
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.sandbox import MISSING_LAYERS
 from gate.sources.base import ScoreInput
-from gate.sources.pullrequest import pull_request_from_event, subject_from_pull_request
+from gate.sources.pullrequest import MergeGroup, PullRequest, pull_request_from_event, subject_from_pull_request
 from gate.verdict import Note, Verdict, safe_text
 
 DEFAULT_VERDICT = "gate-verdict.json"
@@ -124,14 +125,19 @@ def run(args: argparse.Namespace) -> int:
         except (GithubException, RequestException) as exc:
             raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
     try:
-        pr = pull_request_from_event(name, payload, client, repo)
+        group = MergeGroup.from_event(payload) if name == "merge_group" else None
+        pr = pull_request_from_event("workflow_dispatch" if group else name,
+                                     {"inputs": {"pr": str(group.number)}} if group else payload, client, repo)
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
-    delivery = Delivery(environ, client, Target(repo, pr.number, pr.head_sha), names, connection.token,
-                        verdict_path(args), read_only=pr.read_only_token)
+    # A merge group is scored as the commit the queue would merge, on top of the base; its status and check run
+    # go on that commit, where the queue's required check looks for them (README, "Merge queues").
+    scored = replace(pr, head_sha=group.head_sha, base_sha=group.base_sha) if group else pr
+    delivery = Delivery(environ, client, Target(repo, pr.number, scored.head_sha), names, connection.token,
+                        verdict_path(args), read_only=pr.read_only_token and group is None)
     try:
-        with subject_from_pull_request(client, pr, workspace=workspace, policy_path=args.policy,
-                                       api_url=connection.api_url) as found:
+        with subject_from_pull_request(client, scored, workspace=workspace, policy_path=args.policy,
+                                       api_url=connection.api_url, checkout_only=group is not None) as found:
             gating = gate_decision(client, pr, found.policy.bots)
             decision = gating.decision
             if not decision.gated:
@@ -139,12 +145,14 @@ def run(args: argparse.Namespace) -> int:
                                          neutral=decision.opted_out, notes=gating.labels.ignored)
             _need_checkout_for_cases(found)
             verdict = with_gating_notes(score_in_ci(found), gating)
-        # Inside the failure path too: a report that cannot be rendered or delivered still ends in a status.
-        check = OverrideCheck() if verdict.accepted else find_override(
-            client.get_repo(repo), pr.number, pr.head_sha, pr.author, pr.labels, found.policy.bots.override_labels,
-            names.check)
+            if group:
+                verdict = replace(verdict, facts=(*verdict.facts, ("merge group", group.head_ref)))
+            # Inside the failure path too: a report that cannot be rendered or delivered still ends in a status.
+            check = OverrideCheck() if verdict.accepted else _override(client, repo, pr, found, names, workspace,
+                                                                       group)
         verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
-        report = report_for(verdict, found.overrides, comment=args.comment, gated_by=decision.reason)
+        report = report_for(verdict, found.overrides, comment="false" if group else args.comment,
+                            gated_by=decision.reason)
         if check.override is not None:
             report = overridden(report, check.override)
         return deliver(delivery, verdict, report, found.overrides)
@@ -159,6 +167,25 @@ def run(args: argparse.Namespace) -> int:
         failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
         _report_failure(delivery, failure)
         raise
+
+
+def _override(client: github.Github, repo: str, pr: PullRequest, found: ScoreInput, names: Names,
+              workspace: Path, group: MergeGroup | None) -> OverrideCheck:
+    """A maintainer's override of the PR's head. A merge group carries it when the group's commit holds that
+    head: the PR that was overridden is the PR being merged, on top of the base."""
+    check = find_override(client.get_repo(repo), pr.number, pr.head_sha, pr.author, pr.labels,
+                          found.policy.bots.override_labels, names.check)
+    if group is None or check.override is None:
+        return check
+    try:
+        local = git.Repo(workspace)
+        holds = local.is_ancestor(local.commit(pr.head_sha), local.commit(group.head_sha))
+    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+        holds = False
+    if holds:
+        return check
+    return OverrideCheck(None, (*check.ignored, f"the override of PR #{pr.number}'s head {pr.head_sha[:12]} "
+                                                "does not reach this merge group: its commit does not hold that head"))
 
 
 def score_in_ci(found: ScoreInput) -> Verdict:

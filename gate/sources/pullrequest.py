@@ -9,6 +9,7 @@ base at the base SHA. Both go through `trust.read_trusted`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
@@ -24,6 +25,7 @@ from gate.sources.base import ScoreInput
 from gate.sources.gitrange import subject_from_commits
 
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
+_QUEUE_PR = re.compile(r"/pr-(\d+)-[0-9a-f]+$")
 
 
 @dataclass(frozen=True)
@@ -79,17 +81,45 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
                            f"{' or '.join(DISPATCH_INPUTS)}, got {raw or 'none'}", key="inputs")
         pull = client.get_repo(repo).get_pull(int(raw.lstrip("#")))
         return PullRequest.from_json(pull.raw_data, repo)
-    raise BadInput(f"`gate ci` runs on pull_request or workflow_dispatch events, not {name}; "
+    raise BadInput(f"`gate ci` runs on pull_request, workflow_dispatch, merge_group and issue_comment events, "
+                   f"not {name}; "
                    "use `gate publish` from a workflow_run workflow", key="GITHUB_EVENT_NAME")
+
+
+@dataclass(frozen=True)
+class MergeGroup:
+    """A merge queue's group (`merge_group` event): the commit the queue would merge, on top of the base, and
+    the PR its branch is named after (`gh-readonly-queue/main/pr-104-<sha>`)."""
+
+    head_sha: str
+    base_sha: str
+    head_ref: str
+    number: int
+
+    @classmethod
+    def from_event(cls, payload: Mapping[str, Any]) -> MergeGroup:
+        group = payload.get("merge_group") or {}
+        found = _QUEUE_PR.search(str(group.get("head_ref", "")))
+        if not (group.get("head_sha") and group.get("base_sha") and found):
+            raise BadInput("the merge_group event has no head_sha, base_sha or a head_ref naming its PR "
+                           f"(gh-readonly-queue/BRANCH/pr-N-SHA), got {group.get('head_ref')!r}",
+                           key="GITHUB_EVENT_PATH")
+        return cls(str(group["head_sha"]), str(group["base_sha"]), str(group["head_ref"]), int(found[1]))
 
 
 @contextmanager
 def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspace: Path | None,
-                              policy_path: str | None, api_url: str = "") -> Iterator[ScoreInput]:
-    """The PR's subject: from the checkout when it has both commits, else from the API; either way what is
-    trusted is read from the base by `trust.read_trusted`."""
+                              policy_path: str | None, api_url: str = "",
+                              checkout_only: bool = False) -> Iterator[ScoreInput]:
+    """The PR's subject: from the checkout when it has both commits, else from the API (unless
+    `checkout_only`: a merge group's commit is no PR's head, so the API's PR files are not its changes);
+    either way what is trusted is read from the base by `trust.read_trusted`."""
     repo_url = f"{_web_url(api_url)}/{pr.repo}"
     local = _checkout_with(workspace, pr) if workspace else None
+    if local is None and checkout_only:
+        raise BadInput(f"the checkout does not hold both {pr.base_sha[:12]} and {pr.head_sha[:12]}: check out the "
+                       "merge group's head with `ref: ${{ github.event.merge_group.head_sha }}` and "
+                       "`fetch-depth: 0`", key="GITHUB_WORKSPACE")
     if local is not None:
         with subject_from_commits(local, pr.base_sha, pr.head_sha, policy_path=policy_path,
                                   repo_url=repo_url) as found:
