@@ -397,7 +397,7 @@ def merge_group(pr: Scenario) -> tuple[str, dict[str, object]]:
     payload = webhook("merge_group.checks_requested")
     payload["merge_group"].update(head_sha=head, base_sha=pr.base_sha, head_ref=f"refs/heads/{ref}",
                                   base_ref="refs/heads/main")
-    payload["merge_group"]["head_commit"]["id"] = head  # type: ignore[index]
+    payload["merge_group"]["head_commit"]["id"] = head
     payload["repository"]["full_name"] = REPO
     return head, payload
 
