@@ -15,7 +15,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gate.checks.base import Check, CheckContext, CheckResult
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.engine import score
 from gate.eval.datasets import load_dataset
 from gate.eval.runner import eval_checks, subject_of
@@ -34,10 +34,13 @@ class Timed:
     seconds: float = 0.0
     name: str = field(init=False)
     requires: tuple[str, ...] = field(init=False)
+    needs: tuple[Product, ...] = field(init=False)
+    produces: tuple[Product, ...] = field(init=False)
+    static: bool = field(init=False)
 
     def __post_init__(self) -> None:
-        self.name = self.check.name
-        self.requires = self.check.requires
+        self.name, self.requires, self.static = self.check.name, self.check.requires, self.check.static
+        self.needs, self.produces = self.check.needs, self.check.produces
 
     def enabled(self, policy: Policy) -> bool:
         return self.check.enabled(policy)

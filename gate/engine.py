@@ -11,20 +11,21 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
-from gate.checks.base import Check, CheckContext
+from gate.checks.base import Analysis, Check, CheckContext
 from gate.checks.parse import checker_paths
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict
+from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict, is_accepted
 
 
 def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
           checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
     """Score `subject` under `policy`. `sandbox` is None when no code may run (static checks only)."""
     started = time.perf_counter()
-    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, files=list(subject.files))
+    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=subject.files))
+    pipeline = list(checks) if checks is not None else all_checks()
     penalties: list[Penalty] = []
     notes: list[Note] = []
     cases: list[CaseReport] = []
@@ -32,17 +33,18 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     blocked_reasons: list[str] = list(subject.blocked_reasons)
     timings: dict[str, float] = {}
     shared: list[tuple[str, str]] = []
-    for check in checks if checks is not None else all_checks():
+    for check in pipeline:
         if not check.enabled(policy):
             continue  # nobody turned it on: not a skipped check worth a line in every report
         t0 = time.perf_counter()
         ran_hidden = False
-        blocker = _unmet_requirement(check, ctx)
+        blocker = _unmet_requirement(check, ctx) or _unmet_need(check, ctx, pipeline)
         if blocker:
             report = CheckReport(check.name, "skipped", reason=blocker)
         else:
             result = check.run(ctx)
             ran_hidden = any(case.hidden for case in result.cases)
+            ctx.analysis = ctx.analysis.merged(_declared(check, result.made))
             penalties.extend(result.penalties)
             notes.extend(result.notes)
             # A hidden case's time is never in a verdict: code that sleeps `arg / 100` s would write each
@@ -62,7 +64,6 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         if not ran_hidden:
             timings[check.name] = seconds
     total = sum(p.points for p in penalties)
-    within = total <= policy.budget and not blocked_reasons
     if not any(case.hidden for case in cases):
         timings["total"] = round(time.perf_counter() - started, 4)
     return Verdict(
@@ -72,7 +73,7 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         mode=policy.mode,
         budget=policy.budget,
         total=total,
-        accepted=within or policy.mode == "advisory",
+        accepted=is_accepted(total, policy.budget, blocked_reasons, policy.mode),
         penalties=tuple(penalties),
         checks=tuple(ctx.reports.values()),
         cases=tuple(cases),
@@ -124,6 +125,25 @@ def _isolation(subject: Subject, sandbox: Sandbox | None, shared: list[tuple[str
     if subject.environment is not None:
         layers["environment"] = subject.environment.describe()
     return tuple(sorted(layers.items()))
+
+
+def _declared(check: Check, made: Analysis) -> Analysis:
+    """What `check` produced, when it declared it: a check that hands on anything else is a bug."""
+    undeclared = set(made.produced()) - set(check.produces)
+    if undeclared:
+        raise RuntimeError(f"check {check.name} produced {', '.join(sorted(undeclared))} without declaring it")
+    return made
+
+
+def _unmet_need(check: Check, ctx: CheckContext, pipeline: Sequence[Check]) -> str:
+    """Why `check` cannot run when something it needs was not produced: the producer's own reason."""
+    for need in check.needs:
+        if getattr(ctx.analysis, need) is None:
+            producer = next((c.name for c in pipeline if need in c.produces), "")
+            report = ctx.reports.get(producer)
+            why = report.reason if report and report.reason else f"no check that ran produced {need}"
+            return f"no {need} to use ({why})"
+    return ""
 
 
 def _unmet_requirement(check: Check, ctx: CheckContext) -> str:

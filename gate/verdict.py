@@ -12,7 +12,9 @@ from typing import Any, Literal
 SCHEMA_VERSION = 1
 
 CheckStatus = Literal["passed", "failed", "skipped"]
-CaseStatus = Literal["passed", "failed", "timeout", "error", "not run"]
+# How one run of a case ended; a case that never started (the cases' wall budget was spent) is "not run".
+RunStatus = Literal["passed", "failed", "timeout", "error"]
+CaseStatus = Literal[RunStatus, "not run"]
 
 
 # Most findings a message or a report lists before "and N more"; a penalty's locations keep every one. A
@@ -63,6 +65,16 @@ def _strings(root: Any) -> list[str]:
         elif kind in parts:
             stack.extend([getattr(value, name) for name in parts[kind]])
     return found
+
+
+def within_budget(total: int, budget: int, blocked_reasons: Sequence[str]) -> bool:
+    """The acceptance rule: the points add up to at most the budget, and nothing asks for a human."""
+    return total <= budget and not blocked_reasons
+
+
+def is_accepted(total: int, budget: int, blocked_reasons: Sequence[str], mode: str) -> bool:
+    """Whether a verdict is accepted: within the budget, or in advisory mode, which never blocks."""
+    return within_budget(total, budget, blocked_reasons) or mode == "advisory"
 
 
 def listing(findings: Sequence[str], separator: str = "; ") -> str:

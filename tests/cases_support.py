@@ -38,7 +38,7 @@ def run(sandbox: Sandbox, spec: CaseSpec, code: str, limits: Limits = LIMITS, se
     return KINDS[spec.kind].run(spec, Program(code=code, function=function), sandbox, limits, seed)
 
 
-# The first seed's example: an is_even that rejects what is not an int, and the naive one that does not.
+# The is_even example (examples/is_even): an is_even that rejects what is not an int, and the naive one that does not.
 IS_EVEN = textwrap.dedent("""
     def is_even(n):
         if type(n) is not int:

@@ -1,4 +1,4 @@
-"""Each case kind on honest programs, the seeds' examples, and clear errors for malformed cases."""
+"""Each case kind on honest programs, the is_even example, and clear errors for malformed cases."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ __all__ = ["sandbox"]
 
 SUM_TWO = "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
 
-# The first seed's hidden cases for is_even, as call cases.
+# Hidden cases for is_even (examples/is_even), as call cases.
 IS_EVEN_CASES = [
     case("call", "2 is even", args=[2], expect=True),
     case("call", "3 is odd", args=[3], expect=False),

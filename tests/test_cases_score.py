@@ -1,4 +1,4 @@
-"""`gate score` runs the task's cases in the sandbox: the seeds' examples end to end through the CLI."""
+"""`gate score` runs the task's cases in the sandbox: the examples in examples/ end to end through the CLI."""
 
 from __future__ import annotations
 

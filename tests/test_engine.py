@@ -3,11 +3,18 @@ advisory mode. The checks here are tiny real implementations of the Check protoc
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import get_args
 
-from gate.checks.base import CheckContext, CheckResult
+import pytest
+
+import gate
+from gate.checks import all_checks, static_names
+from gate.checks.base import Analysis, CheckContext, CheckResult, Product
 from gate.engine import score, score_running_cases
-from gate.policy.model import CaseSpec, Policy
+from gate.policy.model import CaseSpec, Points, Policy
 from gate.subject import SourceFile, Subject
 from gate.verdict import Penalty, Verdict
 
@@ -19,6 +26,9 @@ class Charging:
     name: str
     points: int
     requires: tuple[str, ...] = ()
+    needs: tuple[Product, ...] = ()
+    produces: tuple[Product, ...] = ()
+    static: bool = True
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -86,3 +96,58 @@ def test_cases_run_in_a_sandbox_that_is_started_only_when_there_are_cases() -> N
     ran = score_running_cases(subject(files=files, cases=(echo,)), Policy())
     assert "code execution" not in dict(ran.isolation)
     assert [(c.name, c.status) for c in ran.cases] == [("echo", "passed")]
+
+
+@dataclass
+class Producing:
+    """A check that hands `made` to the later checks, having declared `produces`."""
+
+    name: str
+    made: Analysis
+    produces: tuple[Product, ...]
+    requires: tuple[str, ...] = ()
+    needs: tuple[Product, ...] = ()
+    static: bool = True
+    seen: list[Analysis] = field(default_factory=list)
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        self.seen.append(ctx.analysis)
+        return CheckResult(made=self.made)
+
+
+def test_what_a_check_produces_reaches_the_later_checks_and_never_the_subject() -> None:
+    solution = SourceFile("solution.py", "x = 1\n", status="extracted")
+    first = Producing("extract", Analysis(files=(solution,)), produces=("files",))
+    second = Producing("parse", Analysis(), produces=(), needs=("files",))
+    reply = subject(reply="```python\nx = 1\n```\n")
+    score(reply, Policy(), checks=[first, second])
+    assert second.seen[0].files == (solution,)
+    assert reply.files == ()
+
+
+def test_a_check_that_produces_what_it_did_not_declare_is_a_bug() -> None:
+    sneaky = Producing("extract", Analysis(runs=()), produces=("files",))
+    with pytest.raises(RuntimeError, match="produced runs without declaring it"):
+        score(subject(), Policy(), checks=[sneaky])
+
+
+def test_a_check_whose_needs_were_not_produced_is_skipped_with_the_producers_reason() -> None:
+    files = (SourceFile("solution.py", "print(1)\n", status="extracted"),)
+    verdict = score(subject(files=files), Policy())
+    reports = {c.name: c for c in verdict.checks}
+    assert reports["smoke"].status == "skipped"
+    assert reports["nondeterminism"].status == "skipped"
+    assert reports["nondeterminism"].reason == f"no runs to use ({reports['smoke'].reason})"
+
+
+def test_the_schedule_is_the_same_in_schema_and_model_and_the_registry_derives_the_static_checks() -> None:
+    schema = json.loads((Path(gate.__file__).parent / "policy" / "schema.json").read_text(encoding="utf-8"))
+    assert {f.name for f in fields(Points)} == set(schema["properties"]["points"]["properties"])
+    # The registry's checks each produce only what a later one may need, in order (checked when it loads).
+    assert [check.name for check in all_checks()][-1] == "judge"
+    assert set(get_args(Product)) == {f.name for f in fields(Analysis)}
+    # The static checks run no code and ask no service: `gate publish` recomputes exactly these.
+    assert static_names() == ("extract", "parse", "imports", "claims", "framework")

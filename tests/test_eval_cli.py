@@ -73,7 +73,9 @@ def test_a_policy_adds_penalties_total_and_verdict(tmp_path: Path, tasks: str) -
     good, naive = rows
     assert (good["total"], good["accepted"], good["penalties"]) == (0, True, [])
     assert naive["total"] == 2 and naive["accepted"] is False
-    assert [(p["check"], p["case"]) for p in naive["penalties"]] == [("smoke", 2)]
+    # A penalty is a verdict's, so its case is numbered from 1; `failed_cases` index the task's cases from 0.
+    assert [(p["check"], p["case"]) for p in naive["penalties"]] == [("smoke", 3)]
+    assert naive["failed_cases"] == [2]
 
 
 def test_summary_on_the_terminal_and_no_progress_bar_when_not_a_tty(

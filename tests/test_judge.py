@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from gate.checks.base import Check, CheckContext, CheckResult
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.judge import JudgeCheck, connect_from_environment
 from gate.cli import main
 from gate.engine import score
@@ -404,6 +404,9 @@ class FailedHiddenCase:
 
     name = "smoke"
     requires: tuple[str, ...] = ()
+    needs: tuple[Product, ...] = ()
+    produces: tuple[Product, ...] = ()
+    static = False
 
     def enabled(self, policy: Policy) -> bool:
         return True

@@ -1,4 +1,4 @@
-"""Nondeterministic code is caught by the rerun with another PYTHONHASHSEED (design.md, invariant 6): each body
+"""Nondeterministic code is caught by the rerun with another PYTHONHASHSEED (README, "Penalty schedule"): each body
 returns the right sum together with something that varies between runs."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""`gate score`: the seed's scorer from the command line, through the real CLI."""
+"""`gate score`: one model reply scored against its task from the command line, through the real CLI."""
 
 from __future__ import annotations
 

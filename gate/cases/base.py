@@ -1,20 +1,19 @@
 """The interface of a case kind (stdio, call, humaneval, mbpp): run one case against a program in a sandbox.
 
 Expected values never enter the sandboxed process: a kind sends only the inputs, gets back plain data, and
-compares outside (design.md, invariant 2).
+compares outside (README, "Cases").
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Protocol
+from typing import Protocol
 
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
-from gate.verdict import safe_text
+from gate.verdict import RunStatus, safe_text
 
-CaseStatus = Literal["passed", "failed", "timeout", "error"]
 # Characters of a case's detail that any report shows. The detail quotes what the run sent back (its output,
 # an exception's message, a record the candidate may have written itself), which has no length of its own.
 MAX_DETAIL = 500
@@ -38,7 +37,7 @@ class CaseOutcome:
     """How one run of one case went. For a hidden case `detail` names the type of what came back, never the
     expected value. `fingerprint` is what the nondeterminism check compares between runs."""
 
-    status: CaseStatus
+    status: RunStatus
     detail: str
     fingerprint: str
     seconds: float = 0.0

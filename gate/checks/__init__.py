@@ -1,24 +1,43 @@
-"""The registry of checks, in the order they run."""
+"""The registry of checks: the one list of them, in the order they run. Everything else that lists checks (the
+static ones `gate publish` recomputes and `gate eval` runs, the pipeline's order) is derived from it.
+
+Each module names its check `CHECK`. The judge comes last, after the behavioural checks (smoke,
+nondeterminism), so that it can only add to a verdict.
+"""
 
 from __future__ import annotations
 
+import functools
+import importlib
+
 from gate.checks.base import Check
-from gate.policy.model import CHECK_NAMES
 
-REGISTRY: list[Check] = []
+MODULES = ("extract", "parse", "imports", "claims", "framework", "smoke", "nondeterminism", "tests", "judge")
 
 
-def register(check: Check) -> Check:
-    """Add a check to the registry (each check module calls this once, at import)."""
-    REGISTRY.append(check)
-    return check
+@functools.cache
+def _registry() -> tuple[Check, ...]:
+    checks: tuple[Check, ...] = tuple(importlib.import_module(f"gate.checks.{m}").CHECK for m in MODULES)
+    made: set[str] = {"files"}  # the subject's files are there before any check
+    for check in checks:
+        missing = set(check.needs) - made
+        if missing:  # a programming error: the registry's order contradicts what the checks declare
+            raise RuntimeError(f"check {check.name} needs {', '.join(sorted(missing))}, which no earlier "
+                               "check produces")
+        made.update(check.produces)
+    return checks
 
 
 def all_checks() -> list[Check]:
     """Every registered check, in pipeline order."""
-    # Importing the modules registers them. A module imported earlier elsewhere (a test importing
-    # gate.checks.judge) registers out of turn, so the order is CHECK_NAMES's, not the imports'. The judge
-    # comes last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
-    from gate.checks import extract, parse, imports, claims, framework, smoke, nondeterminism, tests, judge  # noqa: F401, I001
+    return list(_registry())
 
-    return sorted(REGISTRY, key=lambda check: CHECK_NAMES.index(check.name))
+
+def static_checks() -> list[Check]:
+    """The checks whose findings follow from the files and the policy alone, in pipeline order."""
+    return [check for check in _registry() if check.static]
+
+
+def static_names() -> tuple[str, ...]:
+    """The static checks' names."""
+    return tuple(check.name for check in static_checks())

@@ -21,10 +21,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import parsed_trees
-from gate.checks.trees import walk
+from gate.checks.base import CheckContext, CheckResult, Product
 from gate.fences import prose_lines
 from gate.policy.model import Policy
 from gate.subject import SourceFile
@@ -62,6 +59,9 @@ class Claims:
 
     name = "claims"
     requires: tuple[str, ...] = ("parse",)
+    needs: tuple[Product, ...] = ("trees",)
+    produces: tuple[Product, ...] = ()
+    static = True
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -69,13 +69,13 @@ class Claims:
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.policy.claims.allow_loops:
             return CheckResult()
-        trees = parsed_trees(ctx)
+        trees = ctx.analysis.trees or {}
         findings: list[tuple[str, Location, Location]] = []
         for source in ctx.files:
             tree = trees.get(source.path)
             if tree is None:
                 continue
-            functions = [n for n in walk(ctx, source.path, tree) if isinstance(n, _Function)]
+            functions = [n for n in ctx.trees.walk(source.path, tree) if isinstance(n, _Function)]
             if not functions:
                 continue
             prose = _prose_claims(ctx, source, functions)
@@ -210,4 +210,4 @@ def _walks_iterable(call: ast.Call) -> bool:
     return not fixed
 
 
-register(Claims())
+CHECK = Claims()

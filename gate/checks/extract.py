@@ -18,9 +18,8 @@ from __future__ import annotations
 import re
 import sys
 
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
-from gate.checks.trees import parse_python, refusal
+from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.checks.trees import refusal
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
@@ -50,6 +49,9 @@ class Extract:
 
     name = "extract"
     requires: tuple[str, ...] = ()
+    needs: tuple[Product, ...] = ("files",)
+    produces: tuple[Product, ...] = ("files",)
+    static = True
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -79,26 +81,27 @@ class Extract:
             locations = tuple(Location(where, b.line) for b in candidates)
             return CheckResult(penalties=(Penalty(self.name, points, message, locations),))
         block = candidates[0]
-        ctx.files[:] = [SourceFile(SOLUTION_PATH, block.code, None, "extracted")]
-        return CheckResult(notes=_unclosed_note(block, where))
+        solution = SourceFile(SOLUTION_PATH, block.code, None, "extracted")
+        return CheckResult(notes=_unclosed_note(block, where), made=Analysis(files=(solution,)))
 
     def _from_files(self, ctx: CheckContext) -> CheckResult:
         paths = ctx.policy.paths
         try:
-            gated = [f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude)]
+            gated = tuple(f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude))
         except ValueError as exc:  # the loader validates globs; this guards policies built another way
             raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
-        ctx.files[:] = gated
+        made = Analysis(files=gated)
         points = ctx.policy.points.extract
         if not gated:
-            return CheckResult(notes=(Note(self.name, _nothing_gated(ctx)),), reason="no gated file changed")
+            return CheckResult(notes=(Note(self.name, _nothing_gated(ctx)),), reason="no gated file changed",
+                               made=made)
         code_suffixes = (".py", *(_suffix(lang.extension) for lang in ctx.policy.languages))
         found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(ctx, f)]
         if not found:
-            return CheckResult()
+            return CheckResult(made=made)
         listed = listing([str(loc) for loc in found], ", ")
         message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}"
-        return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),))
+        return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),), made=made)
 
 
 def _nothing_gated(ctx: CheckContext) -> str:
@@ -129,7 +132,7 @@ def _parses(ctx: CheckContext, source: SourceFile) -> bool:
     """Whether the file parses as this interpreter's Python; the tree is kept for the parse check, which
     reuses it when the policy targets the same version."""
     try:
-        parse_python(ctx, source, _THIS_PYTHON)
+        ctx.trees.parse(source, _THIS_PYTHON, ctx.policy)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return False
     return True
@@ -142,4 +145,4 @@ def _unclosed_note(block: Block, where: str) -> tuple[Note, ...]:
     return (Note("extract", message, (Location(where, block.line),)),)
 
 
-register(Extract())
+CHECK = Extract()

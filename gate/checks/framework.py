@@ -12,10 +12,7 @@ from __future__ import annotations
 import ast
 from pathlib import PurePosixPath
 
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import parsed_trees
-from gate.checks.trees import walk
+from gate.checks.base import CheckContext, CheckResult, Product
 from gate.policy.model import Policy
 from gate.verdict import Location, listing
 
@@ -37,6 +34,9 @@ class Framework:
 
     name = "framework"
     requires: tuple[str, ...] = ("parse",)
+    needs: tuple[Product, ...] = ("trees",)
+    produces: tuple[Product, ...] = ()
+    static = True
 
     def enabled(self, policy: Policy) -> bool:
         """On when the policy runs the repository's tests (`tests:`)."""
@@ -45,13 +45,13 @@ class Framework:
     def run(self, ctx: CheckContext) -> CheckResult:
         spec = ctx.policy.tests
         assert spec is not None  # enabled
-        trees = parsed_trees(ctx)
+        trees = ctx.analysis.trees or {}
         found: list[tuple[str, Location]] = []
         for source in ctx.files:
             tree = trees.get(source.path)
             if tree is None or _is_test_code(source.path, spec.paths):
                 continue
-            for node in walk(ctx, source.path, tree):
+            for node in ctx.trees.walk(source.path, tree):
                 what = _reach(node)
                 line = getattr(node, "lineno", None)
                 if what and (source.added_lines is None or line in source.added_lines):
@@ -88,4 +88,4 @@ def _reach(node: ast.AST) -> str:
     return ""
 
 
-register(Framework())
+CHECK = Framework()

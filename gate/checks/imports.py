@@ -22,10 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
-from gate.checks.parse import parsed_trees
-from gate.checks.trees import walk
+from gate.checks.base import CheckContext, CheckResult, Product
 from gate.policy.model import DYNAMIC_LOADERS, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -59,12 +56,15 @@ class Imports:
 
     name = "imports"
     requires: tuple[str, ...] = ("parse",)
+    needs: tuple[Product, ...] = ("trees",)
+    produces: tuple[Product, ...] = ()
+    static = True
 
     def enabled(self, policy: Policy) -> bool:
         return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        trees = parsed_trees(ctx)
+        trees = ctx.analysis.trees or {}
         task = ctx.subject.task
         from_task = task is not None and task.allowed_imports is not None
         allow = ctx.policy.imports.allow
@@ -77,7 +77,7 @@ class Imports:
             tree = trees.get(source.path)
             if tree is None:
                 continue
-            for found in find_imports(tree, walk(ctx, source.path, tree)):
+            for found in find_imports(tree, ctx.trees.walk(source.path, tree)):
                 if not _counts(found, source, ctx.policy.imports.scope):
                     continue
                 location = Location(source.path, found.line)
@@ -296,4 +296,4 @@ def _constant_str(node: ast.expr) -> str:
     return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else ""
 
 
-register(Imports())
+CHECK = Imports()

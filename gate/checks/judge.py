@@ -1,6 +1,6 @@
 """The model judge: an optional second opinion on the code, from a chat model, against the policy's rubric.
 
-A judge advises, tests decide (design.md, invariant 7). It runs last and only adds: a note with its verdict,
+A judge advises, tests decide (README, "Model judge"). It runs last and only adds: a note with its verdict,
 points when the policy sets `judge.add_points` and the verdict is `fail`, and for `needs_review` a label or a
 blocked reason as `judge.needs_review` says. It cannot remove a penalty or change a case, so a judge that says
 `pass` (or is talked into it by the code it reads) never turns a failed case into a pass. It is shown the code
@@ -13,8 +13,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import CheckContext, CheckResult, Product
 from gate.judge.prompt import CodeFile, JudgeRequest, Listing
 from gate.policy.model import Judge, Policy
 from gate.subject import Subject
@@ -40,6 +39,9 @@ class JudgeCheck:
     name: str = "judge"
     # A model reading code that did not parse, or a conversation instead of code, has nothing useful to add.
     requires: tuple[str, ...] = ("extract", "parse")
+    needs: tuple[Product, ...] = ("files",)
+    produces: tuple[Product, ...] = ()
+    static = False
 
     def enabled(self, policy: Policy) -> bool:
         """Only when the policy asks for a judge."""
@@ -123,4 +125,4 @@ def connect_from_environment(settings: Judge) -> JudgeClient:
     return JudgeClient.from_environment(settings, os.environ)
 
 
-register(JudgeCheck(connect_from_environment))
+CHECK = JudgeCheck(connect_from_environment)

@@ -7,8 +7,8 @@ policy's limits with the language's timeout; never outside the sandbox. A compil
 skips that language with a note; it is not a failure of the code. A file whose extension is neither Python
 nor listed under `languages` is not parsed.
 
-The parsed Python trees go into `ctx.state["ast"]` so that later checks never parse the code a second time;
-a tree the extract check already built for the same version is reused (gate/checks/trees.py).
+The parse check produces the Python trees for the later checks, so that they never parse the code a second
+time; a tree the extract check already built for the same version is reused (gate/checks/trees.py).
 """
 
 from __future__ import annotations
@@ -21,16 +21,14 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from gate.cases.running import sandbox_limits
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
-from gate.checks.trees import parse_python, refusal
+from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.checks.trees import refusal
 from gate.errors import GateFailure
 from gate.policy.model import Language, Policy
 from gate.sandbox.base import RunRequest
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
 
-AST_STATE = "ast"
 # The address space a `languages:` checker gets at least: compilers reserve more than they use (node's V8
 # reserves about 1 GiB for its code at start and fails under the default 512 MB).
 _CHECKER_MEMORY = 2 << 30
@@ -41,13 +39,16 @@ class Parse:
 
     name = "parse"
     requires: tuple[str, ...] = ("extract",)
+    needs: tuple[Product, ...] = ("files",)
+    produces: tuple[Product, ...] = ("trees",)
+    static = True
 
     def enabled(self, policy: Policy) -> bool:
         return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
         trees: dict[str, ast.Module] = {}
-        ctx.state[AST_STATE] = trees
+        made = Analysis(trees=trees)
         failures: list[tuple[str, Location]] = []
         notes: list[Note] = []
         checked = 0
@@ -76,22 +77,17 @@ class Parse:
             if failure:
                 failures.append(failure)
         if not checked and notes:
-            return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes))
+            return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes),
+                               made=made)
         if not failures:
-            return CheckResult(notes=tuple(notes))
+            return CheckResult(notes=tuple(notes), made=made)
         message = listing([f"{loc}: {text}" for text, loc in failures])
         if len(failures) > 1:
             message = f"{len(failures)} files do not parse: {message}"
         else:
             message = f"does not parse: {message}"
         penalty = Penalty(self.name, ctx.policy.points.parse, message, tuple(loc for _, loc in failures))
-        return CheckResult(penalties=(penalty,), notes=tuple(notes))
-
-
-def parsed_trees(ctx: CheckContext) -> dict[str, ast.Module]:
-    """The Python trees the parse check left for the later checks, by path (empty before it ran)."""
-    trees: dict[str, ast.Module] = ctx.state.get(AST_STATE, {})  # type: ignore[assignment]
-    return trees
+        return CheckResult(penalties=(penalty,), notes=tuple(notes), made=made)
 
 
 def _is_python(source: SourceFile) -> bool:
@@ -117,7 +113,7 @@ def _parse_python(ctx: CheckContext, source: SourceFile,
         message, line = source.undecodable
         return None, (f"{message} (Python {python})", Location(source.path, line))
     try:
-        tree = parse_python(ctx, source, _feature_version(python))
+        tree = ctx.trees.parse(source, _feature_version(python), ctx.policy)
     except SyntaxError as exc:
         message = f"{exc.msg} (Python {python})"
         return None, (message, Location(source.path, exc.lineno or None, exc.offset))
@@ -194,4 +190,4 @@ def _compiler_failure(output: str, path: str, program: str, code: int) -> tuple[
 
 
 
-register(Parse())
+CHECK = Parse()

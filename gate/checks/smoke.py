@@ -6,40 +6,29 @@ not run again: a second timeout would only cost time). Cases run in parallel ove
 `limits.total_timeout` was spent are reported as not run and cost `points.timeout` each, since nothing shows
 they would have passed. The report names failed cases by index and name with a
 short expected/got diff; a hidden case is "hidden case N" and its detail names only the type of what came
-back. The outcomes of every run stay in `ctx.state` for the nondeterminism check.
+back. It produces the outcomes of every run for the nondeterminism check.
+
+`gate eval` scores a dataset's cases through the same check, with one fixed seed: pass@k asks only whether a
+sample passes (`Smoke(seeds=(0,))`).
 """
 
 from __future__ import annotations
 
 import glob
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program
 from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports, under_any
-from gate.checks.parse import parsed_trees
-from gate.checks.trees import walk
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject
 from gate.verdict import CaseReport, Penalty
-
-STATE_KEY = "smoke.runs"
-
-
-@dataclass(frozen=True)
-class CaseRuns:
-    """One case and the outcome of each of its runs, for the nondeterminism check."""
-
-    label: str
-    outcomes: tuple[CaseOutcome, ...]
 
 
 def hash_seeds(runs: int) -> tuple[int, ...]:
@@ -50,13 +39,22 @@ def hash_seeds(runs: int) -> tuple[int, ...]:
 
 
 class Smoke:
-    """The code's observable behaviour on the policy's, the task's and the hidden cases."""
+    """The code's observable behaviour on the policy's, the task's and the hidden cases. `seeds` fixes the
+    hash seeds of every case's runs; by default they follow the policy's `runs`."""
 
     name = "smoke"
     requires: tuple[str, ...] = ("parse",)
+    # It also reads the Python trees, when there are any, for the modules to preload (`_stdlib_imports`).
+    needs: tuple[Product, ...] = ("files",)
+    produces: tuple[Product, ...] = ("runs",)
+    static = False
 
-    def __init__(self, parallel: bool = True) -> None:
+    def __init__(self, parallel: bool = True, seeds: tuple[int, ...] | None = None) -> None:
         self.parallel = parallel  # False: one run at a time (the verdict is the same either way)
+        self.seeds = seeds
+        # The cases this check has validated, by id, each kept alive so that its id stays its own: a
+        # dataset's cases are checked once per eval run, not once per sample.
+        self._valid: dict[int, CaseSpec] = {}
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -67,10 +65,10 @@ class Smoke:
             return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
-        _validate(cases)
+        self._validate(cases)
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
-        seeds = hash_seeds(ctx.policy.runs)
+        seeds = self.seeds or hash_seeds(ctx.policy.runs)
         budget = ctx.policy.limits.total_timeout
         plan = Plan.for_machine(limits.wall_s, budget) if self.parallel else Plan.sequential(budget)
         sandbox = ctx.sandbox
@@ -84,8 +82,18 @@ class Smoke:
             reports.append(report)
             if report.status != "passed":
                 penalties.append(_penalty(ctx, index, label, report))
-        ctx.state[STATE_KEY] = tuple(runs)
-        return CheckResult(penalties=tuple(penalties), cases=tuple(reports))
+        return CheckResult(penalties=tuple(penalties), cases=tuple(reports), made=Analysis(runs=tuple(runs)))
+
+    def _validate(self, numbered: list[tuple[int, str, CaseSpec]]) -> None:
+        """Each case's fields, by its kind (BadInput naming the case and the field)."""
+        for _, label, case in numbered:
+            if self._valid.get(id(case)) is case:
+                continue
+            kind = KINDS.get(case.kind)
+            if kind is None:
+                raise BadInput(f"{label} has an unknown kind {case.kind!r} (known: {', '.join(KINDS)})")
+            kind.validate(case, label)
+            self._valid[id(case)] = case
 
 
 def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:
@@ -95,15 +103,6 @@ def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:
                 for n, case in enumerate(public, start=1)]
     numbered += [(n, f"hidden case {n}", case) for n, case in enumerate(ctx.subject.hidden_cases, start=1)]
     return numbered
-
-
-def _validate(numbered: list[tuple[int, str, CaseSpec]]) -> None:
-    """Each case's fields, by its kind (BadInput naming the case and the field)."""
-    for _, label, case in numbered:
-        kind = KINDS.get(case.kind)
-        if kind is None:
-            raise BadInput(f"{label} has an unknown kind {case.kind!r} (known: {', '.join(KINDS)})")
-        kind.validate(case, label)
 
 
 def _program(ctx: CheckContext) -> Program:
@@ -129,12 +128,12 @@ def _stdlib_imports(ctx: CheckContext) -> tuple[str, ...]:
     load once for every run (each run importing dataclasses and statistics again cost it more than the rest of
     its start). Not a name the head tree has a module of where its code imports from first (its root, its own
     import roots such as `src`): the code would import that one."""
-    trees = parsed_trees(ctx)
+    trees = ctx.analysis.trees or {}
     found: set[str] = set()
     for source in ctx.files:
         parsed = trees.get(source.path)
         if parsed is not None:
-            found.update(f.module for f in find_imports(parsed, walk(ctx, source.path, parsed))
+            found.update(f.module for f in find_imports(parsed, ctx.trees.walk(source.path, parsed))
                          if f.module and f.loader is None)
     tree = ctx.subject.tree
     roots = [] if tree is None else [tree, *(tree / root for root in ctx.subject.import_roots
@@ -179,4 +178,4 @@ def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> P
     return Penalty("smoke", ctx.policy.points.smoke, f"{label} {verb}{detail}", case=index)
 
 
-register(Smoke())
+CHECK = Smoke()

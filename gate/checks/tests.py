@@ -18,8 +18,7 @@ from pathlib import Path
 from gate import __version__
 from gate.cases.running import sandbox_limits
 from gate.cases.suite import SuiteRun, TestOutcome, run_suite
-from gate.checks import register
-from gate.checks.base import CheckContext, CheckResult
+from gate.checks.base import CheckContext, CheckResult, Product
 from gate.environment import cache
 from gate.errors import GateFailure
 from gate.policy.model import Policy
@@ -40,6 +39,9 @@ class Tests:
 
     name = "tests"
     requires: tuple[str, ...] = ("parse",)
+    needs: tuple[Product, ...] = ()
+    produces: tuple[Product, ...] = ()
+    static = False
 
     def enabled(self, policy: Policy) -> bool:
         """On when the policy names a suite (`tests:`)."""
@@ -166,4 +168,4 @@ def _detail(outcome: TestOutcome, before: str | None, charged: bool, new: bool) 
     return "; ".join(parts)
 
 
-register(Tests())
+CHECK = Tests()

@@ -13,13 +13,11 @@ import math
 import subprocess
 import sys
 import warnings
+from dataclasses import dataclass, field
 
-from gate.checks.base import CheckContext
 from gate.policy.model import Policy
 from gate.subject import SourceFile
 
-_TREES = "python trees"
-_NODES = "python tree nodes"
 # Text up to this many characters is parsed in the gate's own process: a tree takes at most a few hundred bytes
 # per character of source (a 585 KiB tuple of ones took 300 MiB), so even this stays small. Longer text is
 # parsed in a child under the policy's limits first, and again here only when it fit.
@@ -59,26 +57,42 @@ def refusal(source: SourceFile, policy: Policy) -> str:
     return f"{math.ceil(size / 1024)} KiB, over paths.max_file_kb ({policy.paths.max_file_kb}): not parsed"
 
 
-def parse_python(ctx: CheckContext, source: SourceFile, version: tuple[int, int]) -> ast.Module:
-    """`ast.parse` of `source` for Python `version`, reusing the tree when this scoring already parsed the
-    same text for that version. Raises what `ast.parse` raises; a failure is not kept."""
-    trees: dict[tuple[str, tuple[int, int]], tuple[str, ast.Module]]
-    trees = ctx.state.setdefault(_TREES, {})  # type: ignore[assignment]
-    key = (source.path, version)
-    cached = trees.get(key)
-    if cached is not None and cached[0] == source.text:
-        return cached[1]
-    too_large = refusal(source, ctx.policy)
-    if too_large:
-        raise Unparsable(too_large)
-    if len(source.text) > IN_PROCESS_CHARS:
-        _parse_in_child(source, version, ctx.policy)
-    with warnings.catch_warnings():
-        # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
-        warnings.simplefilter("ignore")
-        tree = ast.parse(source.text, filename=source.path, feature_version=version)
-    trees[key] = (source.text, tree)
-    return tree
+@dataclass
+class TreeCache:
+    """The trees and node lists one scoring built, by file."""
+
+    _trees: dict[tuple[str, tuple[int, int]], tuple[str, ast.Module]] = field(default_factory=dict)
+    _nodes: dict[str, tuple[ast.Module, list[ast.AST]]] = field(default_factory=dict)
+
+    def parse(self, source: SourceFile, version: tuple[int, int], policy: Policy) -> ast.Module:
+        """`ast.parse` of `source` for Python `version`, reusing the tree when this scoring already parsed
+        the same text for that version; under `policy`'s size cap and limits. Raises what `ast.parse`
+        raises, or Unparsable; a failure is not kept."""
+        key = (source.path, version)
+        cached = self._trees.get(key)
+        if cached is not None and cached[0] == source.text:
+            return cached[1]
+        too_large = refusal(source, policy)
+        if too_large:
+            raise Unparsable(too_large)
+        if len(source.text) > IN_PROCESS_CHARS:
+            _parse_in_child(source, version, policy)
+        with warnings.catch_warnings():
+            # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
+            warnings.simplefilter("ignore")
+            tree = ast.parse(source.text, filename=source.path, feature_version=version)
+        self._trees[key] = (source.text, tree)
+        return tree
+
+    def walk(self, path: str, tree: ast.Module) -> list[ast.AST]:
+        """Every node of `tree` (the tree of the file at `path`), in `ast.walk`'s order, listed once per
+        scoring."""
+        cached = self._nodes.get(path)
+        if cached is not None and cached[0] is tree:
+            return cached[1]
+        nodes = _breadth_first(tree)
+        self._nodes[path] = (tree, nodes)
+        return nodes
 
 
 def _parse_in_child(source: SourceFile, version: tuple[int, int], policy: Policy) -> None:
@@ -102,18 +116,6 @@ def _parse_in_child(source: SourceFile, version: tuple[int, int], policy: Policy
     error = SyntaxError(message)
     error.lineno, error.offset = line, column
     raise error
-
-
-def walk(ctx: CheckContext, path: str, tree: ast.Module) -> list[ast.AST]:
-    """Every node of `tree` (the tree of the file at `path`), in `ast.walk`'s order, listed once per
-    scoring."""
-    cache: dict[str, tuple[ast.Module, list[ast.AST]]] = ctx.state.setdefault(_NODES, {})  # type: ignore[assignment]
-    cached = cache.get(path)
-    if cached is not None and cached[0] is tree:
-        return cached[1]
-    nodes = _breadth_first(tree)
-    cache[path] = (tree, nodes)
-    return nodes
 
 
 def _breadth_first(tree: ast.AST) -> list[ast.AST]:

@@ -20,7 +20,7 @@ import jsonschema
 from github.GithubException import GithubException
 from requests import RequestException
 
-from gate.checks import all_checks
+from gate.checks import static_checks, static_names
 from gate.commands.ci import Job, add_publishing_options, verdict_path
 from gate.engine import score
 from gate.errors import BadInput, GateFailure
@@ -29,14 +29,12 @@ from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
 from gate.sources.pullrequest import PullRequest, subject_from_pull_request
-from gate.verdict import Note, Verdict
+from gate.verdict import Note, Verdict, is_accepted
 
 MAX_ARTIFACT_BYTES = 1024 * 1024
 UNPRIVILEGED_CASES = ("the cases ran in the PR's own unprivileged run (a fork's or Dependabot's), whose results "
                       "the PR's code could forge; a human must review it, or gate it by hand with the gate "
                       "workflow's workflow_dispatch (README, \"PRs from forks and Dependabot\")")
-# Checks that read the files only; `gate publish` recomputes these and takes no artifact's word for them.
-STATIC_CHECKS = ("extract", "parse", "imports", "claims")
 
 
 def register(subparsers: Any) -> None:
@@ -113,8 +111,8 @@ def run(args: argparse.Namespace) -> int:
             if not decision.gated:
                 return deliver_not_gated(delivery, found.subject, found.policy, decision.reason,
                                          neutral=decision.opted_out, notes=gating.labels.ignored)
-            checks = [c for c in all_checks() if c.name in STATIC_CHECKS]
-            static = score(found.subject, found.policy, None, checks=checks, reproduce=found.reproduce)
+            # The checks that read the files only: recomputed here, no artifact's word taken for them.
+            static = score(found.subject, found.policy, None, checks=static_checks(), reproduce=found.reproduce)
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
     mismatch = _tampered(claimed, static)
@@ -138,7 +136,7 @@ def _event_pr(payload: dict[str, Any]) -> int:
 def _tampered(claimed: Verdict, static: Verdict) -> str:
     """What differs between the artifact's static findings and the recomputed ones ("" when nothing does)."""
     def findings(verdict: Verdict) -> list[tuple[str, int, str]]:
-        return sorted((p.check, p.points, p.message) for p in verdict.penalties if p.check in STATIC_CHECKS)
+        return sorted((p.check, p.points, p.message) for p in verdict.penalties if p.check in static_names())
 
     mine, theirs = findings(static), findings(claimed)
     if mine != theirs:
@@ -155,20 +153,19 @@ def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...], 
     blocked reasons. When the base's policy has cases (`ran_cases`), their results came from the PR's own
     unprivileged run, which the PR controls, so the verdict needs a human: a result from an unprivileged run
     never turns a PR green. Of the artifact's labels only those the base's policy can ask for are kept."""
-    executed = tuple(p for p in claimed.penalties if p.check not in STATIC_CHECKS)
+    executed = tuple(p for p in claimed.penalties if p.check not in static_names())
     penalties = (*static.penalties, *executed)
     total = sum(p.points for p in penalties)
     # The artifact's own blocked reasons (a judge that needs review, mapped to `block`) can only make the
     # verdict stricter, so they are kept; the recomputed ones are there whatever the artifact says.
     blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons,
                                    *((UNPRIVILEGED_CASES,) if ran_cases else ()))))
-    within = total <= static.budget and not blocked
-    checks = (*static.checks, *(c for c in claimed.checks if c.name not in STATIC_CHECKS))
+    checks = (*static.checks, *(c for c in claimed.checks if c.name not in static_names()))
     note = Note("publish", "static checks recomputed by the publish workflow from the PR's files"
                 + ("; case results come from the PR's own unprivileged run and count only against it"
                    if ran_cases else ""))
-    return replace(static, penalties=penalties, total=total, accepted=within or static.mode == "advisory",
-                   blocked_reasons=blocked,
+    return replace(static, penalties=penalties, total=total, blocked_reasons=blocked,
+                   accepted=is_accepted(total, static.budget, blocked, static.mode),
                    checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),
                    labels=tuple(label for label in claimed.labels if label in allowed_labels),
                    isolation=claimed.isolation)

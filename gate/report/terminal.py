@@ -14,7 +14,7 @@ from functools import cache
 from typing import IO, TYPE_CHECKING
 
 from gate.report.markdown import visible
-from gate.verdict import Verdict, listing
+from gate.verdict import Verdict, listing, within_budget
 
 if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered
     import jinja2
@@ -78,8 +78,8 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
 
 def _status_word(verdict: Verdict) -> str:
     if verdict.mode == "advisory":
-        return "ACCEPTED (advisory)" if verdict.total <= verdict.budget and not verdict.blocked_reasons \
-            else "WOULD BLOCK (advisory)"
+        within = within_budget(verdict.total, verdict.budget, verdict.blocked_reasons)
+        return "ACCEPTED (advisory)" if within else "WOULD BLOCK (advisory)"
     return "ACCEPTED" if verdict.accepted else "BLOCKED"
 
 

@@ -35,10 +35,11 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
 
     from gate.errors import BadInput, GateFailure
     from gate.sandbox import detect, registry, runner
+    from gate.sandbox.base import LAYERS
 
-    unknown = [name for name in require if name not in detect.LAYERS]
+    unknown = [name for name in require if name not in LAYERS]
     if unknown:
-        raise BadInput(f"unknown isolation layer(s) {', '.join(unknown)}; known: {', '.join(detect.LAYERS)}",
+        raise BadInput(f"unknown isolation layer(s) {', '.join(unknown)}; known: {', '.join(LAYERS)}",
                        key="require")
     if limits.wall_s <= 0 or limits.output_bytes <= 0:
         raise BadInput("sandbox limits must be positive", key="limits")

@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
+# Every isolation layer the sandbox can detect and report, by the name a policy's `require:` uses.
+LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
+          "filesystem", "ipcns", "bwrap", "seccomp", "cgroup")
 
 @dataclass(frozen=True)
 class Limits:

@@ -15,8 +15,6 @@ from gate.errors import GateFailure
 from gate.sandbox import bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
-LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
-          "filesystem", "ipcns", "bwrap", "seccomp", "cgroup")
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
 # Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
 _PROBE = """
