@@ -74,10 +74,11 @@ def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
 
 
 # Run under the sandbox interpreter: what it needs of the host's file system to start and import any module
-# of its standard library: its directories on sys.path but site-packages; every file mapped once each
-# extension module of lib-dynload is imported (the shared libraries, the locale it starts with) and the
-# links beside each of them that point to it (the loader opens a library by its soname, a link); its ELF
-# interpreter (the dynamic loader, by the path the executable names).
+# of its standard library: its directories on sys.path but site-packages; the directory of every shared
+# library mapped once each extension module of lib-dynload is imported (whole: the loader opens a library by
+# its soname, a link beside it, and one bind per directory keeps the mounts each run's namespace copies few)
+# and every other file mapped (the locale it starts with); its ELF interpreter (the dynamic loader, by the
+# path the executable names).
 _NEEDS = """
 import importlib, json, os, struct, sys
 library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
@@ -91,10 +92,9 @@ for folder in [p for p in library if os.path.basename(p) == "lib-dynload"]:
 with open("/proc/self/maps") as maps:
     mapped = {line.split(None, 5)[5].strip() for line in maps if len(line.split(None, 5)) == 6}
 mapped = {p for p in mapped if p.startswith("/") and not p.startswith("/dev/") and os.path.isfile(p)}
-links = []
-for folder in {os.path.dirname(p) for p in mapped}:
-    with os.scandir(folder) as entries:
-        links += [e.path for e in entries if e.is_symlink() and os.path.realpath(e.path) in mapped]
+libraries = {os.path.dirname(p) for p in mapped if ".so" in os.path.basename(p)}
+mapped = {p for p in mapped if os.path.dirname(p) not in libraries or p == os.path.realpath(sys.argv[1])}
+links = sorted(libraries)
 with open(sys.argv[1], "rb") as elf:
     head = elf.read(64)
     offset, = struct.unpack_from("<Q", head, 32)

@@ -200,11 +200,6 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
     return WORKDIR
 
 
-def hidden(path: str, hide: Sequence[str]) -> bool:
-    """Whether `path` is, or is inside, one of the `hide` places."""
-    return any(path == place or path.startswith(place.rstrip("/") + "/") for place in hide)
-
-
 def _hide(hide: Sequence[str]) -> None:
     """An empty read-only tmpfs on each hidden directory, /dev/null on each hidden file, wherever one is
     inside a bound directory of the new root (anything else of the host is not there at all)."""
