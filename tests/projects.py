@@ -89,7 +89,8 @@ def write_wheel(folder: Path, name: str, files: dict[str, str], requires: tuple[
     info = f"{dist}-{version}.dist-info"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
         f"Requires-Dist: {r}\n" for r in requires)
-    items = {**{arc: text.encode() for arc, text in files.items()}, f"{info}/METADATA": meta.encode(),
+    items = {**{arc: text.encode(errors="surrogateescape") for arc, text in files.items()},
+             f"{info}/METADATA": meta.encode(),
              f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
     records = []
     path = folder / f"{dist}-{version}-py3-none-any.whl"
@@ -158,3 +159,20 @@ def project_repo(root: Path, files: dict[str, str]) -> Repo:
     repo.commit("base", {"_backend/backend.py": BACKEND, **files})
     repo.git("checkout", "-q", "-b", "bot")
     return repo
+
+
+def wheel_of_installed(folder: Path, name: str) -> Path:
+    """A wheel of the distribution `name` as installed for this interpreter (pytest and what it needs, for a
+    project whose test extra brings its own pytest), without the network."""
+    from importlib import metadata
+
+    dist = metadata.distribution(name)
+    files = {}
+    for file in dist.files or ():
+        if ".." in file.parts or "__pycache__" in file.parts or file.parts[0].endswith(".dist-info"):
+            continue
+        origin = Path(str(dist.locate_file(file)))
+        if origin.is_file():
+            files[file.as_posix()] = origin.read_text(encoding="utf-8", errors="surrogateescape")
+    requires = tuple(r for r in dist.requires or () if "extra ==" not in r)
+    return write_wheel(folder, dist.metadata["Name"], files, requires, dist.version)

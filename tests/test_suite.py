@@ -350,3 +350,27 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
 
     assert len(made) == 1
     assert first.penalties == second.penalties
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Path, wheelhouse: Path) -> None:
+    from importlib import metadata
+
+    from tests.projects import wheel_of_installed
+
+    for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments"):
+        if not list(wheelhouse.glob(f"{name}-*.whl")):
+            wheel_of_installed(wheelhouse, name)
+    repo = project_repo(tmp_path / "repo", {
+        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest"]}),
+        "calc.py": CALC, "tests/test_calc.py": TESTS, "tests/conftest.py": CONFTEST, ".github/gate.yml": POLICY})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        assert found.subject.suite is not None and found.subject.suite.runner == ()
+        verdict = score_range(found)
+
+    assert f"pytest=={metadata.version('pytest')}" in dict(verdict.isolation)["environment"]
+    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert _statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
