@@ -353,14 +353,15 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Path, wheelhouse: Path) -> None:
+def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Path) -> None:
     from importlib import metadata
 
     from tests.projects import wheel_of_installed
 
+    wheels = Path(os.environ["PIP_FIND_LINKS"])
     for name in ("pytest", "pluggy", "iniconfig", "packaging", "pygments"):
-        if not list(wheelhouse.glob(f"{name}-*.whl")):
-            wheel_of_installed(wheelhouse, name)
+        if not list(wheels.glob(f"{name}-*.whl")):
+            wheel_of_installed(wheels, name)
     repo = project_repo(tmp_path / "repo", {
         "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest"]}),
         "calc.py": CALC, "tests/test_calc.py": TESTS, "tests/conftest.py": CONFTEST, ".github/gate.yml": POLICY})
