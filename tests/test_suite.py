@@ -375,3 +375,17 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
     assert f"pytest=={metadata.version('pytest')}" in dict(verdict.isolation)["environment"]
     assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert _statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Path,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    from gate.cli import main
+
+    repo = _project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [test]"))
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    assert main(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert error.startswith("gate: error: .github/gate.yml@"), error
+    assert "tests.paths: none of test is in the base commit" in error

@@ -299,9 +299,12 @@ def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
     if spec is None:
         return None
     paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
-    built = environment_build.prepare(
-        spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
-        run_interpreter(), cache_dir(os.environ), os.environ)
+    try:
+        built = environment_build.prepare(
+            spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
+            run_interpreter(), cache_dir(os.environ), os.environ)
+    except BadInput as exc:  # a key of the policy names what the base lacks: point at the policy
+        raise BadInput(exc.message, file=policy.source, key=exc.key) from None
     return built
 
 
@@ -348,7 +351,8 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tre
             _write_blob(item, tree)
     present = tuple(p for p in paths if (tree / p).exists())
     if not present:
-        raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}", key="tests.paths")
+        raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}",
+                       file=policy.source, key="tests.paths")
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
                   and c.path.endswith(".py") and _is_suite_file(c.path, paths)
                   and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
