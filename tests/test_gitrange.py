@@ -577,3 +577,34 @@ def test_a_large_file_that_parses_within_the_limits_is_checked_as_any_other(repo
     assert code == 1
     [penalty] = verdict["penalties"]
     assert penalty["check"] == "imports" and "table.py:30001" in penalty["message"]
+
+
+def test_a_file_that_does_not_parse_leaves_the_other_files_checked(repo: Repo) -> None:
+    # The checks work per file: one broken file used to make every other file's imports and claims "skipped".
+    util = UTIL + "\nimport socket\n\n\ndef first(xs):\n    \"\"\"O(1).\"\"\"\n    for x in xs:\n        return x\n"
+    repo.commit("bot: two files", {"broken.py": "def f(:\n", "util.py": util})
+    code, verdict = check(repo)
+    assert code == 1
+    charged = {p["check"]: p for p in verdict["penalties"]}
+    assert set(charged) == {"parse", "imports", "claims"}
+    assert "broken.py:1" in charged["parse"]["message"]
+    assert "socket" in charged["imports"]["message"] and "subprocess" not in charged["imports"]["message"]
+    assert "first()" in charged["claims"]["message"]
+    reasons = {c["name"]: c["reason"] for c in verdict["checks"]}
+    assert reasons["imports"] == reasons["claims"] == "not read: broken.py (does not parse)"
+
+
+def test_a_language_with_no_compiler_here_does_not_stop_the_cases(tmp_path: Path) -> None:
+    # No `tsc` on the machine: parse could not check the .ts file and was "skipped", and so were the cases, so a
+    # change that breaks the library got 0 points.
+    repo = Repo(tmp_path / "repo")
+    policy = POLICY + ("paths: {include: ['**/*.ts']}\n"
+                       "languages: {'.ts': {command: [/nonexistent/tsc, --noEmit, '{path}']}}\n")
+    repo.commit("base", {".github/gate.yml": policy, "calc.py": CALC, "web/app.ts": "let x = 1;\n"})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: faster", {"calc.py": "def add(a, b):\n    return a * b\n", "web/app.ts": "let x = 2;\n"})
+    code, verdict = check(repo)
+    assert code == 1 and not verdict["accepted"]
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "failed")]
+    assert [p["check"] for p in verdict["penalties"]] == ["smoke"]
+    assert any("`/nonexistent/tsc` is not installed" in n["message"] for n in verdict["notes"])

@@ -22,6 +22,7 @@ import tokenize
 from dataclasses import dataclass
 
 from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.parse import tree_coverage
 from gate.fences import prose_lines
 from gate.policy.model import Policy
 from gate.subject import SourceFile
@@ -58,7 +59,8 @@ class Claims:
     """An O(1) claim contradicted by a loop in the function's body."""
 
     name = "claims"
-    requires: tuple[str, ...] = ("parse",)
+    # Per file: a file that does not parse leaves the others to check (parse.tree_coverage).
+    requires: tuple[str, ...] = ("extract",)
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True
@@ -69,6 +71,9 @@ class Claims:
     def run(self, ctx: CheckContext) -> CheckResult:
         if ctx.policy.claims.allow_loops:
             return CheckResult()
+        skipped, not_read = tree_coverage(ctx)
+        if skipped:
+            return CheckResult(skipped=skipped)
         trees = ctx.analysis.trees or {}
         findings: list[tuple[str, Location, Location]] = []
         for source in ctx.files:
@@ -90,10 +95,11 @@ class Claims:
                                f"but has a {kind} at {source.path}:{line}")
                     findings.append((message, claim.where, Location(source.path, line)))
         if not findings:
-            return CheckResult()
+            return CheckResult(reason=not_read)
         message = listing([text for text, _, _ in findings])
         locations = tuple(loc for _, claim, loop in findings for loc in (claim, loop))
-        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),))
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),),
+                           reason=not_read)
 
 
 def _docstring_claim(function: _Function, path: str) -> Claim | None:

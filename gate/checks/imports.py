@@ -23,6 +23,7 @@ import ast
 from dataclasses import dataclass
 
 from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.parse import tree_coverage
 from gate.policy.model import DYNAMIC_LOADERS, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -55,7 +56,8 @@ class Imports:
     """Imports against the allow- and deny-lists; dynamic loaders."""
 
     name = "imports"
-    requires: tuple[str, ...] = ("parse",)
+    # Per file: a file that does not parse leaves the others to check (parse.tree_coverage).
+    requires: tuple[str, ...] = ("extract",)
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True
@@ -64,6 +66,9 @@ class Imports:
         return True
 
     def run(self, ctx: CheckContext) -> CheckResult:
+        skipped, not_read = tree_coverage(ctx)
+        if skipped:
+            return CheckResult(skipped=skipped)
         trees = ctx.analysis.trees or {}
         task = ctx.subject.task
         from_task = task is not None and task.allowed_imports is not None
@@ -86,10 +91,11 @@ class Imports:
                 if reasons:
                     offences.append((f"{found.text} ({location}): {', '.join(reasons)}", location))
         if not offences:
-            return CheckResult()
+            return CheckResult(reason=not_read)
         message = "imports outside the policy: " + listing([text for text, _ in offences])
         locations = tuple(dict.fromkeys(loc for _, loc in offences))
-        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),))
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),),
+                           reason=not_read)
 
 
 def _counts(found: Found, source: SourceFile, scope: str) -> bool:

@@ -4,8 +4,9 @@ Python goes through `ast.parse` with the policy's target version (`python: "3.9"
 statement). Other languages go through the compiler command the policy maps to their extension, run in the
 sandbox on a copy of the file (a checker runs the head's code: `perl -c` runs its BEGIN blocks), under the
 policy's limits with the language's timeout; never outside the sandbox. A compiler that is not installed
-skips that language with a note; it is not a failure of the code. A file whose extension is neither Python
-nor listed under `languages` is not parsed.
+leaves that language unparsed with a note; it is not a failure of the code, and it does not stop the checks
+after this one (the cases still run). A file whose extension is neither Python nor listed under `languages`
+is not parsed.
 
 The parse check produces the Python trees for the later checks, so that they never parse the code a second
 time; a tree the extract check already built for the same version is reused (gate/checks/trees.py).
@@ -51,10 +52,8 @@ class Parse:
         made = Analysis(trees=trees)
         failures: list[tuple[str, Location]] = []
         notes: list[Note] = []
-        checked = 0
         for source in ctx.files:
             if _is_python(source):
-                checked += 1
                 tree, failure = _parse_python(ctx, source, ctx.policy.python)
                 if tree is not None:
                     trees[source.path] = tree
@@ -66,19 +65,14 @@ class Parse:
                 continue
             too_large = refusal(source, ctx.policy)
             if too_large:
-                checked += 1
                 failures.append((too_large, Location(source.path)))
                 continue
             failure, skipped = _compile(ctx, source, language)
             if skipped:
                 notes.append(Note(self.name, skipped, (Location(source.path),)))
                 continue
-            checked += 1
             if failure:
                 failures.append(failure)
-        if not checked and notes:
-            return CheckResult(skipped="no compiler for the gated files' languages", notes=tuple(notes),
-                               made=made)
         if not failures:
             return CheckResult(notes=tuple(notes), made=made)
         message = listing([f"{loc}: {text}" for text, loc in failures])
@@ -88,6 +82,19 @@ class Parse:
             message = f"does not parse: {message}"
         penalty = Penalty(self.name, ctx.policy.points.parse, message, tuple(loc for _, loc in failures))
         return CheckResult(penalties=(penalty,), notes=tuple(notes), made=made)
+
+
+def tree_coverage(ctx: CheckContext) -> tuple[str, str]:
+    """For a check that reads the trees (imports, claims): (why it is skipped, what it did not read). The checks
+    work per file: a file that does not parse leaves the others' checks to run; only when no Python file under
+    score has a tree is there nothing to check."""
+    trees = ctx.analysis.trees or {}
+    missing = [source.path for source in ctx.files if _is_python(source) and source.path not in trees]
+    if missing and not trees:
+        return "parse failed", ""
+    if not missing:
+        return "", ""
+    return "", f"not read: {listing(missing, ', ')} (does not parse)"
 
 
 def _is_python(source: SourceFile) -> bool:
