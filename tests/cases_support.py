@@ -3,26 +3,15 @@
 from __future__ import annotations
 
 import textwrap
-from collections.abc import Iterator
 from typing import Any
-
-import pytest
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
 from gate.policy.model import CaseSpec
-from gate.sandbox import open_sandbox
 from gate.sandbox.base import Limits, Sandbox
 
 LIMITS = Limits(wall_s=5.0, cpu_s=5.0)
 SHORT = Limits(wall_s=1.5, cpu_s=1.5)
-
-
-@pytest.fixture(scope="module")
-def sandbox() -> Iterator[Sandbox]:
-    opened = open_sandbox(LIMITS)
-    yield opened
-    opened.close()
 
 
 def case(kind: str, name: str = "case 1", hidden: bool = False, **fields: Any) -> CaseSpec:
@@ -46,3 +35,65 @@ IS_EVEN = textwrap.dedent("""
         return n % 2 == 0
 """)
 NAIVE_IS_EVEN = "def is_even(n):\n    return n % 2 == 0\n"
+
+
+# Looks everywhere a process might find the expected value, for about a second, and returns what it found.
+HUNT = textwrap.dedent('''
+    import gc, os, re, sys, time
+
+    def _hunt():
+        marker = re.compile("gate-secret-[0-9a-f]{32}")
+        deadline = time.monotonic() + 1.5
+        found = []
+        def look(text):
+            if isinstance(text, bytes):
+                text = text.decode("latin-1")
+            if isinstance(text, str) and marker.search(text):
+                found.append(marker.search(text).group())
+        for value in os.environ.values():
+            look(value)
+        frame = sys._getframe()
+        while frame is not None:
+            for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
+                look(value)
+            frame = frame.f_back
+        for pid in os.listdir("/proc"):
+            if not pid.isdigit() or int(pid) == os.getpid() or time.monotonic() > deadline:
+                continue
+            for name in ("environ", "cmdline", "mem"):
+                try:
+                    with open(f"/proc/{pid}/{name}", "rb") as handle:
+                        look(handle.read(1 << 20))
+                except (OSError, ValueError):
+                    pass
+            try:
+                for fd in os.listdir(f"/proc/{pid}/fd"):
+                    try:
+                        handle = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
+                        look(os.read(handle, 1 << 20))
+                        os.close(handle)
+                    except OSError:
+                        pass
+            except OSError:
+                pass
+        for root in ("/", "/tmp", "/work", "/root", os.getcwd(), os.path.expanduser("~")):
+            for top, dirs, files in os.walk(root):
+                if top.startswith(("/proc", "/sys", "/dev", "/usr", "/lib")) or time.monotonic() > deadline:
+                    dirs[:] = []
+                    continue
+                for name in files:
+                    try:
+                        with open(os.path.join(top, name), "rb") as handle:
+                            look(handle.read(1 << 16))
+                    except OSError:
+                        pass
+        if not found:  # last: in a run forked from the zygote this touches every page (it may get killed)
+            for obj in gc.get_objects():
+                if isinstance(obj, dict):
+                    for value in list(obj.values()):
+                        look(value)
+                elif isinstance(obj, (list, tuple)):
+                    for value in obj:
+                        look(value)
+        return found[0] if found else "nothing found"
+''')

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_gitrange import Repo
+from tests.git_support import Repo
 
 # A PEP 517 backend in the project's own tree: a wheel of every top-level package and module beside
 # pyproject.toml (or under src/), with the [project] table's name, version, dependencies and extras.

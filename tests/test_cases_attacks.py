@@ -13,72 +13,10 @@ import pytest
 
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
-from tests.cases_support import SHORT, case, run, sandbox
-
-__all__ = ["sandbox"]
+from tests.cases_support import HUNT, SHORT, case, run
 
 KINDS = ("call", "stdio", "humaneval", "mbpp")
 
-# Looks everywhere a process might find the expected value, for about a second, and returns what it found.
-HUNT = textwrap.dedent('''
-    import gc, os, re, sys, time
-
-    def _hunt():
-        marker = re.compile("gate-secret-[0-9a-f]{32}")
-        deadline = time.monotonic() + 1.5
-        found = []
-        def look(text):
-            if isinstance(text, bytes):
-                text = text.decode("latin-1")
-            if isinstance(text, str) and marker.search(text):
-                found.append(marker.search(text).group())
-        for value in os.environ.values():
-            look(value)
-        frame = sys._getframe()
-        while frame is not None:
-            for value in list(frame.f_locals.values()) + list(frame.f_globals.values()):
-                look(value)
-            frame = frame.f_back
-        for pid in os.listdir("/proc"):
-            if not pid.isdigit() or int(pid) == os.getpid() or time.monotonic() > deadline:
-                continue
-            for name in ("environ", "cmdline", "mem"):
-                try:
-                    with open(f"/proc/{pid}/{name}", "rb") as handle:
-                        look(handle.read(1 << 20))
-                except (OSError, ValueError):
-                    pass
-            try:
-                for fd in os.listdir(f"/proc/{pid}/fd"):
-                    try:
-                        handle = os.open(f"/proc/{pid}/fd/{fd}", os.O_RDONLY | os.O_NONBLOCK)
-                        look(os.read(handle, 1 << 20))
-                        os.close(handle)
-                    except OSError:
-                        pass
-            except OSError:
-                pass
-        for root in ("/", "/tmp", "/work", "/root", os.getcwd(), os.path.expanduser("~")):
-            for top, dirs, files in os.walk(root):
-                if top.startswith(("/proc", "/sys", "/dev", "/usr", "/lib")) or time.monotonic() > deadline:
-                    dirs[:] = []
-                    continue
-                for name in files:
-                    try:
-                        with open(os.path.join(top, name), "rb") as handle:
-                            look(handle.read(1 << 16))
-                    except OSError:
-                        pass
-        if not found:  # last: in a run forked from the zygote this touches every page (it may get killed)
-            for obj in gc.get_objects():
-                if isinstance(obj, dict):
-                    for value in list(obj.values()):
-                        look(value)
-                elif isinstance(obj, (list, tuple)):
-                    for value in obj:
-                        look(value)
-        return found[0] if found else "nothing found"
-''')
 
 ATTACKS = {
     "exit 0 on import": "import os\nos._exit(0)\n\ndef f():\n    return None\n",

@@ -13,9 +13,7 @@ from gate.policy.model import CaseSpec, Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
-from tests.cases_support import IS_EVEN, NAIVE_IS_EVEN, case, sandbox
-
-__all__ = ["sandbox"]
+from tests.cases_support import IS_EVEN, NAIVE_IS_EVEN, case
 
 CHECKS = (Smoke(), Nondeterminism())
 

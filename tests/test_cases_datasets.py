@@ -21,10 +21,8 @@ from gate.cases.mbpp import candidate_names
 from gate.cases.pairs import IN_PROCESS
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
-from tests.cases_support import LIMITS, sandbox
+from tests.cases_support import LIMITS
 from tests.eval_helpers import MBPP_DIR
-
-__all__ = ["sandbox"]
 
 MBPP = MBPP_DIR / "mbpp.jsonl"  # ../shared beside the checkout, as CI lays it out
 MBPP_IN_PROCESS = {367, 596, 601, 927}

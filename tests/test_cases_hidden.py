@@ -14,10 +14,7 @@ from gate.errors import BadInput
 from gate.policy.model import CaseSpec, Hidden, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
-from tests.cases_support import sandbox
-from tests.test_cases_attacks import HUNT
-
-__all__ = ["sandbox"]
+from tests.cases_support import HUNT
 
 CASES = "cases:\n  - name: secret\n    args: [2]\n    expect: true\n  - stdin: '1 2'\n    stdout: '3'\n"
 

@@ -12,9 +12,7 @@ from gate.cases.base import Program
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Sandbox
-from tests.cases_support import IS_EVEN, LIMITS, NAIVE_IS_EVEN, case, run, sandbox
-
-__all__ = ["sandbox"]
+from tests.cases_support import IS_EVEN, LIMITS, NAIVE_IS_EVEN, case, run
 
 SUM_TWO = "import sys\n\na, b = map(int, sys.stdin.read().split())\nprint(a + b)\n"
 

@@ -15,9 +15,7 @@ from gate.policy.model import CaseSpec, Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
-from tests.cases_support import case, sandbox
-
-__all__ = ["sandbox"]
+from tests.cases_support import case
 
 CODE = """\
 import time

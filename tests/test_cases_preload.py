@@ -12,9 +12,7 @@ from gate.policy.model import Imports as ImportsPolicy
 from gate.policy.model import Policy
 from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import SourceFile, Subject
-from tests.cases_support import LIMITS, case, sandbox
-
-__all__ = ["sandbox"]
+from tests.cases_support import LIMITS, case
 
 # What the code sees of each module when it starts: loaded already (by its zygote) or not.
 PROBE = "import sys\nprint(sorted(name for name in {names!r} if name in sys.modules))\n"

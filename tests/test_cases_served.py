@@ -17,8 +17,7 @@ from gate.policy.model import CaseSpec
 from gate.sandbox import open_sandbox, served
 from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
-from tests.cases_support import LIMITS, SHORT, case, run
-from tests.test_cases_attacks import HUNT
+from tests.cases_support import HUNT, LIMITS, SHORT, case, run
 
 # A minimal server: for each call, reads one line from the peer and answers with its own pid and that line.
 SERVER = textwrap.dedent(f'''

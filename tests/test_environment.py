@@ -15,8 +15,8 @@ from gate.commands.check import score_range
 from gate.errors import GateFailure
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
+from tests.git_support import Repo
 from tests.projects import SLUGIFY, gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
-from tests.test_gitrange import Repo
 
 CASES = """\
 cases:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -16,12 +15,6 @@ from tests.fakegithub.scenario import BOT, REPO, Scenario
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b)\n    return a + b\n"  # does not parse: 5 points, over the budget of 3
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with serve() as running:
-        yield running
 
 
 MAINTAINER = "maria"

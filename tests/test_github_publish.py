@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -20,19 +19,13 @@ from gate.github.publish import Names, Publisher, Report, Target, report_for
 from gate.report.context import MARKER
 from gate.secret import Secret
 from gate.verdict import CaseReport
-from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, serve, webhook
+from tests.fakegithub import COMMENT_LIMIT, FakeGitHub, webhook
 from tests.fakegithub.scenario import REPO, Scenario
-from tests.test_report import blocked_verdict
+from tests.report_support import blocked_verdict
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b)\n    return a + b\n"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with serve() as running:
-        yield running
 
 
 def make(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None] | None = None,

@@ -195,12 +195,6 @@ def plant(workspace: Path, root: Path) -> None:
     (workspace / "uv.toml").write_text('index-url = "http://127.0.0.1:1/simple"\n')
 
 
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with serve() as running:
-        yield running
-
-
 @dataclass
 class Attack:
     """One attacked job: the PR, its runner files, the job's steps, and what the gate left."""

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import html
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from gate.cli import main
 from gate.report.context import MARKER
-from tests.fakegithub import FakeGitHub, Person, serve
+from tests.fakegithub import FakeGitHub, Person
 from tests.fakegithub.scenario import REPO, CommitSpec, Scenario
 
 POLICY = "budget: 3\n"
@@ -21,13 +20,6 @@ CLEAN = "def add(a, b):\n    return a + b\n"
 BROKEN = "def add(a, b)\n    return a + b\n"  # 5 points: blocked
 HUMAN = Person("Ann Dev", "ann@example.com", "ann")
 MAINTAINER = "maria"
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with serve() as running:
-        fake = running
-        yield fake
 
 
 def scenario(fake: FakeGitHub, tmp_path: Path, *, author: str = "ann", author_type: str = "User",

@@ -20,6 +20,7 @@ from gate.commands.check import score_range
 from gate.errors import BadInput
 from gate.sources.gitrange import git_changes, subject_from_commits, subject_from_range
 from gate.verdict import Verdict
+from tests.git_support import Repo
 
 POLICY = """\
 budget: 1
@@ -40,35 +41,6 @@ CALC = "def add(a, b):\n    return a + b\n"
 # An old file that already imports a denied module: with `scope: added` only what a change adds counts.
 UTIL = "import json\nimport subprocess\n\n\ndef dump(x):\n    return json.dumps(x)\n"
 
-
-class Repo:
-    """A throwaway repository driven through the git CLI, as a user would."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        root.mkdir(parents=True)
-        self.git("init", "-q", "-b", "main")
-        self.git("config", "user.name", "Maintainer")
-        self.git("config", "user.email", "maintainer@example.com")
-
-    def git(self, *args: str) -> str:
-        done = subprocess.run(["git", *args], cwd=self.root, check=True, capture_output=True, text=True)
-        return done.stdout.strip()
-
-    def write(self, path: str, text: str) -> None:
-        target = self.root / path
-        target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_text(text, encoding="utf-8")
-
-    def commit(self, message: str, files: dict[str, str | None] | None = None) -> str:
-        for path, text in (files or {}).items():
-            if text is None:
-                self.git("rm", "-q", path)
-            else:
-                self.write(path, text)
-                self.git("add", path)
-        self.git("commit", "-q", "--allow-empty", "-m", message)
-        return self.git("rev-parse", "HEAD")
 
 
 @pytest.fixture

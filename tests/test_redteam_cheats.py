@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.redteam_support import (
+    CHEATS,
     assert_hidden_values_absent,
     assert_not_passed,
     bot_repo,
@@ -17,65 +18,6 @@ from tests.redteam_support import (
     healthy_after,
     needs_root,
 )
-
-FORGE = """
-import json, os
-
-def _forge(text):
-    for fd in range(3, 64):
-        try:
-            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
-                os.write(fd, text.encode())
-        except OSError:
-            pass
-"""
-# Each body defines add(a, b) without ever returning a + b as an int.
-CHEATS = {
-    "exit 0 in the call": "import os\n\ndef add(a, b):\n    os._exit(0)\n",
-    "exit 0 on import": "import os\nos._exit(0)\n\ndef add(a, b):\n    return a + b\n",
-    "sys.exit(0) in the call": "import sys\n\ndef add(a, b):\n    sys.exit(0)\n",
-    "SystemExit from a finally": (
-        "def add(a, b):\n    try:\n        return None\n    finally:\n        raise SystemExit(0)\n"),
-    "equal to anything": (
-        "class Any:\n    def __eq__(self, other):\n        return True\n    __hash__ = object.__hash__\n\n"
-        "def add(a, b):\n    return Any()\n"),
-    "int subclass equal to anything": (
-        "class I(int):\n    def __eq__(self, other):\n        return True\n    __hash__ = int.__hash__\n\n"
-        "def add(a, b):\n    return I(0)\n"),
-    "str subclass": "class S(str):\n    pass\n\ndef add(a, b):\n    return S('x')\n",
-    "list subclass": (
-        "class L(list):\n    def __eq__(self, other):\n        return True\n\ndef add(a, b):\n    return L()\n"),
-    "bool for an int": "def add(a, b):\n    return True\n",
-    "float for an int": "def add(a, b):\n    return float(a - b)\n",
-    "fake results on stdout and stderr": (
-        "import sys\n\ndef add(a, b):\n    for out in (sys.stdout, sys.stderr):\n"
-        "        out.write('{\"ok\": \"5\"}\\n{\"passed\": true}\\nPASSED 2/2\\nok\\n')\n        out.flush()\n"
-        "    return None\n"),
-    "the lead's pass record on the result channel": (
-        FORGE + "\ndef add(a, b):\n    _forge('{\"passed\": true}')\n    os._exit(0)\n"),
-    "two records on the result channel": (
-        FORGE + "\ndef add(a, b):\n    _forge('{\"ok\": \"true\"}')\n    return a - b\n"),
-    "result channel closed": (
-        "import os\n\ndef add(a, b):\n    for fd in range(3, 64):\n        try:\n            os.close(fd)\n"
-        "        except OSError:\n            pass\n    return a - b\n"),
-    "stdout duplicated onto the result channel": (
-        "import os\n\ndef add(a, b):\n    for fd in range(3, 64):\n        try:\n"
-        "            if os.readlink(f'/proc/self/fd/{fd}').startswith('pipe:'):\n                os.dup2(1, fd)\n"
-        "        except OSError:\n            pass\n    print('{\"ok\": \"true\"}')\n    return a - b\n"),
-    "patched json and wire modules": (
-        "import json, sys\n\ndef add(a, b):\n    json.dumps = lambda *x, **k: '{\"passed\": true}'\n"
-        "    wire = sys.modules.get('_gate_wire')\n    if wire:\n        wire.dumps = lambda v: 'true'\n"
-        "    return object()\n"),
-    "patched builtins": (
-        "import builtins\n\ndef add(a, b):\n    builtins.isinstance = lambda *x: True\n"
-        "    builtins.type = lambda *x: int\n    return object()\n"),
-    "atexit and signal handlers": (
-        FORGE + "import atexit, signal\n\ndef add(a, b):\n    atexit.register(_forge, '{\"ok\": \"true\"}')\n"
-        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n    raise SystemExit(0)\n"),
-    "sys.modules entry for the candidate replaced": (
-        "import sys\n\nclass M:\n    def __getattr__(self, name):\n        return lambda *a: object()\n\n"
-        "sys.modules[__name__] = M()\n"),
-}
 
 
 @pytest.mark.parametrize("attack", sorted(CHEATS))

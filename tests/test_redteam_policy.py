@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.git_support import Repo
 from tests.redteam_support import HIDDEN_PATH, HONEST, bot_repo, check, healthy_after
-from tests.test_gitrange import Repo
 
 LAX = "budget: 100\ncases: []\n"
 EASY_HIDDEN = "cases: []\n"

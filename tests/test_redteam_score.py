@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.redteam_support import (
+    CHEATS,
     HIDDEN_A,
     HIDDEN_B,
     HIDDEN_SUM,
@@ -18,7 +19,6 @@ from tests.redteam_support import (
     python_reply,
     score,
 )
-from tests.test_redteam_cheats import CHEATS
 
 TASK = """\
 name: add

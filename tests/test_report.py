@@ -18,10 +18,8 @@ from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.report.terminal import render_terminal
 from gate.subject import SourceFile, Subject
-from gate.verdict import CaseReport, CheckReport, Location, Note, Penalty, Verdict
-
-HEAD = "b" * 40
-REPO = "https://github.com/octo/widgets"
+from gate.verdict import CaseReport, Location, Note, Penalty
+from tests.report_support import HEAD, REPO, blocked_verdict
 
 
 def html(markdown: str) -> str:
@@ -30,30 +28,6 @@ def html(markdown: str) -> str:
     rendered: str = cmarkgfm.github_flavored_markdown_to_html(markdown, options=Options.CMARK_OPT_UNSAFE)
     return rendered
 
-
-def blocked_verdict(**changes: object) -> Verdict:
-    verdict = Verdict(
-        subject_kind="range", subject_label="aaaaaaaaaaaa..bbbbbbbbbbbb",
-        policy_source=".github/gate.yml@aaaaaaa",
-        mode="enforce", budget=3, total=7, accepted=False,
-        penalties=(
-            Penalty("imports", 3, "imports os, which the policy denies", (Location("src/util.py", 12, 0),)),
-            Penalty("smoke", 2, "case 0 add_two failed", (), case=0),
-            Penalty("smoke", 2, "hidden case 1 failed", (), case=1),
-        ),
-        checks=(CheckReport("extract", "passed"), CheckReport("parse", "passed"),
-                CheckReport("imports", "failed", 3),
-                CheckReport("claims", "skipped", reason="no claims to judge"),
-                CheckReport("smoke", "failed", 4)),
-        cases=(CaseReport(0, "add_two", "call", False, "failed", "- expected: 4\n+ got:      5"),
-               CaseReport(1, "hidden case 1", "call", True, "failed", "returned int"),
-               CaseReport(2, "prints", "stdio", False, "passed")),
-        isolation=(("network", "off: needs root"), ("zygote", "on")),
-        facts=(("repo", REPO), ("base", "a" * 40), ("head", HEAD)),
-        gate_version="0.1.0",
-        reproduce=f"gate check --base {'a' * 40} --head {HEAD}",
-    )
-    return replace(verdict, **changes)  # type: ignore[arg-type]
 
 
 def test_first_line_says_blocked_and_total_against_budget() -> None:

@@ -51,15 +51,9 @@ DAEMON = """
 """
 
 
-@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
-def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
-    # A secret in the gate's own environment before the sandbox starts: no run may be able to read it.
-    os.environ["GATE_TEST_SECRET"] = SECRET
-    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
-    assert isinstance(box, LayeredSandbox)
-    yield box
-    box.close()
-    del os.environ["GATE_TEST_SECRET"]
+SANDBOX_BACKENDS = ("zygote", "fresh-interpreter")
+# A secret in the gate's own environment before the sandbox starts: no run may be able to read it.
+SANDBOX_ENVIRON = {"GATE_TEST_SECRET": SECRET}
 
 
 @pytest.fixture(autouse=True)

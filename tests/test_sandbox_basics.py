@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -20,12 +19,9 @@ from gate.sandbox.runner import LayeredSandbox
 LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
 
 
-@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
-def sandbox(request: pytest.FixtureRequest) -> Iterator[Sandbox]:
-    # The programs the argv tests run are bound into the runs' root (the rest of /usr/bin is not there).
-    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote", readonly=("/bin/sh", "/usr/bin/env"))
-    yield box
-    box.close()
+SANDBOX_BACKENDS = ("zygote", "fresh-interpreter")
+# The programs the argv tests run are bound into the runs' root (the rest of /usr/bin is not there).
+SANDBOX_READONLY = ("/bin/sh", "/usr/bin/env")
 
 
 def program(code: str, stdin: bytes = b"", hash_seed: int = 0,

@@ -45,12 +45,7 @@ def run(box: LayeredSandbox, code: str, *args: str, tree: Path | None = None) ->
     return (result.result or b"").decode()
 
 
-@pytest.fixture(scope="module", params=["zygote", "fresh-interpreter"])
-def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
-    box = open_sandbox(LIMITS, prefer_zygote=request.param == "zygote")
-    assert isinstance(box, LayeredSandbox)
-    yield box
-    box.close()
+SANDBOX_BACKENDS = ("zygote", "fresh-interpreter")
 
 
 @pytest.fixture

@@ -18,8 +18,8 @@ import pytest
 from gate.commands.check import score_range
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
+from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
-from tests.test_gitrange import Repo
 
 CALC = '''\
 def add(a, b):

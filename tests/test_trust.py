@@ -9,14 +9,13 @@ cases, the report templates) is blocked for a human on every path.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from gate.cli import main
-from tests.fakegithub import FakeGitHub, serve
+from tests.fakegithub import FakeGitHub
 from tests.fakegithub.scenario import REPO, Scenario
 
 POLICY = "budget: 3\n"
@@ -28,12 +27,6 @@ OVERRIDE = "Reviewed by the house template: {{ headline }}\n"
 # An old file with a denied import: only what a change adds counts, so the added lines must agree too.
 LEGACY = "import subprocess\n\n\ndef run():\n    return 1\n"
 BASE = {".github/gate.yml": POLICY, "app.py": APP, "legacy.py": LEGACY, HIDDEN: "[]\n", TEMPLATE: OVERRIDE}
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeGitHub]:
-    with serve() as running:
-        yield running
 
 
 def three_ways(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -1,0 +1,47 @@
+"""Fixtures the test modules share: a real sandbox, and the fake GitHub.
+
+A module can set, for its `sandbox`: `SANDBOX_BACKENDS = ("zygote", "fresh-interpreter")` to get each backend
+in turn; `SANDBOX_READONLY`, paths bound read-only into every run's root; `SANDBOX_ENVIRON`, variables in the
+gate's own environment while the sandbox is open (a secret that no run may be able to read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from gate.sandbox import open_sandbox
+from gate.sandbox.base import Limits
+from gate.sandbox.runner import LayeredSandbox
+from tests.fakegithub import FakeGitHub, serve
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    backends = getattr(metafunc.module, "SANDBOX_BACKENDS", None)
+    if backends and "sandbox" in metafunc.fixturenames:
+        metafunc.parametrize("sandbox", backends, indirect=True, scope="module")
+
+
+@pytest.fixture(scope="module")
+def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
+    """A real sandbox for the module's tests: the zygote backend, or each of the module's SANDBOX_BACKENDS.
+    Each run brings its own limits; these only pass the start-up sanity check."""
+    backend = getattr(request, "param", "zygote")
+    readonly = getattr(request.module, "SANDBOX_READONLY", ())
+    with pytest.MonkeyPatch.context() as patch:
+        for key, value in getattr(request.module, "SANDBOX_ENVIRON", {}).items():
+            patch.setenv(key, value)
+        box = open_sandbox(Limits(), prefer_zygote=backend == "zygote", readonly=readonly)
+        assert isinstance(box, LayeredSandbox)
+        try:
+            yield box
+        finally:
+            box.close()
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeGitHub]:
+    """The fake GitHub, serving on a local port for one test."""
+    with serve() as running:
+        yield running
