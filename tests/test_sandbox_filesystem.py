@@ -104,9 +104,13 @@ def test_a_readonly_path_is_the_one_part_of_the_host_added(home_secret: Path, tm
     (tmp_path / "venv").chmod(0o755)
     env.chmod(0o755)
     (env / "dep.py").chmod(0o644)
-    box = open_sandbox(LIMITS, readonly=[env])
+    hidden = env / "hidden.yml"  # a place the gate hides stays hidden inside what is added
+    hidden.write_text(SECRET)
+    hidden.chmod(0o644)
+    box = open_sandbox(LIMITS, readonly=[env], hide=[str(hidden)])
     assert isinstance(box, LayeredSandbox)
     try:
+        assert SECRET not in run(box, "report(open(sys.argv[1]).read())", str(hidden))
         code = f"""
             sys.path.append({str(env)!r})
             import dep

@@ -181,8 +181,11 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
         os.mkdir(inside, 0o1777)
         os.chmod(inside, 0o1777)
         _libc.mount(inside, target, None, _libc.MS_BIND)
-    for index, path in enumerate(_under_tmp(root)):
+    aside = _under_tmp(root)
+    for index, path in enumerate(aside):
         _bind(os.open(f"{_ASIDE}/{index}", os.O_PATH | os.O_CLOEXEC), path, device=False, close=True)
+    if aside:
+        _hide(_under_tmp(hide))
     if tree is None:
         _copy_tree(stage, WORKDIR, owner)
     else:
