@@ -77,10 +77,10 @@ def is_accepted(total: int, budget: int, blocked_reasons: Sequence[str], mode: s
     return within_budget(total, budget, blocked_reasons) or mode == "advisory"
 
 
-def listing(findings: Sequence[str], separator: str = "; ") -> str:
-    """The first MAX_LISTED of `findings` joined, then "and N more" for the rest."""
-    shown = separator.join(findings[:MAX_LISTED])
-    return shown + (f" and {len(findings) - MAX_LISTED} more" if len(findings) > MAX_LISTED else "")
+def listing(findings: Sequence[str], separator: str = "; ", shown: int = MAX_LISTED) -> str:
+    """The first `shown` of `findings` joined, then "and N more" for the rest."""
+    joined = separator.join(findings[:shown])
+    return joined + (f" and {len(findings) - shown} more" if len(findings) > shown else "")
 
 
 @dataclass(frozen=True)

@@ -17,12 +17,11 @@ from gate.checks.base import CheckContext, CheckResult, Product
 from gate.judge.prompt import CodeFile, JudgeRequest, Listing
 from gate.policy.model import Judge, Policy
 from gate.subject import Subject
-from gate.verdict import Location, Note, Penalty
+from gate.verdict import Location, Note, Penalty, listing
 
 if TYPE_CHECKING:  # the HTTP client is imported only when a policy enables the judge
     from gate.judge.client import JudgeClient, JudgeOutcome
 
-MAX_REASONS = 10  # a verbose model should not bury the report
 MAX_REASON_CHARS = 300
 MAX_LOCATIONS = 50  # GitHub takes 50 annotations a request
 
@@ -107,9 +106,7 @@ def advice(outcome: JudgeOutcome, listing: Listing, policy: Policy) -> CheckResu
 def _shown_reasons(reasons: tuple[str, ...]) -> str:
     if not reasons:
         return "no reason given"
-    shown = [r if len(r) <= MAX_REASON_CHARS else r[:MAX_REASON_CHARS] + "..." for r in reasons[:MAX_REASONS]]
-    more = len(reasons) - MAX_REASONS
-    return "; ".join(shown) + (f"; and {more} more" if more > 0 else "")
+    return listing([r if len(r) <= MAX_REASON_CHARS else r[:MAX_REASON_CHARS] + "..." for r in reasons], "; ")
 
 
 def _locations(lines: tuple[int, ...], listing: Listing) -> tuple[Location, ...]:

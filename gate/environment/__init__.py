@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate.verdict import listing
+
 
 @dataclass(frozen=True)
 class BuiltEnvironment:
@@ -29,7 +31,6 @@ class BuiltEnvironment:
 
     def describe(self) -> str:
         """One line for the verdict's isolation."""
-        listed = ", ".join(self.installed[:8]) + (f" and {len(self.installed) - 8} more"
-                                                  if len(self.installed) > 8 else "")
+        listed = listing(self.installed, ", ", shown=8)
         return (f"{self.root} ({'cached' if self.cached else 'built'} from the base; read-only to runs): "
                 + (listed or "nothing installed"))

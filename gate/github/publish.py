@@ -23,7 +23,7 @@ from gate.report.context import MARKER, headline
 from gate.report.markdown import code, cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
-from gate.verdict import Verdict
+from gate.verdict import Verdict, listing
 
 CHECK_TEXT_LIMIT = 65_535  # characters in a check run's summary, and in its text
 # Annotations a check run gets: what one request carries. More would cost a request per 50 (20,000 findings
@@ -139,8 +139,7 @@ def _unannotated(rest: list[dict[str, Any]], total: int) -> str:
     rows = []
     for path, numbers in lines.items():
         spans = _ranges(numbers)
-        more = f" and {len(spans) - _RANGES_SHOWN} more" if len(spans) > _RANGES_SHOWN else ""
-        rows.append(f"- {code(path)}: {', '.join(spans[:_RANGES_SHOWN])}{more}")
+        rows.append(f"- {code(path)}: {listing(spans, ', ', shown=_RANGES_SHOWN)}")
     text = (f"\n\n**{MAX_ANNOTATIONS} of the {total} places that cost points are annotated; the others:**\n\n"
             + "\n".join(rows))
     return cut(text, UNANNOTATED_LIMIT, "> ... and more: the verdict's JSON lists every place.")

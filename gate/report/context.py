@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.report.markdown import blob_url, code, escape, fence
-from gate.verdict import Location, Verdict, listing
+from gate.verdict import Location, Verdict, listing, within_budget
 
 # The hidden marker that identifies the gate's own PR comment; the GitHub publisher looks for it to edit the
 # comment in place instead of adding a new one.
@@ -33,7 +33,7 @@ def headline(verdict: Verdict) -> Headline:
     if verdict.blocked_reasons:
         points += f"; needs a human ({len(verdict.blocked_reasons)} reason"
         points += "s)" if len(verdict.blocked_reasons) > 1 else ")"
-    elif verdict.mode == "advisory" and verdict.total > verdict.budget:
+    elif verdict.mode == "advisory" and not within_budget(verdict.total, verdict.budget, ()):
         points += " (advisory: over budget, not enforced)"
     return Headline("accepted" if verdict.accepted else "blocked", points)
 
