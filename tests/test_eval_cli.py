@@ -78,6 +78,24 @@ def test_a_policy_adds_penalties_total_and_verdict(tmp_path: Path, tasks: str) -
     assert naive["failed_cases"] == [2]
 
 
+def test_eval_charges_a_sample_as_gate_score_charges_the_same_code(tmp_path: Path, tasks: str,
+                                                                   capsys: pytest.CaptureFixture[str]) -> None:
+    policy = tmp_path / "policy.yml"
+    policy.write_text("budget: 1\n", encoding="utf-8")
+    rows, _ = run_eval(tmp_path, tasks, [{"task_id": "is_even", "code": NAIVE_IS_EVEN}], "--policy", str(policy))
+    task = tmp_path / "task.yml"
+    task.write_text(json.dumps({"name": "is_even", "function": "is_even", "cases": TASKS[0]["cases"]}),
+                    encoding="utf-8")
+    reply = tmp_path / "reply.md"
+    reply.write_text(f"```python\n{NAIVE_IS_EVEN}```\n", encoding="utf-8")
+    capsys.readouterr()
+    assert main(["score", str(reply), "--task", str(task), "--policy", str(policy), "--json", "-"]) == 1
+    scored = json.loads(capsys.readouterr().out)
+    # The same smoke check: the same wording, the same case numbers, the same points.
+    assert rows[0]["penalties"] == scored["penalties"]
+    assert [c["index"] for c in scored["cases"]] == [1, 2, 3, 4]
+
+
 def test_summary_on_the_terminal_and_no_progress_bar_when_not_a_tty(
         tmp_path: Path, tasks: str, capsys: pytest.CaptureFixture[str]) -> None:
     samples = write_jsonl(tmp_path / "s.jsonl", [_good("add"), _good("neg")])
