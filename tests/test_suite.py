@@ -389,3 +389,47 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
     error = capsys.readouterr().err.strip()
     assert error.startswith("gate: error: .github/gate.yml@"), error
     assert "tests.paths: none of test is in the base commit" in error
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_hang_that_cancels_the_per_test_alarm_costs_the_rest_of_the_suite_not_a_pass(tmp_path: Path) -> None:
+    """The alarm lives in the test's process, so the code can cancel it; then the suite's own limit ends the
+    process, and every test that did not report is charged."""
+    policy = POLICY.replace("test_timeout: 3", "test_timeout: 2\n  timeout: 6\n  workers: 1")
+    repo = _project(tmp_path / "repo", policy=policy)
+    repo.commit("bot: add", {"calc.py": "import faulthandler\n\n" + CALC.replace(
+        "    return a + b", "    faulthandler.cancel_dump_traceback_later()\n    while True:\n        pass")})
+
+    verdict = _score(repo)
+
+    # test_add runs first: it and every test after it in the process are charged as out of time.
+    assert _statuses(verdict) == dict.fromkeys(BASE_TESTS, "timeout")
+    assert [p.check for p in verdict.penalties].count("timeout") == 4
+    assert not verdict.accepted
+    assert any("import faulthandler" in reason for reason in verdict.blocked_reasons)
+
+
+@pytest.mark.parametrize(("code", "named"), [
+    ("import sys\n\n\ndef f():\n    return sys.modules['calc']\n", "sys.modules at lib.py:5"),
+    ("import sys\n\n\ndef f():\n    return sys._getframe(1).f_locals\n", "sys._getframe at lib.py:5"),
+    ("import inspect\n\n\ndef f():\n    return inspect.currentframe()\n", "inspect.currentframe at lib.py:5"),
+    ("def f(frame):\n    return frame.f_back\n", "a frame's .f_back at lib.py:2"),
+    ("from unittest import mock\n", "from unittest import at lib.py:1"),
+    ("from os import _exit\n", "from os import _exit at lib.py:1"),
+], ids=["sys.modules", "getframe", "currentframe", "f_back", "unittest", "os._exit"])
+def test_library_code_reaching_into_the_test_framework_is_blocked_for_a_human(code: str, named: str) -> None:
+    from gate.engine import score
+    from gate.policy.loader import load_policy
+    from gate.subject import SourceFile, Subject
+
+    policy = load_policy(None, text=POLICY, source="gate.yml")
+    changed = Subject(kind="range", label="a..b", files=(SourceFile("lib.py", code),))
+    in_tests = Subject(kind="range", label="a..b", files=(SourceFile("tests/helpers.py", code),))
+
+    verdict = score(changed, policy)
+
+    assert any(named in reason and "a human must review it" in reason for reason in verdict.blocked_reasons), \
+        verdict.blocked_reasons
+    assert not [p for p in verdict.penalties if p.check == "framework"]  # a human's call, not points
+    # The same code among the tests is the tests' own business.
+    assert not [r for r in score(in_tests, policy).blocked_reasons if "test framework" in r]
