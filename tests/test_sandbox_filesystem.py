@@ -272,3 +272,30 @@ def test_a_dead_gates_head_export_is_removed_by_the_next(tmp_path: Path, monkeyp
     made = stage.new_export()
     assert made.name.startswith(f"gate-head-{os.getpid()}-")
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([alive.name, planted.name, made.name])
+
+
+@needs_root
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_without_overlayfs_each_run_gets_a_copy_of_the_tree(backend: str, tmp_path: Path) -> None:
+    # A kernel without overlayfs: the tree is copied for each run instead, and still never changed for the next.
+    import dataclasses
+
+    from gate.sandbox import detect, registry
+
+    full = detect.layers(prefer_zygote=backend == "zygote")
+    layers = dataclasses.replace(full, overlay=False)
+    box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "calc.py").write_text("VALUE = 1\n")
+    code = """
+        import calc
+        open("calc.py", "w").write("VALUE = 2\\n")
+        report(calc.VALUE)
+    """
+    try:
+        assert [run(box, code, tree=tree) for _ in range(2)] == ["1", "1"]
+        assert box.leftovers() == []
+    finally:
+        box.close()
+    assert (tree / "calc.py").read_text() == "VALUE = 1\n"

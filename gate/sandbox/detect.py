@@ -36,6 +36,18 @@ for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS)
             found[name] = "needs root"
     except OSError as exc:
         found[name] = exc.strerror or str(exc)
+found["overlay"] = found["mountns"]
+if not found["mountns"]:  # in the new mount namespace: can a run's tree be an overlay?
+    import os
+    try:
+        _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+        _libc.mount("tmpfs", "/tmp", "tmpfs", 0, "size=64k")
+        for name in ("lower", "upper", "work", "merged"):
+            os.mkdir("/tmp/" + name)
+        _libc.mount("overlay", "/tmp/merged", "overlay", 0,
+                    "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work")
+    except OSError as exc:
+        found["overlay"] = exc.strerror or str(exc)
 print(json.dumps(found))
 """
 
@@ -68,7 +80,7 @@ def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
                           timeout=60)
     if done.returncode != 0:
         reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
-        return dict.fromkeys(("seccomp", "netns", "mountns", "ipcns"), reason[0])
+        return dict.fromkeys(("seccomp", "netns", "mountns", "ipcns", "overlay"), reason[0])
     found: dict[str, str] = json.loads(done.stdout)
     return found
 
@@ -207,7 +219,9 @@ def layers(prefer_zygote: bool) -> Layers:
         "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
         "netns": _switch(probe["netns"], "on (no interface up)"),
-        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc)"),
+        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc; " + (
+            "a head tree staged once, read-only under each run's own layer)" if not probe["overlay"]
+            else f"a head tree copied for each run: no overlayfs here, {probe['overlay']})")),
         "filesystem": _switch(probe["mountns"] and f"the run sees the host's files ({probe['mountns']})",
                               "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard "
                               "library and shared libraries, /dev/null, zero, full, random, urandom, its own "
@@ -220,5 +234,6 @@ def layers(prefer_zygote: bool) -> Layers:
     mountns = not probe["mountns"]
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
                   netns=not probe["netns"], mountns=mountns, ipcns=not probe["ipcns"],
+                  overlay=mountns and not probe["overlay"],
                   seccomp=not probe["seccomp"], cgroups=cgroup_manager,
                   hide=_hidden(interpreter) if mountns else (), root=root_paths(interpreter) if mountns else ())

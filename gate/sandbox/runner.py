@@ -52,6 +52,7 @@ class Layers:
     netns: bool = False
     mountns: bool = False
     ipcns: bool = False
+    overlay: bool = False  # with mountns: a head tree is staged once and shared read-only (overlayfs)
     seccomp: bool = False
     cgroups: Cgroups | None = None
     hide: tuple[str, ...] = ()
@@ -209,7 +210,7 @@ class LayeredSandbox:
             processes = None if uid == 0 else users.tasks_of(uid) + limits.processes
         env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         groups = list(range(CGROUPS, CGROUPS + cgroup_fds))
-        tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.mountns else None
+        tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.overlay else None
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else []), *groups],
             "cgroups": groups,
@@ -251,7 +252,7 @@ class LayeredSandbox:
         kinds: list[str] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None,
-                                     self.launcher.compiles_warm, copy_tree=not self.layers.mountns)
+                                     self.launcher.compiles_warm, copy_tree=not self.layers.overlay)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
                 groups = cgroup.open_procs()
