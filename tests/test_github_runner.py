@@ -346,6 +346,11 @@ def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machi
         finally:
             step.kill()
             step.wait()
+        # What `python -m gate` / `python -m pip` from the checkout did before: they ran the head's packages.
+        for module in ("gate", "pip"):
+            subprocess.run([SETUP_PYTHON, "-m", module, "--version"], cwd=run.pr.workspace, capture_output=True,
+                           user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
+        assert {p.name for p in root.glob("pwned-*")} >= {"pwned-__main__"}
         assert f"token:{fake.token}" in done.stdout and "net:201" in done.stdout, done.stdout + done.stderr
         assert "PWNED=1" in run.file("GITHUB_ENV") and "/pwned" in run.file("GITHUB_PATH")
         assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
