@@ -168,16 +168,18 @@ class Machine:
 
 
 def start_machine() -> Machine:
-    """Set the machine up: the user, a root-owned session directory, the wheelhouse, the action's copy."""
+    """Set the machine up: the user, a root-owned session directory, the wheelhouse, the action's copy.
+    Directories left by a session that was killed (named after its pid) are removed first."""
     user = ensure_runner()
-    session = Path(tempfile.mkdtemp(prefix="gate-tests-", dir="/opt"))
+    remove_stale()
+    session = Path(tempfile.mkdtemp(prefix=f"gate-tests-{os.getpid()}-", dir="/opt"))
     session.chmod(0o755)
     wheelhouse(session / "wheels")
     stub = session / "no-sudo"
     stub.mkdir()
     (stub / "sudo").write_text('#!/bin/sh\necho "sudo: a password is required" >&2\nexit 1\n')
     (stub / "sudo").chmod(0o755)
-    name = f"gate-tests-{uuid.uuid4().hex[:12]}"
+    name = f"gate-tests-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     actions, home = RUNNER_WORK / "_actions" / name, RUNNER_WORK / "_homes" / name
     ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", "build", "tests")
     shutil.copytree(ROOT, actions / "gate", ignore=ignore, symlinks=True)
@@ -185,6 +187,14 @@ def start_machine() -> Machine:
     for made in (actions, home):
         chown_tree(made, user)
     return Machine(user, session, actions / "gate", home)
+
+
+def remove_stale() -> None:
+    for parent in (Path("/opt"), RUNNER_WORK / "_actions", RUNNER_WORK / "_homes"):
+        for place in parent.glob("gate-tests-*-*"):
+            pid = place.name.split("-")[2]
+            if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+                shutil.rmtree(place, ignore_errors=True)
 
 
 def stop_machine(machine: Machine) -> None:
