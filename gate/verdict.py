@@ -142,6 +142,17 @@ class Note:
 
 
 @dataclass(frozen=True)
+class ScopeResult:
+    """How one scope of a monorepo policy (`scopes:`) went; the verdict's penalties name it."""
+
+    name: str
+    files: int  # changed files in the scope
+    total: int
+    budget: int
+    accepted: bool
+
+
+@dataclass(frozen=True)
 class Verdict:
     subject_kind: str
     subject_label: str
@@ -162,6 +173,7 @@ class Verdict:
     gate_version: str = ""
     schema_version: int = SCHEMA_VERSION
     reproduce: str = ""  # the command that reproduces this verdict locally
+    scopes: tuple[ScopeResult, ...] = ()  # one per scope scored (README, "Monorepos"); () without `scopes:`
 
     def __post_init__(self) -> None:
         # The one place where texts from the code under score (messages, paths, case details) and from an
@@ -200,6 +212,7 @@ class Verdict:
         d["notes"] = tuple(
             Note(**{**n, "locations": tuple(Location(**loc) for loc in n["locations"])}) for n in d["notes"]
         )
+        d["scopes"] = tuple(ScopeResult(**scope) for scope in d.get("scopes", []))
         d["blocked_reasons"] = tuple(d["blocked_reasons"])
         d["labels"] = tuple(d["labels"])
         for key in ("isolation", "facts", "timings"):
@@ -210,7 +223,7 @@ class Verdict:
 # The verdict's parts and their fields that can hold text (`_strings` and `_safe` skip the numbers).
 _PARTS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in fields(cls) if "str" in str(f.type) or "tuple" in str(f.type))
-    for cls in (Location, Penalty, CheckReport, CaseReport, Note, Verdict)}
+    for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Verdict)}
 
 
 def schema() -> dict[str, Any]:

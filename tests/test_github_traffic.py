@@ -426,3 +426,54 @@ def test_a_merge_group_carries_the_override_of_the_head_it_merges(
     assert run_ci(pr, monkeypatch, group, event_name="merge_group") == 0
     assert conclusions(fake, head) == ["neutral"]
     assert fake.repos[REPO].statuses[-1]["description"].startswith("overridden by maria")
+
+
+@pytest.mark.xfail(strict=True, reason="per-file checks are not in yet: a parse failure in one file skips the "
+                                       "imports check for every file")
+def test_a_parse_error_in_one_file_does_not_hide_a_denied_import_in_another(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot",
+                  head={"broken.py": BROKEN, "util.py": "import subprocess\n\n\ndef run():\n    return 1\n"})
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    charged = {(p["check"], p["points"], p["locations"][0]["path"]) for p in verdict["penalties"]}
+    assert charged == {("parse", 5, "broken.py"), ("imports", 3, "util.py")}
+    assert "subprocess" in comment_of(fake, pr)
+
+
+MONOREPO = """\
+budget: 3
+scopes:
+  - name: api
+    paths: [services/api/]
+    budget: 0
+    cases:
+      - name: api adds
+        function: "services.api.calc:add"
+        args: [2, 3]
+        expect: 5
+  - name: web
+    paths: [web/]
+    budget: 5
+"""
+
+
+def test_a_two_scope_monorepo_pr_is_scored_per_scope_and_blocked_by_the_scope_over_its_budget(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": MONOREPO, "services/__init__.py": "",
+                                   "services/api/__init__.py": "", "services/api/calc.py": CLEAN,
+                                   "web/app.py": CLEAN, "tools/x.py": CLEAN},
+                  {"services/api/calc.py": "import subprocess\n\n\n" + CLEAN,  # 3 points: over api's budget of 0
+                   "web/app.py": BROKEN})  # 5 points: within web's budget of 5
+    assert run_ci(pr, monkeypatch) == 1
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert [(s["name"], s["files"], s["total"], s["budget"], s["accepted"]) for s in verdict["scopes"]] == [
+        ("root", 0, 0, 3, True), ("api", 1, 3, 0, False), ("web", 1, 5, 5, True)]
+    assert sorted((p["check"], p["points"], p["message"].split("]")[0]) for p in verdict["penalties"]) == [
+        ("imports", 3, "[api"), ("parse", 5, "[web")]
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("[api] api adds", "passed")]
+    body = comment_of(fake, pr)
+    assert "blocked**: root 0 of 3; api 3 of 0 (over); web 5 of 5" in body
+    assert "| api | 1 | 3 | 0 | **over** |" in body and "| web | 1 | 5 | 5 | within |" in body
+    # The same commits give the same verdict on a laptop.
+    assert main(["check", "--repo", str(pr.workspace), "--base", pr.base_sha, "--head", pr.head_sha]) == 1

@@ -13,6 +13,7 @@ from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal, use_color
+from gate.scopes import score_by_scope
 from gate.sources.base import ScoreInput
 from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
 from gate.verdict import Verdict
@@ -67,7 +68,8 @@ def score_range(found: ScoreInput) -> Verdict:
     """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
     commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
     is missing here."""
-    return score_running_cases(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
+    return score_by_scope(found.subject, found.policy, lambda subject, policy: score_running_cases(
+        subject, policy, reproduce=found.reproduce, hide=found.private))
 
 
 def _write(path: Path, text: str, option: str) -> None:

@@ -28,6 +28,7 @@ from gate.github.actions import append_summary
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
+from gate.scopes import score_by_scope
 from gate.sources.pullrequest import PullRequest, subject_from_pull_request
 from gate.verdict import Note, Verdict, is_accepted
 
@@ -112,7 +113,8 @@ def run(args: argparse.Namespace) -> int:
                 return deliver_not_gated(delivery, found.subject, found.policy, decision.reason,
                                          neutral=decision.opted_out, notes=gating.labels.ignored)
             # The checks that read the files only: recomputed here, no artifact's word taken for them.
-            static = score(found.subject, found.policy, None, checks=static_checks(), reproduce=found.reproduce)
+            static = score_by_scope(found.subject, found.policy, lambda subject, policy: score(
+                subject, policy, None, checks=static_checks(), reproduce=found.reproduce))
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
     mismatch = _tampered(claimed, static)

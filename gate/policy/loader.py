@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import posixpath
 import re
-from dataclasses import fields, is_dataclass
+from dataclasses import fields, is_dataclass, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from gate.policy.model import (
     Paths,
     Points,
     Policy,
+    Scope,
     Tests,
 )
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
@@ -185,8 +186,22 @@ def effective_policy_dict(policy: Policy) -> dict[str, Any]:
         "judge": _plain(policy.judge),
         "environment": _plain(policy.environment) if policy.environment else None,
         "tests": _plain(policy.tests) if policy.tests else None,
+        "scopes": [_plain_scope(scope) for scope in policy.scopes],
     })
     return result
+
+
+def _plain_scope(scope: Scope) -> dict[str, Any]:
+    spelled: dict[str, Any] = {"name": scope.name, "paths": list(scope.paths)}
+    if scope.budget is not None:
+        spelled["budget"] = scope.budget
+    if scope.points is not None:
+        spelled["points"] = _plain(scope.points)
+    if scope.cases is not None:
+        spelled["cases"] = [{"name": case.name, "kind": case.kind, **dict(case.fields)} for case in scope.cases]
+    if scope.tests is not None:
+        spelled["tests"] = _plain(scope.tests)
+    return spelled
 
 
 def _plain(obj: Any) -> dict[str, Any]:
@@ -201,10 +216,11 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
     bots = _section(doc, "bots")
     label_lists: dict[str, Any] = {f"{key}_labels": tuple(value) for key, value in bots.pop("labels", {}).items()}
     defaults = Policy()
+    points = Points(**_section(doc, "points"))
     return Policy(
         budget=doc.get("budget", defaults.budget),
         mode=doc.get("mode", defaults.mode),
-        points=Points(**_section(doc, "points")),
+        points=points,
         paths=Paths(**_section(doc, "paths")),
         imports=Imports(**_section(doc, "imports")),
         languages=tuple(Language(extension=ext, **_section(doc["languages"], ext, floats=("timeout",)))
@@ -221,11 +237,25 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
         environment=Environment(**_section(doc, "environment", paths=("requirements", "python_path")))
         if doc.get("environment") is not None else None,
-        tests=Tests(**_section(doc, "tests", floats=("timeout", "test_timeout"), paths=("paths",)))
-        if doc.get("tests") is not None else None,
+        tests=_tests(doc),
+        scopes=tuple(_scope(raw, index, file, points) for index, raw in enumerate(doc.get("scopes", []))),
         source=source,
         extends=extends,
     )
+
+
+def _tests(doc: dict[str, Any]) -> Tests | None:
+    if doc.get("tests") is None:
+        return None
+    return Tests(**_section(doc, "tests", floats=("timeout", "test_timeout"), paths=("paths",)))
+
+
+def _scope(raw: dict[str, Any], index: int, file: str, points: Points) -> Scope:
+    """One `scopes:` entry; what it leaves out is the policy's (its points merge over the policy's)."""
+    return Scope(name=raw["name"], paths=tuple(raw["paths"]), budget=raw.get("budget"),
+                 points=replace(points, **raw["points"]) if "points" in raw else None,
+                 cases=parse_cases(raw["cases"], file, f"scopes[{index}].cases") if "cases" in raw else None,
+                 tests=_tests(raw))
 
 
 def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = (),
@@ -315,6 +345,18 @@ def _check_globs(doc: MarkedMap, file: str) -> None:
             if problem:
                 raise BadInput(f"{value!r}: {problem}", file=file, line=bots[key].item_lines[index],
                                key=join_key(f"bots.{key}", [index]))
+    names: dict[str, int] = {}
+    for index, scope in enumerate(doc.get("scopes", [])):
+        where = f"scopes[{index}]"
+        if scope.get("name") in names:
+            raise BadInput(f"two scopes are named {scope['name']!r} (the first is scopes[{names[scope['name']]}])",
+                           file=file, line=line_of(doc, ["scopes", index, "name"]), key=f"{where}.name")
+        names[scope.get("name")] = index
+        for n, pattern in enumerate(scope.get("paths", [])):
+            problem = glob_problem(pattern)
+            if problem:
+                raise BadInput(f"bad glob {pattern!r}: {problem}", file=file,
+                               line=line_of(doc, ["scopes", index, "paths", n]), key=f"{where}.paths[{n}]")
     for section, key in _GLOB_KEYS:
         patterns = doc.get(section, {}).get(key, [])
         for index, pattern in enumerate(patterns):

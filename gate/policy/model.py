@@ -173,6 +173,19 @@ class Tests:
 
 
 @dataclass(frozen=True)
+class Scope:
+    """One part of a monorepo (`scopes:`): the changed files under `paths` are scored with its own budget,
+    points, cases and tests; what it leaves unset is the policy's (README, "Monorepos")."""
+
+    name: str
+    paths: tuple[str, ...]
+    budget: int | None = None
+    points: Points | None = None  # already merged over the policy's points
+    cases: tuple[CaseSpec, ...] | None = None
+    tests: Tests | None = None
+
+
+@dataclass(frozen=True)
 class Policy:
     """The effective policy after `extends:` is applied."""
 
@@ -196,10 +209,16 @@ class Policy:
     # None: the standard library only; `tests` without `environment` builds the default Environment.
     environment: Environment | None = None
     tests: Tests | None = None
+    scopes: tuple[Scope, ...] = ()
     # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
     source: str = "default preset"
     # The preset it extends ("default" when a repository file names none); None for a preset at the root.
     extends: str | None = None
+
+    @property
+    def has_cases_or_tests(self) -> bool:
+        """Whether the policy, or one of its scopes, runs code against the head (its cases or its tests)."""
+        return bool(self.cases or self.tests or any(s.cases or s.tests for s in self.scopes))
 
     @property
     def repository_environment(self) -> Environment | None:

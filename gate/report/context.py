@@ -30,6 +30,9 @@ def headline(verdict: Verdict) -> Headline:
     """Accepted or blocked, and the total against the budget, in words."""
     unit = "point" if verdict.total == 1 else "points"
     points = f"{verdict.total} {unit} against a budget of {verdict.budget}"
+    if verdict.scopes:  # each scope has its own budget: say each one
+        points = "; ".join(f"{s.name} {s.total} of {s.budget}" + ("" if s.accepted else " (over)")
+                           for s in verdict.scopes)
     if verdict.blocked_reasons:
         points += f"; needs a human ({len(verdict.blocked_reasons)} reason"
         points += "s)" if len(verdict.blocked_reasons) > 1 else ")"
@@ -91,5 +94,7 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation],
         "policy_source": code(verdict.policy_source),
         "reproduce": code(verdict.reproduce) if verdict.reproduce else "",
+        "scopes": [{"name": escape(s.name), "files": s.files, "total": s.total, "budget": s.budget,
+                    "accepted": s.accepted} for s in verdict.scopes],
         "gate_version": escape(verdict.gate_version),
     }

@@ -104,7 +104,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     policy = trusted.policy
     facts = _facts(repo, base, head, fork, repo_url)
     facts += [("dependencies", note) for note in trusted.dependency_notes]
-    runs_code = bool(policy.cases or trusted.hidden_cases or policy.tests)
+    runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.

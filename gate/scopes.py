@@ -1,0 +1,72 @@
+"""Monorepos: a policy's `scopes:` scored one by one, in one verdict (README, "Monorepos").
+
+Each changed file belongs to the first scope whose `paths` match it, or to the rest of the repository (the
+`root` part, scored under the policy itself, which also runs the hidden cases). Every scope the change touches
+is scored with its own budget, points, cases and tests; the root part is always scored, so its cases run
+whatever the change touches. The change is accepted when every part is within its own budget.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from gate.globs import matches
+from gate.policy.model import Policy, Scope
+from gate.subject import SourceFile, Subject
+from gate.verdict import ScopeResult, Verdict
+
+ROOT = "root"
+
+Scorer = Callable[[Subject, Policy], Verdict]
+
+
+def score_by_scope(subject: Subject, policy: Policy, score: Scorer) -> Verdict:
+    """`score(subject, policy)`, or, with `scopes:`, one `score` per part combined into one verdict."""
+    if not policy.scopes:
+        return score(subject, policy)
+    owned: dict[str, list[SourceFile]] = {scope.name: [] for scope in policy.scopes}
+    rest: list[SourceFile] = []
+    for source in subject.files:
+        owner = next((s.name for s in policy.scopes if any(matches(source.path, p) for p in s.paths)), None)
+        (owned[owner] if owner else rest).append(source)
+    parts = [(ROOT, replace(subject, files=tuple(rest)), replace(policy, scopes=()))]
+    for scope in policy.scopes:
+        if owned[scope.name]:
+            parts.append((scope.name, replace(subject, files=tuple(owned[scope.name]), hidden_cases=()),
+                          scoped_policy(policy, scope)))
+    return combine(policy, [(name, len(part.files), score(part, rules)) for name, part, rules in parts])
+
+
+def scoped_policy(policy: Policy, scope: Scope) -> Policy:
+    """The policy a scope's files are scored under: the scope's own keys over the policy's."""
+    return replace(policy, scopes=(), budget=policy.budget if scope.budget is None else scope.budget,
+                   points=scope.points or policy.points, cases=policy.cases if scope.cases is None else scope.cases,
+                   tests=scope.tests or policy.tests, source=f"{policy.source}, scope {scope.name}")
+
+
+def combine(policy: Policy, parts: list[tuple[str, int, Verdict]]) -> Verdict:
+    """One verdict from the parts': each penalty, check, case and note names its part; blocked when any part
+    is over its budget or blocked for a human."""
+    first = parts[0][2]
+
+    def tag(name: str, text: str) -> str:
+        return f"[{name}] {text}"
+
+    ran = next((v for _, _, v in parts if dict(v.isolation).get("code execution") is None), first)
+    return replace(
+        first,
+        policy_source=policy.source,
+        budget=sum(v.budget for _, _, v in parts),
+        total=sum(v.total for _, _, v in parts),
+        accepted=all(v.accepted for _, _, v in parts),
+        penalties=tuple(replace(p, message=tag(n, p.message)) for n, _, v in parts for p in v.penalties),
+        checks=tuple(replace(c, name=f"{n}: {c.name}") for n, _, v in parts for c in v.checks),
+        cases=tuple(replace(c, name=tag(n, c.name)) for n, _, v in parts for c in v.cases),
+        blocked_reasons=tuple(dict.fromkeys(r for _, _, v in parts for r in v.blocked_reasons)),
+        notes=tuple(replace(note, source=f"{n}: {note.source}") for n, _, v in parts for note in v.notes),
+        labels=tuple(dict.fromkeys(label for _, _, v in parts for label in v.labels)),
+        isolation=ran.isolation,
+        timings=(("total", round(sum(dict(v.timings).get("total", 0.0) for _, _, v in parts), 4)),),
+        scopes=tuple(ScopeResult(n, files, v.total, v.budget, v.accepted) for n, files, v in parts),
+    )
