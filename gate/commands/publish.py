@@ -123,7 +123,8 @@ def run(args: argparse.Namespace) -> int:
         _post(client, target, names, reason)
         append_summary(environ, f"> **gate refused the artifact**: {reason}")
         raise BadInput(reason, file=str(args.artifact), key="penalties")
-    ran_cases = bool(found.policy.cases or found.subject.cases or found.subject.hidden_cases)
+    ran_cases = bool(found.policy.cases or any(scope.cases for scope in found.policy.scopes)
+                     or found.subject.cases or found.subject.hidden_cases)
     verdict = with_gating_notes(combine(claimed, static, allowed_labels=(found.policy.judge.label,),
                                         ran_cases=ran_cases), gating)
     return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment,
@@ -167,7 +168,9 @@ def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...], 
                 + ("; case results come from the PR's own unprivileged run and count only against it"
                    if ran_cases else ""))
     return replace(static, penalties=penalties, total=total, blocked_reasons=blocked,
-                   accepted=is_accepted(total, static.budget, blocked, static.mode),
+                   # With `scopes:` each part has its own budget: a part over it blocks whatever the sum says.
+                   accepted=is_accepted(total, static.budget, blocked, static.mode)
+                   and (static.accepted or not static.scopes),
                    checks=checks, cases=claimed.cases, notes=(*static.notes, *claimed.notes, note),
                    labels=tuple(label for label in claimed.labels if label in allowed_labels),
                    isolation=claimed.isolation)
