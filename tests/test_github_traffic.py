@@ -459,7 +459,7 @@ scopes:
 
 
 def test_a_two_scope_monorepo_pr_is_scored_per_scope_and_blocked_by_the_scope_over_its_budget(
-        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     pr = Scenario(fake, tmp_path, {".github/gate.yml": MONOREPO, "services/__init__.py": "",
                                    "services/api/__init__.py": "", "services/api/calc.py": CLEAN,
                                    "web/app.py": CLEAN, "tools/x.py": CLEAN},
@@ -476,4 +476,6 @@ def test_a_two_scope_monorepo_pr_is_scored_per_scope_and_blocked_by_the_scope_ov
     assert "blocked**: root 0 of 3; api 3 of 0 (over); web 5 of 5" in body
     assert "| api | 1 | 3 | 0 | **over** |" in body and "| web | 1 | 5 | 5 | within |" in body
     # The same commits give the same verdict on a laptop.
+    capsys.readouterr()
     assert main(["check", "--repo", str(pr.workspace), "--base", pr.base_sha, "--head", pr.head_sha]) == 1
+    assert "  api: 3 / budget 0  over its budget\n  web: 5 / budget 5\n" in capsys.readouterr().out

@@ -58,6 +58,8 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
                   *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
         labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
+        scopes=[f"  {s.name}: {s.total} / budget {s.budget}" + ("" if s.accepted else "  over its budget")
+                for s in verdict.scopes],
         checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
                     "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
