@@ -428,8 +428,6 @@ def test_a_merge_group_carries_the_override_of_the_head_it_merges(
     assert fake.repos[REPO].statuses[-1]["description"].startswith("overridden by maria")
 
 
-@pytest.mark.xfail(strict=True, reason="per-file checks are not in yet: a parse failure in one file skips the "
-                                       "imports check for every file")
 def test_a_parse_error_in_one_file_does_not_hide_a_denied_import_in_another(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot",
