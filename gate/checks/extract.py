@@ -107,7 +107,7 @@ class Extract:
 def _nothing_gated(ctx: CheckContext) -> str:
     paths = ctx.policy.paths
     if not ctx.subject.files:
-        return "the change has no files to check; the cases and tests run against its head"
+        return "no changed file to check here; the cases and tests run against the head"
     globs = f"paths.include ({', '.join(paths.include)})" + (
         f" minus paths.exclude ({', '.join(paths.exclude)})" if paths.exclude else "")
     return (f"none of the {len(ctx.subject.files)} changed files matches {globs}: no code to check, and the "
