@@ -392,9 +392,9 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_a_hang_that_cancels_the_per_test_alarm_costs_the_rest_of_the_suite_not_a_pass(tmp_path: Path) -> None:
-    """The alarm lives in the test's process, so the code can cancel it; then the suite's own limit ends the
-    process, and every test that did not report is charged."""
+def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeout(tmp_path: Path) -> None:
+    """The per-test limit is kept by the harness's watcher, outside the tests' process: nothing the code
+    under test cancels there stops it."""
     policy = POLICY.replace("test_timeout: 3", "test_timeout: 2\n  timeout: 6\n  workers: 1")
     repo = _project(tmp_path / "repo", policy=policy)
     repo.commit("bot: add", {"calc.py": "import faulthandler\n\n" + CALC.replace(
@@ -402,9 +402,10 @@ def test_a_hang_that_cancels_the_per_test_alarm_costs_the_rest_of_the_suite_not_
 
     verdict = _score(repo)
 
-    # test_add runs first: it and every test after it in the process are charged as out of time.
-    assert _statuses(verdict) == dict.fromkeys(BASE_TESTS, "timeout")
-    assert [p.check for p in verdict.penalties].count("timeout") == 4
+    statuses = _statuses(verdict)
+    assert statuses.pop("tests/test_calc.py::test_add") == "timeout"
+    assert set(statuses.values()) == {"passed"}
+    assert [p.check for p in verdict.penalties].count("timeout") == 1
     assert not verdict.accepted
     assert any("import faulthandler" in reason for reason in verdict.blocked_reasons)
 

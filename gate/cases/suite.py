@@ -1,10 +1,11 @@
 """Run a pytest suite in the sandbox, shared over several processes, and collect each test's outcome.
 
-Each process runs the gate's harness (`harness/suite.py`), which reports every test on the result channel as
-it finishes. A test whose outcome never reached the gate (the process exited, `os._exit(0)` from the code
-under test, a hang past the per-test alarm) is a failure, or a timeout when the alarm fired or the run hit its
-wall limit; the tests after it run again in a new process, so a hanging test costs its timeout once. The
-whole suite shares one deadline (`tests.timeout`): what has not run by then is a failure too.
+Each run is the gate's harness (`harness/suite.py`): a watcher that runs pytest in a child, keeps the
+per-test limit from outside it and starts a new child after a test that hung or killed its process, and
+reports every test on the result channel as it finishes. Should the watcher itself die (the code under test
+killed it), the test it was running fails, or times out when the run hit its wall limit, and the tests after
+it run again in a new run. The whole suite shares one deadline (`tests.timeout`): what has not run by then
+costs a timeout.
 """
 
 from __future__ import annotations
@@ -23,7 +24,6 @@ from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 
 # What a run of the suite may write on its channel and outputs (its records, a failure's report each).
 _OUTPUT_BYTES = 16 * 1024 * 1024
-_ALARM = "Timeout ("  # what faulthandler prints when the per-test alarm fires
 # Variables pytest reads: no plugin loads unless the base's configuration names it.
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
 
@@ -169,12 +169,11 @@ def _unfinished(records: list[dict[str, Any]], found: dict[str, TestOutcome]) ->
 
 
 def _timed_out(result: RunResult) -> bool:
-    return result.timed_out or result.killed_reason == "cpu limit" or _ALARM in result.stderr.decode(
-        "utf-8", "replace")
+    return result.timed_out or result.killed_reason == "cpu limit"
 
 
 def _death(result: RunResult, when: str) -> str:
-    if _timed_out(result):  # its stderr holds only the alarm's traceback of the harness
+    if _timed_out(result):
         return f"the test process ran out of time {when}"
     if result.killed_reason:
         how = f"was killed ({result.killed_reason})"

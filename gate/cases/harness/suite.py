@@ -4,10 +4,14 @@ Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (
 seconds, "key": a secret of this run}. Records on the result channel, one JSON object a line, written as each
 event happens (a process that dies mid-suite has reported everything before): {"collected": [node ids]},
 {"collect_error": path, "detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds",
-"line"}, {"done": exit code}, each with the key (the gate ignores a record without it). The gate counts a
-test whose record never came as failed, and runs the rest again in a new process.
+"line"}, {"done": 0}, each with the key (the gate ignores a record without it).
 
-The tests and the code under test share this process: the code could look for the key or patch pytest, which
+This process is a watcher: pytest runs in a child, whose records it forwards, and it keeps the per-test limit
+from outside that child: a test past `test_timeout` has its process killed and is reported as a timeout, a
+test whose process dies (`os._exit(0)`) as failed, and the tests left run in a new child. The gate counts a
+test whose record never came (the watcher itself killed) as failed, and runs the rest in a new run.
+
+The tests and the code under test share the child: the code could look for the key or patch pytest, which
 is why the gate runs the base's tests and conftests only, flags library code that reaches into the test
 framework, and names this in the verdict's isolation. Plugins load only when the base's configuration names
 them (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
@@ -15,9 +19,10 @@ them (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
 
 from __future__ import annotations
 
-import faulthandler
 import json
 import os
+import select as select_module
+import signal
 import sys
 import time
 from typing import Any
@@ -29,15 +34,12 @@ _DETAIL = 1500  # characters of a failure's report kept
 class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names)."""
 
-    def __init__(self, fd: int, key: str, select: list[str] | None, test_timeout: float) -> None:
+    def __init__(self, fd: int, key: str, select: list[str] | None) -> None:
         self._fd = fd
         self._key = key
         self._select = None if select is None else set(select)
-        self._timeout = test_timeout
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
-        # The alarm's report goes to the run's own stderr, not to pytest's capture of descriptor 2.
-        self._alarm = os.fdopen(os.dup(2), "w")
 
     def write(self, record: dict[str, Any]) -> None:
         data = (json.dumps({**record, "key": self._key}) + "\n").encode()
@@ -61,13 +63,11 @@ class GatePlugin:
         self._phases[nodeid] = []
         self._started = time.monotonic()
         self.write({"start": nodeid})
-        faulthandler.dump_traceback_later(self._timeout, exit=True, file=self._alarm)
 
     def pytest_runtest_logreport(self, report: Any) -> None:
         self._phases.setdefault(report.nodeid, []).append(report)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        faulthandler.cancel_dump_traceback_later()
         status, detail = _outcome(self._phases.pop(nodeid, []))
         line = location[1] + 1 if location and isinstance(location[1], int) else None
         self.write({"test": nodeid, "status": status, "detail": detail,
@@ -96,17 +96,109 @@ def _text(report: Any) -> str:
 
 
 def main() -> None:
+    """The watcher: runs pytest in a child process, forwards its records to the gate, and enforces the
+    per-test limit from outside the child (the code under test can cancel nothing here): a test past
+    `test_timeout` has its process killed and is reported as a timeout, a process that dies mid-test has that
+    test reported as failed, and the tests left run in a new child."""
     fd = int(os.environ.pop(RESULT_FD_ENV))
     request = json.loads(sys.stdin.read())
+    key, select, limit = request["key"], request["select"], float(request["test_timeout"])
+    finished: set[str] = set()
+    collected: list[str] | None = None
+    while True:
+        wanted = select if select is not None else collected
+        remaining = None if wanted is None else [nodeid for nodeid in wanted if nodeid not in finished]
+        if remaining == []:
+            break
+        found, progress = _one_child(fd, key, remaining, request["args"], limit, finished)
+        collected = collected if collected is not None else found
+        if not progress:
+            break
+    _write(fd, {"done": 0, "key": key})
+    os._exit(0)
+
+
+def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], limit: float, finished: set[str]
+               ) -> tuple[list[str] | None, bool]:
+    """Run one pytest child to its end or its death; returns (the node ids it collected, whether a test
+    finished)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        os.close(fd)
+        _child(write, key, select, args)
+    os.close(write)
+    collected: list[str] | None = None
+    current: str | None = None
+    deadline = None
+    progress = False
+    buffer = b""
+    with os.fdopen(read, "rb", buffering=0) as stream:
+        while True:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            ready, _, _ = select_module.select([stream], [], [], wait)
+            if not ready:  # the test ran past its limit
+                os.kill(pid, signal.SIGKILL)
+                _write(fd, {"test": current, "status": "timeout", "key": key, "seconds": limit,
+                            "detail": f"ran out of time (tests.test_timeout: {limit:g} s)"})
+                finished.add(str(current))
+                progress, current = True, None
+                break
+            data = stream.read(65536)
+            if not data:
+                break
+            buffer += data
+            lines = buffer.split(b"\n")
+            buffer = lines.pop()
+            for line in lines:
+                record = _record(line, key)
+                if record is None:
+                    continue
+                _write(fd, record)
+                if "collected" in record and collected is None and isinstance(record["collected"], list):
+                    collected = [str(nodeid) for nodeid in record["collected"]]
+                elif "start" in record:
+                    current, deadline = str(record["start"]), time.monotonic() + limit
+                elif "test" in record:
+                    finished.add(str(record["test"]))
+                    progress, current, deadline = True, None, None
+    _, status = os.waitpid(pid, 0)
+    if current is not None:  # the process ended during a test: that test's outcome never came
+        code = os.waitstatus_to_exitcode(status)
+        how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
+        _write(fd, {"test": current, "status": "failed", "key": key,
+                    "detail": f"the test process {how} during this test"})
+        finished.add(current)
+        progress = True
+    return collected, progress
+
+
+def _record(line: bytes, key: str) -> dict[str, Any] | None:
+    try:
+        record = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return record if isinstance(record, dict) and record.get("key") == key else None
+
+
+def _write(fd: int, record: dict[str, Any]) -> None:
+    data = (json.dumps(record) + "\n").encode()
+    while data:
+        data = data[os.write(fd, data):]
+
+
+def _child(fd: int, key: str, select: list[str] | None, args: list[str]) -> None:
+    """The pytest process: its records go to the watcher on `fd`; never returns."""
     # pytest's terminal output is not read: each test's outcome travels on the channel.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
-    import pytest
+    try:
+        import pytest
 
-    plugin = GatePlugin(fd, request.pop("key"), request["select"], float(request["test_timeout"]))
-    code = pytest.main([*request["args"], "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--tb=short",
-                        "-o", "console_output_style=classic"], plugins=[plugin])
-    plugin.write({"done": int(code)})
-    sys.stdout.flush()
-    os._exit(0)
+        plugin = GatePlugin(fd, key, select)
+        pytest.main([*args, "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--tb=short",
+                     "-o", "console_output_style=classic"], plugins=[plugin])
+    finally:
+        os._exit(0)
