@@ -282,7 +282,8 @@ def time_gate(row: Row, source: Path | None, out: Path) -> tuple[float, dict[str
     shape = {"accepted": verdict["accepted"], "total": verdict["total"],
              "cases": [(c["index"], c["hidden"], c["status"]) for c in verdict["cases"]],
              "not run": [c["reason"] for c in verdict["checks"] if c["status"] == "skipped"]}
-    return seconds, {**shape, "isolation": verdict["isolation"]}
+    return seconds, {**shape, "isolation": verdict["isolation"],
+                     "penalties": [penalty["message"][:200] for penalty in verdict["penalties"][:5]]}
 
 
 def time_pytest(row: Row) -> float:
@@ -297,6 +298,11 @@ def time_pytest(row: Row) -> float:
 def time_version(source: Path | None, where: Path) -> float:
     return _timed([sys.executable, "-P", "-c", _RUN_GATE, "--version"], _gate_env(source), where,
                   lambda code: code == 0)
+
+
+def _verdict(shape: dict[str, Any]) -> dict[str, Any]:
+    """What two gates' verdicts must agree on."""
+    return {key: value for key, value in shape.items() if key not in ("isolation", "penalties")}
 
 
 def _median(values: list[float]) -> str:
@@ -319,13 +325,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(folder)
         rows = [build_row(root / f"row{n}", *spec) for n, spec in enumerate(chosen)]
         times: dict[tuple[str, str], list[float]] = {}
-        shapes: dict[tuple[str, str], dict[str, Any]] = {}
+        shapes: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for _ in range(args.runs):
             for row in rows:
                 for name, source in gates.items():
                     seconds, shape = time_gate(row, source, root / "verdict.json")
                     times.setdefault((row.label, name), []).append(seconds)
-                    shapes[(row.label, name)] = shape
+                    shapes.setdefault((row.label, name), []).append(shape)
                 times.setdefault((row.label, "pytest"), []).append(time_pytest(row))
             for name, source in gates.items():
                 times.setdefault(("version", name), []).append(time_version(source, root))
@@ -334,8 +340,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 def _print(rows: list[Row], gates: dict[str, Path | None], times: dict[tuple[str, str], list[float]],
-           shapes: dict[tuple[str, str], dict[str, Any]], runs: int) -> None:
-    first = shapes[(rows[0].label, "gate")]
+           shapes: dict[tuple[str, str], list[dict[str, Any]]], runs: int) -> None:
+    first = shapes[(rows[0].label, "gate")][0]
     print(f"seconds, median of {runs} rounds; gate = `gate check --json` as {'root' if os.geteuid() == 0 else 'a user'}"
           f", layers: {', '.join(name for name, how in first['isolation'].items() if not how.startswith('off'))}")
     heads = [*gates, "pytest", "gate/pytest"]
@@ -343,11 +349,13 @@ def _print(rows: list[Row], gates: dict[str, Path | None], times: dict[tuple[str
     for row in rows:
         cells = [_median(times[(row.label, name)]) for name in (*gates, "pytest")]
         ratio = statistics.median(times[(row.label, "gate")]) / statistics.median(times[(row.label, "pytest")])
-        verdict = shapes[(row.label, "gate")]
-        agree = all({k: v for k, v in shapes[(row.label, name)].items() if k != "isolation"}
-                    == {k: v for k, v in verdict.items() if k != "isolation"} for name in gates)
+        verdict = shapes[(row.label, "gate")][0]
+        every = [(name, shape) for name in gates for shape in shapes[(row.label, name)]]
+        agree = all(_verdict(shape) == _verdict(verdict) for _, shape in every)
         note = f"  total {verdict['total']}" + ("" if agree else "  VERDICTS DIFFER")
         print(f"{row.label:36}" + "".join(f"{cell:>13}" for cell in cells) + f"{ratio:12.1f}x" + note)
+        for name, shape in every if not agree else ():
+            print(f"  {name}: total {shape['total']}: " + "; ".join(shape["penalties"]))
     print(f"{'gate --version':36}" + "".join(f"{_median(times[('version', name)]):>13}" for name in gates))
 
 
