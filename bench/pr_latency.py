@@ -280,8 +280,7 @@ def time_gate(row: Row, source: Path | None, out: Path) -> tuple[float, dict[str
     seconds = _timed(command, _gate_env(source), out.parent, lambda code: code in (0, 1))
     verdict = json.loads(out.read_text())
     shape = {"accepted": verdict["accepted"], "total": verdict["total"],
-             "cases": [(c["index"], c["hidden"], c["status"]) for c in verdict["cases"]],
-             "not run": [c["reason"] for c in verdict["checks"] if c["status"] == "skipped"]}
+             "cases": [(c["index"], c["hidden"], c["status"]) for c in verdict["cases"]]}
     return seconds, {**shape, "isolation": verdict["isolation"],
                      "penalties": [penalty["message"][:200] for penalty in verdict["penalties"][:5]]}
 
