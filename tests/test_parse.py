@@ -7,6 +7,7 @@ import sys
 
 import pytest
 
+from gate.cases.base import MAX_DETAIL
 from gate.policy.model import Language, Paths, Points, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location
@@ -82,6 +83,14 @@ def test_other_languages_go_through_the_policy_compiler_with_line_and_column() -
     assert (found.locations[0].path, found.locations[0].line, found.locations[0].column) == ("web/app.js", 2, 7)
     assert "unexpected oops" in found.message
     assert "/tmp" not in found.message  # the private copy's path is replaced by the file's own
+
+
+def test_a_checkers_long_output_is_cut_in_the_message() -> None:
+    # The checker runs the head's code (a perl BEGIN block): what it prints is the run's text, cut as a case's.
+    script = "import sys; print(sys.argv[1] + ':1:1: ' + 'leaked ' * 500); sys.exit(1)"
+    found = penalty(score_files([SourceFile("web/app.js", "1\n")], _fake_compiler(script)), "parse")
+    assert found.message.startswith("does not parse: web/app.js:1:1: leaked leaked")
+    assert len(found.message) < MAX_DETAIL + 100 and "more characters" in found.message
 
 
 def test_a_missing_compiler_leaves_the_language_unparsed_with_a_clear_note() -> None:

@@ -21,6 +21,7 @@ import shutil
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
+from gate.cases.base import shown
 from gate.cases.running import sandbox_limits
 from gate.checks.base import Analysis, CheckContext, CheckResult, Product
 from gate.checks.trees import refusal
@@ -157,7 +158,8 @@ def _compile(ctx: CheckContext, source: SourceFile,
         return None, ""
     text = (result.stdout + result.stderr).decode("utf-8", "replace").replace(name, source.path)
     code = result.exit_code if result.exit_code is not None else -(result.signal or 0)
-    return _compiler_failure(text, source.path, language.command[0], code), ""
+    message, location = _compiler_failure(text, source.path, language.command[0], code)
+    return (shown(message), location), ""  # the checker's words are the run's, cut as a case's detail is
 
 
 def checker_program(language: Language) -> str | None:
