@@ -315,3 +315,17 @@ def test_the_token_is_hidden_in_reprs_and_bad_waits_are_named() -> None:
         Waits.from_environment({"GATE_GITHUB_RETRIES": "many"})
     with pytest.raises(BadInput, match="token"):
         Connection.from_environment({})
+
+
+def test_a_failure_while_publishing_a_known_pr_still_posts_a_failure_status(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    # The fork's own run posted nothing (a read-only token): a publish run that failed after finding the PR
+    # left the required check pending for good.
+    pr, artifact = fork_run(fake, tmp_path, monkeypatch, capsys)
+    fake.fail("GET", "/pulls/12/files", "not_found")  # the PR's files vanish while the run reads them
+    assert publish(pr, artifact, monkeypatch) == 3
+    [status] = fake.repos[REPO].statuses
+    assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
+    assert "gone" in status["description"]
+    assert "gate could not score PR #12" in pr.summary()

@@ -8,9 +8,11 @@ environment only (`GITHUB_TOKEN`), never from the command line.
 from __future__ import annotations
 
 import argparse
+import functools
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -135,7 +137,8 @@ def run(args: argparse.Namespace) -> int:
     scored = replace(pr, head_sha=group.head_sha, base_sha=group.base_sha) if group else pr
     delivery = Delivery(environ, client, Target(repo, pr.number, scored.head_sha), names, connection.token,
                         verdict_path(args), read_only=pr.read_only_token and group is None)
-    try:
+    read_failure = functools.partial(explain_read, repo=repo, number=pr.number, head_sha=pr.head_sha)
+    with failures_reported(delivery, read_failure):
         with subject_from_pull_request(client, scored, workspace=workspace, policy_path=args.policy,
                                        api_url=connection.api_url, checkout_only=group is not None) as found:
             gating = gate_decision(client, pr, found.policy.bots)
@@ -156,15 +159,24 @@ def run(args: argparse.Namespace) -> int:
         if check.override is not None:
             report = overridden(report, check.override)
         return deliver(delivery, verdict, report, found.overrides)
+
+
+@contextmanager
+def failures_reported(delivery: Delivery, read_failure: Callable[[Exception], str]) -> Iterator[None]:
+    """Whatever fails inside, once the PR is known (`gate ci`, `gate publish`), still posts a failure status
+    and check and leaves the reason in the job summary: a required check must never stay pending. GitHub's
+    errors become a GateFailure that `read_failure` words; a bug in the gate an internal error (exit 3)."""
+    try:
+        yield
     except (GithubException, RequestException) as exc:
-        failure = GateFailure(connection.token.redact(explain_read(exc, repo, pr.number, pr.head_sha)))
+        failure = GateFailure(delivery.token.redact(read_failure(exc)))
         _report_failure(delivery, failure)
         raise failure from None
-    except GateError as error:  # a bad policy on the base, a missing isolation layer, ...
+    except GateError as error:  # a bad policy on the base, a missing isolation layer, a refused artifact, ...
         _report_failure(delivery, error)
         raise
     except Exception as exc:  # a bug in the gate: still a failure status, never a check left pending
-        failure = GateFailure(connection.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
+        failure = GateFailure(delivery.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
         _report_failure(delivery, failure)
         raise
 

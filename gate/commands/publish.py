@@ -11,6 +11,7 @@ exist only in the artifact, so they can block a PR but never pass it: with cases
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 from dataclasses import replace
 from pathlib import Path
@@ -21,10 +22,9 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate.checks import static_checks, static_names
-from gate.commands.ci import Job, add_publishing_options, verdict_path
+from gate.commands.ci import Job, add_publishing_options, failures_reported, verdict_path
 from gate.engine import score
 from gate.errors import BadInput, GateFailure
-from gate.github.actions import append_summary
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
@@ -93,16 +93,18 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("no PR number in the event or the artifact; pass --pr N", key="--pr")
     try:
         pr = PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
-        target = Target(repo, number, pr.head_sha)
-        delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args),
-                            read_only=False)
+    except (GithubException, RequestException) as exc:
+        raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
+    target = Target(repo, number, pr.head_sha)
+    delivery = Delivery(environ, client, target, names, connection.token, verdict_path(args), read_only=False)
+    # From here on the PR's head is known: whatever fails posts a failure status saying why.
+    with failures_reported(delivery, functools.partial(explain_read, repo=repo, number=number)):
         expected = (payload.get("workflow_run") or {}).get("head_sha") or pr.head_sha
         for what, sha in (("the artifact", facts.get("head", "")), ("the workflow run", expected)):
             if sha != pr.head_sha:
-                reason = (f"{what} is for head {sha[:12] or 'unknown'}, but PR #{number} is now at "
-                          f"{pr.head_sha[:12]}; a newer run will publish")
-                _post(client, target, names, reason)
-                raise BadInput(reason, file=str(args.artifact), key="facts.head")
+                raise BadInput(f"{what} is for head {sha[:12] or 'unknown'}, but PR #{number} is now at "
+                               f"{pr.head_sha[:12]}; a newer run will publish", file=str(args.artifact),
+                               key="facts.head")
         with subject_from_pull_request(client, pr, workspace=None, policy_path=args.policy,
                                        api_url=connection.api_url) as found:
             # Whether the PR is gated is decided here again, from the base's policy and the PR as the API
@@ -115,20 +117,16 @@ def run(args: argparse.Namespace) -> int:
             # The checks that read the files only: recomputed here, no artifact's word taken for them.
             static = score_by_scope(found.subject, found.policy, lambda subject, policy: score(
                 subject, policy, None, checks=static_checks(), reproduce=found.reproduce))
-    except (GithubException, RequestException) as exc:
-        raise GateFailure(connection.token.redact(explain_read(exc, repo, number))) from None
-    mismatch = _tampered(claimed, static)
-    if mismatch:
-        reason = f"the artifact does not match the PR's files: {mismatch}; refusing it"
-        _post(client, target, names, reason)
-        append_summary(environ, f"> **gate refused the artifact**: {reason}")
-        raise BadInput(reason, file=str(args.artifact), key="penalties")
-    ran_cases = bool(found.policy.cases or any(scope.cases for scope in found.policy.scopes)
-                     or found.subject.cases or found.subject.hidden_cases)
-    verdict = with_gating_notes(combine(claimed, static, allowed_labels=(found.policy.judge.label,),
-                                        ran_cases=ran_cases), gating)
-    return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment,
-                                                 gated_by=decision.reason), found.overrides)
+        mismatch = _tampered(claimed, static)
+        if mismatch:
+            raise BadInput(f"the artifact does not match the PR's files: {mismatch}; refusing it",
+                           file=str(args.artifact), key="penalties")
+        ran_cases = bool(found.policy.cases or any(scope.cases for scope in found.policy.scopes)
+                         or found.subject.cases or found.subject.hidden_cases)
+        verdict = with_gating_notes(combine(claimed, static, allowed_labels=(found.policy.judge.label,),
+                                            ran_cases=ran_cases), gating)
+        return deliver(delivery, verdict, report_for(verdict, found.overrides, comment=args.comment,
+                                                     gated_by=decision.reason), found.overrides)
 
 
 def _event_pr(payload: dict[str, Any]) -> int:
