@@ -31,10 +31,12 @@ def score_by_scope(subject: Subject, policy: Policy, score: Scorer) -> Verdict:
         owner = next((s.name for s in policy.scopes if any(matches(source.path, p) for p in s.paths)), None)
         (owned[owner] if owner else rest).append(source)
     parts = [(ROOT, replace(subject, files=tuple(rest)), replace(policy, scopes=()))]
+    suites = dict(subject.scope_suites)
     for scope in policy.scopes:
         if owned[scope.name]:
-            parts.append((scope.name, replace(subject, files=tuple(owned[scope.name]), hidden_cases=()),
-                          scoped_policy(policy, scope)))
+            part = replace(subject, files=tuple(owned[scope.name]), hidden_cases=(),
+                           suite=suites.get(scope.name, subject.suite))
+            parts.append((scope.name, part, scoped_policy(policy, scope)))
     return combine(policy, [(name, len(part.files), score(part, rules)) for name, part, rules in parts])
 
 

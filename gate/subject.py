@@ -117,5 +117,7 @@ class Subject:
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
+    # The suites of the `scopes:` that name `tests:` of their own, by scope name (README, "Monorepos").
+    scope_suites: tuple[tuple[str, SuiteTrees], ...] = ()
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

@@ -434,3 +434,39 @@ def test_library_code_reaching_into_the_test_framework_is_blocked_for_a_human(co
     assert not [p for p in verdict.penalties if p.check == "framework"]  # a human's call, not points
     # The same code among the tests is the tests' own business.
     assert not [r for r in score(in_tests, policy).blocked_reasons if "test framework" in r]
+
+
+MONOREPO_POLICY = """\
+budget: 1
+environment:
+  python_path: [api, web]
+scopes:
+  - name: api
+    paths: ["api/"]
+    tests: {paths: [api/tests], test_timeout: 3}
+  - name: web
+    paths: ["web/"]
+    tests: {paths: [web/tests], test_timeout: 3}
+"""
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_is_charged(tmp_path: Path) -> None:
+    repo = project_repo(tmp_path / "repo", {
+        "pyproject.toml": pyproject("mono", []), ".github/gate.yml": MONOREPO_POLICY,
+        "api/apicalc.py": "def add(a, b):\n    return a + b\n",
+        "api/tests/test_api.py": "from apicalc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+        "web/webcalc.py": "def mul(a, b):\n    return a * b\n",
+        "web/tests/test_web.py": "from webcalc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"})
+    repo.commit("bot: touch both", {"api/apicalc.py": 'def add(a, b):\n    """a plus b."""\n    return a + b\n',
+                                    "web/webcalc.py": "def mul(a, b):\n    return a + b\n"})
+
+    verdict = _score(repo)
+
+    assert [(s.name, s.total, s.accepted) for s in verdict.scopes] == [
+        ("root", 0, True), ("api", 0, True), ("web", 2, False)]
+    assert _statuses(verdict) == {"[api] api/tests/test_api.py::test_add": "passed",
+                                  "[web] web/tests/test_web.py::test_mul": "failed"}
+    [message] = _charged(verdict)
+    assert message.startswith("[web] test web/tests/test_web.py::test_mul failed (it passes on the base)")
+    assert not verdict.accepted

@@ -223,4 +223,5 @@ class Policy:
     @property
     def repository_environment(self) -> Environment | None:
         """The environment runs get: `environment:`, or its defaults when only `tests:` is set."""
-        return self.environment or (Environment() if self.tests else None)
+        wants_tests = self.tests or any(scope.tests for scope in self.scopes)
+        return self.environment or (Environment() if wants_tests else None)

@@ -26,7 +26,7 @@ from gate.environment import BuiltEnvironment
 from gate.environment import build as environment_build
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
-from gate.policy.model import Policy
+from gate.policy.model import Policy, Tests
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -113,7 +113,12 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         environment = _environment(base, policy) if runs_code else None
-        suite = _suite(base, changes, policy, tree, withheld, environment) if policy.tests and tree else None
+        suite = _suite(base, changes, policy, policy.tests, tree, withheld, environment, "suite", "tests") \
+            if policy.tests and tree else None
+        scope_suites = tuple(
+            (scope.name, _suite(base, changes, policy, scope.tests, tree, withheld, environment,
+                                f"suite-{index}", f"scopes[{index}].tests"))
+            for index, scope in enumerate(policy.scopes) if scope.tests and tree)
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -126,13 +131,15 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
             environment=environment,
             import_roots=_import_roots(head, policy),
             suite=suite,
+            scope_suites=scope_suites,
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
         yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
-            shutil.rmtree(f"{tree}-suite", ignore_errors=True)
+            for folder in tree.parent.glob(f"{tree.name}-suite*"):
+                shutil.rmtree(folder, ignore_errors=True)
 
 
 @contextmanager
@@ -329,14 +336,15 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
 PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
 
-def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tree: Path,
-           withheld: frozenset[str], environment: BuiltEnvironment | None) -> SuiteTrees:
-    """The trees the repository's tests run in: the head's export with the base's test files, every
-    conftest.py and the pytest configuration in place of the head's (next to `head_tree`), the head's new
-    test files in a tree of their own, and the base as it is for the baseline."""
-    assert policy.tests is not None
-    paths = policy.tests.paths
-    folder = Path(f"{head_tree}-suite")
+def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Tests, head_tree: Path,
+           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str
+           ) -> SuiteTrees:
+    """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
+    base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
+    `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
+    the baseline. `key` is where the policy names the suite, for errors."""
+    paths = spec.paths
+    folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
     shutil.copytree(head_tree, tree, symlinks=True)
     ours = [item for item in _walk(base.tree)
@@ -352,7 +360,7 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tre
     present = tuple(p for p in paths if (tree / p).exists())
     if not present:
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}",
-                       file=policy.source, key="tests.paths")
+                       file=policy.source, key=f"{key}.paths")
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
                   and c.path.endswith(".py") and _is_suite_file(c.path, paths)
                   and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
@@ -366,7 +374,7 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, head_tre
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(change.data)
     base_tree = None
-    if policy.tests.baseline == "base":
+    if spec.baseline == "base":
         base_tree = folder / "base"
         base_tree.mkdir()
         export_tree(base.tree, base_tree, withheld)
