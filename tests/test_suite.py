@@ -340,7 +340,9 @@ def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
 @pytest.mark.usefixtures("offline_pip")
 def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
     cache = Path(os.environ["GATE_CACHE_DIR"])
-    repo = _project(tmp_path / "repo")
+    # A base no other test commits (the tests' commits are reproducible, so an identical project elsewhere in
+    # the session would have cached this baseline already).
+    repo = _project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
     before = set((cache / "baselines").glob("*.json")) if (cache / "baselines").exists() else set()
 
