@@ -24,7 +24,7 @@ import pytest
 
 from tests.fakegithub import FakeGitHub, serve
 from tests.fakegithub.scenario import REPO, Scenario, git
-from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, marked_processes, new_marker
+from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, POLICY, marked_processes, new_marker
 from tests.runner_support import (
     RUNNER_WORK,
     SETUP_PYTHON,
@@ -42,15 +42,6 @@ from tests.runner_support import (
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(),
                                 reason="simulating the runner needs root (useradd, sudoers) and sudo")
 
-POLICY = """\
-budget: 1
-imports: {deny: [], dynamic: false}
-cases:
-  - name: adds
-    function: "calc:add"
-    args: [2, 3]
-    expect: 5
-"""
 HONEST = "def add(a, b):\n    return a + b\n"
 # Files of the head that run if anything of the Action imports or executes the checkout: each leaves a file.
 PLANTED = {
