@@ -226,6 +226,18 @@ def test_policy_and_templates_come_from_the_base_not_the_worktree_or_head(repo: 
         assert dict(found.subject.facts)["worktree"].startswith("has uncommitted changes")
 
 
+@pytest.mark.parametrize("change", ["none", "staged", "untracked"])
+def test_a_staged_or_untracked_file_is_an_uncommitted_change_too(repo: Repo, change: str) -> None:
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    if change != "none":
+        (repo.root / "new.py").write_text("x = 1\n")
+    if change == "staged":
+        repo.git("add", "new.py")
+    with subject_from_range(repo.root) as found:
+        facts = dict(found.subject.facts)
+    assert ("worktree" in facts) == (change != "none")
+
+
 def test_cases_run_against_a_clean_export_of_the_head_tree(repo: Repo) -> None:
     repo.commit("bot", {"calc.py": CALC + "# head version\n", "pkg/data.txt": "x\n"})
     (repo.root / "calc.py").write_text("# dirty worktree version\n")

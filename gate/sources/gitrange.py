@@ -97,7 +97,14 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
     """
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
-    fork = _merge_base(repo, base, head)
+    with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url) as found:
+        yield found
+
+
+@contextmanager
+def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
+             repo_url: str | None) -> Iterator[ScoreInput]:
+    """`subject_from_commits` for commits already resolved, `fork` being their merge base."""
     changes = git_changes(repo, fork, head)
     trusted = read_trusted(GitBase(base), changes, head.hexsha, policy_path=policy_path,
                            worktree=_worktree(repo))
@@ -147,26 +154,32 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                        policy_path: str | None = None) -> Iterator[ScoreInput]:
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
     commits, and record a dirty worktree as a fact (its uncommitted changes are not scored)."""
-    try:
-        git.Git().version()
-    except git.GitCommandNotFound:
-        raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it") from None
+    # GitPython ran `git version` when it was imported (quietly when there is no git: see gate/cli.py).
+    if not git.GIT_OK:
+        raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it")
     try:
         repo = git.Repo(repo_dir, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
     head_commit = _commit(repo, head, "--head")
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
-    if _merge_base(repo, base_commit, head_commit) == head_commit:
+    fork = _merge_base(repo, base_commit, head_commit)
+    if fork == head_commit:
         raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
                        f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
                        "--head", key="--head")
-    with subject_from_commits(repo, base_commit.hexsha, head_commit.hexsha, policy_path=policy_path) as found:
-        if not repo.bare and repo.is_dirty(untracked_files=True):
+    with _subject(repo, base_commit, head_commit, fork, policy_path, None) as found:
+        if _is_dirty(repo):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
                                 f"{head_commit.hexsha[:12]})")
             found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
         yield found
+
+
+def _is_dirty(repo: git.Repo) -> bool:
+    """Whether the worktree has staged, unstaged or untracked changes: one `git status` (GitPython's
+    `is_dirty` runs three git commands for the same answer)."""
+    return not repo.bare and bool(repo.git.status("--porcelain", "--untracked-files=normal"))
 
 
 def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Change, ...]:
