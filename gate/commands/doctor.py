@@ -277,7 +277,7 @@ def run(args: argparse.Namespace) -> int:
     """Print the layers and the canaries' outcomes."""
     token = "gate-doctor-" + secrets.token_hex(16)
     os.environ["GATE_DOCTOR_SECRET"] = token  # in the gate's own environment, where a token would be
-    sandbox = open_sandbox(LIMITS, prefer_zygote=not args.fresh)
+    sandbox = open_sandbox(LIMITS, prefer_zygote=not args.fresh, recall=False)  # what works now, found afresh
     try:
         print("isolation layers on this machine:")
         for layer, state in sandbox.isolation.items():

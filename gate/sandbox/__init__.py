@@ -18,7 +18,8 @@ if TYPE_CHECKING:
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
-                 hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = ()) -> Sandbox:
+                 hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = (),
+                 recall: bool = True) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
     `limits` are the defaults the caller will put in its requests (checked here for sanity). With a mount
@@ -28,7 +29,8 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     (a repository being scored, a hidden cases file): covered wherever they would be in reach (inside a
     `readonly` directory). Raises gate.errors.GateFailure (exit 3) naming every layer in `require` that is
     not available, and gate.errors.BadInput for a name that is not a layer or a `readonly` path that is not
-    an existing absolute path.
+    an existing absolute path. What the layers' probes found is remembered between gates (as root, while
+    nothing it depends on changes: gate/sandbox/detect.py); `recall=False` probes afresh.
     """
     import dataclasses
     import os
@@ -48,7 +50,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if wrong:
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
                        key="readonly")
-    layers = detect.layers(prefer_zygote)
+    layers = detect.layers(prefer_zygote, recall)
     if layers.mountns and extra:
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import functools
+import hashlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -11,8 +12,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from gate import __version__
 from gate.errors import GateFailure
-from gate.sandbox import bwrap, cgroups, seccomp, users
+from gate.sandbox import _libc, bwrap, cgroups, memo, seccomp, users
 from gate.sandbox.runner import Layers
 
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
@@ -74,14 +76,29 @@ def run_interpreter() -> str:
     return _interpreter(os.geteuid() == 0)[0]
 
 
-def _probe(interpreter: str, paths: list[str], root: bool) -> dict[str, str]:
-    done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _PROBE, "1" if root else "0", *paths],
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=False,
-                          timeout=60)
-    if done.returncode != 0:
-        reason = done.stderr.strip().splitlines()[-1:] or ["probe failed"]
+def _start(interpreter: str, script: str, *args: str) -> subprocess.Popen[str]:
+    """`script` under `interpreter`, started (the probes run side by side)."""
+    return subprocess.Popen([interpreter, "-s", "-S", "-P", "-c", script, *args], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"})
+
+
+def _finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
+    """(exit status, stdout, stderr) of a started probe, killed after a minute."""
+    try:
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        out, err = process.communicate()
+    return process.returncode, out, err
+
+
+def _probe(done: tuple[int, str, str]) -> dict[str, str]:
+    code, out, err = done
+    if code != 0:
+        reason = err.strip().splitlines()[-1:] or ["probe failed"]
         return dict.fromkeys(("seccomp", "netns", "mountns", "ipcns", "overlay"), reason[0])
-    found: dict[str, str] = json.loads(done.stdout)
+    found: dict[str, str] = json.loads(out)
     return found
 
 
@@ -122,18 +139,14 @@ print(json.dumps(sorted({*library, *mapped, *links})))
 _ALWAYS = ("/etc/ld.so.cache",)
 
 
-@functools.cache
-def root_paths(interpreter: str) -> tuple[str, ...]:
-    """The host paths a run's allow-listed root binds read-only for `interpreter` (see _NEEDS): those that
-    exist, its own path first. Cached: an interpreter's files do not change under a running gate."""
-    done = subprocess.run([interpreter, "-s", "-S", "-P", "-c", _NEEDS, os.path.realpath(interpreter)],
-                          capture_output=True, text=True,
-                          env={"PATH": "/usr/bin:/bin", "LANG": "C.UTF-8"}, stdin=subprocess.DEVNULL,
-                          check=False, timeout=60)
-    if done.returncode != 0:
-        reason = (done.stderr.strip().splitlines() or ["no output"])[-1]
+def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
+    """The host paths a run's allow-listed root binds read-only for `interpreter`, from what _NEEDS printed:
+    those that exist, its own path first."""
+    code, out, err = done
+    if code != 0:
+        reason = (err.strip().splitlines() or ["no output"])[-1]
         raise GateFailure(f"could not list what {interpreter} needs in the sandbox's root: {reason}")
-    needed = [path for path in dict.fromkeys([interpreter, *json.loads(done.stdout), *_ALWAYS])
+    needed = [path for path in dict.fromkeys([interpreter, *json.loads(out), *_ALWAYS])
               if os.path.lexists(path) and " (deleted)" not in path]
     return within_none(needed)
 
@@ -192,20 +205,119 @@ def _switch(text: str, detail: str = "on") -> str:
     return detail if not text else f"off: {text}"
 
 
-def layers(prefer_zygote: bool) -> Layers:
-    """Detect every layer and choose the ones to use."""
+def _found(interpreter: str, root: bool) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
+    """(the sandbox interpreter's import paths, what the probe found, the paths of a run's root) for
+    `interpreter`: the two probes run side by side (as root: without it there is no mount namespace, so no
+    root to list)."""
+    paths = [gate_root()]
+    lib = seccomp.library()
+    if lib is not None and lib.__file__:
+        paths.append(str(Path(lib.__file__).parent))
+    needs = _start(interpreter, _NEEDS, os.path.realpath(interpreter)) if root else None
+    try:
+        probe = _probe(_finish(_start(interpreter, _PROBE, "1" if root else "0", *paths)))
+    finally:
+        listed = _finish(needs) if needs else None
+    if lib is None:
+        probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
+    return paths, probe, _root_paths(interpreter, listed) if listed and not probe["mountns"] else ()
+
+
+def _remembered(interpreter: str, root: bool, recall: bool) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
+    """`_found`, remembered (gate/sandbox/memo.py, root only) while nothing it depends on changes: the
+    interpreter, the seccomp binding, the shared libraries, the files of a run's root, the kernel and its
+    boot, the gate's privileges and namespaces. Only a finding that every probed layer works is kept: a
+    layer that then stops working fails its runs' set-up (exit 3), never a verdict; one that was off is
+    looked for again by the next gate. `recall=False` finds out afresh (and remembers)."""
+    key = _machine(interpreter, root)
+    kept = _record(memo.recall("layers", key)) if recall else None
+    if kept is not None:
+        return kept
+    paths, probe, needed = _found(interpreter, root)
+    if root and not any(probe.values()) and needed:
+        memo.remember("layers", key, {"paths": paths, "probe": probe, "root": list(needed),
+                                      "signatures": _signatures(needed)})
+    return paths, probe, needed
+
+
+def _record(kept: object) -> tuple[list[str], dict[str, str], tuple[str, ...]] | None:
+    """What a record holds, when it has the shape `_remembered` writes and the files of the root it lists
+    are still those it found."""
+    if not isinstance(kept, dict) or not all(isinstance(kept.get(name), list) for name in ("paths", "root")):
+        return None
+    paths, probe, needed = kept["paths"], kept.get("probe"), kept["root"]
+    if not isinstance(probe, dict) or not all(isinstance(p, str) for p in (*paths, *needed, *probe.values())):
+        return None
+    if kept.get("signatures") != _signatures(needed):
+        return None
+    return paths, probe, tuple(needed)
+
+
+def _machine(interpreter: str, root: bool) -> dict[str, object]:
+    """What the probes' findings depend on, read without running anything."""
+    real = os.path.realpath(interpreter)
+    modules = [(name, spec.origin if (spec := importlib.util.find_spec(name)) else None)
+               for name in seccomp.MODULES]
+    status = [line for line in _read("/proc/self/status").splitlines()
+              if line.startswith(("Cap", "NoNewPrivs", "Seccomp"))]
+    return {
+        "gate": [__version__, gate_root(), _probes_digest()],  # the gate whose package the runs import
+        "interpreter": [interpreter, _signature(interpreter), real, _signature(real)],
+        "seccomp": [(name, origin, _signature(origin) if origin else None) for name, origin in modules],
+        "libraries": _signature("/etc/ld.so.cache"),
+        "user": [os.geteuid(), os.getegid(), root],
+        "kernel": [_read("/proc/sys/kernel/random/boot_id"),
+                   *(_read(f"/proc/sys/user/max_{kind}_namespaces") for kind in ("mnt", "net", "ipc"))],
+        "process": [*(_link(f"/proc/self/ns/{kind}") for kind in ("user", "mnt", "net", "ipc", "pid", "cgroup")),
+                    *status, _read("/proc/self/attr/current")],
+    }
+
+
+def _probes_digest() -> str:
+    """The probes' own code: the scripts and the modules they import."""
+    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text() for module in (_libc, seccomp))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _signatures(paths: Sequence[str]) -> list[list[int] | None]:
+    """What changes when a file of a run's root is replaced or a folder's entries change: each path's, and
+    that of a `lib-dynload` folder in it (an extension module added there may need another library)."""
+    extensions = [os.path.join(path, "lib-dynload") for path in paths]
+    return [_signature(path) for path in (*paths, *filter(os.path.isdir, extensions))]
+
+
+def _signature(path: str) -> list[int] | None:
+    try:
+        info = os.lstat(path)
+    except OSError:
+        return None
+    return [info.st_dev, info.st_ino, info.st_mode, info.st_size, info.st_mtime_ns, info.st_ctime_ns]
+
+
+def _read(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as file:
+            return file.read(65536)
+    except OSError:
+        return ""
+
+
+def _link(path: str) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return ""
+
+
+def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
+    """Detect every layer and choose the ones to use (what the probes find is remembered between gates: see
+    `_remembered`; `recall=False` probes afresh)."""
     root = os.geteuid() == 0
     uids = users.UidPool() if root else None
     interpreter, no_interpreter = _interpreter(uids is not None)
     if no_interpreter:
         uids = None
-    paths = [gate_root()]
-    lib = seccomp.library()
-    if lib is not None and lib.__file__:
-        paths.append(str(Path(lib.__file__).parent))
-    probe = _probe(interpreter, paths, root)
-    if lib is None:
-        probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
+    paths, probe, needed = _remembered(interpreter, root, recall)
     if uids is None or uids.fallback:  # one cgroup per uid, so it needs a uid per concurrent run
         cgroup_manager, cgroup_why = None, "off: needs root and a dedicated uid per run"
     else:
@@ -236,4 +348,4 @@ def layers(prefer_zygote: bool) -> Layers:
                   netns=not probe["netns"], mountns=mountns, ipcns=not probe["ipcns"],
                   overlay=mountns and not probe["overlay"],
                   seccomp=not probe["seccomp"], cgroups=cgroup_manager,
-                  hide=_hidden(interpreter) if mountns else (), root=root_paths(interpreter) if mountns else ())
+                  hide=_hidden(interpreter) if mountns else (), root=needed if mountns else ())

@@ -27,7 +27,7 @@ if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
 
-_MODULES = ("pyseccomp", "seccomp")
+MODULES = ("pyseccomp", "seccomp")  # the bindings tried, in order
 _DENIED = ("ptrace", "process_vm_readv", "process_vm_writev", "io_uring_setup")
 PR_SET_SECCOMP = 22
 SECCOMP_MODE_FILTER = 2
@@ -45,7 +45,7 @@ _loaded: list[Any] = []  # [instructions buffer, _Program] once prepared (the bu
 
 def library() -> ModuleType | None:
     """The seccomp binding that imports here, or None."""
-    for name in _MODULES:
+    for name in MODULES:
         try:
             return importlib.import_module(name)
         except (ImportError, OSError):  # OSError: the module imports but libseccomp.so is missing
