@@ -125,6 +125,12 @@ def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -
     CaseSpecs; a case without `kind` gets the one its keys imply. `key_prefix` names the list in messages."""
     schema = policy_schema()
     validate(raw, {"$defs": schema["$defs"], "$ref": "#/$defs/case_list"}, file, key_prefix)
+    return _case_specs(raw, file, key_prefix, hidden)
+
+
+def _case_specs(raw: Any, file: str, key_prefix: str, hidden: bool = False) -> tuple[CaseSpec, ...]:
+    """`parse_cases` for a list that was validated with the policy it is in (the schema's cost grows with
+    the cases: a 500-case policy is not validated twice)."""
     specs: list[CaseSpec] = []
     first_line_of: dict[str, int | None] = {}
     for index, case in enumerate(raw):
@@ -212,7 +218,7 @@ def _plain(obj: Any) -> dict[str, Any]:
 
 
 def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) -> Policy:
-    """The typed policy from a validated, merged document."""
+    """The typed policy from a validated, merged document (its cases too)."""
     bots = _section(doc, "bots")
     label_lists: dict[str, Any] = {f"{key}_labels": tuple(value) for key, value in bots.pop("labels", {}).items()}
     defaults = Policy()
@@ -226,7 +232,7 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
         languages=tuple(Language(extension=ext, **_section(doc["languages"], ext, floats=("timeout",)))
                         for ext in doc.get("languages", {})),
         claims=Claims(**_section(doc, "claims")),
-        cases=parse_cases(doc.get("cases", []), file, "cases"),
+        cases=_case_specs(doc.get("cases", []), file, "cases"),
         hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
         bots=Bots(**bots, **label_lists),
         limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu", "total_timeout"))),
@@ -254,7 +260,7 @@ def _scope(raw: dict[str, Any], index: int, file: str, points: Points) -> Scope:
     """One `scopes:` entry; what it leaves out is the policy's (its points merge over the policy's)."""
     return Scope(name=raw["name"], paths=tuple(raw["paths"]), budget=raw.get("budget"),
                  points=replace(points, **raw["points"]) if "points" in raw else None,
-                 cases=parse_cases(raw["cases"], file, f"scopes[{index}].cases") if "cases" in raw else None,
+                 cases=_case_specs(raw["cases"], file, f"scopes[{index}].cases") if "cases" in raw else None,
                  tests=_tests(raw))
 
 

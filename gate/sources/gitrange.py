@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 import git
 
 from gate.environment import BuiltEnvironment
-from gate.environment import build as environment_build
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import Policy, Tests
@@ -318,6 +317,8 @@ def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
     spec = policy.repository_environment
     if spec is None:
         return None
+    from gate.environment import build as environment_build  # (importlib.metadata and more: only when built)
+
     paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
     try:
         built = environment_build.prepare(
@@ -356,6 +357,8 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Te
     base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
     `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
     the baseline. `key` is where the policy names the suite, for errors."""
+    from gate.environment import build as environment_build
+
     paths = spec.paths
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
