@@ -1,17 +1,21 @@
-"""How long the Action takes to install the gate: its install step (uv from PyPI into a root-owned venv) against
-the previous way (a venv and pip), both from PyPI with cold caches and the same interpreter.
+"""How long the Action takes to install the gate: its install step cold (nothing installed yet, as on a fresh
+hosted runner: uv and every wheel from PyPI, hash-checked against action/*.txt), the same step warm (the
+installation of an earlier run on the same machine, with the same source, lock files and interpreter, is
+reused), and the previous way (a venv and pip, from PyPI without a cache), with the same interpreter.
 
-    sudo python bench/action_install.py [--python /usr/bin/python3] [--runs 3]
+    sudo .venv/bin/python bench/action_install.py [--python /usr/bin/python3] [--runs 3]
 
 Runs as root, as the Action's privileged step does. The install step is action.yml's own script, run with
-bash from `/` (its home moved to a temporary directory); pip and uv read no configuration file, so both
-fetch from PyPI itself. Prints the median wall time of each.
+bash from `/` (its home moved to a temporary directory) on a copy of this checkout as the Action's source
+(what a runner downloads: no .git, no .venv); pip reads no configuration file, so both fetch from PyPI itself.
+Prints the median wall time of each, side by side.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import tempfile
@@ -21,6 +25,7 @@ from pathlib import Path
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+OLD, COLD, WARM = "venv + pip (before)", "install step, cold", "install step, warm (reused)"
 
 
 def install_step() -> str:
@@ -29,18 +34,11 @@ def install_step() -> str:
     return script
 
 
-def env_for(work: Path, python: str) -> dict[str, str]:
+def env_for(work: Path, python: str, source: Path) -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work / "home"), "RUNNER_OS": "Linux",
-            "GITHUB_OUTPUT": str(work / "output"), "GATE_PYTHON": python, "GATE_SOURCE": str(ROOT),
-            "GATE_UV": _uv_pin(), "PIP_CONFIG_FILE": os.devnull,
-            "XDG_CACHE_HOME": str(work / "cache"),
+            "GITHUB_OUTPUT": str(work / "output"), "GATE_PYTHON": python, "GATE_SOURCE": str(source),
+            "PIP_CONFIG_FILE": os.devnull, "XDG_CACHE_HOME": str(work / "cache"),
             **{k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")}}  # a machine's own CA
-
-
-def _uv_pin() -> str:
-    steps = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))["runs"]["steps"]
-    pin: str = next(s for s in steps if s.get("id") == "install")["env"]["GATE_UV"]
-    return pin
 
 
 def timed(argv: list[str], env: dict[str, str]) -> float:
@@ -56,20 +54,26 @@ def main() -> int:
     args = parser.parse_args()
     if os.geteuid() != 0:
         parser.error("run as root, as the Action's install step does")
-    results: dict[str, list[float]] = {"venv + pip (before)": [], "action.yml install step (uv)": []}
-    for _ in range(args.runs):
-        with tempfile.TemporaryDirectory() as tmp:
-            work = Path(tmp)
+    results: dict[str, list[float]] = {OLD: [], COLD: [], WARM: []}
+    with tempfile.TemporaryDirectory() as tmp:
+        source = Path(tmp) / "action"
+        shutil.copytree(ROOT, source, symlinks=True, ignore=shutil.ignore_patterns(
+            ".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", "build"))
+        for run in range(args.runs):
+            work = Path(tmp) / f"run-{run}"
+            work.mkdir()
             (work / "output").touch()
-            env = env_for(work, args.python)
+            env = env_for(work, args.python, source)
             venv = work / "pip-venv"
-            results["venv + pip (before)"].append(timed(
+            results[OLD].append(timed(
                 ["bash", "-c", f'"$GATE_PYTHON" -m venv {venv} && {venv}/bin/python -m pip install --quiet '
                                '--disable-pip-version-check --no-cache-dir "$GATE_SOURCE[seccomp]"'], env))
             script = install_step().replace("/opt/gate", str(work / "opt-gate"))
-            results["action.yml install step (uv)"].append(timed(["bash", "-eo", "pipefail", "-c", script], env))
+            for name in (COLD, WARM):
+                results[name].append(timed(["bash", "-eo", "pipefail", "-c", script], env))
+    width = max(map(len, results))
     for name, times in results.items():
-        print(f"{name:32} median {statistics.median(times):6.2f} s  ({', '.join(f'{t:.2f}' for t in times)})")
+        print(f"{name:{width}}  median {statistics.median(times):6.2f} s  ({', '.join(f'{t:.2f}' for t in times)})")
     return 0
 
 

@@ -51,8 +51,8 @@ SUDOERS = Path("/etc/sudoers.d/gate-tests-runner")
 SUDOERS_LINE = f"{RUNNER} ALL=(ALL) NOPASSWD:ALL\n"  # what GitHub's hosted images give `runner`
 SETUP_PYTHON = "/usr/bin/python3"
 RUNNER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-# The distributions the Action's install needs besides the gate's own dependencies.
-TOOLING = ("setuptools", "wheel", "uv")
+# What builds the gate (pyproject.toml's build-system requires, action/build.txt).
+BUILD = ("setuptools", "wheel")
 
 
 def has_sudo() -> bool:
@@ -132,13 +132,25 @@ def _repack(dist: metadata.Distribution, into: Path) -> Path:
     return target
 
 
-def wheelhouse(into: Path) -> Path:
-    """Wheels of everything the Action's install step fetches from PyPI, made from what is installed here."""
+def wheelhouse(into: Path) -> dict[str, list[Path]]:
+    """Wheels of everything the Action's install step fetches from PyPI, made from what is installed here, by
+    the lock file of action/ that pins them."""
     into.mkdir(parents=True, exist_ok=True)
     gate_needs = [d for d in _closure(("gate",), ("seccomp",)) if canonicalize_name(d.metadata["Name"]) != "gate"]
-    for dist in [*gate_needs, *_closure(TOOLING, ())]:
-        _repack(dist, into)
-    return into
+    return {"requirements.txt": [_repack(d, into) for d in gate_needs],
+            "build.txt": [_repack(d, into) for d in _closure(BUILD, ())],
+            "uv.txt": [_repack(d, into) for d in _closure(("uv",), ())]}
+
+
+def lock(wheels: dict[str, list[Path]], action: Path) -> None:
+    """The Action's lock files for the offline index: its wheels' names, versions and hashes (the repacked
+    wheels are not PyPI's, so the real lock files' hashes would refuse them, as they should)."""
+    for name, paths in wheels.items():
+        lines = []
+        for path in sorted(paths):
+            dist, version = path.name.split("-")[:2]
+            lines.append(f"{dist}=={version} --hash=sha256:{hashlib.sha256(path.read_bytes()).hexdigest()}\n")
+        (action / "action" / name).write_text("".join(lines))
 
 
 # ----- the runner ---------------------------------------------------------------------------------------
@@ -161,8 +173,9 @@ class Machine:
     def no_sudo(self) -> Path:
         return self.session / "no-sudo"
 
-    def offline(self) -> dict[str, str]:
-        wheels = str(self.session / "wheels")
+    def offline(self, index: Path | None = None) -> dict[str, str]:
+        """pip and uv pointed at the offline index (the session's wheelhouse unless told another)."""
+        wheels = str(index or self.session / "wheels")
         return {"PIP_NO_INDEX": "1", "PIP_FIND_LINKS": wheels, "PIP_CONFIG_FILE": os.devnull,
                 "UV_NO_INDEX": "1", "UV_FIND_LINKS": wheels, "UV_OFFLINE": "1", "UV_PYTHON_DOWNLOADS": "never"}
 
@@ -174,7 +187,7 @@ def start_machine() -> Machine:
     remove_stale()
     session = Path(tempfile.mkdtemp(prefix=f"gate-tests-{os.getpid()}-", dir="/opt"))
     session.chmod(0o755)
-    wheelhouse(session / "wheels")
+    wheels = wheelhouse(session / "wheels")
     stub = session / "no-sudo"
     stub.mkdir()
     (stub / "sudo").write_text('#!/bin/sh\necho "sudo: a password is required" >&2\nexit 1\n')
@@ -183,6 +196,7 @@ def start_machine() -> Machine:
     actions, home = RUNNER_WORK / "_actions" / name, RUNNER_WORK / "_homes" / name
     ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", "build", "tests")
     shutil.copytree(ROOT, actions / "gate", ignore=ignore, symlinks=True)
+    lock(wheels, actions / "gate")
     home.mkdir(parents=True)
     for made in (actions, home):
         chown_tree(made, user)
@@ -236,6 +250,8 @@ class Job:
     env: dict[str, str]
     inputs: dict[str, str]
     privileged: bool = True
+    index: Path | None = None  # another offline index than the session's
+    home: Path | None = None  # where the privileged install goes, when not the session's
     context: dict[str, str] = field(default_factory=dict)
     runs: list[StepRun] = field(default_factory=list)
 
@@ -252,7 +268,7 @@ class Job:
         path = RUNNER_PATH if self.privileged else f"{self.machine.no_sudo}:{RUNNER_PATH}"
         return env | {"PATH": path, "HOME": str(self.machine.runner_home), "USER": RUNNER, "RUNNER_OS": "Linux",
                       "GITHUB_ACTION_PATH": str(self.machine.action_path), "LANG": "C.UTF-8",
-                      **self.machine.offline()}
+                      **self.machine.offline(self.index)}
 
     def run_step(self, step: dict[str, Any], script: str) -> StepRun:
         """`script` as the runner runs a step: a file in RUNNER_TEMP, `bash --noprofile --norc -eo pipefail`,
@@ -291,7 +307,7 @@ class Job:
                 self.context |= {f"steps.install.outputs.{k}": v
                                  for k, v in self.machine.installs[self.privileged].items()}
                 continue
-            last = self.run_step(step, install_script(step["run"], self.machine))
+            last = self.run_step(step, install_script(step["run"], self.home or self.machine.home))
             if last.code != 0:
                 break
         return last
@@ -300,20 +316,22 @@ class Job:
         return {name: evaluate(spec["value"], self.context) for name, spec in ACTION["outputs"].items()}
 
 
-def install_script(script: str, machine: Machine) -> str:
-    """The step's script, with the privileged install's home moved to this session's own directory."""
+def install_script(script: str, home: Path) -> str:
+    """The step's script, with the privileged install's home moved to `home` (a session's own directory)."""
     if INSTALL_HOME in script:
         assert script.count(INSTALL_HOME) == 1, "action.yml names its install home once"
-    return script.replace(INSTALL_HOME, str(machine.home))
+    return script.replace(INSTALL_HOME, str(home))
 
 
-def install(machine: Machine, env: dict[str, str], privileged: bool) -> StepRun:
-    """Run the install step once (per session and privilege) and keep its outputs for the other jobs."""
-    job = Job(machine, env, {}, privileged=privileged)
+def install(machine: Machine, env: dict[str, str], privileged: bool, *, index: Path | None = None,
+            home: Path | None = None) -> StepRun:
+    """Run the install step (from `index`, into `home`: the session's unless told others); the session's
+    install (once per privilege) keeps its outputs for the other jobs."""
+    job = Job(machine, env, {}, privileged=privileged, index=index, home=home)
     job.context["steps.python.outputs.python-path"] = SETUP_PYTHON
     step = next(s for s in ACTION["runs"]["steps"] if s.get("id") == "install")
-    run = job.run_step(step, install_script(step["run"], machine))
-    if run.code == 0:
+    run = job.run_step(step, install_script(step["run"], home or machine.home))
+    if run.code == 0 and home is None:
         machine.installs[privileged] = {k.rsplit(".", 1)[1]: v for k, v in job.context.items()
                                         if k.startswith("steps.install.outputs.")}
     return run

@@ -9,10 +9,13 @@ import re
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
 import yaml
+from packaging.requirements import Requirement
+from packaging.utils import canonicalize_name
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -95,3 +98,38 @@ def test_the_readme_workflows_copied_as_is_pass_zizmor_and_actionlint(tmp_path: 
         done = subprocess.run([str(Path(BIN) / argv[0]), *argv[1:]], cwd=tmp_path, capture_output=True,
                               text=True)
         assert done.returncode == 0, done.stdout + done.stderr
+
+
+def locked(name: str) -> dict[str, tuple[str, list[str]]]:
+    """The pins of one of action/'s lock files (uv pip compile's format): name -> (version, hashes)."""
+    pins: dict[str, tuple[str, list[str]]] = {}
+    for line in (ROOT / "action" / name).read_text(encoding="utf-8").replace("\\\n", " ").splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            spec, *hashes = line.split(" --hash=")
+            requirement = Requirement(spec)
+            [pin] = requirement.specifier
+            assert pin.operator == "==", line
+            pins[canonicalize_name(requirement.name)] = (pin.version, [h.strip() for h in hashes])
+    return pins
+
+
+def test_the_actions_lock_files_pin_with_hashes_what_pyproject_asks_for() -> None:
+    """The install step installs only what action/*.txt pin (--require-hashes): each requirement pyproject.toml
+    declares (the dependencies and the seccomp extra, the build backend, the dev extra's uv) must be there, at
+    a version it allows, with hashes. `.venv/bin/python action/lock.py` rewrites them (the header says so)."""
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    wanted = {"requirements.txt": [*project["project"]["dependencies"],
+                                   *project["project"]["optional-dependencies"]["seccomp"]],
+              "build.txt": project["build-system"]["requires"],
+              "uv.txt": [r for r in project["project"]["optional-dependencies"]["dev"] if r.startswith("uv==")]}
+    for name, requirements in wanted.items():
+        assert "action/lock.py" in (ROOT / "action" / name).read_text(encoding="utf-8").splitlines()[1]
+        pins = locked(name)
+        assert all(hashes and all(h.startswith("sha256:") for h in hashes) for _, hashes in pins.values()), name
+        assert requirements
+        for text in requirements:
+            requirement = Requirement(text)
+            assert canonicalize_name(requirement.name) in pins, f"action/{name} lacks {text}"
+            version = pins[canonicalize_name(requirement.name)][0]
+            assert requirement.specifier.contains(version, prereleases=True), f"action/{name}: {text} {version}"

@@ -16,6 +16,7 @@ import os
 import shutil
 import stat
 import subprocess
+import zipfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -161,12 +162,7 @@ def machine() -> Iterator[Machine]:
     try:
         for privileged in (True, False):
             root = work_dir()
-            (root / "workspace").mkdir()
-            (root / "temp").mkdir()
-            plant(root / "workspace", root)
-            chown_tree(root, built.user)
-            env = {"GITHUB_WORKSPACE": str(root / "workspace"), "RUNNER_TEMP": str(root / "temp"),
-                   "GITHUB_TOKEN": "ghs_" + "0" * 36}
+            env = step_env(built, root)
             try:
                 run = install(built, env, privileged)
                 assert run.code == 0, run.stderr
@@ -176,6 +172,16 @@ def machine() -> Iterator[Machine]:
         yield built
     finally:
         stop_machine(built)
+
+
+def step_env(machine: Machine, root: Path) -> dict[str, str]:
+    """A job's environment for the install step alone, its checkout planting files for the step to import."""
+    (root / "workspace").mkdir()
+    (root / "temp").mkdir()
+    plant(root / "workspace", root)
+    chown_tree(root, machine.user)
+    return {"GITHUB_WORKSPACE": str(root / "workspace"), "RUNNER_TEMP": str(root / "temp"),
+            "GITHUB_TOKEN": "ghs_" + "0" * 36}
 
 
 def plant(workspace: Path, root: Path) -> None:
@@ -374,3 +380,80 @@ def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: M
         assert "util.py" in pr.summary()
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_second_install_from_the_same_source_and_interpreter_reuses_the_first(machine: Machine) -> None:
+    before = installed(machine, True)
+    root = work_dir()
+    try:
+        run = install(machine, step_env(machine, root), True)
+        assert run.code == 0, run.stderr
+        assert f"gate: reusing {machine.home} " in run.stdout
+        assert installed(machine, True) == before
+        assert not list(root.glob("pwned-*"))
+    finally:
+        shutil.rmtree(root)
+
+
+@pytest.mark.parametrize("change", ["runner-owned-template", "other-source"])
+def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_rebuilt(
+        machine: Machine, change: str) -> None:
+    """A copy of the session's installation, with a template the runner rewrote and owns (what a job could
+    leave if it ever could write there), or recorded as built from other inputs: the step builds it anew."""
+    home = Path(str(machine.home) + f"-{change}")
+    subprocess.run(["cp", "-a", str(machine.home), str(home)], check=True)
+    [template] = home.glob("venv/lib/python*/site-packages/gate/report/templates/comment.md.j2")
+    genuine = template.read_bytes()
+    if change == "runner-owned-template":
+        template.write_text("ACCEPTED")
+        os.chown(template, machine.user.pw_uid, machine.user.pw_gid)
+    else:
+        (home / "stamp").write_text("0" * 64 + "\n")
+    root = work_dir()
+    try:
+        run = install(machine, step_env(machine, root), True, home=home)
+        assert run.code == 0, run.stderr
+        assert "reusing" not in run.stdout
+        assert template.read_bytes() == genuine and template.stat().st_uid == 0
+        assert (home / "stamp").read_text() == (machine.home / "stamp").read_text()
+    finally:
+        shutil.rmtree(root)
+        shutil.rmtree(home)
+
+
+def poison(wheel: Path, module: str, marker: Path) -> None:
+    """Rewrite `wheel` in place with code in `module` that leaves `marker`, keeping its name and RECORD."""
+    original = wheel.with_suffix(".orig")
+    wheel.rename(original)
+    with zipfile.ZipFile(original) as source, zipfile.ZipFile(wheel, "w") as target:
+        for member in source.infolist():
+            data = source.read(member)
+            if member.filename == module:
+                data += f"\nopen({str(marker)!r}, 'w').write('ran')\n".encode()
+            target.writestr(member, data)
+    original.unlink()
+
+
+@pytest.mark.parametrize(("dist", "module"), [("uv", "uv/__init__.py"), ("jinja2", "jinja2/__init__.py"),
+                                              ("setuptools", "setuptools/__init__.py")],
+                         ids=["uv-by-pip", "dependency-by-uv", "build-backend-by-uv"])
+def test_a_wheel_the_lock_files_do_not_hash_is_refused_and_nothing_is_installed(
+        machine: Machine, dist: str, module: str) -> None:
+    """An index or mirror that serves a changed wheel (same name and version): the install fails on its hash
+    before anything of it runs or lands in the gate's installation, and nothing is left to be reused."""
+    index, home = machine.session / f"poisoned-{dist}", machine.session / f"opt-gate-poisoned-{dist}"
+    shutil.copytree(machine.session / "wheels", index)
+    root = work_dir()
+    try:
+        [wheel] = index.glob(f"{dist}-*.whl")
+        poison(wheel, module, root / "pwned-wheel")
+        run = install(machine, step_env(machine, root), True, index=index, home=home)
+        assert run.code != 0
+        assert "hash" in run.stderr.lower(), run.stderr
+        assert not list(root.glob("pwned-*"))
+        assert not (home / "stamp").exists()
+        assert not list(home.glob(f"venv/lib/python*/site-packages/{dist}"))
+    finally:
+        shutil.rmtree(root)
+        shutil.rmtree(index)
+        shutil.rmtree(home, ignore_errors=True)
