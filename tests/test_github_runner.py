@@ -395,11 +395,12 @@ def test_a_second_install_from_the_same_source_and_interpreter_reuses_the_first(
         shutil.rmtree(root)
 
 
-@pytest.mark.parametrize("change", ["runner-owned-template", "other-source"])
+@pytest.mark.parametrize("change", ["runner-owned-template", "writable-template", "other-source"])
 def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_rebuilt(
         machine: Machine, change: str) -> None:
-    """A copy of the session's installation, with a template the runner rewrote and owns (what a job could
-    leave if it ever could write there), or recorded as built from other inputs: the step builds it anew."""
+    """A copy of the session's installation, with a template the runner rewrote and owns, or one that anyone
+    can write (what a job could leave if it ever could write there), or recorded as built from other inputs:
+    the step builds it anew."""
     home = Path(str(machine.home) + f"-{change}")
     subprocess.run(["cp", "-a", str(machine.home), str(home)], check=True)
     [template] = home.glob("venv/lib/python*/site-packages/gate/report/templates/comment.md.j2")
@@ -407,6 +408,9 @@ def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_r
     if change == "runner-owned-template":
         template.write_text("ACCEPTED")
         os.chown(template, machine.user.pw_uid, machine.user.pw_gid)
+    elif change == "writable-template":
+        template.write_text("ACCEPTED")
+        template.chmod(0o666)
     else:
         (home / "stamp").write_text("0" * 64 + "\n")
     root = work_dir()
@@ -414,7 +418,8 @@ def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_r
         run = install(machine, step_env(machine, root), True, home=home)
         assert run.code == 0, run.stderr
         assert "reusing" not in run.stdout
-        assert template.read_bytes() == genuine and template.stat().st_uid == 0
+        assert template.read_bytes() == genuine
+        assert template.stat().st_uid == 0 and not template.stat().st_mode & 0o022
         assert (home / "stamp").read_text() == (machine.home / "stamp").read_text()
     finally:
         shutil.rmtree(root)
