@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import subprocess
 import sys
 from importlib import resources
@@ -14,6 +15,7 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
+from gate import memo
 from gate.cli import main
 from gate.errors import BadInput
 from gate.policy import marked_yaml
@@ -23,9 +25,12 @@ from gate.policy.loader import (
     load_policy,
     load_preset,
     parse_cases,
+    policy_schema,
     preset_names,
 )
 from gate.policy.model import CaseSpec, Policy
+from gate.policy.validation import _content
+from gate.sandbox import users
 
 # (file text, line, key path, words the message must have). The line and key are where a user would look.
 ERRORS = [
@@ -419,3 +424,40 @@ def _error(text: str) -> str:
     with pytest.raises(BadInput) as raised:
         marked_yaml.load_marked(text, "p.yml")
     return raised.value.render()
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state directory of the test's own, in place of /run/gate (where root remembers valid documents)."""
+    folder = tmp_path / "state"
+    monkeypatch.setattr(users, "STATE_DIR", str(folder))
+    monkeypatch.setattr(users.state_dir, "__defaults__", (str(folder),))
+    return folder
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers which documents are valid")
+def test_a_valid_policy_is_remembered_by_its_content_and_any_edit_is_checked_again(state: Path) -> None:
+    assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
+    assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
+    assert len(list(state.glob("valid-*.json"))) == 2  # the policy and the default preset it extends
+    # The same keys with values of other types: JSON tells them apart, so they are validated (and refused).
+    for text, got in (('budget: "3"\n', "the string '3'"), ("budget: true\n", "the boolean true")):
+        with pytest.raises(BadInput, match=f"expected an integer, got {got}"):
+            load_policy(None, text=text, source="a.yml")
+    assert len(list(state.glob("valid-*.json"))) == 2  # nothing invalid is remembered
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers which documents are valid")
+@pytest.mark.parametrize("tamper", ["another uid's", "readable by others"])
+def test_only_roots_own_record_says_a_policy_is_valid(state: Path, tamper: str) -> None:
+    bad = 'budget: "3"\n'
+    memo.remember("valid", _content(marked_yaml.load_marked(bad, "a.yml"), policy_schema()), True)
+    [record] = state.glob("valid-*.json")
+    believed: object = load_policy(None, text=bad, source="a.yml").budget
+    assert believed == "3"  # root's own record is believed...
+    if tamper == "another uid's":
+        os.chown(record, 65534, 65534)
+    else:
+        record.chmod(0o644)
+    with pytest.raises(BadInput, match="expected an integer"):  # ...and no other
+        load_policy(None, text=bad, source="a.yml")

@@ -1,4 +1,4 @@
-"""What the layers' probes found is remembered between gates as root (gate/sandbox/memo.py): only a record of
+"""What the layers' probes found is remembered between gates as root (gate/memo.py): only a record of
 root's own, in root's state directory, for the machine as it is now, is ever used."""
 
 from __future__ import annotations
@@ -116,7 +116,7 @@ def test_without_root_nothing_is_remembered() -> None:
     state.mkdir(mode=0o700)
     os.chown(state, 65534, 65534)
     code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
-            "from gate.sandbox import memo, users\n"
+            "from gate import memo\nfrom gate.sandbox import users\n"
             "users.state_dir.__defaults__ = (sys.argv[2],)\n"
             "memo.remember('layers', {'k': 1}, {'v': 1})\n"
             "print(memo.recall('layers', {'k': 1}))\n")

@@ -90,7 +90,7 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     if not isinstance(doc, MarkedMap):
         raise BadInput(f"expected a mapping of policy keys at the top level, got {_kind_of(doc)}",
                        file=file, line=getattr(doc, "line", 1))
-    validate(doc, policy_schema(), file)
+    validate(doc, policy_schema(), file, remember=True)
     _check_globs(doc, file)
     extends = doc.get("extends", DEFAULT_PRESET)
     if extends not in preset_names():
@@ -124,7 +124,8 @@ def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -
     """Validate a list of cases (policy `cases:`, a task file, a hidden-cases file, a dataset row) and build
     CaseSpecs; a case without `kind` gets the one its keys imply. `key_prefix` names the list in messages."""
     schema = policy_schema()
-    validate(raw, {"$defs": schema["$defs"], "$ref": "#/$defs/case_list"}, file, key_prefix)
+    # A hidden-cases file is the base's, like the policy: the same document PR after PR.
+    validate(raw, {"$defs": schema["$defs"], "$ref": "#/$defs/case_list"}, file, key_prefix, remember=hidden)
     return _case_specs(raw, file, key_prefix, hidden)
 
 
@@ -287,7 +288,7 @@ def _preset_doc(name: str, chain: tuple[str, ...]) -> tuple[MarkedMap, str | Non
     doc = load_marked(_preset_path(name).read_text(encoding="utf-8"), file)
     if not isinstance(doc, MarkedMap):
         raise BadInput("a preset must be a mapping of policy keys", file=file)
-    validate(doc, policy_schema(), file)
+    validate(doc, policy_schema(), file, remember=True)
     _check_globs(doc, file)
     extends = doc.get("extends")
     if extends is None:

@@ -9,17 +9,19 @@ validators and editors ignore, carry our wording: `x-expected` (what a string pa
 from __future__ import annotations
 
 import difflib
+import hashlib
 import json
 from collections.abc import Iterable
 from functools import cache
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from jsonschema import Draft202012Validator
-from jsonschema.exceptions import ValidationError
-
+from gate import __version__, memo
 from gate.errors import BadInput
 from gate.policy.marked_yaml import KeyPath, describe, format_path, line_of
+
+if TYPE_CHECKING:  # jsonschema (about 50 ms to import) is imported when a document is not known valid
+    from jsonschema.exceptions import ValidationError
 
 _KEY_PROBLEMS = ("unknown key", "not a key of")
 # Rules whose meaning only the schema author can word (the `x-message` next to them).
@@ -35,16 +37,36 @@ def load_schema(package: str, name: str) -> dict[str, Any]:
     return schema
 
 
-def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "") -> None:
+def validate(doc: Any, schema: dict[str, Any], file: str, key_prefix: str = "", remember: bool = False) -> None:
     """Raise BadInput for the first schema error in `doc` in file order (its line marks come from
-    gate.policy.marked_yaml); `key_prefix` is prepended to key paths when `doc` sits inside a larger file."""
+    gate.policy.marked_yaml); `key_prefix` is prepended to key paths when `doc` sits inside a larger file.
+    With `remember` (a document that comes back run after run: a base's policy, its hidden cases, a preset),
+    that it is valid is remembered by its content (gate/memo.py, root only), and not checked again."""
+    key = _content(doc, schema) if remember else None
+    if key is not None and memo.recall("valid", key) is True:
+        return
+    from jsonschema import Draft202012Validator
+
     errors = list(Draft202012Validator(schema).iter_errors(doc))
     if not errors:
+        if key is not None:
+            memo.remember("valid", key, True)
         return
     owners = _case_key_owners(schema)
     explained = _drop_consequences([_explain(error, owners) for error in errors])
     path, message = min(explained, key=lambda item: (line_of(doc, item[0]) or 0, -len(item[0])))
     raise BadInput(message, file=file, line=line_of(doc, path), key=join_key(key_prefix, path) or None)
+
+
+def _content(doc: Any, schema: dict[str, Any]) -> list[str] | None:
+    """What the validity of `doc` against `schema` depends on: the hashes of both as JSON (which tells the
+    types apart: `true`, `1` and `1.0` differ); None for a document JSON cannot hold (a YAML date, set or
+    binary), never remembered."""
+    try:
+        texts = [json.dumps(schema, sort_keys=True), json.dumps(doc, sort_keys=True)]
+    except (TypeError, ValueError):
+        return None
+    return [__version__, *(hashlib.sha256(text.encode()).hexdigest() for text in texts)]
 
 
 def join_key(prefix: str, path: KeyPath) -> str:

@@ -12,9 +12,9 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate import __version__
+from gate import __version__, memo
 from gate.errors import GateFailure
-from gate.sandbox import _libc, bwrap, cgroups, memo, seccomp, users
+from gate.sandbox import _libc, bwrap, cgroups, seccomp, users
 from gate.sandbox.runner import Layers
 
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
@@ -224,7 +224,7 @@ def _found(interpreter: str, root: bool) -> tuple[list[str], dict[str, str], tup
 
 
 def _remembered(interpreter: str, root: bool, recall: bool) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
-    """`_found`, remembered (gate/sandbox/memo.py, root only) while nothing it depends on changes: the
+    """`_found`, remembered (gate/memo.py, root only) while nothing it depends on changes: the
     interpreter, the seccomp binding, the shared libraries, the files of a run's root, the kernel and its
     boot, the gate's privileges and namespaces. Only a finding that every probed layer works is kept: a
     layer that then stops working fails its runs' set-up (exit 3), never a verdict; one that was off is

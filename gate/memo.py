@@ -1,11 +1,12 @@
-"""What the gate found out about this machine, remembered until it reboots: root's only.
+"""What the gate found out on this machine and can use again, remembered until it reboots: root's only.
 
-A record is a JSON file in the gate's state directory (`users.STATE_DIR`, /run/gate: root's, 0700, on a tmpfs
-that a reboot empties), so only root writes one: never a run, whose uid is another and whose root holds
-nothing of /run. Without root nothing is remembered (a run may then share the gate's uid). A record is used
-only when its key, which names everything the finding depends on, is the one given now; anything else about
-it (missing, unreadable, not a regular file of root's, from another key) makes it a miss, and the caller
-finds out again.
+A record is a JSON file in the gate's state directory (`gate.sandbox.users.STATE_DIR`, /run/gate: root's,
+0700, on a tmpfs that a reboot empties), so only root writes one: never a run, whose uid is another and whose
+root holds nothing of /run. Without root nothing is remembered (a run may then share the gate's uid). A
+record is used only when its key, which names everything the finding depends on, is the one given now;
+anything else about it (missing, unreadable, not a regular file of root's with mode 0600, from another key)
+makes it a miss, and the caller finds out again. What is remembered: which isolation layers work
+(gate/sandbox/detect.py) and which policy and hidden-cases documents are valid (gate/policy/validation.py).
 """
 
 from __future__ import annotations
@@ -17,8 +18,6 @@ import os
 import stat
 import threading
 from typing import Any
-
-from gate.sandbox import users
 
 FORMAT = 1  # bump when a record's shape changes
 _MAX_BYTES = 1 << 20
@@ -33,8 +32,10 @@ def _state() -> int | None:
     GateFailure when it is a link or not root's (see users.state_dir): the uids need it too."""
     if os.geteuid() != 0:
         return None
+    from gate.sandbox.users import state_dir  # (the uids' lock files are there too)
+
     try:
-        return users.state_dir()
+        return state_dir()
     except OSError:
         return None
 
