@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from importlib import resources
+
 import pytest
+import yaml
 
 from gate.bots.catalog import catalog
 from gate.bots.decide import Author, CommitFacts, Person, decide
@@ -83,3 +86,9 @@ def test_every_shipped_agent_says_where_its_marks_come_from_and_validates() -> N
         assert agent.logins or agent.branches or agent.trailers or agent.identities
         assert all(login_problem(login) is None for login in agent.logins)
         assert all(branch_problem(glob) is None for glob in agent.branches)
+
+
+@pytest.mark.skipif(not hasattr(yaml, "CSafeLoader"), reason="PyYAML was built without libyaml here")
+def test_the_shipped_catalog_reads_the_same_with_libyaml_and_the_pure_loader() -> None:
+    text = (resources.files("gate") / "bots" / "agents.yml").read_text(encoding="utf-8")
+    assert yaml.load(text, Loader=yaml.CSafeLoader) == yaml.load(text, Loader=yaml.SafeLoader)
