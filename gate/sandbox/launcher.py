@@ -8,6 +8,8 @@ cleanup) is common to every backend and lives in gate/sandbox/runner.py.
 
 from __future__ import annotations
 
+import os
+import select
 import subprocess
 from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
@@ -42,9 +44,20 @@ class Launcher(Protocol):
 
 
 def stop(process: subprocess.Popen[bytes]) -> None:
-    """Wait for a helper process told to finish (its descriptors closed) to exit; kill it after 10 s."""
+    """Wait for a helper process told to finish (its descriptors closed) to exit; kill it after 10 s. The wait
+    is on a pidfd, which wakes when the process exits (Popen.wait with a timeout polls with growing sleeps:
+    about 16 ms for a helper that takes 6 to exit)."""
     try:
-        process.wait(timeout=10)
+        exited = os.pidfd_open(process.pid)
+    except OSError:  # a kernel before 5.3
+        exited = -1
+    try:
+        if exited >= 0:
+            select.select([exited], [], [], 10)
+        process.wait(timeout=0 if exited >= 0 else 10)
     except subprocess.TimeoutExpired:
         process.kill()
         process.wait()
+    finally:
+        if exited >= 0:
+            os.close(exited)
