@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import tomllib
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -133,3 +134,34 @@ def test_the_actions_lock_files_pin_with_hashes_what_pyproject_asks_for() -> Non
             assert canonicalize_name(requirement.name) in pins, f"action/{name} lacks {text}"
             version = pins[canonicalize_name(requirement.name)][0]
             assert requirement.specifier.contains(version, prereleases=True), f"action/{name}: {text} {version}"
+
+
+def test_the_install_stamp_changes_with_any_file_of_the_source_and_with_the_interpreter(tmp_path: Path) -> None:
+    """The install step reuses an installation only while this digest is unchanged: any change to what it was
+    built from (a file's bytes or name, a link, the lock files, the interpreter) must change it."""
+    source = tmp_path / "action"
+    (source / "action").mkdir(parents=True)
+    (source / "action" / "requirements.txt").write_text("jinja2==3.1.6 --hash=sha256:00\n")
+    (source / "gate").mkdir()
+    (source / "gate" / "__init__.py").write_text("x = 1\n")
+
+    def stamp(python: str = "/usr/bin/python3") -> str:
+        return subprocess.run([python, "-I", str(ROOT / "action" / "stamp.py"), str(source)], capture_output=True,
+                              text=True, check=True).stdout.strip()
+
+    seen = {stamp()}
+    assert stamp() in seen  # the same inputs, the same digest
+    gate = source / "gate"
+    (gate / "__pycache__").mkdir()
+    (gate / "__pycache__" / "x.cpython-311.pyc").write_bytes(b"")
+    assert stamp() in seen  # bytecode is not what it is built from
+    changes: list[Callable[[], object]] = [
+        lambda: (source / "action" / "requirements.txt").write_text("jinja2==3.1.6 --hash=sha256:01\n"),
+        lambda: (gate / "__init__.py").rename(gate / "main.py"),
+        lambda: (gate / "link").symlink_to("main.py"),
+        lambda: (gate / "extra.py").touch()]
+    for change in changes:
+        change()
+        assert stamp() not in seen
+        seen.add(stamp())
+    assert stamp(sys.executable) not in seen  # another interpreter (this venv's)
