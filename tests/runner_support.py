@@ -10,8 +10,9 @@ in the gate step's environment, and each `run:` script of action.yml executed wi
 What stands in: `actions/setup-python` is Debian's /usr/bin/python3 (world-readable, as setup-python's tool
 cache is); PyPI is a wheelhouse repacked offline from this environment's installed distributions (the
 gate's dependencies, its build backend and uv), which pip and uv are pointed at through PIP_*/UV_*
-variables; the gate is installed once per test session (the install step, run as `runner` through sudo),
-into a root-owned directory of its own instead of /opt/gate, so parallel sessions never share one.
+variables, and the action's copy locks (action/*.txt) to those wheels' hashes; the gate is installed once
+per test session (the install step, run as `runner` through sudo), into a root-owned directory of its own
+instead of /opt/gate, so parallel sessions never share one.
 A runner without privileges is the same user with a `sudo` that asks for a password (first on PATH).
 """
 
