@@ -12,10 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import detect, users
+from gate.sandbox import detect, open_sandbox, seccomp, users
+from gate.sandbox.base import Limits, RunRequest
 from gate.sandbox.runner import Layers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers what the probes found")
+LIMITS = Limits(wall_s=10)
 
 
 @pytest.fixture
@@ -130,3 +132,20 @@ def test_without_root_nothing_is_remembered() -> None:
         assert list(state.iterdir()) == []
     finally:
         shutil.rmtree(where)
+
+
+def test_a_remembered_finding_still_filters_system_calls(state: Path) -> None:
+    # The seccomp filter is built once by the probe and remembered with it; a zygote loads that program.
+    first = layers()
+    if first.isolation["seccomp"] != "on (no socket, no ptrace)":
+        pytest.skip("no seccomp layer here")
+    assert list(state.glob("layers-*.json"))
+    again = layers()
+    assert again.seccomp_program == first.seccomp_program == seccomp.program()
+    box = open_sandbox(LIMITS)
+    try:
+        code = b"import socket\ntry:\n    socket.socket(socket.AF_UNIX)\nexcept OSError as exc:\n    print(exc.errno)\n"
+        result = box.run(RunRequest(script="main.py", limits=LIMITS, files={"main.py": code}))
+    finally:
+        box.close()
+    assert (result.exit_code, result.stdout) == (0, b"13\n"), result.stderr  # EACCES

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from gate import __version__, memo
@@ -25,8 +26,10 @@ sys.path[:0] = sys.argv[2:]
 from gate.sandbox import _libc, seccomp
 found = {}
 try:
-    seccomp.prepare()
+    bpf = seccomp.program()
+    seccomp.prepare(bpf)
     found["seccomp"] = ""
+    found["bpf"] = bpf.hex()
 except Exception as exc:
     found["seccomp"] = f"{type(exc).__name__}: {exc}"
 for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS), ("ipcns", _libc.CLONE_NEWIPC)):
@@ -205,10 +208,19 @@ def _switch(text: str, detail: str = "on") -> str:
     return detail if not text else f"off: {text}"
 
 
-def _found(interpreter: str, root: bool) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
-    """(the sandbox interpreter's import paths, what the probe found, the paths of a run's root) for
-    `interpreter`: the two probes run side by side (as root: without it there is no mount namespace, so no
-    root to list)."""
+@dataclass(frozen=True)
+class _Findings:
+    """What the probes found for an interpreter."""
+
+    paths: list[str]  # the sandbox interpreter's import paths (the gate's package, the seccomp binding)
+    probe: dict[str, str]  # layer -> why it is off ("" when it works)
+    root: tuple[str, ...]  # the paths of a run's root (with a mount namespace)
+    bpf: bytes  # the seccomp filter, built by the probe (b"" without the layer)
+
+
+def _found(interpreter: str, root: bool) -> _Findings:
+    """Run the probes under `interpreter`, side by side (the root's, as root only: without it there is no
+    mount namespace, so no root to list)."""
     paths = [gate_root()]
     lib = seccomp.library()
     if lib is not None and lib.__file__:
@@ -218,12 +230,14 @@ def _found(interpreter: str, root: bool) -> tuple[list[str], dict[str, str], tup
         probe = _probe(_finish(_start(interpreter, _PROBE, "1" if root else "0", *paths)))
     finally:
         listed = _finish(needs) if needs else None
+    bpf = bytes.fromhex(probe.pop("bpf", ""))
     if lib is None:
         probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
-    return paths, probe, _root_paths(interpreter, listed) if listed and not probe["mountns"] else ()
+    needed = _root_paths(interpreter, listed) if listed and not probe["mountns"] else ()
+    return _Findings(paths, probe, needed, bpf)
 
 
-def _remembered(interpreter: str, root: bool, recall: bool) -> tuple[list[str], dict[str, str], tuple[str, ...]]:
+def _remembered(interpreter: str, root: bool, recall: bool) -> _Findings:
     """`_found`, remembered (gate/memo.py, root only) while nothing it depends on changes: the
     interpreter, the seccomp binding, the shared libraries, the files of a run's root, the kernel and its
     boot, the gate's privileges and namespaces. Only a finding that every probed layer works is kept: a
@@ -233,24 +247,27 @@ def _remembered(interpreter: str, root: bool, recall: bool) -> tuple[list[str], 
     kept = _record(memo.recall("layers", key)) if recall else None
     if kept is not None:
         return kept
-    paths, probe, needed = _found(interpreter, root)
-    if root and not any(probe.values()) and needed:
-        memo.remember("layers", key, {"paths": paths, "probe": probe, "root": list(needed),
-                                      "signatures": _signatures(needed)})
-    return paths, probe, needed
+    found = _found(interpreter, root)
+    if root and not any(found.probe.values()) and found.root:
+        memo.remember("layers", key, {"paths": found.paths, "probe": found.probe, "root": list(found.root),
+                                      "signatures": _signatures(found.root), "bpf": found.bpf.hex()})
+    return found
 
 
-def _record(kept: object) -> tuple[list[str], dict[str, str], tuple[str, ...]] | None:
+def _record(kept: object) -> _Findings | None:
     """What a record holds, when it has the shape `_remembered` writes and the files of the root it lists
     are still those it found."""
     if not isinstance(kept, dict) or not all(isinstance(kept.get(name), list) for name in ("paths", "root")):
         return None
-    paths, probe, needed = kept["paths"], kept.get("probe"), kept["root"]
-    if not isinstance(probe, dict) or not all(isinstance(p, str) for p in (*paths, *needed, *probe.values())):
+    paths, probe, needed, bpf = kept["paths"], kept.get("probe"), kept["root"], kept.get("bpf")
+    if not isinstance(probe, dict) or not all(isinstance(p, str) for p in (*paths, *needed, *probe.values(), bpf)):
         return None
     if kept.get("signatures") != _signatures(needed):
         return None
-    return paths, probe, tuple(needed)
+    try:
+        return _Findings(paths, probe, tuple(needed), bytes.fromhex(str(bpf)))
+    except ValueError:
+        return None
 
 
 def _machine(interpreter: str, root: bool) -> dict[str, object]:
@@ -317,7 +334,8 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
     interpreter, no_interpreter = _interpreter(uids is not None)
     if no_interpreter:
         uids = None
-    paths, probe, needed = _remembered(interpreter, root, recall)
+    found = _remembered(interpreter, root, recall)
+    paths, probe = found.paths, found.probe
     if uids is None or uids.fallback:  # one cgroup per uid, so it needs a uid per concurrent run
         cgroup_manager, cgroup_why = None, "off: needs root and a dedicated uid per run"
     else:
@@ -347,5 +365,5 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
                   netns=not probe["netns"], mountns=mountns, ipcns=not probe["ipcns"],
                   overlay=mountns and not probe["overlay"],
-                  seccomp=not probe["seccomp"], cgroups=cgroup_manager,
-                  hide=_hidden(interpreter) if mountns else (), root=needed if mountns else ())
+                  seccomp=not probe["seccomp"], seccomp_program=found.bpf, cgroups=cgroup_manager,
+                  hide=_hidden(interpreter) if mountns else (), root=found.root if mountns else ())

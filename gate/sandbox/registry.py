@@ -11,6 +11,7 @@ from gate.sandbox.runner import Layers
 from gate.sandbox.zygote import ZygoteLauncher
 
 BACKENDS: dict[str, Callable[[Layers], Launcher]] = {
-    "zygote": lambda layers: ZygoteLauncher(layers.interpreter, layers.import_paths, layers.seccomp),
+    "zygote": lambda layers: ZygoteLauncher(layers.interpreter, layers.import_paths,
+                                            layers.seccomp_program if layers.seccomp else None),
     "fresh-interpreter": lambda layers: FreshLauncher(layers.interpreter, layers.import_paths),
 }

@@ -54,6 +54,7 @@ class Layers:
     ipcns: bool = False
     overlay: bool = False  # with mountns: a head tree is staged once and shared read-only (overlayfs)
     seccomp: bool = False
+    seccomp_program: bytes = b""  # the filter's BPF program, built once by open_sandbox's probe
     cgroups: Cgroups | None = None
     hide: tuple[str, ...] = ()
     # With mountns: the host paths bound read-only into every run's otherwise empty root (the interpreter, its

@@ -20,8 +20,10 @@ from gate.sandbox.child import EXIT, PID
 from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
+# argv: the control socket's descriptor, the seccomp filter's BPF program in hex ("-" without the layer), the
+# import paths.
 _BOOT = ("import sys; sys.path[:0] = sys.argv[3:]; from gate.sandbox.zygote_server import serve; "
-         "serve(int(sys.argv[1]), sys.argv[2] == '1')")
+         "serve(int(sys.argv[1]), None if sys.argv[2] == '-' else bytes.fromhex(sys.argv[2]))")
 # Zygotes kept at once (a case usually runs under two seeds); the oldest is stopped beyond that.
 MAX_ZYGOTES = 4
 
@@ -63,12 +65,12 @@ class StatusHandle:
 
 
 class _Zygote:
-    def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, with_seccomp: bool) -> None:
+    def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, bpf: bytes | None) -> None:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
                "PYTHONDONTWRITEBYTECODE": "1"}
         self.process = subprocess.Popen(
-            [interpreter, "-s", "-S", "-P", "-c", _BOOT, str(theirs.fileno()), "1" if with_seccomp else "0",
+            [interpreter, "-s", "-S", "-P", "-c", _BOOT, str(theirs.fileno()), "-" if bpf is None else bpf.hex(),
              *paths],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env,
             start_new_session=True, close_fds=True)
@@ -84,10 +86,11 @@ class ZygoteLauncher:
 
     compiles_warm = True
 
-    def __init__(self, interpreter: str, import_paths: Sequence[str], with_seccomp: bool) -> None:
+    def __init__(self, interpreter: str, import_paths: Sequence[str], seccomp_program: bytes | None) -> None:
+        """`seccomp_program`: the filter every run loads (see gate/sandbox/seccomp.py), None without it."""
         self._interpreter = interpreter
         self._paths = list(import_paths)
-        self._seccomp = with_seccomp
+        self._seccomp = seccomp_program
         self._zygotes: dict[int, _Zygote] = {}
         self._lock = threading.Lock()
         # Zygotes are started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the

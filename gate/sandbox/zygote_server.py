@@ -19,7 +19,6 @@ import signal
 import socket
 import stat
 import sys
-import traceback
 from typing import Any
 
 from gate.sandbox import _libc, child, namespaces, seccomp
@@ -46,12 +45,15 @@ _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
 
 
-def serve(control_fd: int, with_seccomp: bool) -> None:
-    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed)."""
+def serve(control_fd: int, bpf: bytes | None) -> None:
+    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed). `bpf`
+    is the seccomp filter its runs load, built by the gate's probe: the binding never loads here (its imports,
+    ctypes.util pulling in subprocess and threading, would be in every run's fork; threading's after-fork
+    handler alone costs each forked run about 150 copied pages)."""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     waiting = child.abandon_on_parent_death()
-    if with_seccomp:
-        seccomp.prepare(_seccomp_program())
+    if bpf is not None:
+        seccomp.prepare(bpf)  # (refuses an empty program: the zygote fails, and so does the gate)
     for name in WARM_MODULES:
         importlib.import_module(name)
     # Out of the collector's sight: a forked run's collections then do not touch (and copy) every page of
@@ -83,27 +85,6 @@ def serve(control_fd: int, with_seccomp: bool) -> None:
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
-
-
-def _seccomp_program() -> bytes:
-    """The seccomp filter's BPF program, built in a short-lived child: the binding's imports (ctypes.util
-    pulls in subprocess and threading) then never load here. Every module here is in every run's fork, and
-    threading's after-fork handler alone costs each forked run about 150 copied pages."""
-    read_fd, write_fd = os.pipe()
-    pid = os.fork()
-    if pid == 0:
-        os.close(read_fd)
-        try:
-            os.write(write_fd, seccomp.program())
-        except BaseException:  # the gate's stderr: why the zygote is about to fail
-            traceback.print_exc()
-        finally:
-            os._exit(0)
-    os.close(write_fd)
-    with os.fdopen(read_fd, "rb") as built:
-        bpf = built.read()
-    os.waitpid(pid, 0)
-    return bpf  # empty if building failed: seccomp.prepare refuses it
 
 
 def _preload(names: list[str]) -> None:
