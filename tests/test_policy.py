@@ -461,3 +461,22 @@ def test_only_roots_own_record_says_a_policy_is_valid(state: Path, tamper: str) 
         record.chmod(0o644)
     with pytest.raises(BadInput, match="expected an integer"):  # ...and no other
         load_policy(None, text=bad, source="a.yml")
+
+
+_SCALARS = """\
+ints: [1, -2, 0x1f, 0o17, 1_000]
+floats: [1.5, -0.25, 1e3, .inf, -.inf]
+words: [yes, no, on, off, true, False, ~, null, "3", '4', plain text]
+when: 2024-01-02
+stamp: 2024-01-02T03:04:05Z
+blob: !!binary aGVsbG8=
+base: &base {a: 1, b: [x, y]}
+merged:
+  <<: *base
+  c: z
+again: *base
+"""
+
+
+def test_marked_yaml_reads_every_scalar_as_pyyaml_does() -> None:
+    assert marked_yaml.unmark(marked_yaml.load_marked(_SCALARS, "p.yml")) == yaml.safe_load(_SCALARS)
