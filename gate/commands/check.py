@@ -9,9 +9,6 @@ from pathlib import Path
 from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
-from gate.report.annotations import workflow_commands
-from gate.report.comment import render_comment
-from gate.report.summary import render_summary
 from gate.report.terminal import render_terminal, use_color
 from gate.scopes import score_by_scope
 from gate.sources.base import ScoreInput
@@ -47,9 +44,14 @@ def run(args: argparse.Namespace) -> int:
     with subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
         verdict = score_range(found)
         overrides = found.overrides
+    # The Markdown reporters and the annotations are imported only when asked for (start-up time).
     if args.comment:
+        from gate.report.comment import render_comment
+
         _write(args.comment, render_comment(verdict, overrides), "--comment")
     if args.summary:
+        from gate.report.summary import render_summary
+
         _write(args.summary, render_summary(verdict, overrides), "--summary")
     # With `--json -` stdout carries only the JSON; the human report goes to stderr.
     human = sys.stderr if args.json == "-" else sys.stdout
@@ -58,6 +60,8 @@ def run(args: argparse.Namespace) -> int:
     elif args.json:
         _write(Path(args.json), verdict.to_json() + "\n", "--json")
     if args.annotations:
+        from gate.report.annotations import workflow_commands
+
         for line in workflow_commands(verdict):
             print(line, file=human)
     human.write(render_terminal(verdict, use_color(human)))

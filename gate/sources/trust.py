@@ -13,7 +13,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
 from gate.cases.hidden import load_hidden
-from gate.environment.declarations import is_declaration, what_changed
 from gate.errors import BadInput
 from gate.policy.loader import load_policy
 from gate.policy.model import DEFAULT_POLICY_PATH, CaseSpec, Policy
@@ -104,6 +103,8 @@ def dependency_changes(base: BaseReader, changes: Sequence[Change], policy: Poli
     spec = policy.repository_environment
     if spec is None:
         return ()
+    from gate.environment.declarations import is_declaration, what_changed  # (tomllib: only when needed)
+
     lines = []
     for change in changes:
         for path in change.paths:
