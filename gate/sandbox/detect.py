@@ -221,12 +221,12 @@ class _Findings:
 def _found(interpreter: str, root: bool) -> _Findings:
     """Run the probes under `interpreter`, side by side (the root's, as root only: without it there is no
     mount namespace, so no root to list)."""
-    paths = [gate_root()]
-    lib = seccomp.library()
-    if lib is not None and lib.__file__:
-        paths.append(str(Path(lib.__file__).parent))
     needs = _start(interpreter, _NEEDS, os.path.realpath(interpreter)) if root else None
     try:
+        paths = [gate_root()]
+        lib = seccomp.library()  # (while the root's probe runs)
+        if lib is not None and lib.__file__:
+            paths.append(str(Path(lib.__file__).parent))
         probe = _probe(_finish(_start(interpreter, _PROBE, "1" if root else "0", *paths)))
     finally:
         listed = _finish(needs) if needs else None
