@@ -8,7 +8,9 @@ builtin type, a dotted name by module and name, any other bare name by the class
 from __future__ import annotations
 
 import builtins
+import dataclasses
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from gate.cases.base import CaseOutcome, Program
@@ -25,6 +27,7 @@ from gate.cases.running import (
     read_outcome,
     require_type,
 )
+from gate.cases.schedule import Served
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
@@ -71,9 +74,78 @@ class Call:
                                         stdin=json.dumps(payload).encode(), hash_seed=hash_seed,
                                         limits=limits, preload=program.preload))
         record = read_outcome(result)
-        if record is None or result.timed_out:
+        # A run killed for a limit has no outcome, whatever it wrote before the kill: when the record came
+        # first is a race (the output limit strikes as the gate reads the output).
+        if record is None or result.timed_out or result.killed_reason:
             return no_outcome(result, case.hidden)
         return _judge(case, record, result.wall_s)
+
+    def module(self, case: CaseSpec, program: Program) -> str | None:
+        """The module whose function `case` calls; None when it names none to call (its run says why)."""
+        target = _target(case, program)
+        return None if isinstance(target, str) else target[0]
+
+    def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
+                 hash_seed: int, cut_s: float) -> Served:
+        """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py):
+        by position, the outcome of each case it served, those it left to a run of their own (see there for
+        when), and the one it cut because it went on longer than `cut_s`."""
+        targets = [target for case in cases if not isinstance(target := _target(case, program), str)]
+        if len(targets) != len(cases):
+            raise ValueError("every case served together names a module to call")
+        order = sorted(range(len(cases)), key=lambda at: (targets[at][0], at))
+        calls = []
+        for at in order:
+            module, function = targets[at]
+            case = cases[at]
+            calls.append({"module": module, "function": function,
+                          "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))})
+        request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
+                   "output": limits.output_bytes, "record": limits.output_bytes,
+                   "private_tmp": sandbox.isolation.get("mountns", "off").startswith("on")}
+        files = harness("calls")
+        if program.code is not None:
+            files[CANDIDATE] = program.code.encode()
+        modules = len({call["module"] for call in calls})
+        result = sandbox.run(RunRequest(script="_gate_calls.py", files=files, tree=program.tree,
+                                        python_path=program.python_path, stdin=json.dumps(request).encode(),
+                                        hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
+                                        preload=program.preload))
+        return _served(cases, order, result.result or b"")
+
+
+def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:
+    """The limits of a run that serves `calls` cases of `modules` modules: each case keeps its own (the
+    harness holds it to them, or leaves it to a run of its own); the run as a whole has room for all of
+    them, and two processes more than a case (the harness's, and its module's)."""
+    seconds = limits.wall_s * (modules + 1) + cut_s * calls
+    return dataclasses.replace(limits, wall_s=seconds, cpu_s=seconds, processes=limits.processes + 2,
+                               output_bytes=(limits.output_bytes + 64) * (calls + 1))
+
+
+def _served(cases: Sequence[CaseSpec], order: list[int], channel: bytes) -> Served:
+    """The outcome lines of a run that served `cases` (in `order`): the first line for each case counts, any
+    line that is not one is ignored (half a line, from a process killed while it wrote)."""
+    outcomes: dict[int, CaseOutcome] = {}
+    alone: set[int] = set()
+    cut = None
+    for line in channel.splitlines():
+        try:
+            said = json.loads(line)
+        except (ValueError, RecursionError):
+            continue
+        served = said.get("i") if isinstance(said, dict) else None
+        if type(served) is not int or not 0 <= served < len(order):
+            continue
+        at = order[served]
+        if at in outcomes or at in alone:
+            continue
+        if said.get("alone") is True:
+            alone.add(at)
+            cut = at if said.get("cut") is True and cut is None else cut
+        elif isinstance(said.get("record"), dict) and type(said.get("seconds")) in (int, float):
+            outcomes[at] = _judge(cases[at], said["record"], float(said["seconds"]))
+    return Served(outcomes, frozenset(alone), cut)
 
 
 def _target(case: CaseSpec, program: Program) -> tuple[str, str] | str:

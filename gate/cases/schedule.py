@@ -3,10 +3,18 @@
 Each case is run once per hash seed, one seed after the other (a case that times out or cannot run is not run
 again: its next run would only cost another limit). Different cases run in parallel: up to one run per core
 starts at once, and a run that has gone on for a quarter of its time limit stops holding its core, so that
-hanging cases overlap instead of adding up (at most `most` runs go at once). The outcomes come back in the
-cases' order, whatever order the runs finished in, so the verdict does not depend on the schedule. Once the
-budget is spent no run starts; a case that had none is returned with no outcome (the caller reports it as not
-run). A run already going when the budget runs out still ends by its own limits.
+hanging cases overlap instead of adding up (at most `most` runs go at once).
+
+Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split over the cores,
+and each share is served by one run per seed; it holds its core to its end. Such a run leaves to a run of its
+own each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run
+(it may hang), and the rest of its share runs one case a run, as cases that may take long. The cases it did
+not reach are served by a new run. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
+
+The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
+depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
+outcome (the caller reports it as not run). A run already going when the budget runs out still ends by its
+own limits.
 """
 
 from __future__ import annotations
@@ -14,7 +22,7 @@ from __future__ import annotations
 import os
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
@@ -23,6 +31,15 @@ from gate.cases.base import CaseOutcome
 # A run of one case under one hash seed.
 Run = Callable[[int], CaseOutcome]
 _LAST = ("timeout", "error")  # outcomes after which a case is not run again
+# A case served with others that goes on longer than this is left to a run of its own, so that hanging cases
+# overlap (each in a run of its own) instead of waiting for one another in one run.
+SERVED_CUT_S = 0.25
+_MIN_SHARE = 8  # cases served together are split over the cores only in shares of at least this many
+
+
+def long_after(run_timeout_s: float) -> float:
+    """How long a run of one case goes before it counts as long and stops holding its core."""
+    return run_timeout_s / 4
 
 
 @dataclass(frozen=True)
@@ -38,7 +55,8 @@ class Plan:
     def for_machine(cls, run_timeout_s: float, budget_s: float) -> Plan:
         """One slot per core this process may use; up to four runs a core in all."""
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return cls(slots=cores, most=min(4 * cores, 16), long_after_s=run_timeout_s / 4, budget_s=budget_s)
+        return cls(slots=cores, most=min(4 * cores, 16), long_after_s=long_after(run_timeout_s),
+                   budget_s=budget_s)
 
     @classmethod
     def sequential(cls, budget_s: float) -> Plan:
@@ -46,40 +64,117 @@ class Plan:
         return cls(slots=1, most=1, long_after_s=float("inf"), budget_s=budget_s)
 
 
-def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan) -> list[tuple[CaseOutcome, ...]]:
+@dataclass(frozen=True)
+class Served:
+    """What one run that served many cases gave: the outcome of each case it served, by case; the cases it
+    left to a run of their own, and of those the one it cut for going on too long. A case in none was not
+    reached."""
+
+    outcomes: Mapping[int, CaseOutcome]
+    alone: frozenset[int] = frozenset()
+    cut: int | None = None
+
+
+# Many cases (by index) served in one run under one hash seed.
+Many = Callable[[Sequence[int], int], Served]
+
+
+@dataclass(frozen=True)
+class _Job:
+    """A run to start: one case, or cases served together, under the seed of index `seed`."""
+
+    cases: tuple[int, ...]
+    seed: int
+    together: bool = False
+    long: bool = False  # known to go on long (it may hang): it holds no core
+
+
+def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many | None = None,
+              together: Sequence[Sequence[int]] = ()) -> list[tuple[CaseOutcome, ...]]:
     """The outcomes of each case (one per seed it ran under, in seed order), in the order of `cases`; empty for
-    a case that never started before the budget was spent. An exception of a run (the sandbox failed) stops
-    every other start and is raised once the runs going have ended."""
+    a case that never started before the budget was spent. `many` serves the cases of each group in
+    `together`; every other case runs alone. An exception of a run (the sandbox failed) stops every other
+    start and is raised once the runs going have ended."""
     outcomes: list[list[CaseOutcome]] = [[] for _ in cases]
-    pending = deque((case, 0) for case in range(len(cases)))
-    going: dict[Future[CaseOutcome], tuple[int, int, float]] = {}  # run -> (case, seed index, started)
+    served = {case for group in together for case in group} if many is not None else set()
+    pending = deque(_Job((case,), 0) for case in range(len(cases)) if case not in served)
+    if many is not None:
+        shares = [_Job(share, 0, together=True) for group in together for share in _shares(group, plan.slots)]
+        pending.extendleft(reversed(shares))
+    going: dict[Future[object], tuple[_Job, float]] = {}
     deadline = time.monotonic() + plan.budget_s
     with ThreadPoolExecutor(max_workers=plan.most, thread_name_prefix="gate-case") as pool:
         while pending or going:
             now = time.monotonic()
             if now >= deadline:
                 pending.clear()
-            young = [started for _, _, started in going.values() if now - started < plan.long_after_s]
-            while pending and len(young) < plan.slots and len(going) < plan.most:
-                case, seed = pending.popleft()
-                going[pool.submit(cases[case], seeds[seed])] = (case, seed, now)
-                young.append(now)
+            young = [started for job, started in going.values() if _holds_core(job, started, now, plan)]
+            while pending and (len(young) < plan.slots or pending[0].long) and len(going) < plan.most:
+                job = pending.popleft()
+                if job.together and many is not None:
+                    going[pool.submit(many, job.cases, seeds[job.seed])] = (job, now)
+                else:
+                    going[pool.submit(cases[job.cases[0]], seeds[job.seed])] = (job, now)
+                if not job.long:
+                    young.append(now)
             if not going:
                 break
-            # Wake when a run ends, or when the oldest young run stops holding its slot (a case is waiting).
-            wake = min(young) + plan.long_after_s - now if pending and young else None
+            # Wake when a run ends, or when the oldest young run of one case stops holding its core.
+            alone = [started for job, started in going.values()
+                     if not job.together and _holds_core(job, started, now, plan)]
+            wake = min(alone) + plan.long_after_s - now if pending and alone else None
             done, _ = wait(going, timeout=None if wake is None else max(0.0, min(wake, deadline - now)),
                            return_when=FIRST_COMPLETED)
             for future in done:
-                case, seed, _ = going.pop(future)
+                job, _ = going.pop(future)
                 error = future.exception()
                 if error is not None:
                     pending.clear()
                     for other in going:
                         other.exception()  # let the runs going end (each within its own limits)
                     raise error
-                outcome = future.result()
-                outcomes[case].append(outcome)
-                if outcome.status not in _LAST and seed + 1 < len(seeds):
-                    pending.appendleft((case, seed + 1))  # a case's reruns first: it finishes sooner
+                answer = future.result()
+                follow = (_after_many(job, answer, outcomes, len(seeds)) if isinstance(answer, Served)
+                          else _after_one(job, answer, outcomes, len(seeds)))
+                pending.extendleft(reversed(follow))  # what follows a case first: it finishes sooner
     return [tuple(found) for found in outcomes]
+
+
+def _holds_core(job: _Job, started: float, now: float, plan: Plan) -> bool:
+    return job.together or (not job.long and now - started < plan.long_after_s)
+
+
+def _shares(group: Sequence[int], slots: int) -> list[tuple[int, ...]]:
+    """`group` in consecutive shares, one per core, none smaller than _MIN_SHARE cases (an empty group none)."""
+    count = max(1, min(slots, len(group) // _MIN_SHARE))
+    size = -(-len(group) // count)
+    return [tuple(group[at:at + size]) for at in range(0, len(group), size)]
+
+
+def _after_one(job: _Job, outcome: object, outcomes: list[list[CaseOutcome]], seeds: int) -> list[_Job]:
+    if not isinstance(outcome, CaseOutcome):
+        raise TypeError(f"a run of one case gave {type(outcome).__name__}")
+    outcomes[job.cases[0]].append(outcome)
+    if outcome.status in _LAST or job.seed + 1 >= seeds:
+        return []
+    return [_Job(job.cases, job.seed + 1, long=job.long)]
+
+
+def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], seeds: int) -> list[_Job]:
+    """Take what a run serving `job.cases` gave; the runs that follow from it."""
+    follow = [_Job((case,), job.seed, long=case == served.cut) for case in job.cases if case in served.alone]
+    left = tuple(case for case in job.cases if case not in served.outcomes and case not in served.alone)
+    if served.cut is not None:  # its share may hold more cases that take long: each in a run of its own
+        follow += [_Job((case,), job.seed) for case in left]
+    elif left and not served.outcomes and not served.alone:  # nothing served: the next case goes alone
+        follow += [_Job(left[:1], job.seed), *([_Job(left[1:], job.seed, together=True)] if left[1:] else [])]
+    elif left:
+        follow.append(_Job(left, job.seed, together=True))
+    for case in job.cases:
+        if case in served.outcomes:
+            outcomes[case].append(served.outcomes[case])
+    again = tuple(case for case in job.cases if case in served.outcomes
+                  and served.outcomes[case].status not in _LAST)
+    if again and job.seed + 1 < seeds:
+        follow.append(_Job(again, job.seed + 1, together=True))
+    return follow

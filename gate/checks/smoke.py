@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import glob
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 
-from gate.cases import KINDS, schedule
+from gate.cases import CALL, KINDS, schedule
 from gate.cases.base import CaseOutcome, Program
 from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
@@ -49,8 +50,10 @@ class Smoke:
     produces: tuple[Product, ...] = ("runs",)
     static = False
 
-    def __init__(self, parallel: bool = True, seeds: tuple[int, ...] | None = None) -> None:
+    def __init__(self, parallel: bool = True, seeds: tuple[int, ...] | None = None, together: bool = True
+                 ) -> None:
         self.parallel = parallel  # False: one run at a time (the verdict is the same either way)
+        self.together = together  # False: every case in a run of its own (the verdict is the same either way)
         self.seeds = seeds
         # The cases this check has validated, by id, each kept alive so that its id stays its own: a
         # dataset's cases are checked once per eval run, not once per sample.
@@ -72,7 +75,10 @@ class Smoke:
         budget = ctx.policy.limits.total_timeout
         plan = Plan.for_machine(limits.wall_s, budget) if self.parallel else Plan.sequential(budget)
         sandbox = ctx.sandbox
-        every = schedule.run_cases([_runner(case, program, sandbox, limits) for _, _, case in cases], seeds, plan)
+        specs = [case for _, _, case in cases]
+        every = schedule.run_cases([_runner(case, program, sandbox, limits) for case in specs], seeds, plan,
+                                   many=_many(specs, program, sandbox, limits),
+                                   together=_together(specs, program) if self.together else ())
         penalties: list[Penalty] = []
         reports: list[CaseReport] = []
         runs: list[CaseRuns] = []
@@ -153,6 +159,29 @@ def _runner(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits) 
     """One run of `case` under a given hash seed."""
     kind = KINDS[case.kind]
     return lambda seed: kind.run(case, program, sandbox, limits, seed)
+
+
+def _together(cases: list[CaseSpec], program: Program) -> list[list[int]]:
+    """The cases that one run may serve together: `call` cases with a module to call, the public ones apart
+    from the hidden ones (a public case's report quotes what its run sent back, which must never carry what
+    a hidden case's arguments were), each group in the order of the modules they call."""
+    groups: dict[bool, list[tuple[str, int]]] = {}
+    for at, case in enumerate(cases):
+        module = CALL.module(case, program) if case.kind == CALL.name else None
+        if module is not None:
+            groups.setdefault(case.hidden, []).append((module, at))
+    return [[at for _, at in sorted(group)] for group in groups.values()]
+
+
+def _many(cases: list[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits) -> schedule.Many:
+    """Serve cases (by index) together in one run under a hash seed."""
+    def serve(members: Sequence[int], seed: int) -> schedule.Served:
+        served = CALL.run_many([cases[at] for at in members], program, sandbox, limits, seed,
+                               schedule.SERVED_CUT_S)
+        return schedule.Served({members[at]: outcome for at, outcome in served.outcomes.items()},
+                               frozenset(members[at] for at in served.alone),
+                               None if served.cut is None else members[served.cut])
+    return serve
 
 
 def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome, ...],

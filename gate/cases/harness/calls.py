@@ -1,0 +1,257 @@
+"""Serve many `call` cases in one run, each as a run of its own (`call.py`) would have gone, or not at all.
+
+Request on stdin (JSON): {"calls": [{"module", "function", "args"}, ...] (those of one module together), "cpu":
+a case's CPU seconds, "wall": a case's wall seconds, "cut": the wall seconds after which a case is not served
+here, "output": the bytes a case may print, "record": the bytes of its record, "private_tmp": whether /tmp is
+the run's own}. The expected values are not in it.
+
+Each module is imported in a process of its own, forked from this one, which has imported nothing of the
+candidate; each case calls its function in a fork of that process. So a case starts from the state a run of
+its own would have after the import, and no case sees what another did in memory. A case is served only when
+its process ended by itself, in time (`cut`, and what is left of `wall`, `cpu` and `output` once its module's
+import is counted), with a whole record, and left nothing behind: no process, no change in the working
+directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no System V IPC object. Anything
+else is for the gate to judge in a run of its own, where its limits apply as they always do: the first case
+not served is reported `alone` and the serving ends. A case that left something behind is served, and the
+serving ends after it; so does a module whose import left something. The gate serves the cases not reached
+in a new run, which no case has touched.
+
+Outcome lines on the result channel (JSON, in the order of `calls`): {"i": index, "record": call.py's record,
+"seconds": the import's and the call's wall time} or {"i": index, "alone": true, "cut": whether it went on
+past `cut`}; a case with no line was not reached. The candidate can write on the channel itself, as in
+call.py: then it only says what its function could have returned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import importlib
+import mmap
+import os
+import resource
+import select
+import signal
+import sys
+import time
+from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
+from typing import Any
+
+import _gate_wire as wire
+
+RESULT_FD_ENV = "GATE_RESULT_FD"
+_PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # the run's own places to write, besides its directory (mountns)
+_SERVED, _STOPPED = 0, 3  # how a module's process ends: every case served, or the serving ends here
+# A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
+_CPU_SHARE = 0.5
+# inotify: IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
+_CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+
+
+def main() -> None:
+    result = int(os.environ.pop(RESULT_FD_ENV))
+    request = loads(sys.stdin.read())
+    calls = request["calls"]
+    watch = _Watch(["."] + (list(_PRIVATE) if request["private_tmp"] else []))
+    pristine = _others()
+    start = 0
+    while start < len(calls):
+        end = start
+        while end < len(calls) and calls[end]["module"] == calls[start]["module"]:
+            end += 1
+        if not _module_process(request, start, end, result, watch) or _others() != pristine:
+            break
+        start = end
+    os._exit(0)
+
+
+class _Watch:
+    """Whether anything changed in the places a case could leave a file for the next one (inotify on every
+    directory there now: a new one is a change in its parent). Without inotify, everything counts as a
+    change, so that each run serves one case."""
+
+    def __init__(self, tops: list[str]) -> None:
+        self.fd = -1
+        try:
+            libc = ctypes.CDLL(None, use_errno=True)
+            self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            for top in tops:
+                for folder, _, _ in os.walk(top):
+                    if libc.inotify_add_watch(self.fd, folder.encode(), _CHANGES) < 0:
+                        raise OSError(ctypes.get_errno(), folder)
+        except (OSError, AttributeError):
+            if self.fd >= 0:
+                os.close(self.fd)
+            self.fd = -1
+
+    def changed(self) -> bool:
+        """Whether anything changed since the last call."""
+        if self.fd < 0:
+            return True
+        seen = False
+        while True:
+            try:
+                seen = bool(os.read(self.fd, 65536)) or seen
+            except BlockingIOError:
+                return seen
+            except OSError:
+                return True
+
+
+def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool:
+    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them."""
+    done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            code = _serve_module(request, start, end, result, watch, done)
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    code = os.waitstatus_to_exitcode(status)
+    if code not in (_SERVED, _STOPPED):  # the import ended the process, or something killed it
+        for index in range(start + int.from_bytes(done[:8], "little"), end):
+            _line(result, {"i": index, "alone": True})
+    return code == _SERVED and not watch.changed()
+
+
+def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
+                  done: mmap.mmap) -> int:
+    output = os.memfd_create("gate-output")  # what the import prints counts against each case's output
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    began, cpu_began = time.monotonic(), _cpu()
+    module = request["calls"][start]["module"]
+    try:
+        loaded: Any = importlib.import_module(module)
+        failure = None
+    except BaseException as exc:
+        loaded, failure = None, {"load": wire.describe(exc)}
+    spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(output).st_size)
+    import_left_traces = watch.changed()
+    others = _others()
+    for index in range(start, end):
+        call = request["calls"][index]
+        record = failure
+        if record is None:
+            try:
+                function = getattr(loaded, call["function"])
+            except BaseException as exc:
+                record = {"load": wire.describe(exc)}
+        if record is not None:  # what a run of its own would say: the call never starts
+            _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
+            continue
+        served = _serve_case(request, function, call["args"], spent, result)
+        if not isinstance(served, tuple):
+            _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
+            return _STOPPED
+        _line(result, {"i": index, "record": served[0], "seconds": round(spent[0] + served[1], 6)}, done)
+        if watch.changed() or _others() != others:
+            return _STOPPED
+    return _STOPPED if import_left_traces else _SERVED
+
+
+def _serve_case(request: dict[str, Any], function: Any, args: str, spent: tuple[float, float, int],
+                result: int) -> tuple[dict[str, Any], float] | str:
+    """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
+    when that is because it went on past `cut`."""
+    imported_s, imported_cpu, printed = spent
+    output = os.memfd_create("gate-case-output")
+    channel = os.memfd_create("gate-case-record")
+    began = time.monotonic()
+    try:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                _case_process(request, function, args, imported_cpu, output, channel, result)
+            finally:
+                os._exit(1)
+        waited = _wait(pid, began + min(request["cut"], request["wall"] - imported_s) - time.monotonic())
+        seconds = time.monotonic() - began
+        if waited is None:
+            return "cut"
+        status, cpu = waited
+        if (status != 0 or cpu + imported_cpu >= request["cpu"] * _CPU_SHARE
+                or os.fstat(output).st_size + printed > request["output"]
+                or os.fstat(channel).st_size > request["record"]):
+            return "alone"
+        record = loads(os.pread(channel, request["record"], 0))
+        if not isinstance(record, dict) or record.get("raised") in ("MemoryError", "RecursionError"):
+            return "alone"  # at a limit's edge: a run of its own has a little more or less room
+        return record, seconds
+    except (OSError, ValueError, RecursionError):
+        return "alone"
+    finally:
+        os.close(output)
+        os.close(channel)
+
+
+def _case_process(request: dict[str, Any], function: Any, args: str, imported_cpu: float, output: int,
+                  channel: int, result: int) -> None:
+    """In the case's own process: its output and its record to files of their own, its CPU limit, the call."""
+    os.setpgid(0, 0)
+    os.dup2(output, 1)
+    os.dup2(output, 2)
+    os.dup2(channel, result)  # the record goes where a run of its own writes it
+    os.closerange(3, result)
+    os.closerange(result + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
+    soft = max(1, int(request["cpu"] - imported_cpu + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    answer = wire.call(function, args)
+    os.write(result, dumps(answer).encode())
+    os._exit(0)
+
+
+def _wait(pid: int, seconds: float) -> tuple[int, float] | None:
+    """(exit status, CPU seconds) of process `pid`, or None (it is killed, with its group) when it goes on for
+    longer than `seconds`."""
+    handle = os.pidfd_open(pid)
+    try:
+        ready = select.select([handle], [], [], max(0.0, seconds))[0]
+    finally:
+        os.close(handle)
+    if not ready:
+        for kill in (os.killpg, os.kill):
+            with contextlib.suppress(OSError):
+                kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+        return None
+    _, status, usage = os.wait4(pid, 0)
+    return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+
+
+def _cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+def _others() -> tuple[object, ...]:
+    """What else a case could leave for the next: this uid's other processes (a run with its own /proc sees
+    only its own; elsewhere those of the uid), and System V IPC objects."""
+    mine, uid = {os.getpid(), os.getppid()}, os.getuid()
+    processes = []
+    for name in os.listdir("/proc"):
+        if name.isdigit() and int(name) not in mine:
+            with contextlib.suppress(OSError):
+                if os.stat(f"/proc/{name}").st_uid == uid:
+                    processes.append(int(name))
+    return tuple(sorted(processes)), tuple(_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg"))
+
+
+def _read(path: str) -> bytes:
+    try:
+        handle = os.open(path, os.O_RDONLY)
+    except OSError:
+        return b""
+    try:
+        return os.read(handle, 1 << 20)
+    finally:
+        os.close(handle)
+
+
+def _line(result: int, said: dict[str, Any], done: mmap.mmap | None = None) -> None:
+    """One outcome line, after a line break (a process killed while it wrote leaves half a line)."""
+    os.write(result, ("\n" + dumps(said) + "\n").encode())
+    if done is not None:
+        done[:8] = (int.from_bytes(done[:8], "little") + 1).to_bytes(8, "little")

@@ -1,0 +1,254 @@
+"""`call` cases served many to a run: the verdict is the one a run per case gives, whatever the cases do."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import CaseSpec, Limits, Policy
+from gate.sandbox.base import RunRequest, RunResult, Sandbox
+from gate.subject import Subject
+from gate.verdict import Verdict
+from tests.cases_support import case
+
+# Modules of the tree under test. The harness imports them in the order of their names: apex's import leaves a
+# file, amend's patches the standard library, and calc's cases would see either in a run that went on.
+MODULES = {
+    "apex": """\
+open("early-was-here", "w").close()
+
+
+def saw(n):
+    import os
+    return os.path.exists("early-was-here")
+""",
+    "calc": """\
+import json
+import os
+import subprocess
+import sys
+import time
+
+SEEN = []
+
+
+def double(n):
+    return 2 * n
+
+
+def off_by_one(n):
+    return 2 * n + 1
+
+
+def spin(n):
+    while True:
+        n += 1
+
+
+def nap(n):
+    time.sleep(60)
+
+
+def fruit(n):
+    return list({"apple", "banana", "cherry", "damson", "elder", "fig", "grape", "huckleberry"})[:n]
+
+
+def refuse(n):
+    raise ValueError(f"no {n}")
+
+
+def shout(n):
+    sys.stdout.write("x" * n)
+    sys.stdout.flush()
+    return n
+
+
+def quit_early(n):
+    os._exit(n)
+
+
+def remember(n):
+    SEEN.append(n)
+    return len(SEEN)
+
+
+def leave_a_note(n):
+    existed = os.path.exists("note.txt")
+    with open("note.txt", "a") as note:
+        note.write(str(n))
+    return existed
+
+
+def in_tmp(n):
+    existed = os.path.exists("/tmp/left")
+    open("/tmp/left", "w").close()
+    return existed
+
+
+def leave_a_process(n):
+    subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"], start_new_session=True)
+    return n
+
+
+def others(n):
+    # this uid's living processes that are not this one or its ancestors
+    line, pid = set(), os.getpid()
+    while pid > 1:
+        line.add(pid)
+        try:
+            with open(f"/proc/{pid}/stat") as stat:
+                pid = int(stat.read().rsplit(")", 1)[1].split()[1])
+        except OSError:  # another uid's, not shown
+            break
+    return sorted(int(p) for p in os.listdir("/proc") if p.isdigit() and int(p) not in line
+                  and os.stat(f"/proc/{p}").st_uid == os.getuid() and _alive(p))
+
+
+def _alive(pid):
+    # (a killed process of an earlier run of this uid may wait a moment to be reaped, whatever the runs do)
+    with open(f"/proc/{pid}/stat") as stat:
+        return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def hog(n):
+    return len(bytearray(n * 1024 * 1024))
+
+
+def dumps(n):
+    return json.dumps([n])
+
+
+def saw_early(n):
+    return os.path.exists("early-was-here")
+""",
+    "amend": """\
+import json
+
+json.dumps = lambda *args, **kwargs: "patched"
+
+
+def dumps(n):
+    return json.dumps([n])
+
+
+def double(n):
+    return 2 * n
+""",
+    "broken": "raise ImportError('this module never loads')\n",
+}
+
+# (function, argument, expected): every kind of outcome, and cases that would see each other's traces.
+CASES: tuple[tuple[str, Any, Any], ...] = (
+    ("calc:double", 4, 8), ("calc:off_by_one", 4, 8), ("calc:remember", 1, 1), ("calc:remember", 2, 1),
+    ("calc:fruit", 8, []), ("calc:refuse", 3, 0), ("calc:leave_a_note", 1, False),
+    ("calc:leave_a_note", 2, False), ("calc:in_tmp", 1, False), ("calc:in_tmp", 2, False),
+    ("calc:dumps", 1, "[1]"), ("calc:saw_early", 0, False), ("calc:spin", 1, 0), ("calc:shout", 300_000, 300_000),
+    ("calc:shout", 10, 10), ("calc:quit_early", 3, 0), ("calc:leave_a_process", 1, 1), ("calc:others", 0, []),
+    ("calc:hog", 2000, 0), ("calc:nap", 1, 0), ("calc:double", 5, 10), ("apex:saw", 0, True),
+    ("amend:dumps", 1, "patched"), ("broken:double", 1, 2), ("calc:missing", 1, 2), ("calc:double", 6, 12),
+)
+
+
+class Counted:
+    """The sandbox, counting its runs."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.runs = 0
+        self._lock = threading.Lock()
+
+    @property
+    def isolation(self) -> Any:
+        return self.sandbox.isolation
+
+    def run(self, request: RunRequest) -> RunResult:
+        with self._lock:
+            self.runs += 1
+        return self.sandbox.run(request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sandbox, name)
+
+
+def _cases() -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
+    public = tuple(case("call", f"{target} {arg}", function=f"pkg.{target}", args=[arg], expect=expect)
+                   for target, arg, expect in CASES)
+    hidden = tuple(replace(spec, name=f"h{n}", hidden=True) for n, spec in enumerate(reversed(public)))
+    return public, hidden
+
+
+def _verdict(sandbox: Sandbox, tree: Path, together: bool) -> tuple[Verdict, int]:
+    public, hidden = _cases()
+    subject = Subject(kind="range", label="base..head", tree=tree, cases=public, hidden_cases=hidden)
+    policy = Policy(limits=Limits(timeout=2.0, cpu=2.0, memory_mb=512, output_kb=256), runs=2)
+    counted = Counted(sandbox)
+    verdict = score(subject, policy, counted,
+                    checks=(Smoke(together=together), Nondeterminism()))
+    return verdict, counted.runs
+
+
+def _without_times(verdict: Verdict) -> dict[str, Any]:
+    data = verdict.to_dict()
+    data.pop("timings")
+    for key in ("checks", "cases"):
+        for entry in data[key]:
+            entry.pop("seconds")
+    return data
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    for name, source in MODULES.items():
+        (tmp_path / "pkg" / f"{name}.py").write_text(source)
+    return tmp_path
+
+
+def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, tree: Path) -> None:
+    alone, alone_runs = _verdict(sandbox, tree, together=False)
+    together, together_runs = _verdict(sandbox, tree, together=True)
+    assert _without_times(together) == _without_times(alone)
+    # ... and that verdict is what each case did, read as it would be from a run of its own.
+    public = [(c.name, c.status) for c in together.cases if not c.hidden]
+    assert public == [
+        ("calc:double 4", "passed"), ("calc:off_by_one 4", "failed"), ("calc:remember 1", "passed"),
+        ("calc:remember 2", "passed"), ("calc:fruit 8", "failed"), ("calc:refuse 3", "failed"),
+        ("calc:leave_a_note 1", "passed"), ("calc:leave_a_note 2", "passed"), ("calc:in_tmp 1", "passed"),
+        ("calc:in_tmp 2", "passed"), ("calc:dumps 1", "passed"), ("calc:saw_early 0", "passed"),
+        ("calc:spin 1", "timeout"), ("calc:shout 300000", "failed"), ("calc:shout 10", "passed"),
+        ("calc:quit_early 3", "failed"), ("calc:leave_a_process 1", "passed"), ("calc:others 0", "passed"),
+        ("calc:hog 2000", "failed"), ("calc:nap 1", "timeout"), ("calc:double 5", "passed"),
+        ("apex:saw 0", "passed"), ("amend:dumps 1", "passed"), ("broken:double 1", "failed"),
+        ("calc:missing 1", "failed"), ("calc:double 6", "passed")]
+    details = {c.name: c.detail for c in together.cases}
+    assert "killed: output limit" in details["calc:shout 300000"]
+    assert "exited with status 3" in details["calc:quit_early 3"]
+    assert "MemoryError" in details["calc:hog 2000"]
+    assert "this module never loads" in details["broken:double 1"]
+    assert next(p.message for p in together.penalties if p.check == "nondeterminism").startswith(
+        "case 5 (calc:fruit 8)")
+    # Two hash seeds of 52 cases, a run each: 104 runs less those not run again after a timeout. Together,
+    # fewer, though each case that left a trace ended its run, and each odd one was left to a run alone.
+    assert alone_runs == 2 * 52 - 4
+    assert together_runs < alone_runs
+
+
+def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
+    cases = tuple(case("call", f"double {n}", function=f"pkg.{module}:double", args=[n], expect=2 * n)
+                  for n in range(40) for module in ("calc", "amend"))
+    subject = Subject(kind="range", label="base..head", tree=tree, cases=cases[:60],
+                      hidden_cases=tuple(replace(spec, hidden=True) for spec in cases[60:]))
+    counted = Counted(sandbox)
+    verdict = score(subject, Policy(runs=2), counted,
+                    checks=(Smoke(), Nondeterminism()))
+    assert verdict.accepted and [c.status for c in verdict.cases] == ["passed"] * 80
+    # Per hash seed: the public cases in a run per core, and the hidden ones in a run per core.
+    assert counted.runs == 2 * 4
