@@ -7,7 +7,7 @@ from dataclasses import replace
 from typing import Any
 
 from gate.cases.base import CaseOutcome
-from gate.cases.schedule import Plan, run_cases
+from gate.cases.schedule import Plan, Served, run_cases
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
@@ -139,3 +139,29 @@ def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sa
         ("timeout", 4, "case 2 (fine) not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent"),
         ("timeout", 4, "hidden case 1 not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent")]
     assert not verdict.accepted
+
+
+def test_a_case_cut_from_a_run_that_serves_many_starts_without_holding_a_core() -> None:
+    # One core, and a run alone holds it for long: only a run that starts as long can go beside another.
+    together = threading.Barrier(2)
+    served: list[tuple[int, ...]] = []
+
+    def many(members: Any, seed: int) -> Served:
+        served.append(tuple(members))
+        return Served({}, frozenset({members[0]}), cut=members[0])
+
+    def waits(seed: int) -> CaseOutcome:
+        try:
+            together.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            return CaseOutcome("failed", "ran alone", "alone")
+        return CaseOutcome("timeout", "ran out of time", "timeout")
+
+    def passes(seed: int) -> CaseOutcome:
+        return CaseOutcome("passed", "", "ok")
+
+    plan = Plan(slots=1, most=4, long_after_s=100, budget_s=60)
+    outcomes = run_cases([waits, waits, passes], (1,), plan, many=many, together=[[0, 1, 2]])
+    assert [[o.detail for o in found] for found in outcomes] == [["ran out of time"], ["ran out of time"], [""]]
+    # The cut case's share may hold more cases that take long: they ran one to a run, not served again.
+    assert served == [(0, 1, 2)]

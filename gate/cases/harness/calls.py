@@ -121,6 +121,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     output = os.memfd_create("gate-output")  # what the import prints counts against each case's output
     os.dup2(output, 1)
     os.dup2(output, 2)
+    os.close(output)
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     try:
@@ -128,7 +129,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         failure = None
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
-    spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(output).st_size)
+    spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
     import_left_traces = watch.changed()
     others = _others()
     for index in range(start, end):
