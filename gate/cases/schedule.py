@@ -8,8 +8,9 @@ hanging cases overlap instead of adding up (at most `most` runs go at once).
 Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split over the cores,
 and each share is served by one run per seed; it holds its core to its end. Such a run leaves to a run of its
 own each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run
-(it may hang), and the rest of its share runs one case a run, as cases that may take long. The cases it did
-not reach are served by a new run. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
+(it may hang, so it holds no core), and the rest of its share is split over the cores again, so that more
+cases that hang overlap. The cases it did not reach are served by a new run. Served or alone, a case's
+outcome is the same (tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -134,7 +135,7 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                         other.exception()  # let the runs going end (each within its own limits)
                     raise error
                 answer = future.result()
-                follow = (_after_many(job, answer, outcomes, len(seeds)) if isinstance(answer, Served)
+                follow = (_after_many(job, answer, outcomes, len(seeds), plan.slots) if isinstance(answer, Served)
                           else _after_one(job, answer, outcomes, len(seeds)))
                 pending.extendleft(reversed(follow))  # what follows a case first: it finishes sooner
     return [tuple(found) for found in outcomes]
@@ -144,9 +145,11 @@ def _holds_core(job: _Job, started: float, now: float, plan: Plan) -> bool:
     return job.together or (not job.long and now - started < plan.long_after_s)
 
 
-def _shares(group: Sequence[int], slots: int) -> list[tuple[int, ...]]:
-    """`group` in consecutive shares, one per core, none smaller than _MIN_SHARE cases (an empty group none)."""
-    count = max(1, min(slots, len(group) // _MIN_SHARE))
+def _shares(group: Sequence[int], slots: int, least: int = _MIN_SHARE) -> list[tuple[int, ...]]:
+    """`group` in consecutive shares, one per core, none smaller than `least` cases (an empty group none)."""
+    if not group:
+        return []
+    count = max(1, min(slots, len(group) // least))
     size = -(-len(group) // count)
     return [tuple(group[at:at + size]) for at in range(0, len(group), size)]
 
@@ -160,16 +163,17 @@ def _after_one(job: _Job, outcome: object, outcomes: list[list[CaseOutcome]], se
     return [_Job(job.cases, job.seed + 1, long=job.long)]
 
 
-def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], seeds: int) -> list[_Job]:
+def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], seeds: int, slots: int
+                ) -> list[_Job]:
     """Take what a run serving `job.cases` gave; the runs that follow from it."""
     follow = [_Job((case,), job.seed, long=case == served.cut) for case in job.cases if case in served.alone]
     left = tuple(case for case in job.cases if case not in served.outcomes and case not in served.alone)
-    if served.cut is not None:  # its share may hold more cases that take long: each in a run of its own
-        follow += [_Job((case,), job.seed) for case in left]
-    elif left and not served.outcomes and not served.alone:  # nothing served: the next case goes alone
-        follow += [_Job(left[:1], job.seed), *([_Job(left[1:], job.seed, together=True)] if left[1:] else [])]
-    elif left:
-        follow.append(_Job(left, job.seed, together=True))
+    if left and not served.outcomes and not served.alone:  # nothing served: the next case goes alone
+        follow.append(_Job(left[:1], job.seed))
+        left = left[1:]
+    # After a cut the share may hold more cases that hang: it is split over the cores, so that they overlap.
+    follow += [_Job(share, job.seed, together=True)
+               for share in _shares(left, slots, least=1 if served.cut is not None else _MIN_SHARE)]
     for case in job.cases:
         if case in served.outcomes:
             outcomes[case].append(served.outcomes[case])
