@@ -34,7 +34,7 @@ Run = Callable[[int], CaseOutcome]
 _LAST = ("timeout", "error")  # outcomes after which a case is not run again
 # A case served with others that goes on longer than this is left to a run of its own, so that hanging cases
 # overlap (each in a run of its own) instead of waiting for one another in one run.
-SERVED_CUT_S = 0.25
+SERVED_CUT_S = 0.1
 _MIN_SHARE = 8  # cases served together are split over the cores only in shares of at least this many
 
 
