@@ -328,6 +328,10 @@ def test_the_privileged_install_belongs_to_root_and_no_one_else_can_write_it(mac
         assert info.st_uid == 0 and not info.st_mode & 0o022, path
     assert (venv.parent / "uv" / "bin" / "uv").is_file()
     assert str(RUNNER_WORK) not in str(venv)
+    # On setup-python's interpreter, the one the gate step then runs as root.
+    for privileged in (True, False):
+        python = Path(machine.installs[privileged]["python"])
+        assert python.resolve() == Path(SETUP_PYTHON).resolve(), python
 
 
 def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machine: Machine) -> None:
