@@ -142,6 +142,7 @@ def double(n):
     return 2 * n
 """,
     "broken": "raise ImportError('this module never loads')\n",
+    "stall": "import time\n\ntime.sleep(60)\n\n\ndef double(n):\n    return 2 * n\n",
 }
 
 # (function, argument, expected): every kind of outcome, and cases that would see each other's traces.
@@ -153,6 +154,7 @@ CASES: tuple[tuple[str, Any, Any], ...] = (
     ("calc:shout", 10, 10), ("calc:quit_early", 3, 0), ("calc:leave_a_process", 1, 1), ("calc:others", 0, []),
     ("calc:hog", 2000, 0), ("calc:nap", 1, 0), ("calc:double", 5, 10), ("apex:saw", 0, True),
     ("amend:dumps", 1, "patched"), ("broken:double", 1, 2), ("calc:missing", 1, 2), ("calc:double", 6, 12),
+    ("stall:double", 1, 2), ("stall:double", 2, 4),
 )
 
 
@@ -227,7 +229,8 @@ def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, t
         ("calc:quit_early 3", "failed"), ("calc:leave_a_process 1", "passed"), ("calc:others 0", "passed"),
         ("calc:hog 2000", "failed"), ("calc:nap 1", "timeout"), ("calc:double 5", "passed"),
         ("apex:saw 0", "passed"), ("amend:dumps 1", "passed"), ("broken:double 1", "failed"),
-        ("calc:missing 1", "failed"), ("calc:double 6", "passed")]
+        ("calc:missing 1", "failed"), ("calc:double 6", "passed"), ("stall:double 1", "timeout"),
+        ("stall:double 2", "timeout")]
     details = {c.name: c.detail for c in together.cases}
     assert "killed: output limit" in details["calc:shout 300000"]
     assert "exited with status 3" in details["calc:quit_early 3"]
@@ -235,9 +238,9 @@ def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, t
     assert "this module never loads" in details["broken:double 1"]
     assert next(p.message for p in together.penalties if p.check == "nondeterminism").startswith(
         "case 5 (calc:fruit 8)")
-    # Two hash seeds of 52 cases, a run each: 104 runs less those not run again after a timeout. Together,
+    # Two hash seeds of 56 cases, a run each: 112 runs less those not run again after a timeout. Together,
     # fewer, though each case that left a trace ended its run, and each odd one was left to a run alone.
-    assert alone_runs == 2 * 52 - 4
+    assert alone_runs == 2 * 56 - 8
     assert together_runs < alone_runs
 
 

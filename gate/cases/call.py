@@ -27,7 +27,7 @@ from gate.cases.running import (
     read_outcome,
     require_type,
 )
-from gate.cases.schedule import Served
+from gate.cases.schedule import Served, long_after
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
@@ -101,6 +101,7 @@ class Call:
             calls.append({"module": module, "function": function,
                           "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))})
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
+                   "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private_tmp": sandbox.isolation.get("mountns", "off").startswith("on")}
         files = harness("calls")

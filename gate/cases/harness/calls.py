@@ -2,8 +2,8 @@
 
 Request on stdin (JSON): {"calls": [{"module", "function", "args"}, ...] (those of one module together), "cpu":
 a case's CPU seconds, "wall": a case's wall seconds, "cut": the wall seconds after which a case is not served
-here, "output": the bytes a case may print, "record": the bytes of its record, "private_tmp": whether /tmp is
-the run's own}. The expected values are not in it.
+here, "import_cut": the same for a module's import, "output": the bytes a case may print, "record": the bytes
+of its record, "private_tmp": whether /tmp is the run's own}. The expected values are not in it.
 
 Each module is imported in a process of its own, forked from this one, which has imported nothing of the
 candidate; each case calls its function in a fork of that process. So a case starts from the state a run of
@@ -99,25 +99,41 @@ class _Watch:
 
 
 def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool:
-    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them."""
+    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them. The import may
+    take `import_cut`, each case then at most `cut` and the time its process takes to go; a process that takes
+    longer is killed, and its cases left to runs of their own."""
     done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
+    ready, imported = os.pipe()  # a byte once the module is imported
     pid = os.fork()
     if pid == 0:
         code = 1
         try:
-            code = _serve_module(request, start, end, result, watch, done)
+            os.close(ready)
+            code = _serve_module(request, start, end, result, watch, done, imported)
         finally:
             os._exit(code)
+    os.close(imported)
+    handle = os.pidfd_open(pid)
+    try:
+        in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
+        in_time = in_time and bool(select.select([handle], [], [], (end - start) * (request["cut"] + 1) + 1)[0])
+    finally:
+        os.close(ready)
+        os.close(handle)
+    if not in_time:
+        with contextlib.suppress(OSError):
+            os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
-    code = os.waitstatus_to_exitcode(status)
-    if code not in (_SERVED, _STOPPED):  # the import ended the process, or something killed it
-        for index in range(start + int.from_bytes(done[:8], "little"), end):
-            _line(result, {"i": index, "alone": True})
+    code = os.waitstatus_to_exitcode(status) if in_time else None
+    if code not in (_SERVED, _STOPPED):  # the import ended the process, or it was killed
+        first = start + int.from_bytes(done[:8], "little")
+        for index in range(first, end):
+            _line(result, {"i": index, "alone": True, "cut": index == first and not in_time})
     return code == _SERVED and not watch.changed()
 
 
 def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
-                  done: mmap.mmap) -> int:
+                  done: mmap.mmap, imported: int) -> int:
     output = os.memfd_create("gate-output")  # what the import prints counts against each case's output
     os.dup2(output, 1)
     os.dup2(output, 2)
@@ -130,6 +146,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
+    os.write(imported, b"1")
+    os.close(imported)
     import_left_traces = watch.changed()
     others = _others()
     for index in range(start, end):
