@@ -106,12 +106,12 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
     ready, imported = os.pipe()  # a byte once the module is imported
     pid = os.fork()
     if pid == 0:
-        code = 1
+        exit_code = 1
         try:
             os.close(ready)
-            code = _serve_module(request, start, end, result, watch, done, imported)
+            exit_code = _serve_module(request, start, end, result, watch, done, imported)
         finally:
-            os._exit(code)
+            os._exit(exit_code)
     os.close(imported)
     handle = os.pidfd_open(pid)
     try:
