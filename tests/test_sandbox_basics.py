@@ -6,13 +6,14 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
 from gate.errors import BadInput, GateFailure
-from gate.sandbox import detect, open_sandbox, registry
+from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry, users
 from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
 
@@ -241,3 +242,32 @@ def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str)
         assert (result.exit_code, result.stdout) == (0, b"True 7\n"), result.stderr
     finally:
         box.close()
+
+
+def _children() -> set[int]:
+    """The processes this one started that are still there (zombies too)."""
+    found: set[int] = set()
+    for task in os.listdir("/proc/self/task"):
+        with open(f"/proc/self/task/{task}/children") as listed:
+            found.update(int(pid) for pid in listed.read().split())
+    return found
+
+
+def test_layers_found_ahead_are_the_same_and_nothing_of_the_search_outlives_its_block(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    box = open_sandbox(LIMITS)
+    plain = dict(box.isolation)
+    box.close()
+    with layers_found_ahead():  # as gate check does: the probes run while it reads the range
+        box = open_sandbox(LIMITS)
+        ahead = dict(box.isolation)
+        result = box.run(program("print(6 * 7)"))
+        box.close()
+    assert ahead == plain and (result.exit_code, result.stdout) == (0, b"42\n")
+    # Nothing remembered (a state directory of its own): the probes really run, and the block waits for them.
+    monkeypatch.setattr(users.state_dir, "__defaults__", (str(tmp_path / "state"),))
+    before = _children()
+    with layers_found_ahead():
+        pass  # a gate that had no code to run
+    assert not any(thread.name.startswith("gate-layers") for thread in threading.enumerate())
+    assert _children() <= before

@@ -10,6 +10,7 @@ from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.report.terminal import render_terminal, use_color
+from gate.sandbox import layers_found_ahead
 from gate.scopes import score_by_scope
 from gate.sources.base import ScoreInput
 from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
@@ -41,7 +42,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Score the range, write what was asked for, and return the exit code."""
-    with subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
+    with layers_found_ahead(), subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
         verdict = score_range(found)
         overrides = found.overrides
     # The Markdown reporters and the annotations are imported only when asked for (start-up time).

@@ -39,7 +39,7 @@ from gate.github.publish import (
     report_for,
 )
 from gate.policy.model import DEFAULT_POLICY_PATH
-from gate.sandbox import MISSING_LAYERS
+from gate.sandbox import MISSING_LAYERS, layers_found_ahead
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import MergeGroup, PullRequest, pull_request_from_event, subject_from_pull_request
 from gate.verdict import Note, Verdict, safe_text
@@ -138,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
     delivery = Delivery(environ, client, Target(repo, pr.number, scored.head_sha), names, connection.token,
                         verdict_path(args), read_only=pr.read_only_token and group is None)
     read_failure = functools.partial(explain_read, repo=repo, number=pr.number, head_sha=pr.head_sha)
-    with failures_reported(delivery, read_failure):
+    with failures_reported(delivery, read_failure), layers_found_ahead():
         with subject_from_pull_request(client, scored, workspace=workspace, policy_path=args.policy,
                                        api_url=connection.api_url, checkout_only=group is not None) as found:
             gating = gate_decision(client, pr, found.policy.bots)

@@ -6,7 +6,8 @@ sandboxed child imports modules of this package under a bare interpreter and mus
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from os import PathLike
 
 MISSING_LAYERS = "required isolation layer(s) not available here"  # how a GateFailure for them starts
@@ -15,6 +16,16 @@ MISSING_LAYERS = "required isolation layer(s) not available here"  # how a GateF
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.sandbox.base import Limits, Sandbox
+
+
+@contextmanager
+def layers_found_ahead() -> Iterator[None]:
+    """A block in which the isolation layers are already being found out (in a thread of its own) for the
+    `open_sandbox` called in it: the probes run while the caller reads its input (gate/sandbox/detect.py)."""
+    from gate.sandbox import detect
+
+    with detect.found_ahead():
+        yield
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,

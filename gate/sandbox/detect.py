@@ -9,7 +9,10 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -326,16 +329,40 @@ def _link(path: str) -> str:
         return ""
 
 
+# The findings of the probes `found_ahead` started in this thread's block: ((interpreter, root), future).
+_AHEAD: ContextVar[tuple[tuple[str, bool], Future[_Findings]] | None] = ContextVar("gate_layers_ahead",
+                                                                                   default=None)
+
+
+@contextmanager
+def found_ahead() -> Iterator[None]:
+    """Start finding out which layers work (`_remembered`) in a thread of its own, so that the probes run while
+    the gate does something else (reads the range, asks GitHub), and let `layers` called in this block use
+    what they found. On exit the thread is waited for: nothing of it outlives the block."""
+    root = os.geteuid() == 0
+    interpreter = _interpreter(root)[0]
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-layers") as pool:
+        token = _AHEAD.set(((interpreter, root), pool.submit(_remembered, interpreter, root, True)))
+        try:
+            yield
+        finally:
+            _AHEAD.reset(token)
+
+
 def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
     """Detect every layer and choose the ones to use (what the probes find is remembered between gates: see
-    `_remembered`; `recall=False` probes afresh)."""
+    `_remembered`; `recall=False` probes afresh). Inside a `found_ahead` block, the probes it started."""
     root = os.geteuid() == 0
     uids = users.UidPool() if root else None
     interpreter, no_interpreter = _interpreter(uids is not None)
     if no_interpreter:
         uids = None
-    found = _remembered(interpreter, root, recall)
-    paths, probe = found.paths, found.probe
+    ahead = _AHEAD.get()
+    if recall and ahead is not None and ahead[0] == (interpreter, root):
+        found = ahead[1].result()
+    else:
+        found = _remembered(interpreter, root, recall)
+    paths, probe = list(found.paths), dict(found.probe)
     if uids is None or uids.fallback:  # one cgroup per uid, so it needs a uid per concurrent run
         cgroup_manager, cgroup_why = None, "off: needs root and a dedicated uid per run"
     else:
