@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
 import threading
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +23,7 @@ from gate.sandbox.base import RunRequest, RunResult, Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
 from tests.cases_support import case
+from tests.runner_support import RUNNER_PATH, chown_tree, ensure_runner, has_sudo
 
 # Modules of the tree under test. The harness imports them in the order of their names: apex's import leaves a
 # file, amend's patches the standard library, and calc's cases would see either in a run that went on.
@@ -255,3 +262,72 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
     assert verdict.accepted and [c.status for c in verdict.cases] == ["passed"] * 80
     # Per hash seed: the public cases in a run per core, and the hidden ones in a run per core.
     assert counted.runs == 2 * 4
+
+
+# The same, as a user without root: a sandbox of fewer layers (no uid of its own, no private /tmp, the host's
+# /proc), where a run's leftovers are found by what its processes leave to it, not by their uid.
+AS_USER = """\
+import json, sys
+from pathlib import Path
+from gate.cases.running import sandbox_limits
+from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import CaseSpec, Limits, Policy
+from gate.sandbox import open_sandbox
+from gate.subject import Subject
+
+spec = json.loads(sys.stdin.read())
+cases = tuple(CaseSpec("call", f"{target} {arg}", (("function", f"pkg.{target}"), ("args", [arg]),
+                                                   ("expect", expect)), False)
+              for target, arg, expect in spec["cases"])
+policy = Policy(limits=Limits(timeout=2.0, cpu=2.0), runs=2)
+box = open_sandbox(sandbox_limits(policy.limits))
+found = {"isolation": dict(box.isolation)}
+for together in (False, True):
+    subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), cases=cases)
+    verdict = score(subject, policy, box, checks=(Smoke(together=together), Nondeterminism()))
+    found[str(together)] = [[c.name, c.status, c.detail] for c in verdict.cases]
+runs, run = [], box.run
+box.run = lambda request: runs.append(1) or run(request)
+ordinary = tuple(CaseSpec("call", f"double {n}", (("function", "pkg.calc:double"), ("args", [n]),
+                                                  ("expect", 2 * n)), False) for n in range(40))
+subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), cases=ordinary)
+found["ordinary"] = score(subject, policy, box, checks=(Smoke(), Nondeterminism())).accepted, len(runs)
+box.close()
+print(json.dumps(found))
+"""
+USER_CASES: tuple[tuple[str, Any, Any], ...] = (
+    ("calc:double", 4, 8), ("calc:off_by_one", 4, 8), ("calc:remember", 1, 1), ("calc:remember", 2, 1),
+    ("calc:fruit", 8, []), ("calc:leave_a_note", 1, False), ("calc:leave_a_note", 2, False),
+    ("calc:leave_a_process", 1, 1), ("calc:quit_early", 3, 0), ("calc:spin", 1, 0), ("calc:shout", 300_000, 0),
+    ("calc:double", 5, 10), ("apex:saw", 0, True), ("calc:saw_early", 0, False), ("amend:dumps", 1, "patched"),
+    ("calc:dumps", 1, "[1]"))
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
+def test_without_root_cases_served_together_get_the_verdict_of_a_run_each() -> None:
+    user = ensure_runner()
+    work = Path(tempfile.mkdtemp(dir=Path(user.pw_dir) / "work"))
+    try:
+        for name, source in {"__init__": "", **MODULES}.items():
+            (work / "pkg").mkdir(exist_ok=True)
+            (work / "pkg" / f"{name}.py").write_text(source)
+        chown_tree(work, user)
+        root = Path(__file__).resolve().parent.parent
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", AS_USER], input=json.dumps({"tree": str(work), "cases": USER_CASES}),
+            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
+            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
+            check=False, timeout=300)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert found["isolation"]["uid"].startswith("off") and found["isolation"]["mountns"].startswith("off")
+    assert found["True"] == found["False"]
+    assert [status for _, status, _ in found["True"]] == [
+        "passed", "failed", "passed", "passed", "failed", "passed", "passed", "passed", "failed", "timeout",
+        "failed", "passed", "passed", "passed", "passed", "passed"]
+    # Forty ordinary cases: a run per core and hash seed, whatever else this user runs meanwhile.
+    assert found["ordinary"] == [True, 2 * 2]

@@ -103,7 +103,8 @@ class Call:
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
                    "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
-                   "private_tmp": sandbox.isolation.get("mountns", "off").startswith("on")}
+                   "private": all(sandbox.isolation.get(layer, "off").startswith("on")
+                                  for layer in ("mountns", "ipcns"))}
         files = harness("calls")
         if program.code is not None:
             files[CANDIDATE] = program.code.encode()

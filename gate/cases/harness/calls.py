@@ -3,7 +3,8 @@
 Request on stdin (JSON): {"calls": [{"module", "function", "args"}, ...] (those of one module together), "cpu":
 a case's CPU seconds, "wall": a case's wall seconds, "cut": the wall seconds after which a case is not served
 here, "import_cut": the same for a module's import, "output": the bytes a case may print, "record": the bytes
-of its record, "private_tmp": whether /tmp is the run's own}. The expected values are not in it.
+of its record, "private": whether the run has a /tmp and System V IPC of its own}. The expected values are
+not in it.
 
 Each module is imported in a process of its own, forked from this one, which has imported nothing of the
 candidate; each case calls its function in a fork of that process. So a case starts from the state a run of
@@ -41,6 +42,7 @@ import _gate_wire as wire
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
 _PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # the run's own places to write, besides its directory (mountns)
+_PR_SET_CHILD_SUBREAPER = 36
 _SERVED, _STOPPED = 0, 3  # how a module's process ends: every case served, or the serving ends here
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
@@ -52,14 +54,17 @@ def main() -> None:
     result = int(os.environ.pop(RESULT_FD_ENV))
     request = loads(sys.stdin.read())
     calls = request["calls"]
-    watch = _Watch(["."] + (list(_PRIVATE) if request["private_tmp"] else []))
-    pristine = _others()
+    private = request["private"]
+    watch = _Watch(["."] + (list(_PRIVATE) if private else []))
+    _adopt_orphans()
+    pristine = _ipc(private)
     start = 0
     while start < len(calls):
         end = start
         while end < len(calls) and calls[end]["module"] == calls[start]["module"]:
             end += 1
-        if not _module_process(request, start, end, result, watch) or _others() != pristine:
+        if not _module_process(request, start, end, result, watch) or _left_a_process() \
+                or _ipc(private) != pristine:
             break
         start = end
     os._exit(0)
@@ -149,7 +154,12 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     os.write(imported, b"1")
     os.close(imported)
     import_left_traces = watch.changed()
-    others = _others()
+    _adopt_orphans()
+    ipc = _ipc(request["private"])
+    if len(os.listdir("/proc/self/task")) > 1:  # its cases' processes would not have the import's threads
+        for index in range(start, end):
+            _line(result, {"i": index, "alone": True}, done)
+        return _STOPPED
     for index in range(start, end):
         call = request["calls"][index]
         record = failure
@@ -166,7 +176,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
             _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
             return _STOPPED
         _line(result, {"i": index, "record": served[0], "seconds": round(spent[0] + served[1], 6)}, done)
-        if watch.changed() or _others() != others:
+        if watch.changed() or _left_a_process() or _ipc(request["private"]) != ipc:
             return _STOPPED
     return _STOPPED if import_left_traces else _SERVED
 
@@ -245,17 +255,28 @@ def _cpu() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
-def _others() -> tuple[object, ...]:
-    """What else a case could leave for the next: this uid's other processes (a run with its own /proc sees
-    only its own; elsewhere those of the uid), and System V IPC objects."""
-    mine, uid = {os.getpid(), os.getppid()}, os.getuid()
-    processes = []
-    for name in os.listdir("/proc"):
-        if name.isdigit() and int(name) not in mine:
-            with contextlib.suppress(OSError):
-                if os.stat(f"/proc/{name}").st_uid == uid:
-                    processes.append(int(name))
-    return tuple(sorted(processes)), tuple(_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg"))
+def _adopt_orphans() -> None:
+    """Make this process the parent of every process its children leave (a double fork, a new session), so
+    that `_left_a_process` sees them whatever uid the run has."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+        raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
+
+
+def _left_a_process() -> bool:
+    """Whether a process of the cases served so far (or of the import) is still there."""
+    while True:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return False
+        if pid == 0:
+            return True
+
+
+def _ipc(private: bool) -> tuple[bytes, ...]:
+    """The run's System V IPC objects (a run that shares the host's sees no more alone)."""
+    return tuple(_read(f"/proc/sysvipc/{kind}") for kind in ("shm", "sem", "msg")) if private else ()
 
 
 def _read(path: str) -> bytes:
