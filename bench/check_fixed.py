@@ -4,11 +4,12 @@ from the base, the policy, the sandbox's start-up, the static checks, the report
     sudo .venv/bin/python bench/check_fixed.py [--runs 9] [--baseline DIR] [--cold]
 
 On the repository of bench/pr_latency.py's first row (20 changed files, 50 + 10 hidden call cases), each round
-runs `gate check --json` in a child that times `gate.cases.schedule.run_cases`, where every case run happens;
-the fixed part is the child's wall time less that. `--baseline DIR` also times another checkout of the gate
-(first on the child's path), alternating round by round so that both see the same load. `--cold` removes what
-the gate remembers in /run/gate (valid documents, the layers found; gate/memo.py) before each round of this
-tree, as after a reboot or on a fresh runner. Medians and minimums of `--runs` rounds.
+runs `python -m gate check --json` (as the Action runs the gate) in a child that times
+`gate.cases.schedule.run_cases`, where every case run happens; the fixed part is the child's wall time less
+that. `--baseline DIR` also times another checkout of the gate (first on the child's path), alternating round
+by round so that both see the same load. `--cold` removes what the gate remembers in /run/gate (valid
+documents, the layers found; gate/memo.py) before each round of this tree, as after a reboot or on a fresh
+runner. Medians and minimums of `--runs` rounds.
 """
 
 from __future__ import annotations
@@ -28,9 +29,8 @@ from pr_latency import ROWS, build_row  # a sibling bench script
 
 # Reaches into the gate to time its case runs, which no user does: a measurement only.
 _CHILD = """
-import sys, time
+import runpy, sys, time
 from gate.cases import schedule
-from gate.cli import main
 inner, spent = schedule.run_cases, []
 def timed(*args, **kwargs):
     started = time.perf_counter()
@@ -39,9 +39,10 @@ def timed(*args, **kwargs):
     finally:
         spent.append(time.perf_counter() - started)
 schedule.run_cases = timed
-code = main(sys.argv[1:])
-print(f"case runs: {sum(spent)} {len(spent)}", file=sys.stderr)
-raise SystemExit(code)
+try:
+    runpy.run_module("gate", run_name="__main__")  # `python -m gate`, as the Action runs it
+finally:
+    print(f"case runs: {sum(spent)} {len(spent)}", file=sys.stderr)
 """
 _REMEMBERED = ("layers-", "valid-")
 

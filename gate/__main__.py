@@ -1,3 +1,11 @@
+"""`python -m gate`: the CLI, as the Action runs it."""
+
+import gc
+
 from gate.cli import main
 
-raise SystemExit(main())
+code = main()
+# The process is about to end: out of the collector's sight, its objects are not all walked once more on the
+# way out (about 25 ms of a gate check's exit). Nothing is lost: files are closed where they are written.
+gc.freeze()
+raise SystemExit(code)
