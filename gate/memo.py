@@ -19,6 +19,8 @@ import stat
 import threading
 from typing import Any
 
+from gate.errors import GateFailure
+
 FORMAT = 1  # bump when a record's shape changes
 _MAX_BYTES = 1 << 20
 
@@ -28,15 +30,15 @@ def _digest(key: Any) -> str:
 
 
 def _state() -> int | None:
-    """The state directory's descriptor, or None when the gate is not root or it cannot be made. Raises
-    GateFailure when it is a link or not root's (see users.state_dir): the uids need it too."""
+    """The state directory's descriptor, or None when the gate is not root or the directory cannot be used (it
+    cannot be made, or it is a link or not root's: see users.state_dir; the uids then refuse it themselves)."""
     if os.geteuid() != 0:
         return None
     from gate.sandbox.users import state_dir  # (the uids' lock files are there too)
 
     try:
         return state_dir()
-    except OSError:
+    except (OSError, GateFailure):
         return None
 
 

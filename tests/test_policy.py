@@ -480,3 +480,14 @@ again: *base
 
 def test_marked_yaml_reads_every_scalar_as_pyyaml_does() -> None:
     assert marked_yaml.unmark(marked_yaml.load_marked(_SCALARS, "p.yml")) == yaml.safe_load(_SCALARS)
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers which documents are valid")
+def test_a_planted_state_directory_is_not_used_and_the_policy_still_loads(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    victim = tmp_path / "victim"
+    victim.mkdir()
+    (tmp_path / "state").symlink_to(victim)  # a link where root's own directory should be
+    monkeypatch.setattr(users.state_dir, "__defaults__", (str(tmp_path / "state"),))
+    assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
+    assert list(victim.iterdir()) == []  # nothing was written through the link
