@@ -39,7 +39,8 @@ ROWS: tuple[tuple[str, int, int, int, bool], ...] = (
     ("200 files, 500 + 100 hidden cases", 200, 500, 100, False),
     ("5 hanging cases, timeout 5 s", 1, 5, 0, True),
 )
-_RUN_GATE = "import sys; from gate.cli import main; raise SystemExit(main())"
+# As the Action runs it (`python -I -m gate`), less -I's isolation from PYTHONPATH, which --baseline needs.
+_RUN_GATE = ("-P", "-m", "gate")
 
 # Function bodies the generated modules pick from: (name, source with {k} as the module's constant, arguments
 # a case calls it with). Each takes a list of ints.
@@ -275,7 +276,7 @@ def _gate_env(source: Path | None) -> dict[str, str]:
 
 def time_gate(row: Row, source: Path | None, out: Path) -> tuple[float, dict[str, Any]]:
     """Seconds of one `gate check`, and the verdict's shape (what two gates must agree on)."""
-    command = [sys.executable, "-P", "-c", _RUN_GATE, "check", "--repo", str(row.repo), "--base", "base",
+    command = [sys.executable, *_RUN_GATE, "check", "--repo", str(row.repo), "--base", "base",
                "--head", "head", "--json", str(out)]
     seconds = _timed(command, _gate_env(source), out.parent, lambda code: code in (0, 1))
     verdict = json.loads(out.read_text())
@@ -295,7 +296,7 @@ def time_pytest(row: Row) -> float:
 
 
 def time_version(source: Path | None, where: Path) -> float:
-    return _timed([sys.executable, "-P", "-c", _RUN_GATE, "--version"], _gate_env(source), where,
+    return _timed([sys.executable, *_RUN_GATE, "--version"], _gate_env(source), where,
                   lambda code: code == 0)
 
 
