@@ -89,7 +89,8 @@ class Call:
                  hash_seed: int, cut_s: float) -> Served:
         """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py):
         by position, the outcome of each case it served, those it left to a run of their own (see there for
-        when), and the one it cut because it went on longer than `cut_s`."""
+        when; and every case it did not reach when the run did not end as the harness ends it), and the one
+        it cut because it went on longer than `cut_s`."""
         targets = [target for case in cases if not isinstance(target := _target(case, program), str)]
         if len(targets) != len(cases):
             raise ValueError("every case served together names a module to call")
@@ -113,7 +114,13 @@ class Call:
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),
                                         hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
                                         preload=program.preload))
-        return _served(cases, order, result.result or b"")
+        served = _served(cases, order, result.result or b"", result.wall_s)
+        if result.exit_code == 0:
+            return served
+        # The harness always exits 0: the run was killed at a limit, or stopped by the candidate's import (its
+        # module's process can signal the harness). The cases it did not reach go to runs of their own, not
+        # to another serving the same import would stop again.
+        return Served(served.outcomes, frozenset(range(len(cases))) - set(served.outcomes), served.cut)
 
 
 def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:
@@ -125,9 +132,11 @@ def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:
                                output_bytes=(limits.output_bytes + 64) * (calls + 1))
 
 
-def _served(cases: Sequence[CaseSpec], order: list[int], channel: bytes) -> Served:
-    """The outcome lines of a run that served `cases` (in `order`): the first line for each case counts, any
-    line that is not one is ignored (half a line, from a process killed while it wrote)."""
+def _served(cases: Sequence[CaseSpec], order: list[int], channel: bytes, wall_s: float) -> Served:
+    """The outcome lines of a run that served `cases` (in `order`) in `wall_s` seconds: the first line for each
+    case counts, any line that is not one is ignored (half a line, from a process killed while it wrote; the
+    candidate's import can write lines too, so a case's seconds must be within the run's, as the gate timed
+    it: a report's times are numbers from 0 up)."""
     outcomes: dict[int, CaseOutcome] = {}
     alone: set[int] = set()
     cut = None
@@ -145,8 +154,9 @@ def _served(cases: Sequence[CaseSpec], order: list[int], channel: bytes) -> Serv
         if said.get("alone") is True:
             alone.add(at)
             cut = at if said.get("cut") is True and cut is None else cut
-        elif isinstance(said.get("record"), dict) and type(said.get("seconds")) in (int, float):
-            outcomes[at] = _judge(cases[at], said["record"], float(said["seconds"]))
+        elif isinstance(said.get("record"), dict) and type(seconds := said.get("seconds")) in (int, float) \
+                and 0 <= seconds <= wall_s:
+            outcomes[at] = _judge(cases[at], said["record"], float(seconds))
     return Served(outcomes, frozenset(alone), cut)
 
 
@@ -187,8 +197,9 @@ def _judge(case: CaseSpec, record: dict[str, Any], seconds: float) -> CaseOutcom
         return CaseOutcome("failed", detail, fingerprint("notdata", got), seconds)
     try:
         value = wire.loads(str(record["ok"]))
-    except wire.NotData as exc:
-        return CaseOutcome("failed", f"returned {exc}", fingerprint("notdata", str(exc)), seconds)
+    except wire.NotData as exc:  # its text may quote the record (an unknown tag): the candidate's words
+        detail = hidden_detail("returned", "") if case.hidden else f"returned {exc}"
+        return CaseOutcome("failed", detail, fingerprint("notdata", str(exc)), seconds)
     seen = fingerprint("ok", record["ok"])
     if case.get("error") is not None:
         return CaseOutcome("failed", _expected(case) + f"returned {_got(case, value)}", seen, seconds)

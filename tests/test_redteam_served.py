@@ -1,0 +1,152 @@
+"""Red team: `call` cases served many to a run (gate/cases/harness/calls.py). The candidate's import runs in a
+process that holds every case of its run in memory and the run's result channel: what it writes there says
+only what its function could have returned, never a hidden case's arguments, and never stops the gate."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import Limits, Policy
+from gate.sandbox.base import Sandbox
+from gate.subject import Subject
+from tests.cases_support import case
+from tests.redteam_support import (
+    assert_hidden_values_absent,
+    assert_not_passed,
+    bot_repo,
+    check,
+    healthy_after,
+)
+from tests.test_cases_together import Counted
+
+# Lines on the served run's result channel, written by the candidate's import (it runs in the module's
+# process, which holds the channel: the pipe among its descriptors).
+LINES = """
+import os, sys
+
+def _lines(*texts):
+    if "_gate_calls_main" not in sys.modules:
+        return
+    for fd in range(3, 64):
+        try:
+            if os.readlink(f"/proc/self/fd/{fd}").startswith("pipe:"):
+                for text in texts:
+                    os.write(fd, ("\\n" + text + "\\n").encode())
+        except OSError:
+            pass
+"""
+
+
+def test_a_record_nested_to_the_edge_of_the_recursion_limit_gives_a_verdict(tmp_path: Path) -> None:
+    # One line per depth, deepest first: the first that the gate can parse counts, and its texts are then
+    # read one level deeper than they were parsed.
+    deep = "; ".join(
+        f"_lines('{{\"i\": 0, \"record\": {{\"raised\": {'[' * depth}{']' * depth}}}, \"seconds\": 0}}')"
+        for depth in range(1000, 960, -1))
+    code = LINES + deep + "\n\ndef add(a, b):\n    return a + b\n"
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert run.code in (0, 1), run.reports
+    healthy_after(run, repo, tmp_path)
+
+
+def test_a_malformed_result_names_nothing_of_a_hidden_case(tmp_path: Path) -> None:
+    # The function writes its own record, whose wire text has a tag the gate does not know: the tag spells
+    # the arguments.
+    code = ("import json, os\n\ndef add(a, b):\n"
+            "    record = json.dumps({'ok': json.dumps({'t': f'{a} {b}', 'v': 0})}).encode()\n"
+            "    for fd in range(3, 64):\n        try:\n            os.write(fd, record)\n"
+            "        except OSError:\n            pass\n    os._exit(0)\n")
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "hidden case 1")
+    assert_hidden_values_absent(run)
+    healthy_after(run, repo, tmp_path)
+
+
+def test_forged_seconds_keep_the_verdict_a_valid_one(tmp_path: Path) -> None:
+    code = LINES + ("_lines('{\"i\": 0, \"record\": {\"ok\": \"5\"}, \"seconds\": NaN}')\n\n"
+                    "def add(a, b):\n    return a + b\n")
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    seconds = [case["seconds"] for case in run.verdict["cases"]]
+    assert all(0 <= s < 1e6 for s in seconds), seconds
+    healthy_after(run, repo, tmp_path)
+
+
+# On its import in the served harness, the module stops the harness's main process (its parent) and itself,
+# so that the run says nothing until its wall limit kills it; alone, it is honest.
+STOPPER = """\
+import os, signal, sys
+
+if "_gate_calls_main" in sys.modules:
+    os.kill(os.getppid(), signal.SIGSTOP)
+    os.kill(os.getpid(), signal.SIGSTOP)
+
+
+def double(n):
+    return 2 * n
+"""
+
+
+def test_a_serving_stopped_by_the_import_waits_its_limit_once(sandbox: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(STOPPER)
+    hidden = tuple(case("call", f"h{n}", function="pkg.calc:double", args=[n], expect=2 * n, hidden=True)
+                   for n in range(6))
+    subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
+    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=1)
+    verdicts, runs = [], []
+    for together in (False, True):
+        counted = Counted(sandbox)
+        verdicts.append(score(subject, policy, counted, checks=(Smoke(together=together),)))
+        runs.append(counted.runs)
+    assert [c.status for c in verdicts[1].cases] == [c.status for c in verdicts[0].cases] == ["passed"] * 6
+    # The one run that served them, killed at its limit, then a run each: not a stopped run per case.
+    assert runs == [12, 13], runs
+
+
+def test_a_public_case_never_reports_what_its_run_holds_of_a_hidden_case(tmp_path: Path) -> None:
+    # The import finds the request the harness holds (every case of its run, with its arguments) and the
+    # function returns it: the public case's report quotes what came back.
+    code = ("import sys\n\nFOUND = []\nframe = sys._getframe()\nwhile frame is not None:\n"
+            "    request = frame.f_locals.get('request')\n"
+            "    if isinstance(request, dict):\n"
+            "        FOUND = [call.get('args') for call in request.get('calls', [request])]\n"
+            "    frame = frame.f_back\n\n\ndef add(a, b):\n    return repr(FOUND)\n")
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "adds", "hidden case 1")
+    assert '"v":[2,3]' in run.case("adds")["detail"]  # it did find its own run's request
+    assert_hidden_values_absent(run)
+    healthy_after(run, repo, tmp_path)
+
+
+JUNK = [
+    "[1, 2]", '"i"', "null", "{", '{"i": true, "record": {"ok": "5"}, "seconds": 0}',
+    '{"i": false, "record": {"ok": "5"}, "seconds": 0}',
+    '{"i": -1, "record": {"ok": "5"}, "seconds": 0}', '{"i": 1, "record": {"ok": "5"}, "seconds": 0}',
+    '{"i": 0.0, "record": {"ok": "5"}, "seconds": 0}', '{"i": 0, "record": [1], "seconds": 0}',
+    '{"i": 0, "record": {"ok": "5"}, "seconds": -1}', '{"i": 0, "record": {"ok": "5"}, "seconds": 1e308}',
+    '{"i": 0, "record": {"ok": "5"}, "seconds": "0"}', '{"i": 0, "alone": 1, "cut": true}',
+    '{"i": 0, "passed": true}',
+    # The one line for case 0 that counts: a forged result of the wrong type.
+    '{"i": 0, "record": {"ok": "true"}, "seconds": 0}',
+    '{"i": 0, "record": {"ok": "5"}, "seconds": 0}', '{"i": 0, "record": {"ok": "777780"}, "seconds": 0}',
+]
+
+
+def test_junk_and_forged_lines_on_the_result_channel_say_only_what_the_function_could_return(
+        tmp_path: Path) -> None:
+    code = LINES + f"_lines(*{JUNK!r})\n\n\ndef add(a, b):\n    return a + b\n"
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "adds", "hidden case 1")
+    assert run.case("adds")["detail"] == "expected int 5, got bool True"
+    assert run.case("hidden case 1")["detail"] == "returned bool"
+    assert all(0 <= case["seconds"] < 60 for case in run.verdict["cases"])
+    assert_hidden_values_absent(run)
+    healthy_after(run, repo, tmp_path)
