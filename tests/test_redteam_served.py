@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import Limits, Policy
@@ -153,3 +155,85 @@ def test_junk_and_forged_lines_on_the_result_channel_say_only_what_the_function_
     assert all(0 <= case["seconds"] < 60 for case in run.verdict["cases"])
     assert_hidden_values_absent(run)
     healthy_after(run, repo, tmp_path)
+
+
+# The import replaces the harness's `_serve_case` (its module's process runs the harness's code after the
+# import): each call then runs in that process, under none of a case's limits, and its record is sent as
+# the harness would. Alone, `slow` runs out of time, and `burn` out of CPU.
+UNLIMITED = """\
+import sys
+import time
+
+harness = sys.modules.get("_gate_calls_main")
+if harness is not None:
+    wire = sys.modules["_gate_wire"]
+    harness._serve_case = lambda request, function, args, spent, result: (wire.call(function, args), 0.0)
+
+
+def slow(n):
+    time.sleep(1.5)
+    return 2 * n
+
+
+def burn(n):
+    began = time.process_time()
+    while time.process_time() - began < 1.5:
+        pass
+    return 2 * n
+"""
+
+
+@pytest.mark.parametrize(("function", "timeout"), [("slow", 1.0), ("burn", 4.0)])
+def test_a_served_case_has_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, tmp_path: Path, function: str,
+                                                              timeout: float) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(UNLIMITED)
+    hidden = (case("call", "h", function=f"pkg.calc:{function}", args=[3], expect=6, hidden=True),)
+    subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
+    policy = Policy(limits=Limits(timeout=timeout, cpu=1.0), runs=1)
+    statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
+                for together in (False, True)]
+    assert statuses == [["timeout"], ["timeout"]]
+
+
+# The import forks a process that stops the harness and the module's process, takes its time over the
+# answer, writes it on the result channel, and lets both go on: each would still see its own clock run out,
+# but what it waited for is on the channel.
+HOLDER = LINES + """
+import json, signal, time
+
+harness = sys.modules.get("_gate_calls_main")
+if harness is not None:
+    frame = sys._getframe()
+    while "request" not in frame.f_locals:
+        frame = frame.f_back
+    request, main, module = frame.f_locals["request"], os.getppid(), os.getpid()
+    if os.fork() == 0:
+        for pid in (main, module):
+            os.kill(pid, signal.SIGSTOP)
+        wire = sys.modules["_gate_wire"]
+        (n,), _ = wire.loads(request["calls"][0]["args"])
+        time.sleep(1.5)
+        _lines(json.dumps({"i": 0, "record": {"ok": wire.dumps(2 * n)}, "seconds": 0}))
+        for pid in (main, module):
+            os.kill(pid, signal.SIGCONT)
+        os._exit(0)
+
+
+def slow(n):
+    time.sleep(1.5)
+    return 2 * n
+"""
+
+
+def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(HOLDER)
+    hidden = (case("call", "h", function="pkg.calc:slow", args=[3], expect=6, hidden=True),)
+    subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
+    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=1)
+    statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
+                for together in (False, True)]
+    assert statuses == [["timeout"], ["timeout"]]

@@ -89,8 +89,8 @@ class Call:
                  hash_seed: int, cut_s: float) -> Served:
         """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py):
         by position, the outcome of each case it served, those it left to a run of their own (see there for
-        when; and every case it did not reach when the run did not end as the harness ends it), and the one
-        it cut because it went on longer than `cut_s`."""
+        when; every case when the run did not end as the harness ends it), and the one it cut because it
+        went on longer than `cut_s`."""
         targets = [target for case in cases if not isinstance(target := _target(case, program), str)]
         if len(targets) != len(cases):
             raise ValueError("every case served together names a module to call")
@@ -117,10 +117,11 @@ class Call:
         served = _served(cases, order, result.result or b"", result.wall_s)
         if result.exit_code == 0:
             return served
-        # The harness always exits 0: the run was killed at a limit, or stopped by the candidate's import (its
-        # module's process can signal the harness). The cases it did not reach go to runs of their own, not
-        # to another serving the same import would stop again.
-        return Served(served.outcomes, frozenset(range(len(cases))) - set(served.outcomes), served.cut)
+        # The harness exits 0 unless it was held: killed at the run's limit, or stopped for a while by a signal
+        # from the candidate's import (its module's process can signal it), which meanwhile may have written
+        # on the channel what took longer than a run of its own has. Every case goes to a run of its own, not
+        # to another serving that the same import would hold again.
+        return Served({}, frozenset(range(len(cases))), served.cut)
 
 
 def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:

@@ -17,6 +17,12 @@ not served is reported `alone` and the serving ends. A case that left something 
 serving ends after it; so does a module whose import left something. The gate serves the cases not reached
 in a new run, which no case has touched.
 
+Once imported, the candidate runs the module's process (it can replace this program's functions there), so
+that process has no more than a run of its own: `cpu` of CPU and `wall` in all; killed as it serves, the case
+it was at is reported `alone` and the others are not reached. This process can be held too (a signal from
+the candidate stops it): when a module's process outlived its time as seen from here, this one exits 4, and
+the gate takes nothing from the run.
+
 Outcome lines on the result channel (JSON, in the order of `calls`): {"i": index, "record": call.py's record,
 "seconds": the import's and the call's wall time} or {"i": index, "alone": true, "cut": whether it went on
 past `cut`}; a case with no line was not reached. The candidate can write on the channel itself, as in
@@ -44,6 +50,10 @@ RESULT_FD_ENV = "GATE_RESULT_FD"
 _PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # the run's own places to write, besides its directory (mountns)
 _PR_SET_CHILD_SUBREAPER = 36
 _SERVED, _STOPPED = 0, 3  # how a module's process ends: every case served, or the serving ends here
+# This process's exit when a module's process outlived its time: this one was held (stopped by a signal from
+# the candidate), so whatever is on the result channel may have taken longer than a run of its own has.
+_OVERRAN = 4
+_OVERRUN_S = 0.25  # how late this process may see a module's process end before it counts as held
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
 # inotify: IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
@@ -63,8 +73,10 @@ def main() -> None:
         end = start
         while end < len(calls) and calls[end]["module"] == calls[start]["module"]:
             end += 1
-        if not _module_process(request, start, end, result, watch) or _left_a_process() \
-                or _ipc(private) != pristine:
+        served = _module_process(request, start, end, result, watch)
+        if served is None:
+            os._exit(_OVERRAN)
+        if not served or _left_a_process() or _ipc(private) != pristine:
             break
         start = end
     os._exit(0)
@@ -103,10 +115,13 @@ class _Watch:
                 return True
 
 
-def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool:
-    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them. The import may
-    take `import_cut`, each case then at most `cut` and the time its process takes to go; a process that takes
-    longer is killed, and its cases left to runs of their own."""
+def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool | None:
+    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them, or None when
+    the fork outlived its time (this process was held). The import may take `import_cut`, each case then at
+    most `cut` and the time its process takes to go, and the whole no more than `wall` (what a run of its own
+    has: the candidate runs that process once it is imported); a process that takes longer is killed. Killed
+    in its import, its cases are left to runs of their own; killed as it served, the case it was at is, and
+    the others are not reached."""
     done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
     ready, imported = os.pipe()  # a byte once the module is imported
     pid = os.fork()
@@ -119,9 +134,12 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
             os._exit(exit_code)
     os.close(imported)
     handle = os.pidfd_open(pid)
+    began = time.monotonic()
+    deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
     try:
-        in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
-        in_time = in_time and bool(select.select([handle], [], [], (end - start) * (request["cut"] + 1) + 1)[0])
+        imported_in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
+        in_time = imported_in_time and bool(
+            select.select([handle], [], [], max(0.0, deadline - time.monotonic()))[0])
     finally:
         os.close(ready)
         os.close(handle)
@@ -129,10 +147,13 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
         with contextlib.suppress(OSError):
             os.kill(pid, signal.SIGKILL)
     _, status = os.waitpid(pid, 0)
+    if time.monotonic() > deadline + _OVERRUN_S:
+        return None
     code = os.waitstatus_to_exitcode(status) if in_time else None
     if code not in (_SERVED, _STOPPED):  # the import ended the process, or it was killed
         first = start + int.from_bytes(done[:8], "little")
-        for index in range(first, end):
+        last = first + 1 if imported_in_time and not in_time else end
+        for index in range(first, min(last, end)):
             _line(result, {"i": index, "alone": True, "cut": index == first and not in_time})
     return code == _SERVED and not watch.changed()
 
@@ -143,6 +164,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.close(output)
+    cpu = max(1, int(request["cpu"] + 0.999))  # the candidate runs this process: a run's own CPU limit
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     try:
