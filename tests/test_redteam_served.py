@@ -237,3 +237,21 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
+
+
+def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox: Sandbox, tmp_path: Path
+                                                                        ) -> None:
+    # Each module's process has a run's time in all: forty honest cases of 60 ms go to a new import of their
+    # module each half second, in the same runs, rather than to runs of their own.
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text("import time\n\n\ndef double(n):\n    time.sleep(0.06)\n"
+                                              "    return 2 * n\n")
+    cases = tuple(case("call", f"double {n}", function="pkg.calc:double", args=[n], expect=2 * n)
+                  for n in range(40))
+    subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
+    counted = Counted(sandbox)
+    verdict = score(subject, Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=2), counted, checks=(Smoke(),))
+    assert [c.status for c in verdict.cases] == ["passed"] * 40
+    # Two shares a hash seed (or a few runs more, for a case that the machine's load holds past the cut).
+    assert 4 <= counted.runs < 16

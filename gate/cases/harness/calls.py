@@ -18,10 +18,11 @@ serving ends after it; so does a module whose import left something. The gate se
 in a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
-that process has no more than a run of its own: `cpu` of CPU and `wall` in all; killed as it serves, the case
-it was at is reported `alone` and the others are not reached. This process can be held too (a signal from
-the candidate stops it): when a module's process outlived its time as seen from here, this one exits 4, and
-the gate takes nothing from the run.
+that process has no more than a run of its own: `cpu` of CPU and `wall` in all (killed for it, its cases are
+for runs of their own); one that has had half of that stops before its next case, and a new one imports the
+module again for the rest (or, when the import left something, the rest are not reached). This process can
+be held too (a signal from the candidate stops it): when a module's process outlived its time as seen from
+here, this one exits 4, and the gate takes nothing from the run.
 
 Outcome lines on the result channel (JSON, in the order of `calls`): {"i": index, "record": call.py's record,
 "seconds": the import's and the call's wall time} or {"i": index, "alone": true, "cut": whether it went on
@@ -49,7 +50,8 @@ import _gate_wire as wire
 RESULT_FD_ENV = "GATE_RESULT_FD"
 _PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # the run's own places to write, besides its directory (mountns)
 _PR_SET_CHILD_SUBREAPER = 36
-_SERVED, _STOPPED = 0, 3  # how a module's process ends: every case served, or the serving ends here
+# How a module's process ends: every case served, the serving ends here, or a new process goes on from here.
+_SERVED, _STOPPED, _MORE = 0, 3, 5
 # This process's exit when a module's process outlived its time: this one was held (stopped by a signal from
 # the candidate), so whatever is on the result channel may have taken longer than a run of its own has.
 _OVERRAN = 4
@@ -116,12 +118,26 @@ class _Watch:
 
 
 def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool | None:
-    """Serve calls[start:end] (one module) in a fork; whether the serving may go on after them, or None when
-    the fork outlived its time (this process was held). The import may take `import_cut`, each case then at
-    most `cut` and the time its process takes to go, and the whole no more than `wall` (what a run of its own
-    has: the candidate runs that process once it is imported); a process that takes longer is killed. Killed
-    in its import, its cases are left to runs of their own; killed as it served, the case it was at is, and
-    the others are not reached."""
+    """Serve calls[start:end] (one module) in a fork, or in forks one after another when one has had half of
+    a run's time (each imports the module afresh); whether the serving may go on after them, or None when a
+    fork outlived its time (this process was held)."""
+    while True:
+        forked = _module_fork(request, start, end, result, watch)
+        if forked is None:
+            return None
+        code, served = forked
+        if code != _MORE:
+            return code == _SERVED and not watch.changed()
+        start += served
+
+
+def _module_fork(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch
+                 ) -> tuple[int | None, int] | None:
+    """Serve calls[start:end] (one module) in a fork: how it ended (None: killed) and how many cases it gave a
+    line; None when it outlived its time (this process was held). The import may take `import_cut`, each case
+    then at most `cut` and the time its process takes to go, and the whole no more than `wall` (what a run of
+    its own has: the candidate runs that process once it is imported); a process that takes longer is killed,
+    and its cases left to runs of their own."""
     done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
     ready, imported = os.pipe()  # a byte once the module is imported
     pid = os.fork()
@@ -137,8 +153,8 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
     began = time.monotonic()
     deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
     try:
-        imported_in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
-        in_time = imported_in_time and bool(
+        in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
+        in_time = in_time and bool(
             select.select([handle], [], [], max(0.0, deadline - time.monotonic()))[0])
     finally:
         os.close(ready)
@@ -150,12 +166,11 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
     if time.monotonic() > deadline + _OVERRUN_S:
         return None
     code = os.waitstatus_to_exitcode(status) if in_time else None
-    if code not in (_SERVED, _STOPPED):  # the import ended the process, or it was killed
-        first = start + int.from_bytes(done[:8], "little")
-        last = first + 1 if imported_in_time and not in_time else end
-        for index in range(first, min(last, end)):
-            _line(result, {"i": index, "alone": True, "cut": index == first and not in_time})
-    return code == _SERVED and not watch.changed()
+    served = int.from_bytes(done[:8], "little")
+    if code not in (_SERVED, _STOPPED, _MORE):  # the import ended the process, or it was killed
+        for index in range(start + served, end):
+            _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
+    return code, served
 
 
 def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
@@ -184,6 +199,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
     for index in range(start, end):
+        if index > start and time.monotonic() - began > request["wall"] / 2:
+            return _STOPPED if import_left_traces else _MORE  # (a new import would see what this one left)
         call = request["calls"][index]
         record = failure
         if record is None:
