@@ -20,6 +20,7 @@ from tests.redteam_support import (
     bot_repo,
     check,
     healthy_after,
+    new_marker,
 )
 from tests.test_cases_together import Counted
 
@@ -255,3 +256,19 @@ def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox:
     assert [c.status for c in verdict.cases] == ["passed"] * 40
     # Two shares a hash seed (or a few runs more, for a case that the machine's load holds past the cut).
     assert 4 <= counted.runs < 16
+
+
+def test_a_held_harness_and_a_daemon_of_the_import_leave_nothing_behind(tmp_path: Path) -> None:
+    marker = new_marker()
+    code = ("import os, signal, subprocess, sys\n\n"
+            "if '_gate_calls_main' in sys.modules:\n"
+            f"    subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(120)', {marker!r}],\n"
+            "                     start_new_session=True)\n"
+            "    os.kill(os.getppid(), signal.SIGSTOP)\n"
+            "    os.kill(os.getpid(), signal.SIGSTOP)\n\n\n"
+            "def add(a, b):\n    return a + b\n")
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    # Each case then ran alone, where the import does none of it.
+    assert run.code == 0 and [c["status"] for c in run.verdict["cases"]] == ["passed", "passed"], run.reports
+    healthy_after(run, repo, tmp_path, marker)

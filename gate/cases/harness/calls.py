@@ -167,6 +167,8 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
         return None
     code = os.waitstatus_to_exitcode(status) if in_time else None
     served = int.from_bytes(done[:8], "little")
+    if code == _MORE and not served:  # (never from this program, which serves a case before it stops)
+        code = None
     if code not in (_SERVED, _STOPPED, _MORE):  # the import ended the process, or it was killed
         for index in range(start + served, end):
             _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
