@@ -4,6 +4,12 @@ only what its function could have returned, never a hidden case's arguments, and
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import subprocess
+import sysconfig
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +28,7 @@ from tests.redteam_support import (
     healthy_after,
     new_marker,
 )
+from tests.runner_support import RUNNER_PATH, chown_tree, ensure_runner, has_sudo
 from tests.test_cases_together import Counted
 
 # Lines on the served run's result channel, written by the candidate's import (it runs in the module's
@@ -272,3 +279,53 @@ def test_a_held_harness_and_a_daemon_of_the_import_leave_nothing_behind(tmp_path
     # Each case then ran alone, where the import does none of it.
     assert run.code == 0 and [c["status"] for c in run.verdict["cases"]] == ["passed", "passed"], run.reports
     healthy_after(run, repo, tmp_path, marker)
+
+
+# The same attacks on the time a served case has, as a user without root (no uid of its own, the host's /proc).
+AS_USER = """\
+import json, sys
+from pathlib import Path
+from gate.cases.running import sandbox_limits
+from gate.checks.smoke import Smoke
+from gate.engine import score
+from gate.policy.model import CaseSpec, Limits, Policy
+from gate.sandbox import open_sandbox
+from gate.subject import Subject
+
+spec = json.loads(sys.stdin.read())
+found = {}
+for target, timeout in spec["cases"]:
+    hidden = (CaseSpec("call", "h", (("function", f"pkg.{target}"), ("args", [3]), ("expect", 6)), True),)
+    policy = Policy(limits=Limits(timeout=timeout, cpu=1.0), runs=1)
+    box = open_sandbox(sandbox_limits(policy.limits))
+    subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), hidden_cases=hidden)
+    found[target] = [[c.status for c in score(subject, policy, box, checks=(Smoke(together=together),)).cases]
+                     for together in (False, True)]
+    found["uid"] = box.isolation["uid"]
+    box.close()
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
+def test_without_root_a_served_case_has_no_more_time_than_a_run_of_its_own() -> None:
+    user = ensure_runner()
+    work = Path(tempfile.mkdtemp(dir=Path(user.pw_dir) / "work"))
+    try:
+        (work / "pkg").mkdir()
+        for name, source in {"__init__": "", "unlimited": UNLIMITED, "holder": HOLDER}.items():
+            (work / "pkg" / f"{name}.py").write_text(source)
+        chown_tree(work, user)
+        root = Path(__file__).resolve().parent.parent
+        cases = [["unlimited:slow", 1.0], ["unlimited:burn", 4.0], ["holder:slow", 1.0]]
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", AS_USER], input=json.dumps({"tree": str(work), "cases": cases}),
+            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
+            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
+            check=False, timeout=300)
+        assert done.returncode == 0, done.stderr
+        found = json.loads(done.stdout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    assert found.pop("uid").startswith("off")
+    assert found == {target: [["timeout"], ["timeout"]] for target, _ in cases}
