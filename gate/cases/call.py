@@ -63,15 +63,9 @@ class Call:
         target = _target(case, program)
         if isinstance(target, str):
             return CaseOutcome("error", target, fingerprint("error", target))
-        module, function = target
-        files = harness("call")
-        if program.code is not None:
-            files[CANDIDATE] = program.code.encode()
-        payload = {"module": module, "function": function,
-                   "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))}
-        result = sandbox.run(RunRequest(script="_gate_call.py", files=files, tree=program.tree,
+        result = sandbox.run(RunRequest(script="_gate_call.py", files=_files("call", program), tree=program.tree,
                                         python_path=program.python_path,
-                                        stdin=json.dumps(payload).encode(), hash_seed=hash_seed,
+                                        stdin=json.dumps(_call(target, case)).encode(), hash_seed=hash_seed,
                                         limits=limits, preload=program.preload))
         record = read_outcome(result)
         # A run killed for a limit has no outcome, whatever it wrote before the kill: when the record came
@@ -95,22 +89,14 @@ class Call:
         if len(targets) != len(cases):
             raise ValueError("every case served together names a module to call")
         order = sorted(range(len(cases)), key=lambda at: (targets[at][0], at))
-        calls = []
-        for at in order:
-            module, function = targets[at]
-            case = cases[at]
-            calls.append({"module": module, "function": function,
-                          "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))})
+        calls = [_call(targets[at], cases[at]) for at in order]
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
                    "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private": all(sandbox.isolation.get(layer, "off").startswith("on")
                                   for layer in ("mountns", "ipcns"))}
-        files = harness("calls")
-        if program.code is not None:
-            files[CANDIDATE] = program.code.encode()
         modules = len({call["module"] for call in calls})
-        result = sandbox.run(RunRequest(script="_gate_calls.py", files=files, tree=program.tree,
+        result = sandbox.run(RunRequest(script="_gate_calls.py", files=_files("calls", program), tree=program.tree,
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),
                                         hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
                                         preload=program.preload))
@@ -122,6 +108,21 @@ class Call:
         # on the channel what took longer than a run of its own has. Every case goes to a run of its own, not
         # to another serving that the same import would hold again.
         return Served({}, frozenset(range(len(cases))), served.cut)
+
+
+def _call(target: tuple[str, str], case: CaseSpec) -> dict[str, str]:
+    """What a harness is told of one call: the module, the function and the arguments, never the expected."""
+    module, function = target
+    return {"module": module, "function": function,
+            "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))}
+
+
+def _files(name: str, program: Program) -> dict[str, bytes]:
+    """Harness `name`'s files, and the candidate's module when the program is one."""
+    files = harness(name)
+    if program.code is not None:
+        files[CANDIDATE] = program.code.encode()
+    return files
 
 
 def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import importlib
+import math
 import mmap
 import os
 import resource
@@ -50,6 +51,7 @@ import _gate_wire as wire
 RESULT_FD_ENV = "GATE_RESULT_FD"
 _PRIVATE = ("/tmp", "/var/tmp", "/dev/shm")  # the run's own places to write, besides its directory (mountns)
 _PR_SET_CHILD_SUBREAPER = 36
+_LIBC = ctypes.CDLL(None, use_errno=True)  # inotify and prctl, which the os module lacks
 # How a module's process ends: every case served, the serving ends here, or a new process goes on from here.
 _SERVED, _STOPPED, _MORE = 0, 3, 5
 # This process's exit when a module's process outlived its time: this one was held (stopped by a signal from
@@ -92,11 +94,10 @@ class _Watch:
     def __init__(self, tops: list[str]) -> None:
         self.fd = -1
         try:
-            libc = ctypes.CDLL(None, use_errno=True)
-            self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+            self.fd = _LIBC.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
             for top in tops:
                 for folder, _, _ in os.walk(top):
-                    if libc.inotify_add_watch(self.fd, folder.encode(), _CHANGES) < 0:
+                    if _LIBC.inotify_add_watch(self.fd, folder.encode(), _CHANGES) < 0:
                         raise OSError(ctypes.get_errno(), folder)
         except (OSError, AttributeError):
             if self.fd >= 0:
@@ -181,8 +182,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.close(output)
-    cpu = max(1, int(request["cpu"] + 0.999))  # the candidate runs this process: a run's own CPU limit
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    _limit_cpu(request["cpu"])  # the candidate runs this process: a run's own CPU limit
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     try:
@@ -267,8 +267,7 @@ def _case_process(request: dict[str, Any], function: Any, args: str, imported_cp
     os.dup2(channel, result)  # the record goes where a run of its own writes it
     os.closerange(3, result)
     os.closerange(result + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
-    soft = max(1, int(request["cpu"] - imported_cpu + 0.999))
-    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+    _limit_cpu(request["cpu"] - imported_cpu)
     answer = wire.call(function, args)
     os.write(result, dumps(answer).encode())
     os._exit(0)
@@ -292,6 +291,13 @@ def _wait(pid: int, seconds: float) -> tuple[int, float] | None:
     return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
 
 
+def _limit_cpu(seconds: float) -> None:
+    """RLIMIT_CPU as the sandbox sets it for a run (gate/sandbox/rlimits.py): whole seconds, at least one, the
+    hard limit a second later so that SIGXCPU comes first."""
+    soft = max(1, math.ceil(seconds))
+    resource.setrlimit(resource.RLIMIT_CPU, (soft, soft + 1))
+
+
 def _cpu() -> float:
     usage = resource.getrusage(resource.RUSAGE_SELF)
     return usage.ru_utime + usage.ru_stime
@@ -300,8 +306,7 @@ def _cpu() -> float:
 def _adopt_orphans() -> None:
     """Make this process the parent of every process its children leave (a double fork, a new session), so
     that `_left_a_process` sees them whatever uid the run has."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    if libc.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
+    if _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
         raise OSError(ctypes.get_errno(), "prctl(PR_SET_CHILD_SUBREAPER)")
 
 
