@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import textwrap
+import threading
 from typing import Any
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
 from gate.policy.model import CaseSpec
-from gate.sandbox.base import Limits, Sandbox
+from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
+from gate.verdict import Verdict
 
 LIMITS = Limits(wall_s=5.0, cpu_s=5.0)
 SHORT = Limits(wall_s=1.5, cpu_s=1.5)
@@ -97,3 +99,34 @@ HUNT = textwrap.dedent('''
                         look(value)
         return found[0] if found else "nothing found"
 ''')
+
+
+class Counted:
+    """The sandbox, counting its runs."""
+
+    def __init__(self, sandbox: Sandbox) -> None:
+        self.sandbox = sandbox
+        self.runs = 0
+        self._lock = threading.Lock()
+
+    @property
+    def isolation(self) -> Any:
+        return self.sandbox.isolation
+
+    def run(self, request: RunRequest) -> RunResult:
+        with self._lock:
+            self.runs += 1
+        return self.sandbox.run(request)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.sandbox, name)
+
+
+def without_times(verdict: Verdict) -> dict[str, Any]:
+    """The verdict as data, less every time in it (what two ways of running the same cases must agree on)."""
+    data = verdict.to_dict()
+    data.pop("timings")
+    for key in ("checks", "cases"):
+        for entry in data[key]:
+            entry.pop("seconds")
+    return data

@@ -8,10 +8,11 @@ gate's own environment while the sandbox is open (a secret that no run may be ab
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from gate.sandbox import open_sandbox
+from gate.sandbox import open_sandbox, users
 from gate.sandbox.base import Limits
 from gate.sandbox.runner import LayeredSandbox
 from tests.fakegithub import FakeGitHub, serve
@@ -38,6 +39,16 @@ def sandbox(request: pytest.FixtureRequest) -> Iterator[LayeredSandbox]:
             yield box
         finally:
             box.close()
+
+
+@pytest.fixture
+def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A state directory of the test's own, in place of /run/gate (where root remembers what the layer probes
+    found and which documents are valid)."""
+    folder = tmp_path / "state"
+    monkeypatch.setattr(users, "STATE_DIR", str(folder))
+    monkeypatch.setattr(users.state_dir, "__defaults__", (str(folder),))
+    return folder
 
 
 @pytest.fixture

@@ -23,11 +23,13 @@ import csv
 import fcntl
 import hashlib
 import io
+import json
 import os
 import pwd
 import re
 import shutil
 import subprocess
+import sysconfig
 import tempfile
 import uuid
 import zipfile
@@ -220,6 +222,29 @@ def stop_machine(machine: Machine) -> None:
 def chown_tree(root: Path, user: pwd.struct_passwd) -> None:
     for path in (root, *root.rglob("*")):
         os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
+
+
+def run_as_runner(script: str, modules: Mapping[str, str], given: Mapping[str, Any]) -> Any:
+    """What Python `script` prints (JSON), run by /usr/bin/python3 as the user `runner`, with the gate and its
+    packages importable. Its stdin is `given` (JSON), with "tree": a directory of the user's own holding the
+    package `pkg` of `modules` (name -> source), removed afterwards."""
+    user = ensure_runner()
+    work = Path(tempfile.mkdtemp(dir=Path(user.pw_dir) / "work"))
+    try:
+        (work / "pkg").mkdir()
+        for name, source in {"__init__": "", **modules}.items():
+            (work / "pkg" / f"{name}.py").write_text(source)
+        chown_tree(work, user)
+        root = Path(__file__).resolve().parent.parent
+        done = subprocess.run(
+            ["/usr/bin/python3", "-c", script], input=json.dumps({**given, "tree": str(work)}),
+            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
+            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
+            check=False, timeout=300)
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def evaluate(text: str, context: Mapping[str, str]) -> str:

@@ -15,7 +15,7 @@ from gate.policy.model import CaseSpec, Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
-from tests.cases_support import case
+from tests.cases_support import case, without_times
 
 CODE = """\
 import time
@@ -62,20 +62,11 @@ def _verdict(sandbox: Sandbox, parallel: bool, policy: Policy) -> Verdict:
     return score(subject, policy, sandbox, checks=(Smoke(parallel=parallel), Nondeterminism()))
 
 
-def _without_times(verdict: Verdict) -> dict[str, Any]:
-    data = verdict.to_dict()
-    data.pop("timings")
-    for key in ("checks", "cases"):
-        for entry in data[key]:
-            entry.pop("seconds")
-    return data
-
-
 def test_the_parallel_verdict_is_the_sequential_one(sandbox: Sandbox) -> None:
     policy = Policy(limits=Limits(timeout=1.5, cpu=1.5), runs=3)
     sequential = _verdict(sandbox, parallel=False, policy=policy)
     parallel = _verdict(sandbox, parallel=True, policy=policy)
-    assert _without_times(parallel) == _without_times(sequential)
+    assert without_times(parallel) == without_times(sequential)
     # ... and that verdict is the mix's: each kind of case reads as what it is, in the cases' order.
     statuses = [(c.index, c.hidden, c.status) for c in parallel.cases]
     assert statuses == [

@@ -2,13 +2,7 @@
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sysconfig
-import tempfile
-import threading
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -19,11 +13,11 @@ from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import CaseSpec, Limits, Policy
-from gate.sandbox.base import RunRequest, RunResult, Sandbox
+from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
-from tests.cases_support import case
-from tests.runner_support import RUNNER_PATH, chown_tree, ensure_runner, has_sudo
+from tests.cases_support import Counted, case, without_times
+from tests.runner_support import has_sudo, run_as_runner
 
 # Modules of the tree under test. The harness imports them in the order of their names: apex's import leaves a
 # file, amend's patches the standard library, and calc's cases would see either in a run that went on.
@@ -165,27 +159,6 @@ CASES: tuple[tuple[str, Any, Any], ...] = (
 )
 
 
-class Counted:
-    """The sandbox, counting its runs."""
-
-    def __init__(self, sandbox: Sandbox) -> None:
-        self.sandbox = sandbox
-        self.runs = 0
-        self._lock = threading.Lock()
-
-    @property
-    def isolation(self) -> Any:
-        return self.sandbox.isolation
-
-    def run(self, request: RunRequest) -> RunResult:
-        with self._lock:
-            self.runs += 1
-        return self.sandbox.run(request)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.sandbox, name)
-
-
 def _cases() -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
     public = tuple(case("call", f"{target} {arg}", function=f"pkg.{target}", args=[arg], expect=expect)
                    for target, arg, expect in CASES)
@@ -203,15 +176,6 @@ def _verdict(sandbox: Sandbox, tree: Path, together: bool) -> tuple[Verdict, int
     return verdict, counted.runs
 
 
-def _without_times(verdict: Verdict) -> dict[str, Any]:
-    data = verdict.to_dict()
-    data.pop("timings")
-    for key in ("checks", "cases"):
-        for entry in data[key]:
-            entry.pop("seconds")
-    return data
-
-
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "pkg").mkdir()
@@ -224,7 +188,7 @@ def tree(tmp_path: Path) -> Path:
 def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, tree: Path) -> None:
     alone, alone_runs = _verdict(sandbox, tree, together=False)
     together, _ = _verdict(sandbox, tree, together=True)
-    assert _without_times(together) == _without_times(alone)
+    assert without_times(together) == without_times(alone)
     # ... and that verdict is what each case did, read as it would be from a run of its own.
     public = [(c.name, c.status) for c in together.cases if not c.hidden]
     assert public == [
@@ -306,23 +270,7 @@ USER_CASES: tuple[tuple[str, Any, Any], ...] = (
 
 @pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
 def test_without_root_cases_served_together_get_the_verdict_of_a_run_each() -> None:
-    user = ensure_runner()
-    work = Path(tempfile.mkdtemp(dir=Path(user.pw_dir) / "work"))
-    try:
-        for name, source in {"__init__": "", **MODULES}.items():
-            (work / "pkg").mkdir(exist_ok=True)
-            (work / "pkg" / f"{name}.py").write_text(source)
-        chown_tree(work, user)
-        root = Path(__file__).resolve().parent.parent
-        done = subprocess.run(
-            ["/usr/bin/python3", "-c", AS_USER], input=json.dumps({"tree": str(work), "cases": USER_CASES}),
-            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
-            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
-            check=False, timeout=300)
-        assert done.returncode == 0, done.stderr
-        found = json.loads(done.stdout)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    found = run_as_runner(AS_USER, MODULES, {"cases": USER_CASES})
     assert found["isolation"]["uid"].startswith("off") and found["isolation"]["mountns"].startswith("off")
     assert found["True"] == found["False"]
     assert [status for _, status, _ in found["True"]] == [

@@ -426,15 +426,6 @@ def _error(text: str) -> str:
     return raised.value.render()
 
 
-@pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A state directory of the test's own, in place of /run/gate (where root remembers valid documents)."""
-    folder = tmp_path / "state"
-    monkeypatch.setattr(users, "STATE_DIR", str(folder))
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(folder),))
-    return folder
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers which documents are valid")
 def test_a_valid_policy_is_remembered_by_its_content_and_any_edit_is_checked_again(state: Path) -> None:
     assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3

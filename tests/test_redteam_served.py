@@ -4,12 +4,7 @@ only what its function could have returned, never a hidden case's arguments, and
 
 from __future__ import annotations
 
-import json
 import os
-import shutil
-import subprocess
-import sysconfig
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +14,7 @@ from gate.engine import score
 from gate.policy.model import Limits, Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from tests.cases_support import case
+from tests.cases_support import Counted, case
 from tests.redteam_support import (
     assert_hidden_values_absent,
     assert_not_passed,
@@ -28,8 +23,7 @@ from tests.redteam_support import (
     healthy_after,
     new_marker,
 )
-from tests.runner_support import RUNNER_PATH, chown_tree, ensure_runner, has_sudo
-from tests.test_cases_together import Counted
+from tests.runner_support import has_sudo, run_as_runner
 
 # Lines on the served run's result channel, written by the candidate's import (it runs in the module's
 # process, which holds the channel: the pipe among its descriptors).
@@ -309,23 +303,7 @@ print(json.dumps(found))
 
 @pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
 def test_without_root_a_served_case_has_no_more_time_than_a_run_of_its_own() -> None:
-    user = ensure_runner()
-    work = Path(tempfile.mkdtemp(dir=Path(user.pw_dir) / "work"))
-    try:
-        (work / "pkg").mkdir()
-        for name, source in {"__init__": "", "unlimited": UNLIMITED, "holder": HOLDER}.items():
-            (work / "pkg" / f"{name}.py").write_text(source)
-        chown_tree(work, user)
-        root = Path(__file__).resolve().parent.parent
-        cases = [["unlimited:slow", 1.0], ["unlimited:burn", 4.0], ["holder:slow", 1.0]]
-        done = subprocess.run(
-            ["/usr/bin/python3", "-c", AS_USER], input=json.dumps({"tree": str(work), "cases": cases}),
-            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
-            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
-            check=False, timeout=300)
-        assert done.returncode == 0, done.stderr
-        found = json.loads(done.stdout)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+    cases = [["unlimited:slow", 1.0], ["unlimited:burn", 4.0], ["holder:slow", 1.0]]
+    found = run_as_runner(AS_USER, {"unlimited": UNLIMITED, "holder": HOLDER}, {"cases": cases})
     assert found.pop("uid").startswith("off")
     assert found == {target: [["timeout"], ["timeout"]] for target, _ in cases}

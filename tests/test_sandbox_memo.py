@@ -12,21 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import detect, open_sandbox, seccomp, users
+from gate.sandbox import detect, open_sandbox, seccomp
 from gate.sandbox.base import Limits, RunRequest
 from gate.sandbox.runner import Layers
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="only root remembers what the probes found")
 LIMITS = Limits(wall_s=10)
-
-
-@pytest.fixture
-def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A state directory of the test's own, in place of /run/gate."""
-    folder = tmp_path / "state"
-    monkeypatch.setattr(users, "STATE_DIR", str(folder))
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(folder),))
-    return folder
 
 
 @pytest.fixture
