@@ -19,6 +19,7 @@ from gate.cases.running import check_fields, fingerprint, require_type
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
+from gate.syntax import parse_python
 
 FIELDS = {"setup", "tests"}
 
@@ -37,7 +38,7 @@ class Mbpp:
             raise BadInput("expected a non-empty list of assert statements", file=where, key="tests")
         for key, code in (("setup", case.get("setup", "")), *(("tests", test) for test in tests)):
             try:
-                ast.parse(code)
+                parse_python(code)
             except (SyntaxError, ValueError) as exc:
                 raise BadInput(f"does not parse: {exc}", file=where, key=key) from None
         if not candidate_names(case.get("setup", ""), tests):
@@ -65,12 +66,12 @@ def candidate_names(setup: str, tests: list[str]) -> list[str]:
         defined |= _bound(test)
     names: list[str] = []
     for code in (*tests, setup):
-        for node in ast.walk(ast.parse(code)):
+        for node in ast.walk(parse_python(code)):
             if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load) and node.id not in defined \
                     and node.id not in names:
                 names.append(node.id)
     if not names and tests:
-        calls = [node.func.id for node in ast.walk(ast.parse(tests[0]))
+        calls = [node.func.id for node in ast.walk(parse_python(tests[0]))
                  if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
         names = calls[:1]
     return names
@@ -79,7 +80,7 @@ def candidate_names(setup: str, tests: list[str]) -> list[str]:
 def _bound(code: str) -> set[str]:
     """Names that `code` binds: assignments, imports, definitions, loop and comprehension targets."""
     bound: set[str] = set()
-    for node in ast.walk(ast.parse(code)):
+    for node in ast.walk(parse_python(code)):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
             bound.add(node.id)
         elif isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):

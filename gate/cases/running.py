@@ -20,6 +20,7 @@ from gate.errors import BadInput
 from gate.policy.model import CaseSpec
 from gate.policy.model import Limits as PolicyLimits
 from gate.sandbox.base import Limits, RunResult
+from gate.syntax import parse_python
 
 CANDIDATE = "candidate.py"
 
@@ -109,7 +110,7 @@ def read_outcome(result: RunResult) -> dict[str, Any] | None:
 def one_function(code: str) -> str | None:
     """The name of the one top-level function `code` defines, or None when it defines none or several."""
     try:
-        tree = ast.parse(code)
+        tree = parse_python(code)
     except (SyntaxError, ValueError):
         return None
     names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]

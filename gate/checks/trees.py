@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from gate.policy.model import Policy
 from gate.subject import SourceFile
+from gate.syntax import parse_python
 
 # Text up to this many characters is parsed in the gate's own process: a tree takes at most a few hundred bytes
 # per character of source (a 585 KiB tuple of ones took 300 MiB), so even this stays small. Longer text is
@@ -80,7 +81,7 @@ class TreeCache:
         with warnings.catch_warnings():
             # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
             warnings.simplefilter("ignore")
-            tree = ast.parse(source.text, filename=source.path, feature_version=version)
+            tree = parse_python(source.text, filename=source.path, feature_version=version)
         self._trees[key] = (source.text, tree)
         return tree
 
