@@ -77,9 +77,9 @@ def readme_workflows() -> list[str]:
 
 
 def test_every_action_is_pinned_by_commit_with_its_version_in_a_comment() -> None:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    docs = "".join(p.read_text(encoding="utf-8") for p in (ROOT / "README.md", *(ROOT / "docs").glob("*.md")))
     texts = [(ROOT / "action.yml").read_text(), *(p.read_text() for p in (ROOT / ".github/workflows").glob("*.yml")),
-             *re.findall(r"```yaml\n(.*?)```", readme, re.S)]  # every workflow snippet of the README
+             *re.findall(r"```yaml\n(.*?)```", docs, re.S)]  # every workflow snippet of the README and docs/
     lines = [m.group(1) for text in texts for m in re.finditer(r"^\s*(?:- )?uses: (.+)$", text, re.M)]
     remote = [line for line in lines if not line.startswith("./")]
     assert remote and all(PINNED.match(line.replace("COMMIT_SHA", "0" * 40)) for line in remote), remote

@@ -349,13 +349,13 @@ def test_parse_cases_works_on_plain_json_data_and_marks_hidden_cases() -> None:
 
 
 def _readme_policy_section() -> str:
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    return readme.split("## Policy reference", 1)[1].split("\n## ", 1)[0]
+    reference = (Path(__file__).parent.parent / "docs" / "policy.md").read_text()
+    return reference.split("## Policy reference", 1)[1].split("\n## ", 1)[0]
 
 
 def test_the_readme_example_policy_loads() -> None:
     example = _readme_policy_section().split("```yaml\n", 1)[1].split("```", 1)[0]
-    policy = load_policy(None, text=example, source="README.md")
+    policy = load_policy(None, text=example, source="docs/policy.md")
     assert (policy.budget, policy.points.smoke, [c.kind for c in policy.cases]) == (4, 3, ["call", "stdio"])
 
 
