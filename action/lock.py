@@ -1,4 +1,4 @@
-"""The Action's hash-locked requirements (README, "Running on GitHub"), compiled by uv from pyproject.toml:
+"""The Action's hash-locked requirements (docs/github.md), compiled by uv from pyproject.toml:
 
 - requirements.txt: the gate's dependencies and its `seccomp` extra, for every platform and Python >= 3.11;
 - build.txt: what builds the gate (pyproject.toml's [build-system] requires);

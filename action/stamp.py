@@ -1,4 +1,4 @@
-"""What the Action's installation of the gate is built from, as one digest (README, "Running on GitHub"): every
+"""What the Action's installation of the gate is built from, as one digest (docs/github.md): every
 file of the Action's source (the lock files among them) and the interpreter. The install step reuses an
 installation only when its recorded digest equals this one.
 

@@ -1,4 +1,4 @@
-"""The errors a user can meet, each mapped to the exit code the README documents.
+"""The errors a user can meet, each mapped to the exit code docs/cli.md documents.
 
 Exit codes: 0 accepted, 1 over budget or blocked, 2 bad input or usage, 3 the gate could not do its job.
 """

@@ -1,4 +1,4 @@
-"""Monorepos: a policy's `scopes:` scored one by one, in one verdict (README, "Monorepos").
+"""Monorepos: a policy's `scopes:` scored one by one, in one verdict (docs/policy.md, "Monorepos").
 
 Each changed file belongs to the first scope whose `paths` match it, or to the rest of the repository (the
 `root` part, scored under the policy itself, which also runs the hidden cases). Every scope the change touches

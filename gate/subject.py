@@ -78,7 +78,7 @@ class Task:
 
 @dataclass(frozen=True)
 class SuiteTrees:
-    """The repository's test suite as it runs (README "Gating with your own tests and dependencies"): the
+    """The repository's test suite as it runs (docs/repository.md): the
     head's tree with the base's tests, conftests and pytest configuration in place of the head's."""
 
     base_sha: str
@@ -117,7 +117,7 @@ class Subject:
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
-    # The suites of the `scopes:` that name `tests:` of their own, by scope name (README, "Monorepos").
+    # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").
     scope_suites: tuple[tuple[str, SuiteTrees], ...] = ()
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

@@ -173,7 +173,7 @@ class Verdict:
     gate_version: str = ""
     schema_version: int = SCHEMA_VERSION
     reproduce: str = ""  # the command that reproduces this verdict locally
-    scopes: tuple[ScopeResult, ...] = ()  # one per scope scored (README, "Monorepos"); () without `scopes:`
+    scopes: tuple[ScopeResult, ...] = ()  # one per scope scored (docs/policy.md, "Monorepos"); () without `scopes:`
 
     def __post_init__(self) -> None:
         # The one place where texts from the code under score (messages, paths, case details) and from an

@@ -1,4 +1,4 @@
-"""Case kinds: what a case is and how it runs (base.py: the interface; the README's Cases: the fields)."""
+"""Case kinds: what a case is and how it runs (base.py: the interface; docs/cases.md: the fields)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The interface of a case kind (stdio, call, humaneval, mbpp): run one case against a program in a sandbox.
 
 Expected values never enter the sandboxed process: a kind sends only the inputs, gets back plain data, and
-compares outside (README, "Cases").
+compares outside (docs/cases.md).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The model judge: an optional second opinion on the code, from a chat model, against the policy's rubric.
 
-A judge advises, tests decide (README, "Model judge"). It runs last and only adds: a note with its verdict,
+A judge advises, tests decide (docs/judge.md). It runs last and only adds: a note with its verdict,
 points when the policy sets `judge.add_points` and the verdict is `fail`, and for `needs_review` a label or a
 blocked reason as `judge.needs_review` says. It cannot remove a penalty or change a case, so a judge that says
 `pass` (or is talked into it by the code it reads) never turns a failed case into a pass. It is shown the code

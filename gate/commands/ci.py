@@ -46,7 +46,7 @@ from gate.verdict import Note, Verdict, safe_text
 
 DEFAULT_VERDICT = "gate-verdict.json"
 # What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
-# files, no sockets or ptrace (README, "Running on GitHub").
+# files, no sockets or ptrace (docs/github.md).
 CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
 CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
                   "(the Action does, with sudo, on a Linux runner) with the seccomp extra installed "
@@ -121,7 +121,7 @@ def run(args: argparse.Namespace) -> int:
     environ, name, payload, repo = job.environ, job.event, job.payload, job.repo
     connection, client, names = job.connection, job.client, job.names
     workspace = args.workspace or Path(environ.get("GITHUB_WORKSPACE") or ".")
-    if name == "issue_comment":  # a maintainer's `/gate override`: checked, never scored (README, "Overrides")
+    if name == "issue_comment":  # a maintainer's `/gate override`: checked, never scored (docs/github.md, "Overrides")
         try:
             return answer_command(client, repo, payload, names, environ)
         except (GithubException, RequestException) as exc:
@@ -133,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
     except (GithubException, RequestException) as exc:
         raise GateFailure(connection.token.redact(explain_read(exc, repo))) from None
     # A merge group is scored as the commit the queue would merge, on top of the base; its status and check run
-    # go on that commit, where the queue's required check looks for them (README, "Merge queues").
+    # go on that commit, where the queue's required check looks for them (docs/github.md, "Merge queues").
     scored = replace(pr, head_sha=group.head_sha, base_sha=group.base_sha) if group else pr
     delivery = Delivery(environ, client, Target(repo, pr.number, scored.head_sha), names, connection.token,
                         verdict_path(args), read_only=pr.read_only_token and group is None)

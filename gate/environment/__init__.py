@@ -1,5 +1,4 @@
-"""The repository's own environment: its dependencies, built from the base commit only (README "Gating with
-your own tests and dependencies").
+"""The repository's own environment: its dependencies, built from the base commit only (docs/repository.md).
 
 `declarations.py` says which files declare dependencies (read at the base, governed against the head);
 `build.py` installs them outside the sandbox, with the network, into a virtual environment made with the

@@ -33,7 +33,7 @@ MBPP_SPLITS = {
 # Test-split tasks whose own reference solution does not pass under the gate, with the reason: the fidelity
 # tests hold eval to exactly this list. It is empty: every one of the 500 MBPP test-split references (and of
 # the 257 sanitized ones, and HumanEval's 164 canonical solutions) passes, under the gate's strict data
-# rules and with PYTHONHASHSEED 0. Two are worth knowing (README, "Datasets and pass@k"): MBPP 123's
+# rules and with PYTHONHASHSEED 0. Two are worth knowing (docs/eval.md): MBPP 123's
 # reference needs about 2.6 s of CPU, close to the default 5 s limit on a loaded machine, and MBPP 367 runs in
 # one process with its tests (its setup builds the solution's own Node objects; the case says "in-process,
 # weaker isolation").

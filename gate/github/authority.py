@@ -2,7 +2,7 @@
 
 Labels and overrides are checked through the API, never taken from the event: who applied a label comes from the
 issue's `labeled` events, who wrote a comment from the comment itself, and their access from
-`GET /repos/{o}/{r}/collaborators/{u}/permission` (README, "Labels and overrides").
+`GET /repos/{o}/{r}/collaborators/{u}/permission` (docs/github.md, "Who is gated").
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ from gate.secret import Secret
 DEFAULT_API_URL = "https://api.github.com"
 # Who writes with an Actions GITHUB_TOKEN (an installation token, which GET /user refuses).
 ACTIONS_BOT = "github-actions[bot]"
-# Environment variables that tune the waits; the names are documented in the README's GitHub section.
+# Environment variables that tune the waits; the names are documented in docs/github.md.
 WAIT_VARIABLES = {
     "retries": "GATE_GITHUB_RETRIES",
     "max_wait": "GATE_GITHUB_MAX_WAIT",

@@ -29,7 +29,7 @@ from gate.verdict import Note, Verdict
 
 READ_ONLY_NOTE = ("This run's token is read-only (a PR from a fork, or from Dependabot), so nothing was "
                   "posted on the PR. The verdict is in the artifact `{path}`; the `workflow_run` publish "
-                  "workflow posts it (README, \"Running on GitHub\").")
+                  "workflow posts it (README, \"PRs from forks and Dependabot\").")
 NOT_A_FORK_NOTE = ("Every write was refused, yet the event names a PR of this repository: if it is not from a "
                    "fork, the workflow's token lacks the permissions to post; add to the job:")
 

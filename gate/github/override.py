@@ -1,4 +1,4 @@
-"""A maintainer's override of a blocked verdict, for one head SHA (README, "Overrides").
+"""A maintainer's override of a blocked verdict, for one head SHA (docs/github.md, "Overrides").
 
 A `/gate override <reason>` comment, or a label the policy names under `bots.labels.override`, overrides the
 gate's blocked verdict on the PR's current head when:

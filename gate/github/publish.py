@@ -2,7 +2,7 @@
 and the labels the verdict asks for.
 
 Each step is independent: a step that fails is turned into one line that says what to do, and the other steps
-still run. The caller writes the job summary and the artifact whatever happens here (README, "Running on GitHub").
+still run. The caller writes the job summary and the artifact whatever happens here (docs/github.md).
 """
 
 from __future__ import annotations

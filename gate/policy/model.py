@@ -1,6 +1,6 @@
 """The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded.
 
-The defaults here are the `default` preset's schedule (README, "Penalty schedule"); `policies/default.yml`
+The defaults here are the `default` preset's schedule (docs/how-it-works.md, "Penalty schedule"); `policies/default.yml`
 spells the same values out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
 `gate/policy/schema.json` before building these objects, so their constructors trust their input.
 """
@@ -81,7 +81,7 @@ class Claims:
 
 @dataclass(frozen=True)
 class Bots:
-    """Which pull requests are gated (README, "Who is gated")."""
+    """Which pull requests are gated (docs/github.md, "Who is gated")."""
 
     logins: tuple[str, ...] = ()
     patterns: tuple[str, ...] = ("*[bot]",)
@@ -133,7 +133,7 @@ class CaseSpec:
 
 @dataclass(frozen=True)
 class Judge:
-    """An optional model judge that advises (README, "Model judge"); off unless `enabled`."""
+    """An optional model judge that advises (docs/judge.md); off unless `enabled`."""
 
     enabled: bool = False
     url: str = ""
@@ -150,9 +150,9 @@ class Judge:
 
 @dataclass(frozen=True)
 class Environment:
-    """The repository's own environment, built from the base commit only (README "Gating with your own tests
-    and dependencies"): the project's dependencies, `extras` and `requirements` files, installed outside the
-    sandbox into a cached virtual environment that runs see read-only."""
+    """The repository's own environment, built from the base commit only (docs/repository.md): the
+    project's dependencies, `extras` and `requirements` files, installed outside the sandbox into a cached
+    virtual environment that runs see read-only."""
 
     project: bool = True
     extras: tuple[str, ...] = ()
@@ -175,7 +175,7 @@ class Tests:
 @dataclass(frozen=True)
 class Scope:
     """One part of a monorepo (`scopes:`): the changed files under `paths` are scored with its own budget,
-    points, cases and tests; what it leaves unset is the policy's (README, "Monorepos")."""
+    points, cases and tests; what it leaves unset is the policy's (docs/policy.md, "Monorepos")."""
 
     name: str
     paths: tuple[str, ...]
@@ -202,7 +202,7 @@ class Policy:
     limits: Limits = field(default_factory=Limits)
     runs: int = 2
     require: tuple[str, ...] = ()
-    # `gate ci` runs cases without its CI layers only when this says so (README, "Running on GitHub").
+    # `gate ci` runs cases without its CI layers only when this says so (docs/github.md).
     allow_weaker_isolation: bool = False
     python: str = "3.11"
     judge: Judge = field(default_factory=Judge)

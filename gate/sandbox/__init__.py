@@ -1,4 +1,4 @@
-"""Run candidate programs under limits (see base.py for the interface, README "Sandbox and isolation").
+"""Run candidate programs under limits (see base.py for the interface, docs/sandbox.md).
 
 `open_sandbox` is the only entry point; the backends and layers are imported when it is called, because the
 sandboxed child imports modules of this package under a bare interpreter and must not pay for the parent's.

@@ -65,7 +65,7 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
     if name == "pull_request_target":
         raise BadInput("refusing to run on pull_request_target: that event has a writable token and secrets, "
                        "and the gate runs the PR's code; use pull_request, and the workflow_run publish "
-                       "workflow for forks (README, \"Running on GitHub\")", key="GITHUB_EVENT_NAME")
+                       "workflow for forks (README, \"PRs from forks and Dependabot\")", key="GITHUB_EVENT_NAME")
     if name == "pull_request":
         try:
             return PullRequest.from_json(payload["pull_request"], repo)
