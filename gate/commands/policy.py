@@ -9,12 +9,13 @@ from typing import Any
 
 import yaml
 
-from gate.errors import EXIT_ACCEPTED
+from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.loader import effective_policy_dict, load_policy, policy_schema
-from gate.policy.model import DEFAULT_POLICY_PATH, Policy
+from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, Policy
 from gate.policy.validation import load_schema
 
 DEFAULT_FILE = Path(DEFAULT_POLICY_PATH)
+ALTERNATE_FILE = Path(ALTERNATE_POLICY_PATH)
 
 
 def register(subparsers: Any) -> None:
@@ -37,9 +38,11 @@ def register(subparsers: Any) -> None:
 
 def _load(file: Path | None) -> tuple[Policy, str]:
     """The policy and how to name it; a missing default file means the default preset."""
-    if file is None and not DEFAULT_FILE.exists():
+    if file is None and DEFAULT_FILE.exists() and ALTERNATE_FILE.exists():
+        raise BadInput(f"both {DEFAULT_FILE} and {ALTERNATE_FILE} exist: keep one", file=str(ALTERNATE_FILE))
+    if file is None and not DEFAULT_FILE.exists() and not ALTERNATE_FILE.exists():
         return load_policy(None), f"no {DEFAULT_FILE}: the default preset applies"
-    path = file or DEFAULT_FILE
+    path = file or (DEFAULT_FILE if DEFAULT_FILE.exists() else ALTERNATE_FILE)
     policy = load_policy(path)
     return policy, f"{path} (extends {policy.extends})"
 

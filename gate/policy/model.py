@@ -14,6 +14,9 @@ from gate.bots.catalog import agent_ids
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
+# The same file under YAML's other extension, read when the default path is absent (both at once is an error:
+# which one gates would be a guess).
+ALTERNATE_POLICY_PATH = ".github/gate.yaml"
 
 # Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem
 # access, native code and dynamic loading.

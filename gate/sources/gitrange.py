@@ -160,6 +160,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         repo = git.Repo(repo_dir, search_parent_directories=True)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
+    readable(repo)
     head_commit = _commit(repo, head, "--head")
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
     fork = _merge_base(repo, base_commit, head_commit)
@@ -173,6 +174,23 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                                 f"{head_commit.hexsha[:12]})")
             found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
         yield found
+
+
+def readable(repo: git.Repo) -> None:
+    """Raise GateFailure with git's own words when git refuses the repository (a checkout owned by another
+    uid: "detected dubious ownership", fixed by `safe.directory`); GitPython opens such a repository, and
+    every later git command fails with a message that hides why."""
+    try:
+        repo.git.rev_parse("--git-dir")
+    except git.GitCommandError as exc:
+        raise GateFailure(f"git cannot read the repository at {repo.working_dir}: {_git_words(exc)}") from None
+
+
+def _git_words(exc: git.GitCommandError) -> str:
+    """What git printed on its standard error, without GitPython's framing."""
+    text = exc.stderr if isinstance(exc.stderr, str) else str(exc)
+    text = text.strip().removeprefix("stderr:").strip().strip("'")
+    return " ".join(text.split())
 
 
 def _is_dirty(repo: git.Repo) -> bool:
@@ -302,14 +320,29 @@ def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
         found = repo.merge_base(candidate, head)
         if found:
             return found[0]
+    _refuse_shallow(repo, head.hexsha[:12], "a default branch")
     tried = ", ".join(DEFAULT_BRANCHES)
     raise BadInput(f"no default branch ({tried}) shares history with {head.hexsha[:12]}; "
                    "name the base with --base REF", key="--base")
 
 
 def _merge_base(repo: git.Repo, base: git.Commit, head: git.Commit) -> git.Commit:
+    """The commit the head forked from, whose diff to the head is what the change does. Without one the range
+    has no meaning: scoring from the base's tip would charge the head for every change only the base made."""
     found = repo.merge_base(base, head)
-    return found[0] if found else base
+    if found:
+        return found[0]
+    _refuse_shallow(repo, head.hexsha[:12], base.hexsha[:12])
+    raise BadInput(f"the head {head.hexsha[:12]} and the base {base.hexsha[:12]} have unrelated histories (no "
+                   "merge base): a change is scored as what the head adds since it forked from the base",
+                   key="--base")
+
+
+def _refuse_shallow(repo: git.Repo, head: str, base: str) -> None:
+    """GateFailure when the clone is shallow: the merge base may be in the history it did not fetch."""
+    if repo.git.rev_parse("--is-shallow-repository") == "true":
+        raise GateFailure(f"the clone is shallow and holds no merge base of {head} and {base}: fetch the "
+                          "history: fetch-depth: 0 (actions/checkout), or `git fetch --unshallow`")
 
 
 def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:

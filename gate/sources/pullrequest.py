@@ -22,7 +22,7 @@ import github
 from gate.errors import BadInput
 from gate.sources.api import subject_from_api
 from gate.sources.base import ScoreInput
-from gate.sources.gitrange import subject_from_commits
+from gate.sources.gitrange import readable, subject_from_commits
 
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
 _QUEUE_PR = re.compile(r"/pr-(\d+)-[0-9a-f]+$")
@@ -133,6 +133,10 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
 def _checkout_with(workspace: Path, pr: PullRequest) -> git.Repo | None:
     try:
         repo = git.Repo(workspace)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        return None
+    readable(repo)  # a checkout git refuses (another uid's) is the workflow's to fix, not the API's to replace
+    try:
         repo.commit(pr.base_sha)
         repo.commit(pr.head_sha)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):

@@ -15,7 +15,7 @@ from pathlib import Path, PurePosixPath
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
 from gate.policy.loader import load_policy
-from gate.policy.model import DEFAULT_POLICY_PATH, CaseSpec, Policy
+from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
 from gate.subject import SourceFile
@@ -71,6 +71,8 @@ def governed_files(policy: Policy, policy_path: str) -> dict[str, str]:
     entry here."""
     entries = [
         (policy_path, "the policy file"),
+        # A head that adds the other name would change which file gates the next change.
+        *([(ALTERNATE_POLICY_PATH, "the policy file")] if policy_path == DEFAULT_POLICY_PATH else []),
         (policy.hidden.path, "the hidden cases file"),
         (policy.judge.rubric_file, "the judge's rubric file"),
         (OVERRIDE_DIR + "/", "the report templates"),
@@ -136,6 +138,13 @@ def tree_path(path: str) -> str:
 def _policy(base: BaseReader, named: str | None) -> Policy:
     path = named or DEFAULT_POLICY_PATH
     text = base.read(path)
+    if not named:
+        other = base.read(ALTERNATE_POLICY_PATH)
+        if other is not None and text is not None:
+            raise BadInput(f"the base commit {base.sha[:12]} holds both {DEFAULT_POLICY_PATH} and "
+                           f"{ALTERNATE_POLICY_PATH}: keep one", file=ALTERNATE_POLICY_PATH)
+        if other is not None:
+            path, text = ALTERNATE_POLICY_PATH, other
     if text is None:
         if named:
             raise BadInput(f"no policy file at {path} in the base commit {base.sha[:12]}", key="--policy")
