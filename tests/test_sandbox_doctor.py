@@ -20,7 +20,7 @@ def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: b
     code = doctor.run(argparse.Namespace(fresh=fresh))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "8 of 8 canaries blocked" in out
+    assert "9 of 9 canaries blocked" in out
     for layer in ("zygote", "uid", "netns", "mountns", "filesystem", "ipcns", "seccomp", "cgroup"):
         assert f"\n  {layer} " in out
     assert "GATE_DOCTOR_SECRET" not in os.environ

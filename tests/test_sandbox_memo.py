@@ -128,7 +128,7 @@ def test_without_root_nothing_is_remembered() -> None:
 def test_a_remembered_finding_still_filters_system_calls(state: Path) -> None:
     # The seccomp filter is built once by the probe and remembered with it; a zygote loads that program.
     first = layers()
-    if first.isolation["seccomp"] != "on (no socket, no ptrace)":
+    if not first.isolation["seccomp"].startswith("on"):
         pytest.skip("no seccomp layer here")
     assert list(state.glob("layers-*.json"))
     again = layers()

@@ -93,6 +93,31 @@ for _ in range(int(sys.argv[1])):
 report(made)
 """
 
+# Store a key (argv[1]: "store") in the session, user and user-session keyrings, or look for it ("read").
+_KEYRING = """import ctypes, errno
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+number = {"x86_64": (248, 250), "aarch64": (217, 219)}.get(os.uname().machine)
+if number is None:
+    report("unknown architecture")
+    sys.exit()
+add_key, keyctl = number
+said = []
+for ring in (-3, -4, -5):
+    if sys.argv[1] == "store":
+        data = sys.argv[3].encode()
+        key = libc.syscall(add_key, b"user", sys.argv[2].encode(), data, len(data), ctypes.c_long(ring))
+    else:
+        key = libc.syscall(keyctl, 10, ctypes.c_long(ring), b"user", sys.argv[2].encode(), 0)  # KEYCTL_SEARCH
+        if key >= 0:
+            buffer = ctypes.create_string_buffer(256)
+            size = libc.syscall(keyctl, 11, ctypes.c_long(key), buffer, 256)  # KEYCTL_READ
+            said.append(buffer.raw[:max(size, 0)].decode(errors="replace"))
+            continue
+    said.append("stored" if key >= 0 else os.strerror(ctypes.get_errno()))
+report(", ".join(said))
+"""
+
 
 @dataclass(frozen=True)
 class Canary:
@@ -260,11 +285,23 @@ def fork_flood(sandbox: Sandbox) -> Canary:
                   f"(process limit {LIMITS.processes})")
 
 
+def keyring(sandbox: Sandbox) -> Canary:
+    """Store a key in the kernel keyrings a run can name (session, user, user session), then look for it from
+    the next run: a uid's keyring outlives its runs and the gate."""
+    name, token = f"gate-doctor-{secrets.token_hex(8)}", secrets.token_hex(16)
+    stored = _run(sandbox, _KEYRING, "store", name, token)
+    seen = _run(sandbox, _KEYRING, "read", name)
+    kept = "stored" in stored.split(", ")
+    detail = (f"the next run read it ({stored})" if token in seen else f"a key outlived its run ({stored})" if kept
+              else f"no key stored ({stored})")
+    return Canary("keyring", token not in seen and not kept, detail)
+
+
 def canaries(sandbox: Sandbox, token: str) -> list[Canary]:
     """Every canary, in order."""
     checks: list[Callable[[], Canary | list[Canary]]] = [
         lambda: network(sandbox), lambda: secret(sandbox, token), lambda: planted_file(sandbox),
-        lambda: home_file(sandbox), lambda: shared_memory(sandbox), lambda: daemon(sandbox),
+        lambda: home_file(sandbox), lambda: shared_memory(sandbox), lambda: keyring(sandbox), lambda: daemon(sandbox),
         lambda: fork_flood(sandbox)]
     found: list[Canary] = []
     for check in checks:

@@ -385,7 +385,7 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
                               "/proc and a private /tmp; nothing else of the host"),
         "ipcns": _switch(probe["ipcns"], "on (System V IPC of its own per run)"),
         "bwrap": bwrap.describe(root),
-        "seccomp": _switch(probe["seccomp"], "on (no socket, no ptrace)"),
+        "seccomp": _switch(probe["seccomp"], "on (no socket, ptrace, keyring, namespace, mount or kernel calls)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
     }
     mountns = not probe["mountns"]
