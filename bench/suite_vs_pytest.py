@@ -26,7 +26,7 @@ from pathlib import Path
 
 import git
 
-from gate.commands.check import score_range
+from gate.engine import score_range
 from gate.sources.gitrange import subject_from_commits
 
 PROJECT = "more-itertools==10.5.0"

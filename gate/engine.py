@@ -16,6 +16,8 @@ from gate.checks.parse import checker_paths
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
+from gate.scopes import score_by_scope
+from gate.sources.base import ScoreInput
 from gate.subject import Subject
 from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict, is_accepted
 
@@ -107,6 +109,14 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
         return score(subject, policy, sandbox, reproduce=reproduce)
     finally:
         sandbox.close()
+
+
+def score_range(found: ScoreInput) -> Verdict:
+    """The verdict for what a source gives (a git range, a PR): what `gate check` prints, and what the PR gate
+    calls for the same commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer
+    the policy requires is missing here."""
+    return score_by_scope(found.subject, found.policy, lambda subject, policy: score_running_cases(
+        subject, policy, reproduce=found.reproduce, hide=found.private))
 
 
 def _checks_other_languages(subject: Subject, policy: Policy) -> bool:

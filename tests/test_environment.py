@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.commands.check import score_range
+from gate.engine import score_range
 from gate.errors import GateFailure
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict

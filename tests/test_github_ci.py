@@ -121,6 +121,21 @@ def test_a_humans_pr_gets_success_and_no_comment(
     assert pr.outputs()["gated"] == "false"
 
 
+def test_a_humans_pr_is_decided_before_anything_of_the_head_is_built(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Who is gated comes first: a human's PR costs the listing of its commits, and nothing of the suite the
+    policy names is set up (here it could not be: the base has no `tests/`, which a bot's PR is told)."""
+    policy = POLICY + "tests:\n  paths: [tests]\n"
+    human = make(fake, tmp_path / "human", {"util.py": BROKEN}, author="alice", author_type="User", policy=policy)
+    fake.log.clear()
+    assert run_ci(human, monkeypatch) == 0
+    assert [path for method, path, _ in fake.log if method == "GET"] == [f"/repos/{REPO}/pulls/12/commits"]
+    assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
+    bot = make(fake, tmp_path / "bot", {"util.py": CLEAN}, policy=policy)
+    assert run_ci(bot, monkeypatch) == 2
+    assert "none of tests is in the base commit" in fake.repos[REPO].statuses[-1]["description"]
+
+
 def test_an_opt_in_label_gates_a_humans_pr(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = make(fake, tmp_path, {"util.py": BROKEN}, author="alice", author_type="User", labels=("gate",))
@@ -371,7 +386,7 @@ def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
     def crash(found: object) -> object:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("gate.commands.ci.score_range", crash)
+    monkeypatch.setattr("gate.github.pipeline.score_range", crash)
     pr = make(fake, tmp_path, {"util.py": BROKEN})
     assert run_ci(pr, monkeypatch) == 3
     [status] = fake.repos[REPO].statuses

@@ -16,7 +16,7 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from gate.cli import main
-from gate.commands.check import score_range
+from gate.engine import score_range
 from gate.errors import BadInput
 from gate.sources.gitrange import git_changes, subject_from_commits, subject_from_range
 from gate.verdict import Verdict

@@ -15,7 +15,7 @@ from pathlib import Path
 import git
 import pytest
 
-from gate.commands.check import score_range
+from gate.engine import score_range
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo

@@ -6,15 +6,12 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.engine import score_running_cases
+from gate.engine import score_range
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.report.terminal import render_terminal, use_color
 from gate.sandbox import layers_found_ahead
-from gate.scopes import score_by_scope
-from gate.sources.base import ScoreInput
 from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
-from gate.verdict import Verdict
 
 
 def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -67,14 +64,6 @@ def run(args: argparse.Namespace) -> int:
             print(line, file=human)
     human.write(render_terminal(verdict, use_color(human)))
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
-
-
-def score_range(found: ScoreInput) -> Verdict:
-    """The verdict for a git range: what `gate check` prints, and what the PR gate must call for the same
-    commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer the policy requires
-    is missing here."""
-    return score_by_scope(found.subject, found.policy, lambda subject, policy: score_running_cases(
-        subject, policy, reproduce=found.reproduce, hide=found.private))
 
 
 def _write(path: Path, text: str, option: str) -> None:

@@ -20,9 +20,12 @@ import git
 import github
 
 from gate.errors import BadInput
-from gate.sources.api import subject_from_api
-from gate.sources.base import ScoreInput
-from gate.sources.gitrange import readable, subject_from_commits
+from gate.policy.model import Policy
+from gate.sources.api import ApiBase, subject_from_api
+from gate.sources.base import BaseReader, ScoreInput
+from gate.sources.gitrange import GitBase, readable, subject_from_commits
+from gate.sources.trust import read_policy
+from gate.subject import Subject
 
 DISPATCH_INPUTS = ("pull_request", "pr", "number")
 _QUEUE_PR = re.compile(r"/pr-(\d+)-[0-9a-f]+$")
@@ -79,11 +82,15 @@ def pull_request_from_event(name: str, payload: Mapping[str, Any], client: githu
         if not raw.lstrip("#").isdigit():
             raise BadInput(f"workflow_dispatch needs the PR number in an input named "
                            f"{' or '.join(DISPATCH_INPUTS)}, got {raw or 'none'}", key="inputs")
-        pull = client.get_repo(repo).get_pull(int(raw.lstrip("#")))
-        return PullRequest.from_json(pull.raw_data, repo)
+        return pull_request_of(client, repo, int(raw.lstrip("#")))
     raise BadInput(f"`gate ci` runs on pull_request, workflow_dispatch, merge_group and issue_comment events, "
                    f"not {name}; "
                    "use `gate publish` from a workflow_run workflow", key="GITHUB_EVENT_NAME")
+
+
+def pull_request_of(client: github.Github, repo: str, number: int) -> PullRequest:
+    """PR `number` as the API has it now (`GET /repos/{o}/{r}/pulls/{n}`)."""
+    return PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
 
 
 @dataclass(frozen=True)
@@ -105,6 +112,22 @@ class MergeGroup:
                            f"(gh-readonly-queue/BRANCH/pr-N-SHA), got {group.get('head_ref')!r}",
                            key="GITHUB_EVENT_PATH")
         return cls(str(group["head_sha"]), str(group["base_sha"]), str(group["head_ref"]), int(found[1]))
+
+
+def trusted_policy(client: github.Github, pr: PullRequest, *, workspace: Path | None,
+                   policy_path: str | None) -> Policy:
+    """The policy of the PR's base commit, read from the checkout when it holds that commit, else through the
+    API: all a run needs to decide whether the PR is gated, before anything of the head is read or built."""
+    local = _checkout_with(workspace, pr) if workspace else None
+    base: BaseReader = GitBase(local.commit(pr.base_sha)) if local else ApiBase(client.get_repo(pr.repo), pr.base_sha)
+    return read_policy(base, policy_path)
+
+
+def pr_subject(pr: PullRequest, api_url: str) -> Subject:
+    """The PR as a verdict names it when nothing of it is scored (a PR that is not gated): its facts only."""
+    return Subject(kind="pull_request", label=f"PR #{pr.number}",
+                   facts=(("repo", f"{_web_url(api_url)}/{pr.repo}"), ("base", pr.base_sha), ("head", pr.head_sha),
+                          ("pull request", str(pr.number))))
 
 
 @contextmanager

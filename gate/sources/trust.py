@@ -64,6 +64,12 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
     )
 
 
+def read_policy(base: BaseReader, policy_path: str | None) -> Policy:
+    """The policy `read_trusted` would read from `base`, alone: what a PR run needs to decide whether the PR is
+    gated before it builds anything of the head."""
+    return _policy(base, tree_path(policy_path) if policy_path else None)
+
+
 def governed_files(policy: Policy, policy_path: str) -> dict[str, str]:
     """The paths the gate reads from the base under `policy` (itself read from `policy_path`), and what each
     is, in words. A path ending in `/` governs a folder, one starting with `**/` a file of that name in any

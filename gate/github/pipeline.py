@@ -1,0 +1,230 @@
+"""The one pipeline of a pull request's run, for `gate ci` and `gate publish`.
+
+In order: the policy is read from the trusted base; who is gated is decided from it and the API; only a gated
+PR's subject is then built (the head's export, the repository's environment, the suite's trees) and scored;
+the gating notes and a maintainer's override are added; the report is rendered and delivered. A PR that is not
+gated (a human's, Dependabot's) costs the listing of its commits and nothing of the checkout.
+
+What differs between the two commands is an input: how the subject is scored (`gate ci` runs the cases in the
+sandbox; `gate publish` recomputes the static checks and takes an artifact's word only against the PR), the
+merge group whose commit is scored, and whether a maintainer's override is looked for. Once the PR is known,
+whatever fails still posts a failure status and check run, and says why in the job summary.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+import git
+import github
+from github.GithubException import GithubException
+from requests import RequestException
+
+from gate.engine import score_range
+from gate.errors import BadInput, GateError, GateFailure
+from gate.github.actions import append_summary, read_event
+from gate.github.client import Connection, connect
+from gate.github.deliver import Delivery, deliver, deliver_not_gated
+from gate.github.gating import gate_decision, with_gating_notes
+from gate.github.override import OverrideCheck, find_override, overridden
+from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
+from gate.sandbox import MISSING_LAYERS, layers_found_ahead
+from gate.sources.base import ScoreInput
+from gate.sources.pullrequest import MergeGroup, PullRequest, pr_subject, subject_from_pull_request, trusted_policy
+from gate.verdict import Note, Verdict, safe_text
+
+# What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
+# files, no sockets or ptrace (docs/github.md).
+CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
+CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
+                  "(the Action does, with sudo, on a Linux runner) with the seccomp extra installed "
+                  "(`pip install 'gate[seccomp]'`), or set `allow_weaker_isolation: true` in the policy to "
+                  "accept less")
+
+# How a gated PR's subject becomes a verdict: `score_in_ci`, or `gate publish`'s recomputation.
+Scorer = Callable[[ScoreInput], Verdict]
+
+
+@dataclass(frozen=True)
+class Settings:
+    """What the command line says about publishing (`gate ci` and `gate publish` share these options)."""
+
+    policy_path: str | None
+    comment: str  # a COMMENT_MODES value
+    names: Names
+    verdict_path: Path
+
+
+@dataclass(frozen=True)
+class Job:
+    """What a GitHub Actions step starts from: the event, the repository, the API connection and client."""
+
+    environ: Mapping[str, str]
+    event: str
+    payload: dict[str, Any]
+    repo: str
+    connection: Connection
+    client: github.Github
+
+    @classmethod
+    def start(cls) -> Job:
+        """The job of this process's Actions environment, read once here."""
+        environ = os.environ
+        event, payload = read_event(environ)
+        repo = environ.get("GITHUB_REPOSITORY") or str((payload.get("repository") or {}).get("full_name", ""))
+        if not repo:
+            raise BadInput("no repository: GITHUB_REPOSITORY is unset and the event names none",
+                           key="GITHUB_REPOSITORY")
+        connection = Connection.from_environment(environ)
+        return cls(environ, event, payload, repo, connection, connect(connection))
+
+    def read_failure(self, exc: Exception, number: int = 0) -> GateFailure:
+        """A failure to read the PR or its base from GitHub, worded with its fix and the token hidden."""
+        return GateFailure(self.connection.token.redact(explain_read(exc, self.repo, number)))
+
+
+@dataclass(frozen=True)
+class Run:
+    """What one run gates: the PR, and, in a merge queue, the group whose commit is scored in its stead."""
+
+    pr: PullRequest
+    group: MergeGroup | None = None
+    workspace: Path | None = None  # the checkout; None: the API only (`gate publish` never checks out)
+    overrides: bool = True  # whether a maintainer's override of a blocked verdict is looked for
+    read_only: bool = False  # the token is known to be read-only (a fork's PR run): no write is tried
+
+    @property
+    def scored(self) -> PullRequest:
+        """The PR as scored: a merge group is the commit the queue would merge, on top of the base; its status
+        and check run go on that commit, where the queue's required check looks for them."""
+        group = self.group
+        return replace(self.pr, head_sha=group.head_sha, base_sha=group.base_sha) if group else self.pr
+
+
+def gate_pull_request(job: Job, settings: Settings, run: Run, scorer: Scorer,
+                      before: Callable[[], None] = lambda: None) -> int:
+    """Gate `run` and deliver its verdict; returns the exit code. `before` runs first inside the failure path
+    (a check of the inputs that, failing, must still post a failure status)."""
+    pr = run.pr
+    delivery = Delivery(job.environ, job.client, Target(job.repo, pr.number, run.scored.head_sha), settings.names,
+                        job.connection.token, settings.verdict_path, read_only=run.read_only)
+    read_failure = functools.partial(explain_read, repo=job.repo, number=pr.number, head_sha=pr.head_sha)
+    with failures_reported(delivery, read_failure):
+        before()
+        return _gate(job, settings, run, scorer, delivery)
+
+
+def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Delivery) -> int:
+    policy = trusted_policy(job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path)
+    gating = gate_decision(job.client, run.pr, policy.bots)
+    decision = gating.decision
+    if not decision.gated:
+        return deliver_not_gated(delivery, pr_subject(run.scored, job.connection.api_url), policy, decision.reason,
+                                 neutral=decision.opted_out, notes=gating.labels.ignored)
+    with layers_found_ahead(), subject_from_pull_request(
+            job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path,
+            api_url=job.connection.api_url, checkout_only=run.group is not None) as found:
+        verdict = with_gating_notes(scorer(found), gating)
+        if run.group:
+            verdict = replace(verdict, facts=(*verdict.facts, ("merge group", run.group.head_ref)))
+        check = _override(job, settings.names, run, found) if run.overrides and not verdict.accepted \
+            else OverrideCheck()
+    verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
+    report = report_for(verdict, found.overrides, comment="false" if run.group else settings.comment,
+                        gated_by=decision.reason)
+    if check.override is not None:
+        report = overridden(report, check.override)
+    return deliver(delivery, verdict, report, found.overrides)
+
+
+def _override(job: Job, names: Names, run: Run, found: ScoreInput) -> OverrideCheck:
+    """A maintainer's override of the PR's head. A merge group carries it when the group's commit holds that
+    head: the PR that was overridden is the PR being merged, on top of the base."""
+    pr, group = run.pr, run.group
+    check = find_override(job.client.get_repo(job.repo), pr.number, pr.head_sha, pr.author, pr.labels,
+                          found.policy.bots.override_labels, names.check)
+    if group is None or check.override is None or _holds(run.workspace, pr.head_sha, group.head_sha):
+        return check
+    return OverrideCheck(None, (*check.ignored, f"the override of PR #{pr.number}'s head {pr.head_sha[:12]} "
+                                                "does not reach this merge group: its commit does not hold that head"))
+
+
+def _holds(workspace: Path | None, head_sha: str, group_sha: str) -> bool:
+    """Whether the checkout shows commit `group_sha` holding `head_sha`."""
+    if workspace is None:
+        return False
+    try:
+        local = git.Repo(workspace)
+        return local.is_ancestor(local.commit(head_sha), local.commit(group_sha))
+    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+        return False
+
+
+def score_in_ci(found: ScoreInput) -> Verdict:
+    """`score_range` with the layers that keep the token, the network and the runner's files from the code
+    (CI_LAYERS) required on top of the policy's, unless the policy says `allow_weaker_isolation`, which every
+    verdict then reports. A missing layer is a GateFailure (exit 3) that says how to get it."""
+    _need_checkout_for_cases(found)
+    policy = found.policy
+    if policy.allow_weaker_isolation:
+        verdict = score_range(found)
+        off = [name for name, how in verdict.isolation if name in CI_LAYERS and how.startswith("off")]
+        note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
+                                 + (f"; off here: {', '.join(off)}" if off else ""))
+        return replace(verdict, notes=(note, *verdict.notes))
+    strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
+    try:
+        return score_range(replace(found, policy=strict))
+    except GateFailure as failure:
+        if not failure.message.startswith(MISSING_LAYERS):
+            raise
+        raise GateFailure(f"{failure.message}. {CI_LAYERS_HINT}") from None
+
+
+def _need_checkout_for_cases(found: ScoreInput) -> None:
+    """Cases run against a clean export of the head's tree, which only a checkout with both commits gives."""
+    policy = found.policy
+    cases = policy.cases or any(scope.cases for scope in policy.scopes)
+    if found.subject.tree is None and (cases or found.subject.cases or found.subject.hidden_cases):
+        raise BadInput("the policy has cases, but the checkout does not hold the PR's base and head commits, so "
+                       "there is no head tree to run them against; check out with `ref: ${{ "
+                       "github.event.pull_request.head.sha }}` and `fetch-depth: 0`", key="GITHUB_WORKSPACE")
+
+
+@contextmanager
+def failures_reported(delivery: Delivery, read_failure: Callable[[Exception], str]) -> Iterator[None]:
+    """Whatever fails inside, once the PR is known, still posts a failure status and check and leaves the
+    reason in the job summary: a required check must never stay pending. GitHub's errors become a GateFailure
+    that `read_failure` words; a bug in the gate an internal error (exit 3)."""
+    try:
+        yield
+    except (GithubException, RequestException) as exc:
+        failure = GateFailure(delivery.token.redact(read_failure(exc)))
+        _report_failure(delivery, failure)
+        raise failure from None
+    except GateError as error:  # a bad policy on the base, a missing isolation layer, a refused artifact, ...
+        _report_failure(delivery, error)
+        raise
+    except Exception as exc:  # a bug in the gate: still a failure status, never a check left pending
+        failure = GateFailure(delivery.token.redact(f"internal error: {type(exc).__name__}: {exc}"))
+        _report_failure(delivery, failure)
+        raise
+
+
+def _report_failure(delivery: Delivery, error: GateError) -> None:
+    """The summary says why, and a failure status and check stand in for the verdict: a required check must
+    never stay pending. Best effort: the exit code reports the error in any case."""
+    reason = safe_text(error.render())
+    try:
+        append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
+    except OSError as exc:  # the status below still says why
+        print(f"gate: error: cannot write the job summary: {exc.strerror}", file=sys.stderr)
+    if not delivery.read_only:
+        Publisher(delivery.client, delivery.target, delivery.names).publish(failed_report(reason))
