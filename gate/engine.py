@@ -12,7 +12,7 @@ from gate.cases.hidden import places_to_hide
 from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
-from gate.checks.parse import checker_paths
+from gate.checks.languages import checker_paths
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox

@@ -154,6 +154,35 @@ def test_case_results_from_a_forks_run_never_turn_the_pr_green(
     assert "unprivileged run" in repo.comments[pr.number][0]["body"]
 
 
+# A `languages:` checker that every machine here has: Python's own compiler, for files named `.js`.
+LANGUAGES_POLICY = ("budget: 3\npaths: {include: ['**/*.py', '**/*.js']}\n"
+                    "languages: {'.js': {command: [/usr/bin/python3, -m, py_compile, '{path}']}}\n")
+
+
+@pytest.mark.skipif(not Path("/usr/bin/python3").exists(), reason="no /usr/bin/python3")
+@pytest.mark.parametrize("compiles", [False, True])
+def test_gate_publish_takes_a_genuine_artifact_whose_checker_ran_in_the_forks_run(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, compiles: bool) -> None:
+    """The checker ran the head's file in the fork's sandbox; `gate publish` runs nothing of the head, so it
+    recomputes what is static and is not fooled into calling a genuine artifact tampered. What the checker said
+    counts against the PR only: a file that compiles there still needs a human, as case results do."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": LANGUAGES_POLICY, "app.py": CLEAN},
+                  {"web/app.js": "x = 1\n" if compiles else "let x = ;\n"}, fork=True)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == (0 if compiles else 1)
+    artifact = Path(pr.outputs()["verdict"])
+    assert [p["check"] for p in json.loads(artifact.read_text())["penalties"]] == ([] if compiles else ["compile"])
+    assert publish(pr, artifact, monkeypatch) == 1
+    repo = fake.repos[REPO]
+    assert [(s["sha"], s["state"]) for s in repo.statuses] == [(pr.head_sha, "failure")]
+    body = repo.comments[pr.number][0]["body"]
+    assert "refused" not in repo.statuses[0]["description"] and "recomputed" in body
+    if compiles:
+        assert "needs a human" in repo.statuses[0]["description"] and "checkers ran" in body
+    else:
+        assert "web/app.js" in body and "5 points" in repo.statuses[0]["description"]
+
+
 @pytest.mark.parametrize("tamper", ["drop penalties", "not a verdict", "too large", "other head", "nested"])
 def test_a_tampered_artifact_is_refused(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],

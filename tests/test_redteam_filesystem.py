@@ -104,8 +104,8 @@ def test_a_syntax_checker_runs_the_heads_code_only_in_the_sandbox(tmp_path: Path
     run = check(repo, tmp_path, env={"GITHUB_TOKEN": TOKEN})
     assert not marker.exists()
     assert TOKEN not in run.reports
-    parse = next(c for c in run.verdict["checks"] if c["name"] == "parse")
-    assert parse["status"] == "failed", parse  # its own BEGIN block's exit is the checker's failure
+    compiled = next(c for c in run.verdict["checks"] if c["name"] == "compile")
+    assert compiled["status"] == "failed", compiled  # its own BEGIN block's exit is the checker's failure
 
 
 GATE_THAT_HANGS = POLICY + "limits: {timeout: 600, cpu: 600}\n"

@@ -12,7 +12,8 @@ import importlib
 
 from gate.checks.base import Check
 
-MODULES = ("extract", "parse", "imports", "claims", "framework", "smoke", "nondeterminism", "tests", "judge")
+MODULES = ("extract", "parse", "languages", "imports", "claims", "framework", "smoke", "nondeterminism", "tests",
+           "judge")
 
 
 @functools.cache

@@ -12,6 +12,7 @@ from pathlib import Path
 import jsonschema
 
 from gate.checks import static_checks, static_names
+from gate.checks.languages import language_for
 from gate.engine import score
 from gate.errors import BadInput
 from gate.scopes import score_by_scope
@@ -22,6 +23,10 @@ MAX_ARTIFACT_BYTES = 1024 * 1024
 UNPRIVILEGED_CASES = ("the cases ran in the PR's own unprivileged run (a fork's or Dependabot's), whose results "
                       "the PR's code could forge; a human must review it, or gate it by hand with the gate "
                       "workflow's workflow_dispatch (README, \"PRs from forks and Dependabot\")")
+UNPRIVILEGED_CHECKERS = ("the `languages:` checkers ran in the PR's own unprivileged run (a fork's or "
+                         "Dependabot's), whose results the PR's code could forge; a human must review it, or gate "
+                         "it by hand with the gate workflow's workflow_dispatch (README, \"PRs from forks and "
+                         "Dependabot\")")
 
 
 def load_artifact(path: Path) -> Verdict:
@@ -71,7 +76,10 @@ def recomputed(claimed: Verdict, path: Path, found: ScoreInput) -> Verdict:
     policy = found.policy
     ran_cases = bool(policy.cases or any(scope.cases for scope in policy.scopes)
                      or found.subject.cases or found.subject.hidden_cases)
-    return combine(claimed, static, allowed_labels=(policy.judge.label,), ran_cases=ran_cases)
+    # A checker runs the head's file (the compile check is not static): only the PR's own run ran it.
+    ran_checkers = any(language_for(source.path, policy) for source in found.subject.files)
+    unverified = (*((UNPRIVILEGED_CASES,) if ran_cases else ()), *((UNPRIVILEGED_CHECKERS,) if ran_checkers else ()))
+    return combine(claimed, static, allowed_labels=(policy.judge.label,), unverified=unverified)
 
 
 def _tampered(claimed: Verdict, static: Verdict) -> str:
@@ -88,23 +96,24 @@ def _tampered(claimed: Verdict, static: Verdict) -> str:
     return ""
 
 
-def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...], *, ran_cases: bool) -> Verdict:
+def combine(claimed: Verdict, static: Verdict, allowed_labels: tuple[str, ...], *,
+            unverified: tuple[str, ...] = ()) -> Verdict:
     """The verdict to post: the recomputed static findings and the base's policy (budget, mode, blocked
     reasons), plus what the artifact says that can only make it stricter: its execution findings and
-    blocked reasons. When the base's policy has cases (`ran_cases`), their results came from the PR's own
-    unprivileged run, which the PR controls, so the verdict needs a human: a result from an unprivileged run
-    never turns a PR green. Of the artifact's labels only those the base's policy can ask for are kept."""
+    blocked reasons. When the base's policy ran code (its cases, a `languages:` checker), the results came
+    from the PR's own unprivileged run, which the PR controls, so the verdict needs a human (`unverified`, one
+    reason each): a result from an unprivileged run never turns a PR green. Of the artifact's labels only
+    those the base's policy can ask for are kept."""
     executed = tuple(p for p in claimed.penalties if p.check not in static_names())
     penalties = (*static.penalties, *executed)
     total = sum(p.points for p in penalties)
     # The artifact's own blocked reasons (a judge that needs review, mapped to `block`) can only make the
     # verdict stricter, so they are kept; the recomputed ones are there whatever the artifact says.
-    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons,
-                                   *((UNPRIVILEGED_CASES,) if ran_cases else ()))))
+    blocked = tuple(dict.fromkeys((*static.blocked_reasons, *claimed.blocked_reasons, *unverified)))
     checks = (*static.checks, *(c for c in claimed.checks if c.name not in static_names()))
     note = Note("publish", "static checks recomputed by the publish workflow from the PR's files"
-                + ("; case results come from the PR's own unprivileged run and count only against it"
-                   if ran_cases else ""))
+                + ("; what ran the PR's code (cases, `languages:` checkers) comes from the PR's own "
+                   "unprivileged run and counts only against it" if unverified else ""))
     return replace(static, penalties=penalties, total=total, blocked_reasons=blocked,
                    # With `scopes:` each part has its own budget: a part over it blocks whatever the sum says.
                    accepted=is_accepted(total, static.budget, blocked, static.mode)
