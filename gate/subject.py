@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Literal
 
 from gate.environment import BuiltEnvironment
-from gate.policy.model import CaseSpec
+from gate.policy.keys import key
+from gate.policy.model import MODULE, CaseSpec
 
 SubjectKind = Literal["reply", "range", "pull_request", "sample"]
 
@@ -70,10 +71,13 @@ def python_lines(git_lines: frozenset[int], text: str) -> frozenset[int]:
 class Task:
     """A task from a task file or dataset: what the code was asked to do."""
 
-    name: str
-    prompt: str = ""
-    function: str | None = None
-    allowed_imports: tuple[str, ...] | None = None
+    name: str = key(description="the task's name, shown in the report", min_length=1)
+    prompt: str = key("", "what the model was asked")
+    function: str | None = key(None, "the function the reply must define; call cases without `function` call it",
+                               unset=True, pattern="^[A-Za-z_][A-Za-z0-9_]*$",
+                               expected="a function name such as `solve`")
+    allowed_imports: tuple[str, ...] | None = key(None, "the only modules the reply may import; omitted: the "
+                                                  "policy's lists apply", items=MODULE, unique_items=True)
 
 
 @dataclass(frozen=True)

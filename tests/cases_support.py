@@ -8,6 +8,7 @@ from typing import Any
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
+from gate.policy.loader import parse_cases
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.verdict import Verdict
@@ -17,10 +18,8 @@ SHORT = Limits(wall_s=1.5, cpu_s=1.5)
 
 
 def case(kind: str, name: str = "case 1", hidden: bool = False, **fields: Any) -> CaseSpec:
-    """A validated case of `kind`."""
-    spec = CaseSpec(kind, name, tuple(fields.items()), hidden)
-    KINDS[kind].validate(spec, "test")
-    return spec
+    """A case of `kind`, validated as the loader validates a file's cases."""
+    return parse_cases([{"kind": kind, "name": name, **fields}], "test", "cases", hidden=hidden)[0]
 
 
 def run(sandbox: Sandbox, spec: CaseSpec, code: str, limits: Limits = LIMITS, seed: int = 1,

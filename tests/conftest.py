@@ -47,7 +47,6 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     found and which documents are valid)."""
     folder = tmp_path / "state"
     monkeypatch.setattr(users, "STATE_DIR", str(folder))
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(folder),))
     return folder
 
 

@@ -9,7 +9,7 @@ import pytest
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import CaseSpec, Limits, Policy
+from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
@@ -70,7 +70,7 @@ def test_a_public_failure_shows_expected_and_got(sandbox: Sandbox) -> None:
 
 
 def test_an_infinite_loop_costs_timeout_points_not_smoke_points(sandbox: Sandbox) -> None:
-    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0))
+    policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0))
     verdict = _score(sandbox, "def is_even(n):\n    while True:\n        pass\n", cases=SEED_CASES[:1],
                      hidden=(), policy=policy)
     [penalty] = verdict.penalties
@@ -83,7 +83,7 @@ def test_an_infinite_loop_costs_timeout_points_not_smoke_points(sandbox: Sandbox
 def test_an_endless_loop_stopped_by_the_cpu_limit_is_a_timeout_too(sandbox: Sandbox, kind: str) -> None:
     # Which clock runs out first on an endless loop is a race; with a CPU limit far below the wall limit the
     # CPU limit always wins, and the case still reads as a timeout, not as a wrong answer.
-    policy = Policy(limits=Limits(timeout=30.0, cpu=1.0))
+    policy = Policy(limits=RunLimits(timeout=30.0, cpu=1.0))
     looping = "def is_even(n):\n    while True:\n        pass\n"
     spec = SEED_CASES[0] if kind == "call" else case(
         "humaneval", "check", prompt="", entry_point="is_even",

@@ -45,7 +45,7 @@ def _mbpp() -> list[dict[str, Any]]:
 def _run_all(sandbox: Sandbox, jobs: list[tuple[CaseSpec, str]]) -> list[CaseOutcome]:
     def one(job: tuple[CaseSpec, str]) -> CaseOutcome:
         spec, code = job
-        KINDS[spec.kind].validate(spec, spec.name)
+        assert KINDS[spec.kind].check(dict(spec.fields)) is None
         return KINDS[spec.kind].run(spec, Program(code=code), sandbox, LIMITS, 1)
 
     with ThreadPoolExecutor(2) as pool:

@@ -10,7 +10,7 @@ import pytest
 from gate.cases import KINDS
 from gate.cases.base import Program
 from gate.errors import BadInput
-from gate.policy.model import CaseSpec
+from gate.policy.loader import load_policy
 from gate.sandbox.base import Sandbox
 from tests.cases_support import IS_EVEN, LIMITS, NAIVE_IS_EVEN, case, run
 
@@ -142,25 +142,33 @@ def test_mbpp_asserts_setup_and_in_place_classes(sandbox: Sandbox) -> None:
     assert cheat.detail.endswith("(in-process, weaker isolation)")
 
 
-@pytest.mark.parametrize(("kind", "fields", "key", "message"), [
-    ("call", {"args": [1]}, "expect", "exactly one of expect and error"),
-    ("call", {"args": [1], "expect": 1, "error": "E"}, "expect", "exactly one"),
-    ("call", {"args": 1, "expect": 1}, "args", "expected a list of arguments, got int"),
-    ("call", {"error": "E", "tol": 0.1}, "tol", "tol only applies to expect"),
-    ("call", {"expect": 1, "tol": True}, "tol", "expected a number, got bool"),
-    ("call", {"expect": 1, "expected": 2}, "expected", "a call case has no field 'expected'"),
-    ("stdio", {"stdout": "x", "stdout_regex": "y"}, "stdout_regex", "either stdout or stdout_regex"),
-    ("stdio", {"stdout_regex": "("}, "stdout_regex", "not a regular expression"),
-    ("stdio", {"args": [1]}, "args", "a list of strings"),
-    ("stdio", {"program": "a.py", "module": "a"}, "module", "either program or module"),
-    ("humaneval", {"prompt": "", "test": "def check(c):\n  assert"}, "entry_point", "needs 'entry_point'"),
-    ("humaneval", {"prompt": "", "entry_point": "f", "test": "def check(c) pass"}, "test", "does not parse"),
-    ("mbpp", {"tests": []}, "tests", "non-empty list"),
-    ("mbpp", {"tests": ["assert f(1) =="]}, "tests", "does not parse"),
+@pytest.mark.parametrize(("case_yaml", "key", "message"), [
+    ("{kind: call, args: [1]}", "cases[0]", "give exactly one of `expect` or `error`"),
+    ("{kind: call, args: [1], expect: 1, error: E}", "cases[0]", "give exactly one of `expect` or `error`"),
+    ("{kind: call, args: 1, expect: 1}", "cases[0].args", "expected a list, got the integer 1"),
+    ("{kind: call, error: E, tol: 0.1}", "cases[0]", "`tol` needs `expect`"),
+    ("{kind: call, expect: 1, tol: true}", "cases[0].tol", "expected a number, got the boolean true"),
+    ("{kind: call, expect: 1, expected: 2}", "cases[0].expected", "unknown key; did you mean `expect`?"),
+    ("{kind: call, expect: 2024-01-01}", "cases[0].expect", r"not data: datetime.date \(JSON values only\)"),
+    ("{kind: stdio, stdout: x, stdout_regex: y}", "cases[0]", "give `stdout` or `stdout_regex`, not both"),
+    ("{kind: stdio, stdout_regex: '('}", "cases[0].stdout_regex", "not a valid regular expression"),
+    ("{kind: stdio, args: [1]}", "cases[0].args[0]", "expected a string, got the integer 1"),
+    ("{kind: stdio, program: a.py, module: a}", "cases[0]", "give `program` or `module`, not both"),
+    ("{kind: humaneval, prompt: '', test: 'def check(c): assert 1'}", "cases[0]",
+     "missing required key `entry_point`"),
+    ("{kind: humaneval, prompt: '', entry_point: f, test: 'def check(c) pass'}", "cases[0].test",
+     "does not parse"),
+    ("{kind: mbpp, tests: []}", "cases[0].tests", "must list at least 1 item"),
+    ("{kind: mbpp, tests: ['assert f(1) ==']}", "cases[0].tests", "does not parse"),
+    ("{kind: mbpp, tests: ['assert 1 == 1']}", "cases[0].tests",
+     "the asserts call no function the candidate could define"),
 ])
-def test_malformed_cases_are_bad_input_naming_the_field(kind: str, fields: dict[str, object], key: str,
-                                                        message: str) -> None:
+def test_malformed_cases_are_bad_input_naming_the_file_line_and_field(case_yaml: str, key: str,
+                                                                      message: str) -> None:
+    # A case is validated once, when the file that holds it is loaded: the schema, then what only its kind can
+    # tell (a pattern that does not compile, code that does not parse, a value that is not JSON data).
+    text = f"budget: 3\ncases:\n  - {case_yaml}\n"
     with pytest.raises(BadInput, match=message) as raised:
-        KINDS[kind].validate(CaseSpec(kind, "c", tuple(fields.items())), "gate.yml")
-    assert raised.value.key == key
+        load_policy(None, text=text, source="gate.yml")
+    assert (raised.value.file, raised.value.line, raised.value.key) == ("gate.yml", 3, key)
     assert raised.value.exit_code == 2

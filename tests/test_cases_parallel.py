@@ -11,7 +11,7 @@ from gate.cases.schedule import Plan, Served, run_cases
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import CaseSpec, Limits, Policy
+from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
@@ -63,7 +63,7 @@ def _verdict(sandbox: Sandbox, parallel: bool, policy: Policy) -> Verdict:
 
 
 def test_the_parallel_verdict_is_the_sequential_one(sandbox: Sandbox) -> None:
-    policy = Policy(limits=Limits(timeout=1.5, cpu=1.5), runs=3)
+    policy = Policy(limits=RunLimits(timeout=1.5, cpu=1.5), runs=3)
     sequential = _verdict(sandbox, parallel=False, policy=policy)
     parallel = _verdict(sandbox, parallel=True, policy=policy)
     assert without_times(parallel) == without_times(sequential)
@@ -116,7 +116,7 @@ def test_the_outcomes_keep_the_cases_order_and_each_case_its_seeds_order() -> No
 def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sandbox: Sandbox) -> None:
     # One run at a time, so that which cases are left is certain: the first case hangs for its whole time limit,
     # longer than the budget of all the cases.
-    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0, total_timeout=0.5))
+    policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0, total_timeout=0.5))
     cases = (case("call", "hangs", function="nap", args=[1], expect=0),
              case("call", "fine", function="double", args=[1], expect=2))
     hidden = (replace(case("call", "secret", function="double", args=[2], expect=4), hidden=True),)

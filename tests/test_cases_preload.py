@@ -8,8 +8,7 @@ from gate.checks.imports import Imports
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import Imports as ImportsPolicy
-from gate.policy.model import Policy
+from gate.policy.model import ImportRules, Policy
 from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import SourceFile, Subject
 from tests.cases_support import LIMITS, case
@@ -51,7 +50,7 @@ def test_the_modules_the_code_imports_are_loaded_before_it_but_not_denied_ones(s
     # The module notes what is loaded before its own imports run; the harness loads neither of the two.
     code = ("import sys\n\nBEFORE = sorted(n for n in ('graphlib', 'calendar') if n in sys.modules)\n\n"
             "import calendar\nimport graphlib\n\n\ndef before():\n    return BEFORE\n")
-    policy = Policy(imports=ImportsPolicy(deny=("calendar",)),
+    policy = Policy(imports=ImportRules(deny=("calendar",)),
                     cases=(case("call", "before", function="pkg.calc:before", expect=["graphlib"]),))
     assert _statuses(sandbox, tmp_path, code, policy) == [("passed", "")]
 

@@ -12,7 +12,7 @@ import pytest
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import CaseSpec, Limits, Policy
+from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
@@ -169,7 +169,7 @@ def _cases() -> tuple[tuple[CaseSpec, ...], tuple[CaseSpec, ...]]:
 def _verdict(sandbox: Sandbox, tree: Path, together: bool) -> tuple[Verdict, int]:
     public, hidden = _cases()
     subject = Subject(kind="range", label="base..head", tree=tree, cases=public, hidden_cases=hidden)
-    policy = Policy(limits=Limits(timeout=2.0, cpu=3.0, memory_mb=512, output_kb=256), runs=2)
+    policy = Policy(limits=RunLimits(timeout=2.0, cpu=3.0, memory_mb=512, output_kb=256), runs=2)
     counted = Counted(sandbox)
     verdict = score(subject, policy, counted,
                     checks=(Smoke(together=together), Nondeterminism()))
@@ -236,7 +236,7 @@ from gate.cases.running import sandbox_limits
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import CaseSpec, Limits, Policy
+from gate.policy.model import CaseSpec, RunLimits, Policy
 from gate.sandbox import open_sandbox
 from gate.subject import Subject
 
@@ -244,7 +244,7 @@ spec = json.loads(sys.stdin.read())
 cases = tuple(CaseSpec("call", f"{target} {arg}", (("function", f"pkg.{target}"), ("args", [arg]),
                                                    ("expect", expect)), False)
               for target, arg, expect in spec["cases"])
-policy = Policy(limits=Limits(timeout=2.0, cpu=3.0), runs=2)
+policy = Policy(limits=RunLimits(timeout=2.0, cpu=3.0), runs=2)
 box = open_sandbox(sandbox_limits(policy.limits))
 found = {"isolation": dict(box.isolation)}
 for together in (False, True):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gate.policy.model import Claims, Policy
+from gate.policy.model import ClaimRules, Policy
 from gate.subject import SourceFile
 from tests.helpers_static import check, fenced, penalty, score_files, score_reply
 
@@ -99,7 +99,7 @@ def test_recursion_through_self_is_a_loop() -> None:
 
 def test_allow_loops_lets_the_claim_stand() -> None:
     code = 'def f():\n    """O(1): the loop has 3 turns."""\n    for _ in range(3):\n        pass\n'
-    assert score_files([SourceFile("m.py", code)], Policy(claims=Claims(allow_loops=True))).total == 0
+    assert score_files([SourceFile("m.py", code)], Policy(claims=ClaimRules(allow_loops=True))).total == 0
     assert check(score_files([SourceFile("m.py", code)]), "claims").status == "failed"
 
 

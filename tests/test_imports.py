@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from gate.policy.model import Imports, Points, Policy
+from gate.policy.model import ImportRules, Points, Policy
 from gate.subject import SourceFile, Task
 from tests.helpers_static import check, fenced, penalty, score_files, score_reply
 
 # No deny-list, so that these tests see the allow-list and the dynamic-loader rule on their own.
-OPEN = Policy(imports=Imports(deny=()))
+OPEN = Policy(imports=ImportRules(deny=()))
 SUM_TASK = Task("sum-two-numbers", allowed_imports=("sys",))
 
 
@@ -22,7 +22,7 @@ def test_import_os_under_an_allow_list_of_sys_costs_three() -> None:
 
 
 def test_policy_allow_list_applies_without_a_task() -> None:
-    policy = Policy(imports=Imports(allow=("sys", "xml"), deny=()))
+    policy = Policy(imports=ImportRules(allow=("sys", "xml"), deny=()))
     assert score_reply(fenced("import sys\nimport xml.etree.ElementTree\n"), policy).total == 0
     assert penalty(score_reply(fenced("import json\n"), policy), "imports").points == 3
 
@@ -68,7 +68,7 @@ def test_dynamic_loaders_are_caught(code: str) -> None:
 
 
 def test_dunder_import_of_a_constant_name_is_also_checked_against_the_lists() -> None:
-    verdict = score_reply(fenced('__import__("os")\n'), Policy(imports=Imports(dynamic=False)))
+    verdict = score_reply(fenced('__import__("os")\n'), Policy(imports=ImportRules(dynamic=False)))
     assert 'os is in the deny-list' in penalty(verdict, "imports").message
 
 
@@ -86,12 +86,12 @@ def test_look_alikes_are_not_loaders(code: str) -> None:
 @pytest.mark.parametrize("code", ["import os.path\n", "from os import path\n", "from os.path import join\n",
                                   "import os as operating_system\n"])
 def test_a_denied_package_denies_its_submodules(code: str) -> None:
-    found = penalty(score_reply(fenced(code), Policy(imports=Imports(deny=("os",)))), "imports")
+    found = penalty(score_reply(fenced(code), Policy(imports=ImportRules(deny=("os",)))), "imports")
     assert "in the deny-list" in found.message
 
 
 def test_denying_a_submodule_catches_from_imports_of_it() -> None:
-    policy = Policy(imports=Imports(deny=("os.path",)))
+    policy = Policy(imports=ImportRules(deny=("os.path",)))
     assert penalty(score_reply(fenced("from os import path\n"), policy), "imports").points == 3
     assert score_reply(fenced("from os import sep\n"), policy).total == 0
 
@@ -115,11 +115,11 @@ def test_charged_once_with_every_offending_import_listed() -> None:
 def test_added_scope_ignores_an_old_import_and_all_scope_counts_it() -> None:
     text = "import os\n\n\ndef f() -> str:\n    return os.sep\n\n\nimport json\n"
     changed = SourceFile("src/f.py", text, added_lines=frozenset({4, 5}), status="modified")
-    assert score_files([changed], Policy(imports=Imports(deny=("os", "json"), scope="added"))).total == 0
-    verdict = score_files([changed], Policy(imports=Imports(deny=("os", "json"), scope="all")))
+    assert score_files([changed], Policy(imports=ImportRules(deny=("os", "json"), scope="added"))).total == 0
+    verdict = score_files([changed], Policy(imports=ImportRules(deny=("os", "json"), scope="all")))
     assert [loc.line for loc in penalty(verdict, "imports").locations] == [1, 8]
     new = SourceFile("src/f.py", text, added_lines=frozenset({4, 5, 8}), status="modified")
-    added = score_files([new], Policy(imports=Imports(deny=("os", "json"), scope="added")))
+    added = score_files([new], Policy(imports=ImportRules(deny=("os", "json"), scope="added")))
     assert [loc.line for loc in penalty(added, "imports").locations] == [8]
 
 

@@ -18,17 +18,17 @@ from jsonschema import Draft202012Validator
 from gate import memo
 from gate.cli import main
 from gate.errors import BadInput
-from gate.policy import marked_yaml
+from gate.policy import generate, marked_yaml
 from gate.policy.loader import (
-    KIND_KEYS,
     effective_policy_dict,
+    kind_keys,
     load_policy,
     load_preset,
     parse_cases,
     policy_schema,
     preset_names,
 )
-from gate.policy.model import CaseSpec, Policy
+from gate.policy.model import CaseSpec, ImportRules, Policy
 from gate.policy.validation import _content
 from gate.sandbox import users
 
@@ -231,7 +231,8 @@ def test_extends_overrides_only_the_keys_the_file_names() -> None:
     assert policy.points == dataclasses.replace(strict.points, smoke=7)
     assert policy.paths.include == ("src/**/*.py",)  # a list replaces the preset's list
     assert policy.paths.exclude == strict.paths.exclude
-    assert policy.bots == dataclasses.replace(strict.bots, opt_out_labels=("skip-gate",))
+    assert policy.bots == dataclasses.replace(strict.bots, labels=dataclasses.replace(strict.bots.labels,
+                                                                                   opt_out=("skip-gate",)))
     assert dataclasses.replace(policy, points=strict.points, paths=strict.paths, bots=strict.bots,
                                source=strict.source, extends=strict.extends) == strict
 
@@ -247,6 +248,27 @@ def test_the_default_preset_spells_out_the_model_defaults() -> None:
     text = (resources.files("gate") / "presets" / "default.yml").read_text()
     spelled_out = {k: v for k, v in effective_policy_dict(Policy()).items() if k != "extends"}
     assert yaml.safe_load(text) == spelled_out
+
+
+def test_the_generated_schemas_and_default_preset_are_current() -> None:
+    # They are written from the declarations in gate/policy/model.py and gate/cases/ by the generator.
+    assert generate.stale() == []
+    assert generate.main(["--check"]) == 0
+
+
+def test_the_schema_gives_every_key_a_default_and_names_itself() -> None:
+    schema = json.loads((resources.files("gate") / "policy" / "schema.json").read_text())
+    assert schema["$id"].endswith("/gate/policy/schema.json")
+    def missing(node: dict[str, Any], where: str) -> list[str]:
+        found = []
+        for name, sub in node.get("properties", {}).items():
+            if "default" not in sub:
+                found.append(where + name)
+            found += missing(sub, f"{where}{name}.")
+        return found
+    assert missing(schema, "") == []
+    assert schema["properties"]["limits"]["properties"]["timeout"]["default"] == 5.0
+    assert schema["properties"]["imports"]["properties"]["deny"]["default"] == list(ImportRules().deny)
 
 
 @pytest.mark.parametrize("name", ["default", "strict", "advisory"])
@@ -322,13 +344,13 @@ def _inferred_kind_keys(schema: dict[str, Any]) -> list[tuple[str, tuple[str, ..
 
 def test_the_schema_and_the_loader_infer_a_case_kind_alike() -> None:
     schema = json.loads((resources.files("gate") / "policy" / "schema.json").read_text())
-    assert _inferred_kind_keys(schema) == list(KIND_KEYS)
+    assert _inferred_kind_keys(schema) == list(kind_keys())
 
 
 def test_parse_cases_infers_kinds_and_keeps_plain_json_values() -> None:
     text = ("cases:\n  - {stdin: '1 2', stdout: '3'}\n  - {name: call, args: [[1, 2]], kwargs: {flag: true},"
             " expect: {a: null}}\n  - {kind: mbpp, tests: ['assert f(1) == 1']}\n"
-            "  - {entry_point: f, prompt: 'def f(x):', test: 'def check(c): pass'}\n")
+            "  - {entry_point: f, prompt: 'def f(x): pass', test: 'def check(c): pass'}\n")
     cases = load_policy(None, text=text, source="gate.yml").cases
     assert [(c.kind, c.name) for c in cases] == [("stdio", "case 1"), ("call", "call"), ("mbpp", "case 3"),
                                                  ("humaneval", "case 4")]
@@ -479,6 +501,6 @@ def test_a_planted_state_directory_is_not_used_and_the_policy_still_loads(tmp_pa
     victim = tmp_path / "victim"
     victim.mkdir()
     (tmp_path / "state").symlink_to(victim)  # a link where root's own directory should be
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(tmp_path / "state"),))
+    monkeypatch.setattr(users, "STATE_DIR", str(tmp_path / "state"))
     assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
     assert list(victim.iterdir()) == []  # nothing was written through the link

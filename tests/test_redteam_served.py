@@ -11,7 +11,7 @@ import pytest
 
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import Limits, Policy
+from gate.policy.model import Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from tests.cases_support import Counted, case
@@ -102,7 +102,7 @@ def test_a_serving_stopped_by_the_import_waits_its_limit_once(sandbox: Sandbox, 
     hidden = tuple(case("call", f"h{n}", function="pkg.calc:double", args=[n], expect=2 * n, hidden=True)
                    for n in range(6))
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
-    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=1)
+    policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=1)
     verdicts, runs = [], []
     for together in (False, True):
         counted = Counted(sandbox)
@@ -193,7 +193,7 @@ def test_a_served_case_has_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, 
     (tmp_path / "pkg" / "calc.py").write_text(UNLIMITED)
     hidden = (case("call", "h", function=f"pkg.calc:{function}", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
-    policy = Policy(limits=Limits(timeout=timeout, cpu=1.0), runs=1)
+    policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
     statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
@@ -235,7 +235,7 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     (tmp_path / "pkg" / "calc.py").write_text(HOLDER)
     hidden = (case("call", "h", function="pkg.calc:slow", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
-    policy = Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=1)
+    policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=1)
     statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
@@ -253,7 +253,7 @@ def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox:
                   for n in range(40))
     subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
     counted = Counted(sandbox)
-    verdict = score(subject, Policy(limits=Limits(timeout=1.0, cpu=1.0), runs=2), counted, checks=(Smoke(),))
+    verdict = score(subject, Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2), counted, checks=(Smoke(),))
     assert [c.status for c in verdict.cases] == ["passed"] * 40
     # Two shares a hash seed (or a few runs more, for a case that the machine's load holds past the cut).
     assert 4 <= counted.runs < 16
@@ -282,7 +282,7 @@ from pathlib import Path
 from gate.cases.running import sandbox_limits
 from gate.checks.smoke import Smoke
 from gate.engine import score
-from gate.policy.model import CaseSpec, Limits, Policy
+from gate.policy.model import CaseSpec, RunLimits, Policy
 from gate.sandbox import open_sandbox
 from gate.subject import Subject
 
@@ -290,7 +290,7 @@ spec = json.loads(sys.stdin.read())
 found = {}
 for target, timeout in spec["cases"]:
     hidden = (CaseSpec("call", "h", (("function", f"pkg.{target}"), ("args", [3]), ("expect", 6)), True),)
-    policy = Policy(limits=Limits(timeout=timeout, cpu=1.0), runs=1)
+    policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
     box = open_sandbox(sandbox_limits(policy.limits))
     subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), hidden_cases=hidden)
     found[target] = [[c.status for c in score(subject, policy, box, checks=(Smoke(together=together),)).cases]

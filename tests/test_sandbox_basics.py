@@ -265,7 +265,7 @@ def test_layers_found_ahead_are_the_same_and_nothing_of_the_search_outlives_its_
         box.close()
     assert ahead == plain and (result.exit_code, result.stdout) == (0, b"42\n")
     # Nothing remembered (a state directory of its own): the probes really run, and the block waits for them.
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(tmp_path / "state"),))
+    monkeypatch.setattr(users, "STATE_DIR", str(tmp_path / "state"))
     before = _children()
     with layers_found_ahead():
         pass  # a gate that had no code to run

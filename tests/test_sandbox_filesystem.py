@@ -241,7 +241,6 @@ def test_a_planted_link_in_the_state_directory_is_not_followed(tmp_path: Path,
     victim.write_text("untouched")
     (state / users.USER_PREFIX).symlink_to(victim)
     monkeypatch.setattr(users, "STATE_DIR", str(state))
-    monkeypatch.setattr(users.state_dir, "__defaults__", (str(state),))
     with pytest.raises((GateFailure, OSError)):
         box = open_sandbox(LIMITS)
         try:

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from gate.policy.model import Imports, Policy
+from gate.policy.model import ImportRules, Policy
 from gate.report.terminal import render_terminal, use_color
 from gate.subject import Task
 from gate.verdict import CaseReport, Location, Note, Penalty, Verdict, validate
@@ -21,7 +21,7 @@ def _busy_verdict() -> Verdict:
     """A verdict with a penalty from every static check, long messages and long paths."""
     code = ("import os\nimport socket\n\n\ndef is_even(n):\n    '''O(1).'''\n    for _ in range(n):\n"
             "        pass\n    return __import__('subprocess')\n")
-    verdict = score_reply("It runs in O(1).\n" + fenced(code), Policy(imports=Imports(deny=("os",))),
+    verdict = score_reply("It runs in O(1).\n" + fenced(code), Policy(imports=ImportRules(deny=("os",))),
                           Task("sum", allowed_imports=("sys",)))
     long_path = "src/" + "very_long_directory_name/" * 6 + "module.py"
     return Verdict(

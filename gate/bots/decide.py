@@ -52,13 +52,13 @@ class Decision:
 def decide(author: Author, labels: tuple[str, ...], bots: Bots, commits: tuple[CommitFacts, ...] = ()) -> Decision:
     """The decision for a PR; `labels` are those a maintainer applied (the caller checked who)."""
     who = next(_matches(author, bots, commits), None)
-    if opt_out := _first(labels, bots.opt_out_labels):
+    if opt_out := _first(labels, bots.labels.opt_out):
         if who is not None:
             return Decision(False, f"label {opt_out!r} opts this PR out (it would be gated: {who})", opted_out=True)
         return Decision(False, f"label {opt_out!r} opts this PR out")
     if who is not None:
         return Decision(True, who)
-    if opt_in := _first(labels, bots.opt_in_labels):
+    if opt_in := _first(labels, bots.labels.opt_in):
         return Decision(True, f"label {opt_in!r} opts this PR in")
     if _is_dependency_bot(author.login, bots):
         return Decision(False, f"{author.login} is a dependency bot, not gated unless the policy sets "

@@ -6,10 +6,12 @@ compares outside (docs/cases.md).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import Any, ClassVar, Protocol
 
+from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
 from gate.verdict import RunStatus, safe_text
@@ -56,13 +58,33 @@ def shown(text: str) -> str:
     return f"{text[:MAX_DETAIL]}… ({len(text) - MAX_DETAIL} more characters)"
 
 
+@dataclass(frozen=True, kw_only=True)
+class CaseFields:
+    """The declaration of a kind's fields (gate/policy/keys.py), from which `python -m gate.policy.generate`
+    writes the kind's part of the schemas: a kind's own class extends this one with its fields, and says
+    what its cases are called in messages (`WHAT`), in the list of kinds (`SUMMARY`), how a case without
+    `kind` shows it is one (`HINT`, its fields with `infers=True`), and the rules across fields (`RULES`,
+    JSON Schema with an `x-message`)."""
+
+    WHAT: ClassVar[str]
+    SUMMARY: ClassVar[str]
+    HINT: ClassVar[str] = ""
+    RULES: ClassVar[dict[str, Any]] = {}
+
+    name: str | None = key(None, "shown in the report; default `case N`", min_length=1, unset=True)
+
+
 class CaseKind(Protocol):
-    """A kind of case. `validate` raises gate.errors.BadInput naming the field; `run` never raises for
-    anything the candidate does."""
+    """A kind of case. `fields` declares its fields, which the loader validates (the schema, then `check`) once,
+    when the file that holds the case is loaded; `run` never raises for anything the candidate does."""
 
     name: str
 
-    def validate(self, case: CaseSpec, where: str) -> None: ...
+    @property
+    def fields(self) -> type[CaseFields]: ...
+
+    def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
+        """(field, what is wrong) for what the schema cannot say about a case that it accepts, or None."""
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome: ...

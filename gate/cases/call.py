@@ -10,53 +10,64 @@ from __future__ import annotations
 import builtins
 import dataclasses
 import json
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from gate.cases.base import CaseOutcome, Program
+from gate.cases.base import CaseFields, CaseOutcome, Program
 from gate.cases.compare import mismatch, show
 from gate.cases.harness import wire
 from gate.cases.running import (
     CANDIDATE,
-    check_fields,
     fingerprint,
     harness,
     hidden_detail,
     no_outcome,
     one_function,
     read_outcome,
-    require_type,
 )
 from gate.cases.schedule import Served, long_after
-from gate.errors import BadInput
-from gate.policy.model import CaseSpec
+from gate.policy.keys import key
+from gate.policy.marked_yaml import unmark
+from gate.policy.model import MODULE, CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 
-FIELDS = {"function", "args", "kwargs", "expect", "tol", "error"}
+
+@dataclass(frozen=True, kw_only=True)
+class CallFields(CaseFields):
+    """The fields of a call case."""
+
+    WHAT = "a call case"
+    SUMMARY = "call (args -> expect or error)"
+    HINT = "`args` with `expect`/`error` (call)"
+    RULES: ClassVar[dict[str, Any]] = {"oneOf": [{"required": ["expect"]}, {"required": ["error"]}],
+             "x-message": "give exactly one of `expect` or `error`", "dependentRequired": {"tol": ["expect"]}}
+
+    function: str | None = key(
+        None, "`pkg.module:function` or a bare name; omitted: the one function the reply or task names",
+        unset=True, infers=True, expected="`pkg.module:function` or a bare function name",
+        pattern=r"^([A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*:)?[A-Za-z_][A-Za-z0-9_]*$")
+    args: list[Any] = key(factory=list, description="positional arguments (JSON values)", infers=True)
+    kwargs: dict[str, Any] = key(factory=dict, description="keyword arguments (JSON values)", infers=True)
+    expect: Any = key(None, "the expected return value (any JSON value)", unset=True, infers=True, schema={})
+    tol: float | None = key(None, "absolute tolerance for float results", minimum=0, unset=True)
+    error: str | None = key(None, "the exception type the call must raise", unset=True, infers=True,
+                            pattern=MODULE["pattern"], expected="an exception type name such as `ValueError`")
 
 
 class Call:
     """A function's result (or exception) for given arguments."""
 
     name = "call"
+    fields = CallFields
 
-    def validate(self, case: CaseSpec, where: str) -> None:
-        check_fields(case, where, FIELDS)
-        fields = dict(case.fields)
-        require_type(case, where, "function", (str,), 'a function name ("pkg.module:function" or "name")')
-        require_type(case, where, "args", (list,), "a list of arguments")
-        require_type(case, where, "kwargs", (dict,), "a mapping of keyword arguments")
-        require_type(case, where, "tol", (int, float), "a number")
-        require_type(case, where, "error", (str,), "an exception's type name")
-        if ("expect" in fields) == ("error" in fields):
-            raise BadInput("a call case needs exactly one of expect and error", file=where, key="expect")
-        if "tol" in fields and "expect" not in fields:
-            raise BadInput("tol only applies to expect", file=where, key="tol")
-        for key in ("args", "kwargs", "expect"):
+    def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
+        for key_name in ("args", "kwargs", "expect"):
             try:
-                wire.dumps(fields.get(key))
-            except wire.NotData as exc:
-                raise BadInput(f"{exc} (JSON values only)", file=where, key=key) from None
+                wire.dumps(unmark(case.get(key_name)))
+            except wire.NotData as exc:  # YAML has values JSON has not: a date, a set, binary
+                return key_name, f"{exc} (JSON values only)"
+        return None
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome:

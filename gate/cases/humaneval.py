@@ -7,31 +7,44 @@ the prompt's own helpers (run from the trusted prompt, not from the completion) 
 
 from __future__ import annotations
 
-from gate.cases.base import CaseOutcome, Program
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from gate.cases.base import CaseFields, CaseOutcome, Program
 from gate.cases.pairs import run_tests
-from gate.cases.running import check_fields, fingerprint, require_type
-from gate.errors import BadInput
+from gate.cases.running import fingerprint
+from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
 
-FIELDS = {"prompt", "test", "entry_point"}
+
+@dataclass(frozen=True, kw_only=True)
+class HumanEvalFields(CaseFields):
+    """The fields of a humaneval case."""
+
+    WHAT = "a humaneval case"
+    SUMMARY = "humaneval"
+
+    prompt: str = key(description="the problem's prompt: the start of the candidate's module", infers=True)
+    test: str = key(description="defines check(candidate)", infers=True)
+    entry_point: str = key(description="the function under test", pattern="^[A-Za-z_][A-Za-z0-9_]*$",
+                           expected="a function name", infers=True)
 
 
 class HumanEval:
     """A HumanEval problem's `check` over the candidate's `entry_point`."""
 
     name = "humaneval"
+    fields = HumanEvalFields
 
-    def validate(self, case: CaseSpec, where: str) -> None:
-        check_fields(case, where, FIELDS)
-        for key, what in (("prompt", "the problem's prompt"), ("test", "test code defining check(candidate)"),
-                          ("entry_point", "the function's name")):
-            require_type(case, where, key, (str,), what, required=True)
-        for key in ("prompt", "test"):
+    def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
+        for key_name in ("prompt", "test"):
             try:
-                compile(case.get(key), key, "exec")
+                compile(case[key_name], key_name, "exec")
             except (SyntaxError, ValueError) as exc:
-                raise BadInput(f"does not parse: {exc}", file=where, key=key) from None
+                return key_name, f"does not parse: {exc}"
+        return None
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome:

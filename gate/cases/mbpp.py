@@ -12,37 +12,46 @@ from __future__ import annotations
 
 import ast
 import builtins
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
 
-from gate.cases.base import CaseOutcome, Program
+from gate.cases.base import CaseFields, CaseOutcome, Program
 from gate.cases.pairs import run_tests
-from gate.cases.running import check_fields, fingerprint, require_type
-from gate.errors import BadInput
+from gate.cases.running import fingerprint
+from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
 from gate.syntax import parse_python
 
-FIELDS = {"setup", "tests"}
+
+@dataclass(frozen=True, kw_only=True)
+class MbppFields(CaseFields):
+    """The fields of an mbpp case."""
+
+    WHAT = "an mbpp case"
+    SUMMARY = "mbpp"
+
+    setup: str = key("", "code run before the tests", infers=True)
+    tests: tuple[str, ...] = key(description="assert statements", min_items=1, infers=True)
 
 
 class Mbpp:
     """An MBPP problem's asserts over the candidate's function."""
 
     name = "mbpp"
+    fields = MbppFields
 
-    def validate(self, case: CaseSpec, where: str) -> None:
-        check_fields(case, where, FIELDS)
-        require_type(case, where, "setup", (str,), "setup code")
-        require_type(case, where, "tests", (list,), "a list of assert statements", required=True)
-        tests = case.get("tests")
-        if not tests or not all(isinstance(test, str) for test in tests):
-            raise BadInput("expected a non-empty list of assert statements", file=where, key="tests")
-        for key, code in (("setup", case.get("setup", "")), *(("tests", test) for test in tests)):
+    def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
+        setup, tests = case.get("setup", ""), case["tests"]
+        for key_name, code in (("setup", setup), *(("tests", test) for test in tests)):
             try:
                 parse_python(code)
             except (SyntaxError, ValueError) as exc:
-                raise BadInput(f"does not parse: {exc}", file=where, key=key) from None
-        if not candidate_names(case.get("setup", ""), tests):
-            raise BadInput("the asserts call no function the candidate could define", file=where, key="tests")
+                return key_name, f"does not parse: {exc}"
+        if not candidate_names(setup, tests):
+            return "tests", "the asserts call no function the candidate could define"
+        return None
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome:

@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases.base import CaseOutcome
-from gate.errors import BadInput
-from gate.policy.model import CaseSpec
-from gate.policy.model import Limits as PolicyLimits
+from gate.policy.model import RunLimits
 from gate.sandbox.base import Limits, RunResult
 from gate.syntax import parse_python
 
@@ -117,30 +115,7 @@ def one_function(code: str) -> str | None:
     return names[0] if len(set(names)) == 1 else None
 
 
-def check_fields(case: CaseSpec, where: str, allowed: set[str]) -> None:
-    """Refuse a field this kind does not know, naming it."""
-    for key, _ in case.fields:
-        if key not in allowed and key not in {"name", "kind"}:
-            raise BadInput(f"a {case.kind} case has no field {key!r} (known: {', '.join(sorted(allowed))})",
-                           file=where, key=key)
-
-
-def require_type(case: CaseSpec, where: str, key: str, kinds: tuple[type, ...], what: str,
-                 required: bool = False) -> None:
-    """Raise BadInput unless field `key` is absent (and not `required`) or of one of `kinds` (bool never
-    counts as a number).
-    """
-    fields = dict(case.fields)
-    if key not in fields:
-        if required:
-            raise BadInput(f"a {case.kind} case needs {key!r} ({what})", file=where, key=key)
-        return
-    value = fields[key]
-    if (isinstance(value, bool) and bool not in kinds) or not isinstance(value, kinds):
-        raise BadInput(f"expected {what}, got {type(value).__name__}", file=where, key=key)
-
-
-def sandbox_limits(limits: PolicyLimits) -> Limits:
+def sandbox_limits(limits: RunLimits) -> Limits:
     """The policy's limits (seconds, MB, KB) as the sandbox's (seconds, bytes)."""
     mib = 1024 * 1024
     return Limits(wall_s=limits.timeout, cpu_s=limits.cpu, memory_bytes=limits.memory_mb * mib,

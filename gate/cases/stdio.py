@@ -9,39 +9,55 @@ defaults to 0.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, ClassVar
 
-from gate.cases.base import CaseOutcome, Program
-from gate.cases.running import CANDIDATE, check_fields, fingerprint, harness, require_type
-from gate.errors import BadInput
-from gate.policy.model import CaseSpec
+from gate.cases.base import CaseFields, CaseOutcome, Program
+from gate.cases.running import CANDIDATE, fingerprint, harness
+from gate.policy.keys import key
+from gate.policy.model import MODULE, CaseSpec
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 
-FIELDS = {"program", "module", "args", "stdin", "stdout", "stdout_regex", "exit_code"}
+
+@dataclass(frozen=True, kw_only=True)
+class StdioFields(CaseFields):
+    """The fields of a stdio case."""
+
+    WHAT = "a stdio case"
+    SUMMARY = "stdio (stdin/stdout)"
+    HINT = "`stdin`/`stdout` (stdio)"
+    RULES: ClassVar[dict[str, Any]] = {"allOf": [
+        {"not": {"required": ["stdout", "stdout_regex"]}, "x-message": "give `stdout` or `stdout_regex`, not both"},
+        {"not": {"required": ["program", "module"]}, "x-message": "give `program` or `module`, not both"},
+    ]}
+
+    program: str | None = key(None, "a script path in the tree; omitted: the reply's code", min_length=1,
+                              unset=True, infers=True)
+    module: str | None = key(None, "run as `python -m MODULE` in the tree", unset=True, infers=True, keywords=MODULE)
+    args: tuple[str, ...] = key((), "command-line arguments")
+    stdin: str = key("", "text fed to standard input", infers=True)
+    stdout: str | None = key(None, "expected output, exact after trailing whitespace is stripped", unset=True,
+                             infers=True)
+    stdout_regex: str | None = key(None, "a regular expression the whole output must match", unset=True,
+                                   infers=True)
+    exit_code: int = key(0, "expected exit status (default 0)")
 
 
 class Stdio:
     """A program's observable behaviour on the command line."""
 
     name = "stdio"
+    fields = StdioFields
 
-    def validate(self, case: CaseSpec, where: str) -> None:
-        check_fields(case, where, FIELDS)
-        for key in ("program", "module", "stdin", "stdout", "stdout_regex"):
-            require_type(case, where, key, (str,), "a string")
-        require_type(case, where, "exit_code", (int,), "an integer")
-        require_type(case, where, "args", (list,), "a list of strings")
-        if not all(isinstance(arg, str) for arg in case.get("args", [])):
-            raise BadInput("expected a list of strings", file=where, key="args")
-        if case.get("program") is not None and case.get("module") is not None:
-            raise BadInput("give either program or module, not both", file=where, key="module")
-        if case.get("stdout") is not None and case.get("stdout_regex") is not None:
-            raise BadInput("give either stdout or stdout_regex, not both", file=where, key="stdout_regex")
+    def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
         pattern = case.get("stdout_regex")
         if pattern is not None:
             try:
                 re.compile(pattern)
             except re.error as exc:
-                raise BadInput(f"not a regular expression: {exc}", file=where, key="stdout_regex") from None
+                return "stdout_regex", f"not a valid regular expression: {exc}"
+        return None
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome:

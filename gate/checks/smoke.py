@@ -25,7 +25,6 @@ from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
 from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports, under_any
-from gate.errors import BadInput
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject
@@ -55,9 +54,6 @@ class Smoke:
         self.parallel = parallel  # False: one run at a time (the verdict is the same either way)
         self.together = together  # False: every case in a run of its own (the verdict is the same either way)
         self.seeds = seeds
-        # The cases this check has validated, by id, each kept alive so that its id stays its own: a
-        # dataset's cases are checked once per eval run, not once per sample.
-        self._valid: dict[int, CaseSpec] = {}
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -68,7 +64,6 @@ class Smoke:
             return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
-        self._validate(cases)
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = self.seeds or hash_seeds(ctx.policy.runs)
@@ -89,17 +84,6 @@ class Smoke:
             if report.status != "passed":
                 penalties.append(_penalty(ctx, index, label, report))
         return CheckResult(penalties=tuple(penalties), cases=tuple(reports), made=Analysis(runs=tuple(runs)))
-
-    def _validate(self, numbered: list[tuple[int, str, CaseSpec]]) -> None:
-        """Each case's fields, by its kind (BadInput naming the case and the field)."""
-        for _, label, case in numbered:
-            if self._valid.get(id(case)) is case:
-                continue
-            kind = KINDS.get(case.kind)
-            if kind is None:
-                raise BadInput(f"{label} has an unknown kind {case.kind!r} (known: {', '.join(KINDS)})")
-            kind.validate(case, label)
-            self._valid[id(case)] = case
 
 
 def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:

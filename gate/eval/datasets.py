@@ -92,15 +92,17 @@ def load_dataset(name: str, path: Path | None = None, split: str = "test") -> Da
                        file=name, key="--dataset")
     else:
         dataset = _load_own(Path(name))
-    _validate(dataset)
     return dataset
 
 
-def _validate(dataset: Dataset) -> None:
-    """Each case kind checks its own fields, so a damaged dataset file is refused before anything runs."""
-    for task in dataset.tasks:
-        for case in task.cases:
-            KINDS[case.kind].validate(case, f"{dataset.source}: task {task.task_id}")
+def _checked(task: EvalTask, where: str) -> EvalTask:
+    """`task` once its case kinds have checked its cases (code that does not parse, ...), as the loader checks
+    every case: a damaged dataset file is refused before anything runs."""
+    for case in task.cases:
+        problem = KINDS[case.kind].check(dict(case.fields))
+        if problem is not None:
+            raise BadInput(problem[1], file=f"{where}: task {task.task_id}", key=problem[0])
+    return task
 
 
 def _jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -144,8 +146,9 @@ def _load_humaneval(path: Path | None, split: str) -> Dataset:
         case = CaseSpec("humaneval", f"check({entry})",
                         (("prompt", prompt), ("test", test), ("entry_point", entry)))
         solution = row.get("canonical_solution")
-        tasks.append(EvalTask(task_id, (case,), prompt=prompt, function=entry, prefix=prompt,
-                              reference=prompt + solution if isinstance(solution, str) else None))
+        tasks.append(_checked(EvalTask(task_id, (case,), prompt=prompt, function=entry, prefix=prompt,
+                                       reference=prompt + solution if isinstance(solution, str) else None),
+                              where))
     return Dataset("humaneval", str(file), tuple(tasks))
 
 
@@ -160,8 +163,8 @@ def _mbpp_split(split: str) -> range | None:
 def _mbpp_task(row: dict[str, Any], where: str, line: int | None, setup: str, prompt: str) -> EvalTask:
     number = _field(row, "task_id", int, where, line)
     tests = _field(row, "test_list", list, where, line)
-    if not all(isinstance(t, str) for t in tests):
-        raise BadInput("expected a list of assert statements", file=where, line=line, key="test_list")
+    if not tests or not all(isinstance(t, str) for t in tests):
+        raise BadInput("expected a non-empty list of assert statements", file=where, line=line, key="test_list")
     code = _field(row, "code", str, where, line)
     case = CaseSpec("mbpp", "tests", (("setup", setup), ("tests", list(tests))))
     return EvalTask(str(number), (case,), prompt=prompt, reference=code)
@@ -180,7 +183,7 @@ def _load_mbpp(path: Path | None, split: str) -> Dataset:
         setup = row.get("test_setup_code") or ""
         task = _mbpp_task(row, str(file), line, str(setup), str(row.get("text", "")))
         if ids is None or int(task.task_id) in ids:
-            tasks.append(task)
+            tasks.append(_checked(task, str(file)))
     return Dataset("mbpp", str(file), tuple(tasks))
 
 
@@ -204,7 +207,7 @@ def _load_mbpp_sanitized(path: Path | None, split: str) -> Dataset:
         imports = _field(row, "test_imports", list, where, None)
         task = _mbpp_task(row, where, None, "\n".join(str(i) for i in imports), str(row.get("prompt", "")))
         if ids is None or int(task.task_id) in ids:
-            tasks.append(task)
+            tasks.append(_checked(task, str(file)))
     return Dataset("mbpp-sanitized", str(file), tuple(tasks))
 
 

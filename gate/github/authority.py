@@ -59,7 +59,7 @@ class Labels:
 def check_labels(repo: Any, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
     """Keep the opt-in and opt-out labels that the last `labeled` event shows a maintainer applied (override
     labels are gate.github.override's: they count for one head)."""
-    gating = (*bots.opt_in_labels, *bots.opt_out_labels)
+    gating = (*bots.labels.opt_in, *bots.labels.opt_out)
     present = [label for label in labels if label in gating]
     if not present:
         return Labels()

@@ -149,7 +149,7 @@ def _override(job: Job, names: Names, run: Run, found: ScoreInput) -> OverrideCh
     head: the PR that was overridden is the PR being merged, on top of the base."""
     pr, group = run.pr, run.group
     check = find_override(job.client.get_repo(job.repo), pr.number, pr.head_sha, pr.author, pr.labels,
-                          found.policy.bots.override_labels, names.check)
+                          found.policy.bots.labels.override, names.check)
     if group is None or check.override is None or _holds(run.workspace, pr.head_sha, group.head_sha):
         return check
     return OverrideCheck(None, (*check.ignored, f"the override of PR #{pr.number}'s head {pr.head_sha[:12]} "

@@ -8,9 +8,10 @@ the merge.
 
 from __future__ import annotations
 
+import dataclasses
+import functools
 import posixpath
-import re
-from dataclasses import fields, is_dataclass, replace
+from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -19,47 +20,21 @@ from gate.bots.catalog import agent_ids
 from gate.bots.patterns import login_problem
 from gate.errors import BadInput, read_input
 from gate.globs import compile_glob
+from gate.policy.keys import Key, declared, item_type, section_of
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
-from gate.policy.model import (
-    Bots,
-    CaseSpec,
-    Claims,
-    Environment,
-    Hidden,
-    Imports,
-    Judge,
-    Language,
-    Limits,
-    Paths,
-    Points,
-    Policy,
-    Scope,
-    Tests,
-)
+from gate.policy.model import CaseSpec, Policy
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
-from gate.sandbox.base import LAYERS
 
 __all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
 
 DEFAULT_PRESET = "default"
-# Which keys make a case without `kind` a stdio, call, humaneval or mbpp case, tried in this order. The
-# schema's `inferred_case` applies the same rule for editors; a test keeps the two in step.
-KIND_KEYS = (
-    ("stdio", ("stdin", "stdout", "stdout_regex", "program", "module")),
-    ("call", ("args", "kwargs", "expect", "error", "function")),
-    ("humaneval", ("prompt", "test", "entry_point")),
-    ("mbpp", ("setup", "tests")),
-)
 # Path globs, matched from the repository root; branch names are paths too (gate.bots.patterns).
 _GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"))
 
 
 def policy_schema() -> dict[str, Any]:
-    """The policy file's JSON Schema (gate/policy/schema.json), with the isolation layers the sandbox knows
-    (`gate.sandbox.base.LAYERS`) as the names `require` takes."""
-    schema = load_schema("gate.policy", "schema.json")
-    schema["properties"]["require"]["items"] = {"enum": list(LAYERS)}
-    return schema
+    """The policy file's JSON Schema (gate/policy/schema.json, generated from gate/policy/model.py)."""
+    return load_schema("gate.policy", "schema.json")
 
 
 def preset_names() -> list[str]:
@@ -131,7 +106,11 @@ def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -
 
 def _case_specs(raw: Any, file: str, key_prefix: str, hidden: bool = False) -> tuple[CaseSpec, ...]:
     """`parse_cases` for a list that was validated with the policy it is in (the schema's cost grows with
-    the cases: a 500-case policy is not validated twice)."""
+    the cases: a 500-case policy is not validated twice). What the schema cannot say about a case (a regular
+    expression that does not compile, test code that does not parse) its kind checks here: a case is valid
+    once loaded, and nothing checks it again."""
+    from gate.cases import KINDS
+
     specs: list[CaseSpec] = []
     first_line_of: dict[str, int | None] = {}
     for index, case in enumerate(raw):
@@ -142,18 +121,29 @@ def _case_specs(raw: Any, file: str, key_prefix: str, hidden: bool = False) -> t
             raise BadInput(f"two cases are named {name!r}" + _at(first_line_of[name]),
                            file=file, line=_key_line(case, "name", line), key=f"{where}.name")
         first_line_of[name] = line
-        if "stdout_regex" in case:
-            _check_regex(case["stdout_regex"], file, _key_line(case, "stdout_regex", line),
-                         f"{where}.stdout_regex")
         kind = case.get("kind") or infer_kind(case)
+        problem = KINDS[kind].check(case)
+        if problem is not None:
+            field, message = problem
+            raise BadInput(message, file=file, line=_key_line(case, field, line), key=f"{where}.{field}")
         specs.append(CaseSpec(kind=kind, name=name, hidden=hidden, fields=tuple(
             (key, unmark(value)) for key, value in case.items() if key not in ("kind", "name"))))
     return tuple(specs)
 
 
+@functools.cache
+def kind_keys() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """Which keys make a case without `kind` one of each kind (its fields declared `infers`), tried in the
+    registry's order; the schema's `inferred_case` is generated from the same declarations."""
+    from gate.cases import KINDS
+
+    return tuple((name, tuple(item.name for item, _, declaration in declared(kind.fields) if declaration.infers))
+                 for name, kind in KINDS.items())
+
+
 def infer_kind(case: dict[str, Any]) -> str:
     """The kind a case's keys imply (the schema has already rejected a case with no telling key)."""
-    for kind, keys in KIND_KEYS:
+    for kind, keys in kind_keys():
         if any(key in case for key in keys):
             return kind
     raise AssertionError("a case without a telling key passed schema validation")
@@ -162,122 +152,66 @@ def infer_kind(case: dict[str, Any]) -> str:
 def effective_policy_dict(policy: Policy) -> dict[str, Any]:
     """The policy as a YAML-ready mapping with every key spelled out (`gate policy show`); loading it back
     gives the same policy."""
-    result: dict[str, Any] = {"extends": policy.extends} if policy.extends else {}
-    result.update({
-        "budget": policy.budget,
-        "mode": policy.mode,
-        "points": _plain(policy.points),
-        "paths": _plain(policy.paths),
-        "imports": _plain(policy.imports),
-        "languages": {lang.extension: {"command": list(lang.command), "timeout": lang.timeout}
-                      for lang in policy.languages},
-        "claims": _plain(policy.claims),
-        "cases": [{"name": case.name, "kind": case.kind, **dict(case.fields)} for case in policy.cases],
-        "hidden": _plain(policy.hidden),
-        "bots": {
-            "logins": list(policy.bots.logins),
-            "patterns": list(policy.bots.patterns),
-            "account_types": list(policy.bots.account_types),
-            "branches": list(policy.bots.branches),
-            "agents": list(policy.bots.agents),
-            "dependency_bots": policy.bots.dependency_bots,
-            "labels": {"opt_in": list(policy.bots.opt_in_labels),
-                       "opt_out": list(policy.bots.opt_out_labels),
-                       "override": list(policy.bots.override_labels)},
-        },
-        "limits": _plain(policy.limits),
-        "runs": policy.runs,
-        "require": list(policy.require),
-        "allow_weaker_isolation": policy.allow_weaker_isolation,
-        "python": policy.python,
-        "judge": _plain(policy.judge),
-        "environment": _plain(policy.environment) if policy.environment else None,
-        "tests": _plain(policy.tests) if policy.tests else None,
-        "scopes": [_plain_scope(scope) for scope in policy.scopes],
-    })
-    return result
-
-
-def _plain_scope(scope: Scope) -> dict[str, Any]:
-    spelled: dict[str, Any] = {"name": scope.name, "paths": list(scope.paths)}
-    if scope.budget is not None:
-        spelled["budget"] = scope.budget
-    if scope.points is not None:
-        spelled["points"] = _plain(scope.points)
-    if scope.cases is not None:
-        spelled["cases"] = [{"name": case.name, "kind": case.kind, **dict(case.fields)} for case in scope.cases]
-    if scope.tests is not None:
-        spelled["tests"] = _plain(scope.tests)
+    spelled: dict[str, Any] = unbuild(policy)
     return spelled
 
 
-def _plain(obj: Any) -> dict[str, Any]:
-    """A dataclass section as a mapping, tuples as lists (YAML's safe dumper writes no tuples)."""
-    assert is_dataclass(obj)
-    return {f.name: list(value) if isinstance(value := getattr(obj, f.name), tuple) else value
-            for f in fields(obj)}
+def unbuild(value: Any, declaration: Key | None = None) -> Any:
+    """A policy, a section of it or one key's value as YAML-ready data: tuples as lists (YAML's safe dumper
+    writes no tuples), cases as their mappings, a key that is unset left out."""
+    if isinstance(value, CaseSpec):
+        return {"name": value.name, "kind": value.kind, **dict(value.fields)}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {item.name: unbuild(getattr(value, item.name), own) for item, _, own in declared(type(value))
+                if not own.internal and not (own.unset and getattr(value, item.name) is None)}
+    if isinstance(value, tuple) and declaration is not None and declaration.keyed_by is not None:
+        by = declaration.keyed_by
+        return {getattr(entry, by): {name: item for name, item in unbuild(entry).items() if name != by}
+                for entry in value}
+    if isinstance(value, tuple | list):
+        return [unbuild(item) for item in value]
+    return value
 
 
 def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) -> Policy:
-    """The typed policy from a validated, merged document (its cases too)."""
-    bots = _section(doc, "bots")
-    label_lists: dict[str, Any] = {f"{key}_labels": tuple(value) for key, value in bots.pop("labels", {}).items()}
-    defaults = Policy()
-    points = Points(**_section(doc, "points"))
-    return Policy(
-        budget=doc.get("budget", defaults.budget),
-        mode=doc.get("mode", defaults.mode),
-        points=points,
-        paths=Paths(**_section(doc, "paths")),
-        imports=Imports(**_section(doc, "imports")),
-        languages=tuple(Language(extension=ext, **_section(doc["languages"], ext, floats=("timeout",)))
-                        for ext in doc.get("languages", {})),
-        claims=Claims(**_section(doc, "claims")),
-        cases=_case_specs(doc.get("cases", []), file, "cases"),
-        hidden=Hidden(**_section(doc, "hidden", paths=("path",))),
-        bots=Bots(**bots, **label_lists),
-        limits=Limits(**_section(doc, "limits", floats=("timeout", "cpu", "total_timeout"))),
-        runs=doc.get("runs", defaults.runs),
-        require=tuple(doc.get("require", defaults.require)),
-        allow_weaker_isolation=doc.get("allow_weaker_isolation", defaults.allow_weaker_isolation),
-        python=doc.get("python", defaults.python),
-        judge=Judge(**_section(doc, "judge", floats=("timeout",), paths=("rubric_file",))),
-        environment=Environment(**_section(doc, "environment", paths=("requirements", "python_path")))
-        if doc.get("environment") is not None else None,
-        tests=_tests(doc),
-        scopes=tuple(_scope(raw, index, file, points) for index, raw in enumerate(doc.get("scopes", []))),
-        source=source,
-        extends=extends,
-    )
+    """The typed policy from a validated, merged document (its cases too). A scope's points are merged over
+    the policy's."""
+    points = doc.get("points") or {}
+    scopes = [{**scope, "points": {**points, **scope["points"]}} if "points" in scope else scope
+              for scope in doc.get("scopes", [])]
+    fields = {name: value for name, value in doc.items() if name != "extends"}
+    policy: Policy = build(Policy, {**fields, "scopes": scopes}, file, "")
+    return dataclasses.replace(policy, source=source, extends=extends)
 
 
-def _tests(doc: dict[str, Any]) -> Tests | None:
-    if doc.get("tests") is None:
-        return None
-    return Tests(**_section(doc, "tests", floats=("timeout", "test_timeout"), paths=("paths",)))
+def build(cls: type, doc: Mapping[str, Any], file: str, where: str) -> Any:
+    """An instance of dataclass `cls` from a validated mapping of its keys; `where` is its key path."""
+    given = {item.name: _value(hint, declaration, doc[item.name], file, join_key(where, [item.name]))
+             for item, hint, declaration in declared(cls) if item.name in doc and not declaration.internal}
+    return cls(**given)
 
 
-def _scope(raw: dict[str, Any], index: int, file: str, points: Points) -> Scope:
-    """One `scopes:` entry; what it leaves out is the policy's (its points merge over the policy's)."""
-    return Scope(name=raw["name"], paths=tuple(raw["paths"]), budget=raw.get("budget"),
-                 points=replace(points, **raw["points"]) if "points" in raw else None,
-                 cases=_case_specs(raw["cases"], file, f"scopes[{index}].cases") if "cases" in raw else None,
-                 tests=_tests(raw))
-
-
-def _section(doc: dict[str, Any], key: str, floats: tuple[str, ...] = (),
-             paths: tuple[str, ...] = ()) -> dict[str, Any]:
-    """One mapping of the document as keyword arguments: lists become tuples, `floats` become floats (YAML
-    reads `timeout: 3` as an integer), and `paths` are normalised: `./.github/x.yml` is the tree's
+def _value(hint: Any, declaration: Key, value: Any, file: str, where: str) -> Any:
+    """One key's value as its declared type: sections built, lists as tuples, floats as floats (YAML reads
+    `timeout: 3` as an integer), cases parsed, and paths normalised: `./.github/x.yml` is the tree's
     `.github/x.yml`, which the gate reads from the base commit, withholds from the sandbox and guards."""
-    section: dict[str, Any] = {}
-    for name, value in (doc.get(key) or {}).items():
-        if name in paths and isinstance(value, str):
-            value = posixpath.normpath(value)
-        elif name in paths and isinstance(value, list):
-            value = [posixpath.normpath(item) for item in value]
-        section[name] = tuple(value) if isinstance(value, list) else float(value) if name in floats else value
-    return section
+    if value is None:
+        return None
+    kind, item = section_of(hint), item_type(hint)
+    if kind is not None:
+        return build(kind, value, file, where)
+    if item is CaseSpec:
+        return _case_specs(value, file, where)
+    if declaration.keyed_by is not None:
+        return tuple(build(item, {declaration.keyed_by: name, **entry}, file, join_key(where, [name]))
+                     for name, entry in value.items())
+    if item is not None and section_of(item) is not None:
+        return tuple(build(item, entry, file, join_key(where, [index])) for index, entry in enumerate(value))
+    if item is not None:
+        return tuple(posixpath.normpath(entry) if declaration.path else entry for entry in value)
+    if hint is float:
+        return float(value)
+    return posixpath.normpath(value) if declaration.path else value
 
 
 def _preset_doc(name: str, chain: tuple[str, ...]) -> tuple[MarkedMap, str | None]:
@@ -320,13 +254,6 @@ def _at(line: int | None) -> str:
 
 def _key_line(mapping: Any, key: str, fallback: int | None) -> int | None:
     return mapping.key_lines.get(key, fallback) if isinstance(mapping, MarkedMap) else fallback
-
-
-def _check_regex(pattern: str, file: str, line: int | None, key: str) -> None:
-    try:
-        re.compile(pattern)
-    except re.error as exc:
-        raise BadInput(f"not a valid regular expression: {exc}", file=file, line=line, key=key) from None
 
 
 def glob_problem(pattern: str) -> str | None:

@@ -1,16 +1,19 @@
-"""The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded.
+"""The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded, and the one declaration of
+every policy key (its type, default, bounds and description: gate/policy/keys.py).
 
-The defaults here are the `default` preset's schedule (docs/how-it-works.md, "Penalty schedule"); `policies/default.yml`
-spells the same values out and a test keeps the two equal. The loader (`gate.policy.loader`) validates the YAML against
-`gate/policy/schema.json` before building these objects, so their constructors trust their input.
+The defaults here are the `default` preset's schedule (docs/how-it-works.md, "Penalty schedule"). `python -m
+gate.policy.generate` writes `gate/policy/schema.json` and `gate/presets/default.yml` from these classes, and
+the loader (`gate.policy.loader`) builds and unbuilds them by their fields; it validates the YAML against the
+schema first, so their constructors trust their input.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gate.bots.catalog import agent_ids
+from gate.policy.keys import key
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
@@ -18,112 +21,148 @@ DEFAULT_POLICY_PATH = ".github/gate.yml"
 # which one gates would be a guess).
 ALTERNATE_POLICY_PATH = ".github/gate.yaml"
 
-# Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive filesystem
-# access, native code and dynamic loading.
-DEFAULT_DENY = (
-    "os", "subprocess", "socket", "shutil", "ctypes", "cffi", "importlib", "multiprocessing", "signal", "pty",
-    "http", "urllib", "ftplib", "smtplib", "telnetlib", "ssl", "asyncio.subprocess", "requests", "httpx",
-    "pickle", "marshal", "shelve", "builtins", "code", "codeop", "runpy", "resource", "mmap",
-    "fcntl", "posix", "nt", "_thread", "gc", "inspect",
-)
 DYNAMIC_LOADERS = ("__import__", "importlib.import_module", "eval", "exec", "compile")
+
+MODULE = {"pattern": r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$",
+          "x-expected": "a dotted module name such as `os.path`"}
+ENV_NAME = {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
+            "x-expected": "an environment variable name such as `GATE_TOKEN`"}
+# A path inside the repository: no leading `/`, no `..` part.
+_INSIDE = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"
+
+
+def _inside(expected: str) -> dict[str, Any]:
+    return {"minLength": 1, "pattern": _INSIDE, "x-expected": expected}
+
+
+def _glob(expected: str) -> dict[str, Any]:
+    return {"minLength": 1, "x-expected": expected}
+
+
+def _layers() -> tuple[str, ...]:
+    from gate.sandbox.base import LAYERS
+
+    return tuple(LAYERS)
 
 
 @dataclass(frozen=True)
 class Points:
     """Points charged per check; smoke and timeout per case, the others once."""
 
-    extract: int = 5
-    parse: int = 5
-    imports: int = 3
-    claims: int = 3
-    smoke: int = 2
-    timeout: int = 4
-    nondeterminism: int = 2
-    judge: int = 0
-
-    def of(self, check: str) -> int:
-        value: int = getattr(self, check)
-        return value
+    extract: int = key(5, "a reply with no code, or a conversation instead of code (once)", minimum=0)
+    parse: int = key(5, "a gated file or block does not parse (once)", minimum=0)
+    imports: int = key(3, "a forbidden import or a dynamic loader (once)", minimum=0)
+    claims: int = key(3, "an O(1) claim on a function that loops (once)", minimum=0)
+    smoke: int = key(2, "per failed case", minimum=0)
+    timeout: int = key(4, "per case that ran out of time (instead of smoke)", minimum=0)
+    nondeterminism: int = key(2, "a case gave different results on a rerun (once)", minimum=0)
+    judge: int = key(0, "the model judge found a problem (once; only with judge.add_points)", minimum=0)
 
 
 @dataclass(frozen=True)
 class Paths:
     """Which changed files are gated: globs relative to the repository root."""
 
-    include: tuple[str, ...] = ("**/*.py",)
-    exclude: tuple[str, ...] = ()
-    max_file_kb: int = 1024  # a gated file larger than this is not parsed (and costs the parse points)
+    include: tuple[str, ...] = key(("**/*.py",), "gated files", items=_glob("a non-empty glob"))
+    exclude: tuple[str, ...] = key((), "files left out even when included", items=_glob("a non-empty glob"))
+    max_file_kb: int = key(1024, "largest gated file the checks parse, KiB; a larger one costs the parse points",
+                           minimum=1, maximum=65536)
 
 
 @dataclass(frozen=True)
-class Imports:
+class ImportRules:
     """Allow-list (empty means anything not denied), deny-list, and which imports count."""
 
-    allow: tuple[str, ...] = ()
-    deny: tuple[str, ...] = DEFAULT_DENY
-    scope: Literal["added", "all"] = "added"
-    dynamic: bool = True
+    allow: tuple[str, ...] = key((), "allow-list; empty: anything not denied", items=MODULE, unique_items=True)
+    # Modules a bot patch rarely needs and a hostile one reaches for: processes, network, destructive
+    # filesystem access, native code and dynamic loading.
+    deny: tuple[str, ...] = key((
+        "os", "subprocess", "socket", "shutil", "ctypes", "cffi", "importlib", "multiprocessing", "signal", "pty",
+        "http", "urllib", "ftplib", "smtplib", "telnetlib", "ssl", "asyncio.subprocess", "requests", "httpx",
+        "pickle", "marshal", "shelve", "builtins", "code", "codeop", "runpy", "resource", "mmap",
+        "fcntl", "posix", "nt", "_thread", "gc", "inspect",
+    ), "deny-list", items=MODULE, unique_items=True)
+    scope: Literal["added", "all"] = key("added", "added: only imports the change adds count")
+    dynamic: bool = key(True, "count __import__, importlib.import_module, eval, exec, compile")
 
 
 @dataclass(frozen=True)
 class Language:
     """How to syntax-check files of one extension other than Python: argv with `{path}` for the file."""
 
-    extension: str
-    command: tuple[str, ...]
-    timeout: float = 10.0
+    extension: str = key(description="the file extension", pattern=r"^\.[A-Za-z0-9_+-]+$",
+                         expected="a file extension such as `.js`")
+    command: tuple[str, ...] = key(description="argv; `{path}` is replaced by the file", min_items=1,
+                                   contains={"type": "string", "pattern": r"\{path\}"},
+                                   message="the command must have `{path}` in an argument (where the file goes)")
+    timeout: float = key(10.0, "seconds (default 10)", exclusive_minimum=0)
 
 
 @dataclass(frozen=True)
-class Claims:
+class ClaimRules:
     """The complexity-claims check: whether a function claimed O(1) may still loop."""
 
-    allow_loops: bool = False
+    allow_loops: bool = key(False, "let an O(1)-claimed function loop")
+
+
+@dataclass(frozen=True)
+class Labels:
+    """Labels that opt a pull request in or out, or override its verdict."""
+
+    opt_in: tuple[str, ...] = key(("gate",), "gate this PR whoever the author")
+    opt_out: tuple[str, ...] = key(("no-gate",), "do not gate this PR")
+    override: tuple[str, ...] = key((), "labels a maintainer applies to override a blocked verdict for the "
+                                        "current head (neutral)")
 
 
 @dataclass(frozen=True)
 class Bots:
     """Which pull requests are gated (docs/github.md, "Who is gated")."""
 
-    logins: tuple[str, ...] = ()
-    patterns: tuple[str, ...] = ("*[bot]",)
-    account_types: tuple[str, ...] = ("Bot",)
-    branches: tuple[str, ...] = ()
-    # Ids of the shipped AI coding agents (gate/bots/agents.yml) whose marks gate a PR; default: all of them.
-    agents: tuple[str, ...] = field(default_factory=agent_ids)
-    dependency_bots: bool = False  # gate Dependabot's and Renovate's PRs too
-    opt_in_labels: tuple[str, ...] = ("gate",)
-    opt_out_labels: tuple[str, ...] = ("no-gate",)
-    override_labels: tuple[str, ...] = ()  # a maintainer's label that overrides a blocked verdict (neutral)
+    logins: tuple[str, ...] = key((), "author logins that are bots")
+    patterns: tuple[str, ...] = key(("*[bot]",), "login patterns such as `*[bot]`: `*` and `?` are wildcards, "
+                                    "the rest literal, case-insensitive",
+                                    items=_glob("a login pattern such as `*[bot]`"))
+    account_types: tuple[Literal["Bot", "User", "Organization", "Mannequin"], ...] = key(
+        ("Bot",), "GitHub account types that are bots")
+    branches: tuple[str, ...] = key((), "head branch globs (path globs, as in `paths:`) that are gated whoever "
+                                    "the author", items=_glob("a branch glob such as `copilot/**`"))
+    agents: tuple[str, ...] = key(
+        factory=agent_ids, description="AI coding agents (ids in gate/bots/agents.yml) whose marks on the "
+        "author, branch or commits gate a PR; default: all of them",
+        items=_glob("an agent id from gate/bots/agents.yml"))
+    dependency_bots: bool = key(False, "gate Dependabot's and Renovate's PRs too")
+    labels: Labels = key(factory=Labels, description="labels that opt a pull request in or out")
 
 
 @dataclass(frozen=True)
 class Hidden:
     """Where hidden cases live: a path read from the base commit, or a file an environment variable names."""
 
-    path: str | None = ".github/gate-hidden.yml"
-    env: str = "GATE_HIDDEN_CASES"
+    path: str | None = key(".github/gate-hidden.yml", "a file in the base commit; null: none", min_length=1,
+                           path=True)
+    env: str = key("GATE_HIDDEN_CASES", "an environment variable naming a hidden-cases file", keywords=ENV_NAME)
 
 
 @dataclass(frozen=True)
-class Limits:
-    """Bounds for every run of candidate code."""
+class RunLimits:
+    """Bounds for every run of candidate code (the sandbox's own `Limits` are these in seconds and bytes)."""
 
-    timeout: float = 5.0
-    cpu: float = 5.0
-    memory_mb: int = 512
-    output_kb: int = 256
-    processes: int = 32
-    open_files: int = 64
-    file_size_mb: int = 16
-    disk_mb: int = 64
-    total_timeout: float = 300.0  # wall seconds for all the runs of all the cases together
+    timeout: float = key(5.0, "wall seconds per run", exclusive_minimum=0)
+    cpu: float = key(5.0, "CPU seconds per run", exclusive_minimum=0)
+    memory_mb: int = key(512, "address space, MiB", minimum=1)
+    output_kb: int = key(256, "stdout+stderr kept, KiB", minimum=1)
+    processes: int = key(32, "processes", minimum=1)
+    open_files: int = key(64, "open file descriptors", minimum=1)
+    file_size_mb: int = key(16, "largest file written, MiB", minimum=1)
+    disk_mb: int = key(64, "scratch disk, MiB", minimum=1)
+    total_timeout: float = key(300.0, "wall seconds for all the cases' runs together; cases not started by then "
+                               "are reported as not run (each costs points.timeout)", exclusive_minimum=0)
 
 
 @dataclass(frozen=True)
 class CaseSpec:
-    """One case as written in a policy, task or dataset; its kind (gate.cases) gives `fields` meaning."""
+    """One case as written in a policy, task or dataset; its kind (gate.cases) declares its `fields`."""
 
     kind: str
     name: str
@@ -134,21 +173,25 @@ class CaseSpec:
         return dict(self.fields).get(key, default)
 
 
+CASE_LIST = {"$ref": "#/$defs/case_list"}
+
+
 @dataclass(frozen=True)
 class Judge:
     """An optional model judge that advises (docs/judge.md); off unless `enabled`."""
 
-    enabled: bool = False
-    url: str = ""
-    model: str = ""
-    api_key_env: str = "GATE_JUDGE_API_KEY"
-    rubric: str = ""
-    rubric_file: str | None = None
-    timeout: float = 30.0
-    retries: int = 2
-    add_points: bool = False
-    needs_review: Literal["advice", "label", "block"] = "advice"
-    label: str = "needs-review"
+    enabled: bool = key(False, "ask the judge about every gated change")
+    url: str = key("", "the judge service endpoint")
+    model: str = key("", "the model's name")
+    api_key_env: str = key("GATE_JUDGE_API_KEY", "environment variable holding the API key", keywords=ENV_NAME)
+    rubric: str = key("", "what the judge is asked to look for")
+    rubric_file: str | None = key(None, "a file of the base commit holding the rubric", min_length=1, path=True)
+    timeout: float = key(30.0, "seconds per request", exclusive_minimum=0)
+    retries: int = key(2, "retries of a failed request", minimum=0)
+    add_points: bool = key(False, "charge points.judge when the judge finds a problem")
+    needs_review: Literal["advice", "label", "block"] = key("advice",
+                                                            "what an unparsable or `needs_review` answer does")
+    label: str = key("needs-review", "label added when needs_review is `label`", min_length=1)
 
 
 @dataclass(frozen=True)
@@ -157,22 +200,34 @@ class Environment:
     project's dependencies, `extras` and `requirements` files, installed outside the sandbox into a cached
     virtual environment that runs see read-only."""
 
-    project: bool = True
-    extras: tuple[str, ...] = ()
-    requirements: tuple[str, ...] = ()
-    python_path: tuple[str, ...] = ()
-    dependency_changes: Literal["block", "note"] = "block"
+    project: bool = key(True, "install the base project's dependencies (pyproject.toml [project], setup.py or "
+                        "setup.cfg); the project itself stays out, so the head's tree is what is imported")
+    extras: tuple[str, ...] = key((), "optional-dependency groups of the project to install too, e.g. [test]",
+                                  items={"pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
+                                         "x-expected": "an optional-dependency group's name, such as `test`"})
+    requirements: tuple[str, ...] = key(
+        (), "requirements files, read at the base commit, installed too", path=True,
+        items=_inside("a path inside the repository, such as `requirements-dev.txt` (no leading `/`, no `..`)"))
+    python_path: tuple[str, ...] = key(
+        (), "directories of the head's tree put first on the import path (a src/ layout is found by itself)",
+        path=True, items=_inside("a directory inside the repository, such as `lib` (no leading `/`, no `..`)"))
+    dependency_changes: Literal["block", "note"] = key("block", "a change to the dependency declarations: block "
+                                                       "for a human (default) or only note it")
 
 
 @dataclass(frozen=True)
-class Tests:
-    """The repository's pytest suite, from the base commit, run against the head's code."""
+class RepoSuite:
+    """The repository's pytest suite (`tests:`), from the base commit, run against the head's code."""
 
-    paths: tuple[str, ...] = ("tests",)
-    baseline: Literal["base", "none"] = "base"
-    timeout: float = 600.0
-    test_timeout: float = 60.0
-    workers: int = 2
+    paths: tuple[str, ...] = key(("tests",), "test directories or files, read from the base commit", min_items=1,
+                                 path=True,
+                                 items=_inside("a test directory or file inside the repository, such as `tests`"))
+    baseline: Literal["base", "none"] = key("base", "base: charge tests that pass on the base and not on the "
+                                            "head; none: charge every failure")
+    timeout: float = key(600.0, "wall seconds for the whole suite", exclusive_minimum=0)
+    test_timeout: float = key(60.0, "wall seconds per test; a test past it costs points.timeout and the rest "
+                              "resume", exclusive_minimum=0)
+    workers: int = key(2, "sandboxed pytest processes the tests are shared over", minimum=1, maximum=64)
 
 
 @dataclass(frozen=True)
@@ -180,43 +235,62 @@ class Scope:
     """One part of a monorepo (`scopes:`): the changed files under `paths` are scored with its own budget,
     points, cases and tests; what it leaves unset is the policy's (docs/policy.md, "Monorepos")."""
 
-    name: str
-    paths: tuple[str, ...]
-    budget: int | None = None
-    points: Points | None = None  # already merged over the policy's points
-    cases: tuple[CaseSpec, ...] | None = None
-    tests: Tests | None = None
+    name: str = key(description="the scope's name in the report", pattern="^[A-Za-z0-9][A-Za-z0-9._/-]*$",
+                    expected="a short name such as `api`")
+    paths: tuple[str, ...] = key(description="globs of the files that belong to the scope (the first scope that "
+                                 "matches a file takes it)", min_items=1,
+                                 items=_glob("a glob such as `services/api/`"))
+    budget: int | None = key(None, "the scope's budget (default: the policy's)", minimum=0, unset=True)
+    # Already merged over the policy's points.
+    points: Points | None = key(None, "points that differ from the policy's", unset=True,
+                                schema={"$ref": "#/properties/points"})
+    cases: tuple[CaseSpec, ...] | None = key(None, "the scope's cases (default: the policy's)", unset=True,
+                                             schema=CASE_LIST)
+    tests: RepoSuite | None = key(None, "the scope's test suite (default: the policy's)", unset=True,
+                                  nullable=True)
 
 
 @dataclass(frozen=True)
 class Policy:
     """The effective policy after `extends:` is applied."""
 
-    budget: int = 3
-    mode: Literal["enforce", "advisory"] = "enforce"
-    points: Points = field(default_factory=Points)
-    paths: Paths = field(default_factory=Paths)
-    imports: Imports = field(default_factory=Imports)
-    languages: tuple[Language, ...] = ()
-    claims: Claims = field(default_factory=Claims)
-    cases: tuple[CaseSpec, ...] = ()
-    hidden: Hidden = field(default_factory=Hidden)
-    bots: Bots = field(default_factory=Bots)
-    limits: Limits = field(default_factory=Limits)
-    runs: int = 2
-    require: tuple[str, ...] = ()
-    # `gate ci` runs cases without its CI layers only when this says so (docs/github.md).
-    allow_weaker_isolation: bool = False
-    python: str = "3.11"
-    judge: Judge = field(default_factory=Judge)
-    # None: the standard library only; `tests` without `environment` builds the default Environment.
-    environment: Environment | None = None
-    tests: Tests | None = None
-    scopes: tuple[Scope, ...] = ()
-    # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
-    source: str = "default preset"
     # The preset it extends ("default" when a repository file names none); None for a preset at the root.
-    extends: str | None = None
+    extends: str | None = key(None, "the preset this file starts from (default: `default`)", unset=True,
+                              shown_default="default")
+    budget: int = key(3, "accepted when the total points are at most this", minimum=0)
+    mode: Literal["enforce", "advisory"] = key("enforce", "advisory: report, never block")
+    points: Points = key(factory=Points, description="points charged per check")
+    paths: Paths = key(factory=Paths, description="which changed files are gated (globs from the repository "
+                       "root)")
+    imports: ImportRules = key(factory=ImportRules, description="which imports are allowed")
+    languages: tuple[Language, ...] = key((), "syntax checks for other languages, by file extension",
+                                          keyed_by="extension",
+                                          items={"description": "how to syntax-check one extension"})
+    claims: ClaimRules = key(factory=ClaimRules, description="the complexity-claims check")
+    cases: tuple[CaseSpec, ...] = key((), "cases every change is run against", schema=CASE_LIST)
+    hidden: Hidden = key(factory=Hidden, description="where hidden cases live (read from the base commit)")
+    bots: Bots = key(factory=Bots, description="which pull requests are gated")
+    limits: RunLimits = key(factory=RunLimits, description="bounds for every run of candidate code")
+    runs: int = key(2, "how many times each case runs (different PYTHONHASHSEED) to catch nondeterminism",
+                    minimum=1)
+    require: tuple[str, ...] = key((), "isolation layers that must be present, or the gate fails (exit 3); "
+                                   "`gate policy schema` lists the names",
+                                   choices=_layers, unique_items=True)
+    # `gate ci` runs cases without its CI layers only when this says so (docs/github.md).
+    allow_weaker_isolation: bool = key(False, "let `gate ci` run cases without the layers it requires in CI "
+                                       "(uid, no-new-privs, netns, mountns, seccomp); every verdict says so")
+    python: Literal["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] = key(
+        "3.11", "the Python version the code is parsed for (quote it: \"3.10\")")
+    judge: Judge = key(factory=Judge, description="an optional model judge that advises")
+    # None: the standard library only; `tests` without `environment` builds the default Environment.
+    environment: Environment | None = key(None, "the repository's own environment, built from the base commit "
+                                          "only (null: the standard library only)")
+    tests: RepoSuite | None = key(None, "run the repository's pytest suite from the base commit against the "
+                                  "head's code (null: off)")
+    scopes: tuple[Scope, ...] = key((), "monorepo parts, each scored on its own: the changed files under its "
+                                    "paths, with its own budget, points, cases and tests")
+    # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
+    source: str = key("default preset", internal=True)
 
     @property
     def has_cases_or_tests(self) -> bool:

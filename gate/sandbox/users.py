@@ -148,9 +148,11 @@ class UidPool:
                 self._state = -1
 
 
-def state_dir(path: str = STATE_DIR) -> int:
-    """A descriptor of the gate's state directory, made 0700 root's if missing. Refused (GateFailure) when
-    it is a link, not a directory, or not root's own: nothing the gate opens for itself follows a link."""
+def state_dir(path: str | None = None) -> int:
+    """A descriptor of the gate's state directory (`path`, by default STATE_DIR as it is when called), made
+    0700 root's if missing. Refused (GateFailure) when it is a link, not a directory, or not root's own: nothing
+    the gate opens for itself follows a link."""
+    path = STATE_DIR if path is None else path
     with contextlib.suppress(FileExistsError):
         os.mkdir(path, 0o700)
     try:

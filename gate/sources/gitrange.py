@@ -25,7 +25,7 @@ import git
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
-from gate.policy.model import Policy, Tests
+from gate.policy.model import Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -383,7 +383,7 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
 PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
 
 
-def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Tests, head_tree: Path,
+def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
            withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str
            ) -> SuiteTrees:
     """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the

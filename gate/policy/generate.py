@@ -1,0 +1,224 @@
+"""Write the files derived from the declarations of the policy keys (gate/policy/model.py) and of the case kinds'
+fields (gate/cases/): the policy's JSON Schema, the task file's, and the default preset.
+
+    python -m gate.policy.generate          # write them
+    python -m gate.policy.generate --check  # exit 1 naming those that are not current (a test runs this)
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from gate.cases import KINDS
+from gate.cases.base import CaseFields
+from gate.policy.keys import Key, declared, default_of, item_type, section_of, without_none
+from gate.policy.loader import kind_keys, unbuild
+from gate.policy.model import Policy
+from gate.subject import Task
+
+# Where the schemas are published: the raw files of the repository's main branch, so that an editor that
+# follows a `$schema` link, or a `$id`, gets the schema of the newest gate.
+RAW_BASE = "https://raw.githubusercontent.com/OWNER/gate/main/"
+PACKAGE = Path(__file__).resolve().parent.parent
+_SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string"}
+
+
+def value_schema(hint: Any, declaration: Key, default: Any, case_field: bool = False) -> dict[str, Any]:
+    """The JSON Schema of one key, from its type and its declaration."""
+    inner, optional = without_none(hint)
+    kind = section_of(hint)
+    if declaration.schema is not None:
+        schema = dict(declaration.schema)
+    elif kind is not None:
+        schema = section_schema(kind)
+    elif declaration.keyed_by is not None:
+        schema = _keyed(item_type(hint), declaration)
+    elif item_type(hint) is not None:
+        schema = {"type": "array"}
+        item = item_type(hint)
+        if declaration.choices is not None:
+            schema["items"] = {"enum": list(declaration.choices())}
+        elif section_of(item) is not None:
+            schema["items"] = {**section_schema(item), **declaration.items}
+        elif item is not Any:
+            schema["items"] = {**_scalar(item), **declaration.items}
+    elif typing.get_origin(inner) is dict:
+        schema = {"type": "object"}
+    else:
+        schema = _scalar(inner)
+    schema.update(declaration.value)
+    nullable = declaration.nullable if declaration.nullable is not None \
+        else optional and not declaration.unset and not case_field
+    if nullable and "type" in schema:
+        schema["type"] = [schema["type"], "null"]
+    if declaration.description:
+        schema["description"] = declaration.description
+    if declaration.shown_default is not None:
+        schema["default"] = declaration.shown_default
+    elif default is not dataclasses.MISSING and not declaration.unset:
+        schema["default"] = unbuild(default, declaration)
+    return schema
+
+
+def section_schema(cls: type, case_field: bool = False) -> dict[str, Any]:
+    """A mapping whose keys are the fields of dataclass `cls`."""
+    properties = {item.name: value_schema(hint, declaration, default_of(item), case_field)
+                  for item, hint, declaration in declared(cls) if not declaration.internal}
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    required = [item.name for item, _, declaration in declared(cls)
+                if default_of(item) is dataclasses.MISSING and not declaration.internal]
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def _keyed(cls: Any, declaration: Key) -> dict[str, Any]:
+    """A list of sections written as a mapping by one field of theirs (`languages: {.js: {command: ...}}`)."""
+    entry = section_schema(cls)
+    name = declaration.keyed_by
+    own = entry["properties"].pop(name)
+    entry["required"] = [key for key in entry.get("required", []) if key != name]
+    entry = {"type": "object", **declaration.items, **{k: v for k, v in entry.items() if k != "type"}}
+    names = {k: v for k, v in own.items() if k in ("pattern", "x-expected")}
+    return {"type": "object", "propertyNames": names, "additionalProperties": entry}
+
+
+def _scalar(hint: Any) -> dict[str, Any]:
+    if typing.get_origin(hint) is typing.Literal:
+        return {"enum": list(typing.get_args(hint))}
+    if hint is Any:
+        return {}
+    return {"type": _SCALARS[hint]}
+
+
+def case_definitions() -> dict[str, Any]:
+    """The schemas' `$defs`: a case of any kind (with or without `kind`), each kind's fields, a list of cases."""
+    names = list(KINDS)
+    every = dict.fromkeys(["kind", *(item.name for kind in KINDS.values() for item, _, _ in
+                                      declared(kind.fields))])
+    summaries = [kind.fields.SUMMARY for kind in KINDS.values()]
+    case = {
+        "type": "object",
+        "description": f"A case: {', '.join(summaries[:-1])} or {summaries[-1]}",
+        "properties": {"kind": {"enum": names}},
+        "propertyNames": {"enum": list(every)},
+        "allOf": [*({"if": {"required": ["kind"], "properties": {"kind": {"const": name}}},
+                     "then": {"$ref": f"#/$defs/{name}_case"}} for name in names),
+                  {"if": {"not": {"required": ["kind"]}}, "then": {"$ref": "#/$defs/inferred_case"}}],
+    }
+    hints = " or ".join(kind.fields.HINT for kind in KINDS.values() if kind.fields.HINT)
+    inferred: dict[str, Any] = {
+        "required": ["kind"],
+        "x-message": f"cannot tell the case's kind: set `kind` ({', '.join(names)}) or give {hints}"}
+    for name, keys in reversed(kind_keys()):
+        inferred = {"if": {"anyOf": [{"required": [key]} for key in keys]},
+                    "then": {"$ref": f"#/$defs/{name}_case"}, "else": inferred}
+    definitions = {"case": case, "inferred_case": inferred}
+    for name, kind in KINDS.items():
+        definitions[f"{name}_case"] = _kind_schema(name, kind.fields)
+    definitions["case_list"] = {"type": "array", "items": {"$ref": "#/$defs/case"}}
+    return definitions
+
+
+def _kind_schema(name: str, fields: type[CaseFields]) -> dict[str, Any]:
+    schema = section_schema(fields, case_field=True)
+    schema["properties"] = {"kind": {"const": name}, **schema["properties"]}
+    return {"type": "object", "x-what": fields.WHAT, **schema, **fields.RULES}
+
+
+def policy_schema() -> dict[str, Any]:
+    """The policy file's schema (gate/policy/schema.json)."""
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": RAW_BASE + "gate/policy/schema.json",
+        "title": "gate policy (.github/gate.yml)",
+        "description": "An error-budget merge gate's policy: budget, points per check, gated paths, imports, "
+                       "cases, bots, limits.",
+        **section_schema(Policy),
+        "$defs": case_definitions(),
+    }
+
+
+def task_schema() -> dict[str, Any]:
+    """The task file's schema (gate/sources/task.schema.json): the task's fields and its cases, with its own
+    copy of the case definitions, so an editor needs one file."""
+    schema = section_schema(Task)
+    schema["properties"]["cases"] = {"$ref": "#/$defs/case_list", "description": "cases the reply is run against",
+                                     "default": []}
+    return {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": RAW_BASE + "gate/sources/task.schema.json",
+        "title": "gate task file",
+        "description": "What a model was asked to do, and the cases its reply must pass "
+                       "(gate score REPLY.md --task FILE).",
+        **schema,
+        "$defs": case_definitions(),
+    }
+
+
+def default_preset() -> str:
+    """gate/presets/default.yml: every key of the default policy with its value, each under its description."""
+    lines = ["# yaml-language-server: $schema=../policy/schema.json",
+             "# The default preset: the penalty schedule (docs/how-it-works.md), every value spelled out. A",
+             "# repository without .github/gate.yml is scored with this; a repository file that names no `extends:`",
+             "# starts from it.",
+             "# Written by `python -m gate.policy.generate` from gate/policy/model.py: edit that file, not this one."]
+    _yaml_lines(Policy(), 0, lines)
+    return "\n".join(lines) + "\n"
+
+
+def _yaml_lines(obj: Any, depth: int, lines: list[str]) -> None:
+    indent = "  " * depth
+    for item, _, declaration in declared(type(obj)):
+        value = getattr(obj, item.name)
+        if declaration.internal or (value is None and declaration.unset):
+            continue
+        if declaration.description:
+            lines.append(f"{indent}# {declaration.description}")
+        if dataclasses.is_dataclass(value):
+            lines.append(f"{indent}{item.name}:")
+            _yaml_lines(value, depth + 1, lines)
+            continue
+        text = yaml.safe_dump({item.name: unbuild(value, declaration)}, default_flow_style=True,
+                              width=110 - len(indent), sort_keys=False).strip()
+        text = text.removeprefix("{").removesuffix("}")
+        lines.extend(indent + line for line in text.splitlines())
+
+
+def outputs() -> dict[Path, str]:
+    """Each generated file and what it should hold."""
+    return {PACKAGE / "policy" / "schema.json": json.dumps(policy_schema(), indent=2) + "\n",
+            PACKAGE / "sources" / "task.schema.json": json.dumps(task_schema(), indent=2) + "\n",
+            PACKAGE / "presets" / "default.yml": default_preset()}
+
+
+def stale() -> list[Path]:
+    """The generated files that differ from what the declarations give."""
+    return [path for path, text in outputs().items()
+            if not path.exists() or path.read_text(encoding="utf-8") != text]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m gate.policy.generate", description=__doc__.split("\n")[0])
+    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not current")
+    args = parser.parse_args(argv)
+    if args.check:
+        behind = stale()
+        for path in behind:
+            print(f"{path}: not current; run python -m gate.policy.generate", file=sys.stderr)
+        return 1 if behind else 0
+    for path, text in outputs().items():
+        path.write_text(text, encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

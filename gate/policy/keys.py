@@ -1,0 +1,123 @@
+"""How a policy key, or a case kind's field, is declared: a dataclass field whose metadata says what the YAML may
+hold beyond its type (bounds, pattern, description). `gate.policy.generate` derives the JSON Schemas and the
+default preset from these declarations, and the loader builds and unbuilds the typed policy from them.
+
+    budget: int = key(3, "accepted when the total points are at most this", minimum=0)
+
+The field's type gives the schema type (`int`, `float`, `bool`, `str`, a `Literal` of choices, a tuple of
+them, a nested section, `X | None` for a key that may be null); everything else comes from `key(...)`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import types
+import typing
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+_NONE: Any = dataclasses.MISSING
+
+
+@dataclass(frozen=True)
+class Key:
+    """What a field's metadata says about its key (see `key`)."""
+
+    description: str = ""
+    # JSON Schema keywords for the value, or for each item of a list: minimum, pattern, minLength, ...
+    value: dict[str, Any] = field(default_factory=dict)
+    items: dict[str, Any] = field(default_factory=dict)
+    # The whole schema of the key when its type cannot say it (a `$ref`, any JSON value).
+    schema: dict[str, Any] | None = None
+    # The values a string (or each item of a list) may take, computed when the schema is generated.
+    choices: Callable[[], tuple[str, ...]] | None = None
+    path: bool = False  # normalised as a path of the tree (`./a/b` is `a/b`)
+    unset: bool = False  # None means "not given" (never written, not null in YAML), e.g. a scope's budget
+    nullable: bool | None = None  # may be null in YAML; by default when the type is `X | None` and not `unset`
+    keyed_by: str | None = None  # a list of sections written as a mapping by this field of theirs
+    infers: bool = False  # a case field whose presence, without `kind`, tells the case's kind
+    internal: bool = False  # not a key of the file at all (where the policy came from)
+    # The schema's `default` when the field's own cannot say it (an unset key whose absence means a value).
+    shown_default: Any = None
+
+
+def key(default: Any = _NONE, description: str = "", *, factory: Callable[[], Any] | None = None,
+        items: dict[str, Any] | None = None, schema: dict[str, Any] | None = None,
+        choices: Callable[[], tuple[str, ...]] | None = None, path: bool = False, unset: bool = False,
+        nullable: bool | None = None, keyed_by: str | None = None, infers: bool = False,
+        internal: bool = False, shown_default: Any = None, keywords: dict[str, Any] | None = None,
+        **value: Any) -> Any:
+    """A dataclass field for one key. `value` holds JSON Schema keywords in Python spelling
+    (`exclusive_minimum=0`, `min_length=1`, `expected=...` for `x-expected`, `message=...` for `x-message`),
+    `keywords` more of them as JSON Schema spells them; for a list they apply to the list, and `items` to each
+    of its items."""
+    meta = {"key": Key(description, {**(keywords or {}), **_keywords(value)}, _keywords(items or {}), schema,
+                       choices, path, unset, nullable, keyed_by, infers, internal, shown_default)}
+    if factory is not None:
+        return field(default_factory=factory, metadata=meta)
+    return field(default=default, metadata=meta)
+
+
+def key_of(item: dataclasses.Field[Any]) -> Key:
+    """The declaration of a field (a field without `key(...)` declares nothing beyond its type)."""
+    declared = item.metadata.get("key")
+    return declared if isinstance(declared, Key) else Key()
+
+
+_SPELLING = {"expected": "x-expected", "message": "x-message"}
+
+
+def _keywords(value: dict[str, Any]) -> dict[str, Any]:
+    """`exclusive_minimum` -> `exclusiveMinimum`, `expected` -> `x-expected`."""
+    out: dict[str, Any] = {}
+    for name, setting in value.items():
+        head, *rest = name.split("_")
+        out[_SPELLING.get(name, head + "".join(part.title() for part in rest))] = setting
+    return out
+
+
+Declared = tuple[tuple[dataclasses.Field[Any], Any, Key], ...]
+
+
+_DECLARED: dict[type, Declared] = {}
+
+
+def declared(cls: type) -> Declared:
+    """(field, its resolved type, its declaration) for each field of dataclass `cls`, in order."""
+    if cls not in _DECLARED:
+        hints = typing.get_type_hints(cls)
+        _DECLARED[cls] = tuple((item, hints[item.name], key_of(item)) for item in dataclasses.fields(cls))
+    return _DECLARED[cls]
+
+
+def without_none(hint: Any) -> tuple[Any, bool]:
+    """`X | None` -> (X, True); any other type -> (it, False)."""
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        rest = [arg for arg in typing.get_args(hint) if arg is not type(None)]
+        if len(rest) == 1:
+            return rest[0], True
+    return hint, False
+
+
+def section_of(hint: Any) -> type | None:
+    """The dataclass a section's type names (`Points`, `RepoSuite | None`), or None."""
+    inner, _ = without_none(hint)
+    return inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+
+
+def item_type(hint: Any) -> Any:
+    """The item type of `tuple[X, ...]` or `list[X]` (or their `| None`), or None for any other type."""
+    inner, _ = without_none(hint)
+    if typing.get_origin(inner) in (tuple, list):
+        return typing.get_args(inner)[0]
+    return None
+
+
+def default_of(item: dataclasses.Field[Any]) -> Any:
+    """The field's default value (its factory called), or MISSING when the key is required."""
+    if item.default is not dataclasses.MISSING:
+        return item.default
+    if item.default_factory is not dataclasses.MISSING:
+        return item.default_factory()
+    return dataclasses.MISSING
