@@ -9,8 +9,8 @@ import pytest
 
 from gate.cli import main
 from gate.report.context import MARKER
-from tests.fakegithub import FakeGitHub, serve
-from tests.fakegithub.scenario import BOT, REPO, Scenario
+from tests.fakegithub import Commit, FakeGitHub, Pull, serve
+from tests.fakegithub.scenario import BOT, REPO, TESTER, Scenario, commit
 
 POLICY = "budget: 3\n"
 CLEAN = "def add(a, b):\n    return a + b\n"
@@ -450,3 +450,86 @@ def test_twenty_thousand_findings_cost_a_handful_of_requests_and_the_summary_lis
     summary = run["output"]["summary"]
     assert "50 of the 20000 places that cost points are annotated" in summary
     assert "`util.py`: 51-20000" in summary and len(summary) <= 65_535
+
+
+def stacked(fake: FakeGitHub, tmp_path: Path, first: dict[str, str], then: dict[str, str], *,
+            main_policy: str = POLICY, parent: str = "bot/parent") -> tuple[Scenario, dict[str, object]]:
+    """The bot's PR #7 into main, whose first commit C1 writes `first` and whose head H writes `then`; and the
+    event of its PR #8 `parent <- H`, `parent` being a branch the bot pushed at C1 (so #8's base, and the
+    policy read from it, are the bot's)."""
+    base = {".github/gate.yml": main_policy, "app.py": CLEAN}
+    pr = Scenario(fake, tmp_path, base, dict(first), number=7)
+    fake.set_content(REPO, "main", ".github/gate.yml", main_policy)  # the default branch's tip
+    c1 = pr.head_sha
+    pr.head_sha = commit(pr.workspace, dict(then), "bot: more")
+    seven = fake.repos[REPO].pulls[7]
+    seven.head_sha = pr.head_sha
+    seven.commits.append(Commit(pr.head_sha, "bot: more", TESTER, TESTER))
+    for path, text in {**base, **first, **then}.items():
+        fake.set_content(REPO, pr.head_sha, path, text)
+    for path, text in {**base, **first}.items():
+        fake.set_content(REPO, c1, path, text)
+    for path, text in then.items():
+        fake.add_file(REPO, 7, path, text)
+    fake.add_pull(REPO, Pull(8, pr.head_sha, c1, head_ref=pr.branch, base_ref=parent, user=BOT, user_type="Bot",
+                             commits=[Commit(pr.head_sha, "bot: more", TESTER, TESTER)]))
+    for path, text in then.items():
+        fake.add_file(REPO, 8, path, text)
+    event = pr.event()
+    pull = event["pull_request"]
+    assert isinstance(pull, dict)
+    pull["number"] = 8
+    pull["base"].update(sha=c1, ref=parent)
+    return pr, event
+
+
+def newest(fake: FakeGitHub, sha: str, name: str) -> tuple[str, str]:
+    """The newest commit status and check run called `name` on `sha`: what a branch protection requiring
+    `name` reads for every PR whose head is `sha`."""
+    repo = fake.repos[REPO]
+    status = [s["state"] for s in repo.statuses if s["sha"] == sha and s["context"] == name]
+    runs = [r["conclusion"] for r in repo.check_runs.values() if r["head_sha"] == sha and r["name"] == name]
+    return status[-1], runs[-1]
+
+
+@pytest.mark.parametrize(("first", "then"), [
+    ({".github/gate.yml": "budget: 1000\n"}, {"util.py": BROKEN}),
+    ({".github/gate.yml": "budget: 1000\nprotected_branches: ['bot/*', main]\n"}, {"util.py": BROKEN}),
+    ({"util.py": BROKEN}, {"more.py": CLEAN}),
+], ids=["base-policy-rewritten", "base-policy-lists-itself", "base-holds-the-broken-code"])
+def test_a_second_pr_with_the_same_head_into_the_bots_own_branch_never_turns_main_green(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first: dict[str, str],
+        then: dict[str, str]) -> None:
+    """The bot's PR #7 into main is blocked; its PR #8 with the same head H, into a branch it pushed at its own
+    first commit, is scored from there and passes. The status and check run main's protection reads on H stay
+    the blocked ones: #8's verdict is in its comment and under a name no protection of main reads."""
+    pr, event = stacked(fake, tmp_path, first, then)
+    assert run_ci(pr, monkeypatch) == 1
+    assert newest(fake, pr.head_sha, "gate") == ("failure", "failure")
+    for key, value in pr.environment(event=event).items():
+        monkeypatch.setenv(key, value)
+    assert main(["ci"]) == 0  # scored from the bot's base, #8 passes
+    assert newest(fake, pr.head_sha, "gate") == ("failure", "failure")
+    assert newest(fake, pr.head_sha, "gate (into bot/parent)") == ("success", "success")
+    body = fake.repos[REPO].comments[8][0]["body"]
+    assert "bot/parent" in body and "not a protected branch" in body
+
+
+def test_the_honest_stacked_pr_into_main_is_accepted(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr, _ = stacked(fake, tmp_path, {"util.py": CLEAN}, {"more.py": CLEAN})
+    assert run_ci(pr, monkeypatch) == 0
+    assert newest(fake, pr.head_sha, "gate") == ("success", "success")
+    assert "not a protected branch" not in fake.repos[REPO].comments[7][0]["body"]
+
+
+def test_a_pr_into_a_branch_the_default_branchs_policy_protects_posts_the_gates_status(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    policy = POLICY + "protected_branches: ['release/*']\n"
+    fake.add_repo(REPO)
+    fake.set_content(REPO, "main", ".github/gate.yml", policy)
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, "app.py": CLEAN}, {"util.py": CLEAN},
+                  base_branch="release/1.x")
+    assert run_ci(pr, monkeypatch) == 0
+    assert newest(fake, pr.head_sha, "gate") == ("success", "success")
+    assert "not a protected branch" not in fake.repos[REPO].comments[pr.number][0]["body"]

@@ -37,7 +37,14 @@ from gate.github.override import OverrideCheck, find_override, overridden
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
 from gate.sandbox import MISSING_LAYERS, layers_found_ahead
 from gate.sources.base import ScoreInput
-from gate.sources.pullrequest import MergeGroup, PullRequest, pr_subject, subject_from_pull_request, trusted_policy
+from gate.sources.pullrequest import (
+    MergeGroup,
+    PullRequest,
+    pr_subject,
+    protected_target,
+    subject_from_pull_request,
+    trusted_policy,
+)
 from gate.verdict import Note, Verdict, safe_text
 
 # What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
@@ -113,25 +120,42 @@ def gate_pull_request(job: Job, settings: Settings, run: Run, scorer: Scorer,
     """Gate `run` and deliver its verdict; returns the exit code. `before` runs first inside the failure path
     (a check of the inputs that, failing, must still post a failure status)."""
     pr = run.pr
-    delivery = Delivery(job.environ, job.client, Target(job.repo, pr.number, run.scored.head_sha), settings.names,
+    # A status or check run on a head is read for every PR with that head: until the PR is known to merge into
+    # a protected branch, whatever is posted goes under names that branch's protection does not read.
+    on_target = run.group is not None or pr.base_ref == pr.default_branch
+    names = settings.names if on_target else off_target(settings.names, pr.base_ref)
+    delivery = Delivery(job.environ, job.client, Target(job.repo, pr.number, run.scored.head_sha), names,
                         job.connection.token, settings.verdict_path, read_only=run.read_only)
     read_failure = functools.partial(explain_read, repo=job.repo, number=pr.number, head_sha=pr.head_sha)
     with failures_reported(delivery, read_failure):
         before()
-        return _gate(job, settings, run, scorer, delivery)
+        if not on_target and protected_target(job.client, pr, policy_path=settings.policy_path):
+            names, delivery = settings.names, replace(delivery, names=settings.names)
+        note = "" if names == settings.names else (
+            f"this PR merges into {pr.base_ref}, which is not a protected branch (the default branch "
+            f"{pr.default_branch or '?'}, or one the default branch's policy lists under `protected_branches`): "
+            f"its status and check run are `{names.status}`, which no protection of a protected branch reads")
+        return _gate(job, settings, run, scorer, delivery, note)
 
 
-def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Delivery) -> int:
+def off_target(names: Names, base_ref: str) -> Names:
+    """The names a PR into `base_ref`, a branch no protection of the gate's reads, posts under."""
+    return Names(status=f"{names.status} (into {base_ref})", check=f"{names.check} (into {base_ref})")
+
+
+def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Delivery, note: str) -> int:
     policy = trusted_policy(job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path)
     gating = gate_decision(job.client, run.pr, policy.bots)
     decision = gating.decision
     if not decision.gated:
         return deliver_not_gated(delivery, pr_subject(run.scored, job.connection.api_url), policy, decision.reason,
-                                 neutral=decision.opted_out, notes=gating.labels.ignored)
+                                 neutral=decision.opted_out, notes=(*gating.labels.ignored, *((note,) if note else ())))
     with layers_found_ahead(), subject_from_pull_request(
             job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path,
             api_url=job.connection.api_url, checkout_only=run.group is not None) as found:
         verdict = with_gating_notes(scorer(found), gating)
+        if note:
+            verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
         if run.group:
             verdict = replace(verdict, facts=(*verdict.facts, ("merge group", run.group.head_ref)))
         check = _override(job, settings.names, run, found) if run.overrides and not verdict.accepted \

@@ -29,7 +29,7 @@ __all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases",
 
 DEFAULT_PRESET = "default"
 # Path globs, matched from the repository root; branch names are paths too (gate.bots.patterns).
-_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"))
+_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"), ("", "protected_branches"))
 
 
 def policy_schema() -> dict[str, Any]:
@@ -292,12 +292,12 @@ def _check_globs(doc: MarkedMap, file: str) -> None:
                 raise BadInput(f"bad glob {pattern!r}: {problem}", file=file,
                                line=line_of(doc, ["scopes", index, "paths", n]), key=f"{where}.paths[{n}]")
     for section, key in _GLOB_KEYS:
-        patterns = doc.get(section, {}).get(key, [])
+        patterns = doc.get(section, {}).get(key, []) if section else doc.get(key, [])
         for index, pattern in enumerate(patterns):
             problem = glob_problem(pattern)
             if problem:
                 raise BadInput(f"bad glob {pattern!r}: {problem}", file=file, line=patterns.item_lines[index],
-                               key=join_key(f"{section}.{key}", [index]))
+                               key=join_key(f"{section}.{key}" if section else key, [index]))
 
 
 def _agent_problem(agent_id: str) -> str | None:

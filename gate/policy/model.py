@@ -279,6 +279,11 @@ class Policy:
     # `gate ci` runs cases without its CI layers only when this says so (docs/github.md).
     allow_weaker_isolation: bool = key(False, "let `gate ci` run cases without the layers it requires in CI "
                                        "(uid, no-new-privs, netns, mountns, seccomp); every verdict says so")
+    # Read from the default branch's policy only (docs/github.md, "Which PRs post the gate's status").
+    protected_branches: tuple[str, ...] = key(
+        (), "branches besides the default one whose protection reads the gate's status and check run (read from "
+        "the default branch's policy only); a PR into any other branch posts them under `gate (into BRANCH)`",
+        items=_glob("a branch name or glob such as `release/*`"))
     python: Literal["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] = key(
         "3.11", "the Python version the code is parsed for (quote it: \"3.10\")")
     judge: Judge = key(factory=Judge, description="an optional model judge that advises")

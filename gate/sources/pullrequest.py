@@ -20,6 +20,7 @@ import git
 import github
 
 from gate.errors import BadInput
+from gate.globs import compile_glob
 from gate.policy.model import Policy
 from gate.sources.api import ApiBase, subject_from_api
 from gate.sources.base import BaseReader, ScoreInput
@@ -45,6 +46,8 @@ class PullRequest:
     labels: tuple[str, ...]
     fork: bool  # the head lives in another repository: the run gets a read-only token
     url: str = ""
+    base_ref: str = ""  # the branch the PR merges into
+    default_branch: str = ""  # the repository's default branch, as the event or the API gave it
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], repo: str) -> PullRequest:
@@ -54,7 +57,8 @@ class PullRequest:
                    base_sha=data["base"]["sha"], head_ref=data["head"]["ref"], author=data["user"]["login"],
                    author_type=data["user"].get("type", "User"),
                    labels=tuple(label["name"] for label in data.get("labels", [])),
-                   fork=head_repo != repo, url=data.get("html_url", ""))
+                   fork=head_repo != repo, url=data.get("html_url", ""), base_ref=str(data["base"].get("ref", "")),
+                   default_branch=str((data["base"].get("repo") or {}).get("default_branch", "")))
 
     @property
     def read_only_token(self) -> bool:
@@ -121,6 +125,19 @@ def trusted_policy(client: github.Github, pr: PullRequest, *, workspace: Path | 
     local = _checkout_with(workspace, pr) if workspace else None
     base: BaseReader = GitBase(local.commit(pr.base_sha)) if local else ApiBase(client.get_repo(pr.repo), pr.base_sha)
     return read_policy(base, policy_path)
+
+
+def protected_target(client: github.Github, pr: PullRequest, *, policy_path: str | None) -> bool:
+    """Whether the PR merges into a branch whose protection reads the gate's status and check run: the
+    repository's default branch, or one that `protected_branches` lists in the policy **of the default
+    branch**. The PR's own base cannot say: a bot that pushes a branch writes the policy at its tip."""
+    repo = client.get_repo(pr.repo)
+    default = pr.default_branch or str(repo.default_branch)
+    if pr.base_ref == default:
+        return True
+    listed = read_policy(ApiBase(repo, default), policy_path).protected_branches
+    # The whole name matches: `release` does not cover a `release/x` that a bot could push.
+    return any(compile_glob(glob).fullmatch(pr.base_ref) for glob in listed)
 
 
 def pr_subject(pr: PullRequest, api_url: str) -> Subject:

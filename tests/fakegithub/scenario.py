@@ -63,6 +63,7 @@ class Scenario:
     fork: bool = False
     event_name: str = "pull_request"
     branch: str = "bot/patch"
+    base_branch: str = "main"  # what the PR merges into (the repository's default branch is main)
     # The head's commits: the first holds the `head` changes, the others are empty.
     commits: list[CommitSpec] = field(default_factory=lambda: [CommitSpec()])
     workspace: Path = field(init=False)
@@ -81,6 +82,7 @@ class Scenario:
             self.fake.add_repo(REPO)
         shas = git(self.workspace, "rev-list", "--reverse", f"{self.base_sha}..{self.head_sha}").split()
         self.fake.add_pull(REPO, Pull(self.number, self.head_sha, self.base_sha, head_ref=self.branch,
+                                      base_ref=self.base_branch,
                                       user=self.author, user_type=self.author_type, labels=list(self.labels),
                                       head_repo="forker/app" if self.fork else None,
                                       commits=[Commit(sha, spec.message, spec.author, spec.committer)
@@ -124,9 +126,9 @@ class Scenario:
             pr["user"].update(login=self.author, type=self.author_type)
             pr["head"].update(sha=self.head_sha, ref=self.branch)
             pr["head"]["repo"]["full_name"] = "forker/app" if self.fork else REPO
-            pr["base"].update(sha=self.base_sha, ref="main")
-            pr["base"]["repo"]["full_name"] = REPO
-        payload["repository"]["full_name"] = REPO
+            pr["base"].update(sha=self.base_sha, ref=self.base_branch)
+            pr["base"]["repo"].update(full_name=REPO, default_branch=self.fake.repos[REPO].default_branch)
+        payload["repository"].update(full_name=REPO, default_branch=self.fake.repos[REPO].default_branch)
         return payload
 
     def environment(self, *, workspace: bool = True, event: dict[str, object] | None = None,
