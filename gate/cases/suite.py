@@ -1,11 +1,12 @@
 """Run a pytest suite in the sandbox, shared over several processes, and collect each test's outcome.
 
 Each run is the gate's harness (`harness/suite.py`): a watcher that runs pytest in a child, keeps the
-per-test limit from outside it and starts a new child after a test that hung or killed its process, and
-reports every test on the result channel as it finishes. Should the watcher itself die (the code under test
-killed it), the test it was running fails, or times out when the run hit its wall limit, and the tests after
-it run again in a new run. The whole suite shares one deadline (`tests.timeout`): what has not run by then
-costs a timeout.
+per-test limit from outside it, and reports every test on the result channel as it finishes. A test that hung
+or killed its process ends the run, and the tests after it run again in a new run, on the tree as exported
+(what the tests' process wrote never reaches a later run). Should the watcher itself die (the code under test
+killed it), the test it was running fails, or times out when the run hit its wall limit. The whole suite
+shares one deadline (`tests.timeout`): what has not run by then costs a timeout. A test the base's own
+configuration deselects (`-m` in its addopts) has the status `deselected`.
 """
 
 from __future__ import annotations
@@ -49,6 +50,7 @@ class SuiteRun:
     limits: Limits  # the policy's, for memory, processes, files and disk
     test_timeout: float
     workers: int
+    plugins: tuple[str, ...] = ()  # modules pytest loads with -p (the base's declared test plugins)
 
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float
@@ -125,7 +127,8 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
               ) -> tuple[RunResult, list[dict[str, Any]]]:
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
-    request = {"args": args, "select": select, "test_timeout": run.test_timeout, "key": key}
+    request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
+               "key": key}
     result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite"), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path))
@@ -150,6 +153,9 @@ def _read(records: list[dict[str, Any]], found: dict[str, TestOutcome], errors: 
     for record in records:
         if "collected" in record and collected is None and isinstance(record["collected"], list):
             collected = [str(n) for n in record["collected"]]
+        elif "deselected" in record and isinstance(record["deselected"], list):
+            for nodeid in map(str, record["deselected"]):
+                found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
         elif "collect_error" in record:
             errors.setdefault(str(record["collect_error"]), str(record.get("detail", ""))[-600:])
         elif "test" in record and str(record["test"]) not in found:

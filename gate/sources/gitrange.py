@@ -25,7 +25,7 @@ import git
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
-from gate.policy.model import Policy, RepoSuite
+from gate.policy.model import Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -379,8 +379,12 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
     return tuple(dict.fromkeys((*(("src",) if src else ()), *spec.python_path)))
 
 
-# pytest's configuration files at the root; the base's are used, the head's never.
+# pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
+# are used, the head's never.
 PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+# Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
+# of an import root they would be what the suite's process imports: the base's only.
+FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 
 
 def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
@@ -393,15 +397,16 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
     from gate.environment import build as environment_build
 
     paths = spec.paths
+    roots = ("", "src", *(policy.repository_environment or Environment()).python_path)
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
     shutil.copytree(head_tree, tree, symlinks=True)
     ours = [item for item in _walk(base.tree)
-            if isinstance(item, git.Blob) and _is_suite_file(str(item.path), paths)]
+            if isinstance(item, git.Blob) and _is_suite_file(str(item.path), paths, roots)]
     for parent, _, files in os.walk(tree):
         for name in files:
             full = Path(parent, name)
-            if _is_suite_file(full.relative_to(tree).as_posix(), paths):
+            if _is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
                 full.unlink()
     for item in ours:
         if str(item.path) not in withheld:
@@ -411,7 +416,7 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}",
                        file=policy.source, key=f"{key}.paths")
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
-                  and c.path.endswith(".py") and _is_suite_file(c.path, paths)
+                  and c.path.endswith(".py") and _under(c.path, paths)
                   and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
     added_tree = None
     if added:
@@ -429,16 +434,35 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
         export_tree(base.tree, base_tree, withheld)
     return SuiteTrees(base_sha=base.hexsha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base_roots=_import_roots(base, policy),
-                      edits=_suite_edits(changes, paths, set(added)),
+                      edits=_suite_edits(changes, paths, roots, set(added)),
                       runner=() if environment is not None and environment.has("pytest")
                       else (environment_build.gate_pytest(cache_dir(os.environ)),))
 
 
-def _is_suite_file(path: str, tests: Sequence[str]) -> bool:
-    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py, or pytest's
-    configuration."""
-    return (any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
-            or PurePosixPath(path).name == "conftest.py" or path in PYTEST_CONFIG)
+def _is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
+    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py or a pytest
+    configuration file anywhere, or a module named like the framework at the top of an import root."""
+    name = PurePosixPath(path).name
+    return _under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or _framework_named(path, roots)
+
+
+def _under(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path` is one of the test paths or under one."""
+    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
+
+
+def _framework_named(path: str, roots: Sequence[str]) -> bool:
+    """Whether `path` is (in) a module named like the test framework, directly under one of `roots` ("" is
+    the tree's top)."""
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        if not path.startswith(prefix):
+            continue
+        inside = PurePosixPath(path.removeprefix(prefix))
+        top = inside.parts[0]
+        if (top.removesuffix(".py") if len(inside.parts) == 1 else top) in FRAMEWORK_MODULES:
+            return True
+    return False
 
 
 def _in_tree(commit: git.Commit, path: str) -> bool:
@@ -459,14 +483,19 @@ def _write_blob(item: git.Blob, root: Path) -> None:
     dest.write_bytes(item.data_stream.read())
 
 
-def _suite_edits(changes: Sequence[Change], tests: Sequence[str], added: set[str]) -> tuple[str, ...]:
+def _suite_edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str]
+                 ) -> tuple[str, ...]:
     """What the change does to the suite's files, which the base's versions replace."""
     found = []
     for change in changes:
-        path = next((p for p in change.paths if _is_suite_file(p, tests)), None)
+        path = next((p for p in change.paths if _is_suite_file(p, tests, roots)), None)
         if path is None or change.path in added:
             continue
-        if path in PYTEST_CONFIG and path not in ("pytest.ini", ".pytest.ini"):
+        if _framework_named(path, roots) and not _under(path, tests):
+            verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")
+            found.append(f"the change {verb} {path}, named like the test framework: left out of the suite's "
+                         "tree (the base's version, if any, ran)")
+        elif PurePosixPath(path).name in PYTEST_CONFIG[2:] and change.status != "added":
             found.append(f"the change edits {path}: the base's pytest configuration in it was used")
         elif change.status == "added":
             found.append(f"the change adds {path}: it did not run (the base's tests, conftests and pytest "

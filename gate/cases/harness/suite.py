@@ -1,20 +1,25 @@
 """Run the repository's pytest suite (or part of it) and report each test as it finishes.
 
 Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (null: all), "test_timeout":
-seconds, "key": a secret of this run}. Records on the result channel, one JSON object a line, written as each
-event happens (a process that dies mid-suite has reported everything before): {"collected": [node ids]},
-{"collect_error": path, "detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds",
-"line"}, {"done": 0}, each with the key (the gate ignores a record without it).
+seconds, "plugins": modules for `-p`, "key": a secret of this run}. Records on the result channel, one JSON
+object a line, written as each event happens (a process that dies mid-suite has reported everything before):
+{"collected": [node ids]}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start": node id},
+{"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with the key (the gate ignores a
+record without it).
 
 This process is a watcher: pytest runs in a child, whose records it forwards, and it keeps the per-test limit
 from outside that child: a test past `test_timeout` has its process killed and is reported as a timeout, a
-test whose process dies (`os._exit(0)`) as failed, and the tests left run in a new child. The gate counts a
-test whose record never came (the watcher itself killed) as failed, and runs the rest in a new run.
+test whose process dies (`os._exit(0)`) as failed. Either ends this run: the gate runs the tests left in a new
+run, on the tree as it was exported (never on one the tests' process wrote to). The gate counts a test whose
+record never came (the watcher itself killed) as failed.
 
 The tests and the code under test share the child: the code could look for the key or patch pytest, which
 is why the gate runs the base's tests and conftests only, flags library code that reaches into the test
-framework, and names this in the verdict's isolation. Plugins load only when the base's configuration names
-them (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
+framework, and names this in the verdict's isolation. pytest, pluggy and the plugins are imported from the
+environment and the gate's copy before the tree comes first on the path, so no module of the tree named like
+them is what runs. Plugins load only when the gate names them (`plugins`, the base's declared test
+dependencies) or the base's configuration does (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache
+provider is off.
 """
 
 from __future__ import annotations
@@ -59,6 +64,10 @@ class GatePlugin:
             items[:] = kept
         self.write({"collected": [item.nodeid for item in items]})
 
+    def pytest_deselected(self, items: list[Any]) -> None:
+        if self._select is None:  # the base's own selection (`-m` in its addopts), not the gate's
+            self.write({"deselected": [item.nodeid for item in items]})
+
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self._phases[nodeid] = []
         self._started = time.monotonic()
@@ -96,43 +105,29 @@ def _text(report: Any) -> str:
 
 
 def main() -> None:
-    """The watcher: runs pytest in a child process, forwards its records to the gate, and enforces the
-    per-test limit from outside the child (the code under test can cancel nothing here): a test past
-    `test_timeout` has its process killed and is reported as a timeout, a process that dies mid-test has that
-    test reported as failed, and the tests left run in a new child."""
+    """The watcher: runs pytest in a child process to its end or its death, forwarding its records to the
+    gate, and enforces the per-test limit from outside the child (the code under test can cancel nothing
+    here)."""
     fd = int(os.environ.pop(RESULT_FD_ENV))
     request = json.loads(sys.stdin.read())
-    key, select, limit = request["key"], request["select"], float(request["test_timeout"])
-    finished: set[str] = set()
-    collected: list[str] | None = None
-    while True:
-        wanted = select if select is not None else collected
-        remaining = None if wanted is None else [nodeid for nodeid in wanted if nodeid not in finished]
-        if remaining == []:
-            break
-        found, progress = _one_child(fd, key, remaining, request["args"], limit, finished)
-        collected = collected if collected is not None else found
-        if not progress:
-            break
-    _write(fd, {"done": 0, "key": key})
+    _one_child(fd, request["key"], request["select"], request["args"], list(request.get("plugins", ())),
+               float(request["test_timeout"]))
+    _write(fd, {"done": 0, "key": request["key"]})
     os._exit(0)
 
 
-def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], limit: float, finished: set[str]
-               ) -> tuple[list[str] | None, bool]:
-    """Run one pytest child to its end or its death; returns (the node ids it collected, whether a test
-    finished)."""
+def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str], limit: float
+               ) -> None:
+    """Run one pytest child to its end or its death (a test past its limit is killed with it)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         os.close(fd)
-        _child(write, key, select, args)
+        _child(write, key, select, args, plugins)
     os.close(write)
-    collected: list[str] | None = None
     current: str | None = None
     deadline = None
-    progress = False
     buffer = b""
     with os.fdopen(read, "rb", buffering=0) as stream:
         while True:
@@ -142,8 +137,7 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], lim
                 os.kill(pid, signal.SIGKILL)
                 _write(fd, {"test": current, "status": "timeout", "key": key, "seconds": limit,
                             "detail": f"ran out of time (tests.test_timeout: {limit:g} s)"})
-                finished.add(str(current))
-                progress, current = True, None
+                current = None
                 break
             data = stream.read(65536)
             if not data:
@@ -156,22 +150,16 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], lim
                 if record is None:
                     continue
                 _write(fd, record)
-                if "collected" in record and collected is None and isinstance(record["collected"], list):
-                    collected = [str(nodeid) for nodeid in record["collected"]]
-                elif "start" in record:
+                if "start" in record:
                     current, deadline = str(record["start"]), time.monotonic() + limit
                 elif "test" in record:
-                    finished.add(str(record["test"]))
-                    progress, current, deadline = True, None, None
+                    current, deadline = None, None
     _, status = os.waitpid(pid, 0)
     if current is not None:  # the process ended during a test: that test's outcome never came
         code = os.waitstatus_to_exitcode(status)
         how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
         _write(fd, {"test": current, "status": "failed", "key": key,
                     "detail": f"the test process {how} during this test"})
-        finished.add(current)
-        progress = True
-    return collected, progress
 
 
 def _record(line: bytes, key: str) -> dict[str, Any] | None:
@@ -188,17 +176,44 @@ def _write(fd: int, record: dict[str, Any]) -> None:
         data = data[os.write(fd, data):]
 
 
-def _child(fd: int, key: str, select: list[str] | None, args: list[str]) -> None:
+def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str]) -> None:
     """The pytest process: its records go to the watcher on `fd`; never returns."""
     # pytest's terminal output is not read: each test's outcome travels on the channel.
     devnull = os.open(os.devnull, os.O_WRONLY)
     os.dup2(devnull, 1)
     os.close(devnull)
     try:
+        _import_framework(plugins)
         import pytest
 
+        # After every other plugin's selection (`-m`, `-k` in the base's addopts), so that what it reports
+        # is what runs.
+        GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
+            GatePlugin.pytest_collection_modifyitems)
         plugin = GatePlugin(fd, key, select)
-        pytest.main([*args, "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--tb=short",
-                     "-o", "console_output_style=classic"], plugins=[plugin])
+        options = [option for module in plugins for option in ("-p", module)]
+        pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--tb=short",
+                     "--continue-on-collection-errors", "-o", "console_output_style=classic"], plugins=[plugin])
     finally:
         os._exit(0)
+
+
+# The framework's modules, imported before the tree's modules can stand in for them.
+FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
+
+
+def _import_framework(plugins: list[str]) -> None:
+    """Import pytest, what it imports and the plugins with the working directory's roots last on sys.path (a
+    `pytest.py` of the tree would come first otherwise), then put them back first for the tests."""
+    here = os.getcwd()
+    ours = [path for path in sys.path if path == here or path.startswith(here + os.sep)]
+    rest = [path for path in sys.path if path not in ours]
+    sys.path[:] = rest
+    try:
+        for module in (*FRAMEWORK, *plugins):
+            try:
+                __import__(module)
+            except ImportError:  # not installed here (`py` before pytest 7.2): pytest says so if it needs it
+                continue
+    finally:
+        sys.path[:] = [*ours, *rest]
