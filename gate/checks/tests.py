@@ -2,15 +2,18 @@
 
 Each test is a case of kind `pytest` named by its node id. With `tests.baseline: base` (the default) the suite
 also runs on the base (cached by the base's SHA and environment), and each test that passed there and fails,
-errors or is skipped on the head costs `points.smoke` (`points.timeout` when it ran out of time); with `none`
-every test that fails costs. Tests the head adds run apart from the base's (their module code never shares a
-process with a base test) and cost points when they fail; they never make up for a base test.
+errors or is skipped on the head costs `points.tests` (`points.timeout` when it ran out of time); with `none`
+every test that fails costs. A base whose suite does not run in the gate (a file that fails to collect, a
+missing fixture, no test, fewer than its files define) stops the gate (exit 3) and is never cached. Tests the
+head adds run apart from the base's (their module code never shares a process with a base test) and cost
+points when they fail; they never make up for a base test.
 """
 
 from __future__ import annotations
 
-import json
+import ast
 import os
+import re
 import time
 from dataclasses import replace
 from pathlib import Path
@@ -24,7 +27,7 @@ from gate.errors import GateFailure
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject, SuiteTrees
-from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty
+from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listing
 
 KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
@@ -79,36 +82,101 @@ def _sites(subject: Subject) -> tuple[str, ...]:
     return subject.environment.site_packages if subject.environment else ()
 
 
+def _plugins(subject: Subject) -> tuple[str, ...]:
+    return subject.environment.plugins if subject.environment else ()
+
+
 def _head_run(policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...]) -> SuiteRun:
     assert policy.tests is not None
     return SuiteRun(tree=suite.tree, args=suite.args,
                     python_path=(*subject.import_roots, *_sites(subject), *runner),
                     limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
-                    workers=policy.tests.workers)
+                    workers=policy.tests.workers, plugins=_plugins(subject))
 
 
 def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...],
               where: Path) -> dict[str, str]:
     """Each base test's status on the base itself, from the cache (by the base's SHA, the environment and the
-    suite's settings) or by running it."""
+    suite's settings) or by running it. Raises GateFailure (exit 3) when the base's suite does not run in the
+    gate (`refusal`); such a baseline is never cached."""
     assert policy.tests is not None and suite.base_tree is not None
     key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
                         else None, "paths": list(suite.args), "roots": list(suite.base_roots),
-                        "gate": __version__, "runner": list(runner)}, {})
+                        "gate": __version__, "runner": list(runner), "plugins": list(_plugins(subject))}, {})
     stored = where / "baselines" / f"{key}.json"
-    if stored.is_file():
-        found: dict[str, str] = json.loads(stored.read_text())
-        return found
+    found = cache.read_json(stored)
+    if isinstance(found, dict):
+        return {str(nodeid): str(status) for nodeid, status in found.items()}
     run = SuiteRun(tree=suite.base_tree, args=suite.args, python_path=(*suite.base_roots, *_sites(subject),
                                                                         *runner),
                    limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
-                   workers=policy.tests.workers)
+                   workers=policy.tests.workers, plugins=_plugins(subject))
     outcomes = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
-    found = {nodeid: outcome.status for nodeid, outcome in outcomes.items() if "::" in nodeid}
-    stored.parent.mkdir(parents=True, exist_ok=True)
-    partial = stored.with_suffix(f".{os.getpid()}.tmp")
-    partial.write_text(json.dumps(found, sort_keys=True))
-    partial.replace(stored)
+    problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
+    if problem:
+        raise GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
+                          "environment installs: environment.extras) and see `gate doctor --repo .`")
+    found = {nodeid: outcome.status for nodeid, outcome in outcomes.items()
+             if "::" in nodeid and outcome.status != "deselected"}
+    cache.write_json(stored, found)
+    return found
+
+
+def refusal(outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:
+    """Why the base's run `outcomes` cannot be a baseline, in pytest's own words, or "": it did not get to
+    its tests, a file failed to collect, a test errored for want of a fixture (a plugin the environment
+    lacks), it collected no test, or fewer in all than the files plainly define (`plain`: file -> count)."""
+    broken = [f"{nodeid}: {outcome.detail.strip()[-500:]}" for nodeid, outcome in sorted(outcomes.items())
+              if "::" not in nodeid and outcome.status == "error"]
+    broken += [f"{nodeid}: {_gist(outcome.detail).removeprefix(': ')}"
+               for nodeid, outcome in sorted(outcomes.items())
+               if outcome.status == "error" and _FIXTURE.search(outcome.detail)]
+    if broken:
+        return listing(broken, "; ", shown=3)
+    tests = [nodeid for nodeid in outcomes if "::" in nodeid]
+    if not tests:
+        return "pytest collected no test"
+    if len(tests) >= sum(plain.values()):  # (parametrized tests count more; a file the base ignores, less)
+        return ""
+    counts: dict[str, int] = {}
+    for nodeid in tests:
+        counts[nodeid.split("::")[0]] = counts.get(nodeid.split("::")[0], 0) + 1
+    short = [f"{path} defines {wanted} tests, pytest collected {counts.get(path, 0)}"
+             for path, wanted in sorted(plain.items()) if counts.get(path, 0) < wanted]
+    return f"pytest collected {len(tests)} tests where the files define {sum(plain.values())} (" + \
+        listing(short, "; ", shown=3) + ")"
+
+
+# pytest's words for a test that asks for a fixture nothing provides (a plugin that did not load).
+_FIXTURE = re.compile(r"^E\s+fixture '[^']+' not found", re.MULTILINE)
+# The file names pytest collects tests from when the configuration does not say otherwise.
+_TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
+
+
+def plain_tests(tree: Path, paths: tuple[str, ...]) -> dict[str, int]:
+    """The tests each test file under `paths` plainly defines (`def test_*` at its top or in a top-level
+    `class Test*`, each name once), by its path relative to `tree`: fewer collected means pytest did not run
+    what the base holds."""
+    found: dict[str, int] = {}
+    for path in paths:
+        top = tree / path
+        files = [top] if top.is_file() else sorted(top.rglob("*.py"))
+        for file in files:
+            if not _TEST_FILE.match(file.name):
+                continue
+            try:
+                module = ast.parse(file.read_bytes())
+            except (SyntaxError, ValueError):
+                continue  # pytest says so: a collection error
+            names = {node.name for node in module.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+                     and node.name.startswith("test")}
+            for node in module.body:
+                if isinstance(node, ast.ClassDef) and node.name.startswith("Test") and not node.bases:
+                    names |= {f"{node.name}.{item.name}" for item in node.body
+                              if isinstance(item, ast.FunctionDef | ast.AsyncFunctionDef)
+                              and item.name.startswith("test")}
+            if names:
+                found[file.relative_to(tree).as_posix()] = len(names)
     return found
 
 
@@ -130,8 +198,8 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
         cases.append(CaseReport(index, nodeid, KIND, False, status, _detail(outcome, before, charged, new),
                                 round(outcome.seconds, 4)))
         if charged:
-            points = policy.points.timeout if outcome.status == "timeout" else policy.points.smoke
-            check = "timeout" if outcome.status == "timeout" else "smoke"
+            points = policy.points.timeout if outcome.status == "timeout" else policy.points.tests
+            check = "timeout" if outcome.status == "timeout" else "tests"
             where = (Location(nodeid.split("::")[0], outcome.line),) if "::" in nodeid else ()
             verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
                     "error": "errored"}.get(outcome.status, "failed")

@@ -1,6 +1,9 @@
-"""`gate doctor`: which isolation layers work on this machine, and canary programs that try to get past them.
+"""`gate doctor`: which isolation layers work on this machine, and canary programs that try to get past them;
+with `--repo PATH`, also the repository's own suite (policy `tests:`) run at its HEAD as a base is, ahead of
+the first PR.
 
-Exit 0 when every canary was blocked, 3 (the gate cannot promise its isolation here) when one got through.
+Exit 0 when every canary was blocked and the suite runs, 3 (the gate cannot promise its isolation here, or the
+base's suite does not run in the gate) otherwise.
 """
 
 from __future__ import annotations
@@ -134,6 +137,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                                    help="show the isolation layers here and test them with canaries")
     parser.add_argument("--fresh", action="store_true",
                         help="test the fresh-interpreter backend instead of the zygote")
+    parser.add_argument("--repo", type=Path, metavar="PATH",
+                        help="also run this repository's suite (policy tests:) at its HEAD, as every PR's base")
     parser.set_defaults(func=run)
 
 
@@ -329,4 +334,36 @@ def run(args: argparse.Namespace) -> int:
     missed = [canary.name for canary in found if not canary.blocked]
     print(f"{len(found) - len(missed)} of {len(found)} canaries blocked" +
           (f"; not blocked: {', '.join(missed)}" if missed else ""))
-    return EXIT_GATE_FAILED if missed else EXIT_ACCEPTED
+    runs = _suite(args.repo) if args.repo is not None else True
+    return EXIT_GATE_FAILED if missed or not runs else EXIT_ACCEPTED
+
+
+def _suite(repo: Path) -> bool:
+    """Score HEAD against itself in `repo`: the base's suite runs (and its baseline is cached) as for every
+    PR into it; print what it found. False when it does not run in the gate."""
+    import git
+
+    from gate.engine import score_range
+    from gate.errors import GateError
+    from gate.sources.gitrange import subject_from_commits
+
+    head = "HEAD"
+    try:
+        handle = git.Repo(repo)
+        head = handle.head.commit.hexsha
+        with subject_from_commits(handle, head, head) as found:
+            if not found.policy.tests and not any(scope.tests for scope in found.policy.scopes):
+                print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
+                return True
+            verdict = score_range(found)
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        print(f"the repository's suite: {repo} is not a git checkout with a commit")
+        return False
+    except GateError as exc:
+        print(f"the repository's suite at {head[:12]}: {exc.render()}")
+        return False
+    cases = [case for case in verdict.cases if case.kind == "pytest"]
+    passed = sum(case.status == "passed" for case in cases)
+    print(f"the repository's suite runs in the gate at {head[:12]}: {len(cases)} tests, {passed} passed"
+          + (f", {len(cases) - passed} not (charged to no PR: they fail on the base)" if passed < len(cases) else ""))
+    return True

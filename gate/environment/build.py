@@ -25,6 +25,7 @@ import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path
+from typing import Any
 
 from gate.environment import BuiltEnvironment, cache
 from gate.environment.declarations import Reader, key_files
@@ -107,15 +108,18 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         for path in spec.requirements:
             targets += ["-r", path]
         installed: list[str] = []
+        plugins: list[str] = []
         if targets:
             report = building / "gate-report.json"
             _pip(python, ["install", "--report", str(report), *targets], source, environ,
                  what=_what(spec, project))
-            installed, own = _installed(json.loads(report.read_text()), source)
+            done = json.loads(report.read_text())
+            installed, own = _installed(done, source)
             report.unlink()
             if own:
                 _pip(python, ["uninstall", "--yes", *own], source, environ, what="the base project itself")
-        (building / _DONE).write_text(json.dumps({"installed": sorted(installed)}))
+            plugins = _plugins(_declared(done, source), building)
+        (building / _DONE).write_text(json.dumps({"installed": sorted(installed), "plugins": plugins}))
         _readable(building)
         if root.exists():
             shutil.rmtree(root)
@@ -172,6 +176,42 @@ def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list
     return everything, own
 
 
+def _declared(report: dict[str, Any], source: Path) -> set[str]:
+    """The distributions the base declares itself (not what they pull in), from pip's installation report:
+    the requirements files' lines, and the base project's own requirements with the extras asked for."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    found: set[str] = set()
+    items = report.get("install", [])
+    for item in items if isinstance(items, list) else []:
+        if not item.get("requested"):
+            continue
+        meta = item.get("metadata", {})
+        found.add(_normalise(str(meta.get("name", ""))))
+        info = item.get("download_info", {})
+        if not ("dir_info" in info and _same_dir(str(info.get("url", "")), source)):
+            continue
+        extras = [*(item.get("requested_extras") or []), ""]
+        for line in meta.get("requires_dist", []) or []:
+            try:
+                requirement = Requirement(str(line))
+            except InvalidRequirement:
+                continue
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
+                found.add(_normalise(requirement.name))
+    return found
+
+
+def _plugins(declared: set[str], venv: Path) -> list[str]:
+    """The pytest plugins (their `pytest11` entry points' modules) of the installed distributions the base
+    declares: what pytest's autoload would load in the project's CI, less what only a dependency brings."""
+    sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
+    found = {entry.module for dist in metadata.distributions(path=sites)
+             if _normalise(dist.metadata["Name"] or "") in declared
+             for entry in dist.entry_points.select(group="pytest11")}
+    return sorted(found)
+
+
 def _same_dir(url: str, source: Path) -> bool:
     return url.removeprefix("file://").rstrip("/") == str(source.resolve()).rstrip("/")
 
@@ -191,9 +231,10 @@ def _readable(root: Path) -> None:
 
 
 def _load(key: str, root: Path, cached: bool) -> BuiltEnvironment:
-    installed = json.loads((root / _DONE).read_text())["installed"]
+    done = json.loads((root / _DONE).read_text())
     sites = tuple(str(path) for path in sorted(root.glob("lib/python*/site-packages")))
-    return BuiltEnvironment(key=key, root=root, site_packages=sites, installed=tuple(installed), cached=cached)
+    return BuiltEnvironment(key=key, root=root, site_packages=sites, installed=tuple(done["installed"]),
+                            cached=cached, plugins=tuple(done.get("plugins", ())))
 
 
 def gate_pytest(where: Path) -> str:

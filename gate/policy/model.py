@@ -47,7 +47,8 @@ def _layers() -> tuple[str, ...]:
 
 @dataclass(frozen=True)
 class Points:
-    """Points charged per check; smoke and timeout per case, the others once."""
+    """Points charged per check; smoke and timeout per case, tests per test of the repository's suite, the
+    others once."""
 
     extract: int = key(5, "a reply with no code, or a conversation instead of code (once)", minimum=0)
     parse: int = key(5, "a gated file or block does not parse (once)", minimum=0)
@@ -55,6 +56,8 @@ class Points:
     claims: int = key(3, "an O(1) claim on a function that loops (once)", minimum=0)
     smoke: int = key(2, "per failed case", minimum=0)
     timeout: int = key(4, "per case that ran out of time (instead of smoke)", minimum=0)
+    tests: int = key(4, "per test of the repository's suite (tests:) that passes on the base and not on the head; "
+                     "above the default budget, so one broken test blocks", minimum=0)
     nondeterminism: int = key(2, "a case gave different results on a rerun (once)", minimum=0)
     judge: int = key(0, "the model judge found a problem (once; only with judge.add_points)", minimum=0)
 
