@@ -83,15 +83,17 @@ def pyproject(name: str, dependencies: list[str] = (), extras: dict[str, list[st
 
 
 def write_wheel(folder: Path, name: str, files: dict[str, str], requires: tuple[str, ...] = (),
-                version: str = "1.0") -> Path:
-    """A pure-Python wheel of `files` (archive name -> text), as PyPI would serve it."""
+                version: str = "1.0", entry_points: str = "") -> Path:
+    """A pure-Python wheel of `files` (archive name -> text), as PyPI would serve it; `entry_points` is its
+    entry_points.txt (a pytest plugin's `[pytest11]`)."""
     dist = name.replace("-", "_")
     info = f"{dist}-{version}.dist-info"
     meta = f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n" + "".join(
         f"Requires-Dist: {r}\n" for r in requires)
     items = {**{arc: text.encode(errors="surrogateescape") for arc, text in files.items()},
              f"{info}/METADATA": meta.encode(),
-             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n"}
+             f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: test\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
+             **({f"{info}/entry_points.txt": entry_points.encode()} if entry_points else {})}
     records = []
     path = folder / f"{dist}-{version}-py3-none-any.whl"
     with zipfile.ZipFile(path, "w") as zf:

@@ -17,97 +17,30 @@ import pytest
 
 from gate.engine import score_range
 from gate.sources.gitrange import subject_from_commits
-from gate.verdict import Verdict
-from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
-
-CALC = '''\
-def add(a, b):
-    return a + b
-
-
-def mul(a, b):
-    return a * b
-
-
-def div(a, b):
-    return a / b
-'''
-TESTS = '''\
-import pytest
-from checkhelp import same
-
-from calc import add, div, mul
-
-
-def test_add(two):
-    assert same(add(two, 3), 5)
-
-
-def test_mul(two):
-    assert mul(two, 3) == 6
-
-
-def test_div():
-    assert div(6, 3) == 2
-
-
-def test_div_by_zero():
-    with pytest.raises(ZeroDivisionError):
-        div(1, 0)
-'''
-CONFTEST = '''\
-import pytest
-
-
-@pytest.fixture
-def two():
-    return 2
-'''
-POLICY = """\
-budget: 1
-environment:
-  extras: [test]
-tests:
-  paths: [tests]
-  test_timeout: 3
-"""
-BASE_TESTS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_div",
-              "tests/test_calc.py::test_div_by_zero", "tests/test_calc.py::test_mul"]
-
-
-def _project(root: Path, policy: str = POLICY, layout: str = "flat", extra_files: dict[str, str] | None = None
-             ) -> Repo:
-    module = "src/calc.py" if layout == "src" else "calc.py"
-    return project_repo(root, {
-        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp"]}),
-        module: CALC, "tests/test_calc.py": TESTS, "tests/conftest.py": CONFTEST, ".github/gate.yml": policy,
-        **(extra_files or {})})
-
-
-def _score(repo: Repo) -> Verdict:
-    handle = git.Repo(repo.root)
-    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-        return score_range(found)
-
-
-def _statuses(verdict: Verdict) -> dict[str, str]:
-    return {case.name: case.status for case in verdict.cases if case.kind == "pytest"}
-
-
-def _charged(verdict: Verdict) -> list[str]:
-    return [p.message for p in verdict.penalties]
+from tests.suite_support import (
+    BASE_TESTS,
+    BROKEN_MUL,
+    CALC,
+    CONFTEST,
+    POLICY,
+    TESTS,
+    calc_project,
+    charged_messages,
+    score_repo,
+    suite_statuses,
+)
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_an_honest_change_is_accepted_with_each_test_a_case(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: document mul", {"calc.py": CALC.replace("def mul(a, b):\n",
                                                               'def mul(a, b):\n    """a times b."""\n')})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
     assert verdict.accepted and verdict.total == 0
     assert "in-process" in dict(verdict.isolation)["pytest"]
     # The [test] extra's dependency is in the environment; pytest comes from the gate's own copy.
@@ -116,37 +49,36 @@ def test_an_honest_change_is_accepted_with_each_test_a_case(tmp_path: Path) -> N
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_regression_is_blocked_naming_the_failing_test(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: speed up mul", {"calc.py": CALC.replace("return a * b", "return a + b")})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
     assert not verdict.accepted
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert verdict.total == 2
-    [message] = _charged(verdict)
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert verdict.total == 4
+    [message] = charged_messages(verdict)
     assert message.startswith("test tests/test_calc.py::test_mul failed (it passes on the base)")
     [penalty] = verdict.penalties
     assert penalty.locations[0].path == "tests/test_calc.py" and penalty.locations[0].line == 11
 
 
-BROKEN_MUL = CALC.replace("return a * b", "return a + b")
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_editing_and_deleting_tests_does_not_pay(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo", extra_files={"tests/test_more.py": "from calc import mul\n\n\n"
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_more.py": "from calc import mul\n\n\n"
                                                     "def test_mul_zero():\n    assert mul(0, 5) == 0\n"})
     repo.commit("bot: mul, and tests that agree", {
         "calc.py": BROKEN_MUL.replace("return a + b\n\n\ndef div", "return a + b if a else 0\n\n\ndef div"),
         "tests/test_calc.py": TESTS.replace("assert mul(two, 3) == 6", "assert mul(two, 3) == 5"),
         "tests/test_more.py": None})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
     # The base's tests ran: test_mul as the base wrote it fails.
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert _statuses(verdict)["tests/test_more.py::test_mul_zero"] == "passed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_more.py::test_mul_zero"] == "passed"
     assert not verdict.accepted
     notes = [note.message for note in verdict.notes if note.source == "tests"]
     assert "the change edits tests/test_calc.py: the base's version ran" in notes
@@ -174,12 +106,12 @@ def pytest_runtest_makereport(item, call):
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("where", ["tests/conftest.py", "conftest.py"])
 def test_a_head_conftest_that_rewrites_outcomes_never_runs(tmp_path: Path, where: str) -> None:
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL, where: REWRITING_CONFTEST})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert not verdict.accepted
     assert any(where in note.message for note in verdict.notes if note.source == "tests")
 
@@ -188,26 +120,26 @@ def test_a_head_conftest_that_rewrites_outcomes_never_runs(tmp_path: Path, where
 def test_a_plugin_the_heads_pytest_ini_names_does_not_load(tmp_path: Path) -> None:
     """A plugin module in the head's tree and an `addopts` naming it: the base's configuration is used."""
     plugin = REWRITING_CONFTEST.split("\n\n\n", 1)[1].replace("@pytest.fixture\ndef two():\n    return 2\n", "")
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL, "forge.py": "import pytest\n\n\n" + plugin,
                              "pytest.ini": "[pytest]\naddopts = -p forge\n"})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert not verdict.accepted
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_skip_from_library_code_where_the_base_passed_is_a_failure(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": "import pytest\n\n" + CALC.replace(
         "    return a * b", "    pytest.skip('not supported on this platform')")})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert any("test_mul was skipped (it passes on the base)" in m for m in _charged(verdict))
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert any("test_mul was skipped (it passes on the base)" in m for m in charged_messages(verdict))
     # And the library code reaching for pytest is a human's to review.
     assert any("import pytest at calc.py:1" in reason for reason in verdict.blocked_reasons)
     assert not verdict.accepted
@@ -218,16 +150,16 @@ def test_a_skip_from_library_code_where_the_base_passed_is_a_failure(tmp_path: P
     ("os", "os._exit(0)", "os._exit"), ("pytest", "pytest.exit('done', returncode=0)", "import pytest")])
 def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_path: Path, module: str, call: str,
                                                                           flagged: str) -> None:
-    repo = _project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
+    repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
     repo.commit("bot: mul", {"calc.py": f"import {module}\n\n" + CALC.replace("    return a * b", f"    {call}")})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    statuses = _statuses(verdict)
+    statuses = suite_statuses(verdict)
     assert statuses["tests/test_calc.py::test_mul"] == "failed"
     assert {name: status for name, status in statuses.items() if not name.endswith("test_mul")} == \
         {name: "passed" for name in BASE_TESTS if not name.endswith("test_mul")}
-    [message] = [p.message for p in verdict.penalties if p.check == "smoke"]
+    [message] = [p.message for p in verdict.penalties if p.check == "tests"]
     assert "the test process exited with status 0 during this test" in message
     assert any(flagged in reason for reason in verdict.blocked_reasons)
 
@@ -252,10 +184,10 @@ _pytest.reports.TestReport.from_item_and_call = classmethod(_passed)
 @pytest.mark.usefixtures("offline_pip")
 def test_patching_pytest_at_import_is_blocked_for_a_human(tmp_path: Path) -> None:
     """The one hack a process cannot stop: the code rewrites pytest's reports. The static check sees it."""
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": PATCHING_PYTEST + "\n\n" + BROKEN_MUL})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
     assert not verdict.accepted
     assert any("from _pytest" in reason or "import _pytest" in reason for reason in verdict.blocked_reasons)
@@ -267,24 +199,24 @@ def test_records_forged_on_the_result_channel_are_ignored(tmp_path: Path) -> Non
     forge = ("import os as _os\n\nfor _fd in range(3, 20):\n    try:\n        _os.write(_fd, "
              "b'{\"test\": \"tests/test_calc.py::test_mul\", \"status\": \"passed\"}\\n')\n"
              "    except OSError:\n        pass\n\n")
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": forge + BROKEN_MUL})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert any("test_mul failed" in m for m in _charged(verdict))
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert any("test_mul failed" in m for m in charged_messages(verdict))
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_hanging_test_costs_its_timeout_once_and_the_rest_run(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
+    repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
     repo.commit("bot: mul", {"calc.py": "import time\n\n" + CALC.replace(
         "    return a * b", "    while True:\n        time.sleep(1)")})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    statuses = _statuses(verdict)
+    statuses = suite_statuses(verdict)
     assert statuses["tests/test_calc.py::test_mul"] == "timeout"
     assert [s for name, s in statuses.items() if name != "tests/test_calc.py::test_mul"] == ["passed"] * 3
     assert [p.check for p in verdict.penalties] == ["timeout"] and verdict.total == 4
@@ -292,19 +224,19 @@ def test_a_hanging_test_costs_its_timeout_once_and_the_rest_run(tmp_path: Path) 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_tests_the_head_adds_run_apart_and_cost_when_they_fail(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo")
+    repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul and new tests", {
         "calc.py": BROKEN_MUL,
         "tests/test_new.py": "from calc import add\n\n\ndef test_add_more():\n    assert add(1, 1) == 3\n\n\n"
                              "def test_add_zero():\n    assert add(0, 0) == 0\n"})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    statuses = _statuses(verdict)
+    statuses = suite_statuses(verdict)
     assert statuses["tests/test_new.py::test_add_more"] == "failed"
     assert statuses["tests/test_new.py::test_add_zero"] == "passed"
     # The broken base test costs, the new failing test costs, the new passing one makes up for nothing.
-    assert sorted(m.split(" ")[1] for m in _charged(verdict)) == [
+    assert sorted(m.split(" ")[1] for m in charged_messages(verdict)) == [
         "tests/test_calc.py::test_mul", "tests/test_new.py::test_add_more"]
 
 
@@ -312,27 +244,27 @@ def test_tests_the_head_adds_run_apart_and_cost_when_they_fail(tmp_path: Path) -
 @pytest.mark.parametrize(("baseline", "charged"), [("base", []), ("none", ["tests/test_calc.py::test_div"])])
 def test_a_test_failing_on_the_base_too_costs_only_without_a_baseline(tmp_path: Path, baseline: str,
                                                                       charged: list[str]) -> None:
-    repo = _project(tmp_path / "repo", policy=POLICY + f"  baseline: {baseline}\n")
+    repo = calc_project(tmp_path / "repo", policy=POLICY + f"  baseline: {baseline}\n")
     broken = CALC.replace("return a / b", "return a // b + 1")
     repo.git("checkout", "-q", "main")
     repo.commit("maintainer: a bug", {"calc.py": broken})
     repo.git("checkout", "-q", "-B", "bot")
     repo.commit("bot: document add", {"calc.py": '"""Arithmetic."""\n' + broken})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    assert _statuses(verdict)["tests/test_calc.py::test_div"] == "failed"
-    assert [m.split(" ")[1] for m in _charged(verdict)] == charged
+    assert suite_statuses(verdict)["tests/test_calc.py::test_div"] == "failed"
+    assert [m.split(" ")[1] for m in charged_messages(verdict)] == charged
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
-    repo = _project(tmp_path / "repo", layout="src")
+    repo = calc_project(tmp_path / "repo", layout="src")
     repo.commit("bot: mul", {"src/calc.py": BROKEN_MUL})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    statuses = _statuses(verdict)
+    statuses = suite_statuses(verdict)
     assert statuses["tests/test_calc.py::test_mul"] == "failed"
     assert statuses["tests/test_calc.py::test_add"] == "passed"
 
@@ -342,13 +274,13 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
     cache = Path(os.environ["GATE_CACHE_DIR"])
     # A base no other test commits (the tests' commits are reproducible, so an identical project elsewhere in
     # the session would have cached this baseline already).
-    repo = _project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
     before = set((cache / "baselines").glob("*.json")) if (cache / "baselines").exists() else set()
 
-    first = _score(repo)
+    first = score_repo(repo)
     made = set((cache / "baselines").glob("*.json")) - before
-    second = _score(repo)
+    second = score_repo(repo)
 
     assert len(made) == 1
     assert first.penalties == second.penalties
@@ -375,8 +307,8 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
         verdict = score_range(found)
 
     assert f"pytest=={metadata.version('pytest')}" in dict(verdict.isolation)["environment"]
-    assert _statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert _statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -384,7 +316,7 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
                                                                    capsys: pytest.CaptureFixture[str]) -> None:
     from gate.cli import main
 
-    repo = _project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [test]"))
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [test]"))
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
 
     assert main(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"]) == 2
@@ -397,14 +329,14 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
 def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeout(tmp_path: Path) -> None:
     """The per-test limit is kept by the harness's watcher, outside the tests' process: nothing the code
     under test cancels there stops it."""
-    policy = POLICY.replace("test_timeout: 3", "test_timeout: 2\n  timeout: 6\n  workers: 1")
-    repo = _project(tmp_path / "repo", policy=policy)
+    policy = POLICY.replace("test_timeout: 3", "test_timeout: 2\n  timeout: 12\n  workers: 1")
+    repo = calc_project(tmp_path / "repo", policy=policy)
     repo.commit("bot: add", {"calc.py": "import faulthandler\n\n" + CALC.replace(
         "    return a + b", "    faulthandler.cancel_dump_traceback_later()\n    while True:\n        pass")})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
-    statuses = _statuses(verdict)
+    statuses = suite_statuses(verdict)
     assert statuses.pop("tests/test_calc.py::test_add") == "timeout"
     assert set(statuses.values()) == {"passed"}
     assert [p.check for p in verdict.penalties].count("timeout") == 1
@@ -453,7 +385,7 @@ scopes:
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_is_charged(tmp_path: Path) -> None:
+def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_ischarged(tmp_path: Path) -> None:
     repo = project_repo(tmp_path / "repo", {
         "pyproject.toml": pyproject("mono", []), ".github/gate.yml": MONOREPO_POLICY,
         "api/apicalc.py": "def add(a, b):\n    return a + b\n",
@@ -463,12 +395,12 @@ def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_is_charged(tmp_
     repo.commit("bot: touch both", {"api/apicalc.py": 'def add(a, b):\n    """a plus b."""\n    return a + b\n',
                                     "web/webcalc.py": "def mul(a, b):\n    return a + b\n"})
 
-    verdict = _score(repo)
+    verdict = score_repo(repo)
 
     assert [(s.name, s.total, s.accepted) for s in verdict.scopes] == [
-        ("root", 0, True), ("api", 0, True), ("web", 2, False)]
-    assert _statuses(verdict) == {"[api] api/tests/test_api.py::test_add": "passed",
+        ("root", 0, True), ("api", 0, True), ("web", 4, False)]
+    assert suite_statuses(verdict) == {"[api] api/tests/test_api.py::test_add": "passed",
                                   "[web] web/tests/test_web.py::test_mul": "failed"}
-    [message] = _charged(verdict)
+    [message] = charged_messages(verdict)
     assert message.startswith("[web] test web/tests/test_web.py::test_mul failed (it passes on the base)")
     assert not verdict.accepted

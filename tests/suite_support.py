@@ -1,0 +1,94 @@
+"""The small project the suite's tests gate (tests/test_suite*.py): a calculator, its tests and conftest, a
+policy that runs them, and how a range of it is scored."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import git
+
+from gate.engine import score_range
+from gate.sources.gitrange import subject_from_commits
+from gate.verdict import Verdict
+from tests.git_support import Repo
+from tests.projects import project_repo, pyproject
+
+CALC = '''\
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return a * b
+
+
+def div(a, b):
+    return a / b
+'''
+TESTS = '''\
+import pytest
+from checkhelp import same
+
+from calc import add, div, mul
+
+
+def test_add(two):
+    assert same(add(two, 3), 5)
+
+
+def test_mul(two):
+    assert mul(two, 3) == 6
+
+
+def test_div():
+    assert div(6, 3) == 2
+
+
+def test_div_by_zero():
+    with pytest.raises(ZeroDivisionError):
+        div(1, 0)
+'''
+CONFTEST = '''\
+import pytest
+
+
+@pytest.fixture
+def two():
+    return 2
+'''
+POLICY = """\
+budget: 1
+environment:
+  extras: [test]
+tests:
+  paths: [tests]
+  test_timeout: 3
+"""
+BASE_TESTS = ["tests/test_calc.py::test_add", "tests/test_calc.py::test_div",
+              "tests/test_calc.py::test_div_by_zero", "tests/test_calc.py::test_mul"]
+
+
+def calc_project(root: Path, policy: str = POLICY, layout: str = "flat", extra_files: dict[str, str] | None = None
+             ) -> Repo:
+    module = "src/calc.py" if layout == "src" else "calc.py"
+    return project_repo(root, {
+        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp"]}),
+        module: CALC, "tests/test_calc.py": TESTS, "tests/conftest.py": CONFTEST, ".github/gate.yml": policy,
+        **(extra_files or {})})
+
+
+def score_repo(repo: Repo) -> Verdict:
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        return score_range(found)
+
+
+def suite_statuses(verdict: Verdict) -> dict[str, str]:
+    return {case.name: case.status for case in verdict.cases if case.kind == "pytest"}
+
+
+def charged_messages(verdict: Verdict) -> list[str]:
+    return [p.message for p in verdict.penalties]
+
+
+BROKEN_MUL = CALC.replace("return a * b", "return a + b")

@@ -1,0 +1,184 @@
+"""What did not run never counts as passed, and pytest runs as the project's CI runs it (README "Gating with
+your own tests and dependencies").
+
+A base whose suite does not run in the gate (a file that fails to collect, a fixture only a plugin gives, no
+test, fewer tests than its files define) stops the gate with pytest's own words, before the first PR too
+(`gate doctor --repo`), and nothing of it is cached; the plugins the base declares load as autoload would
+load them in its CI; a broken base test costs more than the default budget. Plugins are wheels built here,
+installed by real pip from a local wheelhouse.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.cli import main
+from tests.git_support import Repo
+from tests.projects import gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse, write_wheel  # noqa: F401
+from tests.suite_support import (
+    BASE_TESTS,
+    BROKEN_MUL,
+    CALC,
+    CONFTEST,
+    POLICY,
+    TESTS,
+    calc_project,
+    charged_messages,
+    score_repo,
+    suite_statuses,
+)
+
+pytestmark = pytest.mark.slow  # each builds a project's environment and runs its suite in the sandbox
+
+
+def _check(repo_root: Path) -> int:
+    return main(["check", "--repo", str(repo_root), "--base", "main", "--head", "bot"])
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("files", "said"), [
+    ({"tests/test_version.py": "from calc._version import version\n\n\ndef test_version():\n"
+      "    assert version\n"}, "tests/test_version.py: "),
+    ({"tests/test_calc.py": "import pytest\n\n\ndef test_mocked(mocker):\n    assert mocker\n\n\n" + TESTS
+      .removeprefix("import pytest\n")}, "fixture 'mocker' not found"),
+    ({"tests/test_class.py": "from calc import add\n\n\nclass TestCalc:\n    def __init__(self):\n"
+      "        self.two = 2\n\n    def test_add(self):\n        assert add(2, 3) == 5\n"},
+     "pytest collected 4 tests where the files define 5 (tests/test_class.py defines 1 tests, pytest collected 0)"),
+    ({"tests/test_calc.py": "from calc import add\n"}, "pytest collected no test"),
+], ids=["collection-error", "missing-fixture", "fewer-than-defined", "no-test"])
+def test_a_base_suite_that_does_not_run_stops_the_gate_and_is_never_cached(
+        tmp_path: Path, gate_cache: Path, capsys: pytest.CaptureFixture[str],  # noqa: F811
+        files: dict[str, str], said: str) -> None:
+    # A generated module the build writes (hatch-vcs' _version.py) and the tree lacks; a plugin's fixture.
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n", **files})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+    before = set(gate_cache.glob("baselines/*.json"))
+
+    assert _check(repo.root) == 3
+
+    error = capsys.readouterr().err
+    assert "the base's suite does not run in the gate: " in error and said in error, error
+    assert set(gate_cache.glob("baselines/*.json")) == before
+    if "test_version" in said:  # pytest's own lines
+        assert "No module named 'calc._version'" in error
+    # And ahead of the first PR, on the repository as it is.
+    repo.git("checkout", "-q", "main")
+    assert main(["doctor", "--repo", str(repo.root)]) == 3
+    out = capsys.readouterr().out
+    assert "the base's suite does not run in the gate: " in out and said in out, out
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_gate_doctor_repo_runs_a_suite_that_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.git("checkout", "-q", "main")
+
+    assert main(["doctor", "--repo", str(repo.root)]) == 0
+
+    assert "the repository's suite runs in the gate at " in capsys.readouterr().out
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_head_that_collects_fewer_of_the_base_tests_is_charged_for_each(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_more.py": "from calc import add\n\n\n"
+                                                        "def test_add_zero():\n    assert add(0, 0) == 0\n"})
+    repo.commit("bot: drop div", {"calc.py": CALC.split("\n\n\ndef div")[0] + "\n"})
+
+    verdict = score_repo(repo)
+
+    statuses = suite_statuses(verdict)
+    # test_calc.py no longer imports: its four tests are not collected; test_more.py still runs.
+    assert {name: statuses[name] for name in BASE_TESTS} == dict.fromkeys(BASE_TESTS, "error")
+    assert statuses["tests/test_more.py::test_add_zero"] == "passed"
+    assert len(charged_messages(verdict)) == 4 and verdict.total == 16
+    assert not verdict.accepted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_one_broken_base_test_blocks_under_the_default_budget(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("budget: 1\n", ""))
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    verdict = score_repo(repo)
+
+    assert verdict.budget == 3
+    assert [(p.check, p.points) for p in verdict.penalties] == [("tests", 4)]
+    assert not verdict.accepted
+
+
+# A pytest plugin as a test extra brings it: an option the base's addopts uses (as pytest-cov's --cov) and a
+# fixture its tests ask for (as pytest-mock's mocker).
+PLUGIN = '''\
+import pytest
+
+
+def pytest_addoption(parser):
+    parser.addoption("--measure", action="store", default=None)
+
+
+@pytest.fixture
+def helper(request):
+    return request.config.getoption("--measure")
+'''
+PLUGIN_TESTS = TESTS + '''
+
+def test_helper(helper):
+    assert helper == "calc"
+'''
+# A plugin only a dependency brings (not declared by the base): what CI's autoload would load, the gate not.
+STRAY = '''\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+'''
+
+
+@pytest.fixture
+def plugin_wheels(offline_pip: Path) -> Path:  # noqa: F811
+    write_wheel(offline_pip, "pytest-measure", {"pytest_measure.py": PLUGIN}, requires=("stray-helper",),
+                entry_points="[pytest11]\nmeasure = pytest_measure\n")
+    write_wheel(offline_pip, "stray-helper", {"stray_helper.py": "", "stray_plugin.py": STRAY},
+                entry_points="[pytest11]\nstray = stray_plugin\n")
+    return offline_pip
+
+
+def _plugin_project(root: Path) -> Repo:
+    return calc_project(root, extra_files={
+        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest-measure"]},
+                                    extra='\n[tool.pytest.ini_options]\naddopts = "--measure=calc"\n'),
+        "tests/test_calc.py": PLUGIN_TESTS, "tests/conftest.py": CONFTEST})
+
+
+@pytest.mark.usefixtures("plugin_wheels")
+def test_the_plugins_the_base_declares_load_as_in_its_ci(tmp_path: Path) -> None:
+    repo = _plugin_project(tmp_path / "repo")
+    repo.commit("bot: document mul", {"calc.py": CALC.replace("def mul(a, b):\n",
+                                                              'def mul(a, b):\n    """a times b."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys([*BASE_TESTS, "tests/test_calc.py::test_helper"], "passed")
+    assert verdict.accepted
+
+
+@pytest.mark.usefixtures("plugin_wheels")
+def test_with_the_plugins_loaded_a_regression_is_blocked_and_a_dependencys_plugin_stays_out(tmp_path: Path) -> None:
+    repo = _plugin_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    verdict = score_repo(repo)
+
+    # The stray plugin (it would rewrite every outcome) is installed, as a dependency of the declared one, and
+    # not loaded.
+    assert "stray-helper==1.0" in dict(verdict.isolation)["environment"]
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_helper"] == "passed"
+    assert not verdict.accepted

@@ -1,0 +1,282 @@
+"""The suite's process belongs to the gate, and nothing a PR could have written is trusted (README "Gating with
+your own tests and dependencies").
+
+Attacks in the shape a coding bot has: it writes the head's files (a pytest of its own, a pytest
+configuration deeper in the tree, library code that writes the framework's files while the tests run and
+interrupts them, objects that compare equal to anything), and any job of its PR can leave files in a cache
+directory the runner's user owns (a baseline saying every test failed on the base, a pytest stand-in). Real
+projects, real pip against a local wheelhouse, real pytest in the real sandbox.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from gate.engine import score
+from gate.policy.loader import load_policy
+from gate.subject import SourceFile, Subject
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import (
+    BASE_TESTS,
+    BROKEN_MUL,
+    CALC,
+    POLICY,
+    TESTS,
+    calc_project,
+    charged_messages,
+    score_repo,
+    suite_statuses,
+)
+
+# A pytest of the head's: it reports every test the gate asks for as passed, on the gate's own channel.
+FAKE_PYTEST = '''\
+def hookimpl(**options):
+    return lambda function: function
+
+
+def main(args=None, plugins=()):
+    for plugin in plugins:
+        wanted = sorted(plugin._select or [])
+        plugin.write({"collected": wanted})
+        for nodeid in wanted:
+            plugin.write({"start": nodeid})
+            plugin.write({"test": nodeid, "status": "passed", "detail": "", "seconds": 0.0, "line": 1})
+    return 0
+'''
+REWRITING_PLUGIN = '''\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("where", "layout"), [
+    ("pytest.py", "flat"), ("pytest/__init__.py", "flat"), ("src/pytest.py", "src")])
+def test_a_pytest_of_the_heads_is_not_the_one_that_runs(tmp_path: Path, where: str, layout: str) -> None:
+    repo = calc_project(tmp_path / "repo", layout=layout)
+    module = "src/calc.py" if layout == "src" else "calc.py"
+    repo.commit("bot: mul", {module: BROKEN_MUL, where: FAKE_PYTEST})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert not verdict.accepted
+    assert any(f"adds {where}, named like the test framework: left out" in note.message for note in verdict.notes), \
+        verdict.notes
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_module_named_like_the_framework_deeper_in_the_package_still_runs(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tools/__init__.py": ""})
+    repo.commit("bot: a helper", {"tools/py.py": "def version():\n    return 3\n",
+                                  "calc.py": "from tools.py import version\n\n" + CALC})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert verdict.accepted
+
+
+UNIT_POLICY = POLICY.replace("paths: [tests]", "paths: [tests/unit]")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_pytest_ini_of_the_heads_above_the_test_paths_is_not_read(tmp_path: Path) -> None:
+    """With `tests.paths: [tests/unit]`, pytest looks for its configuration in tests/unit, then tests, then the
+    root: a head `tests/pytest.ini` would win over the base's root configuration."""
+    repo = calc_project(tmp_path / "repo", policy=UNIT_POLICY, extra_files={
+        "tests/unit/test_calc.py": TESTS, "tests/unit/conftest.py": "import pytest\n\n\n@pytest.fixture\n"
+        "def two():\n    return 2\n", "pytest.ini": "[pytest]\naddopts = -q\n"})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL, "forge.py": REWRITING_PLUGIN,
+                             "tests/pytest.ini": "[pytest]\naddopts = -p forge\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/unit/test_calc.py::test_mul"] == "failed"
+    assert not verdict.accepted
+
+
+# Library code that, on its first call, writes a file pytest would load on a restart, and interrupts the run.
+WRITES_AND_INTERRUPTS = '''\
+import os
+
+
+def add(a, b):
+    if not os.path.exists(".written"):
+        with open({path!r}, "w") as f:
+            f.write({text!r})
+        open(".written", "w").close()
+        raise KeyboardInterrupt
+    return a + b
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("path", "text", "extra"), [
+    ("tests/conftest.py", "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n\n\n" + REWRITING_PLUGIN
+     .removeprefix("import pytest\n\n\n"), {}),
+    ("pytest.ini", "[pytest]\naddopts = -p forge\n", {"forge.py": REWRITING_PLUGIN}),
+    ("pytest.py", FAKE_PYTEST, {}),
+], ids=["conftest", "pytest.ini", "pytest.py"])
+def test_a_restart_after_the_tests_wrote_the_framework_files_sees_the_tree_as_it_started(
+        tmp_path: Path, path: str, text: str, extra: dict[str, str]) -> None:
+    repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
+    code = WRITES_AND_INTERRUPTS.format(path=path, text=text) + BROKEN_MUL.split("\n\n\n", 1)[1]
+    repo.commit("bot: add", {"calc.py": code, **extra})
+
+    verdict = score_repo(repo)
+
+    statuses = suite_statuses(verdict)
+    assert statuses["tests/test_calc.py::test_add"] == "failed"
+    # The tests after the interrupted one ran again on the tree as exported: the broken mul fails.
+    assert statuses["tests/test_calc.py::test_mul"] == "failed"
+    assert statuses["tests/test_calc.py::test_div"] == "passed"
+    assert not verdict.accepted
+
+
+ALWAYS_EQUAL = '''\
+class Product:
+    def __init__(self, value):
+        self.value = value
+
+    def __eq__(self, other):
+        return True
+
+
+def add(a, b):
+    return a + b
+
+
+def mul(a, b):
+    return Product(a + b)
+
+
+def div(a, b):
+    return a / b
+'''
+HONEST_EQUAL = ALWAYS_EQUAL.replace("        return True", "        return self.value == getattr(other, 'value', other)"
+                                    ).replace("Product(a + b)", "Product(a * b)")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_result_that_equals_anything_is_blocked_for_a_human(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": ALWAYS_EQUAL})
+
+    verdict = score_repo(repo)
+
+    # In the tests' own process the object does pass `assert mul(two, 3) == 6`: the static check is what stops it.
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert not verdict.accepted
+    assert any("__eq__ whose result does not depend on the other operand at calc.py:5" in reason
+               for reason in verdict.blocked_reasons), verdict.blocked_reasons
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_an_eq_that_compares_with_the_other_operand_is_accepted(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": HONEST_EQUAL})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert verdict.accepted, verdict.blocked_reasons
+
+
+@pytest.mark.parametrize(("code", "flagged"), [
+    ("class A:\n    def __eq__(self, other):\n        return True\n", True),
+    ("class A:\n    def __ne__(self, other):\n        return False\n", True),
+    ("class A:\n    def __eq__(self, other):\n        return self is self\n", True),
+    ("class A:\n    __eq__ = lambda self, other: True\n", True),
+    ("class A:\n    def __eq__(self, other):\n        if other:\n            return True\n        return True\n", True),
+    ("class A:\n    def __eq__(self, other):\n        return isinstance(other, A) and self.x == other.x\n", False),
+    ("class A:\n    def __eq__(self, other):\n        if not isinstance(other, A):\n"
+     "            return NotImplemented\n        return self.x == other.x\n", False),
+    ("class A:\n    __eq__ = lambda self, other: self.x == other.x\n", False),
+], ids=["true", "ne-false", "self-is-self", "lambda", "constants", "fields", "notimplemented", "lambda-fields"])
+def test_the_framework_check_flags_a_comparison_blind_to_the_other_operand(code: str, flagged: bool) -> None:
+    policy = load_policy(None, text=POLICY, source="gate.yml")
+    subject = Subject(kind="range", label="a..b", files=(SourceFile("lib.py", code),))
+
+    reasons = [r for r in score(subject, policy).blocked_reasons if "does not depend on the other operand" in r]
+
+    assert bool(reasons) == flagged, reasons
+
+
+def _plant(cache: Path, owner: int) -> None:
+    """What a PR's job could leave in a cache it can write: each baseline says every test failed on the base,
+    and the gate's pytest copy reports every test passed; everything the runner's user's."""
+    for baseline in cache.glob("baselines/*.json"):
+        baseline.write_text(json.dumps(dict.fromkeys(json.loads(baseline.read_text()), "failed")))
+    for copy in cache.glob("gate-pytest-*/pytest"):
+        (copy / "__init__.py").write_text(FAKE_PYTEST)
+    for parent, dirs, files in os.walk(cache):
+        for name in [*dirs, *files]:
+            os.lchown(os.path.join(parent, name), owner, owner)
+    os.chown(cache, owner, owner)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="the runner's user and the gate's root are two uids")
+@pytest.mark.usefixtures("offline_pip")
+def test_a_cache_the_runners_user_could_write_is_not_used(tmp_path: Path, gate_cache_root: Path,  # noqa: F811
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a hosted runner the tool cache belongs to `runner`, which any job of the PR runs as (and which
+    `actions/cache` restores as): the gate, as root, keeps nothing there and reads nothing from there."""
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+    score_repo(repo)  # a trusted cache: the baseline and the pytest copy are made there
+    tool_cache = tmp_path / "hostedtoolcache"
+    shutil.copytree(gate_cache_root, tool_cache / "gate", symlinks=True)
+    _plant(tool_cache / "gate", 65534)
+    os.chown(tool_cache, 65534, 65534)
+    planted = tool_cache / "gate"
+    assert list(planted.glob("baselines/*.json")) and list(planted.glob("gate-pytest-*/pytest"))
+    monkeypatch.delenv("GATE_CACHE_DIR")
+    monkeypatch.setenv("GITHUB_ACTIONS", "true")
+    monkeypatch.setenv("RUNNER_TOOL_CACHE", str(tool_cache))
+    before = sorted(str(path) for path in tool_cache.rglob("*"))
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert any("test_mul failed (it passes on the base)" in m for m in charged_messages(verdict))
+    assert not verdict.accepted
+    assert sorted(str(path) for path in tool_cache.rglob("*")) == before  # nothing written there either
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a file of another uid's in root's cache")
+@pytest.mark.usefixtures("offline_pip")
+def test_a_baseline_file_of_another_users_in_the_cache_is_not_read(tmp_path: Path,
+                                                                   gate_cache: Path) -> None:  # noqa: F811
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+    before = set(gate_cache.glob("baselines/*.json"))
+    score_repo(repo)
+    [baseline] = set(gate_cache.glob("baselines/*.json")) - before
+    baseline.write_text(json.dumps(dict.fromkeys(json.loads(baseline.read_text()), "failed")))
+    os.chown(baseline, 65534, 65534)
+
+    verdict = score_repo(repo)
+
+    assert any("test_mul failed (it passes on the base)" in m for m in charged_messages(verdict))
+    assert not verdict.accepted
