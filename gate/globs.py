@@ -17,6 +17,21 @@ from collections.abc import Iterable
 from functools import lru_cache
 
 
+def glob_problem(pattern: str) -> str | None:
+    """What is wrong with a policy's glob, or None: it must be relative, and it must compile with the matcher
+    the checks use, so a policy that validates never fails later at score time."""
+    if pattern.startswith("/"):
+        return "globs are relative to the repository root; drop the leading `/`"
+    if {".", ".."} & set(pattern.split("/")):
+        # git names files `src/a.py`, never `./src/a.py`: such a glob would silently match nothing.
+        return "globs match paths as git writes them, without `.` or `..` parts (write `src/*.py`)"
+    try:
+        compile_glob(pattern)
+    except ValueError as exc:
+        return str(exc).split(": ", 1)[-1]
+    return None
+
+
 @lru_cache(maxsize=512)
 def compile_glob(pattern: str) -> re.Pattern[str]:
     """The regular expression for `pattern`; raises ValueError saying what is wrong with a bad glob."""

@@ -40,20 +40,23 @@ class Key:
     internal: bool = False  # not a key of the file at all (where the policy came from)
     # The schema's `default` when the field's own cannot say it (an unset key whose absence means a value).
     shown_default: Any = None
+    # What is wrong with a value (each item of a list) that the schema cannot say, as the whole message; None
+    # when nothing is: a glob that does not compile, an agent that is not in the catalog.
+    problem: Callable[[str], str | None] | None = None
 
 
 def key(default: Any = _NONE, description: str = "", *, factory: Callable[[], Any] | None = None,
         items: dict[str, Any] | None = None, schema: dict[str, Any] | None = None,
         choices: Callable[[], tuple[str, ...]] | None = None, path: bool = False, unset: bool = False,
         nullable: bool | None = None, keyed_by: str | None = None, infers: bool = False,
-        internal: bool = False, shown_default: Any = None, keywords: dict[str, Any] | None = None,
-        **value: Any) -> Any:
+        internal: bool = False, shown_default: Any = None, problem: Callable[[str], str | None] | None = None,
+        keywords: dict[str, Any] | None = None, **value: Any) -> Any:
     """A dataclass field for one key. `value` holds JSON Schema keywords in Python spelling
     (`exclusive_minimum=0`, `min_length=1`, `expected=...` for `x-expected`, `message=...` for `x-message`),
     `keywords` more of them as JSON Schema spells them; for a list they apply to the list, and `items` to each
     of its items."""
     meta = {"key": Key(description, {**(keywords or {}), **_keywords(value)}, _keywords(items or {}), schema,
-                       choices, path, unset, nullable, keyed_by, infers, internal, shown_default)}
+                       choices, path, unset, nullable, keyed_by, infers, internal, shown_default, problem)}
     if factory is not None:
         return field(default_factory=factory, metadata=meta)
     return field(default=default, metadata=meta)

@@ -16,10 +16,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from gate.bots.catalog import agent_ids
-from gate.bots.patterns import login_problem
 from gate.errors import BadInput, read_input
-from gate.globs import compile_glob
 from gate.policy.keys import Key, declared, item_type, section_of
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
 from gate.policy.model import CaseSpec, Policy
@@ -28,8 +25,6 @@ from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 __all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
 
 DEFAULT_PRESET = "default"
-# Path globs, matched from the repository root; branch names are paths too (gate.bots.patterns).
-_GLOB_KEYS = (("paths", "include"), ("paths", "exclude"), ("bots", "branches"), ("", "protected_branches"))
 
 
 def policy_schema() -> dict[str, Any]:
@@ -256,55 +251,36 @@ def _key_line(mapping: Any, key: str, fallback: int | None) -> int | None:
     return mapping.key_lines.get(key, fallback) if isinstance(mapping, MarkedMap) else fallback
 
 
-def glob_problem(pattern: str) -> str | None:
-    """What is wrong with a glob, or None: it must be relative, and it must compile with the matcher the checks use
-    (gate.globs), so a policy that validates never fails later at score time."""
-    if pattern.startswith("/"):
-        return "globs are relative to the repository root; drop the leading `/`"
-    if {".", ".."} & set(pattern.split("/")):
-        # git names files `src/a.py`, never `./src/a.py`: such a glob would silently match nothing.
-        return "globs match paths as git writes them, without `.` or `..` parts (write `src/*.py`)"
-    try:
-        compile_glob(pattern)
-    except ValueError as exc:
-        return str(exc).split(": ", 1)[-1]
-    return None
-
-
 def _check_globs(doc: MarkedMap, file: str) -> None:
-    bots = doc.get("bots", {})
-    for key, problem_of in (("patterns", login_problem), ("agents", _agent_problem)):
-        for index, value in enumerate(bots.get(key, [])):
-            problem = problem_of(value)
-            if problem:
-                raise BadInput(f"{value!r}: {problem}", file=file, line=bots[key].item_lines[index],
-                               key=join_key(f"bots.{key}", [index]))
+    """What the schema cannot say about the file's values (each key's declared `problem`: globs, login
+    patterns, agents), and that no two scopes share a name."""
+    _check_values(Policy, doc, doc, file, [])
     names: dict[str, int] = {}
     for index, scope in enumerate(doc.get("scopes", [])):
-        where = f"scopes[{index}]"
         if scope.get("name") in names:
             raise BadInput(f"two scopes are named {scope['name']!r} (the first is scopes[{names[scope['name']]}])",
-                           file=file, line=line_of(doc, ["scopes", index, "name"]), key=f"{where}.name")
+                           file=file, line=line_of(doc, ["scopes", index, "name"]), key=f"scopes[{index}].name")
         names[scope.get("name")] = index
-        for n, pattern in enumerate(scope.get("paths", [])):
-            problem = glob_problem(pattern)
-            if problem:
-                raise BadInput(f"bad glob {pattern!r}: {problem}", file=file,
-                               line=line_of(doc, ["scopes", index, "paths", n]), key=f"{where}.paths[{n}]")
-    for section, key in _GLOB_KEYS:
-        patterns = doc.get(section, {}).get(key, []) if section else doc.get(key, [])
-        for index, pattern in enumerate(patterns):
-            problem = glob_problem(pattern)
-            if problem:
-                raise BadInput(f"bad glob {pattern!r}: {problem}", file=file, line=patterns.item_lines[index],
-                               key=join_key(f"{section}.{key}" if section else key, [index]))
 
 
-def _agent_problem(agent_id: str) -> str | None:
-    if agent_id in agent_ids():
-        return None
-    return (f"no such agent in gate/bots/agents.yml (the agents are {', '.join(agent_ids())})"
-            + did_you_mean(agent_id, list(agent_ids())))
+def _check_values(cls: type, section: Mapping[str, Any], doc: MarkedMap, file: str, path: list[str | int]) -> None:
+    for item, hint, declaration in declared(cls):
+        value = section.get(item.name)
+        if value is None:
+            continue
+        where: list[str | int] = [*path, item.name]
+        if declaration.problem is not None:
+            for index, entry in enumerate(value) if isinstance(value, list) else [(None, value)]:
+                message = declaration.problem(entry)
+                if message:
+                    at = where if index is None else [*where, index]
+                    raise BadInput(message, file=file, line=line_of(doc, at), key=join_key("", at))
+        kind, entry_type = section_of(hint), item_type(hint)
+        if kind is not None and isinstance(value, dict):
+            _check_values(kind, value, doc, file, where)
+        elif entry_type not in (None, CaseSpec) and section_of(entry_type) is not None and not declaration.keyed_by:
+            for index, entry in enumerate(value):
+                _check_values(entry_type, entry, doc, file, [*where, index])
 
 
 def _check_judge(merged: MarkedMap, doc: MarkedMap, file: str) -> None:

@@ -13,7 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from gate.bots.catalog import agent_ids
+from gate.bots.patterns import login_problem
+from gate.globs import glob_problem
 from gate.policy.keys import key
+from gate.policy.validation import did_you_mean
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
@@ -37,6 +40,23 @@ def _inside(expected: str) -> dict[str, Any]:
 
 def _glob(expected: str) -> dict[str, Any]:
     return {"minLength": 1, "x-expected": expected}
+
+
+def _bad_glob(pattern: str) -> str | None:
+    problem = glob_problem(pattern)
+    return None if problem is None else f"bad glob {pattern!r}: {problem}"
+
+
+def _bad_login(pattern: str) -> str | None:
+    problem = login_problem(pattern)
+    return None if problem is None else f"{pattern!r}: {problem}"
+
+
+def _bad_agent(agent_id: str) -> str | None:
+    if agent_id in agent_ids():
+        return None
+    return (f"{agent_id!r}: no such agent in gate/bots/agents.yml (the agents are {', '.join(agent_ids())})"
+            + did_you_mean(agent_id, list(agent_ids())))
 
 
 def _layers() -> tuple[str, ...]:
@@ -66,8 +86,9 @@ class Points:
 class Paths:
     """Which changed files are gated: globs relative to the repository root."""
 
-    include: tuple[str, ...] = key(("**/*.py",), "gated files", items=_glob("a non-empty glob"))
-    exclude: tuple[str, ...] = key((), "files left out even when included", items=_glob("a non-empty glob"))
+    include: tuple[str, ...] = key(("**/*.py",), "gated files", items=_glob("a non-empty glob"), problem=_bad_glob)
+    exclude: tuple[str, ...] = key((), "files left out even when included", items=_glob("a non-empty glob"),
+                                   problem=_bad_glob)
     max_file_kb: int = key(1024, "largest gated file the checks parse, KiB; a larger one costs the parse points",
                            minimum=1, maximum=65536)
 
@@ -125,15 +146,16 @@ class Bots:
     logins: tuple[str, ...] = key((), "author logins that are bots")
     patterns: tuple[str, ...] = key(("*[bot]",), "login patterns such as `*[bot]`: `*` and `?` are wildcards, "
                                     "the rest literal, case-insensitive",
-                                    items=_glob("a login pattern such as `*[bot]`"))
+                                    items=_glob("a login pattern such as `*[bot]`"), problem=_bad_login)
     account_types: tuple[Literal["Bot", "User", "Organization", "Mannequin"], ...] = key(
         ("Bot",), "GitHub account types that are bots")
     branches: tuple[str, ...] = key((), "head branch globs (path globs, as in `paths:`) that are gated whoever "
-                                    "the author", items=_glob("a branch glob such as `copilot/**`"))
+                                    "the author", items=_glob("a branch glob such as `copilot/**`"),
+                                    problem=_bad_glob)
     agents: tuple[str, ...] = key(
         factory=agent_ids, description="AI coding agents (ids in gate/bots/agents.yml) whose marks on the "
         "author, branch or commits gate a PR; default: all of them",
-        items=_glob("an agent id from gate/bots/agents.yml"))
+        items=_glob("an agent id from gate/bots/agents.yml"), problem=_bad_agent)
     dependency_bots: bool = key(False, "gate Dependabot's and Renovate's PRs too")
     labels: Labels = key(factory=Labels, description="labels that opt a pull request in or out")
 
@@ -242,7 +264,7 @@ class Scope:
                     expected="a short name such as `api`")
     paths: tuple[str, ...] = key(description="globs of the files that belong to the scope (the first scope that "
                                  "matches a file takes it)", min_items=1,
-                                 items=_glob("a glob such as `services/api/`"))
+                                 items=_glob("a glob such as `services/api/`"), problem=_bad_glob)
     budget: int | None = key(None, "the scope's budget (default: the policy's)", minimum=0, unset=True)
     # Already merged over the policy's points.
     points: Points | None = key(None, "points that differ from the policy's", unset=True,
@@ -286,7 +308,7 @@ class Policy:
     protected_branches: tuple[str, ...] = key(
         (), "branches besides the default one whose protection reads the gate's status and check run (read from "
         "the default branch's policy only); a PR into any other branch posts them under `gate (into BRANCH)`",
-        items=_glob("a branch name or glob such as `release/*`"))
+        items=_glob("a branch name or glob such as `release/*`"), problem=_bad_glob)
     python: Literal["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] = key(
         "3.11", "the Python version the code is parsed for (quote it: \"3.10\")")
     judge: Judge = key(factory=Judge, description="an optional model judge that advises")
