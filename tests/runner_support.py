@@ -44,6 +44,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from gate import DISTRIBUTION
+
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 EXPRESSION = re.compile(r"\$\{\{\s*(.+?)\s*\}\}")
@@ -139,7 +141,8 @@ def wheelhouse(into: Path) -> dict[str, list[Path]]:
     """Wheels of everything the Action's install step fetches from PyPI, made from what is installed here, by
     the lock file of action/ that pins them."""
     into.mkdir(parents=True, exist_ok=True)
-    gate_needs = [d for d in _closure(("gate",), ("seccomp",)) if canonicalize_name(d.metadata["Name"]) != "gate"]
+    gate_needs = [d for d in _closure((DISTRIBUTION,), ("seccomp",))
+                  if canonicalize_name(d.metadata["Name"]) != DISTRIBUTION]
     return {"requirements.txt": [_repack(d, into) for d in gate_needs],
             "build.txt": [_repack(d, into) for d in _closure(BUILD, ())],
             "uv.txt": [_repack(d, into) for d in _closure(("uv",), ())]}

@@ -27,6 +27,7 @@ import github
 from github.GithubException import GithubException
 from requests import RequestException
 
+from gate import DISTRIBUTION
 from gate.engine import score_range
 from gate.errors import BadInput, GateError, GateFailure
 from gate.github.actions import append_summary, read_event
@@ -52,7 +53,7 @@ from gate.verdict import Note, Verdict, safe_text
 CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
 CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
                   "(the Action does, with sudo, on a Linux runner) with the seccomp extra installed "
-                  "(`pip install 'gate[seccomp]'`), or set `allow_weaker_isolation: true` in the policy to "
+                  f"(`pip install '{DISTRIBUTION}[seccomp]'`), or set `allow_weaker_isolation: true` in the policy to "
                   "accept less")
 
 # How a gated PR's subject becomes a verdict: `score_in_ci`, or `gate publish`'s recomputation.

@@ -1,0 +1,44 @@
+"""The distribution as pip builds it: its own name, its licence, one version everywhere."""
+
+from __future__ import annotations
+
+import email.parser
+import re
+import shutil
+import subprocess
+import sys
+import tomllib
+import zipfile
+from pathlib import Path
+
+from gate import DISTRIBUTION, __version__
+
+ROOT = Path(__file__).resolve().parent.parent
+PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
+
+
+def test_one_version_in_pyproject_the_package_and_the_changelog() -> None:
+    releases = re.findall(r"^## (\d+\.\d+\.\d+)$", (ROOT / "CHANGELOG.md").read_text(encoding="utf-8"), re.M)
+    assert PROJECT["version"] == __version__ == releases[0]
+    assert PROJECT["name"] == DISTRIBUTION
+
+
+def test_the_wheel_carries_its_name_licence_and_project_urls(tmp_path: Path) -> None:
+    """Built offline from a copy of the tree with the installed setuptools, as `pip wheel` would."""
+    source = tmp_path / "source"
+    shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(".git", ".venv", "build", "*.egg-info",
+                                                                "__pycache__", ".*_cache"))
+    done = subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+                           "--no-index", "-w", str(tmp_path / "dist"), str(source)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    [wheel] = (tmp_path / "dist").glob("*.whl")
+    assert wheel.name.startswith("error_budget_gate-")
+    with zipfile.ZipFile(wheel) as archive:
+        info = f"error_budget_gate-{__version__}.dist-info"
+        meta = email.parser.Parser().parsestr(archive.read(f"{info}/METADATA").decode())
+        assert archive.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+        names = archive.namelist()
+    assert meta["Name"] == DISTRIBUTION and meta["License-Expression"] == "MIT"
+    assert "Programming Language :: Python :: 3.13" in meta.get_all("Classifier")
+    assert any(url.startswith("Source, https://github.com/") for url in meta.get_all("Project-URL"))
+    assert {"gate/starter/gate.yml", "gate/starter/gate-publish.yml"} <= set(names)  # what `gate init` writes
