@@ -7,6 +7,8 @@ values through the environment). The token is a `Secret`: it shows as `***` in r
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -79,6 +81,21 @@ class Connection:
         return cls(Secret(value), api_url, Waits.from_environment(environ))
 
 
+class ExpectedRefusal(logging.Filter):
+    """Drops PyGithub's log line for the one refusal every Action run meets on purpose: `GET /user` answered
+    403 for the Actions token (`token_login` asks, to learn who writes). PyGithub prints its INFO lines on
+    stderr, and `Request GET /user failed with 403: Forbidden` reads like an error in the log; any other
+    refusal is still logged."""
+
+    LINE = re.compile(r"Request GET (?:\S*/)?user failed with 403\b")
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return not self.LINE.fullmatch(record.getMessage().rsplit(": ", 1)[0])
+
+
+EXPECTED_REFUSAL = ExpectedRefusal()
+
+
 class CappedRetry(GithubRetry):
     """PyGithub's retry, with a server's Retry-After capped at `max_rate_limit_wait` as well."""
 
@@ -92,6 +109,7 @@ class CappedRetry(GithubRetry):
 def connect(connection: Connection) -> github.Github:
     """The one PyGithub client of a run. Lazy: objects are fetched only when a field is read."""
     waits = connection.waits
+    logging.getLogger("github.GithubRetry").addFilter(EXPECTED_REFUSAL)  # once: addFilter keeps one of each
     retry = CappedRetry(total=waits.retries, backoff_factor=waits.backoff, backoff_max=waits.max_wait,
                         secondary_rate_wait=min(waits.max_wait, 60.0), max_rate_limit_wait=waits.max_wait)
     return github.Github(auth=github.Auth.Token(connection.token.reveal()), base_url=connection.api_url,
