@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from gate import __version__
+from gate.commands.help import HelpFormatter, add_epilogs
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
 # GitPython refuses to be imported when no git executable is found. Only `gate check` and the PR gate need
@@ -16,7 +17,19 @@ from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
-COMMANDS = ("score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
+COMMANDS = ("init", "score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
+
+
+EXAMPLES = """\
+examples:
+  gate init                                  # a starter .github/gate.yml for this repository
+  gate check                                 # this branch, as the PR gate would score it
+  gate score reply.md --task task.yml        # one model reply
+  gate eval --dataset humaneval --samples samples.jsonl
+  gate doctor                                # the isolation layers on this machine
+
+exit codes: 0 accepted, 1 blocked, 2 bad input (file, line and key), 3 the gate could not do its job.
+`gate COMMAND --help` for each command's options, examples and exit codes."""
 
 
 class _Parser(argparse.ArgumentParser):
@@ -30,11 +43,13 @@ def build_parser(command: str | None = None, version_only: bool = False) -> argp
     """The parser; with a known `command`, only that command's module is imported (each module brings its own
     dependencies, PyGithub among them, and start-up should not pay for commands that do not run), and with
     `version_only` (`gate --version`) none."""
-    parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.")
+    parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.",
+                     epilog=EXAMPLES, formatter_class=HelpFormatter)
     parser.add_argument("--version", action="version", version=f"gate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name in () if version_only else (command,) if command in COMMANDS else COMMANDS:
         importlib.import_module(f"gate.commands.{name}").register(sub)
+    add_epilogs(sub)
     return parser
 
 

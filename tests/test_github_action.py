@@ -18,6 +18,8 @@ import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from gate.commands.init import workflow
+
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
 PINNED = re.compile(r"^[\w.-]+/[\w./-]+@[0-9a-f]{40} # v\d+(\.\d+)*( .*)?$")
@@ -54,26 +56,41 @@ def test_the_workflows_are_valid_and_do_not_leave_credentials() -> None:
     assert not any("pull_request_target" in str(w) for w in (ROOT / ".github" / "workflows").iterdir())
 
 
-def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
+def readme_workflows() -> list[str]:
+    """The workflows of the README's "Add it to your repository", in order, as a maintainer copies them."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
     section = readme.split("<!-- section: github -->", 1)[1].split("\n## ", 1)[0]
-    blocks = [yaml.safe_load(block) for block in re.findall(r"```yaml\n(.*?)```", section, re.S)]
+    return [block for block in re.findall(r"```yaml\n(.*?)```", section, re.S) if "\njobs:" in block]
+
+
+def test_the_readme_workflows_are_what_gate_init_writes() -> None:
+    assert readme_workflows() == [workflow("gate.yml"), workflow("gate-publish.yml")]
+
+
+def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
+    blocks = [yaml.safe_load(block) for block in readme_workflows()]
     assert len(blocks) == 2
     steps = [step for block in blocks for job in block["jobs"].values() for step in job["steps"]]
-    gate_steps = [s for s in steps if str(s.get("uses", "")).startswith("OWNER/gate@")]
+    gate_steps = [s for s in steps if str(s.get("uses", "")).startswith("error-budget-gate/gate@")]
     assert gate_steps and all(set(s.get("with", {})) <= set(ACTION["inputs"]) for s in gate_steps)
     for step in steps:
         if str(step.get("uses", "")).startswith("actions/checkout@"):
             assert step["with"]["persist-credentials"] is False
     assert all(job.get("permissions") for block in blocks for job in block["jobs"].values())
-    used = set(re.findall(r"steps\.gate\.outputs\.([\w-]+)", section))
+    used = set(re.findall(r"steps\.gate\.outputs\.([\w-]+)", "".join(readme_workflows())))
     assert used and used <= set(ACTION["outputs"])
 
 
-def readme_workflows() -> list[str]:
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("<!-- section: github -->", 1)[1].split("\n## ", 1)[0]
-    return re.findall(r"```yaml\n(.*?)```", section, re.S)
+def test_the_readme_workflow_names_its_job_apart_from_the_check_and_runs_only_for_gate_comments() -> None:
+    """Branch protection requires the gate's check run by name; the job's own check (success when its `if:`
+    skips it) must not share it. Only PR comments that start with /gate start a runner; one run per PR."""
+    gate = yaml.safe_load(readme_workflows()[0])
+    [(_, job)] = gate["jobs"].items()
+    [step] = [s for s in job["steps"] if s.get("id") == "gate"]
+    assert job["name"] != step["with"]["check-name"] == "gate"
+    assert "startsWith(github.event.comment.body, '/gate')" in job["if"]
+    assert "github.event.issue.pull_request" in job["if"]
+    assert "github.event.pull_request.number" in job["concurrency"]["group"]
 
 
 def test_every_action_is_pinned_by_commit_with_its_version_in_a_comment() -> None:
@@ -88,14 +105,19 @@ def test_every_action_is_pinned_by_commit_with_its_version_in_a_comment() -> Non
 BIN = str(Path(sys.executable).parent)  # the dev extra installs zizmor and actionlint beside pytest
 
 
-@pytest.mark.skipif(not (shutil.which("zizmor", path=BIN) and shutil.which("actionlint", path=BIN)),
-                    reason="zizmor and actionlint come with the dev extra")
-def test_the_readme_workflows_copied_as_is_pass_zizmor_and_actionlint(tmp_path: Path) -> None:
+@pytest.mark.skipif(not all(shutil.which(tool, path=BIN) for tool in ("zizmor", "actionlint", "check-jsonschema")),
+                    reason="zizmor, actionlint and check-jsonschema come with the dev extra")
+def test_the_readme_workflows_copied_as_is_pass_zizmor_actionlint_and_schemastores_schema(tmp_path: Path) -> None:
+    """Copied verbatim from the README, with a release's SHA put in: zizmor's pedantic persona finds nothing
+    (the two `zizmor: ignore[dangerous-triggers]` say why on their line), actionlint nothing, and SchemaStore's
+    github-workflow schema (the copy check-jsonschema vendors: offline) accepts both."""
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
     for number, text in enumerate(readme_workflows()):
         (workflows / f"w{number}.yml").write_text(text.replace("COMMIT_SHA", "a" * 40))
-    for argv in (["zizmor", "--offline", "--quiet", str(workflows)], ["actionlint", *map(str, workflows.iterdir())]):
+    files = sorted(map(str, workflows.iterdir()))
+    for argv in (["zizmor", "--offline", "--pedantic", "--quiet", str(workflows)], ["actionlint", *files],
+                 ["check-jsonschema", "--builtin-schema", "vendor.github-workflows", *files]):
         done = subprocess.run([str(Path(BIN) / argv[0]), *argv[1:]], cwd=tmp_path, capture_output=True,
                               text=True)
         assert done.returncode == 0, done.stdout + done.stderr

@@ -1,0 +1,124 @@
+"""`gate init` in a maintainer's repository: the starter policy it writes is filled in from what the project
+declares, loads, and gates a bot's PR with the project's own tests; the workflows it writes are the README's."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import git
+import pytest
+import yaml
+
+from gate.commands.check import score_range
+from gate.policy.loader import load_policy
+from gate.sources.gitrange import subject_from_commits
+from tests.git_support import Repo
+from tests.projects import BACKEND, gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse  # noqa: F401
+
+CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+TESTS = ("from checkhelp import same\n\nfrom calc import add, mul\n\n\n"
+         "def test_add():\n    assert same(add(2, 3), 5)\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n")
+
+
+def gate(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """`gate ARGS` as a maintainer types it in their repository."""
+    return subprocess.run([sys.executable, "-m", "gate", *args], cwd=cwd, capture_output=True, text=True)
+
+
+def policy_in(root: Path) -> dict[str, object]:
+    return yaml.safe_load((root / ".github" / "gate.yml").read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "calc")
+    files = {"_backend/backend.py": BACKEND, "calc.py": CALC, "tests/test_calc.py": TESTS,
+             "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp"]}).replace(
+                 'version = "1.0"\n', 'version = "1.0"\nrequires-python = ">=3.10"\n')}
+    for path, text in files.items():
+        repo.write(path, text)
+
+    done = gate("init", cwd=repo.root)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == f"wrote {Path('.github/gate.yml')}\n"
+    text = (repo.root / ".github" / "gate.yml").read_text(encoding="utf-8")
+    assert text.startswith("# yaml-language-server: $schema=https://")
+    assert policy_in(repo.root) == {"extends": "default", "python": "3.10", "environment": {"extras": ["test"]},
+                                    "tests": {"paths": ["tests"]}}
+    assert "pyproject.toml (extra 'test'); tests (the tests/ folder)" in text  # the header says what it found
+    repo.commit("base: the project and its gate policy", {**files, ".github/gate.yml": text})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: rewrite calc", {"calc.py": CALC.replace("a + b", "a - b").replace("a * b", "a ** b")})
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        verdict = score_range(found)
+
+    # Two of the base's tests fail on the head: 2 points each against the default budget of 3.
+    assert not verdict.accepted and verdict.total == 4
+    assert {c.name: c.status for c in verdict.cases if c.kind == "pytest"} == {
+        "tests/test_calc.py::test_add": "failed", "tests/test_calc.py::test_mul": "failed"}
+    assert [p.message.split(" (")[0] for p in verdict.penalties] == [
+        "test tests/test_calc.py::test_add failed", "test tests/test_calc.py::test_mul failed"]
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    pytest.param({"pytest.ini": "[pytest]\ntestpaths = checks\n", "checks/test_x.py": "",
+                  "setup.py": "from setuptools import setup\nsetup()\n", "requirements-dev.txt": "pytest\n"},
+                 {"environment": {"requirements": ["requirements-dev.txt"]}, "tests": {"paths": ["checks"]}},
+                 id="pytest.ini testpaths, setup.py, a dev requirements file"),
+    pytest.param({"setup.cfg": "[options]\npython_requires = >=3.9\n[options.extras_require]\ntesting = pytest\n"
+                               "[tool:pytest]\ntestpaths = t\n", "t/test_x.py": ""},
+                 {"python": "3.9", "environment": {"extras": ["testing"]}, "tests": {"paths": ["t"]}},
+                 id="setup.cfg: python_requires, a testing extra, testpaths"),
+    pytest.param({"requirements-test.txt": "pytest\n", "test/test_x.py": ""},
+                 {"environment": {"project": False, "requirements": ["requirements-test.txt"]},
+                  "tests": {"paths": ["test"]}},
+                 id="no project, a test requirements file and a test/ folder"),
+    pytest.param({"script.py": "print(1)\n"}, {"environment": None}, id="nothing declared"),
+])
+def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],
+                                                         expected: dict[str, object]) -> None:
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+
+    done = gate("init", "--dir", str(tmp_path), cwd=tmp_path.parent)
+
+    assert done.returncode == 0, done.stderr
+    assert policy_in(tmp_path) == {"extends": "default", **expected}
+    load_policy(tmp_path / ".github" / "gate.yml")
+    if "tests" not in expected:  # said, so a maintainer knows where to name a suite
+        assert "# tests:" in (tmp_path / ".github" / "gate.yml").read_text()
+
+
+def test_gate_init_writes_the_readmes_workflows_and_never_overwrites_unasked(tmp_path: Path) -> None:
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+    done = gate("init", "--workflow", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    for name in ("gate.yml", "gate-publish.yml"):
+        written = (tmp_path / ".github" / "workflows" / name).read_text(encoding="utf-8")
+        assert f"```yaml\n{written}```" in readme
+    assert "COMMIT_SHA" in done.stdout and "git ls-remote" in done.stdout  # how to pin the release
+    (tmp_path / ".github" / "gate.yml").write_text("budget: 7\n")
+    again = gate("init", cwd=tmp_path)
+    assert again.returncode == 2 and "already there (use --force to overwrite)" in again.stderr
+    assert (tmp_path / ".github" / "gate.yml").read_text() == "budget: 7\n"
+    assert gate("init", "--force", cwd=tmp_path).returncode == 0
+    assert "budget: 7" not in (tmp_path / ".github" / "gate.yml").read_text()
+
+
+def test_the_readmes_starter_policy_is_what_gate_init_writes_for_that_project(tmp_path: Path) -> None:
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "1.0"\nrequires-python = ">=3.10"\n'
+                                             '[project.optional-dependencies]\ntest = ["pytest>=8"]\n')
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+
+    done = gate("init", "--print", cwd=tmp_path)
+
+    assert done.returncode == 0 and f"```yaml\n{done.stdout}```" in readme
