@@ -54,7 +54,8 @@ def test_naive_is_even_fails_a_hidden_case_without_seeing_its_expectation(sandbo
     assert verdict.total == 2
     [penalty] = verdict.penalties
     assert (penalty.check, penalty.points, penalty.case) == ("smoke", 2, 1)
-    assert penalty.message == "hidden case 1 failed: returned bool"
+    assert penalty.message == ("hidden case 1 failed: a wrong value (returned bool; a hidden case shows only the "
+                               "type of what came back, so that its expected value stays secret)")
     failed = [c for c in verdict.cases if c.status == "failed"]
     assert [(c.name, c.detail) for c in failed] == [("hidden case 1", "returned bool")]
     text = verdict.to_json()
@@ -75,7 +76,8 @@ def test_an_infinite_loop_costs_timeout_points_not_smoke_points(sandbox: Sandbox
                      hidden=(), policy=policy)
     [penalty] = verdict.penalties
     assert (penalty.check, penalty.points) == ("timeout", 4)
-    assert penalty.message.startswith("case 1 (two) ran out of time")
+    assert penalty.message.startswith("case 1 (two) ran out of time (")  # how, once: (wall timeout), (cpu limit)
+    assert penalty.message.count("ran out of time") == 1
     assert verdict.cases[0].status == "timeout"
 
 

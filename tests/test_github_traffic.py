@@ -471,7 +471,7 @@ def test_a_two_scope_monorepo_pr_is_scored_per_scope_and_blocked_by_the_scope_ov
         ("imports", 3, "[api"), ("parse", 5, "[web")]
     assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("[api] api adds", "passed")]
     body = comment_of(fake, pr)
-    assert "blocked**: root 0 of 3; api 3 of 0 (over); web 5 of 5" in body
+    assert body.startswith("❌ **gate: blocked** at ") and ": root 0 of 3; api 3 of 0 (over); web 5 of 5\n" in body
     assert "| api | 1 | 3 | 0 | **over** |" in body and "| web | 1 | 5 | 5 | within |" in body
     # The same commits give the same verdict on a laptop.
     capsys.readouterr()

@@ -79,8 +79,9 @@ def test_breaking_a_case_costs_points_and_the_report_shows_the_diff_but_not_hidd
     assert visible["status"] == "failed" and "5" in visible["detail"] and "6" in visible["detail"]
     assert hidden["status"] == "failed" and "42" not in hidden["detail"] and "80" not in hidden["detail"]
     page = cmarkgfm.github_flavored_markdown_to_html(comment.read_text(), options=Options.CMARK_OPT_UNSAFE)
-    cases = page.split("<summary>Failed cases: 2 of 2</summary>")[1].split("</details>")[0]
-    assert "<pre><code>" in cases and "42" not in cases
+    # Each case's one-line detail is in the penalty table (so no fold repeats it); no hidden value anywhere.
+    assert "failed: expected int 5, got int 6" in page and "hidden case 1 failed: a wrong value" in page
+    assert "42" not in page and "80" not in page
 
 
 def test_a_forbidden_import_added_to_an_old_file_counts_only_that_line(repo: Repo) -> None:
@@ -380,7 +381,8 @@ def test_comment_summary_and_annotations_outputs(repo: Repo, capsys: pytest.Capt
     code = main(["check", "--repo", str(repo.root), "--comment", str(comment), "--summary", str(summary),
                  "--annotations"])
     assert code == 1
-    assert comment.read_text().startswith("❌ **gate: blocked**: 3 points against a budget of 1\n")
+    first = comment.read_text().splitlines()[0]
+    assert first.startswith("❌ **gate: blocked** at `") and first.endswith(": 3 points against a budget of 1")
     assert "<!-- gate:report -->" in comment.read_text() and "<!-- gate:report -->" not in summary.read_text()
     out = capsys.readouterr().out
     assert "::error file=util.py,line=1,title=gate imports%3A +3 points::" in out

@@ -18,7 +18,7 @@ from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.report.terminal import render_terminal
 from gate.subject import SourceFile, Subject
-from gate.verdict import CaseReport, Location, Note, Penalty
+from gate.verdict import CaseReport, CheckReport, Location, Note, Penalty
 from tests.report_support import HEAD, REPO, blocked_verdict
 
 
@@ -55,7 +55,7 @@ def test_import_location_links_to_the_line_at_the_head_commit() -> None:
 
 def test_without_a_repository_url_locations_are_plain_path_and_line() -> None:
     page = html(render_comment(blocked_verdict(facts=(("head", HEAD),))))
-    assert "<code>src/util.py:12</code>" in page and "<a href" not in page
+    assert "<code>src/util.py:12</code>" in page and "octo/widgets" not in page
 
 
 def test_failed_cases_fold_into_details_with_their_diff_and_hidden_ones_are_marked() -> None:
@@ -73,7 +73,8 @@ def test_skipped_checks_isolation_and_footer_are_shown() -> None:
     assert "<li>claims: no claims to judge</li>" in page
     assert "<td>network</td>\n<td>off: needs root</td>" in page
     assert f"Reproduce locally: <code>gate check --base {'a' * 40} --head {HEAD}</code>" in page
-    assert "Policy: <code>.github/gate.yml@aaaaaaa</code>" in page
+    assert page.count(".github/gate.yml@aaaaaaa") == 1  # the policy, once: in the footer
+    assert "under the policy <code>.github/gate.yml@aaaaaaa</code> by gate 0.1.0" in page
 
 
 def test_blocked_reasons_are_listed_even_within_budget() -> None:
@@ -231,3 +232,45 @@ def test_a_huge_range_still_gets_its_penalty_table_in_the_comment() -> None:
     assert page.count('href="https://github.com/octo/widgets/blob/') == 10
     terminal = render_terminal(verdict, color=False)
     assert len(terminal.splitlines()) < 60 and "and 1490 more" in terminal
+
+
+def test_each_place_is_shown_once_as_a_link_where_the_message_names_it() -> None:
+    imports = Penalty("imports", 3, "import os (src/util.py:1): os is denied; import re (src/util.py:17)",
+                      (Location("src/util.py", 1, 0), Location("src/util.py", 17, 0)))
+    elsewhere = Penalty("parse", 5, "does not parse", (Location("src/app.py", 4, 2),))
+    page = html(render_comment(blocked_verdict(penalties=(imports, elsewhere))))
+    row = next(r for r in re.findall(r"<tr>(.*?)</tr>", page, re.S) if "<td>imports</td>" in r)
+    assert row.count("src/util.py:1<") == 1 and row.count("src/util.py:17<") == 1  # 1 is not 17's start
+    assert f'(<a href="{REPO}/blob/{HEAD}/src/util.py#L1">src/util.py:1</a>)' in row and " at " not in row
+    assert f'does not parse at <a href="{REPO}/blob/{HEAD}/src/app.py#L4">src/app.py:4</a>' in page
+
+
+def test_the_comment_names_the_head_says_what_now_and_drops_what_it_would_repeat() -> None:
+    hidden = "hidden case 1 failed: a wrong value (returned int; ...)"
+    verdict = blocked_verdict(penalties=(Penalty("smoke", 2, "case 0 add_two failed: - expected: 4", (), case=0),
+                                         Penalty("smoke", 2, hidden, (), case=1)),
+                              cases=(CaseReport(0, "add_two", "call", False, "failed", "- expected: 4\n+ got: 5"),
+                                     CaseReport(1, "hidden case 1", "call", True, "failed", "returned int")),
+                              checks=(CheckReport("extract", "passed"), CheckReport("smoke", "failed", 4)),
+                              facts=(("repo", REPO), ("head", HEAD), ("pull request", "7")))
+    comment = render_comment(verdict)
+    page = html(comment)
+    assert comment.splitlines()[0].startswith(f"❌ **gate: blocked** at [`{HEAD[:12]}`]({REPO}/commit/{HEAD})")
+    assert "push a fix" in page and "<code>/gate override &lt;reason&gt;</code>" in page
+    assert f'<a href="{REPO}/pull/7/checks">' in page
+    cases = next(d for d in re.findall(r"<details>(.*?)</details>", page, re.S) if "Failed cases" in d)
+    assert "add_two" in cases and "hidden case 1" not in cases  # a diff says more; "returned int" does not
+    assert "<th>reason</th>" not in page.split("Checks, isolation")[1]  # no check has a reason: no column
+    accepted = render_comment(blocked_verdict(total=0, accepted=True, penalties=()))
+    assert "What now" not in accepted
+
+
+def test_the_comment_folds_isolation_to_the_layers_off_or_weaker_and_the_summary_lists_all() -> None:
+    layers = (("network", "off: needs root"), ("zygote", "on"), ("bwrap", "off: not needed (root enters ...)"),
+              ("pytest", "in-process, weaker isolation: ..."))
+    verdict = blocked_verdict(isolation=layers)
+    comment, summary = html(render_comment(verdict)), html(render_summary(verdict))
+    assert "<td>network</td>" in comment and "<td>pytest</td>" in comment
+    assert "<td>zygote</td>" not in comment and "<td>bwrap</td>" not in comment
+    assert "The other isolation layers were at full strength: zygote, bwrap" in comment
+    assert all(f"<td>{name}</td>" in summary for name, _ in layers)

@@ -183,11 +183,14 @@ def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome,
 def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> Penalty:
     if report.status == "not run":
         return Penalty("timeout", ctx.policy.points.timeout, f"{label} {report.detail}", case=index)
-    if report.status == "timeout":
-        return Penalty("timeout", ctx.policy.points.timeout, f"{label} ran out of time: {report.detail}",
-                       case=index)
+    if report.status == "timeout":  # the detail says how: "ran out of time (wall timeout)"
+        detail = report.detail if report.detail.startswith("ran out of time") else f"ran out of time: {report.detail}"
+        return Penalty("timeout", ctx.policy.points.timeout, f"{label} {detail}", case=index)
     verb = "could not run" if report.status == "error" else "failed"
     detail = f": {report.detail}" if report.detail else ""
+    if report.hidden and report.status == "failed" and report.detail.startswith("returned "):
+        detail = (f": a wrong value ({report.detail}; a hidden case shows only the type of what came back, so that "
+                  "its expected value stays secret)")
     return Penalty("smoke", ctx.policy.points.smoke, f"{label} {verb}{detail}", case=index)
 
 

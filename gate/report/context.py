@@ -7,11 +7,13 @@ can place it anywhere inline without further care. `verdict` is the raw `gate.ve
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
+from gate import HOME
 from gate.report.markdown import blob_url, code, escape, fence
-from gate.verdict import Location, Verdict, listing, within_budget
+from gate.verdict import CaseReport, Location, Penalty, Verdict, listing, within_budget
 
 # The hidden marker that identifies the gate's own PR comment; the GitHub publisher looks for it to edit the
 # comment in place instead of adding a new one.
@@ -55,6 +57,57 @@ def _locations(locations: tuple[Location, ...], facts: dict[str, str]) -> str:
     return listing([location_markdown(loc, facts) for loc in locations], ", ")
 
 
+def _penalty(penalty: Penalty, facts: dict[str, str]) -> dict[str, Any]:
+    """A penalty row: each place once, as a link where the message already says `path:line`; after it (`at
+    ...`) the places, when the message names none (a message that lists some says how many more there are)."""
+    message = escape(penalty.message)
+    rest = []
+    for location in penalty.locations:
+        label = escape(location.path + (f":{location.line}" if location.line else ""))
+        named = re.compile(re.escape(label) + r"(?![\d\w])")  # calc.py:1 is not the start of calc.py:17
+        if location.line and named.search(message):
+            link = location_markdown(location, facts)
+            message = named.sub(lambda _, link=link: link, message)
+        else:
+            rest.append(location)
+    where = _locations(tuple(rest), facts) if len(rest) == len(penalty.locations) else ""
+    return {"check": escape(penalty.check), "points": penalty.points, "message": message, "where": where}
+
+
+def _unsaid(case: CaseReport, verdict: Verdict) -> bool:
+    """Whether a failed case's detail says more than its penalty's line (a diff over several lines does; the
+    one-line `expected int 5, got int 6` already in the table does not)."""
+    said = [p.message for p in verdict.penalties if p.case == case.index and p.check in ("smoke", "timeout")]
+    return bool(case.detail) and ("\n" in case.detail.strip() or not any(case.detail in m for m in said))
+
+
+# Layer values that say a layer is not in use, and why that costs nothing.
+_NOT_NEEDED = ("off: not needed", "off: works here but unused", "off: not preferred")
+
+
+def weaker(how: str) -> bool:
+    """Whether an isolation layer was off, or weaker than its full form, for this verdict."""
+    return (how.startswith("off") and not how.startswith(_NOT_NEEDED)) or "weaker" in how
+
+
+def _next_steps(verdict: Verdict, facts: dict[str, str]) -> dict[str, str]:
+    """Where a reader goes from here: the PR's checks (the check run and its annotations), the docs."""
+    repo, head, number = facts.get("repo", ""), facts.get("head", ""), facts.get("pull request", "")
+    checks = ""
+    if repo.startswith(("https://", "http://")):
+        checks = f"{repo}/pull/{number}/checks" if number else f"{repo}/commit/{head}/checks" if head else ""
+    return {"checks": checks, "docs": f"{HOME}/blob/main/docs/how-it-works.md"}
+
+
+def _head(facts: dict[str, str]) -> str:
+    """The scored head commit, short, linked to the commit when the repository is known."""
+    head, repo = facts.get("head", ""), facts.get("repo", "")
+    if not head:
+        return ""
+    short = code(head[:12])
+    return f"[{short}]({repo.rstrip('/')}/commit/{head})" if repo.startswith(("https://", "http://")) else short
+
+
 def report_context(verdict: Verdict) -> dict[str, Any]:
     """The template variables for `verdict` (see the module docstring)."""
     facts = dict(verdict.facts)
@@ -67,21 +120,21 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "subject": code(verdict.subject_label),
         "facts": [(escape(k), code(v)) for k, v in verdict.facts],
         "blocked_reasons": [escape(r) for r in verdict.blocked_reasons],
-        "penalties": [
-            {"check": escape(p.check), "points": p.points, "message": escape(p.message),
-             "where": _locations(p.locations, facts)}
-            for p in verdict.penalties
-        ],
+        "head": _head(facts),
+        "penalties": [_penalty(p, facts) for p in verdict.penalties],
         "failed_cases": [
             {"index": c.index, "name": escape(c.name), "kind": escape(c.kind), "hidden": c.hidden,
              "status": c.status, "detail": fence(c.detail) if c.detail else ""}
             for c in verdict.cases if c.status != "passed"
         ],
+        # The failed cases whose detail the penalty table does not already give in full.
+        "unsaid_cases": [c.index for c in verdict.cases if c.status != "passed" and _unsaid(c, verdict)],
         "cases_run": len(verdict.cases),
         "checks": [
             {"name": escape(c.name), "status": c.status, "points": c.points, "reason": escape(c.reason)}
             for c in verdict.checks
         ],
+        "checks_have_reasons": any(c.reason for c in verdict.checks),
         "skipped": [
             {"name": escape(c.name), "reason": escape(c.reason)}
             for c in verdict.checks if c.status == "skipped"
@@ -92,6 +145,10 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
             for n in verdict.notes
         ],
         "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation],
+        # The comment shows only these; the job summary every layer.
+        "isolation_weaker": [(escape(k), escape(v)) for k, v in verdict.isolation if weaker(v)],
+        "isolation_on": [escape(k) for k, v in verdict.isolation if not weaker(v)],
+        "next": _next_steps(verdict, facts),
         "policy_source": code(verdict.policy_source),
         "reproduce": code(verdict.reproduce) if verdict.reproduce else "",
         "scopes": [{"name": escape(s.name), "files": s.files, "total": s.total, "budget": s.budget,
