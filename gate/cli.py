@@ -9,7 +9,6 @@ import sys
 from collections.abc import Sequence
 
 from gate import __version__
-from gate.commands.help import HelpFormatter, add_epilogs
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
 # GitPython refuses to be imported when no git executable is found. Only `gate check` and the PR gate need
@@ -44,12 +43,16 @@ def build_parser(command: str | None = None, version_only: bool = False) -> argp
     dependencies, PyGithub among them, and start-up should not pay for commands that do not run), and with
     `version_only` (`gate --version`) none."""
     parser = _Parser(prog="gate", description="An error-budget merge gate for pull requests written by AI bots.",
-                     epilog=EXAMPLES, formatter_class=HelpFormatter)
+                     epilog=EXAMPLES)
     parser.add_argument("--version", action="version", version=f"gate {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND", parser_class=_Parser)
     for name in () if version_only else (command,) if command in COMMANDS else COMMANDS:
         importlib.import_module(f"gate.commands.{name}").register(sub)
-    add_epilogs(sub)
+    if not version_only:  # (`gate --version` prints no help: it imports no command module)
+        from gate.commands.help import HelpFormatter, add_epilogs
+
+        parser.formatter_class = HelpFormatter
+        add_epilogs(sub)
     return parser
 
 

@@ -11,7 +11,7 @@ import git
 import pytest
 import yaml
 
-from gate.commands.check import score_range
+from gate.engine import score_range
 from gate.policy.loader import load_policy
 from gate.sources.gitrange import subject_from_commits
 from tests.git_support import Repo

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import textwrap
+from typing import Any
 
 GATING = ("exit codes: 0 accepted (or not gated), 1 blocked, 2 bad input (file, line and key), 3 the gate could "
           "not do its job")
@@ -66,7 +67,7 @@ class HelpFormatter(argparse.HelpFormatter):
                          for line in text.splitlines())
 
 
-def add_epilogs(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def add_epilogs(subparsers: argparse._SubParsersAction[Any]) -> None:
     """Give each registered command (and each action of `gate policy`) its epilog and the formatter."""
     for name, parser in subparsers.choices.items():
         parser.formatter_class = HelpFormatter

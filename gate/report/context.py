@@ -8,6 +8,7 @@ can place it anywhere inline without further care. `verdict` is the raw `gate.ve
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -67,11 +68,16 @@ def _penalty(penalty: Penalty, facts: dict[str, str]) -> dict[str, Any]:
         named = re.compile(re.escape(label) + r"(?![\d\w])")  # calc.py:1 is not the start of calc.py:17
         if location.line and named.search(message):
             link = location_markdown(location, facts)
-            message = named.sub(lambda _, link=link: link, message)
+            message = named.sub(_literal(link), message)
         else:
             rest.append(location)
     where = _locations(tuple(rest), facts) if len(rest) == len(penalty.locations) else ""
     return {"check": escape(penalty.check), "points": penalty.points, "message": message, "where": where}
+
+
+def _literal(text: str) -> Callable[[re.Match[str]], str]:
+    """A replacement for `re.sub` that inserts `text` as it is (a link holds backslashes from escaping)."""
+    return lambda _match: text
 
 
 def _unsaid(case: CaseReport, verdict: Verdict) -> bool:
