@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import email.parser
+import json
 import re
 import shutil
 import subprocess
@@ -11,7 +12,8 @@ import tomllib
 import zipfile
 from pathlib import Path
 
-from gate import DISTRIBUTION, __version__
+from gate import DISTRIBUTION, POLICY_SCHEMA_URL, __version__
+from gate.policy.model import DEFAULT_POLICY_PATH
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
@@ -42,3 +44,11 @@ def test_the_wheel_carries_its_name_licence_and_project_urls(tmp_path: Path) -> 
     assert "Programming Language :: Python :: 3.13" in (meta.get_all("Classifier") or [])
     assert any(url.startswith("Source, https://github.com/") for url in meta.get_all("Project-URL") or [])
     assert {"gate/starter/gate.yml", "gate/starter/gate-publish.yml"} <= set(names)  # what `gate init` writes
+
+
+def test_the_schemastore_entry_points_at_the_schemas_stable_url_for_the_policy_files() -> None:
+    entry = json.loads((ROOT / "schemastore" / "catalog-entry.json").read_text(encoding="utf-8"))
+    schema = json.loads((ROOT / "gate" / "policy" / "schema.json").read_text(encoding="utf-8"))
+    assert entry["url"] == POLICY_SCHEMA_URL == schema["$id"]
+    assert POLICY_SCHEMA_URL.endswith("/main/gate/policy/schema.json")  # the path of the file in the repository
+    assert DEFAULT_POLICY_PATH in entry["fileMatch"] and {"name", "description"} <= set(entry)

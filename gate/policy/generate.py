@@ -17,6 +17,7 @@ from typing import Any
 
 import yaml
 
+from gate import RAW_MAIN
 from gate.cases import KINDS
 from gate.cases.base import CaseFields
 from gate.policy.keys import Key, declared, default_of, item_type, section_of, without_none
@@ -26,7 +27,7 @@ from gate.subject import Task
 
 # Where the schemas are published: the raw files of the repository's main branch, so that an editor that
 # follows a `$schema` link, or a `$id`, gets the schema of the newest gate.
-RAW_BASE = "https://raw.githubusercontent.com/OWNER/gate/main/"
+RAW_BASE = RAW_MAIN
 PACKAGE = Path(__file__).resolve().parent.parent
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
