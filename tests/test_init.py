@@ -57,8 +57,8 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score_range(found)
 
-    # Two of the base's tests fail on the head: 2 points each against the default budget of 3.
-    assert not verdict.accepted and verdict.total == 4
+    # Two of the base's tests fail on the head, each costing the default preset's points.tests.
+    assert not verdict.accepted and verdict.total == 2 * load_policy(None).points.tests
     assert {c.name: c.status for c in verdict.cases if c.kind == "pytest"} == {
         "tests/test_calc.py::test_add": "failed", "tests/test_calc.py::test_mul": "failed"}
     assert [p.message.split(" (")[0] for p in verdict.penalties] == [
