@@ -8,7 +8,9 @@
       - args: [1, 2]
         expect: 3
 
-The file's JSON Schema is gate/sources/task.schema.json; errors read like the policy file's, one line each.
+The file's keys are declared by gate.subject.Task's fields (and `cases`), from which `python -m
+gate.policy.generate` writes its JSON Schema, gate/sources/task.schema.json; errors read like the policy
+file's, one line each.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gate.errors import BadInput, read_input
-from gate.policy.loader import parse_cases
+from gate.policy.loader import build, parse_cases
 from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import CaseSpec
 from gate.policy.validation import load_schema, validate
@@ -34,11 +36,5 @@ def load_task(path: Path) -> tuple[Task, tuple[CaseSpec, ...]]:
         raise BadInput("expected a mapping with `name`, `prompt`, `function`, `allowed_imports` and `cases`",
                        file=file, line=getattr(doc, "line", 1))
     validate(doc, load_schema("gate.sources", "task.schema.json"), file)
-    allowed = doc.get("allowed_imports")
-    task = Task(
-        name=doc["name"],
-        prompt=doc.get("prompt", ""),
-        function=doc.get("function"),
-        allowed_imports=None if allowed is None else tuple(allowed),
-    )
+    task: Task = build(Task, {key: value for key, value in doc.items() if key != "cases"}, file, "")
     return task, parse_cases(doc.get("cases", []), file, "cases")
