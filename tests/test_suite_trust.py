@@ -150,6 +150,36 @@ def test_a_restart_after_the_tests_wrote_the_framework_files_sees_the_tree_as_it
     assert not verdict.accepted
 
 
+# Library code that checks where its process may write: the tree (refused) and /tmp (allowed).
+WRITES = '''\
+import os
+
+
+def add(a, b):
+    with open("/tmp/scratch", "w") as f:
+        f.write("the tests' own place")
+    for path in ("tests/conftest.py", "pytest.ini", "new.txt"):
+        try:
+            open(path, "a").close()
+        except OSError:
+            continue
+        return 0
+    return a + b
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a read-only tree needs the mount namespace (root)")
+@pytest.mark.usefixtures("offline_pip")
+def test_the_suites_tree_is_read_only_to_the_tests_and_tmp_is_theirs(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: add", {"calc.py": WRITES + CALC.split("\n\n\n", 1)[1]})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
+
+
 ALWAYS_EQUAL = '''\
 class Product:
     def __init__(self, value):

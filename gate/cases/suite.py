@@ -25,8 +25,9 @@ from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 
 # What a run of the suite may write on its channel and outputs (its records, a failure's report each).
 _OUTPUT_BYTES = 16 * 1024 * 1024
-# Variables pytest reads: no plugin loads unless the base's configuration names it.
-SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+# Variables pytest reads: no plugin loads unless the gate or the base's configuration names it; coverage's data
+# (pytest-cov) goes to /tmp, the tree being read-only.
+SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
 
 
 @dataclass(frozen=True)
@@ -131,7 +132,7 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
                "key": key}
     result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite"), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
-                                    python_path=run.python_path))
+                                    python_path=run.python_path, read_only_tree=True))
     records = []
     for line in (result.result or b"").decode("utf-8", "replace").splitlines():
         try:

@@ -62,6 +62,10 @@ class RunRequest:
     # the tree, such as `src`) comes before the working directory, an absolute one (a read-only environment's
     # site-packages outside the run) after the standard library.
     python_path: tuple[str, ...] = ()
+    # The working directory (the tree and `files`) read-only to the program, its writes going to /tmp: with a
+    # mount namespace only (without one the run's uid owns its copy). For a suite, so that nothing the tests'
+    # process writes there (a conftest.py, a pytest.ini) is what pytest reads next.
+    read_only_tree: bool = False
 
 
 @dataclass(frozen=True)

@@ -76,7 +76,8 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
     if config["mountns"]:
         owner: tuple[int, int] = (os.getuid(), os.getgid()) if uid is None else (uid, gid)
         workdir = namespaces.private_tmp(workdir, config["tree"], config["disk_bytes"], owner, config["root"],
-                                         config["staging"], config["hide"], config["in_template"])
+                                         config["staging"], config["hide"], config["in_template"],
+                                         config["read_only"])
     os.chdir(workdir)
     rlimits.apply(config["rlimits"])
     parent = os.getppid()

@@ -169,10 +169,10 @@ def _bind(fd: int, target: str, device: bool, close: bool = False) -> None:
 
 
 def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int, int], root: Sequence[str],
-                staging: str, hide: Sequence[str], in_template: bool) -> str:
+                staging: str, hide: Sequence[str], in_template: bool, read_only: bool = False) -> str:
     """Mount the run's tmpfs and fill its working directory (see the module docstring); returns it. `stage`
     and `tree` are paths under STAGING. `in_template`: the namespace was copied from enter_template's, which
-    made the root already."""
+    made the root already. `read_only`: the working directory is mounted read-only (RunRequest.read_only_tree)."""
     if not in_template:
         enter_root(root, staging, hide)
     _libc.mount("tmpfs", "/tmp", "tmpfs", _libc.MS_NOSUID | _libc.MS_NODEV, f"size={disk_bytes},mode=1777")
@@ -199,6 +199,9 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
                     f"lowerdir={tree},upperdir={upper},workdir={work}")
     os.chown(WORKDIR, *owner)
     os.chmod(WORKDIR, 0o700)
+    if read_only:
+        _libc.mount(WORKDIR, WORKDIR, None, _libc.MS_BIND)
+        _libc.mount("none", WORKDIR, None, _libc.MS_REMOUNT | _libc.MS_BIND | _RO)
     _libc.umount(STAGING, _libc.MNT_DETACH)  # no other run's directory, nor the shared tree, stays in reach
     return WORKDIR
 

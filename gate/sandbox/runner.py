@@ -225,6 +225,7 @@ class LayeredSandbox:
             "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
             "stage": self._seen(where),
             "tree": self._seen(tree) if tree is not None else None,
+            "read_only": request.read_only_tree,
             "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
                                     limits.open_files, processes),
             "uid": who.uid if who else None,
