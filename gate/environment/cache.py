@@ -23,6 +23,8 @@ import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
+from gate.errors import GateFailure
+
 # Bump when the layout of a cache entry or the way it is built changes.
 FORMAT = 2
 # pip's own settings that change what an install resolves to (the index, extra indexes, local wheels).
@@ -73,9 +75,15 @@ _PRIVATE: list[Path] = []
 
 
 def _private() -> Path:
-    """This process's own cache (made once, readable by a run's uid, removed at exit)."""
+    """This process's own cache (made once, readable by a run's uid, removed at exit), in a temporary
+    directory nobody else could rename it out of (a runner's own TMPDIR could)."""
     if not _PRIVATE:
-        folder = Path(tempfile.mkdtemp(prefix="gate-cache-"))
+        places = [Path(tempfile.gettempdir()), Path("/tmp"), Path("/var/tmp")]
+        place = next((path for path in places if trusted(path / "gate-cache")), None)
+        if place is None:
+            raise GateFailure("no temporary directory that only root or the gate's user can change (tried "
+                              + ", ".join(map(str, places)) + ") for the gate's private cache")
+        folder = Path(tempfile.mkdtemp(prefix="gate-cache-", dir=place))
         folder.chmod(0o755)
         atexit.register(shutil.rmtree, folder, True)
         _PRIVATE.append(folder)
