@@ -23,6 +23,7 @@ from pathlib import Path
 
 import pytest
 
+from gate import __version__
 from tests.fakegithub import FakeGitHub, serve
 from tests.fakegithub.scenario import REPO, Scenario, git
 from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, POLICY, marked_processes, new_marker
@@ -288,6 +289,12 @@ def test_the_gates_installation_and_the_hidden_cases_stay_out_of_reach(attacked:
 
 def test_nothing_of_the_code_is_alive_after_the_gate_exits(attacked: Attack) -> None:
     assert marked_processes(attacked.marker) == []
+
+
+def test_the_log_says_which_gate_scored_the_pr_and_shows_no_refusal_as_an_error(attacked: Attack) -> None:
+    log = "".join(r.stdout + r.stderr for r in attacked.job.runs)
+    assert f"gate {__version__}\n" in log  # the Action's version, before the verdict
+    assert "failed with 403" not in log  # the Actions token's refused GET /user is expected, not an error
 
 
 def test_with_sudo_the_cases_ran_as_a_sandbox_user_and_failed(attacked: Attack) -> None:
