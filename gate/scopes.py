@@ -1,9 +1,11 @@
 """Monorepos: a policy's `scopes:` scored one by one, in one verdict (docs/policy.md, "Monorepos").
 
 Each changed file belongs to the first scope whose `paths` match it, or to the rest of the repository (the
-`root` part, scored under the policy itself, which also runs the hidden cases). Every scope the change touches
-is scored with its own budget, points, cases and tests; the root part is always scored, so its cases run
-whatever the change touches. The change is accepted when every part is within its own budget.
+`root` part, scored under the policy itself, which also runs the hidden cases). A scope is scored, with its
+own budget, points, cases and tests, when the change adds, edits, deletes or moves away any file of it, and
+always when it has cases or tests of its own: a change anywhere (shared code the scope imports, a file moved
+out) can break them, and running them on every change is what tells. The root part is always scored, so its
+cases run whatever the change touches. The change is accepted when every part is within its own budget.
 """
 
 from __future__ import annotations
@@ -26,18 +28,31 @@ def score_by_scope(subject: Subject, policy: Policy, score: Scorer) -> Verdict:
     if not policy.scopes:
         return score(subject, policy)
     owned: dict[str, list[SourceFile]] = {scope.name: [] for scope in policy.scopes}
+    lost: dict[str, list[str]] = {scope.name: [] for scope in policy.scopes}  # deleted or moved away
     rest: list[SourceFile] = []
     for source in subject.files:
-        owner = next((s.name for s in policy.scopes if any(matches(source.path, p) for p in s.paths)), None)
+        owner = _owner(policy.scopes, source.path)
         (owned[owner] if owner else rest).append(source)
-    parts = [(ROOT, replace(subject, files=tuple(rest)), replace(policy, scopes=()))]
+        left = _owner(policy.scopes, source.old_path) if source.status == "renamed" and source.old_path else None
+        if left and left != owner:
+            lost[left].append(str(source.old_path))
+    for path in subject.deleted:
+        if owner := _owner(policy.scopes, path):
+            lost[owner].append(path)
+    parts = [(ROOT, len(rest), replace(subject, files=tuple(rest)), replace(policy, scopes=()))]
     suites = dict(subject.scope_suites)
     for scope in policy.scopes:
-        if owned[scope.name]:
+        if owned[scope.name] or lost[scope.name] or scope.cases is not None or scope.tests is not None:
             part = replace(subject, files=tuple(owned[scope.name]), hidden_cases=(),
                            suite=suites.get(scope.name, subject.suite))
-            parts.append((scope.name, part, scoped_policy(policy, scope)))
-    return combine(policy, [(name, len(part.files), score(part, rules)) for name, part, rules in parts])
+            parts.append((scope.name, len(owned[scope.name]) + len(lost[scope.name]), part,
+                          scoped_policy(policy, scope)))
+    return combine(policy, [(name, files, score(part, rules)) for name, files, part, rules in parts])
+
+
+def _owner(scopes: tuple[Scope, ...], path: str) -> str | None:
+    """The first scope whose `paths` match `path`, or None (the root part)."""
+    return next((s.name for s in scopes if any(matches(path, p) for p in s.paths)), None)
 
 
 def scoped_policy(policy: Policy, scope: Scope) -> Policy:

@@ -104,6 +104,7 @@ class Subject:
     kind: SubjectKind
     label: str  # "reply.md", "main..HEAD", "PR #12", "HumanEval/0 sample 3"
     files: tuple[SourceFile, ...] = ()
+    deleted: tuple[str, ...] = ()  # the base's paths of the files the change deletes
     reply: str | None = None  # the raw model reply, for kind "reply" and raw dataset samples
     task: Task | None = None
     cases: tuple[CaseSpec, ...] = ()

@@ -90,3 +90,26 @@ def test_the_committed_examples_match_their_schemas() -> None:
 
     assert EXAMPLE_FIXES  # the fixes the README lists are applied in the committed copy
     assert example_errors(description()) == []
+
+
+def test_check_runs_list_as_github_filters_them_latest_by_default_all_on_request() -> None:
+    sha = "c" * 40
+    with serve() as fake:
+        fake.add_repo("o/r")
+        client = github.Github(auth=github.Auth.Token(fake.token), base_url=fake.url, retry=None, lazy=True)
+        repo = client.get_repo("o/r")
+        for conclusion in ("failure", "neutral"):
+            repo.create_check_run(name="gate", head_sha=sha, status="completed", conclusion=conclusion)
+        fake.add_check_run("o/r", sha, "gate", "failure", ("other-app", 7), "2025-01-01T00:00:00Z")
+        commit = repo.get_commit(sha)
+
+        def listed(**query: str) -> list[tuple[str, str]]:
+            return [(run.app.slug, run.conclusion) for run in commit.get_check_runs(check_name="gate", **query)]
+
+        # The newest run of a name in each check suite (one per app here), newest first.
+        assert listed() == [("other-app", "failure"), ("github-actions", "neutral")]
+        assert listed(filter="latest") == listed()
+        assert listed(filter="all") == [("other-app", "failure"), ("github-actions", "neutral"),
+                                        ("github-actions", "failure")]
+        assert [r.conclusion for r in commit.get_check_runs(filter="all")
+                if r.app.id == 7] == ["failure"]

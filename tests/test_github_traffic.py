@@ -334,17 +334,81 @@ def test_the_human_authors_own_override_is_ignored(
     assert "the override by ann (comment) is ignored: ann is the PR's author" in comment_of(fake, pr)
 
 
-def test_an_edited_override_comment_is_ignored(
+def test_a_comment_edited_into_an_override_within_the_second_it_was_posted_does_not_count(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
-    event = override_comment(fake, pr, "LGTM", MAINTAINER)
-    # Anyone with write access (a bot's app too) can edit a comment; its author stays the maintainer.
+    event = override_comment(fake, pr, "LGTM", MAINTAINER)  # the `created` event carries the posted body
+    # Anyone with write access (a bot's app too) can edit a comment; its author stays the maintainer, and an
+    # edit within the second leaves `updated_at` equal to `created_at`.
     [*_, theirs] = fake.repos[REPO].comments[pr.number]
-    theirs.update(body="/gate override sneaky", updated_at="2026-01-01T23:59:59Z")
-    event["comment"]["body"] = "/gate override sneaky"  # type: ignore[index]
+    theirs.update(body="/gate override sneaky", updated_at=theirs["created_at"])
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    # The bot's own override comment (ignored: a bot's) must not wake the edited one either.
+    mine = override_comment(fake, pr, "/gate override please", "gate-bot[bot]", "Bot")
+    assert run_ci(pr, monkeypatch, mine, event_name="issue_comment") == 0
+    assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1  # a re-run on the head
+    assert conclusions(fake, pr.head_sha) == ["failure", "failure"]
+    assert "overridden by" not in comment_of(fake, pr)
+
+
+def force_push(pr: Scenario, fake: FakeGitHub, sha: str) -> None:
+    """The bot force-pushes its branch back to `sha`, an older head."""
+    from tests.fakegithub.scenario import git
+
+    git(pr.workspace, "reset", "-q", "--hard", sha)
+    pr.head_sha = sha
+    pull = fake.repos[REPO].pulls[pr.number]
+    pull.head_sha = sha
+    while pull.commits[-1].sha != sha:
+        pull.commits.pop()
+
+
+@pytest.mark.parametrize("via", ["comment", "label"])
+def test_an_override_of_a_later_head_does_not_cover_an_older_head_pushed_back(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via: str) -> None:
+    policy = POLICY + "bots:\n  labels:\n    override: [gate-override]\n"
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch, policy)
+    first = pr.head_sha
+    push(pr, fake, {"util.py": BROKEN + "# still broken\n"})
+    assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
+    if via == "comment":
+        event = override_comment(fake, pr, "/gate override this one is fine", MAINTAINER)
+        assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    else:
+        pr.label("gate-override", MAINTAINER)
+        assert run_ci(pr, monkeypatch, pr.event("labeled", label="gate-override")) == 0
+    assert conclusions(fake, pr.head_sha) == ["failure", "neutral"]
+    force_push(pr, fake, first)
+    assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
+    assert conclusions(fake, first) == ["failure", "failure"]
+    assert fake.repos[REPO].statuses[-1]["state"] == "failure"
+
+
+def test_another_apps_failure_check_run_named_gate_does_not_make_an_earlier_override_count(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot", head={"util.py": BROKEN})
+    event = override_comment(fake, pr, "/gate override looks fine", MAINTAINER)  # before any verdict
+    assert run_ci(pr, monkeypatch) == 1
+    # The bot's own app (`checks: write`) posts a failed `gate` run that it says completed long before.
+    fake.add_check_run(REPO, pr.head_sha, "gate", "failure", ("bot-app", 4242), "2025-06-01T00:00:00Z")
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0  # the comment's run, late
+    gates = [r for r in fake.repos[REPO].check_runs.values() if r["app"]["slug"] == "github-actions"]
+    assert [r["conclusion"] for r in gates] == ["failure"]
+    assert "has no blocked verdict on head" in comment_of(fake, pr)
+
+
+def test_an_override_naming_the_head_counts_and_one_naming_another_head_does_not(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    other = "0123456789ab"
+    event = override_comment(fake, pr, f"/gate override {other} wrong head", MAINTAINER)
     assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
     assert conclusions(fake, pr.head_sha) == ["failure"]
-    assert "the comment was edited after it was posted" in comment_of(fake, pr)
+    assert f"the override names head {other}, but the PR's head is {pr.head_sha[:12]}" in comment_of(fake, pr)
+    event = override_comment(fake, pr, f"/gate override {pr.head_sha[:9]} checked by hand", MAINTAINER)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    assert conclusions(fake, pr.head_sha) == ["failure", "neutral"]
+    assert f"for head {pr.head_sha[:12]}: checked by hand" in comment_of(fake, pr)
 
 
 def test_a_new_push_voids_the_override(
@@ -376,15 +440,16 @@ def test_an_override_label_counts_for_the_head_it_was_applied_on_only(
     assert conclusions(fake, pr.head_sha) == ["failure"]
 
 
-def merge_group(pr: Scenario) -> tuple[str, dict[str, object]]:
+def merge_group(pr: Scenario, built: str = "") -> tuple[str, dict[str, object]]:
     """The merge queue's commit for the PR (main with the PR merged in, on its gh-readonly-queue branch, in the
-    checkout) and GitHub's published merge_group event for it."""
+    checkout; `built`: that branch, made by the caller) and GitHub's published merge_group event for it."""
     from tests.fakegithub import webhook
     from tests.fakegithub.scenario import git
 
-    ref = f"gh-readonly-queue/main/pr-{pr.number}-{pr.head_sha}"
-    git(pr.workspace, "checkout", "-q", "-b", ref, pr.base_sha)
-    git(pr.workspace, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{pr.number}", pr.head_sha)
+    ref = built or f"gh-readonly-queue/main/pr-{pr.number}-{pr.head_sha}"
+    if not built:
+        git(pr.workspace, "checkout", "-q", "-b", ref, pr.base_sha)
+        git(pr.workspace, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{pr.number}", pr.head_sha)
     head = git(pr.workspace, "rev-parse", "HEAD")
     payload = webhook("merge_group.checks_requested")
     payload["merge_group"].update(head_sha=head, base_sha=pr.base_sha, head_ref=f"refs/heads/{ref}",
@@ -426,6 +491,28 @@ def test_a_merge_group_carries_the_override_of_the_head_it_merges(
     assert run_ci(pr, monkeypatch, group, event_name="merge_group") == 0
     assert conclusions(fake, head) == ["neutral"]
     assert fake.repos[REPO].statuses[-1]["description"].startswith("overridden by maria")
+
+
+def test_an_override_does_not_carry_into_a_merge_group_that_also_holds_another_prs_change(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fakegithub.scenario import commit, git
+
+    pr = blocked_bot_pr(fake, tmp_path, monkeypatch)
+    event = override_comment(fake, pr, "/gate override ship it", MAINTAINER)
+    assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
+    # PR #8, queued ahead of this one, adds a file that does not parse; the queue's commit holds both PRs.
+    git(pr.workspace, "checkout", "-q", "-b", "bot/other", pr.base_sha)
+    other = commit(pr.workspace, {"other.py": BROKEN}, "PR 8")
+    ref = f"gh-readonly-queue/main/pr-{pr.number}-{pr.head_sha}"
+    git(pr.workspace, "checkout", "-q", "-b", ref, pr.base_sha)
+    git(pr.workspace, "merge", "-q", "--no-ff", "-m", "Merge pull request #8", other)
+    git(pr.workspace, "merge", "-q", "--no-ff", "-m", f"Merge pull request #{pr.number}", pr.head_sha)
+    head, group = merge_group(pr, ref)
+    assert run_ci(pr, monkeypatch, group, event_name="merge_group") == 1
+    assert conclusions(fake, head) == ["failure"]
+    assert fake.repos[REPO].statuses[-1]["state"] == "failure"
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert any("does not reach this merge group" in n["message"] for n in verdict["notes"])
 
 
 def test_a_parse_error_in_one_file_does_not_hide_a_denied_import_in_another(

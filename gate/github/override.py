@@ -1,33 +1,55 @@
 """A maintainer's override of a blocked verdict, for one head SHA (docs/github.md, "Overrides").
 
-A `/gate override <reason>` comment, or a label the policy names under `bots.labels.override`, overrides the
-gate's blocked verdict on the PR's current head when:
+An override is given two ways, and each names its head:
 
-- a human with write access who is not the PR's author applied it (gate.github.authority, through the API);
-- it came after the gate's first blocked check run on this head (GitHub's own times): an override answers a
-  verdict someone saw, and one made before a push cannot reach the head that push brought, so a new push
-  voids it;
-- a comment was not edited since it was posted (anyone with write access, a bot's app too, can edit a
-  comment while its author stays the same).
+- a `/gate override [HEAD] <reason>` comment, answered on its `issue_comment` `created` event: the body is the
+  event's (what the comment said when it was posted; an edit, even within the same second, is another event
+  and changes nothing), the author comes from the API, and the head is the one the comment names, else the
+  PR's head when the gate answers;
+- a label the policy names under `bots.labels.override`, on its `labeled` event: the head is the event's
+  (the PR's head when the label was applied), the actor the issue's last `labeled` event of that label.
 
-The check run then concludes `neutral`, never `success`, and the comment says who, when and why.
+It counts when a human with write access who is not the PR's author gave it (gate.github.authority), after
+the gate's first blocked check run on that head: only check runs of the gate's own app count (any app with
+`checks: write` can post a run named `gate`, with the times it likes). The gate then posts a neutral check
+run on that head whose summary carries a record of the override; that record, in a check run of the gate's own
+app (which no other app can write), is what every later run on the same head reads, so an override covers
+exactly the head it was given for: a push, or a force-push back to an older head, finds no record there.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
+from pathlib import Path
 from typing import Any
+
+import git
 
 from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary
 from gate.github.authority import Actor, refusal
+from gate.github.client import token_login
 from gate.github.publish import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Publisher, Report, Target, status_line
 from gate.report.markdown import cut, escape
 
-COMMAND = re.compile(r"\A\s*/gate[ \t]+override\b[ \t]*(?P<reason>[^\n]*)")
+COMMAND = re.compile(r"\A\s*/gate[ \t]+override\b[ \t]*(?P<rest>[^\n]*)")
+# A first word of 7 to 40 hex digits names the head (a SHA's prefix, as GitHub shows it).
+NAMED_HEAD = re.compile(r"(?P<head>[0-9a-f]{7,40})(?:[ \t]+|\Z)")
+RECORD = re.compile(r"<!-- gate:override (?P<data>[A-Za-z0-9_=-]+) -->")
+
+
+@dataclass(frozen=True)
+class Command:
+    """A `/gate override [HEAD] <reason>` comment: the head it names (a prefix, or "") and the reason."""
+
+    head: str
+    reason: str
 
 
 @dataclass(frozen=True)
@@ -43,6 +65,25 @@ class Override:
         return (f"overridden by {self.by} ({self.via}, {self.at:%Y-%m-%d %H:%M} UTC) for head {self.head[:12]}: "
                 f"{reason}")
 
+    def record(self) -> str:
+        """The override as a hidden line of the check run's summary, for later runs on the same head."""
+        data = {"by": self.by, "at": self.at.isoformat(), "reason": self.reason, "via": self.via,
+                "head": self.head}
+        return f"<!-- gate:override {base64.urlsafe_b64encode(json.dumps(data).encode()).decode()} -->"
+
+    @classmethod
+    def from_record(cls, text: str) -> Override | None:
+        """The override a check run's summary records, or None."""
+        found = RECORD.search(text or "")
+        if found is None:
+            return None
+        try:
+            data = json.loads(base64.urlsafe_b64decode(found["data"]))
+            return cls(str(data["by"]), datetime.fromisoformat(str(data["at"])), str(data["reason"]),
+                       str(data["via"]), str(data["head"]))
+        except (binascii.Error, ValueError, KeyError, TypeError):
+            return None
+
 
 @dataclass(frozen=True)
 class OverrideCheck:
@@ -52,82 +93,122 @@ class OverrideCheck:
     ignored: tuple[str, ...] = ()
 
 
-def command_reason(body: str) -> str | None:
-    """The reason of a `/gate override <reason>` comment, or None when the comment is not one."""
+def parse_command(body: str) -> Command | None:
+    """The head and reason of a `/gate override [HEAD] <reason>` comment, or None when it is not one."""
     found = COMMAND.match(body or "")
-    return found["reason"].strip() if found else None
+    if found is None:
+        return None
+    rest = found["rest"].strip()
+    named = NAMED_HEAD.match(rest)
+    return Command(named["head"], rest[named.end():].strip()) if named else Command("", rest)
 
 
-def blocked_since(repo: Any, head_sha: str, check_name: str) -> datetime | None:
-    """When the gate's check run first said failure on this head, or None when it never did."""
-    times = [run.completed_at or run.started_at
-             for run in repo.get_commit(head_sha).get_check_runs(check_name=check_name)
-             if run.conclusion == "failure"]
+def gate_app(client: Any) -> str:
+    """The slug of the app whose check runs are the gate's: the one this token writes as (`github-actions`
+    for GITHUB_TOKEN); "" for a user's token, which cannot create check runs."""
+    login = token_login(client)
+    return login[:-len("[bot]")] if login.endswith("[bot]") else ""
+
+
+def own_runs(repo: Any, head_sha: str, check_name: str, app: str) -> list[Any]:
+    """Every check run named `check_name` that `app` posted on the head. `filter=all`: GitHub's default lists
+    only the newest run of a name in each check suite, which after an override is the neutral one."""
+    return [run for run in repo.get_commit(head_sha).get_check_runs(check_name=check_name, filter="all")
+            if app and run.app is not None and run.app.slug == app]
+
+
+def blocked_since(runs: list[Any]) -> datetime | None:
+    """When the gate's check run first said failure, or None when it never did."""
+    times = [run.completed_at or run.started_at for run in runs if run.conclusion == "failure"]
     return min((t for t in times if t is not None), default=None)
 
 
-def find_override(repo: Any, number: int, head_sha: str, pr_author: str, labels: tuple[str, ...],
-                  override_labels: tuple[str, ...], check_name: str) -> OverrideCheck:
-    """Whether a maintainer overrode the blocked verdict on `head_sha`; the newest valid override counts."""
-    since = blocked_since(repo, head_sha, check_name)
-    if since is None:
-        return OverrideCheck()
-    candidates: list[tuple[datetime, Actor, str, str, str]] = []  # (when, who, via, reason, problem)
-    issue = repo.get_issue(number)
-    for comment in issue.get_comments(since=since):
-        reason = command_reason(comment.body)
-        if reason is None or comment.created_at <= since:
-            continue
-        edited = comment.updated_at is not None and comment.updated_at > comment.created_at
-        candidates.append((comment.created_at, Actor.of(comment.user), "comment", reason,
-                           "the comment was edited after it was posted; post a new one" if edited else ""))
-    wanted = [label for label in labels if label in override_labels]
-    if wanted:
-        for event in issue.get_events():
-            if (event.event == "labeled" and event.label is not None and event.label.name in wanted
-                    and event.created_at > since):
-                candidates.append((event.created_at, Actor.of(event.actor), f"label {event.label.name!r}", "", ""))
-    found: Override | None = None
-    ignored: list[str] = []
-    for when, actor, via, reason, problem in sorted(candidates, key=lambda c: c[0], reverse=True):
-        problem = problem or refusal(repo, actor, pr_author)
-        if problem:
-            ignored.append(f"the override by {actor.login} ({via}) is ignored: {problem} (only a human with "
-                           "write access who is not the PR's author can override)")
-        elif found is None:
-            found = Override(actor.login, when, reason, via, head_sha)
-    return OverrideCheck(found, tuple(ignored))
+def recorded(runs: list[Any], head_sha: str) -> Override | None:
+    """The newest override that the gate's own neutral check runs on the head record for that head."""
+    for run in sorted(runs, key=lambda r: (r.completed_at or r.started_at, r.id), reverse=True):
+        found = Override.from_record(run.output.summary or "") if run.conclusion == "neutral" else None
+        if found is not None and found.head == head_sha:
+            return found
+    return None
+
+
+def find_override(repo: Any, app: str, number: int, head_sha: str, pr_author: str, label: str | None,
+                  check_name: str) -> OverrideCheck:
+    """The override that covers `head_sha`: one the gate recorded on it, else the override label of this run's
+    `labeled` event (`label`, when the policy names it as one)."""
+    runs = own_runs(repo, head_sha, check_name, app)
+    found = recorded(runs, head_sha)
+    if found is not None or label is None:
+        return OverrideCheck(found)
+    via = f"label {label!r}"
+    since = blocked_since(runs)
+    events = [e for e in repo.get_issue(number).get_events()
+              if e.event == "labeled" and e.label is not None and e.label.name == label]
+    if since is None or not events or events[-1].created_at <= since:
+        return OverrideCheck(None, (_before_blocked(via, head_sha),))
+    actor = Actor.of(events[-1].actor)
+    problem = refusal(repo, actor, pr_author)
+    if problem:
+        return OverrideCheck(None, (_refused(actor, via, problem),))
+    return OverrideCheck(Override(actor.login, events[-1].created_at, "", via, head_sha))
+
+
+def _refused(actor: Actor, via: str, problem: str) -> str:
+    return (f"the override by {actor.login} ({via}) is ignored: {problem} (only a human with write access who is "
+            "not the PR's author can override)")
+
+
+def _before_blocked(via: str, head_sha: str) -> str:
+    return (f"the override ({via}) is ignored: the gate has no blocked verdict on head {head_sha[:12]} that it "
+            "came after")
 
 
 def overridden(report: Report, override: Override) -> Report:
-    """The blocked report as a maintainer overrode it: a neutral check run, and the comment and the check run's
-    summary that open with who, when and why."""
+    """The blocked report as a maintainer overrode it: a neutral check run whose summary records the
+    override, and the comment and the check run's summary that open with who, when and why."""
     said = "**gate: overridden**: " + escape(override.sentence()) + (
-        ". The check run is neutral, not a pass; a new push voids the override.")
+        ". The check run is neutral, not a pass; it covers this head only.")
     return replace(report, state="neutral", description=status_line(override.sentence()),
                    title=f"overridden by {override.by}: {report.title}",
-                   summary=cut(f"{said}\n\n{report.summary}", CHECK_TEXT_LIMIT, FULL_REPORT_NOTE),
+                   summary=cut(f"{said}\n{override.record()}\n\n{report.summary}", CHECK_TEXT_LIMIT,
+                               FULL_REPORT_NOTE),
                    comment=f"> {said}\n\n{report.comment}" if report.comment is not None else None)
+
+
+def check_comment(client: Any, repo: Any, payload: Mapping[str, Any], command: Command,
+                  check_name: str) -> tuple[OverrideCheck, str]:
+    """The event's `/gate override` comment as an override of the PR's head, and that head."""
+    pull = repo.get_pull(int(payload["issue"]["number"]))
+    head = pull.head.sha
+    if command.head and not head.startswith(command.head):
+        return OverrideCheck(None, (f"the override names head {command.head}, but the PR's head is {head[:12]}: "
+                                    f"to override it, comment `/gate override {head[:12]} <reason>`",)), head
+    comment = repo.get_issue(pull.number).get_comment(int(payload["comment"]["id"]))
+    actor = Actor.of(comment.user)
+    since = blocked_since(own_runs(repo, head, check_name, gate_app(client)))
+    if since is None or comment.created_at <= since:
+        return OverrideCheck(None, (_before_blocked("comment", head),)), head
+    problem = refusal(repo, actor, pull.user.login)
+    if problem:
+        return OverrideCheck(None, (_refused(actor, "comment", problem),)), head
+    return OverrideCheck(Override(actor.login, comment.created_at, command.reason, "comment", head)), head
 
 
 def answer_command(client: Any, repo_name: str, payload: dict[str, Any], names: Names,
                    environ: Mapping[str, str]) -> int:
     """An `issue_comment` event: when it is a `/gate override` comment on a PR, check it and, when it counts,
-    post the neutral check run and status on the PR's head and open the gate's comment with it. Nothing of the
-    PR is scored or run here: this event runs with the base repository's token and secrets."""
+    post the neutral check run (with the record) and status on the head and open the gate's comment with it.
+    Nothing of the PR is scored or run here: this event runs with the base repository's token and secrets."""
     issue, comment = payload.get("issue") or {}, payload.get("comment") or {}
-    if (payload.get("action") != "created" or not issue.get("pull_request")
-            or command_reason(str(comment.get("body", ""))) is None):
+    command = parse_command(str(comment.get("body", "")))
+    if payload.get("action") != "created" or not issue.get("pull_request") or command is None:
         print("gate: not a `/gate override` comment on a pull request; nothing to do")
         return EXIT_ACCEPTED
     repo = client.get_repo(repo_name)
-    pull = repo.get_pull(int(issue["number"]))
-    head, author = pull.head.sha, pull.user.login
-    check = find_override(repo, pull.number, head, author, (), (), names.check)
-    publisher = Publisher(client, Target(repo_name, pull.number, head), names)
+    check, head = check_comment(client, repo, payload, command, names.check)
+    publisher = Publisher(client, Target(repo_name, int(issue["number"]), head), names)
     if check.override is None:
-        why = check.ignored[0] if check.ignored else (
-            f"the override is ignored: the gate has no blocked verdict on head {head[:12]} that it came after")
+        why = check.ignored[0]
         print(f"gate: {why}")
         append_summary(environ, f"**gate**: {why}")
         publisher.annotate_comment("**gate**: " + escape(why))
@@ -137,7 +218,24 @@ def answer_command(client: Any, repo_name: str, payload: dict[str, Any], names: 
                      comment=None)
     report = overridden(blocked, check.override)
     outcome = publisher.publish(report)
-    publisher.annotate_comment(report.summary.split("\n\n", 1)[0])
+    publisher.annotate_comment(report.summary.split("\n", 1)[0])
     print(f"gate: {check.override.sentence()}")
     append_summary(environ, f"**gate**: {escape(check.override.sentence())}")
     return EXIT_GATE_FAILED if outcome.failures else EXIT_ACCEPTED
+
+
+def group_problem(workspace: Path | None, base_sha: str, group_sha: str, head_sha: str) -> str:
+    """Why an override of `head_sha` does not carry over to the merge group's commit, or "" when it does: the
+    group must hold that head's change and nothing else on top of its base, so its tree must be the one that
+    merging the head into the base gives (a group that also queued another PR holds that PR's change too)."""
+    if workspace is None:
+        return "the override does not reach this merge group: there is no checkout to compare its commit with"
+    try:
+        local = git.Repo(workspace)
+        merged = local.git.merge_tree("--write-tree", base_sha, head_sha).split("\n", 1)[0]
+        holds_only = merged == local.commit(group_sha).tree.hexsha
+    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        holds_only = False
+    return "" if holds_only else (
+        f"the override of head {head_sha[:12]} does not reach this merge group: its commit holds more than that "
+        "head merged into the group's base (another PR's change), or the checkout cannot tell")

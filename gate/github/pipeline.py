@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import git
 import github
 from github.GithubException import GithubException
 from requests import RequestException
@@ -34,7 +33,7 @@ from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
-from gate.github.override import OverrideCheck, find_override, overridden
+from gate.github.override import OverrideCheck, find_override, gate_app, group_problem, overridden
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
 from gate.sandbox import MISSING_LAYERS, layers_found_ahead
 from gate.sources.base import ScoreInput
@@ -170,26 +169,18 @@ def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Deli
 
 
 def _override(job: Job, names: Names, run: Run, found: ScoreInput) -> OverrideCheck:
-    """A maintainer's override of the PR's head. A merge group carries it when the group's commit holds that
-    head: the PR that was overridden is the PR being merged, on top of the base."""
-    pr, group = run.pr, run.group
-    check = find_override(job.client.get_repo(job.repo), pr.number, pr.head_sha, pr.author, pr.labels,
-                          found.policy.bots.labels.override, names.check)
-    if group is None or check.override is None or _holds(run.workspace, pr.head_sha, group.head_sha):
+    """A maintainer's override of the PR's head (docs/github.md, "Overrides"): recorded on it, or the override
+    label of this run's `labeled` event. A merge group carries it when its commit is that head merged into the
+    group's base and nothing else (docs/github.md, "Merge queues")."""
+    pr, group, payload = run.pr, run.group, job.payload
+    label = str((payload.get("label") or {}).get("name", "")) if payload.get("action") == "labeled" else ""
+    counted = label if group is None and label in found.policy.bots.labels.override else None
+    check = find_override(job.client.get_repo(job.repo), gate_app(job.client), pr.number, pr.head_sha, pr.author,
+                          counted, names.check)
+    if group is None or check.override is None:
         return check
-    return OverrideCheck(None, (*check.ignored, f"the override of PR #{pr.number}'s head {pr.head_sha[:12]} "
-                                                "does not reach this merge group: its commit does not hold that head"))
-
-
-def _holds(workspace: Path | None, head_sha: str, group_sha: str) -> bool:
-    """Whether the checkout shows commit `group_sha` holding `head_sha`."""
-    if workspace is None:
-        return False
-    try:
-        local = git.Repo(workspace)
-        return local.is_ancestor(local.commit(head_sha), local.commit(group_sha))
-    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
-        return False
+    problem = group_problem(run.workspace, group.base_sha, group.head_sha, pr.head_sha)
+    return OverrideCheck(None, (*check.ignored, problem)) if problem else check
 
 
 def score_in_ci(found: ScoreInput) -> Verdict:

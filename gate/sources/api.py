@@ -12,7 +12,7 @@ from github.GithubException import UnknownObjectException
 
 from gate.errors import decode_input
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
-from gate.sources.trust import read_trusted, source_files
+from gate.sources.trust import deleted_paths, read_trusted, source_files
 from gate.subject import Subject
 
 # The PR files API's statuses ("copied", "changed" and "unchanged" are edits of the file at `filename`).
@@ -52,7 +52,8 @@ def subject_from_api(client: Any, repo_name: str, number: int, base_sha: str, he
     changes = tuple(_change(repo, entry, head_sha) for entry in repo.get_pull(number).get_files())
     trusted = read_trusted(ApiBase(repo, base_sha), changes, head_sha, policy_path=policy_path)
     subject = Subject(kind="range", label=f"{base_sha[:12]}..{head_sha[:12]}", files=source_files(changes),
-                      hidden_cases=trusted.hidden_cases, judge_rubric=trusted.judge_rubric,
+                      deleted=deleted_paths(changes), hidden_cases=trusted.hidden_cases,
+                      judge_rubric=trusted.judge_rubric,
                       blocked_reasons=trusted.blocked_reasons,
                       facts=(("repo", repo_url), ("base", base_sha), ("head", head_sha),
                              *(("dependencies", note) for note in trusted.dependency_notes)))

@@ -29,7 +29,7 @@ from gate.policy.model import Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
-from gate.sources.trust import read_trusted, source_files
+from gate.sources.trust import deleted_paths, read_trusted, source_files
 from gate.subject import Subject, SuiteTrees
 from gate.verdict import listing
 
@@ -129,6 +129,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
             files=source_files(changes),
+            deleted=deleted_paths(changes),
             hidden_cases=trusted.hidden_cases,
             tree=tree,
             blocked_reasons=trusted.blocked_reasons,

@@ -133,6 +133,11 @@ def source_files(changes: Sequence[Change]) -> tuple[SourceFile, ...]:
     return tuple(_source_file(c, c.data) for c in changes if c.status != "deleted" and c.data is not None)
 
 
+def deleted_paths(changes: Sequence[Change]) -> tuple[str, ...]:
+    """The base's paths of the files the change deletes (a scope that loses one is scored: docs/policy.md)."""
+    return tuple(c.path for c in changes if c.status == "deleted")
+
+
 def tree_path(path: str) -> str:
     """`path` as git names it in a tree (`./a//b.yml` is `a/b.yml`); it must stay inside the repository."""
     clean = PurePosixPath(path)

@@ -34,6 +34,7 @@ PUBLIC = "https://api.github.com"
 DOCS = "https://docs.github.com/rest"
 COMMENT_LIMIT = 65536  # characters in an issue comment body (GitHub answers 422 above it)
 ACTIONS_BOT = "github-actions[bot]"  # the author of what GITHUB_TOKEN writes
+ACTIONS_APP = ("github-actions", 15368)  # the app whose check runs GITHUB_TOKEN creates (slug, id)
 
 
 @functools.cache
@@ -167,6 +168,7 @@ class FakeGitHub:
         # Who the token is. None: a GitHub App installation token such as GITHUB_TOKEN, which GitHub refuses
         # GET /user to (403) and whose writes show as `github-actions[bot]`; a login: a user's token.
         self.token_login: str | None = None
+        self.check_app = ACTIONS_APP  # the app (slug, id) whose check runs the token creates
         self.prefix = prefix  # "/api/v3" to look like GitHub Enterprise Server
         self.repos: dict[str, Repo] = {}
         self.errors: list[str] = []
@@ -248,6 +250,17 @@ class FakeGitHub:
                          label={"name": name, "color": "ededed"})
             repo.events.setdefault(number, []).append(event)
             return event
+
+    def add_check_run(self, full_name: str, head_sha: str, name: str, conclusion: str, app: tuple[str, int],
+                      completed_at: str) -> dict[str, Any]:
+        """A completed check run that another app (`app`: slug, id) posted on `head_sha`, with the times it
+        chose (the API lets a check run's creator set `started_at` and `completed_at`)."""
+        with self._lock:
+            _, _, run = create_check_run(self, {}, {"name": name, "head_sha": head_sha, "conclusion": conclusion,
+                                                    "started_at": completed_at, "completed_at": completed_at},
+                                         *full_name.split("/"))
+            _app_of(run, *app)
+            return dict(run)
 
     def set_permission(self, full_name: str, login: str, permission: str) -> None:
         """`login`'s permission on the repository (admin, maintain, write, triage, read); others have none."""
@@ -577,7 +590,18 @@ def list_check_runs_for_ref(fake: FakeGitHub, query: dict[str, str], body: Any, 
                             ref: str) -> tuple[int, dict[str, str], Any]:
     state = _repo(fake, owner, repo)
     runs = [run for run in state.check_runs.values() if run["head_sha"] == ref
-            and query.get("check_name") in (None, run["name"])]
+            and query.get("check_name") in (None, run["name"])
+            and query.get("app_id") in (None, str(run["app"]["id"]))]
+    if query.get("filter", "latest") == "latest":
+        # GitHub's default: the most recent run (by completed_at) of each name in each check suite; a suite
+        # is one app's on one commit here.
+        newest: dict[tuple[int, str], dict[str, Any]] = {}
+        for run in runs:
+            key = (run["check_suite"]["id"], run["name"])
+            if key not in newest or (run["completed_at"] or "", run["id"]) > (newest[key]["completed_at"] or "",
+                                                                                newest[key]["id"]):
+                newest[key] = run
+        runs = [run for run in runs if newest[(run["check_suite"]["id"], run["name"])] is run]
     runs.reverse()  # newest first, as GitHub lists them
     status, headers, page = _page(fake, f"/repos/{owner}/{repo}/commits/{ref}/check-runs", query, runs)
     return status, headers, {"total_count": len(runs), "check_runs": page}
@@ -674,12 +698,13 @@ def create_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: 
     run.update(id=cid, name=body["name"], head_sha=body["head_sha"], status=body.get("status", "queued"),
                conclusion=body.get("conclusion"), url=f"{PUBLIC}/repos/{state.full_name}/check-runs/{cid}",
                html_url=f"https://github.com/{state.full_name}/runs/{cid}", pull_requests=[],
-               external_id=body.get("external_id", ""), started_at=_now())
-    run["completed_at"] = run["started_at"]
+               external_id=body.get("external_id", ""), started_at=body.get("started_at") or _now())
+    run["completed_at"] = body.get("completed_at") or run["started_at"]
     if run["conclusion"] is not None:
         run["status"] = "completed"
     else:
         run["completed_at"] = None
+    _app_of(run, *fake.check_app)
     state.check_runs[cid] = run
     state.annotations[cid] = []
     _apply_output(state, run, body.get("output"))
@@ -699,6 +724,12 @@ def update_check_run(fake: FakeGitHub, query: dict[str, str], body: Any, owner: 
         run.update(status="completed", completed_at=_now())
     _apply_output(state, run, body.get("output"))
     return 200, {}, run
+
+
+def _app_of(run: dict[str, Any], slug: str, app_id: int) -> None:
+    """The run belongs to app `slug` and to that app's check suite on the run's commit."""
+    run["app"].update(slug=slug, id=app_id, name=slug, html_url=f"https://github.com/apps/{slug}")
+    run["check_suite"] = {"id": _number(f"{slug} {run['head_sha']}")}
 
 
 def _apply_output(state: Repo, run: dict[str, Any], output: dict[str, Any] | None) -> None:
