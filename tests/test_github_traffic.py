@@ -564,3 +564,18 @@ def test_a_two_scope_monorepo_pr_is_scored_per_scope_and_blocked_by_the_scope_ov
     capsys.readouterr()
     assert main(["check", "--repo", str(pr.workspace), "--base", pr.base_sha, "--head", pr.head_sha]) == 1
     assert "  api: 3 / budget 0  over its budget\n  web: 5 / budget 5\n" in capsys.readouterr().out
+
+
+def test_gate_hidden_cases_set_in_a_pr_run_is_said_in_the_verdict_to_be_unused(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    hidden = tmp_path / "secret" / "hidden.yml"  # outside the checkout, as the cases docs say for gate score
+    hidden.parent.mkdir()
+    hidden.write_text("- {function: 'util:add', args: [2, 3], expect: 6}\n")  # would fail if it ran
+    pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot")
+    monkeypatch.setenv("GATE_HIDDEN_CASES", str(hidden))
+    assert run_ci(pr, monkeypatch) == 0
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    assert verdict["cases"] == []  # the base commit decides the hidden cases; it names none
+    assert verdict["facts"]["ignored"].startswith(
+        "GATE_HIDDEN_CASES is set but not used: with a base commit, hidden cases come from")
+    assert "GATE_HIDDEN_CASES is set but not used" in comment_of(fake, pr)

@@ -56,7 +56,8 @@ def subject_from_api(client: Any, repo_name: str, number: int, base_sha: str, he
                       judge_rubric=trusted.judge_rubric,
                       blocked_reasons=trusted.blocked_reasons,
                       facts=(("repo", repo_url), ("base", base_sha), ("head", head_sha),
-                             *(("dependencies", note) for note in trusted.dependency_notes)))
+                             *(("dependencies", note) for note in trusted.dependency_notes),
+                             *(("ignored", note) for note in trusted.ignored)))
     return ScoreInput(subject, trusted.policy, trusted.overrides, trusted.reproduce)
 
 

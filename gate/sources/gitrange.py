@@ -110,6 +110,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
     policy = trusted.policy
     facts = _facts(repo, base, head, fork, repo_url)
     facts += [("dependencies", note) for note in trusted.dependency_notes]
+    facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:

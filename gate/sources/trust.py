@@ -8,6 +8,7 @@ those files is blocked for a human whatever its score: it would change how it is
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -38,6 +39,8 @@ class Trusted:
     # What the change does to the dependency declarations, when the policy relaxes that to a note
     # (`environment.dependency_changes: note`); otherwise those lines are among `blocked_reasons`.
     dependency_notes: tuple[str, ...] = ()
+    # What the run's environment asks for that the base's trust rules set aside, one sentence each.
+    ignored: tuple[str, ...] = ()
 
 
 def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, policy_path: str | None,
@@ -58,10 +61,24 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
         blocked_reasons=blocked_reasons(changes, governed) + (() if relaxed else dependencies),
         dependency_notes=dependencies if relaxed else (),
         hidden_cases=load_hidden(policy, base.read, worktree),
+        ignored=ignored_hidden_env(policy),
         judge_rubric=base.read(rubric) if rubric else None,
         overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
         reproduce=f"gate check --base {base.sha} --head {head_sha}" + (f" --policy {named}" if named else ""),
     )
+
+
+def ignored_hidden_env(policy: Policy, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
+    """The hidden-cases variable (`hidden.env`) set in a run that has a base, which does not use it: on a
+    `pull_request` run the workflow that sets it is the head's own (a PR can edit it), so the hidden cases come
+    from the base commit only. Said in the verdict, never dropped in silence."""
+    value = (os.environ if environ is None else environ).get(policy.hidden.env)
+    if not value:
+        return ()
+    base = f"`hidden.path` ({policy.hidden.path})" if policy.hidden.path else "`hidden.path`, unset here"
+    return (f"{policy.hidden.env} is set but not used: with a base commit, hidden cases come from the base's "
+            f"{base} only, since a PR can change the workflow that sets the variable; the file it names is "
+            "still hidden from every run",)
 
 
 def read_policy(base: BaseReader, policy_path: str | None) -> Policy:
