@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import pwd
 import shutil
 import stat
 import subprocess
@@ -473,3 +474,36 @@ def test_a_wheel_the_lock_files_do_not_hash_is_refused_and_nothing_is_installed(
         shutil.rmtree(root)
         shutil.rmtree(index)
         shutil.rmtree(home, ignore_errors=True)
+
+
+def test_on_a_runner_an_override_covers_its_head_and_not_an_older_head_pushed_back(
+        fake: FakeGitHub, machine: Machine) -> None:
+    """The Action's steps on each event of an override's story: blocked H, pushed H2 (blocked), a maintainer
+    overrides H2 (the `issue_comment` run), the bot force-pushes H again: H is blocked."""
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"})
+        fake.set_permission(REPO, "maria", "write")
+
+        def job(event: dict[str, object] | None = None, name: str | None = None) -> StepRun:
+            env = pr.environment(event=event, event_name=name)
+            chown_tree(root, machine.user)
+            return Job(machine, env, {}).run()
+
+        assert job().code == 1
+        first = pr.head_sha
+        chown_tree(root, pwd.getpwuid(0))  # git, as root, refuses a repository another user owns
+        pr.push({"util.py": "def f(:\n# still broken\n"})
+        assert job(pr.event("synchronize")).code == 1
+        answered = job(pr.comment("/gate override checked by hand", "maria"), "issue_comment")
+        assert answered.code == 0, answered.stderr
+        chown_tree(root, pwd.getpwuid(0))
+        pr.force_push(first)
+        assert job(pr.event("synchronize")).code == 1
+        repo = fake.repos[REPO]
+        runs = [(r["head_sha"] == first, r["conclusion"]) for r in repo.check_runs.values()]
+        assert runs == [(True, "failure"), (False, "failure"), (False, "neutral"), (True, "failure")]
+        assert repo.statuses[-1]["state"] == "failure"
+    finally:
+        shutil.rmtree(root, ignore_errors=True)

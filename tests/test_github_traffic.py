@@ -219,14 +219,7 @@ def test_a_data_change_that_breaks_behaviour_fails_its_case_though_no_gated_file
 
 def push(pr: Scenario, fake: FakeGitHub, files: dict[str, str | None], message: str = "bot change") -> None:
     """A new commit on the PR's branch, in the checkout and in the fake."""
-    from tests.fakegithub import Commit
-    from tests.fakegithub.scenario import commit
-
-    spec = CommitSpec(message, HUMAN, HUMAN)
-    pr.head_sha = commit(pr.workspace, files, message, spec)
-    pull = fake.repos[REPO].pulls[pr.number]
-    pull.head_sha = pr.head_sha
-    pull.commits.append(Commit(pr.head_sha, message, spec.author, spec.committer))
+    pr.push(files, CommitSpec(message, HUMAN, HUMAN))
 
 
 def comment_writes(fake: FakeGitHub) -> list[str]:
@@ -264,19 +257,8 @@ def test_comment_blocked_only_posts_nothing_for_an_accepted_pr_until_one_is_bloc
 
 def override_comment(fake: FakeGitHub, pr: Scenario, body: str, login: str, kind: str = "User",
                      ) -> dict[str, object]:
-    """`login` comments `body` on the PR: the comment in the fake, and GitHub's published issue_comment event
-    for it (the event also claims a maintainer sent it: the gate asks the API instead)."""
-    from tests.fakegithub import webhook
-
-    comment = fake.add_comment(REPO, pr.number, body, login, kind)
-    payload = webhook("issue_comment.created")
-    payload["issue"].update(number=pr.number,
-                            pull_request={"url": f"https://api.github.com/repos/{REPO}/pulls/{pr.number}"})
-    payload["comment"].update(id=comment["id"], body=body)
-    payload["comment"]["user"].update(login=login, type=kind)
-    payload["sender"].update(login=MAINTAINER, type="User")
-    payload["repository"]["full_name"] = REPO
-    return payload
+    """`login` comments `body` on the PR, and the issue_comment event for it."""
+    return pr.comment(body, login, kind, sender=MAINTAINER)
 
 
 def blocked_bot_pr(fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, policy: str = POLICY) -> Scenario:
@@ -351,18 +333,6 @@ def test_a_comment_edited_into_an_override_within_the_second_it_was_posted_does_
     assert "overridden by" not in comment_of(fake, pr)
 
 
-def force_push(pr: Scenario, fake: FakeGitHub, sha: str) -> None:
-    """The bot force-pushes its branch back to `sha`, an older head."""
-    from tests.fakegithub.scenario import git
-
-    git(pr.workspace, "reset", "-q", "--hard", sha)
-    pr.head_sha = sha
-    pull = fake.repos[REPO].pulls[pr.number]
-    pull.head_sha = sha
-    while pull.commits[-1].sha != sha:
-        pull.commits.pop()
-
-
 @pytest.mark.parametrize("via", ["comment", "label"])
 def test_an_override_of_a_later_head_does_not_cover_an_older_head_pushed_back(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, via: str) -> None:
@@ -378,7 +348,7 @@ def test_an_override_of_a_later_head_does_not_cover_an_older_head_pushed_back(
         pr.label("gate-override", MAINTAINER)
         assert run_ci(pr, monkeypatch, pr.event("labeled", label="gate-override")) == 0
     assert conclusions(fake, pr.head_sha) == ["failure", "neutral"]
-    force_push(pr, fake, first)
+    pr.force_push(first)
     assert run_ci(pr, monkeypatch, pr.event("synchronize")) == 1
     assert conclusions(fake, first) == ["failure", "failure"]
     assert fake.repos[REPO].statuses[-1]["state"] == "failure"

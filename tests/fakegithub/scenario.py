@@ -98,6 +98,37 @@ class Scenario:
                                status="modified" if path in self.base else "added",
                                patch=self._patch(path) if path in self.base else None)
 
+    def push(self, files: dict[str, str | None], spec: CommitSpec | None = None) -> None:
+        """A new commit on the PR's branch (`files` written, or deleted for None), in the checkout and in the
+        fake."""
+        spec = spec or CommitSpec()
+        self.head_sha = commit(self.workspace, files, spec.message, spec)
+        pull = self.fake.repos[REPO].pulls[self.number]
+        pull.head_sha = self.head_sha
+        pull.commits.append(Commit(self.head_sha, spec.message, spec.author, spec.committer))
+
+    def force_push(self, sha: str) -> None:
+        """The branch force-pushed back to `sha`, an older head, in the checkout and in the fake."""
+        git(self.workspace, "reset", "-q", "--hard", sha)
+        self.head_sha = sha
+        pull = self.fake.repos[REPO].pulls[self.number]
+        pull.head_sha = sha
+        while pull.commits[-1].sha != sha:
+            pull.commits.pop()
+
+    def comment(self, body: str, login: str, kind: str = "User", sender: str = "maria") -> dict[str, object]:
+        """`login` comments `body` on the PR: the comment in the fake, and GitHub's published `issue_comment`
+        `created` event for it (which claims `sender` sent it: the gate asks the API instead)."""
+        posted = self.fake.add_comment(REPO, self.number, body, login, kind)
+        payload = webhook("issue_comment.created")
+        payload["issue"].update(number=self.number,
+                                pull_request={"url": f"https://api.github.com/repos/{REPO}/pulls/{self.number}"})
+        payload["comment"].update(id=posted["id"], body=body)
+        payload["comment"]["user"].update(login=login, type=kind)
+        payload["sender"].update(login=sender, type="User")
+        payload["repository"]["full_name"] = REPO
+        return payload
+
     def label(self, name: str, actor: str, kind: str = "User") -> None:
         """`actor` applies label `name`: on the PR (and so in the next event) and in the issue's events."""
         if name not in self.labels:
