@@ -549,3 +549,26 @@ def test_gate_hidden_cases_set_in_a_pr_run_is_said_in_the_verdict_to_be_unused(
     assert verdict["facts"]["ignored"].startswith(
         "GATE_HIDDEN_CASES is set but not used: with a base commit, hidden cases come from")
     assert "GATE_HIDDEN_CASES is set but not used" in comment_of(fake, pr)
+
+
+def test_an_override_of_a_pr_into_an_unprotected_branch_leaves_the_gate_check_of_its_head_alone(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from tests.fakegithub import Pull
+
+    seven = blocked_bot_pr(fake, tmp_path, monkeypatch)  # PR #12 into main: `gate` fails on its head H
+    # The bot's second PR with the same head H, into a branch it pushed: scored under names of its own.
+    fake.add_pull(REPO, Pull(13, seven.head_sha, seven.base_sha, head_ref=seven.branch, base_ref="bot/parent",
+                             user="gate-bot[bot]", user_type="Bot", commits=fake.repos[REPO].pulls[12].commits))
+    event = seven.event("synchronize")
+    pull = event["pull_request"]
+    assert isinstance(pull, dict)
+    pull["number"] = 13
+    pull["base"]["ref"] = "bot/parent"
+    assert run_ci(seven, monkeypatch, event) == 1
+    # A maintainer overrides #13, thinking a PR into a side branch harmless.
+    seven.number = 13
+    answer = override_comment(fake, seven, "/gate override it only merges into a side branch", MAINTAINER)
+    assert run_ci(seven, monkeypatch, answer, event_name="issue_comment") == 0
+    runs = [(r["name"], r["conclusion"]) for r in fake.repos[REPO].check_runs.values()]
+    assert runs == [("gate", "failure"), ("gate (into bot/parent)", "failure"), ("gate (into bot/parent)", "neutral")]
+    assert [s["state"] for s in fake.repos[REPO].statuses if s["context"] == "gate"] == ["failure"]

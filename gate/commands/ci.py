@@ -16,7 +16,7 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate.github.override import answer_command
-from gate.github.pipeline import Job, Run, Settings, gate_pull_request, score_in_ci
+from gate.github.pipeline import Job, Run, Settings, gate_pull_request, posting_names, score_in_ci
 from gate.github.publish import COMMENT_MODES, Names
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.sources.pullrequest import MergeGroup, PullRequest, pull_request_from_event, pull_request_of
@@ -66,7 +66,9 @@ def run(args: argparse.Namespace) -> int:
     try:
         # A maintainer's `/gate override`: checked, never scored (docs/github.md, "Overrides").
         if job.event == "issue_comment":
-            return answer_command(job.client, job.repo, job.payload, chosen.names, job.environ)
+            return answer_command(job.client, job.repo, job.payload,
+                                  lambda pr: posting_names(job.client, chosen.names, pr, chosen.policy_path),
+                                  job.environ)
         group = MergeGroup.from_event(job.payload) if job.event == "merge_group" else None
         pr = _pull_request(job, group)
     except (GithubException, RequestException) as exc:

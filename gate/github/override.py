@@ -23,7 +23,7 @@ import base64
 import binascii
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
@@ -37,6 +37,7 @@ from gate.github.authority import Actor, refusal
 from gate.github.client import token_login
 from gate.github.publish import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Publisher, Report, Target, status_line
 from gate.report.markdown import cut, escape
+from gate.sources.pullrequest import PullRequest
 
 COMMAND = re.compile(r"\A\s*/gate[ \t]+override\b[ \t]*(?P<rest>[^\n]*)")
 # A first word of 7 to 40 hex digits names the head (a SHA's prefix, as GitHub shows it).
@@ -175,38 +176,41 @@ def overridden(report: Report, override: Override) -> Report:
                    comment=f"> {said}\n\n{report.comment}" if report.comment is not None else None)
 
 
-def check_comment(client: Any, repo: Any, payload: Mapping[str, Any], command: Command,
-                  check_name: str) -> tuple[OverrideCheck, str]:
-    """The event's `/gate override` comment as an override of the PR's head, and that head."""
-    pull = repo.get_pull(int(payload["issue"]["number"]))
+def check_comment(client: Any, repo: Any, pull: Any, payload: Mapping[str, Any], command: Command,
+                  check_name: str) -> OverrideCheck:
+    """The event's `/gate override` comment as an override of the PR's head now (`pull`, from the API)."""
     head = pull.head.sha
     if command.head and not head.startswith(command.head):
         return OverrideCheck(None, (f"the override names head {command.head}, but the PR's head is {head[:12]}: "
-                                    f"to override it, comment `/gate override {head[:12]} <reason>`",)), head
+                                    f"to override it, comment `/gate override {head[:12]} <reason>`",))
     comment = repo.get_issue(pull.number).get_comment(int(payload["comment"]["id"]))
     actor = Actor.of(comment.user)
     since = blocked_since(own_runs(repo, head, check_name, gate_app(client)))
     if since is None or comment.created_at <= since:
-        return OverrideCheck(None, (_before_blocked("comment", head),)), head
+        return OverrideCheck(None, (_before_blocked("comment", head),))
     problem = refusal(repo, actor, pull.user.login)
     if problem:
-        return OverrideCheck(None, (_refused(actor, "comment", problem),)), head
-    return OverrideCheck(Override(actor.login, comment.created_at, command.reason, "comment", head)), head
+        return OverrideCheck(None, (_refused(actor, "comment", problem),))
+    return OverrideCheck(Override(actor.login, comment.created_at, command.reason, "comment", head))
 
 
-def answer_command(client: Any, repo_name: str, payload: dict[str, Any], names: Names,
+def answer_command(client: Any, repo_name: str, payload: dict[str, Any], names_for: Callable[[PullRequest], Names],
                    environ: Mapping[str, str]) -> int:
     """An `issue_comment` event: when it is a `/gate override` comment on a PR, check it and, when it counts,
     post the neutral check run (with the record) and status on the head and open the gate's comment with it.
-    Nothing of the PR is scored or run here: this event runs with the base repository's token and secrets."""
+    `names_for` gives the names a run for the PR posts under (a PR into a branch no protection of the gate's
+    reads has names of its own). Nothing of the PR is scored or run here: this event runs with the base
+    repository's token and secrets."""
     issue, comment = payload.get("issue") or {}, payload.get("comment") or {}
     command = parse_command(str(comment.get("body", "")))
     if payload.get("action") != "created" or not issue.get("pull_request") or command is None:
         print("gate: not a `/gate override` comment on a pull request; nothing to do")
         return EXIT_ACCEPTED
     repo = client.get_repo(repo_name)
-    check, head = check_comment(client, repo, payload, command, names.check)
-    publisher = Publisher(client, Target(repo_name, int(issue["number"]), head), names)
+    pull = repo.get_pull(int(issue["number"]))
+    names = names_for(PullRequest.from_json(pull.raw_data, repo_name))
+    check = check_comment(client, repo, pull, payload, command, names.check)
+    publisher = Publisher(client, Target(repo_name, pull.number, pull.head.sha), names)
     if check.override is None:
         why = check.ignored[0]
         print(f"gate: {why}")

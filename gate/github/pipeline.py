@@ -138,6 +138,13 @@ def gate_pull_request(job: Job, settings: Settings, run: Run, scorer: Scorer,
         return _gate(job, settings, run, scorer, delivery, note)
 
 
+def posting_names(client: github.Github, names: Names, pr: PullRequest, policy_path: str | None) -> Names:
+    """The names a run for `pr` posts under: `names` for a PR into a protected branch, else `off_target`'s."""
+    if pr.base_ref == pr.default_branch or protected_target(client, pr, policy_path=policy_path):
+        return names
+    return off_target(names, pr.base_ref)
+
+
 def off_target(names: Names, base_ref: str) -> Names:
     """The names a PR into `base_ref`, a branch no protection of the gate's reads, posts under."""
     return Names(status=f"{names.status} (into {base_ref})", check=f"{names.check} (into {base_ref})")
@@ -158,7 +165,7 @@ def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Deli
             verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
         if run.group:
             verdict = replace(verdict, facts=(*verdict.facts, ("merge group", run.group.head_ref)))
-        check = _override(job, settings.names, run, found) if run.overrides and not verdict.accepted \
+        check = _override(job, delivery.names, run, found) if run.overrides and not verdict.accepted \
             else OverrideCheck()
     verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
     report = report_for(verdict, found.overrides, comment="false" if run.group else settings.comment,
