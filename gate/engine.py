@@ -26,7 +26,9 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
           checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
     """Score `subject` under `policy`. `sandbox` is None when no code may run (static checks only)."""
     started = time.perf_counter()
-    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=subject.files))
+    # No code until the extract check finds some (a reply's block); a change's files are there from the start.
+    files = subject.files or None
+    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=files))
     pipeline = list(checks) if checks is not None else all_checks()
     penalties: list[Penalty] = []
     notes: list[Note] = []
@@ -151,6 +153,8 @@ def _unmet_need(check: Check, ctx: CheckContext, pipeline: Sequence[Check]) -> s
         if getattr(ctx.analysis, need) is None:
             producer = next((c.name for c in pipeline if need in c.produces), "")
             report = ctx.reports.get(producer)
+            if report is not None and report.status == "failed":
+                return f"{producer} failed"
             why = report.reason if report and report.reason else f"no check that ran produced {need}"
             return f"no {need} to use ({why})"
     return ""

@@ -572,7 +572,8 @@ def test_a_file_that_does_not_parse_leaves_the_other_files_checked(repo: Repo) -
     code, verdict = check(repo)
     assert code == 1
     charged = {p["check"]: p for p in verdict["penalties"]}
-    assert set(charged) == {"parse", "imports", "claims"}
+    assert set(charged) == {"parse", "imports", "claims", "timeout"}  # (the cases: not run, parse failed)
+    assert {c["status"] for c in verdict["cases"]} == {"not run"}
     assert "broken.py:1" in charged["parse"]["message"]
     assert "socket" in charged["imports"]["message"] and "subprocess" not in charged["imports"]["message"]
     assert "first()" in charged["claims"]["message"]

@@ -73,17 +73,17 @@ def test_a_syntax_error_blocks_with_later_checks_skipped(tmp_path: Path,
     reply.write_text("```python\nprint(1\n```\n")
     assert main(["score", str(reply), "--task", str(_task(tmp_path))]) == 1
     out = capsys.readouterr().out
-    assert out.startswith("BLOCKED  total 5 / budget 3")
-    assert "skipped" in out
+    assert out.startswith("BLOCKED  total 9 / budget 3")  # parse 5, and the task's case as not run (4)
+    assert "skipped" in out and "not run: parse failed" in out
 
 
 def test_policy_file_changes_the_budget(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     reply = tmp_path / "reply.md"
     reply.write_text("no code at all")
     policy = tmp_path / "gate.yml"
-    policy.write_text("budget: 5\n")
+    policy.write_text("budget: 9\n")  # extract 5, the case not run 4
     assert main(["score", str(reply), "--task", str(_task(tmp_path)), "--policy", str(policy)]) == 0
-    assert "total 5 / budget 5" in capsys.readouterr().out
+    assert "total 9 / budget 9" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("which", ["reply", "task", "policy"])

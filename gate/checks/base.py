@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from gate.sandbox.base import Sandbox
 
 # What a check can produce for the later checks: the names of `Analysis`'s fields.
-Product = Literal["files", "trees", "runs"]
+Product = Literal["files", "conversations", "trees", "runs"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +40,8 @@ class Analysis:
     produced). A check's result carries what it produced in the same shape."""
 
     files: tuple[SourceFile, ...] | None = None  # the code under score (extract: the gated files, a reply's block)
+    # The paths of `files` that still hold a chat reply (extract, which charged them; parse leaves them be).
+    conversations: tuple[str, ...] | None = None
     trees: Mapping[str, ast.Module] | None = None  # the Python trees of `files` that parse, by path (parse)
     runs: tuple[CaseRuns, ...] | None = None  # every case's runs, in the order they ran (smoke)
 
@@ -87,6 +89,16 @@ class CheckResult:
     # Entries the check adds to the verdict's isolation: what shared a process with the code under test.
     isolation: tuple[tuple[str, str], ...] = ()
     made: Analysis = Analysis()
+
+
+def stopped(ctx: CheckContext) -> str:
+    """Why the code under score cannot be run ("extract failed", "parse failed"), or "". The behavioural checks
+    do not run then; what they would have run is not counted as passed (README "Penalty schedule")."""
+    for name in ("extract", "parse"):
+        report = ctx.reports.get(name)
+        if report is not None and report.status == "failed":
+            return f"{name} failed"
+    return ""
 
 
 class Check(Protocol):

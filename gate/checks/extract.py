@@ -10,7 +10,8 @@ For a set of changed files (a git range, a pull request), the gated files are th
 and no `paths.exclude` glob. A change that touches no gated file costs nothing here (a data, config or docs
 change is not a reply without code): the note says so, and the cases and tests still run against its head. A
 gated code file (Python, or an extension under `languages`) that still holds a chat reply (Markdown fences or a
-model's prose lines) costs the points, with the path and line of each.
+model's prose lines) costs the points, with the path and line of each; those files are this check's to charge
+(the parse check leaves them), and the static checks still read the other files.
 """
 
 from __future__ import annotations
@@ -49,8 +50,8 @@ class Extract:
 
     name = "extract"
     requires: tuple[str, ...] = ()
-    needs: tuple[Product, ...] = ("files",)
-    produces: tuple[Product, ...] = ("files",)
+    needs: tuple[Product, ...] = ()  # a change's files are the subject's; a reply's are this check's to find
+    produces: tuple[Product, ...] = ("files", "conversations")
     static = True
 
     def enabled(self, policy: Policy) -> bool:
@@ -90,7 +91,7 @@ class Extract:
             gated = tuple(f for f in ctx.files if is_gated(f.path, paths.include, paths.exclude))
         except ValueError as exc:  # the loader validates globs; this guards policies built another way
             raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
-        made = Analysis(files=gated)
+        made = Analysis(files=gated, conversations=())
         points = ctx.policy.points.extract
         if not gated:
             return CheckResult(notes=(Note(self.name, _nothing_gated(ctx)),), reason="no gated file changed",
@@ -99,6 +100,7 @@ class Extract:
         found = [loc for f in gated if f.path.endswith(code_suffixes) for loc in _chat_lines(ctx, f)]
         if not found:
             return CheckResult(made=made)
+        made = Analysis(files=gated, conversations=tuple(dict.fromkeys(loc.path for loc in found)))
         listed = listing([str(loc) for loc in found], ", ")
         message = f"a gated file still holds a chat reply (Markdown fences or prose) at {listed}"
         return CheckResult(penalties=(Penalty(self.name, points, message, tuple(found)),), made=made)

@@ -35,7 +35,7 @@ class Framework:
     """Library code reaching into the test framework, when the policy runs the repository's tests."""
 
     name = "framework"
-    requires: tuple[str, ...] = ("parse",)
+    requires: tuple[str, ...] = ()  # per file, as imports
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True

@@ -57,7 +57,7 @@ class Imports:
 
     name = "imports"
     # Per file: a file that does not parse leaves the others to check (parse.tree_coverage).
-    requires: tuple[str, ...] = ("extract",)
+    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True

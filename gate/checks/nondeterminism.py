@@ -16,7 +16,7 @@ class Nondeterminism:
     """The same case, run again with another hash seed, must give the same result and output."""
 
     name = "nondeterminism"
-    requires: tuple[str, ...] = ("parse",)
+    requires: tuple[str, ...] = ("extract", "parse")
     needs: tuple[Product, ...] = ("runs",)
     produces: tuple[Product, ...] = ()
     static = False

@@ -26,7 +26,8 @@ class Parse:
     """`ast.parse` for Python, the policy's compiler command for other languages."""
 
     name = "parse"
-    requires: tuple[str, ...] = ("extract",)
+    # Per file, past an extract failure: a file extract charged as a chat reply is left to it.
+    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ("files",)
     produces: tuple[Product, ...] = ("trees",)
     static = True
@@ -38,7 +39,10 @@ class Parse:
         trees: dict[str, ast.Module] = {}
         made = Analysis(trees=trees)
         failures: list[tuple[str, Location]] = []
+        conversations = set(ctx.analysis.conversations or ())
         for source in ctx.files:
+            if source.path in conversations:
+                continue
             if _is_python(source):
                 tree, failure = _parse_python(ctx, source, ctx.policy.python)
                 if tree is not None:

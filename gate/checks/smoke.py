@@ -23,7 +23,7 @@ from gate.cases import CALL, KINDS, schedule
 from gate.cases.base import CaseOutcome, Program
 from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
-from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product
+from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product, stopped
 from gate.checks.imports import find_imports, under_any
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
@@ -43,9 +43,10 @@ class Smoke:
     hash seeds of every case's runs; by default they follow the policy's `runs`."""
 
     name = "smoke"
-    requires: tuple[str, ...] = ("parse",)
-    # It also reads the Python trees, when there are any, for the modules to preload (`_stdlib_imports`).
-    needs: tuple[Product, ...] = ("files",)
+    # Not run when extract or parse failed, and then every case costs as not run (checks.base.stopped). It
+    # reads the files and, when there are any, the Python trees for the modules to preload (`_stdlib_imports`).
+    requires: tuple[str, ...] = ()
+    needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ("runs",)
     static = False
 
@@ -64,6 +65,9 @@ class Smoke:
             return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
+        why = stopped(ctx)
+        if why:
+            return _not_run(ctx, cases, why)
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = self.seeds or hash_seeds(ctx.policy.runs)
@@ -178,6 +182,16 @@ def _report(index: int, label: str, case: CaseSpec, outcomes: tuple[CaseOutcome,
         or next((o for o in outcomes if o.status != "passed"), outcomes[0])
     seconds = round(sum(o.seconds for o in outcomes), 4)
     return CaseReport(index, name, case.kind, case.hidden, worst.status, worst.detail, seconds)
+
+
+def _not_run(ctx: CheckContext, cases: list[tuple[int, str, CaseSpec]], why: str) -> CheckResult:
+    """Every case reported as not run because the code could not be (`why`), each costing `points.timeout`,
+    as a case `limits.total_timeout` left out does: nothing shows it would have passed."""
+    reports = tuple(CaseReport(index, label if case.hidden else case.name, case.kind, case.hidden, "not run",
+                               f"not run: {why}", 0.0) for index, label, case in cases)
+    penalties = tuple(_penalty(ctx, index, label, report)
+                      for (index, label, _), report in zip(cases, reports, strict=True))
+    return CheckResult(penalties=penalties, cases=reports, reason=f"{len(cases)} cases not run ({why})")
 
 
 def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> Penalty:

@@ -21,7 +21,7 @@ from pathlib import Path
 from gate import __version__
 from gate.cases.running import sandbox_limits
 from gate.cases.suite import SuiteRun, TestOutcome, run_suite
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import CheckContext, CheckResult, Product, stopped
 from gate.environment import cache
 from gate.errors import GateFailure
 from gate.policy.model import Policy
@@ -41,7 +41,8 @@ class Tests:
     """The repository's own test suite (policy `tests:`)."""
 
     name = "tests"
-    requires: tuple[str, ...] = ("parse",)
+    # Not run when extract or parse failed, and then the verdict is blocked (checks.base.stopped).
+    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static = False
@@ -55,6 +56,10 @@ class Tests:
         assert spec is not None  # enabled
         if ctx.sandbox is None:
             return CheckResult(skipped="code execution is off (no sandbox), so no test ran")
+        why = stopped(ctx)
+        if why:  # a suite not run is never a suite passed, and its size is unknown until it runs
+            return CheckResult(skipped=f"{why}: no test ran", blocked_reasons=(
+                f"the repository's tests did not run ({why}): a human must review the change",))
         suite = ctx.subject.suite
         if suite is None:
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
