@@ -41,8 +41,10 @@ EPILOGS = {
                "  gate policy schema > .github/gate.schema.json\n\n"
                "exit codes: 0 valid (or printed), 2 the first error (file, line and key), 3 the gate could not do "
                "its job"),
-    "doctor": ("examples:\n  sudo gate doctor     # as root, as the Action runs the gate\n\n"
-               "exit codes: 0 done (the table says which layers work), 3 the gate could not do its job"),
+    "doctor": ("examples:\n  sudo gate doctor                # as root, as the Action runs the gate\n"
+               "  sudo gate doctor --repo .       # and this repository's suite, as the gate would run it\n\n"
+               "exit codes: 0 every canary was blocked (and the suite ran), 3 one was not, or the gate could not "
+               "do its job"),
 }
 
 
