@@ -78,6 +78,11 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                  {"environment": {"project": False, "requirements": ["requirements-test.txt"]},
                   "tests": {"paths": ["test"]}},
                  id="no project, a test requirements file and a test/ folder"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
+                                    'tests = ["pytest"]\n[tool.pytest.ini_options]\ntestpaths = ["src/x/tests"]\n',
+                  "src/x/tests/test_x.py": "", "tests/old.py": ""},
+                 {"environment": {"extras": ["tests"]}, "tests": {"paths": ["src/x/tests"]}},
+                 id="pyproject.toml: a tests extra, testpaths over a tests/ folder"),
     pytest.param({"script.py": "print(1)\n"}, {"environment": None}, id="nothing declared"),
 ])
 def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],
@@ -122,3 +127,12 @@ def test_the_readmes_starter_policy_is_what_gate_init_writes_for_that_project(tm
     done = gate("init", "--print", cwd=tmp_path)
 
     assert done.returncode == 0 and f"```yaml\n{done.stdout}```" in readme
+
+
+def test_a_project_file_that_does_not_parse_is_named_with_exit_2(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 1\n")
+
+    done = gate("init", cwd=tmp_path)
+
+    assert done.returncode == 2 and done.stderr.startswith("gate: error: pyproject.toml: does not parse as TOML")
+    assert "Traceback" not in done.stderr and not (tmp_path / ".github").exists()
