@@ -15,7 +15,16 @@ import pytest
 from gate.sandbox import open_sandbox, users
 from gate.sandbox.base import Limits
 from gate.sandbox.runner import LayeredSandbox
+from tests import session_support
 from tests.fakegithub import FakeGitHub, serve
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    session_support.start()
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    session_support.finish()
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

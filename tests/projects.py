@@ -10,13 +10,12 @@ from __future__ import annotations
 import base64
 import hashlib
 import os
-import tempfile
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests import session_support
 from tests.git_support import Repo
 
 # A PEP 517 backend in the project's own tree: a wheel of every top-level package and module beside
@@ -137,14 +136,12 @@ def offline_pip(wheelhouse: Path, monkeypatch: pytest.MonkeyPatch, gate_cache: P
 
 
 @pytest.fixture(scope="session")
-def gate_cache_root() -> Iterator[Path]:
-    # Where a user's cache would be: outside the run's root, which binds it read-only.
-    folder = Path(tempfile.mkdtemp(prefix="gate-test-cache-"))
-    folder.chmod(0o755)
-    yield folder
-    import shutil
-
-    shutil.rmtree(folder, ignore_errors=True)
+def gate_cache_root() -> Path:
+    # Where a user's cache would be: outside the run's root, which binds it read-only. One for the whole test
+    # session, its workers included (the gate's own locks keep two builds of an entry apart, as on a runner).
+    folder = session_support.directory() / "gate-cache"
+    folder.mkdir(mode=0o755, exist_ok=True)
+    return folder
 
 
 @pytest.fixture

@@ -11,8 +11,8 @@ What stands in: `actions/setup-python` is Debian's /usr/bin/python3 (world-reada
 cache is); PyPI is a wheelhouse repacked offline from this environment's installed distributions (the
 gate's dependencies, its build backend and uv), which pip and uv are pointed at through PIP_*/UV_*
 variables, and the action's copy locks (action/*.txt) to those wheels' hashes; the gate is installed once
-per test session (the install step, run as `runner` through sudo), into a root-owned directory of its own
-instead of /opt/gate, so parallel sessions never share one.
+per test session, by whichever xdist worker asks first (the install step, run as `runner` through sudo), into
+a root-owned directory of its own instead of /opt/gate, so parallel sessions never share one.
 A runner without privileges is the same user with a `sudo` that asks for a password (first on PATH).
 """
 
@@ -33,7 +33,7 @@ import sysconfig
 import tempfile
 import uuid
 import zipfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from email.parser import Parser
 from importlib import metadata
@@ -45,6 +45,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from gate import DISTRIBUTION
+from tests import session_support
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -209,17 +210,30 @@ def start_machine() -> Machine:
     return Machine(user, session, actions / "gate", home)
 
 
+def session_machine(prepare: Callable[[Machine], None]) -> Machine:
+    """The test session's machine, set up and `prepare`d by the first of its processes to ask (the others,
+    pytest-xdist's workers, wait for it and read its record); removed when the session ends."""
+    with session_support.once("runner-machine") as record:
+        if record.is_file():
+            saved = json.loads(record.read_text())
+            installs = {key == "true": value for key, value in saved.pop("installs").items()}
+            return Machine(ensure_runner(), Path(saved["session"]), Path(saved["action_path"]),
+                           Path(saved["runner_home"]), installs)
+        built = start_machine()
+        session_support.remove_at_end(built.action_path.parent, built.runner_home, built.session)
+        prepare(built)
+        record.write_text(json.dumps({"session": str(built.session), "action_path": str(built.action_path),
+                                      "runner_home": str(built.runner_home),
+                                      "installs": {str(k).lower(): v for k, v in built.installs.items()}}))
+        return built
+
+
 def remove_stale() -> None:
     for parent in (Path("/opt"), RUNNER_WORK / "_actions", RUNNER_WORK / "_homes"):
         for place in parent.glob("gate-tests-*-*"):
             pid = place.name.split("-")[2]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 shutil.rmtree(place, ignore_errors=True)
-
-
-def stop_machine(machine: Machine) -> None:
-    for made in (machine.action_path.parent, machine.runner_home, machine.session):
-        shutil.rmtree(made, ignore_errors=True)
 
 
 def chown_tree(root: Path, user: pwd.struct_passwd) -> None:

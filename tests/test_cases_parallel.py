@@ -6,6 +6,8 @@ import threading
 from dataclasses import replace
 from typing import Any
 
+import pytest
+
 from gate.cases.base import CaseOutcome
 from gate.cases.schedule import Plan, Served, run_cases
 from gate.checks.nondeterminism import Nondeterminism
@@ -62,6 +64,7 @@ def _verdict(sandbox: Sandbox, parallel: bool, policy: Policy) -> Verdict:
     return score(subject, policy, sandbox, checks=(Smoke(parallel=parallel), Nondeterminism()))
 
 
+@pytest.mark.slow
 def test_the_parallel_verdict_is_the_sequential_one(sandbox: Sandbox) -> None:
     policy = Policy(limits=RunLimits(timeout=1.5, cpu=1.5), runs=3)
     sequential = _verdict(sandbox, parallel=False, policy=policy)

@@ -185,6 +185,7 @@ def tree(tmp_path: Path) -> Path:
     return tmp_path
 
 
+@pytest.mark.slow
 def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, tree: Path) -> None:
     alone, alone_runs = _verdict(sandbox, tree, together=False)
     together, _ = _verdict(sandbox, tree, together=True)
@@ -268,6 +269,7 @@ USER_CASES: tuple[tuple[str, Any, Any], ...] = (
     ("calc:dumps", 1, "[1]"))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
 def test_without_root_cases_served_together_get_the_verdict_of_a_run_each() -> None:
     found = run_as_runner(AS_USER, MODULES, {"cases": USER_CASES})

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from gate.eval.datasets import KNOWN_BROKEN, load_dataset
 from tests.eval_helpers import MBPP_DIR, needs_mbpp, run_eval
 
@@ -35,6 +37,7 @@ def test_humaneval_wrong_solutions_fail(tmp_path: Path) -> None:
     assert summary["pass_at_k"]["pass@1"]["value"] == 0.0
 
 
+@pytest.mark.slow
 @needs_mbpp
 def test_mbpp_reference_solutions_pass_except_the_known_broken(tmp_path: Path) -> None:
     data = MBPP_DIR / "mbpp.jsonl"
@@ -44,6 +47,7 @@ def test_mbpp_reference_solutions_pass_except_the_known_broken(tmp_path: Path) -
     assert sorted(r["task"] for r in rows if not r["pass"]) == sorted(KNOWN_BROKEN["mbpp"])
 
 
+@pytest.mark.slow
 @needs_mbpp
 def test_mbpp_sanitized_reference_solutions_pass_except_the_known_broken(tmp_path: Path) -> None:
     data = MBPP_DIR / "sanitized-mbpp.json"

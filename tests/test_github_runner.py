@@ -37,13 +37,13 @@ from tests.runner_support import (
     chown_tree,
     has_sudo,
     install,
-    start_machine,
-    stop_machine,
+    session_machine,
     work_dir,
 )
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(),
-                                reason="simulating the runner needs root (useradd, sudoers) and sudo")
+pytestmark = [pytest.mark.slow,
+              pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(),
+                                 reason="simulating the runner needs root (useradd, sudoers) and sudo")]
 
 HONEST = "def add(a, b):\n    return a + b\n"
 # Files of the head that run if anything of the Action imports or executes the checkout: each leaves a file.
@@ -156,24 +156,23 @@ def add(a, b):
 
 
 @pytest.fixture(scope="session")
-def machine() -> Iterator[Machine]:
+def machine() -> Machine:
     """The runner machine, with the gate installed by the Action's own install step, run as `runner` once
     with sudo (into a root-owned directory) and once without, from a checkout that plants files for the
-    install to import (it must import none of them)."""
-    built = start_machine()
-    try:
-        for privileged in (True, False):
-            root = work_dir()
-            env = step_env(built, root)
-            try:
-                run = install(built, env, privileged)
-                assert run.code == 0, run.stderr
-                assert not list(root.glob("pwned-*")), list(root.glob("pwned-*"))
-            finally:
-                shutil.rmtree(root)
-        yield built
-    finally:
-        stop_machine(built)
+    install to import (it must import none of them). One for the test session, its xdist workers included."""
+    return session_machine(install_both)
+
+
+def install_both(built: Machine) -> None:
+    for privileged in (True, False):
+        root = work_dir()
+        env = step_env(built, root)
+        try:
+            run = install(built, env, privileged)
+            assert run.code == 0, run.stderr
+            assert not list(root.glob("pwned-*")), list(root.glob("pwned-*"))
+        finally:
+            shutil.rmtree(root)
 
 
 def step_env(machine: Machine, root: Path) -> dict[str, str]:
@@ -245,6 +244,11 @@ def prepare_attack(fake: FakeGitHub, machine: Machine, privileged: bool, root: P
     return Attack(pr, root, job, StepRun("none", 0, "", ""), marker, installed(machine, privileged))
 
 
+# The tests of one attacked job share one xdist worker under `--dist loadgroup` (.ci/run), so that each job
+# runs once rather than once on every worker.
+ATTACKED = pytest.mark.xdist_group("runner-attacked")
+
+
 @pytest.fixture(scope="module", params=[True, False], ids=["sudo-root", "runner-unprivileged"])
 def attacked(request: pytest.FixtureRequest, machine: Machine) -> Iterator[Attack]:
     """One attacked job per runner kind, which the tests below look at from every side."""
@@ -257,6 +261,7 @@ def attacked(request: pytest.FixtureRequest, machine: Machine) -> Iterator[Attac
     shutil.rmtree(run.root, ignore_errors=True)
 
 
+@ATTACKED
 def test_the_head_gets_no_success_and_no_status_is_left_pending(attacked: Attack) -> None:
     repo = attacked.pr.fake.repos[REPO]
     assert attacked.last.code == (1 if attacked.job.privileged else 3), attacked.last.stderr
@@ -267,6 +272,7 @@ def test_the_head_gets_no_success_and_no_status_is_left_pending(attacked: Attack
     assert attacked.job.outputs()["accepted"] in ("false", "")
 
 
+@ATTACKED
 def test_no_token_reaches_anything_the_code_can_read_or_send(attacked: Attack) -> None:
     texts = attacked.texts()
     assert attacked.pr.fake.token not in texts
@@ -275,12 +281,14 @@ def test_no_token_reaches_anything_the_code_can_read_or_send(attacked: Attack) -
         assert attacked.pr.fake.token not in Path(verdict_path).read_text()
 
 
+@ATTACKED
 def test_nothing_the_code_wrote_reaches_the_runners_file_commands(attacked: Attack) -> None:
     assert attacked.file("GITHUB_ENV") == "" and attacked.file("GITHUB_PATH") == ""
     assert "PWNED" not in attacked.file("GITHUB_STEP_SUMMARY")
     assert "PWNED" not in attacked.texts()
 
 
+@ATTACKED
 def test_the_gates_installation_and_the_hidden_cases_stay_out_of_reach(attacked: Attack) -> None:
     assert installed(attacked.job.machine, attacked.job.privileged) == attacked.installed_before
     assert not list(attacked.root.glob("pwned-*"))  # the Action imported nothing of the checkout
@@ -288,16 +296,19 @@ def test_the_gates_installation_and_the_hidden_cases_stay_out_of_reach(attacked:
     assert not any(value in texts for value in HIDDEN_VALUES)
 
 
+@ATTACKED
 def test_nothing_of_the_code_is_alive_after_the_gate_exits(attacked: Attack) -> None:
     assert marked_processes(attacked.marker) == []
 
 
+@ATTACKED
 def test_the_log_says_which_gate_scored_the_pr_and_shows_no_refusal_as_an_error(attacked: Attack) -> None:
     log = "".join(r.stdout + r.stderr for r in attacked.job.runs)
     assert f"gate {__version__}\n" in log  # the Action's version, before the verdict
     assert "failed with 403" not in log  # the Actions token's refused GET /user is expected, not an error
 
 
+@ATTACKED
 def test_with_sudo_the_cases_ran_as_a_sandbox_user_and_failed(attacked: Attack) -> None:
     if not attacked.job.privileged:
         pytest.skip("the unprivileged runner runs no case")
@@ -313,6 +324,7 @@ def test_with_sudo_the_cases_ran_as_a_sandbox_user_and_failed(attacked: Attack) 
     assert isolation["uid"].startswith("uid ") and isolation["netns"].startswith("on")
 
 
+@ATTACKED
 def test_without_privileges_the_gate_fails_closed_before_running_any_code(attacked: Attack) -> None:
     if attacked.job.privileged:
         pytest.skip("the privileged runner runs the cases")

@@ -23,6 +23,8 @@ from gate.sources.base import added_lines
 from gate.sources.gitrange import git_changes
 from gate.sources.trust import source_files
 
+pytestmark = pytest.mark.slow  # hypothesis: hundreds of examples, many a gate run
+
 # Generous: the machine is shared, and a deadline only has to catch a parser gone quadratic or worse.
 BOUNDED = settings(max_examples=150, deadline=timedelta(seconds=5),
                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])

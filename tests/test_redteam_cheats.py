@@ -20,6 +20,7 @@ from tests.redteam_support import (
 )
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(CHEATS))
 def test_a_cheat_scores_no_pass(tmp_path: Path, attack: str) -> None:
     repo = bot_repo(tmp_path / "repo", CHEATS[attack])

@@ -7,11 +7,14 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
+import pytest
+
 from tests.redteam_support import HONEST, POLICY, assert_not_passed, bot_repo, check, healthy_after
 
 SMALL_DISK = POLICY + "limits: {disk_mb: 1}\n"
 
 
+@pytest.mark.slow
 def test_a_bomb_of_zeros_in_the_bots_commit_is_not_exported(tmp_path: Path) -> None:
     code = "import os\n\ndef add(a, b):\n    return a + b if os.path.exists('zeros.bin') else a - b\n"
     repo = bot_repo(tmp_path / "repo", code, policy=SMALL_DISK)
@@ -26,6 +29,7 @@ def test_a_bomb_of_zeros_in_the_bots_commit_is_not_exported(tmp_path: Path) -> N
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_flood_of_empty_files_is_not_exported_past_the_disk_limit(tmp_path: Path) -> None:
     """Each file costs at least a 4 KiB block: 1 MiB of disk holds 256 of them, not the bot's 2000."""
     repo = bot_repo(tmp_path / "repo", HONEST + "\n# changed\n", policy=SMALL_DISK)

@@ -55,6 +55,7 @@ LEAKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(LEAKS))
 def test_a_hidden_case_leaks_nothing(tmp_path: Path, attack: str) -> None:
     repo = bot_repo(tmp_path / "repo", LEAKS[attack])
@@ -87,6 +88,7 @@ CALL_CHOSEN_NUMBERS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(CALL_CHOSEN_NUMBERS))
 def test_a_hidden_call_case_reports_no_number_the_program_chose(tmp_path: Path, attack: str) -> None:
     repo = bot_repo(tmp_path / "repo", CALL_CHOSEN_NUMBERS[attack])
@@ -97,6 +99,7 @@ def test_a_hidden_call_case_reports_no_number_the_program_chose(tmp_path: Path, 
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(STDIO_LEAKS))
 def test_a_hidden_stdio_case_reports_no_number_the_program_chose(tmp_path: Path, attack: str) -> None:
     code = "def add(a, b):\n    return a + b\n\n" + STDIO_LEAKS[attack]

@@ -23,6 +23,7 @@ VARYING = {
 # the same order in both runs, so there is nothing for a rerun to see (it made this test flaky).
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("source", sorted(VARYING))
 def test_nondeterminism_is_charged(tmp_path: Path, source: str) -> None:
     code = f"def add(a, b):\n    return [a + b, {VARYING[source]}]\n"

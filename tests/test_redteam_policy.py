@@ -33,6 +33,7 @@ EDITS: dict[str, Callable[[Repo], object]] = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("edit", sorted(EDITS))
 def test_touching_what_the_base_governs_is_blocked(tmp_path: Path, edit: str) -> None:
     # The code itself is honest: only the edit can block it.

@@ -71,6 +71,7 @@ ATTACKS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(ATTACKS))
 def test_a_resource_attack_fails_and_leaves_nothing(tmp_path: Path, attack: str) -> None:
     marker = new_marker()

@@ -65,6 +65,7 @@ def hidden_case(run: GateRun) -> dict[str, object]:
     return run.case("hidden case 1")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("attack", sorted(PAIR_LEAKS))
 def test_a_hidden_mbpp_case_leaks_nothing_through_the_pair(tmp_path: Path, attack: str) -> None:
     run = score(python_reply(PAIR_LEAKS[attack]), tmp_path, TASK, MBPP_HIDDEN)
@@ -121,6 +122,7 @@ SCORE_CHEATS = ["exit 0 in the call", "exit 0 on import", "equal to anything", "
                 "atexit and signal handlers"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("hidden", ["call", "mbpp"])
 @pytest.mark.parametrize("attack", SCORE_CHEATS)
 def test_a_cheating_reply_scores_no_pass(tmp_path: Path, attack: str, hidden: str) -> None:

@@ -259,6 +259,7 @@ def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox:
     assert 4 <= counted.runs < 16
 
 
+@pytest.mark.slow
 def test_a_held_harness_and_a_daemon_of_the_import_leave_nothing_behind(tmp_path: Path) -> None:
     marker = new_marker()
     code = ("import os, signal, subprocess, sys\n\n"
@@ -301,6 +302,7 @@ print(json.dumps(found))
 """
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
 def test_without_root_a_served_case_has_no_more_time_than_a_run_of_its_own() -> None:
     cases = [["unlimited:slow", 1.0], ["unlimited:burn", 4.0], ["holder:slow", 1.0]]

@@ -22,6 +22,7 @@ RETURNS = {
 }
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("value", sorted(RETURNS))
 def test_a_value_too_big_to_show_is_a_failed_case(tmp_path: Path, value: str) -> None:
     task, expression = RETURNS[value]

@@ -10,6 +10,7 @@ rewrites outcomes, skipping or exiting from library code, patching pytest at imp
 from __future__ import annotations
 
 import os
+import tempfile
 from pathlib import Path
 
 import git
@@ -17,6 +18,7 @@ import pytest
 
 from gate.engine import score_range
 from gate.sources.gitrange import subject_from_commits
+from tests import session_support
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
 from tests.suite_support import (
     BASE_TESTS,
@@ -270,8 +272,11 @@ def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_the_baseline_is_cached_by_the_base(tmp_path: Path) -> None:
-    cache = Path(os.environ["GATE_CACHE_DIR"])
+def test_the_baseline_is_cached_by_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A cache of its own: the session's is shared by the xdist workers, whose tests write baselines meanwhile.
+    cache = Path(tempfile.mkdtemp(dir=session_support.directory()))
+    cache.chmod(0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(cache))
     # A base no other test commits (the tests' commits are reproducible, so an identical project elsewhere in
     # the session would have cached this baseline already).
     repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
@@ -384,6 +389,7 @@ scopes:
 """
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
 def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_ischarged(tmp_path: Path) -> None:
     repo = project_repo(tmp_path / "repo", {

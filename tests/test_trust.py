@@ -83,6 +83,7 @@ def test_an_ordinary_bot_change_gets_the_same_verdict_every_way(
     (TEMPLATE, "Everything is fine.\n", "the report templates .github/gate/templates/"),
     (".github/gate/templates/summary.md.j2", "All good.\n", "the report templates .github/gate/templates/"),
 ])
+@pytest.mark.slow
 def test_a_pr_that_edits_what_the_base_decides_is_blocked_for_a_human_every_way(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, path: str, text: str,
         what: str) -> None:
