@@ -375,6 +375,8 @@ def test_an_override_naming_the_head_counts_and_one_naming_another_head_does_not
     assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
     assert conclusions(fake, pr.head_sha) == ["failure"]
     assert f"the override names head {other}, but the PR's head is {pr.head_sha[:12]}" in comment_of(fake, pr)
+    # The blocked comment gives the command that names its head; a shorter prefix names it too.
+    assert f"`/gate override {pr.head_sha[:12]} <reason>`" in comment_of(fake, pr)
     event = override_comment(fake, pr, f"/gate override {pr.head_sha[:9]} checked by hand", MAINTAINER)
     assert run_ci(pr, monkeypatch, event, event_name="issue_comment") == 0
     assert conclusions(fake, pr.head_sha) == ["failure", "neutral"]

@@ -256,7 +256,7 @@ def test_the_comment_names_the_head_says_what_now_and_drops_what_it_would_repeat
     comment = render_comment(verdict)
     page = html(comment)
     assert comment.splitlines()[0].startswith(f"❌ **gate: blocked** at [`{HEAD[:12]}`]({REPO}/commit/{HEAD})")
-    assert "push a fix" in page and "<code>/gate override &lt;reason&gt;</code>" in page
+    assert "push a fix" in page and f"<code>/gate override {HEAD[:12]} &lt;reason&gt;</code>" in page
     assert f'<a href="{REPO}/pull/7/checks">' in page
     cases = next(d for d in re.findall(r"<details>(.*?)</details>", page, re.S) if "Failed cases" in d)
     assert "add_two" in cases and "hidden case 1" not in cases  # a diff says more; "returned int" does not

@@ -155,6 +155,10 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "isolation_weaker": [(escape(k), escape(v)) for k, v in verdict.isolation if weaker(v)],
         "isolation_on": [escape(k) for k, v in verdict.isolation if not weaker(v)],
         "next": _next_steps(verdict, facts),
+        # The override that names the scored head, so a push in the seconds before the gate answers is not
+        # taken for it (docs/github.md, "Overrides").
+        "override_command": code(f"/gate override {facts['head'][:12]} <reason>" if facts.get("head")
+                                 else "/gate override <reason>"),
         "policy_source": code(verdict.policy_source),
         "reproduce": code(verdict.reproduce) if verdict.reproduce else "",
         "scopes": [{"name": escape(s.name), "files": s.files, "total": s.total, "budget": s.budget,
