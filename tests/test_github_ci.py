@@ -441,9 +441,9 @@ def test_twenty_thousand_findings_cost_a_handful_of_requests_and_the_summary_lis
     pr = make(fake, tmp_path, {"util.py": "import os\n" * 20_000})
     fake.log.clear()
     assert run_ci(pr, monkeypatch) == 0  # one imports penalty: 3 points, the budget is 3
-    # Who the token is, the comments (one page here), the comment, the status, the check run: a handful, however
-    # many findings.
-    assert len(fake.log) <= 6, [(m, p) for m, p, _ in fake.log]
+    # The commits, whether the head is still the PR's, who the token is, the comments (one page here), the
+    # comment, the status, the check run: a handful, however many findings.
+    assert len(fake.log) <= 7, [(m, p) for m, p, _ in fake.log]
     assert [m for m, path, _ in fake.writes() if "check-runs" in path] == ["POST"]
     [run] = fake.repos[REPO].check_runs.values()
     assert len(fake.repos[REPO].annotations[run["id"]]) == 50
@@ -533,3 +533,28 @@ def test_a_pr_into_a_branch_the_default_branchs_policy_protects_posts_the_gates_
     assert run_ci(pr, monkeypatch) == 0
     assert newest(fake, pr.head_sha, "gate") == ("success", "success")
     assert "not a protected branch" not in fake.repos[REPO].comments[pr.number][0]["body"]
+
+
+def test_a_run_that_finishes_after_a_newer_push_leaves_the_comment_to_the_newer_run(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    """Two pushes, H1 (blocked) then H2 (fixed), whose runs finish out of order: the comment ends on H2's verdict
+    and names H2; H1's late run still posts its status and check run on H1, and says in its log why it left
+    the comment."""
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    first, old_event = pr.head_sha, pr.event("synchronize")
+    second = commit(pr.workspace, {"util.py": CLEAN}, "bot: fix")
+    fake.repos[REPO].pulls[pr.number].head_sha = pr.head_sha = second
+    for path, text in {".github/gate.yml": POLICY, "app.py": CLEAN, "util.py": CLEAN}.items():
+        fake.set_content(REPO, second, path, text)
+    assert run_ci(pr, monkeypatch) == 0  # H2's run finishes first
+    capsys.readouterr()
+    for key, value in pr.environment(event=old_event).items():
+        monkeypatch.setenv(key, value)
+    assert main(["ci"]) == 1  # H1's run, late
+    [comment] = fake.repos[REPO].comments[pr.number]
+    assert "gate: accepted" in comment["body"] and f"at head `{second[:12]}`" in comment["body"]
+    assert newest(fake, first, "gate") == ("failure", "failure")
+    assert newest(fake, second, "gate") == ("success", "success")
+    out = capsys.readouterr().out
+    assert f"the comment is left to the newer run: PR #{pr.number} is now at {second[:12]}" in out
+    assert f"this run scored {first[:12]}" in out and "the comment is left" in pr.summary()

@@ -111,6 +111,9 @@ def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: 
             print(f"gate: {hint}")
             append_summary(delivery.environ, f"> {NOT_A_FORK_NOTE}\n\n```yaml\n{PERMISSIONS_YAML}\n```")
         return code
+    for line in outcome.left:
+        print(f"gate: {line}")
+        append_summary(delivery.environ, f"> **gate**: {line}")
     for line in outcome.messages:
         text = delivery.token.redact(line)
         print(f"gate: error: {text}", file=sys.stderr)

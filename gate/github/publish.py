@@ -93,6 +93,7 @@ class Outcome:
 
     done: list[str] = field(default_factory=list)
     failures: list[tuple[str, Problem, str]] = field(default_factory=list)  # (step, kind, message)
+    left: list[str] = field(default_factory=list)  # one line per step left undone on purpose, and why
 
     @property
     def read_only(self) -> bool:
@@ -213,22 +214,34 @@ class Publisher:
     def publish(self, report: Report) -> Outcome:
         """Run every step; a failed step is recorded in the outcome, never raised."""
         outcome = Outcome()
-        steps: list[tuple[str, Callable[[], None]]] = []
+        # Each step returns None when done, or why it was left undone on purpose.
+        steps: list[tuple[str, Callable[[], str | None]]] = []
         if report.comment is not None:
-            steps.append(("comment", lambda: self.comment(report.comment or "", report)))
+            steps.append(("comment", lambda: self._comment_if_current(report)))
         steps.append(("status", lambda: self.status(report)))
         steps.append(("check run", lambda: self.check_run(report)))
         if report.labels:
             steps.append(("labels", lambda: self.labels(report.labels)))
         for step, action in steps:
             try:
-                action()
+                left = action()
             except (GithubException, requests.RequestException) as exc:
                 kind, message = explain(step, exc, self.target)
                 outcome.failures.append((step, kind, message))
             else:
-                outcome.done.append(step)
+                (outcome.left if left else outcome.done).append(left or step)
         return outcome
+
+    def _comment_if_current(self, report: Report) -> str | None:
+        """The sticky comment, when the head this run scored is still the PR's: runs of two pushes can finish
+        out of order, and the older one must not put its verdict back over the newer one's. (Its status and
+        check run still go on its own head, where they are right.)"""
+        current = self.repo.get_pull(self.target.number).head.sha
+        if current != self.target.head_sha:
+            return (f"the comment is left to the newer run: PR #{self.target.number} is now at {current[:12]}, "
+                    f"and this run scored {self.target.head_sha[:12]}")
+        self.comment(report.comment or "", report)
+        return None
 
     def comment(self, body: str, report: Report | None = None) -> None:
         """Edit the gate's comment (found by its marker on any page) or create it, as the report's comment mode
