@@ -26,7 +26,7 @@ import pytest
 
 from gate import __version__
 from tests.fakegithub import FakeGitHub, serve
-from tests.fakegithub.scenario import REPO, Scenario, git
+from tests.fakegithub.scenario import REPO, Scenario, git, newest, stacked
 from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, POLICY, marked_processes, new_marker
 from tests.runner_support import (
     RUNNER_WORK,
@@ -402,6 +402,24 @@ def test_the_actions_inputs_and_outputs_on_a_runner(fake: FakeGitHub, machine: M
         comments = repo.comments.get(pr.number, [])
         assert [c["user"]["login"] for c in comments] == (["github-actions[bot]"] if comment == "true" else [])
         assert "util.py" in pr.summary()
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_second_pr_with_the_same_head_into_the_bots_own_branch_leaves_mains_check_blocked(
+        fake: FakeGitHub, machine: Machine) -> None:
+    """On the runner, as the README's workflow runs it: the bot's PR #7 into main is blocked; its PR #8 with the
+    same head, into the branch it pushed at its own policy rewrite (`budget: 1000`), passes under that policy,
+    and the newest `gate` status and check run on the head, which main's protection reads, stay failures."""
+    root = work_dir()
+    try:
+        pr, event = stacked(fake, root, {".github/gate.yml": "budget: 1000\n"}, {"util.py": "def f(:\n"})
+        chown_tree(root, machine.user)
+        assert Job(machine, pr.environment(), {}).run().code == 1
+        eight = Job(machine, pr.environment(event=event), {}).run()
+        assert eight.code == 0, eight.stderr
+        assert newest(fake, pr.head_sha, "gate") == ("failure", "failure")
+        assert newest(fake, pr.head_sha, "gate (into bot/parent)") == ("success", "success")
     finally:
         shutil.rmtree(root, ignore_errors=True)
 

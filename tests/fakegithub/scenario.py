@@ -201,3 +201,43 @@ class Scenario:
 
     def summary(self) -> str:
         return (self.runner / "summary").read_text(encoding="utf-8")
+
+
+def stacked(fake: FakeGitHub, tmp_path: Path, first: dict[str, str], then: dict[str, str], *,
+            main_policy: str = "budget: 3\n", parent: str = "bot/parent") -> tuple[Scenario, dict[str, object]]:
+    """The bot's PR #7 into main, whose first commit C1 writes `first` and whose head H writes `then`; and the
+    event of its PR #8 `parent <- H`, `parent` being a branch the bot pushed at C1 (so #8's base, and the
+    policy read from it, are the bot's)."""
+    base = {".github/gate.yml": main_policy, "app.py": "x = 1\n"}
+    pr = Scenario(fake, tmp_path, base, dict(first), number=7)
+    fake.set_content(REPO, "main", ".github/gate.yml", main_policy)  # the default branch's tip
+    c1 = pr.head_sha
+    pr.head_sha = commit(pr.workspace, dict(then), "bot: more")
+    seven = fake.repos[REPO].pulls[7]
+    seven.head_sha = pr.head_sha
+    seven.commits.append(Commit(pr.head_sha, "bot: more", TESTER, TESTER))
+    for path, text in {**base, **first, **then}.items():
+        fake.set_content(REPO, pr.head_sha, path, text)
+    for path, text in {**base, **first}.items():
+        fake.set_content(REPO, c1, path, text)
+    for path, text in then.items():
+        fake.add_file(REPO, 7, path, text)
+    fake.add_pull(REPO, Pull(8, pr.head_sha, c1, head_ref=pr.branch, base_ref=parent, user=BOT, user_type="Bot",
+                             commits=[Commit(pr.head_sha, "bot: more", TESTER, TESTER)]))
+    for path, text in then.items():
+        fake.add_file(REPO, 8, path, text)
+    event = pr.event()
+    pull = event["pull_request"]
+    assert isinstance(pull, dict)
+    pull["number"] = 8
+    pull["base"].update(sha=c1, ref=parent)
+    return pr, event
+
+
+def newest(fake: FakeGitHub, sha: str, name: str) -> tuple[str, str]:
+    """The newest commit status and check run called `name` on `sha`: what a branch protection requiring
+    `name` reads for every PR whose head is `sha`."""
+    repo = fake.repos[REPO]
+    status = [s["state"] for s in repo.statuses if s["sha"] == sha and s["context"] == name]
+    runs = [r["conclusion"] for r in repo.check_runs.values() if r["head_sha"] == sha and r["name"] == name]
+    return status[-1], runs[-1]
