@@ -7,12 +7,14 @@ GitHub's hosted runners: a sudoers.d file, written once and left as it is), its 
 in the gate step's environment, and each `run:` script of action.yml executed with bash as `runner`, its
 `${{ }}` expressions evaluated from the inputs and the earlier steps' outputs.
 
-What stands in: `actions/setup-python` is Debian's /usr/bin/python3 (world-readable, as setup-python's tool
-cache is); PyPI is a wheelhouse repacked offline from this environment's installed distributions (the
-gate's dependencies, its build backend and uv), which pip and uv are pointed at through PIP_*/UV_*
-variables, and the action's copy locks (action/*.txt) to those wheels' hashes; the gate is installed once
-per test session, by whichever xdist worker asks first (the install step, run as `runner` through sudo), into
-a root-owned directory of its own instead of /opt/gate, so parallel sessions never share one.
+What stands in: `actions/setup-python` is a copy of Debian's /usr/bin/python3.11 and its standard library
+(with pip in its site directory) laid out as setup-python's tool cache is, world-readable and owned by
+`runner` (who can write into it, as on a hosted runner); PyPI is a wheelhouse repacked offline from this
+environment's installed distributions (the gate's dependencies, its build backend and uv), which pip and uv
+are pointed at through PIP_*/UV_* variables, and the action's copy locks (action/*.txt) to those wheels'
+hashes; the gate is installed once per test session, by whichever xdist worker asks first (the install step,
+run as `runner` through sudo), into a root-owned directory of its own instead of /opt/gate, so parallel
+sessions never share one.
 A runner without privileges is the same user with a `sudo` that asks for a password (first on PATH).
 """
 
@@ -55,7 +57,8 @@ RUNNER_WORK = Path("/home/runner/work")
 INSTALL_HOME = "/opt/gate"  # where action.yml installs the gate on a privileged runner
 SUDOERS = Path("/etc/sudoers.d/gate-tests-runner")
 SUDOERS_LINE = f"{RUNNER} ALL=(ALL) NOPASSWD:ALL\n"  # what GitHub's hosted images give `runner`
-SETUP_PYTHON = "/usr/bin/python3"
+SYSTEM_PYTHON = "/usr/bin/python3.11"  # what the stand-in for setup-python's interpreter is copied from
+SITE = "dist-packages"  # the stand-in's site directory, in lib/python3.11
 RUNNER_PATH = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 # What builds the gate (pyproject.toml's build-system requires, action/build.txt).
 BUILD = ("setuptools", "wheel")
@@ -169,12 +172,18 @@ class Machine:
     session: Path  # root-owned: the wheelhouse, the stand-in sudo, the gate's installation
     action_path: Path  # owned by runner, like /home/runner/work/_actions/OWNER/gate/REF
     runner_home: Path  # the runner's HOME for this session (the unprivileged install goes there)
+    tool_cache: Path  # the runner's tool cache, where setup-python's stand-in is installed
     installs: dict[bool, dict[str, str]] = field(default_factory=dict)  # privileged -> install outputs
 
     @property
     def home(self) -> Path:
         """Where the privileged install puts the gate (instead of /opt/gate)."""
         return self.session / "opt-gate"
+
+    @property
+    def setup_python(self) -> str:
+        """The interpreter setup-python's step outputs (its `python-path`)."""
+        return str(self.tool_cache / "Python" / "3.11" / "x64" / "bin" / "python3")
 
     @property
     def no_sudo(self) -> Path:
@@ -200,14 +209,31 @@ def start_machine() -> Machine:
     (stub / "sudo").write_text('#!/bin/sh\necho "sudo: a password is required" >&2\nexit 1\n')
     (stub / "sudo").chmod(0o755)
     name = f"gate-tests-{os.getpid()}-{uuid.uuid4().hex[:12]}"
-    actions, home = RUNNER_WORK / "_actions" / name, RUNNER_WORK / "_homes" / name
+    actions, home, tools = (RUNNER_WORK / place / name for place in ("_actions", "_homes", "_tool"))
+    setup_python(tools / "Python" / "3.11" / "x64")
     ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", "build", "tests")
     shutil.copytree(ROOT, actions / "gate", ignore=ignore, symlinks=True)
     lock(wheels, actions / "gate")
     home.mkdir(parents=True)
-    for made in (actions, home):
+    for made in (actions, home, tools):
         chown_tree(made, user)
-    return Machine(user, session, actions / "gate", home)
+    return Machine(user, session, actions / "gate", home, tools)
+
+
+def setup_python(prefix: Path) -> None:
+    """What setup-python installs, in its layout: bin/python3.11 (and python3, python), lib/python3.11 with
+    lib-dynload, and pip in its site directory (Debian's interpreter reads lib/python3.11/dist-packages where
+    setup-python's reads site-packages); no sitecustomize (Debian's, a link to /etc, is not setup-python's)."""
+    name = Path(SYSTEM_PYTHON).name
+    library = prefix / "lib" / name
+    (prefix / "bin").mkdir(parents=True)
+    shutil.copy2(SYSTEM_PYTHON, prefix / "bin" / name)
+    for link in ("python3", "python"):
+        (prefix / "bin" / link).symlink_to(name)
+    shutil.copytree(f"/usr/lib/{name}", library, symlinks=True, ignore=shutil.ignore_patterns("sitecustomize.py"))
+    purelib = Path(sysconfig.get_paths()["purelib"])
+    for pip in (purelib / "pip", *purelib.glob("pip-*.dist-info")):
+        shutil.copytree(pip, library / SITE / pip.name, ignore=shutil.ignore_patterns("__pycache__"))
 
 
 def session_machine(prepare: Callable[[Machine], None]) -> Machine:
@@ -218,18 +244,18 @@ def session_machine(prepare: Callable[[Machine], None]) -> Machine:
             saved = json.loads(record.read_text())
             installs = {key == "true": value for key, value in saved.pop("installs").items()}
             return Machine(ensure_runner(), Path(saved["session"]), Path(saved["action_path"]),
-                           Path(saved["runner_home"]), installs)
+                           Path(saved["runner_home"]), Path(saved["tool_cache"]), installs)
         built = start_machine()
-        session_support.remove_at_end(built.action_path.parent, built.runner_home, built.session)
+        session_support.remove_at_end(built.action_path.parent, built.runner_home, built.tool_cache, built.session)
         prepare(built)
         record.write_text(json.dumps({"session": str(built.session), "action_path": str(built.action_path),
-                                      "runner_home": str(built.runner_home),
+                                      "runner_home": str(built.runner_home), "tool_cache": str(built.tool_cache),
                                       "installs": {str(k).lower(): v for k, v in built.installs.items()}}))
         return built
 
 
 def remove_stale() -> None:
-    for parent in (Path("/opt"), RUNNER_WORK / "_actions", RUNNER_WORK / "_homes"):
+    for parent in (Path("/opt"), RUNNER_WORK / "_actions", RUNNER_WORK / "_homes", RUNNER_WORK / "_tool"):
         for place in parent.glob("gate-tests-*-*"):
             pid = place.name.split("-")[2]
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
@@ -295,6 +321,7 @@ class Job:
     privileged: bool = True
     index: Path | None = None  # another offline index than the session's
     home: Path | None = None  # where the privileged install goes, when not the session's
+    setup_python: str | None = None  # what setup-python's step outputs, when not the session's stand-in
     context: dict[str, str] = field(default_factory=dict)
     runs: list[StepRun] = field(default_factory=list)
 
@@ -344,7 +371,7 @@ class Job:
         for step in ACTION["runs"]["steps"]:
             if "uses" in step:  # actions/setup-python
                 assert str(step["uses"]).startswith("actions/setup-python@")
-                self.context[f"steps.{step['id']}.outputs.python-path"] = SETUP_PYTHON
+                self.context[f"steps.{step['id']}.outputs.python-path"] = self.setup_python or self.machine.setup_python
                 continue
             if step.get("id") == "install" and not install:
                 self.context |= {f"steps.install.outputs.{k}": v
@@ -371,7 +398,7 @@ def install(machine: Machine, env: dict[str, str], privileged: bool, *, index: P
     """Run the install step (from `index`, into `home`: the session's unless told others); the session's
     install (once per privilege) keeps its outputs for the other jobs."""
     job = Job(machine, env, {}, privileged=privileged, index=index, home=home)
-    job.context["steps.python.outputs.python-path"] = SETUP_PYTHON
+    job.context["steps.python.outputs.python-path"] = machine.setup_python
     step = next(s for s in ACTION["runs"]["steps"] if s.get("id") == "install")
     run = job.run_step(step, install_script(step["run"], home or machine.home))
     if run.code == 0 and home is None:

@@ -19,6 +19,7 @@ from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
 from gate.commands.init import workflow
+from tests.runner_support import setup_python
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -187,3 +188,10 @@ def test_the_install_stamp_changes_with_any_file_of_the_source_and_with_the_inte
         assert stamp() not in seen
         seen.add(stamp())
     assert stamp(sys.executable) not in seen  # another interpreter (this venv's)
+    # The same interpreter, one file of its library changed (what a runner that can write it would leave).
+    setup_python(tmp_path / "python")
+    python = str(tmp_path / "python" / "bin" / "python3")
+    seen.add(stamp(python))
+    [library] = (tmp_path / "python" / "lib").glob("python3.*")
+    (library / "sitecustomize.py").write_text("")
+    assert stamp(python) not in seen

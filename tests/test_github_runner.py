@@ -30,7 +30,6 @@ from tests.fakegithub.scenario import REPO, Scenario, git, newest, stacked
 from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, POLICY, marked_processes, new_marker
 from tests.runner_support import (
     RUNNER_WORK,
-    SETUP_PYTHON,
     Job,
     Machine,
     StepRun,
@@ -348,10 +347,11 @@ def test_the_privileged_install_belongs_to_root_and_no_one_else_can_write_it(mac
         assert info.st_uid == 0 and not info.st_mode & 0o022, path
     assert (venv.parent / "uv" / "bin" / "uv").is_file()
     assert str(RUNNER_WORK) not in str(venv)
-    # On setup-python's interpreter, the one the gate step then runs as root.
-    for privileged in (True, False):
-        python = Path(machine.installs[privileged]["python"])
-        assert python.resolve() == Path(SETUP_PYTHON).resolve(), python
+    # On a copy of setup-python's interpreter that root owns (the gate step runs it as root); without
+    # privileges, on setup-python's own.
+    python = Path(machine.installs[True]["python"]).resolve()
+    assert python.is_relative_to(machine.home / "python") and python.name == "python3.11", python
+    assert Path(machine.installs[False]["python"]).resolve() == Path(machine.setup_python).resolve()
 
 
 def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machine: Machine) -> None:
@@ -362,14 +362,15 @@ def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machi
     try:
         step = subprocess.Popen(["sleep", "60"], env={"GITHUB_TOKEN": fake.token}, user=machine.user.pw_uid)
         try:
-            done = subprocess.run([SETUP_PYTHON, "-c", "import calc; print(calc.add(2, 3))"], capture_output=True,
-                                  text=True, cwd=run.pr.workspace, user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
+            done = subprocess.run([machine.setup_python, "-c", "import calc; print(calc.add(2, 3))"],
+                                  capture_output=True, text=True, cwd=run.pr.workspace, user=machine.user.pw_uid,
+                                  env={"PATH": "/usr/bin"})
         finally:
             step.kill()
             step.wait()
         # What `python -m gate` / `python -m pip` from the checkout did before: they ran the head's packages.
         for module in ("gate", "pip"):
-            subprocess.run([SETUP_PYTHON, "-m", module, "--version"], cwd=run.pr.workspace, capture_output=True,
+            subprocess.run([machine.setup_python, "-m", module, "--version"], cwd=run.pr.workspace, capture_output=True,
                            user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
         assert {p.name for p in root.glob("pwned-*")} >= {"pwned-__main__"}
         assert f"token:{fake.token}" in done.stdout and "net:201" in done.stdout, done.stdout + done.stderr
@@ -537,3 +538,61 @@ def test_on_a_runner_an_override_covers_its_head_and_not_an_older_head_pushed_ba
         assert repo.statuses[-1]["state"] == "failure"
     finally:
         shutil.rmtree(root, ignore_errors=True)
+
+
+# Run by site at the interpreter's start-up wherever it is planted: it records who ran it and whether it saw
+# the token, and with a token posts a success for the PR's head.
+HOOK = '''\
+import json, os, urllib.request
+try:
+    token = os.environ.get("GITHUB_TOKEN", "")
+    with open({root!r} + f"/hook-{{os.getuid()}}-{{os.getpid()}}", "w") as record:
+        record.write(token or "none")
+    if token:
+        headers = {{"Authorization": f"token {{token}}", "Content-Type": "application/json"}}
+        pull = urllib.request.urlopen(urllib.request.Request({api!r} + "/repos/octo/app/pulls/12",
+                                                             headers=headers), timeout=3)
+        body = json.dumps({{"state": "success", "context": "gate", "description": "hook"}}).encode()
+        urllib.request.urlopen(urllib.request.Request(
+            {api!r} + "/repos/octo/app/statuses/" + json.load(pull)["head"]["sha"], data=body, method="POST",
+            headers=headers), timeout=3)
+except Exception:
+    pass
+'''
+
+
+def test_site_hooks_the_runner_left_in_setup_pythons_interpreter_never_run_as_root(
+        fake: FakeGitHub, machine: Machine) -> None:
+    """setup-python's interpreter is the runner's to write (a restored cache, an earlier job): a sitecustomize
+    and a usercustomize in its library and a .pth in its site directory, planted by the runner, run as the
+    runner (the install step's own use of it) but never as root, in neither step; the token is never read and
+    nothing is posted but the gate's own failure."""
+    root = work_dir()
+    home = machine.session / f"opt-gate-hooked-{root.name}"
+    try:
+        prefix = root / "toolcache" / "Python" / "3.11" / "x64"
+        shutil.copytree(Path(machine.setup_python).parent.parent, prefix, symlinks=True)
+        [library] = prefix.glob("lib/python3.*")
+        hook = HOOK.format(root=str(root), api=fake.url)
+        for planted in ("sitecustomize.py", "usercustomize.py"):
+            (library / planted).write_text(hook)
+        (library / "dist-packages" / "gate-hook.pth").write_text(f"import os; exec({hook!r})\n")
+        pr = Scenario(fake, root / "job", {".github/gate.yml": POLICY, "calc.py": HONEST},
+                      {"calc.py": "def add(a, b):\n    return a - b\n"})
+        chown_tree(root, machine.user)
+        job = Job(machine, pr.environment(), {}, privileged=True, home=home, setup_python=str(prefix / "bin/python3"))
+        last = job.run(install=True)
+        assert last.code == 1, last.stdout + last.stderr
+        ran = sorted((path.name.split("-")[1], path.read_text()) for path in root.glob("hook-*"))
+        assert ran, "the control: the hooks are live, for the runner's own use of its interpreter"
+        assert {uid for uid, _ in ran} == {str(machine.user.pw_uid)}, ran
+        assert {seen for _, seen in ran} == {"none"}, ran
+        repo = fake.repos[REPO]
+        assert [(s["state"], s["description"]) for s in repo.statuses][-1][0] == "failure"
+        assert all(s["description"] != "hook" for s in repo.statuses), repo.statuses
+        assert "left out of the copied interpreter" in job.runs[0].stderr
+        copied = Path(job.context["steps.install.outputs.python"]).resolve()
+        assert copied.is_relative_to(home) and not list(copied.parent.parent.glob("lib/*/sitecustomize*"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+        shutil.rmtree(home, ignore_errors=True)
