@@ -1,5 +1,5 @@
 #!/bin/bash
-# The interpreter the gate runs on as root (README, "Running on GitHub"): a copy, owned by root, of the one
+# The interpreter the gate runs on as root (docs/github.md): a copy, owned by root, of the one
 # setup-python installed, which is the runner's to write (a restored cache or an earlier job on a self-hosted
 # runner could have left a sitecustomize.py in its library, and `-I` does not stop site from importing it).
 #
