@@ -358,3 +358,18 @@ def test_a_failure_while_publishing_a_known_pr_still_posts_a_failure_status(
     assert (status["sha"], status["state"]) == (pr.head_sha, "failure")
     assert "gone" in status["description"]
     assert "gate could not score PR #12" in pr.summary()
+
+
+def test_gate_publish_posts_a_pr_into_an_unprotected_branch_under_its_own_names(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The publish workflow follows the same rule as `gate ci`: a fork's PR into a branch that is not protected
+    never posts `gate` on its head, which a PR into main may share."""
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": POLICY, "app.py": CLEAN}, {"util.py": CLEAN}, fork=True,
+                  base_branch="feature/x")
+    fake.set_content(REPO, "main", ".github/gate.yml", POLICY)
+    setenv(monkeypatch, pr.environment())
+    assert main(["ci"]) == 0 and fake.writes() == []
+    assert publish(pr, Path(pr.outputs()["verdict"]), monkeypatch) == 0
+    repo = fake.repos[REPO]
+    assert [(s["context"], s["state"]) for s in repo.statuses] == [("gate (into feature/x)", "success")]
+    assert [r["name"] for r in repo.check_runs.values()] == ["gate (into feature/x)"]
