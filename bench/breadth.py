@@ -1,0 +1,330 @@
+"""The gate on real projects of many shapes, each with an honest change and a regression, against plain pytest.
+
+    sudo .venv/bin/python bench/breadth.py [--cache DIR] [--only NAME ...] [--json FILE]
+
+Each project is fetched by pinned version as its sdist (`pip download --no-deps --no-binary :all:`, kept under
+`--cache`, by default `~/.cache/gate-bench/sdists`) and turned into a git repository as its maintainers keep
+it: the files its build generates (a hatch-vcs or setuptools-scm version file) and the sdist's own metadata
+(`PKG-INFO`, `*.egg-info`) left out and git-ignored, the base commit tagged with the version (the scm builds read
+it), and a policy as the README suggests (`environment:` with the project's test extra or requirements file,
+`tests: {paths: [...]}`, nothing else). Two heads branch from the base: an honest change (a comment) that must
+be accepted with about as many passing tests as plain pytest's, and a regression (`return None` as the first
+statement of a function its tests call) that must be blocked, naming a failing test.
+
+Times, one sample each (the machine's load is printed with the table):
+- gate cold: `python -m gate check --base main --head honest --json F` with an empty `GATE_CACHE_DIR` (the
+  environment is built, the base's suite runs for the baseline, then the head's); gate warm: the same again;
+- pytest cold: what a CI job does on a fresh checkout of the head: a virtual environment (the gate's run
+  interpreter), `pip install -e .` with the same test extra or requirements (plus pytest when they do not
+  bring it), then `python -m pytest -q -p no:cacheprovider PATHS`; pytest warm: pytest again.
+Both use the machine's pip configuration and its HTTP cache (the first ever run downloads more).
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from gate.sandbox.detect import run_interpreter
+
+HONEST = "\n# bench: an honest change (a comment)\n"
+REGRESSION = "return None  # bench: a regression"
+
+
+@dataclass(frozen=True)
+class Project:
+    name: str
+    version: str
+    shape: str  # layout, build backend, where its test dependencies and pytest configuration live
+    tests: tuple[str, ...]  # the suite's paths
+    environment: str  # the policy's `environment:` value (YAML)
+    install: tuple[str, ...]  # what plain pytest's CI job installs, after `-e .` (pip arguments)
+    target: tuple[str, str]  # (file, function or Class.method) the regression breaks
+    generated: tuple[str, ...] = ()  # what the build writes and the real repository git-ignores
+
+    @property
+    def label(self) -> str:
+        return f"{self.name} {self.version}"
+
+
+PROJECTS = (
+    Project("humanize", "4.11.0", "src, hatch-vcs, [tests] extra (pytest-cov), pyproject", ("tests",),
+            "{extras: [tests]}", ("-e", ".[tests]"), ("src/humanize/number.py", "ordinal"),
+            ("src/humanize/_version.py",)),
+    Project("attrs", "24.2.0", "src, hatch-vcs + fancy-readme, [tests] extra, pyproject", ("tests",),
+            "{extras: [tests]}", ("-e", ".[tests]"), ("src/attr/_funcs.py", "asdict")),
+    Project("idna", "3.10", "flat, flit, no test deps, no pytest config", ("tests",), "{}",
+            ("-e", ".", "pytest"), ("idna/core.py", "valid_label_length")),
+    Project("packaging", "24.1", "src, flit, tests/requirements.txt", ("tests",),
+            "{requirements: [tests/requirements.txt]}", ("-e", ".", "-r", "tests/requirements.txt"),
+            ("src/packaging/utils.py", "canonicalize_name")),
+    Project("more-itertools", "10.5.0", "flat, flit, unittest-style", ("tests",), "{}", ("-e", ".", "pytest"),
+            ("more_itertools/more.py", "chunked")),
+    Project("six", "1.16.0", "one module, setuptools, setup.cfg [tool:pytest]", ("test_six.py",), "{}",
+            ("-e", ".", "pytest"), ("six.py", "add_metaclass")),
+    Project("wcwidth", "0.2.13", "flat, setuptools, requirements-tests39.txt, tox.ini (--cov)", ("tests",),
+            "{requirements: [requirements-tests39.txt]}", ("-e", ".", "-r", "requirements-tests39.txt"),
+            ("wcwidth/wcwidth.py", "wcswidth")),
+    Project("toolz", "1.0.0", "flat, setuptools + versioneer, tests in the package", ("toolz/tests",), "{}",
+            ("-e", ".", "pytest"), ("toolz/itertoolz.py", "frequencies")),
+    Project("boltons", "24.0.0", "flat, setuptools, pytest.ini", ("tests",), "{}", ("-e", ".", "pytest"),
+            ("boltons/strutils.py", "camel2under")),
+    Project("cachetools", "5.5.0", "src, setuptools (setup.cfg), tox.ini", ("tests",), "{}",
+            ("-e", ".", "pytest"), ("src/cachetools/keys.py", "hashkey")),
+    Project("tabulate", "0.9.0", "flat, setuptools-scm, test/", ("test",), "{}", ("-e", ".", "pytest"),
+            ("tabulate/__init__.py", "_isint"), ("tabulate/version.py",)),
+    Project("isodate", "0.7.2", "src, setuptools-scm, pyproject", ("tests",), "{}", ("-e", ".", "pytest"),
+            ("src/isodate/isodates.py", "parse_date"), ("src/isodate/version.py",)),
+    Project("python-dateutil", "2.9.0.post0", "src, setuptools-scm, requirements-dev.txt, setup.cfg",
+            ("tests",), "{requirements: [requirements-dev.txt]}", ("-e", ".", "-r", "requirements-dev.txt"),
+            ("src/dateutil/easter.py", "easter"), ("src/dateutil/_version.py",)),
+    Project("pluggy", "1.5.0", "src, setuptools-scm, [testing] extra, tox.ini, testing/", ("testing",),
+            "{extras: [testing]}", ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
+            ("src/pluggy/_version.py",)),
+    Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{}",
+            ("-e", ".", "pytest", "pyyaml"), ("tomlkit/api.py", "dumps")),
+)
+
+
+@dataclass
+class Outcome:
+    """One project's row, and why it is not right when it is not."""
+
+    project: Project
+    honest: str = "-"
+    regression: str = "-"
+    tests_gate: str = "-"
+    tests_pytest: str = "-"
+    times: dict[str, float] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+
+def sdist(project: Project, folder: Path) -> Path:
+    """The project's sdist from the cache, downloaded by pip when it is not there yet."""
+    folder.mkdir(parents=True, exist_ok=True)
+    stem = re.compile(re.sub(r"[-_.]+", "[-_.]", project.name) + rf"-{re.escape(project.version)}\.tar\.gz$",
+                      re.IGNORECASE)
+    found = [p for p in folder.iterdir() if stem.match(p.name)]
+    if not found:
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+                        "-d", str(folder), f"{project.name}=={project.version}"], check=True)
+        found = [p for p in folder.iterdir() if stem.match(p.name)]
+    return found[0]
+
+
+def git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+
+def regress(path: Path, target: str) -> None:
+    """Insert `return None` as the first statement of `target` (after its docstring) in `path`."""
+    text = path.read_text(encoding="utf-8")
+    nodes: list[ast.stmt] = ast.parse(text).body
+    found: ast.stmt | None = None
+    for part in target.split("."):
+        found = next(n for n in nodes if isinstance(n, ast.FunctionDef | ast.ClassDef) and n.name == part)
+        nodes = found.body
+    assert isinstance(found, ast.FunctionDef), target
+    body = found.body
+    first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
+    lines = text.splitlines(keepends=True)
+    lines.insert(first.lineno - 1, " " * first.col_offset + REGRESSION + "\n")
+    path.write_text("".join(lines), encoding="utf-8")
+
+
+def repository(project: Project, archive: Path, root: Path) -> Path:
+    """The project as its maintainers' repository: base on `main` (tagged), heads `honest` and `regression`."""
+    with tarfile.open(archive) as tar:
+        tar.extractall(root / "unpacked", filter="data")
+    repo = root / "repo"
+    shutil.copytree(next((root / "unpacked").iterdir()), repo)
+    for made in (repo / "PKG-INFO", *repo.glob("*.egg-info"), *repo.glob("src/*.egg-info")):
+        shutil.rmtree(made) if made.is_dir() else made.unlink(missing_ok=True)
+    for generated in project.generated:
+        (repo / generated).unlink(missing_ok=True)
+    ignore = repo / ".gitignore"
+    ignore.write_text((ignore.read_text() if ignore.is_file() else "") + "".join(f"/{g}\n" for g in project.generated))
+    (repo / ".github").mkdir(exist_ok=True)
+    paths = ", ".join(project.tests)
+    (repo / ".github" / "gate.yml").write_text(f"environment: {project.environment}\ntests:\n  paths: [{paths}]\n")
+    git(repo, "init", "-q", "-b", "main")
+    git(repo, "add", "-A")
+    git(repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "base")
+    git(repo, "tag", f"v{project.version}")
+    module, function = project.target
+    for head in ("honest", "regression"):
+        git(repo, "checkout", "-q", "-b", head, "main")
+        if head == "honest":
+            with (repo / module).open("a", encoding="utf-8") as handle:
+                handle.write(HONEST)
+        else:
+            regress(repo / module, function)
+        git(repo, "-c", "user.name=bot", "-c", "user.email=bot@example.com", "commit", "-q", "-am", head)
+    git(repo, "checkout", "-q", "main")
+    return repo
+
+
+def gate(repo: Path, head: str, cache: Path, out: Path) -> tuple[float, int, dict[str, Any] | None, str]:
+    """(seconds, exit code, verdict or None, the end of stderr) of `gate check` of main..head, run from
+    outside the repository (`python -m` would put its files first on the gate's own import path)."""
+    env = {**os.environ, "GATE_CACHE_DIR": str(cache)}
+    started = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo), "--base", "main",
+                           "--head", head, "--json", str(out)], cwd=out.parent, env=env, capture_output=True,
+                          text=True, check=False, timeout=3600)
+    seconds = time.perf_counter() - started
+    verdict = json.loads(out.read_text()) if out.is_file() and out.stat().st_size else None
+    out.unlink(missing_ok=True)
+    return seconds, done.returncode, verdict, (done.stderr or done.stdout).strip()[-600:]
+
+
+def pytest_counts(output: str) -> dict[str, int]:
+    """pytest's summary line as counts ("3 failed, 120 passed, 2 skipped in 1.2s")."""
+    lines = [line for line in output.splitlines() if re.search(r"\d+ (passed|failed|error)", line)]
+    return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", lines[-1])} if lines else {}
+
+
+def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
+                                                                    dict[str, int], str]:
+    """(times, counts on the honest head, counts on the regression, the end of the output when pytest did not
+    run) of a CI job: a checkout, a venv, the install, pytest; then pytest warm and on the regression."""
+    checkout = root / "checkout"
+    venv = root / "venv"
+    started = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", "--branch", "honest", str(repo), str(checkout)], check=True)
+    subprocess.run([run_interpreter(), "-m", "venv", str(venv)], check=True)
+    python = str(venv / "bin" / "python")
+    install = subprocess.run([python, "-m", "pip", "install", "-q", *project.install], cwd=checkout,
+                             capture_output=True, text=True, check=False)
+    if install.returncode != 0:
+        return {}, {}, {}, "pip install failed: " + install.stderr.strip()[-400:]
+    if subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode != 0:
+        subprocess.run([python, "-m", "pip", "install", "-q", "pytest"], check=True, capture_output=True)
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.tests]
+
+    def run() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False, timeout=3600)
+
+    first = run()
+    times = {"pytest cold": time.perf_counter() - started}
+    started = time.perf_counter()
+    run()
+    times["pytest warm"] = time.perf_counter() - started
+    git(checkout, "checkout", "-q", "origin/regression")
+    regressed = run()
+    counts = pytest_counts(first.stdout)
+    return times, counts, pytest_counts(regressed.stdout), "" if counts else first.stdout.strip()[-400:]
+
+
+def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str, list[str], list[str]]:
+    """(the verdict in a word, the charged tests, what the gate said when it failed)."""
+    if verdict is None or code not in (0, 1):
+        return f"exit {code}", [], [error.splitlines()[-1] if error else "no output"]
+    cases = verdict["cases"]
+    charged = [cases[p["case"]]["name"] for p in verdict["penalties"] if p["case"] is not None and
+               p["case"] < len(cases) and cases[p["case"]]["kind"] == "pytest"]
+    word = "ACCEPTED" if verdict["accepted"] else "BLOCKED"
+    return f"{word} {verdict['total']}/{verdict['budget']}", charged, [p["message"] for p in verdict["penalties"]]
+
+
+def bench(project: Project, sdists: Path, work: Path) -> Outcome:
+    outcome = Outcome(project)
+    root = work / project.name
+    repo = repository(project, sdist(project, sdists), root)
+    times, counts, regressed, broken = plain_pytest(project, repo, root)
+    outcome.times |= times
+    if broken:
+        outcome.problems.append(f"plain pytest did not run: {broken}")
+    if counts and not (regressed.get("failed", 0) or regressed.get("error", 0) or regressed.get("errors", 0)):
+        outcome.problems.append("the regression fails no test under plain pytest either (a bad bench target)")
+    cache = root / "gate-cache"
+    out = root / "verdict.json"
+    seconds, code, verdict, error = gate(repo, "honest", cache, out)
+    outcome.times["gate cold"] = seconds
+    outcome.times["gate warm"], code, verdict, error = gate(repo, "honest", cache, out)
+    outcome.honest, _, said = describe(code, verdict, error)
+    passed = [c for c in (verdict or {}).get("cases", []) if c["kind"] == "pytest" and c["status"] == "passed"]
+    outcome.tests_gate = str(len(passed)) if verdict else "-"
+    outcome.tests_pytest = str(counts.get("passed", "-"))
+    if not outcome.honest.startswith("ACCEPTED"):
+        outcome.problems.append("honest change: " + outcome.honest + ": " + "; ".join(said)[:500])
+    elif counts and abs(len(passed) - counts.get("passed", 0)) > max(3, counts.get("passed", 0) // 100):
+        outcome.problems.append(f"honest change: the gate passed {len(passed)} tests, plain pytest "
+                                f"{counts.get('passed', 0)}")
+    _, code, verdict, error = gate(repo, "regression", cache, out)
+    word, charged, said = describe(code, verdict, error)
+    outcome.regression = word + (f" ({charged[0]})" if charged and word.startswith("BLOCKED") else "")
+    if not word.startswith("BLOCKED") or not charged:
+        outcome.problems.append("regression: " + word + ": " + ("; ".join(said)[:500] or "no test charged") +
+                                f" (plain pytest: {regressed.get('failed', 0)} failed)")
+    return outcome
+
+
+def table(outcomes: list[Outcome]) -> str:
+    head = ("project", "shape", "honest", "regression", "tests gate/pytest", "gate warm/cold s",
+            "pytest warm/cold s")
+    rows = [head]
+    for o in outcomes:
+        t = o.times
+        rows.append((o.project.label, o.project.shape, o.honest, o.regression[:48],
+                     f"{o.tests_gate}/{o.tests_pytest}",
+                     f"{t.get('gate warm', 0):.1f}/{t.get('gate cold', 0):.1f}",
+                     f"{t.get('pytest warm', 0):.1f}/{t.get('pytest cold', 0):.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--cache", type=Path, default=Path.home() / ".cache" / "gate-bench",
+                        help="where the sdists are kept (never the repository)")
+    parser.add_argument("--only", nargs="*", help="project names (default: all)")
+    parser.add_argument("--json", type=Path, help="write the outcomes here too")
+    parser.add_argument("--jobs", type=int, default=1,
+                        help="projects benched at once (more than 1 finds the verdicts sooner; the times then "
+                             "share the machine)")
+    args = parser.parse_args()
+    chosen = [p for p in PROJECTS if not args.only or p.name in args.only]
+    sdists = args.cache / "sdists"
+    for project in chosen:  # downloads first, one at a time
+        sdist(project, sdists)
+    load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    with tempfile.TemporaryDirectory(prefix="gate-breadth-") as folder:
+
+        def one(project: Project) -> Outcome:
+            outcome = bench(project, sdists, Path(folder))
+            print(table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=args.jobs) as pool:
+            outcomes = list(pool.map(one, chosen))
+    print(f"load average at the start: {load}; at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{args.jobs} project(s) at a time")
+    print(table(outcomes))
+    for o in outcomes:
+        for problem in o.problems:
+            print(f"- {o.project.label}: {problem}")
+    if args.json:
+        args.json.write_text(json.dumps([{"project": o.project.label, "shape": o.project.shape, "honest": o.honest,
+                                          "regression": o.regression, "tests_gate": o.tests_gate,
+                                          "tests_pytest": o.tests_pytest, "times": o.times,
+                                          "problems": o.problems} for o in outcomes], indent=2))
+
+
+if __name__ == "__main__":
+    main()

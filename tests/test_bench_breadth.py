@@ -1,0 +1,90 @@
+"""bench/breadth.py's plumbing, offline: a project's sdist becomes the repository its maintainers keep, with an
+honest head and a regression its tests catch; pytest's summary and the gate's verdict read as the table says."""
+
+from __future__ import annotations
+
+import importlib.util
+import io
+import subprocess
+import sys
+import tarfile
+from pathlib import Path
+from types import ModuleType
+
+ROOT = Path(__file__).resolve().parent.parent
+
+MODULE = '''\
+def double(x):
+    """Twice x."""
+    return 2 * x
+'''
+FILES = {
+    "demo-1.0/PKG-INFO": "Metadata-Version: 2.1\nName: demo\nVersion: 1.0\n",
+    "demo-1.0/demo.egg-info/PKG-INFO": "Name: demo\n",
+    "demo-1.0/pyproject.toml": '[project]\nname = "demo"\nversion = "1.0"\n',
+    "demo-1.0/src/demo/__init__.py": "",
+    "demo-1.0/src/demo/_version.py": "version = '1.0'\n",
+    "demo-1.0/src/demo/calc.py": MODULE,
+    "demo-1.0/tests/test_calc.py": "from demo.calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+}
+
+
+def _breadth() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("breadth", ROOT / "bench" / "breadth.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["breadth"] = module  # its dataclasses look their module up
+    spec.loader.exec_module(module)
+    return module
+
+
+def _sdist(folder: Path) -> Path:
+    archive = folder / "demo-1.0.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for name, text in FILES.items():
+            data = text.encode()
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return archive
+
+
+def test_an_sdist_becomes_the_maintainers_repository_with_an_honest_head_and_a_regression(tmp_path: Path) -> None:
+    breadth = _breadth()
+    project = breadth.Project("demo", "1.0", "src", ("tests",), "{}", ("-e", "."),
+                              ("src/demo/calc.py", "double"), ("src/demo/_version.py",))
+    repo = breadth.repository(project, _sdist(tmp_path), tmp_path / "work")
+
+    def git(*args: str) -> str:
+        return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
+
+    assert git("tag").split() == ["v1.0"] and git("rev-parse", "v1.0^{}") == git("rev-parse", "main")
+    base = set(git("ls-tree", "-r", "--name-only", "main").split())
+    assert "PKG-INFO" not in base and not any("egg-info" in name for name in base)
+    assert "src/demo/_version.py" not in base and "/src/demo/_version.py" in git("show", "main:.gitignore")
+    assert git("show", "main:.github/gate.yml") == "environment: {}\ntests:\n  paths: [tests]\n"
+    assert git("diff", "--name-only", "main", "honest").split() == ["src/demo/calc.py"]
+    added = [line[1:] for line in git("diff", "-U0", "main", "honest").splitlines()
+             if line.startswith("+") and not line.startswith("+++")]
+    assert added and all(line.startswith("#") or not line.strip() for line in added)  # a comment only
+    regressed: dict[str, object] = {}
+    exec(git("show", "regression:src/demo/calc.py"), regressed)
+    original: dict[str, object] = {}
+    exec(git("show", "main:src/demo/calc.py"), original)
+    assert original["double"](2) == 4  # type: ignore[operator]
+    assert regressed["double"](2) is None  # type: ignore[operator]
+    assert regressed["double"].__doc__ == "Twice x."
+
+
+def test_pytests_summary_and_the_verdict_read_as_the_table_shows_them() -> None:
+    breadth = _breadth()
+    assert breadth.pytest_counts("....\n3 failed, 120 passed, 2 skipped in 1.20s\n") == {
+        "failed": 3, "passed": 120, "skipped": 2}
+    assert breadth.pytest_counts("no tests ran in 0.01s\n") == {}
+    verdict = {"accepted": False, "total": 4, "budget": 3,
+               "cases": [{"name": "tests/test_a.py::test_one", "kind": "pytest"}],
+               "penalties": [{"case": 0, "message": "test tests/test_a.py::test_one failed"}]}
+    assert breadth.describe(1, verdict, "") == ("BLOCKED 4/3", ["tests/test_a.py::test_one"],
+                                                ["test tests/test_a.py::test_one failed"])
+    assert breadth.describe(3, None, "...\ngate: the base's suite does not run") == (
+        "exit 3", [], ["gate: the base's suite does not run"])
