@@ -12,6 +12,7 @@ points.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from gate.checks.base import CheckContext, CheckResult, Product
@@ -72,41 +73,177 @@ def _is_test_code(path: str, tests: tuple[str, ...]) -> bool:
 
 
 def _added(node: ast.AST, added: frozenset[int] | None) -> bool:
-    """Whether the change adds `node`'s line or, for a comparison method, any line of its body."""
+    """Whether the change adds any line of `node` (for a comparison method, of its body)."""
     if added is None:
         return True
     first = getattr(node, "lineno", None)
-    last = getattr(node, "end_lineno", first) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef
-                                                            | ast.Assign) else first
+    last = getattr(node, "end_lineno", first)
     return first is not None and any(line in added for line in range(first, (last or first) + 1))
 
 
 _COMPARISONS = ("__eq__", "__ne__")
+_BLIND = "whose result does not depend on the other operand"
 
 
 def _blind_comparison(node: ast.AST) -> str:
-    """For an `__eq__`/`__ne__` (a method or a lambda bound to the name) whose result does not depend on the
-    other operand, what it is in words, else "". It does not when the body never reads the other operand, or
-    returns only constants."""
+    """For an `__eq__`/`__ne__` whose result does not depend on the other operand, what it is in words, else "".
+
+    A method or a lambda bound to the name is read: it depends on the other operand when a result it returns
+    reads that operand (or a name computed from it) and is not true or false whatever the operand (`[other]`,
+    `other is other`, `x or True`), or when it returns different results on paths that a test of the operand
+    chooses. Any other binding of the name (`Cls.__eq__ = f`, an alias, `partialmethod`, the name as a string
+    for `setattr` or `type()`) cannot be read here, so it is flagged as such."""
     if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name in _COMPARISONS:
-        name, args, body = node.name, node.args, list[ast.AST](node.body)
-        results = [item.value for statement in body for item in ast.walk(statement)
-                   if isinstance(item, ast.Return)]
-    elif isinstance(node, ast.Assign) and isinstance(node.value, ast.Lambda) and any(
-            isinstance(target, ast.Name) and target.id in _COMPARISONS for target in node.targets):
-        name = next(t.id for t in node.targets if isinstance(t, ast.Name) and t.id in _COMPARISONS)
-        args, body, results = node.value.args, [node.value.body], [node.value.body]
-    else:
-        return ""
+        return f"{node.name} {_BLIND}" if _blind(node.args, node.body) else ""
+    if isinstance(node, ast.Constant) and node.value in _COMPARISONS:
+        return (f"the name {node.value!r} as a string (setattr, type(), a namespace), a comparison this check "
+                "cannot read")
+    if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        name = next((n for target in targets for n in _bound(target) if n in _COMPARISONS), None)
+        if name is None:
+            return ""
+        value = node.value
+        if isinstance(value, ast.Lambda) and not isinstance(node, ast.AugAssign):
+            body: list[ast.stmt] = [ast.Return(value.body, lineno=value.lineno, col_offset=value.col_offset)]
+            return f"{name} {_BLIND}" if _blind(value.args, body) else ""
+        return f"{name} bound to something other than a method, a comparison this check cannot read"
+    return ""
+
+
+def _bound(target: ast.AST) -> list[str]:
+    """The names an assignment to `target` binds (a name, an attribute's name, the items of a tuple)."""
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Attribute):
+        return [target.attr]
+    if isinstance(target, ast.Tuple | ast.List):
+        return [name for item in target.elts for name in _bound(item)]
+    if isinstance(target, ast.Starred):
+        return _bound(target.value)
+    return []
+
+
+def _blind(args: ast.arguments, body: list[ast.stmt]) -> bool:
+    """Whether a comparison with these parameters and this body returns what the other operand cannot change."""
     params = [arg.arg for arg in (*args.posonlyargs, *args.args)]
-    if len(params) < 2:
-        return ""
-    other = params[1]
-    reads = any(isinstance(item, ast.Name) and item.id == other for statement in body for item in ast.walk(statement))
-    constant = bool(results) and all(value is None or isinstance(value, ast.Constant) for value in results)
-    if reads and not constant:
-        return ""
-    return f"{name} whose result does not depend on the other operand"
+    others = {*params[1:2], *(arg.arg for arg in (args.vararg, args.kwarg) if arg is not None)}
+    if not others:
+        return False  # it cannot be called with the other operand: the comparison raises
+    tainted = _tainted(body, others)
+    # `NotImplemented` hands the comparison to the other operand, then to identity: never equal to anything.
+    found = [(value, under) for value, under in _returns(body, tainted, False)
+             if not (isinstance(value, ast.Name) and value.id == "NotImplemented")]
+    if not found:
+        return False
+    if any(_truth(value) is None and _reads(value, tainted) for value, _ in found if value is not None):
+        return False
+    outcomes = {_outcome(value) for value, _ in found}
+    return len(outcomes) < 2 or not any(under for _, under in found)
+
+
+def _tainted(body: list[ast.stmt], others: set[str]) -> set[str]:
+    """The other operand's names and every local name computed from them."""
+    tainted = set(others)
+    while True:
+        grown = set(tainted)
+        for statement in body:
+            for node in ast.walk(statement):
+                if isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign | ast.NamedExpr):
+                    sources: list[ast.AST | None] = [node.value]
+                    targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+                elif isinstance(node, ast.For | ast.AsyncFor | ast.comprehension):
+                    sources, targets = [node.iter], [node.target]
+                elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+                    sources, targets = [node.context_expr], [node.optional_vars]
+                else:
+                    continue
+                if any(source is not None and _reads(source, grown) for source in sources):
+                    grown.update(name.id for target in targets for name in ast.walk(target)
+                                 if isinstance(name, ast.Name))
+        if grown == tainted:
+            return tainted
+        tainted = grown
+
+
+def _reads(node: ast.AST, names: set[str]) -> bool:
+    return any(isinstance(item, ast.Name) and item.id in names and isinstance(item.ctx, ast.Load)
+               for item in ast.walk(node))
+
+
+def _returns(statements: list[ast.stmt], tainted: set[str], under: bool
+             ) -> Iterator[tuple[ast.expr | None, bool]]:
+    """Each value the statements return (None for a bare `return`), and whether a test of the other operand
+    (an `if`, a loop, a `match`, a `with`, an exception it raised) decides that path."""
+    for statement in statements:
+        if isinstance(statement, ast.Return):
+            yield statement.value, under
+            continue
+        if isinstance(statement, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
+            continue  # its returns are its own
+        header: list[ast.AST] = [getattr(statement, field) for field in ("test", "iter", "subject")
+                                 if isinstance(getattr(statement, field, None), ast.AST)]
+        header += [item.context_expr for item in getattr(statement, "items", ())]
+        inner = under or any(_reads(part, tainted) for part in header)
+        if isinstance(statement, ast.Try | ast.TryStar):
+            risky = inner or any(_reads(part, tainted) for part in statement.body)
+            yield from _returns(statement.body, tainted, inner)
+            for handler in statement.handlers:
+                yield from _returns(handler.body, tainted, risky)
+            yield from _returns([*statement.orelse, *statement.finalbody], tainted, risky)
+        elif isinstance(statement, ast.Match):
+            for case in statement.cases:
+                yield from _returns(case.body, tainted, inner)
+        else:
+            for field in ("body", "orelse"):
+                block = getattr(statement, field, None)
+                if isinstance(block, list):
+                    yield from _returns(block, tainted, inner)
+
+
+def _outcome(value: ast.expr | None) -> object:
+    """What a returned value amounts to for `assert`: its truth when the code fixes it, else its text."""
+    truth = _truth(value)
+    return ast.dump(value) if truth is None and value is not None else truth
+
+
+def _truth(value: ast.expr | None) -> bool | None:
+    """The truth of `value` whatever the names in it hold, or None when they decide it."""
+    if value is None:
+        return False
+    if isinstance(value, ast.Constant):
+        return bool(value.value)
+    if isinstance(value, ast.List | ast.Tuple | ast.Set):
+        return bool(value.elts) if not any(isinstance(e, ast.Starred) for e in value.elts) else None
+    if isinstance(value, ast.Dict):
+        return True if value.keys else None
+    if isinstance(value, ast.Lambda):
+        return True
+    if isinstance(value, ast.NamedExpr):
+        return _truth(value.value)
+    if isinstance(value, ast.UnaryOp) and isinstance(value.op, ast.Not):
+        inner = _truth(value.operand)
+        return None if inner is None else not inner
+    if isinstance(value, ast.BoolOp):
+        truths = [_truth(item) for item in value.values]
+        decisive = isinstance(value.op, ast.Or)  # `x or True` is true, `x and False` false
+        if decisive in truths:
+            return decisive
+        return None if None in truths else not decisive
+    if isinstance(value, ast.IfExp):
+        body, orelse = _truth(value.body), _truth(value.orelse)
+        return body if body == orelse else None
+    if isinstance(value, ast.Call) and isinstance(value.func, ast.Name) and value.func.id == "bool" \
+            and len(value.args) == 1:
+        return _truth(value.args[0])
+    if isinstance(value, ast.Compare) and len({ast.dump(item) for item in (value.left, *value.comparators)}) == 1:
+        # `other is other`, `x == x`: the same on both sides
+        same = {type(op) for op in value.ops}
+        if same <= {ast.Is, ast.Eq, ast.LtE, ast.GtE}:
+            return True
+        if same <= {ast.IsNot, ast.NotEq, ast.Lt, ast.Gt}:
+            return False
+    return None
 
 
 def _reach(node: ast.AST) -> str:

@@ -1,0 +1,98 @@
+"""Red-team attacks on the framework check's reading of `__eq__`/`__ne__` (README "Gating with your own tests
+and dependencies"): objects that compare equal to anything, in the shapes that dodge a check of `def __eq__`
+bodies alone. Each makes every `assert f(x) == y` of the base's tests pass in the tests' own process, so the
+static check is what must stop it; honest comparisons, including those that branch on the other operand and
+return constants, still pass.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.engine import score
+from gate.policy.loader import load_policy
+from gate.subject import SourceFile, Subject
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import BASE_TESTS, CALC, POLICY, calc_project, score_repo, suite_statuses
+
+# Each binds an always-equal comparison to a class `Product`; `mul` returns one.
+DODGES = {
+    "assigned-after-the-class": "class Product:\n    pass\n\n\nProduct.__eq__ = lambda self, other: True\n",
+    "an-alias": "def _same(a, b):\n    return True\n\n\nclass Product:\n    __eq__ = _same\n",
+    "a-truthy-list": "class Product:\n    def __eq__(self, other):\n        return [other]\n",
+    "other-is-other": "class Product:\n    def __eq__(self, other):\n        return other is other\n",
+    "star-args": "class Product:\n    def __eq__(self, *args):\n        return True\n",
+    "reads-then-ignores": "class Product:\n    ok = True\n\n    def __eq__(self, other):\n        del other\n"
+                          "        return self.ok\n",
+    "setattr": "class Product:\n    pass\n\n\nsetattr(Product, '__eq__', lambda s, o: True)\n",
+    "type-call": "Product = type('Product', (), {'__eq__': lambda s, o: True})\n",
+    "or-true": "class Product:\n    def __eq__(self, other):\n        return bool(other) or True\n",
+    "partialmethod": "import functools\n\n\ndef _same(a, b, c):\n    return True\n\n\nclass Product:\n"
+                     "    __eq__ = functools.partialmethod(_same, 1)\n",
+    "branch-same-result": "class Product:\n    def __eq__(self, other):\n        if other == 6:\n"
+                          "            return True\n        return True\n",
+}
+HONEST = {
+    "branch-on-other": "class Product:\n    def __eq__(self, other):\n        if isinstance(other, Product) and "
+                       "other.x == self.x:\n            return True\n        return False\n",
+    "a-local-from-other": "class Product:\n    def __eq__(self, other):\n        theirs = getattr(other, 'x', "
+                          "other)\n        return theirs == self.x\n",
+    "early-false": "class Product:\n    def __eq__(self, other):\n        for mine, theirs in zip(self.x, other.x):\n"
+                   "            if mine != theirs:\n                return False\n        return True\n",
+    "try-except": "class Product:\n    def __eq__(self, other):\n        try:\n            theirs = other.x\n"
+                  "        except AttributeError:\n            return False\n        return theirs == self.x\n",
+    "not-implemented": "class Product:\n    def __eq__(self, other):\n        return NotImplemented\n",
+    "ne-from-eq": "class Product:\n    __ne__ = lambda self, other: not self == other\n",
+}
+
+
+def _flagged(code: str) -> list[str]:
+    policy = load_policy(None, text=POLICY, source="gate.yml")
+    subject = Subject(kind="range", label="a..b", files=(SourceFile("calc.py", code),))
+    return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+
+
+@pytest.mark.parametrize("name", sorted(DODGES))
+def test_an_always_equal_comparison_in_any_shape_is_blocked_for_a_human(name: str) -> None:
+    assert _flagged(DODGES[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_an_honest_comparison_is_not_flagged(name: str) -> None:
+    assert not _flagged(HONEST[name]), name
+
+
+def _calc_with(product: str, mul: str) -> str:
+    return f"{product}\n\n{CALC.replace('    return a * b', mul)}"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("name", ["assigned-after-the-class", "star-args"])
+def test_a_dodging_always_equal_result_passes_the_tests_but_is_blocked(tmp_path: Path, name: str) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": _calc_with(DODGES[name], "    return Product()")})
+
+    verdict = score_repo(repo)
+
+    # The object does pass `assert mul(two, 3) == 6` in the tests' process: the check is what stops it.
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert not verdict.accepted
+    assert any("test framework" in reason and "calc.py" in reason for reason in verdict.blocked_reasons), \
+        verdict.blocked_reasons
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_result_type_with_a_branching_eq_is_accepted(tmp_path: Path) -> None:
+    product = ("class Product:\n    def __init__(self, x):\n        self.x = x\n\n    def __eq__(self, other):\n"
+               "        if getattr(other, 'x', other) == self.x:\n            return True\n        return False\n")
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": _calc_with(product, "    return Product(a * b)")})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert verdict.accepted, verdict.blocked_reasons
