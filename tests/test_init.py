@@ -129,6 +129,16 @@ def test_the_readmes_starter_policy_is_what_gate_init_writes_for_that_project(tm
     assert done.returncode == 0 and f"```yaml\n{done.stdout}```" in readme
 
 
+def test_a_policy_under_the_other_extension_is_never_doubled(tmp_path: Path) -> None:
+    (tmp_path / ".github").mkdir()
+    (tmp_path / ".github" / "gate.yaml").write_text("budget: 5\n")
+
+    done = gate("init", "--force", cwd=tmp_path)
+
+    assert done.returncode == 2 and ".github/gate.yaml: the repository's policy is already there" in done.stderr
+    assert not (tmp_path / ".github" / "gate.yml").exists()
+
+
 def test_a_project_file_that_does_not_parse_is_named_with_exit_2(tmp_path: Path) -> None:
     (tmp_path / "pyproject.toml").write_text("[project\nname = 1\n")
 

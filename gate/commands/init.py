@@ -20,7 +20,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from gate import HOME, POLICY_SCHEMA_URL, __version__
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.loader import load_policy
-from gate.policy.model import DEFAULT_POLICY_PATH
+from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
 TEST_EXTRAS = ("test", "tests", "testing")
@@ -55,8 +55,8 @@ def register(subparsers: Any) -> None:
         epilog="examples:\n  gate init                  # .github/gate.yml here\n"
                "  gate init --workflow       # and .github/workflows/gate.yml, gate-publish.yml\n"
                "  gate init --print          # show the policy, write nothing\n\n"
-               "exit codes: 0 written (or printed), 2 a file is already there (use --force) or DIR is not a "
-               "folder",
+               "exit codes: 0 written (or printed), 2 a file is already there (use --force; a policy named "
+               ".github/gate.yaml is never doubled) or a project file does not parse",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=Path, default=Path("."), metavar="DIR",
                         help="the repository's root (default: the current directory)")
@@ -72,6 +72,9 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.dir
     if not root.is_dir():
         raise BadInput("not a folder", file=str(root))
+    if (root / ALTERNATE_POLICY_PATH).exists():  # both names at once is an error for the gate: never write it
+        raise BadInput(f"the repository's policy is already there; gate init writes {DEFAULT_POLICY_PATH}, and the "
+                       "gate refuses a base that holds both", file=str(root / ALTERNATE_POLICY_PATH))
     text = starter_policy(discover(root))
     load_policy(None, text=text, source=DEFAULT_POLICY_PATH)  # what is written always loads
     if args.print_only:
