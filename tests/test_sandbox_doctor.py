@@ -17,7 +17,7 @@ from gate.sandbox import detect, seccomp
                     reason="needs root: without it the planted file and the fork flood get through")
 @pytest.mark.parametrize("fresh", [False, True])
 def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: bool) -> None:
-    code = doctor.run(argparse.Namespace(fresh=fresh))
+    code = doctor.run(argparse.Namespace(fresh=fresh, repo=None))
     out = capsys.readouterr().out
     assert code == 0, out
     assert "9 of 9 canaries blocked" in out
@@ -49,7 +49,7 @@ def test_doctor_without_root_says_what_gets_through() -> None:
     if _as_nobody("import gate.sandbox").returncode != 0:
         pytest.skip("this checkout is not readable by nobody")
     done = _as_nobody("import argparse, sys\nfrom gate.commands import doctor\n"
-                      "sys.exit(doctor.run(argparse.Namespace(fresh=False)))")
+                      "sys.exit(doctor.run(argparse.Namespace(fresh=False, repo=None)))")
     assert done.returncode == 3, done.stdout + done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ")}
     assert lines["uid"].split(None, 1)[1].startswith("off: needs root")
