@@ -1,6 +1,6 @@
 """The Action's hash-locked requirements (docs/github.md), compiled by uv from pyproject.toml:
 
-- requirements.txt: the gate's dependencies and its `seccomp` extra, for every platform and Python >= 3.11;
+- requirements.txt: the gate's dependencies (pyseccomp on Linux among them), for every platform and Python >= 3.11;
 - build.txt: what builds the gate (pyproject.toml's [build-system] requires);
 - uv.txt: the uv that installs them (the version the dev extra pins).
 
@@ -32,7 +32,7 @@ def inputs() -> dict[str, tuple[list[str], str]]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
     build = "\n".join(project["build-system"]["requires"])
     [uv] = [r for r in project["project"]["optional-dependencies"]["dev"] if r.startswith("uv==")]
-    return {"requirements.txt": (["pyproject.toml", "--extra", "seccomp"], ""),
+    return {"requirements.txt": (["pyproject.toml"], ""),
             "build.txt": (["-"], build + "\n"),
             "uv.txt": (["-"], uv + "\n")}
 

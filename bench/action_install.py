@@ -41,7 +41,8 @@ def env_for(work: Path, python: str, source: Path) -> dict[str, str]:
     return {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": str(work / "home"), "RUNNER_OS": "Linux",
             "GITHUB_OUTPUT": str(work / "output"), "GATE_PYTHON": python, "GATE_SOURCE": str(source),
             "PIP_CONFIG_FILE": os.devnull, "XDG_CACHE_HOME": str(work / "cache"),
-            **{k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_")}}  # a machine's own CA
+            # A machine's own CA.
+            **{k: v for k, v in os.environ.items() if k.startswith("SSL_CERT_") or k == "PIP_CERT"}}
 
 
 def download(python: str, into: Path, env: dict[str, str]) -> dict[str, str]:
@@ -82,7 +83,7 @@ def main() -> int:
             venv = work / "pip-venv"
             results[OLD].append(timed(
                 ["bash", "-c", f'"$GATE_PYTHON" -m venv {venv} && {venv}/bin/python -m pip install --quiet '
-                               '--disable-pip-version-check --no-cache-dir "$GATE_SOURCE[seccomp]"'], env))
+                               '--disable-pip-version-check --no-cache-dir "$GATE_SOURCE"'], env))
             script = install_step().replace("/opt/gate", str(work / "opt-gate"))
             for name in (COLD, WARM):
                 results[name].append(timed(["bash", "-eo", "pipefail", "-c", script], env))

@@ -145,7 +145,7 @@ def wheelhouse(into: Path) -> dict[str, list[Path]]:
     """Wheels of everything the Action's install step fetches from PyPI, made from what is installed here, by
     the lock file of action/ that pins them."""
     into.mkdir(parents=True, exist_ok=True)
-    gate_needs = [d for d in _closure((DISTRIBUTION,), ("seccomp",))
+    gate_needs = [d for d in _closure((DISTRIBUTION,), ())
                   if canonicalize_name(d.metadata["Name"]) != DISTRIBUTION]
     return {"requirements.txt": [_repack(d, into) for d in gate_needs],
             "build.txt": [_repack(d, into) for d in _closure(BUILD, ())],

@@ -140,11 +140,10 @@ def locked(name: str) -> dict[str, tuple[str, list[str]]]:
 
 def test_the_actions_lock_files_pin_with_hashes_what_pyproject_asks_for() -> None:
     """The install step installs only what action/*.txt pin (--require-hashes): each requirement pyproject.toml
-    declares (the dependencies and the seccomp extra, the build backend, the dev extra's uv) must be there, at
+    declares (the dependencies, the build backend, the dev extra's uv) must be there, at
     a version it allows, with hashes. `.venv/bin/python action/lock.py` rewrites them (the header says so)."""
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    wanted = {"requirements.txt": [*project["project"]["dependencies"],
-                                   *project["project"]["optional-dependencies"]["seccomp"]],
+    wanted = {"requirements.txt": project["project"]["dependencies"],
               "build.txt": project["build-system"]["requires"],
               "uv.txt": [r for r in project["project"]["optional-dependencies"]["dev"] if r.startswith("uv==")]}
     for name, requirements in wanted.items():

@@ -6,6 +6,7 @@ import argparse
 import os
 import shutil
 import subprocess
+import sys
 
 import pytest
 
@@ -21,6 +22,7 @@ def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: b
     out = capsys.readouterr().out
     assert code == 0, out
     assert "9 of 9 canaries blocked" in out
+    assert "gate ci would run a PR's code here" in out
     for layer in ("zygote", "uid", "netns", "mountns", "filesystem", "ipcns", "seccomp", "cgroup"):
         assert f"\n  {layer} " in out
     assert "GATE_DOCTOR_SECRET" not in os.environ
@@ -53,6 +55,8 @@ def test_doctor_without_root_says_what_gets_through() -> None:
     assert done.returncode == 3, done.stdout + done.stderr
     lines = {line.split()[0]: line for line in done.stdout.splitlines() if line.startswith("  ")}
     assert lines["uid"].split(None, 1)[1].startswith("off: needs root")
+    [refused] = [line for line in done.stdout.splitlines() if line.startswith("gate ci would refuse")]
+    assert "uid (needs root (run the gate with sudo))" in refused and "run it as root" in refused
     # Without root the run shares the gate's user: the token in a process's environment is readable...
     assert "NOT BLOCKED" in lines["secret"]
     # ...and so is a world-readable file in a home directory: no allow-listed root without a mount namespace.
@@ -61,3 +65,18 @@ def test_doctor_without_root_says_what_gets_through() -> None:
     # ...but its reaper still kills a daemon, the process limit holds, and seccomp keeps it off the network.
     for canary in ("daemon", "fork", "network"):
         assert " blocked " in lines[canary], lines[canary]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root: every other layer gate ci requires is on")
+def test_doctor_fails_where_gate_ci_would_refuse_and_says_which_layer_and_the_fix() -> None:
+    # A machine without a seccomp binding: `gate ci` would fail closed there, so the doctor does too, and says
+    # which layer is off and how to get it (the keyring canary gets through as well: only seccomp stops it).
+    code = ("import argparse, sys\nsys.modules['pyseccomp'] = sys.modules['seccomp'] = None\n"
+            "from gate.commands import doctor\nsys.exit(doctor.run(argparse.Namespace(fresh=False, repo=None)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=False,
+                          env={**os.environ, "PYTHONPATH": detect.gate_root()}, timeout=300)
+    assert done.returncode == 3, done.stdout + done.stderr
+    assert "8 of 9 canaries blocked; not blocked: keyring" in done.stdout
+    [refused] = [line for line in done.stdout.splitlines() if line.startswith("gate ci would refuse")]
+    assert "seccomp (no seccomp library (pip install pyseccomp" in refused
+    assert "allow_weaker_isolation: true" in refused

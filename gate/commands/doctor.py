@@ -2,8 +2,9 @@
 with `--repo PATH`, also the repository's own suite (policy `tests:`) run at its HEAD as a base is, ahead of
 the first PR.
 
-Exit 0 when every canary was blocked and the suite runs, 3 (the gate cannot promise its isolation here, or the
-base's suite does not run in the gate) otherwise.
+Exit 0 when every canary was blocked, `gate ci` would run a PR's code here and the suite runs; 3 otherwise (the
+gate cannot promise its isolation here, a layer `gate ci` requires is off: the output names it and the fix, or
+the base's suite does not run in the gate).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -322,7 +323,8 @@ def run(args: argparse.Namespace) -> int:
     sandbox = open_sandbox(LIMITS, prefer_zygote=not args.fresh, recall=False)  # what works now, found afresh
     try:
         print("isolation layers on this machine:")
-        for layer, state in sandbox.isolation.items():
+        isolation = dict(sandbox.isolation)
+        for layer, state in isolation.items():
             print(f"  {layer:<18} {state}")
         print(f"canaries ({'fresh-interpreter' if args.fresh else 'zygote'} backend):")
         found = canaries(sandbox, token)
@@ -334,8 +336,21 @@ def run(args: argparse.Namespace) -> int:
     missed = [canary.name for canary in found if not canary.blocked]
     print(f"{len(found) - len(missed)} of {len(found)} canaries blocked" +
           (f"; not blocked: {', '.join(missed)}" if missed else ""))
+    refused = ci_refuses(isolation)
+    print(f"gate ci would refuse to run a PR's code here: {refused}" if refused
+          else "gate ci would run a PR's code here (every layer it requires is on)")
     runs = _suite(args.repo) if args.repo is not None else True
-    return EXIT_GATE_FAILED if missed or not runs else EXIT_ACCEPTED
+    return EXIT_GATE_FAILED if missed or refused or not runs else EXIT_ACCEPTED
+
+
+def ci_refuses(isolation: Mapping[str, str]) -> str:
+    """Why `gate ci` would fail closed with these layers (each layer it requires that is off, why, and the
+    fix), or "" when it would run a PR's code."""
+    from gate.github.pipeline import CI_LAYERS, CI_LAYERS_HINT  # (the GitHub client only when asked)
+
+    off = [f"{name} ({isolation[name].removeprefix('off: ')})" for name in CI_LAYERS
+           if isolation[name].startswith("off")]
+    return f"{'; '.join(off)}. {CI_LAYERS_HINT}" if off else ""
 
 
 def _suite(repo: Path) -> bool:

@@ -51,9 +51,9 @@ from gate.verdict import Note, Verdict, safe_text
 # files, no sockets or ptrace (docs/github.md).
 CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
 CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
-                  "(the Action does, with sudo, on a Linux runner) with the seccomp extra installed "
-                  f"(`pip install '{DISTRIBUTION}[seccomp]'`), or set `allow_weaker_isolation: true` in the policy to "
-                  "accept less")
+                  "(the Action does, with sudo, on a Linux runner) with pyseccomp importable (a dependency of "
+                  f"{DISTRIBUTION} on Linux; or `apt install python3-seccomp`), or set `allow_weaker_isolation: true` "
+                  "in the policy to accept less")
 
 # How a gated PR's subject becomes a verdict: `score_in_ci`, or `gate publish`'s recomputation.
 Scorer = Callable[[ScoreInput], Verdict]
