@@ -48,6 +48,17 @@ class GateFailure(GateError):
     exit_code = EXIT_GATE_FAILED
 
 
+class MissingLayers(GateFailure):
+    """Isolation layers that are required are not available here (exit 3): each (name, why it is off), and
+    what to do about it."""
+
+    def __init__(self, layers: tuple[tuple[str, str], ...], fix: str = "") -> None:
+        self.layers = layers
+        self.fix = fix
+        named = "; ".join(f"{name} ({why})" for name, why in layers)
+        super().__init__(f"required isolation layer(s) not available here: {named}" + (f". {fix}" if fix else ""))
+
+
 def read_input(path: Path, what: str = "file") -> str:
     """The text of a file the user names (a policy, a task, a reply). Raises BadInput naming the file, and
     for bytes that are not UTF-8, the line they are on."""

@@ -28,14 +28,14 @@ from requests import RequestException
 
 from gate import DISTRIBUTION
 from gate.engine import score_range
-from gate.errors import BadInput, GateError, GateFailure
+from gate.errors import BadInput, GateError, GateFailure, MissingLayers
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.override import OverrideCheck, find_override, gate_app, group_problem, overridden
 from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
-from gate.sandbox import MISSING_LAYERS, layers_found_ahead
+from gate.sandbox import layers_found_ahead
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import (
     MergeGroup,
@@ -205,10 +205,8 @@ def score_in_ci(found: ScoreInput) -> Verdict:
     strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
     try:
         return score_range(replace(found, policy=strict))
-    except GateFailure as failure:
-        if not failure.message.startswith(MISSING_LAYERS):
-            raise
-        raise GateFailure(f"{failure.message}. {CI_LAYERS_HINT}") from None
+    except MissingLayers as missing:
+        raise MissingLayers(missing.layers, CI_LAYERS_HINT) from None
 
 
 def _need_checkout_for_cases(found: ScoreInput) -> None:

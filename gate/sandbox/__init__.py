@@ -10,8 +10,6 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from os import PathLike
 
-MISSING_LAYERS = "required isolation layer(s) not available here"  # how a GateFailure for them starts
-
 # Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -38,7 +36,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     host): `readonly` adds absolute host paths (directories or files; a repository's installed environment)
     that every run sees read-only at the same path. `hide` names directories and files that no run may see
     (a repository being scored, a hidden cases file): covered wherever they would be in reach (inside a
-    `readonly` directory). Raises gate.errors.GateFailure (exit 3) naming every layer in `require` that is
+    `readonly` directory). Raises gate.errors.MissingLayers (exit 3) naming every layer in `require` that is
     not available, and gate.errors.BadInput for a name that is not a layer or a `readonly` path that is not
     an existing absolute path. What the layers' probes found is remembered between gates (as root, while
     nothing it depends on changes: gate/sandbox/detect.py); `recall=False` probes afresh.
@@ -46,7 +44,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     import dataclasses
     import os
 
-    from gate.errors import BadInput, GateFailure
+    from gate.errors import BadInput, MissingLayers
     from gate.sandbox import detect, registry, runner
     from gate.sandbox.base import LAYERS
 
@@ -66,13 +64,13 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:
         layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
-    missing = [f"{name} ({layers.isolation[name].removeprefix('off: ')})" for name in require
-               if layers.isolation[name].startswith("off")]
+    missing = tuple((name, layers.isolation[name].removeprefix("off: ")) for name in require
+                    if layers.isolation[name].startswith("off"))
     if missing:
         if layers.cgroups:
             layers.cgroups.close()
         if layers.uids:
             layers.uids.close()
-        raise GateFailure(f"{MISSING_LAYERS}: " + "; ".join(missing))
+        raise MissingLayers(missing)
     backend = "zygote" if prefer_zygote else "fresh-interpreter"
     return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)
