@@ -104,8 +104,7 @@ class Call:
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
                    "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
-                   "private": all(sandbox.isolation.get(layer, "off").startswith("on")
-                                  for layer in ("mountns", "ipcns"))}
+                   "private": sandbox.private_tmp}
         modules = len({call["module"] for call in calls})
         result = sandbox.run(RunRequest(script="_gate_calls.py", files=_files("calls", program), tree=program.tree,
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),

@@ -99,6 +99,12 @@ class Sandbox(Protocol):
     @property
     def isolation(self) -> Mapping[str, str]: ...
 
+    @property
+    def private_tmp(self) -> bool:
+        """Whether each run has a /tmp, /dev/shm and System V IPC of its own that die with it, so that nothing
+        one run leaves there reaches the next."""
+        ...
+
     def run(self, request: RunRequest) -> RunResult:
         """Run one program to its end or its limits; never raises for anything the program does. Thread-safe:
         several runs may go at once."""

@@ -123,6 +123,11 @@ class LayeredSandbox:
         """Each layer: "on", "off: <why>", or a detail such as "uid 999 (...)"."""
         return self.layers.isolation
 
+    @property
+    def private_tmp(self) -> bool:
+        """See gate.sandbox.base.Sandbox.private_tmp."""
+        return self.layers.mountns and self.layers.ipcns
+
     def run(self, request: RunRequest) -> RunResult:
         """See gate.sandbox.base.Sandbox.run."""
         live = self._start(request, None)
