@@ -32,7 +32,45 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fres
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import CodeType, ModuleType
-    from typing import Any, NoReturn
+    from typing import NoReturn, TypedDict
+
+    class ChildConfig(TypedDict):
+        """What the gate tells a run's child (gate/sandbox/runner.py builds it; JSON to a zygote or a fresh
+        interpreter): which layers to apply and how, then what to run."""
+
+        targets: list[int]  # the descriptor numbers the sources move to (STDIN... and the cgroups')
+        cgroups: list[int]  # among them, the cgroups' `cgroup.procs` files to join
+        netns: bool
+        mountns: bool
+        ipcns: bool
+        disk_bytes: int  # the private /tmp's size (mountns)
+        hide: list[str]  # host paths covered in the run's root (mountns)
+        root: list[str]  # host paths bound read-only into the run's root (mountns)
+        staging: str  # the host directory of the runs' working directories
+        in_template: bool  # set by a zygote that made the run's mount template (zygote_server)
+        stage: str  # the run's working directory, as the run sees it
+        read_only: bool  # the working directory mounted read-only (RunRequest.read_only_tree; mountns)
+        tree: str | None  # a shared read-only tree staged once (overlay), as the run sees it
+        rlimits: dict[str, int]  # gate/sandbox/rlimits.py's plan
+        uid: int | None  # the uid to switch to (None: stay)
+        gid: int | None
+        sweep_uid: int | None  # a dedicated uid whose every process dies with the run (no cgroup)
+        own_reaper: bool  # nothing else can find the run's detached processes: a reaper of its own
+        no_new_privs: bool
+        seccomp: bool
+        env: dict[str, str]
+        script: str | None  # a Python program, relative to the working directory...
+        args: list[str]
+        argv: list[str] | None  # ...or a program exec'd from the run's PATH
+        warm: dict[str, str]  # RunRequest.warm: file name -> sha256 of its source
+        python_path: list[str]
+        preload: list[str]
+
+    class FreshConfig(ChildConfig):
+        """A fresh interpreter's config: where its descriptors arrive and where it reports the leader."""
+
+        sources: list[int]
+        status_fd: int
 
 # Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4); from CGROUPS on, its
 # cgroups' `cgroup.procs` files, opened by the gate (a run's root has no /sys), closed before the program.
@@ -60,7 +98,7 @@ def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
                 os.close(fd)
 
 
-def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
+def _setup(config: ChildConfig, sources: Sequence[int]) -> str:
     """Apply every layer the config asks for; returns the working directory."""
     _place_fds(sources, config["targets"])
     if os.getsid(0) != os.getpid():
@@ -72,16 +110,16 @@ def _setup(config: Mapping[str, Any], sources: Sequence[int]) -> str:
             os.close(fd)
     namespaces.unshare(config["netns"], config["mountns"], config["ipcns"])
     workdir: str = config["stage"]
-    uid, gid = config["uid"], config["gid"]
+    uid, gid = config["uid"], config["gid"]  # (both set, or neither)
     if config["mountns"]:
-        owner: tuple[int, int] = (os.getuid(), os.getgid()) if uid is None else (uid, gid)
+        owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
         workdir = namespaces.private_tmp(workdir, config["tree"], config["disk_bytes"], owner, config["root"],
                                          config["staging"], config["hide"], config["in_template"],
                                          config["read_only"])
     os.chdir(workdir)
     rlimits.apply(config["rlimits"])
     parent = os.getppid()
-    if uid is not None:
+    if uid is not None and gid is not None:
         identity.drop(uid, gid, parent, config["no_new_privs"])
     else:
         _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
@@ -158,7 +196,7 @@ class _Imported:
         return None
 
 
-def import_warm(names: Mapping[str, str], script: str) -> None:
+def import_warm(names: Mapping[str, str], script: str | None) -> None:
     """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
     WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
     imports its own files of those names."""
@@ -234,7 +272,7 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     return code
 
 
-def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
+def run_child(config: ChildConfig, sources: Sequence[int]) -> NoReturn:
     """Set up the run and execute its program; never returns (the process ends with the program's status)."""
     try:
         workdir = _setup(config, sources)
@@ -242,13 +280,16 @@ def run_child(config: Mapping[str, Any], sources: Sequence[int]) -> NoReturn:
         atexit._clear()  # only the program's own exit handlers run at its end
         if config["argv"]:
             os.execvpe(config["argv"][0], config["argv"], config["env"])  # found on the run's PATH
+        script = config["script"]
+        if script is None:
+            raise ValueError("the run names neither a script nor an argv")
     except BaseException as exc:  # a layer failed: tell the gate on the setup channel, never run the program
         try:
             os.write(SETUP, f"{type(exc).__name__}: {exc}".encode()[:4000])
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    os._exit(_run_script(config["script"], config["args"], workdir, config["warm"], config["python_path"]))
+    os._exit(_run_script(script, config["args"], workdir, config["warm"], config["python_path"]))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
@@ -300,7 +341,7 @@ def _children() -> list[int]:
         return found
 
 
-def reap_one_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> NoReturn:
+def reap_one_run(config: ChildConfig, sources: Sequence[int], status_fd: int) -> NoReturn:
     """Be the reaper of exactly one run: fork its leader, report it, and once it exits kill and reap
     everything else the run left, then exit. (A fresh interpreter always does this; a zygote forks one when
     no cgroup or dedicated uid can find a run's processes, since the zygote itself reaps for every run.)"""
@@ -335,7 +376,7 @@ def abandon_on_parent_death() -> dict[int, tuple[int, int | None]]:
     return waiting
 
 
-def fork_run(config: Mapping[str, Any], sources: Sequence[int], status_fd: int) -> int:
+def fork_run(config: ChildConfig, sources: Sequence[int], status_fd: int) -> int:
     """Fork a run's leader (the caller must be a subreaper); tells its pid on `status_fd`. Returns the pid.
     The leader keeps no other descriptor of the caller's: run_child closes all but `sources`."""
     pid = os.fork()
@@ -354,7 +395,7 @@ def main() -> NoReturn:
     """Entry point of a fresh interpreter (the config is JSON on the descriptor named by argv[1]): become a
     one-run reaper, fork the run's leader, reap everything it leaves, then exit."""
     with os.fdopen(int(sys.argv[1]), "rb") as source:
-        config = json.load(source)
+        config: FreshConfig = json.load(source)
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
     if config["seccomp"]:
         seccomp.prepare()

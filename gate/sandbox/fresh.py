@@ -11,12 +11,15 @@ import fcntl
 import json
 import os
 import subprocess
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.zygote import StatusHandle
+
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
 
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from gate.sandbox.child import main; main()"
 _PIPE_DEFAULT = 1 << 16
@@ -53,7 +56,7 @@ class FreshLauncher:
         # caller's thread that started it.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-fresh-spawner")
 
-    def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
+    def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Start one run; `hash_seed` is already in the config's environment, which the interpreter reads."""
         status_r, status_w = os.pipe()
         config_r, config_w = os.pipe()

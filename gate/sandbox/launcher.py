@@ -11,8 +11,11 @@ from __future__ import annotations
 import os
 import select
 import subprocess
-from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
 
 
 class Handle(Protocol):
@@ -38,7 +41,7 @@ class Launcher(Protocol):
 
     compiles_warm: bool
 
-    def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle: ...
+    def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle: ...
 
     def close(self) -> None: ...
 

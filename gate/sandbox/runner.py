@@ -19,7 +19,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
 from gate.sandbox import rlimits, served, stage, users
@@ -28,6 +28,9 @@ from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
 from gate.sandbox.namespaces import STAGING
+
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
 
 _CHUNK = 65536
 # Slack for the kernel's accounting of CPU time against RLIMIT_CPU, as a share of the limit: a loop killed by
@@ -204,7 +207,7 @@ class LayeredSandbox:
         return f"{STAGING}/{path.relative_to(self._base)}" if self.layers.mountns else str(path)
 
     def _config(self, request: RunRequest, who: users.Identity | None, where: Path,
-                cgroup: CgroupRun | None, peer: bool, cgroup_fds: int) -> dict[str, Any]:
+                cgroup: CgroupRun | None, peer: bool, cgroup_fds: int) -> ChildConfig:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         limits = request.limits

@@ -11,14 +11,17 @@ import os
 import socket
 import subprocess
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
 from gate.sandbox.child import EXIT, PID
 from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
+
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
 
 # argv: the control socket's descriptor, the seccomp filter's BPF program in hex ("-" without the layer), the
 # import paths.
@@ -109,7 +112,7 @@ class ZygoteLauncher:
                 self._zygotes.pop(next(iter(self._zygotes))).control.close()
             return zygote
 
-    def launch(self, config: Mapping[str, Any], sources: Sequence[int], hash_seed: int) -> Handle:
+    def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked.
         """
         status_r, status_w = os.pipe()

@@ -19,9 +19,12 @@ import signal
 import socket
 import stat
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gate.sandbox import _libc, child, namespaces, seccomp
+
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
 
 # Modules that dataset solutions and the harnesses commonly import, loaded once here so that a forked run finds
 # them ready; pkgutil is what runpy needs to start a script. Not the rarely used heavy ones (dataclasses pulls
@@ -98,7 +101,7 @@ def _preload(names: list[str]) -> None:
         gc.freeze()
 
 
-def _compile_warm(config: dict[str, Any]) -> None:
+def _compile_warm(config: ChildConfig) -> None:
     """Compile the run's warm files (trusted, shared by many runs) that this zygote has not compiled yet, into
     child.WARM_CODE, which every run forked afterwards inherits."""
     for name, digest in config["warm"].items():
@@ -132,7 +135,7 @@ def _read_regular(path: str) -> bytes | None:
         os.close(fd)
 
 
-def _in_shared_namespaces(config: dict[str, Any]) -> dict[str, Any]:
+def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
     """Enter a network namespace and a mount template once, for every run of this zygote, instead of doing it
     all in each run: creating and destroying a network namespace costs about a millisecond each time, and the
     template saves each run a third of its mount work (namespaces.enter_template). The runs share one network
@@ -154,7 +157,7 @@ def _in_shared_namespaces(config: dict[str, Any]) -> dict[str, Any]:
     return config
 
 
-def _fork_reaper(config: dict[str, Any], fds: list[int]) -> None:
+def _fork_reaper(config: ChildConfig, fds: list[int]) -> None:
     """Fork a reaper for this run alone (child.reap_one_run); the zygote then only reaps that reaper."""
     if os.fork() == 0:
         signal.set_wakeup_fd(-1)
