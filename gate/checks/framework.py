@@ -29,7 +29,10 @@ _ATTRIBUTES = {
     "os": {"_exit", "write", "fdopen", "dup2", "dup", "closerange"},
     "gc": {"get_objects", "get_referrers", "get_referents"},
 }
-_FRAME_FIELDS = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame"}
+_FRAME_FIELDS = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "gi_frame", "cr_frame", "ag_frame"}
+# Attributes of any object that reach the rest of the process: every class it has (pytest's among them, to
+# patch), a function's module namespace, builtins, code and closure cells.
+_INTERNALS = {"__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__"}
 
 
 class Framework:
@@ -54,8 +57,10 @@ class Framework:
             tree = trees.get(source.path)
             if tree is None or _is_test_code(source.path, spec.paths):
                 continue
-            for node in ctx.trees.walk(source.path, tree):
-                what = _reach(node) or _blind_comparison(node)
+            nodes = ctx.trees.walk(source.path, tree)
+            modules = _module_names(nodes)
+            for node in nodes:
+                what = _reach(node, modules) or _blind_comparison(node)
                 line = getattr(node, "lineno", None)
                 if what and _added(node, source.added_lines):
                     found.append((f"{what} at {source.path}:{line}", Location(source.path, line)))
@@ -246,8 +251,19 @@ def _truth(value: ast.expr | None) -> bool | None:
     return None
 
 
-def _reach(node: ast.AST) -> str:
-    """What `node` reaches, in words, or ""."""
+def _module_names(nodes: list[ast.AST]) -> dict[str, str]:
+    """The names the file binds to the modules whose state `_ATTRIBUTES` lists (`import sys as s`: s -> sys)."""
+    names = {module: module for module in _ATTRIBUTES}
+    for node in nodes:
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name in _ATTRIBUTES:
+                    names[alias.asname or alias.name] = alias.name
+    return names
+
+
+def _reach(node: ast.AST, modules: dict[str, str]) -> str:
+    """What `node` reaches, in words, or "". `modules` maps the file's names for sys, os, gc and inspect."""
     if isinstance(node, ast.Import):
         names = [alias.name for alias in node.names if alias.name.split(".")[0] in _MODULES]
         return f"import {names[0]}" if names else ""
@@ -258,10 +274,23 @@ def _reach(node: ast.AST) -> str:
         names = [alias.name for alias in node.names if alias.name in wanted]
         return f"from {node.module} import {names[0]}" if names else ""
     if isinstance(node, ast.Attribute):
-        if isinstance(node.value, ast.Name) and node.attr in _ATTRIBUTES.get(node.value.id, set()):
-            return f"{node.value.id}.{node.attr}"
+        module = modules.get(node.value.id) if isinstance(node.value, ast.Name) else None
+        if module and (node.attr in _ATTRIBUTES[module] or node.attr == "__dict__"):
+            return f"{module}.{node.attr}"
         if node.attr in _FRAME_FIELDS:
             return f"a frame's .{node.attr}"
+        if node.attr in _INTERNALS:
+            return f".{node.attr}"
+    if isinstance(node, ast.Name) and node.id == "__builtins__":
+        return "__builtins__"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("vars", "getattr") \
+            and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in modules:
+        # `vars(sys)["modules"]`, `getattr(sys, name)`: the module's state by a name the check cannot read
+        # (a constant name it can: `getattr(sys, "version_info")` is fine).
+        module = modules[node.args[0].id]
+        name = node.args[1] if node.func.id == "getattr" and len(node.args) > 1 else None
+        if not (isinstance(name, ast.Constant) and name.value not in _ATTRIBUTES[module]):
+            return f"{node.func.id}({module}, ...)"
     return ""
 
 

@@ -1,0 +1,91 @@
+"""Red-team attacks on the framework check's list of reaches (README "Gating with your own tests and
+dependencies"): library code that patches pytest from the tests' own process without a name the check knew.
+`object.__subclasses__()` lists every class the process has, pytest's `TestReport` among them; a function's
+`__globals__` is its module's namespace; `vars(sys)` is `sys.modules` by another name. A wrong multiplication
+whose module rewrites every report to "passed" must not be accepted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.engine import score
+from gate.policy.loader import load_policy
+from gate.subject import SourceFile, Subject
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import BROKEN_MUL, POLICY, calc_project, score_repo, suite_statuses
+
+# Finds pytest's report class among every class of the process and makes each report a pass.
+FORGE_BY_SUBCLASSES = '''\
+
+
+def _classes(klass):
+    for sub in type.__subclasses__(klass):
+        yield sub
+        yield from _classes(sub)
+
+
+for _klass in list(_classes(object)):
+    if _klass.__name__ == "TestReport" and _klass.__module__ == "_pytest.reports":
+        _made = _klass.from_item_and_call
+
+        def _passed(item, call, _made=_made):
+            report = _made(item, call)
+            report.outcome = "passed"
+            report.longrepr = None
+            return report
+
+        _klass.from_item_and_call = staticmethod(_passed)
+'''
+REACHES = {
+    "subclasses": "def f():\n    return object.__subclasses__()\n",
+    "globals": "def f(g):\n    return g.__globals__\n",
+    "builtins-of-a-function": "def f(g):\n    return g.__builtins__\n",
+    "code": "def f(g):\n    g.__code__ = None\n",
+    "closure": "def f(g):\n    return g.__closure__\n",
+    "async-generator-frame": "def f(g):\n    return g.ag_frame\n",
+    "vars-of-sys": "import sys\n\n\ndef f():\n    return vars(sys)['modules']\n",
+    "dict-of-sys": "import sys\n\n\ndef f():\n    return sys.__dict__['modules']\n",
+    "getattr-of-sys": "import sys\n\n\ndef f():\n    return getattr(sys, 'mod' + 'ules')\n",
+    "sys-by-another-name": "import sys as s\n\n\ndef f():\n    return s._getframe(1)\n",
+    "inspect-by-another-name": "import inspect as i\n\n\ndef f():\n    return i.stack()\n",
+}
+HONEST = {
+    "vars-of-self": "class A:\n    def f(self):\n        return vars(self)\n",
+    "dict-of-self": "class A:\n    def f(self):\n        return self.__dict__\n",
+    "getattr-of-an-object": "def f(o, name):\n    return getattr(o, name)\n",
+    "getattr-of-sys-constant": "import sys\n\n\ndef f():\n    return getattr(sys, 'version_info')\n",
+}
+
+
+def _flagged(code: str) -> list[str]:
+    policy = load_policy(None, text=POLICY, source="gate.yml")
+    subject = Subject(kind="range", label="a..b", files=(SourceFile("lib.py", code),))
+    return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+
+
+@pytest.mark.parametrize("name", sorted(REACHES))
+def test_a_reach_into_the_interpreter_by_another_name_is_blocked(name: str) -> None:
+    assert _flagged(REACHES[name]), name
+
+
+@pytest.mark.parametrize("name", sorted(HONEST))
+def test_honest_introspection_is_not_flagged(name: str) -> None:
+    assert not _flagged(HONEST[name]), name
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_library_code_that_patches_pytest_through_subclasses_is_blocked(tmp_path: Path) -> None:
+    # Under the default budget: the imports check's 3 points for `__subclasses__` are within it.
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("budget: 1", "budget: 3"))
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL + FORGE_BY_SUBCLASSES})
+
+    verdict = score_repo(repo)
+
+    # In the tests' own process the forgery works: the wrong product reads as passed there.
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert not verdict.accepted
+    assert any("__subclasses__" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
