@@ -8,5 +8,4 @@ from gate.cases.humaneval import HumanEval
 from gate.cases.mbpp import Mbpp
 from gate.cases.stdio import Stdio
 
-CALL = Call()  # (the one kind whose cases one run may serve together: gate/checks/smoke.py)
-KINDS: dict[str, CaseKind] = {kind.name: kind for kind in (Stdio(), CALL, HumanEval(), Mbpp())}
+KINDS: dict[str, CaseKind] = {kind.name: kind for kind in (Stdio(), Call(), HumanEval(), Mbpp())}

@@ -6,15 +6,18 @@ compares outside (docs/cases.md).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, ClassVar, Protocol
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
 from gate.verdict import RunStatus, safe_text
+
+if TYPE_CHECKING:
+    from gate.cases.schedule import Served
 
 # Characters of a case's detail that any report shows. The detail quotes what the run sent back (its output,
 # an exception's message, a record the candidate may have written itself), which has no length of its own.
@@ -88,3 +91,16 @@ class CaseKind(Protocol):
 
     def run(self, case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits,
             hash_seed: int) -> CaseOutcome: ...
+
+
+@runtime_checkable
+class ServedTogether(Protocol):
+    """What a case kind adds when one run may serve several of its cases (the smoke check groups them)."""
+
+    def module(self, case: CaseSpec, program: Program) -> str | None:
+        """What the cases one run serves together share (their module), None when `case` runs alone."""
+
+    def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
+                 hash_seed: int, cut_s: float) -> Served:
+        """Serve `cases` (all of one `module`, all public or all hidden) in one run: by position, the outcome
+        of each case served, those left to runs of their own, and the one cut for going on past `cut_s`."""

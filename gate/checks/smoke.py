@@ -19,8 +19,8 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.cases import CALL, KINDS, schedule
-from gate.cases.base import CaseOutcome, Program
+from gate.cases import KINDS, schedule
+from gate.cases.base import CaseOutcome, Program, ServedTogether
 from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
 from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product, stopped
@@ -150,21 +150,25 @@ def _runner(case: CaseSpec, program: Program, sandbox: Sandbox, limits: Limits) 
 
 
 def _together(cases: list[CaseSpec], program: Program) -> list[list[int]]:
-    """The cases that one run may serve together: `call` cases with a module to call, the public ones apart
-    from the hidden ones (a public case's report quotes what its run sent back, which must never carry what
-    a hidden case's arguments were), each group in the order of the modules they call."""
-    groups: dict[bool, list[tuple[str, int]]] = {}
+    """The cases that one run may serve together: those of a kind that serves them together (`call` cases with
+    a module to call), by kind, the public ones apart from the hidden ones (a public case's report quotes what
+    its run sent back, which must never carry what a hidden case's arguments were), each group in the order
+    of the modules they call."""
+    groups: dict[tuple[str, bool], list[tuple[str, int]]] = {}
     for at, case in enumerate(cases):
-        module = CALL.module(case, program) if case.kind == CALL.name else None
+        kind = KINDS[case.kind]
+        module = kind.module(case, program) if isinstance(kind, ServedTogether) else None
         if module is not None:
-            groups.setdefault(case.hidden, []).append((module, at))
+            groups.setdefault((case.kind, case.hidden), []).append((module, at))
     return [[at for _, at in sorted(group)] for group in groups.values()]
 
 
 def _many(cases: list[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits) -> schedule.Many:
     """Serve cases (by index) together in one run under a hash seed."""
     def serve(members: Sequence[int], seed: int) -> schedule.Served:
-        served = CALL.run_many([cases[at] for at in members], program, sandbox, limits, seed,
+        kind = KINDS[cases[members[0]].kind]
+        assert isinstance(kind, ServedTogether)  # (_together grouped only such kinds' cases)
+        served = kind.run_many([cases[at] for at in members], program, sandbox, limits, seed,
                                schedule.SERVED_CUT_S)
         return schedule.Served({members[at]: outcome for at, outcome in served.outcomes.items()},
                                frozenset(members[at] for at in served.alone),
