@@ -15,6 +15,7 @@ import ast
 import os
 import re
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from pathlib import Path
 
@@ -67,10 +68,8 @@ class Tests:
         where = cache.cache_dir(os.environ)
         runner = suite.runner
         head = _head_run(ctx.policy, ctx.subject, suite, runner)
-        base = _baseline(ctx.sandbox, ctx.policy, ctx.subject, suite, runner, where) \
-            if spec.baseline == "base" else None
+        base, outcomes = _base_and_head(ctx.sandbox, ctx.policy, ctx.subject, suite, head, where)
         deadline = time.monotonic() + spec.timeout
-        outcomes = run_suite(ctx.sandbox, head, sorted(base) if base is not None else None, deadline)
         added = {}
         if suite.added and suite.added_tree is not None:
             added = run_suite(ctx.sandbox, replace(head, tree=suite.added_tree, args=suite.added), None, deadline)
@@ -99,21 +98,50 @@ def _head_run(policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple
                     workers=policy.tests.workers, plugins=_plugins(subject))
 
 
-def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...],
-              where: Path) -> dict[str, str]:
-    """Each base test's status on the base itself, from the cache (by the base's SHA, the environment and the
-    suite's settings) or by running it. Raises GateFailure (exit 3) when the base's suite does not run in the
-    gate (`refusal`); such a baseline is never cached."""
-    assert policy.tests is not None and suite.base_tree is not None
-    key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
-                        else None, "paths": list(suite.args), "roots": list(suite.base_roots),
-                        "gate": __version__, "runner": list(runner), "plugins": list(_plugins(subject))}, {})
-    stored = where / "baselines" / f"{key}.json"
+def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
+                   where: Path) -> tuple[dict[str, str] | None, dict[str, TestOutcome]]:
+    """(each base test's status on the base, or None without a baseline; each test's outcome on the head).
+    A cached baseline gives the head run its tests, shared over the workers; without one (a new base, or a
+    cache the gate does not trust) the base runs alongside the head, which runs what it collects, and each
+    base test the head did not collect is an error there."""
+    assert policy.tests is not None
+    if policy.tests.baseline != "base":
+        return None, run_suite(sandbox, head, None, time.monotonic() + policy.tests.timeout)
+    stored = _stored(subject, suite, where)
     found = cache.read_json(stored)
     if isinstance(found, dict):
-        return {str(nodeid): str(status) for nodeid, status in found.items()}
+        base = {str(nodeid): str(status) for nodeid, status in found.items()}
+        return base, run_suite(sandbox, head, sorted(base), time.monotonic() + policy.tests.timeout)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        on_base = pool.submit(_baseline, sandbox, policy, subject, suite, stored)
+        on_head = pool.submit(run_suite, sandbox, head, None, time.monotonic() + policy.tests.timeout)
+        base, whole = on_base.result(), on_head.result()
+    return base, {nodeid: _collected(nodeid, whole) for nodeid in base}
+
+
+def _collected(nodeid: str, whole: dict[str, TestOutcome]) -> TestOutcome:
+    """The head's outcome of the base test `nodeid` from a run of everything the head collected."""
+    if nodeid in whole:
+        return whole[nodeid]
+    failed = whole.get(nodeid.split("::")[0]) or whole.get(".")
+    return TestOutcome(nodeid, "error", f"not collected: {failed.detail}" if failed else "not collected on the head")
+
+
+def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
+    """Where the baseline of `suite` is cached: by the base's SHA, the environment and the suite's settings."""
+    key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
+                        else None, "paths": list(suite.args), "roots": list(suite.base_roots),
+                        "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject))}, {})
+    return where / "baselines" / f"{key}.json"
+
+
+def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, stored: Path
+              ) -> dict[str, str]:
+    """Each base test's status on the base itself, by running it, cached at `stored`. Raises GateFailure
+    (exit 3) when the base's suite does not run in the gate (`refusal`); such a baseline is never cached."""
+    assert policy.tests is not None and suite.base_tree is not None
     run = SuiteRun(tree=suite.base_tree, args=suite.args, python_path=(*suite.base_roots, *_sites(subject),
-                                                                        *runner),
+                                                                        *suite.runner),
                    limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
                    workers=policy.tests.workers, plugins=_plugins(subject))
     outcomes = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
