@@ -297,12 +297,14 @@ def test_a_cache_the_runners_user_could_write_is_not_used(tmp_path: Path, gate_c
 @pytest.mark.skipif(os.geteuid() != 0, reason="a file of another uid's in root's cache")
 @pytest.mark.usefixtures("offline_pip")
 def test_a_baseline_file_of_another_users_in_the_cache_is_not_read(tmp_path: Path,
-                                                                   gate_cache: Path) -> None:  # noqa: F811
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = tmp_path / "cache"  # this test's own (the session's is shared with other workers' tests)
+    cache.mkdir(mode=0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(cache))
     repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
-    before = set(gate_cache.glob("baselines/*.json"))
     score_repo(repo)
-    [baseline] = set(gate_cache.glob("baselines/*.json")) - before
+    [baseline] = cache.glob("baselines/*.json")
     baseline.write_text(json.dumps(dict.fromkeys(json.loads(baseline.read_text()), "failed")))
     os.chown(baseline, 65534, 65534)
 
