@@ -17,13 +17,9 @@ from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
 
-# The address space a `languages:` checker gets at least: compilers reserve more than they use (node's V8
-# reserves about 1 GiB for its code at start and fails under the default 512 MB).
-_CHECKER_MEMORY = 2 << 30
-
 
 class Parse:
-    """`ast.parse` for Python, the policy's compiler command for other languages."""
+    """`ast.parse` for Python; other languages are the compile check's."""
 
     name = "parse"
     # Per file, past an extract failure: a file extract charged as a chat reply is left to it.
