@@ -45,7 +45,7 @@ def test_a_login_pattern_is_literal_but_for_star_and_question_mark() -> None:
 
 
 def test_branch_globs_follow_the_path_glob_rules() -> None:
-    # A glob without `/` matches at any depth, as the README's glob rules say; `x/**` is every branch under x/.
+    # A glob without `/` matches at any depth, as docs/github.md's branch globs say; `x/**` is every branch under x/.
     bots = Bots(branches=("bot-*",), agents=())
     assert decide(pull("alice", branch="team/bot-1"), (), bots).gated
     assert decide(pull("alice", branch="bot-1"), (), bots).gated

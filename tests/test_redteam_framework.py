@@ -1,8 +1,7 @@
-"""Red-team attacks on the framework check's reading of `__eq__`/`__ne__` (README "Gating with your own tests
-and dependencies"): objects that compare equal to anything, in the shapes that dodge a check of `def __eq__`
-bodies alone. Each makes every `assert f(x) == y` of the base's tests pass in the tests' own process, so the
-static check is what must stop it; honest comparisons, including those that branch on the other operand and
-return constants, still pass.
+"""Red-team attacks on the framework check's reading of `__eq__`/`__ne__` (docs/repository.md): objects that
+compare equal to anything, in the shapes that dodge a check of `def __eq__` bodies alone. Each makes every
+`assert f(x) == y` of the base's tests pass in the tests' own process, so the static check is what must stop it;
+honest comparisons, including those that branch on the other operand and return constants, still pass.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Nondeterministic code is caught by the rerun with another PYTHONHASHSEED (README, "Penalty schedule"): each body
-returns the right sum together with something that varies between runs."""
+"""Nondeterministic code is caught by the rerun with another PYTHONHASHSEED (docs/how-it-works.md, "Penalty
+schedule"): each body returns the right sum together with something that varies between runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,4 @@
-"""What did not run never counts as passed, and pytest runs as the project's CI runs it (README "Gating with
-your own tests and dependencies").
+"""What did not run never counts as passed, and pytest runs as the project's CI runs it (docs/repository.md).
 
 A base whose suite does not run in the gate (a file that fails to collect, a fixture only a plugin gives, no
 test, fewer tests than its files define) stops the gate with pytest's own words, before the first PR too

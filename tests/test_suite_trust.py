@@ -1,5 +1,4 @@
-"""The suite's process belongs to the gate, and nothing a PR could have written is trusted (README "Gating with
-your own tests and dependencies").
+"""The suite's process belongs to the gate, and nothing a PR could have written is trusted (docs/repository.md).
 
 Attacks in the shape a coding bot has: it writes the head's files (a pytest of its own, a pytest
 configuration deeper in the tree, library code that writes the framework's files while the tests run and

@@ -93,7 +93,7 @@ class CheckResult:
 
 def stopped(ctx: CheckContext) -> str:
     """Why the code under score cannot be run ("extract failed", "parse failed"), or "". The behavioural checks
-    do not run then; what they would have run is not counted as passed (README "Penalty schedule")."""
+    do not run then; what they would have run is not counted as passed (docs/how-it-works.md, "Penalty schedule")."""
     for name in ("extract", "parse"):
         report = ctx.reports.get(name)
         if report is not None and report.status == "failed":

@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"wrote {root / path}")
     if args.workflow:
         print(f"next: replace {COMMIT_SHA} in the workflows with the full commit SHA of release v{__version__}: "
-              f"git ls-remote {HOME} 'refs/tags/v{__version__}^{{}}' (the README's \"Pin the version\")")
+              f"git ls-remote {HOME} 'refs/tags/v{__version__}^{{}}' (the README's \"Pin a release\")")
     return EXIT_ACCEPTED
 
 
