@@ -5,14 +5,13 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import replace
-from pathlib import PurePosixPath
 
 from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
-from gate.checks.languages import checker_paths
+from gate.checks.languages import checker_paths, language_for
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
@@ -98,7 +97,8 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     (the repository) and every hidden-cases file outside it from every run; no sandbox is started when there
     are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is
     missing here."""
-    checkers = checker_paths(policy) if _checks_other_languages(subject, policy) else ()
+    # A changed file `languages:` maps to a checker, which runs in the sandbox.
+    checkers = checker_paths(policy) if any(language_for(f.path, policy) for f in subject.files) else ()
     if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests and not checkers:
         return score(subject, policy, reproduce=reproduce)
     # The repository's environment, the gate's pytest copy and the `languages:` checkers are all a run sees of
@@ -119,12 +119,6 @@ def score_range(found: ScoreInput) -> Verdict:
     the policy requires is missing here."""
     return score_by_scope(found.subject, found.policy, lambda subject, policy: score_running_cases(
         subject, policy, reproduce=found.reproduce, hide=found.private))
-
-
-def _checks_other_languages(subject: Subject, policy: Policy) -> bool:
-    """Whether a changed file has an extension `languages:` maps to a checker (which runs in the sandbox)."""
-    extensions = {language.extension.lstrip(".") for language in policy.languages}
-    return any(PurePosixPath(source.path).suffix.lstrip(".") in extensions for source in subject.files)
 
 
 def _isolation(subject: Subject, sandbox: Sandbox | None, shared: list[tuple[str, str]]
