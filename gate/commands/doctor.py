@@ -367,7 +367,7 @@ def _suite(repo: Path) -> bool:
         handle = git.Repo(repo)
         head = handle.head.commit.hexsha
         with subject_from_commits(handle, head, head) as found:
-            if not found.policy.tests and not any(scope.tests for scope in found.policy.scopes):
+            if not found.policy.has_tests:
                 print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
                 return True
             verdict = score_range(found)

@@ -74,8 +74,7 @@ def recomputed(claimed: Verdict, path: Path, found: ScoreInput) -> Verdict:
         raise BadInput(f"the artifact does not match the PR's files: {mismatch}; refusing it", file=str(path),
                        key="penalties")
     policy = found.policy
-    ran_cases = bool(policy.cases or any(scope.cases for scope in policy.scopes)
-                     or found.subject.cases or found.subject.hidden_cases)
+    ran_cases = bool(policy.has_cases or found.subject.cases or found.subject.hidden_cases)
     # A checker runs the head's file (the compile check is not static): only the PR's own run ran it.
     ran_checkers = any(language_for(source.path, policy) for source in found.subject.files)
     unverified = (*((UNPRIVILEGED_CASES,) if ran_cases else ()), *((UNPRIVILEGED_CHECKERS,) if ran_checkers else ()))

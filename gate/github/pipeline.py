@@ -211,9 +211,8 @@ def score_in_ci(found: ScoreInput) -> Verdict:
 
 def _need_checkout_for_cases(found: ScoreInput) -> None:
     """Cases run against a clean export of the head's tree, which only a checkout with both commits gives."""
-    policy = found.policy
-    cases = policy.cases or any(scope.cases for scope in policy.scopes)
-    if found.subject.tree is None and (cases or found.subject.cases or found.subject.hidden_cases):
+    cases = found.policy.has_cases or found.subject.cases or found.subject.hidden_cases
+    if found.subject.tree is None and cases:
         raise BadInput("the policy has cases, but the checkout does not hold the PR's base and head commits, so "
                        "there is no head tree to run them against; check out with `ref: ${{ "
                        "github.event.pull_request.head.sha }}` and `fetch-depth: 0`", key="GITHUB_WORKSPACE")

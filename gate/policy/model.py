@@ -323,12 +323,21 @@ class Policy:
     source: str = key("default preset", internal=True)
 
     @property
+    def has_cases(self) -> bool:
+        """Whether the policy, or one of its scopes, has cases to run against the head."""
+        return bool(self.cases or any(s.cases for s in self.scopes))
+
+    @property
+    def has_tests(self) -> bool:
+        """Whether the policy, or one of its scopes, runs the repository's suite (`tests:`)."""
+        return bool(self.tests or any(s.tests for s in self.scopes))
+
+    @property
     def has_cases_or_tests(self) -> bool:
         """Whether the policy, or one of its scopes, runs code against the head (its cases or its tests)."""
-        return bool(self.cases or self.tests or any(s.cases or s.tests for s in self.scopes))
+        return self.has_cases or self.has_tests
 
     @property
     def repository_environment(self) -> Environment | None:
         """The environment runs get: `environment:`, or its defaults when only `tests:` is set."""
-        wants_tests = self.tests or any(scope.tests for scope in self.scopes)
-        return self.environment or (Environment() if wants_tests else None)
+        return self.environment or (Environment() if self.has_tests else None)
