@@ -2,7 +2,8 @@
 
 With `tests:`, the repository's tests run in one process with the code under test, so that code could make
 failing tests pass: import pytest or its internals and patch them, skip or exit from inside a call, walk the
-interpreter's modules or the callers' frames to find and rewrite what the tests hold, or return objects whose
+interpreter's modules, the callers' frames or every class of the process to find and rewrite what the tests
+hold, run code no check reads through a dynamic loader (`exec` of a data file), or return objects whose
 `__eq__` (or `__ne__`) answers without looking at what they are compared with, so that every `assert f(x) == y`
 passes. Such code is rarely what a library change needs, and no run can tell a patched outcome from a real one,
 so a change that adds it (outside the test paths) is blocked for a human, naming each place. It costs no
@@ -16,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import PurePosixPath
 
 from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.imports import find_imports
 from gate.policy.model import Policy
 from gate.verdict import Location, listing
 
@@ -64,6 +66,15 @@ class Framework:
                 line = getattr(node, "lineno", None)
                 if what and _added(node, source.added_lines):
                     found.append((f"{what} at {source.path}:{line}", Location(source.path, line)))
+            # What a dynamic loader runs (a data file's text, a module named at run time) is code no check
+            # reads, in the tests' process: the imports check's points for it fit the default budget.
+            for loader in find_imports(tree, nodes):
+                lines = range(loader.line, loader.end_line + 1)
+                seen = any(where.line == loader.line for _, where in found if where.path == source.path)
+                if loader.loader and not seen and (source.added_lines is None
+                                                   or any(n in source.added_lines for n in lines)):
+                    found.append((f"the dynamic loader {loader.text} at {source.path}:{loader.line}",
+                                  Location(source.path, loader.line)))
         if not found:
             return CheckResult()
         reason = ("the change's library code reaches into the test framework or the interpreter's state ("
