@@ -16,7 +16,16 @@ from gate.errors import GateFailure
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
-from tests.projects import SLUGIFY, gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
+from tests.projects import (  # noqa: F401
+    BACKEND,
+    SLUGIFY,
+    gate_cache,
+    gate_cache_root,
+    offline_pip,
+    project_repo,
+    pyproject,
+    wheelhouse,
+)
 
 CASES = """\
 cases:
@@ -58,15 +67,72 @@ def test_a_call_case_imports_the_dependency_the_base_declares(tmp_path: Path) ->
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_without_an_environment_the_dependency_is_missing(tmp_path: Path) -> None:
-    """The situation the environment exists for: the standard library only, every case fails."""
+def test_without_an_environment_key_the_dependencies_the_base_declares_are_installed(tmp_path: Path) -> None:
+    """python-slugify's shape: one dependency, two call cases, no `environment:` key. Both cases failed with
+    `No module named 'text_unidecode'`, charged to the bot."""
     repo = _slugify_repo(tmp_path / "repo", CASES)
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert [c.status for c in verdict.cases] == ["passed", "passed"], verdict.cases
+    assert verdict.accepted and "text-unidecode==1.0" in dict(verdict.isolation)["environment"]
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_environment_null_is_the_standard_library_only(tmp_path: Path) -> None:
+    """The situation the environment exists for: the standard library only, every case fails."""
+    repo = _slugify_repo(tmp_path / "repo", "environment: null\n" + CASES)
     repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
 
     verdict = _score(repo)
 
     assert [c.status for c in verdict.cases] == ["failed", "failed"]
     assert "No module named 'text_unidecode'" in verdict.cases[0].detail
+    assert "environment" not in dict(verdict.isolation)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_base_that_declares_nothing_gets_no_environment_by_default(tmp_path: Path) -> None:
+    """No pyproject dependencies, setup.cfg or requirements: nothing is built, the run sees the standard
+    library, and a change that adds a requirements file is blocked for a human (scored without it)."""
+    repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("plain"), ".github/gate.yml": CASES,
+                                            "slugify.py": SLUGIFY.replace("from text_unidecode import unidecode\n",
+                                                                          "unidecode = str\n")})
+    repo.commit("bot: needs a package", {"requirements.txt": "text-unidecode\n"})
+
+    verdict = _score(repo)
+
+    assert "environment" not in dict(verdict.isolation)
+    assert any("adds requirements.txt" in reason for reason in verdict.blocked_reasons)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_without_cases_a_dependency_change_is_not_blocked_by_default(tmp_path: Path) -> None:
+    """No code runs, so no environment is built and a dependency bump is only a change like any other."""
+    repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("slugish", ["text-unidecode"]),
+                                            "slugify.py": SLUGIFY, ".github/gate.yml": "budget: 3\n"})
+    repo.commit("bot: bump", {"pyproject.toml": pyproject("slugish", ["text-unidecode>=1.0"])})
+
+    verdict = _score(repo)
+
+    assert verdict.blocked_reasons == () and verdict.accepted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_base_whose_version_comes_from_git_builds_without_its_git_directory(tmp_path: Path) -> None:
+    """hatch-vcs / setuptools-scm's shape: the build asks git for the version, and the export it builds from
+    has no .git; the gate passes the version git gives as SETUPTOOLS_SCM_PRETEND_VERSION."""
+    from_git = BACKEND.replace("project['version']", "os.environ['SETUPTOOLS_SCM_PRETEND_VERSION']")
+    repo = project_repo(tmp_path / "repo", {"_backend/backend.py": from_git, "slugify.py": SLUGIFY,
+                                            "pyproject.toml": pyproject("slugish", ["text-unidecode"]),
+                                            ".github/gate.yml": CASES})
+    repo.git("tag", "v2.0.0", "main")
+    repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
+
+    verdict = _score(repo)
+
+    assert [c.status for c in verdict.cases] == ["passed", "passed"] and verdict.accepted
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -189,3 +189,19 @@ def test_gate_ci_on_a_checkout_owned_by_another_uid_says_why(
     assert main(["ci"]) == 3
     err = capsys.readouterr().err
     assert "dubious ownership" in err and "safe.directory" in err and "Traceback" not in err
+
+
+def test_a_version_from_git_is_the_one_setuptools_scm_gives(tmp_path: Path) -> None:
+    """The base's build gets it as SETUPTOOLS_SCM_PRETEND_VERSION (an export has no .git to read it from)."""
+    import git
+
+    from gate.sources.gitrange import scm_version
+
+    repo = Repo(tmp_path / "repo")
+    first = repo.commit("one", {"a.py": "x = 1\n"})
+    second = repo.commit("two", {"a.py": "x = 2\n"})
+    handle = git.Repo(repo.root)
+    assert scm_version(handle, handle.commit(second)) == f"0.1.dev2+g{second[:7]}"
+    repo.git("tag", "v1.4.0", first)
+    assert scm_version(handle, handle.commit(first)) == "1.4.0"
+    assert scm_version(handle, handle.commit(second)) == f"1.4.1.dev1+g{second[:7]}"

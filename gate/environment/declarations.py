@@ -32,6 +32,49 @@ def is_declaration(path: str, spec: Environment) -> bool:
             or (PurePosixPath(path).parent.name == "requirements" and name.endswith((".txt", ".in"))))
 
 
+# The requirements files at the root that the default environment installs when the base has them.
+ROOT_REQUIREMENTS = ("requirements.txt",)
+
+
+def declared(read: Reader) -> Environment | None:
+    """What the default environment (no `environment:` key, or `{}`) builds from the base (its files through
+    `read`): the project's dependencies when pyproject.toml, setup.cfg or setup.py declares some, and a root
+    requirements.txt; None when the base declares nothing (the standard library is then all a run needs, and
+    no environment is built)."""
+    requirements = tuple(path for path in ROOT_REQUIREMENTS if (read(path) or "").strip())
+    project = _project_declares(read)
+    if not project and not requirements:
+        return None
+    return Environment(project=project, requirements=requirements)
+
+
+def _project_declares(read: Reader) -> bool:
+    """Whether the base's project files name any dependency (or leave them to the build: `dynamic`)."""
+    text = read("pyproject.toml")
+    if text is not None:
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError:
+            doc = {}
+        project = doc.get("project", {})
+        poetry = doc.get("tool", {}).get("poetry", {}).get("dependencies", {})
+        dynamic = project.get("dynamic", ()) if isinstance(project, dict) else ()
+        if (isinstance(project, dict) and (project.get("dependencies") or "dependencies" in dynamic)) \
+                or (isinstance(poetry, dict) and set(poetry) - {"python"}):
+            return True
+    cfg = read("setup.cfg")
+    if cfg is not None:
+        parser = configparser.ConfigParser()
+        try:
+            parser.read_string(cfg)
+        except configparser.Error:
+            pass
+        else:
+            if _lines(parser.get("options", "install_requires", fallback="")):
+                return True
+    return "install_requires" in (read("setup.py") or "")
+
+
 def key_files(spec: Environment, present: Iterable[str]) -> list[str]:
     """The files of the base whose text goes into the environment's cache key, among the paths `present`."""
     return sorted(path for path in present if is_declaration(path, spec))

@@ -312,9 +312,11 @@ class Policy:
     python: Literal["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] = key(
         "3.11", "the Python version the code is parsed for (quote it: \"3.10\")")
     judge: Judge = key(factory=Judge, description="an optional model judge that advises")
-    # None: the standard library only; `tests` without `environment` builds the default Environment.
-    environment: Environment | None = key(None, "the repository's own environment, built from the base commit "
-                                          "only (null: the standard library only)")
+    # The default (the defaults of Environment) builds what the base declares, when it declares anything
+    # (gate/environment/declarations.py: `declared`); None (`environment: null`): the standard library only.
+    environment: Environment | None = key(
+        factory=Environment, description="the repository's own environment, built from the base commit only (by "
+        "default the dependencies the base declares, when it declares any; null: the standard library only)")
     tests: RepoSuite | None = key(None, "run the repository's pytest suite from the base commit against the "
                                   "head's code (null: off)")
     scopes: tuple[Scope, ...] = key((), "monorepo parts, each scored on its own: the changed files under its "
@@ -339,5 +341,6 @@ class Policy:
 
     @property
     def repository_environment(self) -> Environment | None:
-        """The environment runs get: `environment:`, or its defaults when only `tests:` is set."""
-        return self.environment or (Environment() if self.has_tests else None)
+        """The environment runs get: `environment:` (by default what the base declares); None under
+        `environment: null`."""
+        return self.environment

@@ -119,7 +119,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
-        environment = _environment(base, policy) if runs_code else None
+        environment = _environment(repo, base, policy) if runs_code else None
         suite = _suite(base, changes, policy, policy.tests, tree, withheld, environment, "suite", "tests") \
             if policy.tests and tree else None
         scope_suites = tuple(
@@ -347,21 +347,49 @@ def _refuse_shallow(repo: git.Repo, head: str, base: str) -> None:
                           "history: fetch-depth: 0 (actions/checkout), or `git fetch --unshallow`")
 
 
-def _environment(base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
+def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
     """The repository's environment the policy asks for, built from the base commit (never the head)."""
     spec = policy.repository_environment
+    if spec == Environment():  # the default: what the base declares, nothing when it declares nothing
+        from gate.environment.declarations import declared
+
+        spec = declared(GitBase(base).read)
     if spec is None:
         return None
     from gate.environment import build as environment_build  # (importlib.metadata and more: only when built)
 
     paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
+    # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
+    environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": scm_version(repo, base), **os.environ}
     try:
         built = environment_build.prepare(
             spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
-            run_interpreter(), cache_dir(os.environ), os.environ)
+            run_interpreter(), cache_dir(os.environ), environ)
     except BadInput as exc:  # a key of the policy names what the base lacks: point at the policy
         raise BadInput(exc.message, file=policy.source, key=exc.key) from None
     return built
+
+
+def scm_version(repo: git.Repo, commit: git.Commit) -> str:
+    """The version setuptools-scm and hatch-vcs would give `commit` from the real repository's history (an
+    export has no .git): the nearest tag, its distance and the commit, in their default scheme
+    (`1.2.3`, `1.2.4.dev5+g1a2b3c4`, `0.1.dev5+g1a2b3c4` without a tag). Passed to the base's build as
+    SETUPTOOLS_SCM_PRETEND_VERSION, which both read."""
+    short = commit.hexsha[:7]
+    try:
+        described = repo.git.describe("--tags", "--long", "--match", "*[0-9]*", commit.hexsha)
+    except git.GitCommandError:
+        count = int(repo.git.rev_list("--count", commit.hexsha))
+        return f"0.1.dev{count}+g{short}"
+    tag, distance, _ = described.rsplit("-", 2)
+    release = re.sub(r"^[^0-9]*", "", tag)
+    if not re.fullmatch(r"\d+(\.\d+)*", release):
+        return f"0.1.dev{distance}+g{short}"
+    if distance == "0":
+        return release
+    parts = release.split(".")
+    parts[-1] = str(int(parts[-1]) + 1)
+    return f"{'.'.join(parts)}.dev{distance}+g{short}"
 
 
 def _export_all(tree: git.Tree, target: Path) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path, PurePosixPath
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
 from gate.policy.loader import load_policy
-from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Policy
+from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Environment, Policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
 from gate.subject import SourceFile
@@ -53,14 +53,16 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
     policy = _policy(base, named)
     governed = governed_files(policy, named or DEFAULT_POLICY_PATH)
     rubric = policy.judge.rubric_file
-    dependencies = dependency_changes(base, changes, policy)
-    relaxed = policy.environment is not None and policy.environment.dependency_changes == "note"
+    hidden = load_hidden(policy, base.read, worktree)
+    dependencies = dependency_changes(base, changes, policy, bool(policy.has_cases_or_tests or hidden))
+    spec = policy.repository_environment
+    relaxed = spec is not None and spec.dependency_changes == "note"
     return Trusted(
         policy=policy,
         governed=governed,
         blocked_reasons=blocked_reasons(changes, governed) + (() if relaxed else dependencies),
         dependency_notes=dependencies if relaxed else (),
-        hidden_cases=load_hidden(policy, base.read, worktree),
+        hidden_cases=hidden,
         ignored=ignored_hidden_env(policy),
         judge_rubric=base.read(rubric) if rubric else None,
         overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
@@ -121,12 +123,14 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
     return tuple(reasons)
 
 
-def dependency_changes(base: BaseReader, changes: Sequence[Change], policy: Policy) -> tuple[str, ...]:
+def dependency_changes(base: BaseReader, changes: Sequence[Change], policy: Policy,
+                       runs_code: bool) -> tuple[str, ...]:
     """One line per dependency declaration the change edits, naming what changed, when the policy builds the
     repository's environment (from the base: the change is scored with the base's dependencies, so a human
-    must look at the new ones)."""
+    must look at the new ones): `environment:` as written, or by default only when code runs
+    (`runs_code`)."""
     spec = policy.repository_environment
-    if spec is None:
+    if spec is None or (spec == Environment() and not runs_code):
         return ()
     from gate.environment.declarations import is_declaration, what_changed  # (tomllib: only when needed)
 
