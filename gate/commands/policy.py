@@ -26,6 +26,9 @@ def register(subparsers: Any) -> None:
     check = actions.add_parser("check", help="validate FILE (exit 0) or print its first error (exit 2)")
     check.add_argument("file", nargs="?", type=Path, metavar="FILE",
                        help=f"the policy file (default: {DEFAULT_FILE}; absent: the default preset applies)")
+    check.add_argument("--repo", type=Path, metavar="DIR",
+                       help="also check that every case's function: and module: exist in this tree (the base "
+                            "a change will be scored against); FILE is then read inside it")
     check.set_defaults(func=run_check)
     show = actions.add_parser("show", help="print the effective policy after `extends` as YAML")
     show.add_argument("file", nargs="?", type=Path, metavar="FILE",
@@ -36,22 +39,48 @@ def register(subparsers: Any) -> None:
     schema.set_defaults(func=run_schema)
 
 
-def _load(file: Path | None) -> tuple[Policy, str]:
-    """The policy and how to name it; a missing default file means the default preset."""
-    if file is None and DEFAULT_FILE.exists() and ALTERNATE_FILE.exists():
-        raise BadInput(f"both {DEFAULT_FILE} and {ALTERNATE_FILE} exist: keep one", file=str(ALTERNATE_FILE))
-    if file is None and not DEFAULT_FILE.exists() and not ALTERNATE_FILE.exists():
-        return load_policy(None), f"no {DEFAULT_FILE}: the default preset applies"
-    path = file or (DEFAULT_FILE if DEFAULT_FILE.exists() else ALTERNATE_FILE)
+def _load(file: Path | None, root: Path = Path()) -> tuple[Policy, str]:
+    """The policy and how to name it; a missing default file (under `root`) means the default preset."""
+    default, alternate = root / DEFAULT_FILE, root / ALTERNATE_FILE
+    if file is None and default.exists() and alternate.exists():
+        raise BadInput(f"both {default} and {alternate} exist: keep one", file=str(alternate))
+    if file is None and not default.exists() and not alternate.exists():
+        return load_policy(None), f"no {default}: the default preset applies"
+    path = root / file if file else (default if default.exists() else alternate)
     policy = load_policy(path)
     return policy, f"{path} (extends {policy.extends})"
 
 
 def run_check(args: argparse.Namespace) -> int:
     """Validate the file; errors surface as BadInput (exit 2) through the CLI."""
-    _, described = _load(args.file)
+    policy, described = _load(args.file, args.repo or Path())
+    if args.repo is not None:
+        _resolve(policy, args.repo, str(args.file or DEFAULT_FILE))
     print(described if described.startswith("no ") else f"ok: {described}")
     return EXIT_ACCEPTED
+
+
+def _resolve(policy: Policy, root: Path, source: str) -> None:
+    """BadInput naming the first case whose function or module the tree at `root` lacks."""
+    from gate.cases.hidden import load_hidden
+    from gate.cases.resolve import unresolved
+
+    def read(path: str) -> str | None:
+        target = root / path
+        return target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
+
+    spec = policy.repository_environment
+    roots = ("", *(("src",) if spec is not None and (root / "src").is_dir() else ()),
+             *(spec.python_path if spec is not None else ()))
+    found = unresolved(policy.cases, read, roots)
+    for index, scope in enumerate(policy.scopes):
+        found += unresolved(scope.cases or (), read, roots, f"scopes[{index}].cases")
+    if not found and policy.hidden.path:  # (a maintainer's own check: the hidden cases may be named)
+        found, source = unresolved(load_hidden(policy, read), read, roots), policy.hidden.path
+    if found:
+        key, why = found[0]
+        raise BadInput(f"{why} in {root}: a case the base cannot run would charge every change", file=source,
+                       key=key)
 
 
 def run_show(args: argparse.Namespace) -> int:

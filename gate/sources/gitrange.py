@@ -25,7 +25,7 @@ import git
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput, GateFailure, decode_input
-from gate.policy.model import Environment, Policy, RepoSuite
+from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -112,6 +112,8 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
     facts += [("dependencies", note) for note in trusted.dependency_notes]
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
+    if runs_code:
+        refuse_unresolved(base, policy, trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
@@ -394,6 +396,27 @@ def scm_version(repo: git.Repo, commit: git.Commit) -> str:
 
 def _export_all(tree: git.Tree, target: Path) -> None:
     export_tree(tree, target)
+
+
+def refuse_unresolved(base: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
+    """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks: the
+    policy's mistake, which would otherwise charge every change (gate/cases/resolve.py). A hidden case is
+    named by its number only (the error is printed where the change's author reads it)."""
+    from gate.cases.resolve import unresolved
+
+    roots, read = ("", *_import_roots(base, policy)), GitBase(base).read
+    found = unresolved(policy.cases, read, roots)
+    for index, scope in enumerate(policy.scopes):
+        found += unresolved(scope.cases or (), read, roots, f"scopes[{index}].cases")
+    where = f"in the base commit {base.hexsha[:12]}: a case the base cannot run is the policy's to fix"
+    if found:
+        key, why = found[0]
+        raise BadInput(f"{why} {where}", file=policy.source.split("@")[0], key=key)
+    hidden_found = unresolved(hidden, read, roots)
+    if hidden_found:
+        number = int(hidden_found[0][0].split("[")[1].split("]")[0]) + 1
+        raise BadInput(f"hidden case {number} names a function or module that is not {where}",
+                       file=policy.hidden.path or policy.hidden.env)
 
 
 def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
