@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import tokenize
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -98,6 +99,16 @@ class SuiteTrees:
 
 
 @dataclass(frozen=True)
+class BaseTree:
+    """The base commit, where a case that failed on the head runs again: one failing there too is the
+    policy's, not the change's (gate/checks/smoke.py). `export` writes its tree on first use (the honest path,
+    where every case passes, never pays for it) and returns where; `roots` are its import roots."""
+
+    export: Callable[[], Path]
+    roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class Subject:
     """Everything the checks need to know about what is scored, and nothing about where it came from."""
 
@@ -122,6 +133,7 @@ class Subject:
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
+    base: BaseTree | None = None  # on a source that has the base commit
     # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").
     scope_suites: tuple[tuple[str, SuiteTrees], ...] = ()
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).

@@ -87,3 +87,47 @@ def test_a_policy_whose_cases_the_base_has_scores_as_before(tmp_path: Path) -> N
     assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 0  # smoke 2, within budget 3
     verdict = json.loads(out.read_text())
     assert verdict["cases"][0]["status"] == "failed" and verdict["total"] == 2
+
+
+def test_a_case_that_fails_on_the_base_too_is_the_policys_and_never_charged(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    wrong = 'budget: 0\ncases:\n  - function: "calc:add"\n    args: [2, 3]\n    expect: 6\n'
+    repo.commit("base", {".github/gate.yml": wrong, "calc.py": CALC,
+                         ".github/gate-hidden.yml": "cases:\n  - function: \"calc:add\"\n    args: [40, 2]\n"
+                                                    "    expect: 41\n"})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot", {"calc.py": '"""Sums."""\n' + CALC})
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 0
+    verdict = json.loads(out.read_text())
+    assert verdict["total"] == 0 and verdict["penalties"] == []
+    public, hidden = verdict["cases"]
+    assert "fails on the base too" in public["detail"] and "expected int 6, got int 5" in public["detail"]
+    # Nothing of the hidden case's values (its expected 41, what came back) is said.
+    assert hidden["detail"] == "fails on the base too (failed): the policy's case, not charged"
+    assert not any("41" in note["message"] or "42" in note["message"] for note in verdict["notes"])
+    assert any("fix the policy" in note["message"] for note in verdict["notes"])
+
+
+def test_a_regression_is_still_charged_when_the_base_passes(tmp_path: Path) -> None:
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": "budget: 0\n" + policy("calc:add"), "calc.py": CALC})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot", {"calc.py": CALC.replace("return a + b", "return a * b")})
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 1
+    verdict = json.loads(out.read_text())
+    assert [p["check"] for p in verdict["penalties"]] == ["smoke"]
+    assert "base" not in verdict["cases"][0]["detail"]
+
+
+def test_a_case_for_code_the_head_adds_is_the_heads_to_pass(tmp_path: Path) -> None:
+    """The base lacks the module, so failing there says nothing of the policy: the head's failure is charged."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": "budget: 0\n" + policy("feature:add"), "calc.py": CALC})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot", {"feature.py": "def add(a, b):\n    return a * b\n"})
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 1
+    verdict = json.loads(out.read_text())
+    assert [p["check"] for p in verdict["penalties"]] == ["smoke"] and "base" not in verdict["cases"][0]["detail"]

@@ -14,7 +14,7 @@ import os
 import re
 import shutil
 import stat
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path, PurePosixPath
@@ -30,7 +30,7 @@ from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import deleted_paths, read_trusted, source_files
-from gate.subject import Subject, SuiteTrees
+from gate.subject import BaseTree, Subject, SuiteTrees
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -113,7 +113,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     if runs_code:
-        refuse_unresolved(base, policy, trusted.hidden_cases)
+        refuse_unresolved(base, head, policy, trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
@@ -142,13 +142,15 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             import_roots=_import_roots(head, policy),
             suite=suite,
             scope_suites=scope_suites,
+            base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
+                          _import_roots(base, policy)) if tree else None,
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
         yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
-            for folder in tree.parent.glob(f"{tree.name}-suite*"):
+            for folder in (*tree.parent.glob(f"{tree.name}-suite*"), Path(f"{tree}-base")):
                 shutil.rmtree(folder, ignore_errors=True)
 
 
@@ -394,25 +396,44 @@ def scm_version(repo: git.Repo, commit: git.Commit) -> str:
     return f"{'.'.join(parts)}.dev{distance}+g{short}"
 
 
+def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_bytes: int
+              ) -> Callable[[], Path]:
+    """A function that exports `commit`'s tree to `target` the first time it is called (as the head's is,
+    `withheld` left out, within `max_bytes`), and returns it."""
+    def export() -> Path:
+        if not target.is_dir():
+            target.mkdir()
+            export_tree(commit.tree, target, withheld, max_bytes)
+        return target
+    return export
+
+
 def _export_all(tree: git.Tree, target: Path) -> None:
     export_tree(tree, target)
 
 
-def refuse_unresolved(base: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
-    """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks: the
-    policy's mistake, which would otherwise charge every change (gate/cases/resolve.py). A hidden case is
-    named by its number only (the error is printed where the change's author reads it)."""
+def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
+    """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
+    head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
+    head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
+    its number only (the error is printed where the change's author reads it)."""
     from gate.cases.resolve import unresolved
 
-    roots, read = ("", *_import_roots(base, policy)), GitBase(base).read
-    found = unresolved(policy.cases, read, roots)
+    def both(cases: Sequence[CaseSpec], where: str = "cases") -> list[tuple[str, str]]:
+        at_head = {key for key, _ in unresolved(cases, GitBase(head).read, ("", *_import_roots(head, policy)),
+                                                where)}
+        return [(key, why) for key, why in unresolved(cases, GitBase(base).read,
+                                                      ("", *_import_roots(base, policy)), where) if key in at_head]
+
+    found = both(policy.cases)
     for index, scope in enumerate(policy.scopes):
-        found += unresolved(scope.cases or (), read, roots, f"scopes[{index}].cases")
-    where = f"in the base commit {base.hexsha[:12]}: a case the base cannot run is the policy's to fix"
+        found += both(scope.cases or (), f"scopes[{index}].cases")
+    where = (f"in the base commit {base.hexsha[:12]} nor the head {head.hexsha[:12]}: a case no tree can run is "
+             "the policy's to fix")
     if found:
         key, why = found[0]
         raise BadInput(f"{why} {where}", file=policy.source.split("@")[0], key=key)
-    hidden_found = unresolved(hidden, read, roots)
+    hidden_found = both(hidden)
     if hidden_found:
         number = int(hidden_found[0][0].split("[")[1].split("]")[0]) + 1
         raise BadInput(f"hidden case {number} names a function or module that is not {where}",
