@@ -127,3 +127,34 @@ def test_library_code_that_runs_a_data_file_the_checks_never_read_is_blocked(tmp
 ], ids=["exec", "builtins-exec", "eval", "import-module", "dunder-import", "compile", "re-compile", "json"])
 def test_a_dynamic_loader_in_library_code_blocks_when_the_suite_runs(code: str, flagged: bool) -> None:
     assert bool(_flagged(code)) == flagged, code
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_forgery_in_a_file_the_policy_does_not_gate_is_still_read(tmp_path: Path) -> None:
+    # `paths.exclude` leaves vendored code out of the score; the tests' process imports it all the same.
+    policy = POLICY.replace("budget: 1", "budget: 1\npaths:\n  exclude: [\"vendor/**\"]")
+    repo = calc_project(tmp_path / "repo", policy=policy)
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL + "\n\nimport vendor.speedups  # noqa: E402,F401\n",
+                             "vendor/__init__.py": "", "vendor/speedups.py": FORGE_BY_SUBCLASSES})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert not verdict.accepted
+    assert any("vendor/speedups.py" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
+
+
+@pytest.mark.parametrize(("vendored", "flagged"), [
+    (FORGE_BY_SUBCLASSES, True),
+    ("def fast_mul(a, b):\n    return a * b\n", False),
+], ids=["forgery", "honest"])
+def test_a_file_left_out_of_the_score_is_read_for_reaches(vendored: str, flagged: bool) -> None:
+    policy = load_policy(None, text=POLICY + "paths:\n  exclude: [\"vendor/**\"]\n", source="gate.yml")
+    subject = Subject(kind="range", label="a..b", files=(SourceFile("calc.py", "import vendor.fast\n"),
+                                                          SourceFile("vendor/fast.py", vendored)))
+
+    reasons = [r for r in score(subject, policy).blocked_reasons if "test framework" in r]
+
+    assert bool(reasons) == flagged, reasons
+    assert all("vendor/fast.py" in reason for reason in reasons)

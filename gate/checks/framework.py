@@ -19,6 +19,7 @@ from pathlib import PurePosixPath
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports
 from gate.policy.model import Policy
+from gate.subject import SourceFile
 from gate.verdict import Location, listing
 
 # Modules of the test framework (and `unittest`'s, which pytest runs too).
@@ -55,32 +56,53 @@ class Framework:
         assert spec is not None  # enabled
         trees = ctx.analysis.trees or {}
         found: list[tuple[str, Location]] = []
+        gated = {source.path for source in ctx.files}
         for source in ctx.files:
             tree = trees.get(source.path)
-            if tree is None or _is_test_code(source.path, spec.paths):
+            if tree is not None and not _is_test_code(source.path, spec.paths):
+                found += _findings(ctx, source, tree)
+        # The tests' process imports every module of the tree, gated or not (`paths.exclude: [vendor/**]`).
+        for source in ctx.subject.files:
+            if source.path in gated or not source.path.endswith(".py") or _is_test_code(source.path, spec.paths):
                 continue
-            nodes = ctx.trees.walk(source.path, tree)
-            modules = _module_names(nodes)
-            for node in nodes:
-                what = _reach(node, modules) or _blind_comparison(node)
-                line = getattr(node, "lineno", None)
-                if what and _added(node, source.added_lines):
-                    found.append((f"{what} at {source.path}:{line}", Location(source.path, line)))
-            # What a dynamic loader runs (a data file's text, a module named at run time) is code no check
-            # reads, in the tests' process: the imports check's points for it fit the default budget.
-            for loader in find_imports(tree, nodes):
-                lines = range(loader.line, loader.end_line + 1)
-                seen = any(where.line == loader.line for _, where in found if where.path == source.path)
-                if loader.loader and not seen and (source.added_lines is None
-                                                   or any(n in source.added_lines for n in lines)):
-                    found.append((f"the dynamic loader {loader.text} at {source.path}:{loader.line}",
-                                  Location(source.path, loader.line)))
+            try:
+                tree = ctx.trees.parse(source, _version(ctx.policy.python), ctx.policy)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue  # Python cannot import it either
+            found += _findings(ctx, source, tree)
         if not found:
             return CheckResult()
         reason = ("the change's library code reaches into the test framework or the interpreter's state ("
                   + listing([text for text, _ in found]) + "); the repository's tests run in one process with "
                   "it, so a human must review it")
         return CheckResult(blocked_reasons=(reason,), reason=f"{len(found)} places")
+
+
+def _findings(ctx: CheckContext, source: SourceFile, tree: ast.Module) -> list[tuple[str, Location]]:
+    """The places the change's lines of `source` reach into the framework or the interpreter."""
+    found: list[tuple[str, Location]] = []
+    nodes = ctx.trees.walk(source.path, tree)
+    modules = _module_names(nodes)
+    for node in nodes:
+        what = _reach(node, modules) or _blind_comparison(node)
+        line = getattr(node, "lineno", None)
+        if what and _added(node, source.added_lines):
+            found.append((f"{what} at {source.path}:{line}", Location(source.path, line)))
+    # What a dynamic loader runs (a data file's text, a module named at run time) is code no check reads, in
+    # the tests' process: the imports check's points for it fit the default budget.
+    for loader in find_imports(tree, nodes):
+        lines = range(loader.line, loader.end_line + 1)
+        seen = any(where.line == loader.line for _, where in found)
+        if loader.loader and not seen and (source.added_lines is None
+                                           or any(n in source.added_lines for n in lines)):
+            found.append((f"the dynamic loader {loader.text} at {source.path}:{loader.line}",
+                          Location(source.path, loader.line)))
+    return found
+
+
+def _version(python: str) -> tuple[int, int]:
+    major, minor = python.split(".")[:2]
+    return int(major), int(minor)
 
 
 def _is_test_code(path: str, tests: tuple[str, ...]) -> bool:
