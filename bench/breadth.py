@@ -226,13 +226,17 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     git(checkout, "checkout", "-q", "origin/regression")
     regressed = run()
     counts = pytest_counts(first.stdout)
-    return times, counts, pytest_counts(regressed.stdout), "" if counts else first.stdout.strip()[-400:]
+    said = (first.stdout + first.stderr).strip()
+    return times, counts, pytest_counts(regressed.stdout), "" if counts else said[-400:] or "no output"
 
 
 def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str, list[str], list[str]]:
     """(the verdict in a word, the charged tests, what the gate said when it failed)."""
     if verdict is None or code not in (0, 1):
-        return f"exit {code}", [], [error.splitlines()[-1] if error else "no output"]
+        lines = error.splitlines()
+        said = [line for line in lines if line.startswith("gate:")] or [  # the gate's own message, else pip's
+            line.strip() for line in lines if "Error" in line or "error:" in line] or lines[-1:]
+        return f"exit {code}", [], [said[-1] if said else "no output"]
     cases = verdict["cases"]
     charged = [cases[p["case"]]["name"] for p in verdict["penalties"] if p["case"] is not None and
                p["case"] < len(cases) and cases[p["case"]]["kind"] == "pytest"]
@@ -309,6 +313,8 @@ def main() -> None:
         def one(project: Project) -> Outcome:
             outcome = bench(project, sdists, Path(folder))
             print(table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
+            for problem in outcome.problems:
+                print(f"- {project.label}: {problem}", file=sys.stderr, flush=True)
             return outcome
 
         with ThreadPoolExecutor(max_workers=args.jobs) as pool:

@@ -86,5 +86,7 @@ def test_pytests_summary_and_the_verdict_read_as_the_table_shows_them() -> None:
                "penalties": [{"case": 0, "message": "test tests/test_a.py::test_one failed"}]}
     assert breadth.describe(1, verdict, "") == ("BLOCKED 4/3", ["tests/test_a.py::test_one"],
                                                 ["test tests/test_a.py::test_one failed"])
-    assert breadth.describe(3, None, "...\ngate: the base's suite does not run") == (
+    assert breadth.describe(3, None, "...\ngate: the base's suite does not run\nhint: see above") == (
         "exit 3", [], ["gate: the base's suite does not run"])
+    assert breadth.describe(3, None, "  LookupError: no version\nhint: See above for details.") == (
+        "exit 3", [], ["LookupError: no version"])
