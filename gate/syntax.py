@@ -13,7 +13,7 @@ import threading
 _ONE_AT_A_TIME = threading.Lock()
 
 
-def parse_python(source: str, filename: str = "<unknown>", feature_version: tuple[int, int] | None = None) \
+def parse_python(source: str | bytes, filename: str = "<unknown>", feature_version: tuple[int, int] | None = None) \
         -> ast.Module:
     """`ast.parse(source, filename, feature_version=...)`, serialised across the process's threads."""
     with _ONE_AT_A_TIME:

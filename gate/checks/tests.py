@@ -28,6 +28,7 @@ from gate.errors import GateFailure
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject, SuiteTrees
+from gate.syntax import parse_python
 from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listing
 
 KIND = "pytest"
@@ -198,7 +199,7 @@ def plain_tests(tree: Path, paths: tuple[str, ...]) -> dict[str, int]:
             if not _TEST_FILE.match(file.name):
                 continue
             try:
-                module = ast.parse(file.read_bytes())
+                module = parse_python(file.read_bytes())
             except (SyntaxError, ValueError):
                 continue  # pytest says so: a collection error
             names = {node.name for node in module.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
