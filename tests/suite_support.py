@@ -92,3 +92,5 @@ def charged_messages(verdict: Verdict) -> list[str]:
 
 
 BROKEN_MUL = CALC.replace("return a * b", "return a + b")
+# An honest change: a docstring, no behaviour.
+DOCUMENTED_MUL = CALC.replace("def mul(a, b):\n", 'def mul(a, b):\n    """a times b."""\n')

@@ -25,6 +25,7 @@ from tests.suite_support import (
     BROKEN_MUL,
     CALC,
     CONFTEST,
+    DOCUMENTED_MUL,
     POLICY,
     TESTS,
     calc_project,
@@ -37,8 +38,7 @@ from tests.suite_support import (
 @pytest.mark.usefixtures("offline_pip")
 def test_an_honest_change_is_accepted_with_each_test_a_case(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo")
-    repo.commit("bot: document mul", {"calc.py": CALC.replace("def mul(a, b):\n",
-                                                              'def mul(a, b):\n    """a times b."""\n')})
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
 
     verdict = score_repo(repo)
 

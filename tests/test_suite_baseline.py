@@ -21,6 +21,7 @@ from tests.suite_support import (
     BROKEN_MUL,
     CALC,
     CONFTEST,
+    DOCUMENTED_MUL,
     POLICY,
     TESTS,
     calc_project,
@@ -161,8 +162,7 @@ def _plugin_project(root: Path) -> Repo:
 @pytest.mark.usefixtures("plugin_wheels")
 def test_the_plugins_the_base_declares_load_as_in_its_ci(tmp_path: Path) -> None:
     repo = _plugin_project(tmp_path / "repo")
-    repo.commit("bot: document mul", {"calc.py": CALC.replace("def mul(a, b):\n",
-                                                              'def mul(a, b):\n    """a times b."""\n')})
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
 
     verdict = score_repo(repo)
 
