@@ -44,7 +44,10 @@ def test_a_file_name_that_is_not_utf8_is_reported_not_a_crash(tmp_path: Path) ->
     repo.git("commit", "-q", "-m", "bot: odd name")
     run = check(repo, tmp_path)
     assert "Traceback" not in run.reports, run.reports[-2000:]
-    assert [p["check"] for p in run.verdict["penalties"]] == ["parse"], run.verdict["penalties"]
+    # The parse failure is charged; the cases it kept from running cost as not run (docs/how-it-works.md).
+    penalties = run.verdict["penalties"]
+    assert [p["check"] for p in penalties if p["check"] != "timeout"] == ["parse"], penalties
+    assert all("not run: parse failed" in p["message"] for p in penalties if p["check"] == "timeout"), penalties
     terminal = [line for line in run.reports.splitlines() if not line.startswith("::")]
     assert not any("\x1b" in line for line in terminal)
     healthy_after(run, repo, tmp_path)
