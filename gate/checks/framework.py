@@ -316,6 +316,15 @@ def _reach(node: ast.AST, modules: dict[str, str]) -> str:
             return f".{node.attr}"
     if isinstance(node, ast.Name) and node.id == "__builtins__":
         return "__builtins__"
+    # A conftest that imports the module (`from pkg.testing import *`, shared fixtures) makes its `pytest_*`
+    # names the conftest's own: hooks that see and rewrite every report, `pytest_plugins` that loads a module.
+    if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("pytest_"):
+        return f"the pytest hook {node.name}"
+    if isinstance(node, ast.Assign | ast.AnnAssign):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        hooks = [name for target in targets for name in _bound(target) if name.startswith("pytest_")]
+        if hooks:
+            return f"the pytest name {hooks[0]}"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("vars", "getattr") \
             and node.args and isinstance(node.args[0], ast.Name) and node.args[0].id in modules:
         # `vars(sys)["modules"]`, `getattr(sys, name)`: the module's state by a name the check cannot read
