@@ -52,6 +52,13 @@ def test_policy_check_finds_a_src_layout_and_module_cases(tmp_path: Path,
     assert main(["policy", "check", str(root / ".github" / "gate.yml")]) == 0
 
 
+def test_policy_check_names_the_policy_file_it_read(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    root = tree(tmp_path, {".github/gate.yaml": policy("app.calc:addd"), "app/__init__.py": "", "app/calc.py": CALC})
+    assert main(["policy", "check", "--repo", str(root)]) == 2
+    err = capsys.readouterr().err
+    assert ".github/gate.yaml" in err and ".github/gate.yml:" not in err
+
+
 def test_a_range_whose_policy_case_the_base_lacks_stops_with_the_case_not_smoke_points(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = Repo(tmp_path / "repo")

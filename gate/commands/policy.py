@@ -55,7 +55,7 @@ def run_check(args: argparse.Namespace) -> int:
     """Validate the file; errors surface as BadInput (exit 2) through the CLI."""
     policy, described = _load(args.file, args.repo or Path())
     if args.repo is not None:
-        _resolve(policy, args.repo, str(args.file or DEFAULT_FILE))
+        _resolve(policy, args.repo, policy.source)  # the file it was read from: gate.yml or gate.yaml
     print(described if described.startswith("no ") else f"ok: {described}")
     return EXIT_ACCEPTED
 
