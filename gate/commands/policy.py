@@ -70,8 +70,7 @@ def _resolve(policy: Policy, root: Path, source: str) -> None:
         return target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
 
     spec = policy.repository_environment
-    roots = ("", *(("src",) if spec is not None and (root / "src").is_dir() else ()),
-             *(spec.python_path if spec is not None else ()))
+    roots = ("", *(spec.import_roots((root / "src").is_dir()) if spec is not None else ()))
     found = unresolved(policy.cases, read, roots)
     for index, scope in enumerate(policy.scopes):
         found += unresolved(scope.cases or (), read, roots, f"scopes[{index}].cases")

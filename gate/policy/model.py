@@ -239,6 +239,11 @@ class Environment:
     dependency_changes: Literal["block", "note"] = key("block", "a change to the dependency declarations: block "
                                                        "for a human (default) or only note it")
 
+    def import_roots(self, src_layout: bool) -> tuple[str, ...]:
+        """A tree's own import roots, first on the path: `src` when the tree has a src/ layout, then
+        `python_path`."""
+        return tuple(dict.fromkeys((*(("src",) if src_layout else ()), *self.python_path)))
+
 
 @dataclass(frozen=True)
 class RepoSuite:

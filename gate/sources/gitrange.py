@@ -450,7 +450,7 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
         src = isinstance(commit.tree / "src", git.Tree)
     except KeyError:
         src = False
-    return tuple(dict.fromkeys((*(("src",) if src else ()), *spec.python_path)))
+    return spec.import_roots(src)
 
 
 # pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
