@@ -159,7 +159,8 @@ def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTr
 def refusal(outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:
     """Why the base's run `outcomes` cannot be a baseline, in pytest's own words, or "": it did not get to
     its tests, a file failed to collect, a test errored for want of a fixture (a plugin the environment
-    lacks), it collected no test, or fewer in all than the files plainly define (`plain`: file -> count)."""
+    lacks), it collected no test, every test it collected was skipped or xfailed (nothing would catch a
+    regression), or fewer in all than the files plainly define (`plain`: file -> count)."""
     broken = [f"{nodeid}: {outcome.detail.strip()[-500:]}" for nodeid, outcome in sorted(outcomes.items())
               if "::" not in nodeid and outcome.status == "error"]
     broken += [f"{nodeid}: {_gist(outcome.detail).removeprefix(': ')}"
@@ -170,6 +171,13 @@ def refusal(outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:
     tests = [nodeid for nodeid in outcomes if "::" in nodeid]
     if not tests:
         return "pytest collected no test"
+    ran = [(nodeid, outcome) for nodeid, outcome in sorted(outcomes.items())
+           if "::" in nodeid and outcome.status != "deselected"]
+    if ran and all(outcome.status in ("skipped", "xfailed") for _, outcome in ran):
+        # A skip where the base passed costs; where nothing passed, no regression would cost anything.
+        nodeid, outcome = ran[0]
+        return (f"every test pytest collected was skipped or xfailed ({len(ran)}; {nodeid}"
+                f"{_gist(outcome.detail)})")
     if len(tests) >= sum(plain.values()):  # (parametrized tests count more; a file the base ignores, less)
         return ""
     counts: dict[str, int] = {}
