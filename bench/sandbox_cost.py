@@ -22,14 +22,18 @@ from pathlib import Path
 from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest
 from gate.sandbox.runner import LayeredSandbox, Layers
+from tests.sandbox_support import SERVE
 
 PROGRAM = RunRequest(script="main.py", files={"main.py": b"print('ok')\n"})
-PAIRS = 164  # as many as HumanEval has problems
-_CHANNEL = f"import os, socket\nchannel = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
-LEAD = RunRequest(script="lead.py", files={"lead.py": (
-    _CHANNEL + "channel.sendall(b'21\\n')\nprint(channel.makefile().readline().strip())\n").encode()})
+CALLS = 164  # as many as HumanEval has problems
+# A served lead (as the dataset kinds' harness is) that asks each call's fresh peer to double 21.
+LEAD = RunRequest(script="lead.py", files={"lead.py": (SERVE + (
+    "def answer(channel):\n"
+    "    channel.sendall(b'21\\n')\n    return channel.makefile('rb').readline().strip()\n"
+    "serve(answer)\n")).encode()})
 PEER = RunRequest(script="peer.py", files={"peer.py": (
-    _CHANNEL + "n = int(channel.makefile().readline())\nchannel.sendall(f'{n * 2}\\n'.encode())\n").encode()})
+    f"import os, socket\nchannel = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
+    "n = int(channel.makefile().readline())\nchannel.sendall(f'{n * 2}\\n'.encode())\n").encode()})
 
 # Each step adds one layer to the one before; all start from the layers detected here.
 STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
@@ -125,9 +129,9 @@ def main() -> None:
         else:
             print(f"{name:<26} {zygote[0]:>6.2f} /{zygote[1]:>6.2f} {fresh[0]:>7.2f} /{fresh[1]:>6.2f}"
                   f" {fresh[0] / zygote[0]:>12.1f}x")
-    print(f"run_pair, every layer, {PAIRS} pairs exchanging one message: " + ", ".join(
-        f"{pairs_per_s(threads):.0f} pairs/s with {threads} thread{'s' if threads > 1 else ''}"
-        for threads in (1, 2, 4)))
+    print(f"run_served, every layer, {CALLS} calls, each a fresh peer exchanging one message with a served lead: "
+          + ", ".join(f"{calls_per_s(threads):.0f} calls/s with {threads} thread{'s' if threads > 1 else ''}"
+                      for threads in (1, 2, 4)))
     _print_tree(args.tree_files, args.runs)
 
 
@@ -137,20 +141,21 @@ def _print_tree(files: int, runs: int) -> None:
         print(f"with a {files}-file tree, every layer, {backend}: {fastest:.2f} / {median:.2f} ms per run")
 
 
-def pairs_per_s(threads: int) -> float:
-    """Throughput of two-process runs (what the humaneval and mbpp kinds do for each sample)."""
+def calls_per_s(threads: int) -> float:
+    """Throughput of served calls (what the humaneval and mbpp kinds do for each sample: the tests in a
+    reused server, the candidate in a fresh process)."""
     sandbox = open_sandbox(Limits())
     try:
-        sandbox.run_pair(LEAD, PEER)
+        sandbox.run_served(LEAD, b"", PEER)
         start = time.perf_counter()
         with ThreadPoolExecutor(threads) as pool:
-            done = list(pool.map(lambda _: sandbox.run_pair(LEAD, PEER), range(PAIRS)))
+            done = list(pool.map(lambda _: sandbox.run_served(LEAD, b"", PEER), range(CALLS)))
         seconds = time.perf_counter() - start
     finally:
         sandbox.close()
-    if any(lead.stdout != b"42\n" for lead, _ in done):
-        raise SystemExit("a pair did not talk")
-    return PAIRS / seconds
+    if any(lead.result != b"42" for lead, _ in done):
+        raise SystemExit("a call did not talk")
+    return CALLS / seconds
 
 if __name__ == "__main__":
     main()

@@ -22,6 +22,7 @@ import pytest
 from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, RunResult
 from gate.sandbox.runner import LayeredSandbox
+from tests.sandbox_support import SERVE
 
 LIMITS = Limits(wall_s=20.0, cpu_s=10.0, memory_bytes=256 * 1024 * 1024, output_bytes=64 * 1024, processes=16,
                 open_files=32, file_size_bytes=1024 * 1024, disk_bytes=8 * 1024 * 1024)
@@ -298,17 +299,17 @@ def test_killing_the_reaper_and_the_gate_is_refused(sandbox: LayeredSandbox) -> 
     assert result.result == b"tried"
 
 
-def test_pair_peer_cannot_read_the_lead(sandbox: LayeredSandbox) -> None:
-    # The lead holds the expected value in its memory, environment and a file; the peer (the candidate) knows
-    # the lead's pid and tries every way in.
-    lead = """
-        import socket, time
+def test_peer_cannot_read_the_served_lead(sandbox: LayeredSandbox) -> None:
+    # The served lead holds the expected value in its memory and a file; the peer (the candidate) knows the
+    # lead's pid and tries every way in.
+    lead = SERVE + textwrap.dedent("""
         expected = 'EXPECTED-' + 'VALUE-7f3a'
         open('expected.txt', 'w').write(expected)
-        peer = socket.socket(fileno=int(os.environ['GATE_PEER_FD']))
-        peer.sendall(f'{os.getpid()}\\n'.encode())
-        report(peer.makefile().readline().strip() or 'nothing')
-    """
+        def answer(peer):
+            peer.sendall(f'{os.getpid()}\\n'.encode())
+            return peer.makefile('rb').readline().strip() or b'nothing'
+        serve(answer, retire=True)
+    """)
     peer = """
         import ctypes, socket
         channel = socket.socket(fileno=int(os.environ['GATE_PEER_FD']))
@@ -324,7 +325,8 @@ def test_pair_peer_cannot_read_the_lead(sandbox: LayeredSandbox) -> None:
         seen.append(f'ptrace={libc.ptrace(16, int(pid), 0, 0)}')  # PTRACE_ATTACH
         channel.sendall(('|'.join(seen).replace('\\n', ' ') + '\\n').encode())
     """
-    lead_result, _ = sandbox.run_pair(hostile(lead), hostile(peer))
+    lead_result, _ = sandbox.run_served(RunRequest(script="main.py", files={"main.py": lead.encode()},
+                                                   limits=LIMITS), b"", hostile(peer))
     assert lead_result.result is not None
     assert b"EXPECTED-VALUE" not in lead_result.result
     assert b"ptrace=-1" in lead_result.result, lead_result.result

@@ -16,6 +16,7 @@ from gate.errors import BadInput, GateFailure
 from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry, users
 from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
+from tests.sandbox_support import SERVE
 
 LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
 
@@ -105,16 +106,16 @@ def test_argv_program_runs_fresh(sandbox: Sandbox) -> None:
     assert (result.stdout, result.exit_code) == (b"from-sh\n", 3)
 
 
-def test_pair_talks_over_the_peer_socket(sandbox: Sandbox) -> None:
-    lead = ("import os, socket\n"
-            f"s = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
-            "s.sendall(b'21\\n')\nprint(s.makefile().readline().strip())")
+def test_served_lead_talks_to_its_peer_over_the_socket(sandbox: Sandbox) -> None:
+    lead = SERVE + ("def answer(channel):\n"
+                    "    channel.sendall(b'21\\n')\n    return channel.makefile('rb').readline().strip()\n"
+                    "serve(answer, retire=True)\n")
     peer = ("import os, socket\n"
             f"s = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))\n"
             "n = int(s.makefile().readline())\ns.sendall(f'{n * 2}\\n'.encode())\n"
             "import time\ntime.sleep(1000)")
-    lead_result, peer_result = sandbox.run_pair(program(lead), program(peer))
-    assert (lead_result.exit_code, lead_result.stdout) == (0, b"42\n")
+    lead_result, peer_result = sandbox.run_served(program(lead), b"", program(peer))
+    assert (lead_result.exit_code, lead_result.result) == (0, b"42")
     assert peer_result.killed_reason == "peer finished"
 
 

@@ -87,9 +87,9 @@ class RunResult:
 # reads it after the run, separately from stdout).
 RESULT_FD_ENV = "GATE_RESULT_FD"
 
-# In a pair (`Sandbox.run_pair`), the environment variable naming each side's end of the channel between them:
-# a connected Unix stream socket carrying whatever bytes the two programs agree on (the case kinds send plain
-# data).
+# In a served call (`Sandbox.run_served`), the environment variable naming the peer's end of its channel to
+# the server, and the server's control socket to the gate: connected Unix stream sockets (the case kinds send
+# plain data on the channel).
 PEER_FD_ENV = "GATE_PEER_FD"
 
 
@@ -110,22 +110,17 @@ class Sandbox(Protocol):
         several runs may go at once."""
         ...
 
-    def run_pair(self, lead: RunRequest, peer: RunRequest) -> tuple[RunResult, RunResult]:
-        """Run two programs at once, each with its own uid, directory and limits, joined by one socket (its fd
-        is in PEER_FD_ENV on both sides). The pair ends when `lead` ends: `peer` is then killed if still
-        running (killed_reason "peer finished"). Use it to keep test code and expected values out of the
-        candidate's process: the lead runs the tests and calls the candidate (the peer) over the socket."""
-        ...
-
     def run_served(self, server: RunRequest, message: bytes, peer: RunRequest) -> tuple[RunResult, RunResult]:
-        """Like run_pair, with the lead replaced by a long-lived trusted server that many calls share: `peer` is a
-        fresh run, as in run_pair; `server` starts once (per distinct request) under the same layers and
-        serves call after call (gate/sandbox/served.py). The call hands the server `message` and its end
-        of the socket to this peer, on its control channel (PEER_FD_ENV): a frame of served.LENGTH +
-        message, with the socket attached. It ends when the server answers with one frame (served.KEEP or
-        served.RETIRE, then the first result's `result`), or at the peer's wall limit (timed_out; the
-        server is then replaced). Only for trusted programs that keep nothing of one call for the next:
-        the harness, never the code under test."""
+        """Run `peer` fresh, joined by one socket to a long-lived trusted server that many calls share, each
+        with its own uid, directory and limits: this keeps test code and expected values out of the
+        candidate's process (the server runs the tests and calls the candidate, the peer, over the socket).
+        `server` starts once (per distinct request) under the same layers and serves call after call
+        (gate/sandbox/served.py). The call hands the server `message` and its end of the socket to this
+        peer, on its control channel (PEER_FD_ENV): a frame of served.LENGTH + message, with the socket
+        attached. It ends when the server answers with one frame (served.KEEP or served.RETIRE, then the
+        first result's `result`; the peer is then killed if still running, killed_reason "peer finished"),
+        or at the peer's wall limit (timed_out; the server is then replaced). Only for trusted programs that
+        keep nothing of one call for the next: the harness, never the code under test."""
         ...
 
     def close(self) -> None: ...

@@ -136,20 +136,6 @@ class LayeredSandbox:
         live = self._start(request, None)
         return self._supervise([live])[0]
 
-    def run_pair(self, lead: RunRequest, peer: RunRequest) -> tuple[RunResult, RunResult]:
-        """See gate.sandbox.base.Sandbox.run_pair."""
-        lead_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
-        with lead_end, peer_end:
-            first = self._start(lead, lead_end.fileno())
-            try:
-                second = self._start(peer, peer_end.fileno())
-            except BaseException:
-                self._kill(first, "peer failed to start")
-                self._supervise([first])
-                raise
-        results = self._supervise([first, second], lead=first)
-        return results[0], results[1]
-
     def run_served(self, server: RunRequest, message: bytes, peer: RunRequest) -> tuple[RunResult, RunResult]:
         """See gate.sandbox.base.Sandbox.run_served."""
         lead_end, peer_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -311,10 +297,9 @@ class LayeredSandbox:
         self._kill(live, "retired")
         self._supervise([live])
 
-    def _supervise(self, runs: list[_Live], lead: _Live | None = None,
-                   answer: served.Answer | None = None) -> list[RunResult]:
+    def _supervise(self, runs: list[_Live], answer: served.Answer | None = None) -> list[RunResult]:
         try:
-            self._watch(runs, lead, answer)
+            self._watch(runs, answer)
         except BaseException:  # the gate failed (its reaper died, an interrupt): nothing of the runs may stay
             for live in runs:
                 self._kill(live, "gate error")
@@ -330,7 +315,7 @@ class LayeredSandbox:
             raise GateFailure("sandbox setup failed: " + "; ".join(failed))
         return results
 
-    def _watch(self, runs: list[_Live], lead: _Live | None, answer: served.Answer | None = None) -> None:
+    def _watch(self, runs: list[_Live], answer: served.Answer | None = None) -> None:
         """Feed, read and time the runs until every one has exited and its pipes are closed. With `answer` (a
         served call), also until the server answers or its deadline passes; then the runs are killed."""
         with selectors.DefaultSelector() as selector:
@@ -367,10 +352,6 @@ class LayeredSandbox:
                     elif live.exited and not live.done and now >= live.drain_until:
                         for fd in [fd for fd, kind in live.fds.items() if kind != "stdin"]:
                             self._close(selector, live, fd)
-                if lead is not None and lead.exited:
-                    for live in runs:
-                        if live is not lead and not live.exited:
-                            self._kill(live, "peer finished")
             for live in runs:
                 for fd in list(live.fds):
                     self._close(selector, live, fd)
