@@ -8,10 +8,10 @@ from dataclasses import replace
 
 from gate import __version__
 from gate.cases.hidden import places_to_hide
-from gate.cases.running import sandbox_limits
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
 from gate.checks.languages import checker_paths, language_for
+from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox

@@ -233,7 +233,7 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
 AS_USER = """\
 import json, sys
 from pathlib import Path
-from gate.cases.running import sandbox_limits
+from gate.limits import sandbox_limits
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.smoke import Smoke
 from gate.engine import score

@@ -76,7 +76,7 @@ def test_a_hidden_case_leaves_nothing_in_the_keyring_for_a_public_case_or_a_late
 AS_USER = """\
 import json, sys
 from pathlib import Path
-from gate.cases.running import sandbox_limits
+from gate.limits import sandbox_limits
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import CaseSpec, Policy

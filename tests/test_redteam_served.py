@@ -280,7 +280,7 @@ def test_a_held_harness_and_a_daemon_of_the_import_leave_nothing_behind(tmp_path
 AS_USER = """\
 import json, sys
 from pathlib import Path
-from gate.cases.running import sandbox_limits
+from gate.limits import sandbox_limits
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import CaseSpec, RunLimits, Policy

@@ -6,6 +6,7 @@ compares outside (docs/cases.md).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -50,6 +51,11 @@ class CaseOutcome:
     def __post_init__(self) -> None:
         # The one place where a run's texts are cut and made safe to write, before any report or row sees them.
         object.__setattr__(self, "detail", shown(self.detail))
+
+
+def fingerprint(*parts: object) -> str:
+    """What two runs of the same case are compared on (for the nondeterminism check)."""
+    return json.dumps(parts, sort_keys=True, default=repr)
 
 
 def shown(text: str) -> str:

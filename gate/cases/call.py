@@ -7,6 +7,7 @@ builtin type, a dotted name by module and name, any other bare name by the class
 
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
 import json
@@ -14,23 +15,17 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gate.cases.base import CaseFields, CaseOutcome, Program
+from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
 from gate.cases.compare import mismatch, show
 from gate.cases.harness import wire
-from gate.cases.running import (
-    CANDIDATE,
-    fingerprint,
-    harness,
-    hidden_detail,
-    no_outcome,
-    one_function,
-    read_outcome,
-)
+from gate.cases.outcome import hidden_detail, no_outcome, read_outcome
+from gate.cases.programs import CANDIDATE, harness
 from gate.cases.schedule import Served, long_after
 from gate.policy.keys import key
 from gate.policy.marked_yaml import unmark
 from gate.policy.model import MODULE, CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
+from gate.syntax import parse_python
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -186,6 +181,16 @@ def _target(case: CaseSpec, program: Program) -> tuple[str, str] | str:
     if found is None:
         return "the case names no function and the code does not define exactly one"
     return CANDIDATE.removesuffix(".py"), found
+
+
+def one_function(code: str) -> str | None:
+    """The name of the one top-level function `code` defines, or None when it defines none or several."""
+    try:
+        tree = parse_python(code)
+    except (SyntaxError, ValueError):
+        return None
+    names = [node.name for node in tree.body if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return names[0] if len(set(names)) == 1 else None
 
 
 def _judge(case: CaseSpec, record: dict[str, Any], seconds: float) -> CaseOutcome:

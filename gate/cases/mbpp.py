@@ -16,9 +16,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from gate.cases.base import CaseFields, CaseOutcome, Program
+from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
 from gate.cases.pairs import run_tests
-from gate.cases.running import fingerprint
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox

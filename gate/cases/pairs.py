@@ -12,16 +12,9 @@ import functools
 import json
 from typing import Any
 
-from gate.cases.base import CaseOutcome
-from gate.cases.running import (
-    CANDIDATE,
-    fingerprint,
-    harness,
-    hidden_detail,
-    no_outcome,
-    read_outcome,
-    warm_names,
-)
+from gate.cases.base import CaseOutcome, fingerprint
+from gate.cases.outcome import hidden_detail, no_outcome, read_outcome
+from gate.cases.programs import CANDIDATE, harness, warm_names
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 

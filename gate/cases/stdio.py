@@ -13,8 +13,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
-from gate.cases.base import CaseFields, CaseOutcome, Program
-from gate.cases.running import CANDIDATE, fingerprint, harness
+from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
+from gate.cases.programs import CANDIDATE, harness
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox

@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from gate.cases.running import harness
+from gate.cases.programs import harness
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 
 # What a run of the suite may write on its channel and outputs (its records, a failure's report each).

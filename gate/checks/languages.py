@@ -19,11 +19,11 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from gate.cases.base import shown
-from gate.cases.running import sandbox_limits
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.parse import not_parsing
 from gate.checks.trees import refusal
 from gate.errors import GateFailure
+from gate.limits import sandbox_limits
 from gate.policy.model import Language, Policy
 from gate.sandbox.base import RunRequest
 from gate.subject import SourceFile

@@ -22,10 +22,10 @@ from pathlib import Path
 
 from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program, ServedTogether
-from gate.cases.running import sandbox_limits
 from gate.cases.schedule import Plan
 from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product, stopped
 from gate.checks.imports import find_imports, under_any
+from gate.limits import sandbox_limits
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject

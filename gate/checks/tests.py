@@ -20,11 +20,11 @@ from dataclasses import replace
 from pathlib import Path
 
 from gate import __version__
-from gate.cases.running import sandbox_limits
 from gate.cases.suite import SuiteRun, TestOutcome, run_suite
 from gate.checks.base import CheckContext, CheckResult, Product, stopped
 from gate.environment import cache
 from gate.errors import GateFailure
+from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject, SuiteTrees

@@ -10,7 +10,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from gate.cases.running import sandbox_limits
 from gate.checks import static_checks
 from gate.checks.base import Check
 from gate.checks.extract import SOLUTION_PATH
@@ -20,6 +19,7 @@ from gate.eval.datasets import Dataset, EvalTask
 from gate.eval.rows import Row
 from gate.eval.samples import Sample
 from gate.eval.shard import Shard
+from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
