@@ -95,3 +95,25 @@ def test_an_honest_result_type_with_a_branching_eq_is_accepted(tmp_path: Path) -
 
     assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
     assert verdict.accepted, verdict.blocked_reasons
+
+
+SCOPED = """\
+budget: 1
+scopes:
+  - name: calc
+    paths: ["calc/**"]
+    tests:
+      paths: [tests/calc]
+"""
+
+
+@pytest.mark.parametrize(("path", "flagged"), [("calc/product.py", True), ("tests/calc/helpers.py", False)],
+                         ids=["library", "the-scopes-tests"])
+def test_a_scopes_suite_alone_turns_the_check_on(path: str, flagged: bool) -> None:
+    # Only a scope runs the repository's tests: they share a process with the library all the same.
+    policy = load_policy(None, text=SCOPED, source="gate.yml")
+    subject = Subject(kind="range", label="a..b", files=(SourceFile(path, DODGES["star-args"]),))
+
+    reasons = [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+
+    assert bool(reasons) == flagged, reasons

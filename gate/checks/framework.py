@@ -48,22 +48,22 @@ class Framework:
     static = True
 
     def enabled(self, policy: Policy) -> bool:
-        """On when the policy runs the repository's tests (`tests:`)."""
-        return policy.tests is not None
+        """On when the policy, or one of its scopes, runs the repository's tests (`tests:`)."""
+        return policy.has_tests
 
     def run(self, ctx: CheckContext) -> CheckResult:
-        spec = ctx.policy.tests
-        assert spec is not None  # enabled
+        suites = [ctx.policy.tests, *(scope.tests for scope in ctx.policy.scopes)]
+        tests = tuple(path for suite in suites if suite is not None for path in suite.paths)
         trees = ctx.analysis.trees or {}
         found: list[tuple[str, Location]] = []
         gated = {source.path for source in ctx.files}
         for source in ctx.files:
             tree = trees.get(source.path)
-            if tree is not None and not _is_test_code(source.path, spec.paths):
+            if tree is not None and not _is_test_code(source.path, tests):
                 found += _findings(ctx, source, tree)
         # The tests' process imports every module of the tree, gated or not (`paths.exclude: [vendor/**]`).
         for source in ctx.subject.files:
-            if source.path in gated or not source.path.endswith(".py") or _is_test_code(source.path, spec.paths):
+            if source.path in gated or not source.path.endswith(".py") or _is_test_code(source.path, tests):
                 continue
             try:
                 tree = ctx.trees.parse(source, _version(ctx.policy.python), ctx.policy)
