@@ -40,9 +40,7 @@ if TYPE_CHECKING:
 
         targets: list[int]  # the descriptor numbers the sources move to (STDIN... and the cgroups')
         cgroups: list[int]  # among them, the cgroups' `cgroup.procs` files to join
-        netns: bool
-        mountns: bool
-        ipcns: bool
+        unshare: list[str]  # the namespaces to enter (namespaces.NAMESPACES)
         disk_bytes: int  # the private /tmp's size (mountns)
         hide: list[str]  # host paths covered in the run's root (mountns)
         root: list[str]  # host paths bound read-only into the run's root (mountns)
@@ -108,10 +106,10 @@ def _setup(config: ChildConfig, sources: Sequence[int]) -> str:
             os.write(fd, str(os.getpid()).encode())
         finally:
             os.close(fd)
-    namespaces.unshare(config["netns"], config["mountns"], config["ipcns"])
+    namespaces.unshare(config["unshare"])
     workdir: str = config["stage"]
     uid, gid = config["uid"], config["gid"]  # (both set, or neither)
-    if config["mountns"]:
+    if "mountns" in config["unshare"]:
         owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
         workdir = namespaces.private_tmp(workdir, config["tree"], config["disk_bytes"], owner, config["root"],
                                          config["staging"], config["hide"], config["in_template"],

@@ -18,7 +18,9 @@ from pathlib import Path
 
 from gate import __version__, memo
 from gate.errors import GateFailure
-from gate.sandbox import _libc, bwrap, cgroups, seccomp, users
+from gate.sandbox import _libc, bwrap, cgroups, namespaces, seccomp, users
+from gate.sandbox.base import LAYERS
+from gate.sandbox.namespaces import NAMESPACES
 from gate.sandbox.runner import Layers
 
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
@@ -27,6 +29,7 @@ _PROBE = """
 import json, sys
 sys.path[:0] = sys.argv[2:]
 from gate.sandbox import _libc, seccomp
+from gate.sandbox.namespaces import NAMESPACES
 found = {}
 try:
     bpf = seccomp.program()
@@ -35,7 +38,7 @@ try:
     found["bpf"] = bpf.hex()
 except Exception as exc:
     found["seccomp"] = f"{type(exc).__name__}: {exc}"
-for name, flag in (("netns", _libc.CLONE_NEWNET), ("mountns", _libc.CLONE_NEWNS), ("ipcns", _libc.CLONE_NEWIPC)):
+for name, (flag, _on) in NAMESPACES.items():
     try:
         if sys.argv[1] == "1":
             _libc.unshare(flag)
@@ -103,7 +106,7 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
     code, out, err = done
     if code != 0:
         reason = err.strip().splitlines()[-1:] or ["probe failed"]
-        return dict.fromkeys(("seccomp", "netns", "mountns", "ipcns", "overlay"), reason[0])
+        return dict.fromkeys(("seccomp", *NAMESPACES, "overlay"), reason[0])
     found: dict[str, str] = json.loads(out)
     return found
 
@@ -295,7 +298,7 @@ def _machine(interpreter: str, root: bool) -> dict[str, object]:
 
 def _probes_digest() -> str:
     """The probes' own code: the scripts and the modules they import."""
-    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text() for module in (_libc, seccomp))
+    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text() for module in (_libc, namespaces, seccomp))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -375,7 +378,7 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
         "rlimits": "on (cpu, as, fsize, nofile, core, " + _nproc(root, uids) + ")",
         "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
         "no-new-privs": "on",
-        "netns": _switch(probe["netns"], "on (no interface up)"),
+        **{name: _switch(probe[name], on) for name, (_flag, on) in NAMESPACES.items()},
         "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc; " + (
             "a head tree staged once, read-only under each run's own layer)" if not probe["overlay"]
             else f"a head tree copied for each run: no overlayfs here, {probe['overlay']})")),
@@ -383,14 +386,14 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
                               "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard "
                               "library and shared libraries, /dev/null, zero, full, random, urandom, its own "
                               "/proc and a private /tmp; nothing else of the host"),
-        "ipcns": _switch(probe["ipcns"], "on (System V IPC of its own per run)"),
         "bwrap": bwrap.describe(root),
         "seccomp": _switch(probe["seccomp"], "on (no socket, ptrace, keyring, namespace, mount or kernel calls)"),
         "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
     }
     mountns = not probe["mountns"]
-    return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
-                  netns=not probe["netns"], mountns=mountns, ipcns=not probe["ipcns"],
+    return Layers(interpreter=interpreter, import_paths=tuple(paths),
+                  isolation={name: isolation[name] for name in LAYERS}, uids=uids,
+                  namespaces=tuple(name for name in NAMESPACES if not probe[name]),
                   overlay=mountns and not probe["overlay"],
                   seccomp=not probe["seccomp"], seccomp_program=found.bpf, cgroups=cgroup_manager,
                   hide=_hidden(interpreter) if mountns else (), root=found.root if mountns else ())

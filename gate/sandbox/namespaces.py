@@ -27,6 +27,14 @@ from collections.abc import Sequence
 
 from gate.sandbox import _libc
 
+# The layers that are each a namespace of the run's own, by name (gate/sandbox/base.py LAYERS): the unshare(2)
+# flag, and what the verdict says when it is on ("mountns" says more: gate/sandbox/detect.py). detect.py
+# probes each, the runner passes those found on to the child (ChildConfig "unshare"), the child enters them.
+NAMESPACES = {
+    "netns": (_libc.CLONE_NEWNET, "on (no interface up)"),
+    "mountns": (_libc.CLONE_NEWNS, "on"),
+    "ipcns": (_libc.CLONE_NEWIPC, "on (System V IPC of its own per run)"),
+}
 WORKDIR = "/tmp/work"
 # Where the sandbox's staging directory is bound in the root: inside a directory only root may enter.
 GATE_DIR = "/.gate"
@@ -44,10 +52,11 @@ _RO = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
 _MAX_LINKS = 40
 
 
-def unshare(net: bool, mount: bool, ipc: bool = False) -> None:
-    """Enter new network, mount and/or IPC namespaces."""
-    flags = ((_libc.CLONE_NEWNET if net else 0) | (_libc.CLONE_NEWNS if mount else 0)
-             | (_libc.CLONE_NEWIPC if ipc else 0))
+def unshare(names: Sequence[str]) -> None:
+    """Enter a new namespace of each of `names` (NAMESPACES)."""
+    flags = 0
+    for name in names:
+        flags |= NAMESPACES[name][0]
     if flags:
         _libc.unshare(flags)
 
@@ -55,7 +64,7 @@ def unshare(net: bool, mount: bool, ipc: bool = False) -> None:
 def enter_template(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
     """Enter a mount namespace holding the allow-listed root, once for all the runs forked from this process
     (a zygote). Each run's namespace is then a copy of it with only its tmpfs added (see private_tmp)."""
-    unshare(net=False, mount=True)
+    unshare(["mountns"])
     enter_root(root, staging, hide)
 
 

@@ -52,9 +52,7 @@ class Layers:
     isolation: Mapping[str, str]
     uids: users.UidPool | None = None
     no_new_privs: bool = True
-    netns: bool = False
-    mountns: bool = False
-    ipcns: bool = False
+    namespaces: tuple[str, ...] = ()  # of namespaces.NAMESPACES: those each run enters
     overlay: bool = False  # with mountns: a head tree is staged once and shared read-only (overlayfs)
     seccomp: bool = False
     seccomp_program: bytes = b""  # the filter's BPF program, built once by open_sandbox's probe
@@ -63,6 +61,11 @@ class Layers:
     # With mountns: the host paths bound read-only into every run's otherwise empty root (the interpreter, its
     # library, what the caller adds); nothing else of the host is there.
     root: tuple[str, ...] = ()
+
+    @property
+    def mountns(self) -> bool:
+        """Each run has a mount namespace (and so an allow-listed root) of its own."""
+        return "mountns" in self.namespaces
 
 
 @dataclass
@@ -129,7 +132,7 @@ class LayeredSandbox:
     @property
     def private_tmp(self) -> bool:
         """See gate.sandbox.base.Sandbox.private_tmp."""
-        return self.layers.mountns and self.layers.ipcns
+        return {"mountns", "ipcns"} <= set(self.layers.namespaces)
 
     def run(self, request: RunRequest) -> RunResult:
         """See gate.sandbox.base.Sandbox.run."""
@@ -209,9 +212,7 @@ class LayeredSandbox:
         return {
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else []), *groups],
             "cgroups": groups,
-            "netns": self.layers.netns,
-            "mountns": self.layers.mountns,
-            "ipcns": self.layers.ipcns,
+            "unshare": list(self.layers.namespaces),
             "disk_bytes": limits.disk_bytes,
             "hide": list(self.layers.hide),
             "root": list(self.layers.root),

@@ -143,12 +143,12 @@ def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
     opening network sockets) and each still gets a mount namespace of its own, copied from the template.
     A zygote serves one sandbox, so every run asks for the same root; one that asked for another would get
     a root of its own."""
-    if config["netns"]:
+    if "netns" in config["unshare"]:
         if not _NETWORK_ISOLATED:
-            namespaces.unshare(net=True, mount=False)
+            namespaces.unshare(["netns"])
             _NETWORK_ISOLATED.append(True)
-        config = {**config, "netns": False}
-    if config["mountns"]:
+        config = {**config, "unshare": [name for name in config["unshare"] if name != "netns"]}
+    if "mountns" in config["unshare"]:
         made = (config["root"], config["staging"], config["hide"])
         if not _MOUNT_TEMPLATE:
             namespaces.enter_template(config["root"], config["staging"], config["hide"])
