@@ -211,13 +211,24 @@ def start_machine() -> Machine:
     name = f"gate-tests-{os.getpid()}-{uuid.uuid4().hex[:12]}"
     actions, home, tools = (RUNNER_WORK / place / name for place in ("_actions", "_homes", "_tool"))
     setup_python(tools / "Python" / "3.11" / "x64")
-    ignore = shutil.ignore_patterns(".git", ".venv", "*.egg-info", "__pycache__", ".*_cache", "build", "tests")
-    shutil.copytree(ROOT, actions / "gate", ignore=ignore, symlinks=True)
+    copy_action_source(actions / "gate")
     lock(wheels, actions / "gate")
     home.mkdir(parents=True)
     for made in (actions, home, tools):
         chown_tree(made, user)
     return Machine(user, session, actions / "gate", home, tools)
+
+
+def copy_action_source(target: Path) -> None:
+    """The files git tracks, as a checkout of the Action's repository holds them (less the tests): what the
+    developer's tree also holds (`.venv`, `.hypothesis`, caches) is no part of an Action's source."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached"], cwd=ROOT, capture_output=True, check=True)
+    for name in listed.stdout.decode().split("\0"):
+        source = ROOT / name
+        if not name or name.startswith("tests/") or not os.path.lexists(source):
+            continue
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / name, follow_symlinks=False)
 
 
 def setup_python(prefix: Path) -> None:
