@@ -178,12 +178,15 @@ def repository(project: Project, archive: Path, root: Path) -> Path:
 
 
 def gate(repo: Path, head: str, cache: Path, out: Path) -> tuple[float, int, dict[str, Any] | None, str]:
-    """(seconds, exit code, verdict or None, the end of stderr) of `gate check` of main..head, run from
-    outside the repository (`python -m` would put its files first on the gate's own import path)."""
+    """(seconds, exit code, verdict or None, the end of stderr) of `gate check` of main..head, run from an
+    empty directory: outside the repository (`python -m` would put its files first on the gate's own import
+    path), and not above the cache (the runs never see the gate's working directory)."""
     env = {**os.environ, "GATE_CACHE_DIR": str(cache)}
+    where = out.parent / "cwd"
+    where.mkdir(exist_ok=True)
     started = time.perf_counter()
     done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo), "--base", "main",
-                           "--head", head, "--json", str(out)], cwd=out.parent, env=env, capture_output=True,
+                           "--head", head, "--json", str(out)], cwd=where, env=env, capture_output=True,
                           text=True, check=False, timeout=3600)
     seconds = time.perf_counter() - started
     verdict = json.loads(out.read_text()) if out.is_file() and out.stat().st_size else None
@@ -244,11 +247,11 @@ def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str
     return f"{word} {verdict['total']}/{verdict['budget']}", charged, [p["message"] for p in verdict["penalties"]]
 
 
-def bench(project: Project, sdists: Path, work: Path) -> Outcome:
+def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     outcome = Outcome(project)
     root = work / project.name
     repo = repository(project, sdist(project, sdists), root)
-    times, counts, regressed, broken = plain_pytest(project, repo, root)
+    times, counts, regressed, broken = plain_pytest(project, repo, root) if peer else ({}, {}, {}, "")
     outcome.times |= times
     if broken:
         outcome.problems.append(f"plain pytest did not run: {broken}")
@@ -299,6 +302,7 @@ def main() -> None:
                         help="where the sdists are kept (never the repository)")
     parser.add_argument("--only", nargs="*", help="project names (default: all)")
     parser.add_argument("--json", type=Path, help="write the outcomes here too")
+    parser.add_argument("--no-pytest", action="store_true", help="the gate only, not plain pytest's CI job")
     parser.add_argument("--jobs", type=int, default=1,
                         help="projects benched at once (more than 1 finds the verdicts sooner; the times then "
                              "share the machine)")
@@ -311,7 +315,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gate-breadth-") as folder:
 
         def one(project: Project) -> Outcome:
-            outcome = bench(project, sdists, Path(folder))
+            outcome = bench(project, sdists, Path(folder), not args.no_pytest)
             print(table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
             for problem in outcome.problems:
                 print(f"- {project.label}: {problem}", file=sys.stderr, flush=True)
