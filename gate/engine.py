@@ -11,6 +11,7 @@ from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
 from gate.checks.languages import checker_paths, language_for
+from gate.environment.layer import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
@@ -103,12 +104,16 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
         return score(subject, policy, reproduce=reproduce)
     # The repository's environment, the gate's pytest copy and the `languages:` checkers are all a run sees of
     # the host beyond the interpreter's own files.
+    # The layers the project is built into are filled once the sandbox is open; its runs see them then.
+    for layer in subject.layers or ():
+        layer.path.mkdir(parents=True, exist_ok=True)
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
-                *(subject.suite.runner if subject.suite is not None else ()), *checkers)
+                *(subject.suite.runner if subject.suite is not None else ()), *checkers,
+                *(str(layer.path) for layer in subject.layers or ()))
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
-        return score(subject, policy, sandbox, reproduce=reproduce)
+        return score(built(subject, sandbox, sandbox_limits(policy.limits)), policy, sandbox, reproduce=reproduce)
     finally:
         sandbox.close()
 

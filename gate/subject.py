@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from gate.environment import BuiltEnvironment
+from gate.environment.layer import Layer
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
 
@@ -132,6 +133,9 @@ class Subject:
     # head tree's own import roots (`src`, `environment.python_path`), which come first.
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
+    # Where the head's and the base's projects are built in the sandbox (gate/environment/layer.py): with an
+    # environment and a project to build only.
+    layers: tuple[Layer, Layer] | None = None
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
     base: BaseTree | None = None  # on a source that has the base commit
     # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").

@@ -3,9 +3,10 @@
 A virtual environment made with the sandbox's interpreter (the one a dropped uid runs), filled by the gate's
 own pip (`pip --python`), which honours the user's index configuration (pip.conf, `PIP_INDEX_URL`: a private
 index works). What is installed: the base project with its `extras`, and the `requirements` files, all as
-they are in an export of the base commit. The project itself is then uninstalled again, leaving only its
-dependencies: the head's tree is what runs, first on the import path, and nothing of the base's package can
-stand in for a module the head deleted. Nothing of the head is built or installed here.
+they are in an export of the base commit, and its `[build-system] requires` (the project is built again in
+the sandbox: gate/environment/layer.py). The project itself is then uninstalled again, leaving only its
+dependencies: nothing of the base's package can stand in for a module the head deleted. Nothing of the head is
+built or installed here.
 
 The venv is cached by the hash of the declaration files and the settings (cache.digest); it is built in a
 temporary directory beside its final place and renamed there when complete, under a lock.
@@ -105,6 +106,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
                               + _tail(venv.stdout + venv.stderr))
         python = str(building / "bin" / "python")
         targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
+        targets += _build_requirements(source) if project else []
         for path in spec.requirements:
             targets += ["-r", path]
         installed: list[str] = []
@@ -128,6 +130,19 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         shutil.rmtree(source, ignore_errors=True)
         if building.exists():
             shutil.rmtree(building, ignore_errors=True)
+
+
+def _build_requirements(source: Path) -> list[str]:
+    """The base's `[build-system] requires`: declarations like its dependencies, installed here so that the
+    project builds in the sandbox (gate/environment/layer.py), which has no network."""
+    path = source / "pyproject.toml"
+    if not path.is_file():
+        return []
+    try:
+        requires = tomllib.loads(path.read_text()).get("build-system", {}).get("requires", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(item) for item in requires] if isinstance(requires, list) else []
 
 
 def _what(spec: Environment, project: bool) -> str:

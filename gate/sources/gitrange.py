@@ -24,6 +24,7 @@ import git
 
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
+from gate.environment.layer import Layer, buildable, layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
@@ -140,6 +141,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             judge_rubric=trusted.judge_rubric,
             environment=environment,
             import_roots=_import_roots(head, policy),
+            layers=_layers(repo, base, head, environment),
             suite=suite,
             scope_suites=scope_suites,
             base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
@@ -372,6 +374,17 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvir
     except BadInput as exc:  # a key of the policy names what the base lacks: point at the policy
         raise BadInput(exc.message, file=policy.source, key=exc.key) from None
     return built
+
+
+def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None
+            ) -> tuple[Layer, Layer] | None:
+    """Where the head's and the base's projects are built, when there is an environment and the head is a
+    project a build installs (a flat tree of modules runs as it is)."""
+    read = GitBase(head).read
+    if environment is None or not buildable(read("pyproject.toml"), read("setup.py") is not None):
+        return None
+    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head)),
+            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base)))
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:

@@ -1,0 +1,163 @@
+"""The project built in the sandbox into a layer of its own, so that what its build writes exists for the runs.
+
+A version file the build generates (setuptools-scm, hatch-vcs: git-ignored, so absent from an export), the
+metadata `importlib.metadata` reads and the entry points: a run imports the project the way its CI does. The
+build runs in the sandbox (no network, its own uid), with the build requirements the base declares already in
+the repository's environment, like pip's `--no-build-isolation`: the PEP 517 backend of the tree's
+pyproject.toml (setuptools' legacy backend for a setup.py) builds a wheel, which comes back on the run's
+result channel; the gate unpacks it (never runs it) into the layer, which later runs see read-only and first
+on the import path, in place of the tree's `src`. The version is the one git gives the commit (an export has
+no .git), in SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment and that
+version; a build that fails is a note in the verdict, and the runs import the tree as it is.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import zipfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from io import BytesIO
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from gate.environment import cache
+from gate.sandbox.base import Limits, RunRequest, Sandbox
+
+if TYPE_CHECKING:
+    from gate.subject import Subject
+
+_DONE = "gate-layer.json"
+_WHEEL_BYTES = 256 * 1024 * 1024
+_TAIL = 8  # lines of the build's output a failure note shows
+
+_BUILD = b'''\
+import importlib, os, sys, tempfile, tomllib
+try:
+    with open("pyproject.toml", "rb") as f:
+        system = tomllib.load(f).get("build-system", {})
+except FileNotFoundError:
+    system = {}
+sys.path[:0] = [os.path.abspath(p) for p in system.get("backend-path", [])]
+module, _, attribute = system.get("build-backend", "setuptools.build_meta:__legacy__").partition(":")
+backend = importlib.import_module(module)
+for part in filter(None, attribute.split(".")):
+    backend = getattr(backend, part)
+out = tempfile.mkdtemp()
+name = backend.build_wheel(out)
+with open(os.path.join(out, name), "rb") as wheel, os.fdopen(int(os.environ["GATE_RESULT_FD"]), "wb") as channel:
+    channel.write(wheel.read())
+'''
+
+
+@dataclass(frozen=True)
+class Layer:
+    """Where one commit's build goes (cached under the gate's cache), and the version git gives it."""
+
+    path: Path
+    version: str
+
+
+def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) -> Layer:
+    """The layer of the commit whose tree is `tree_sha`, built in the environment `environment_key`."""
+    key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version}, {})
+    return Layer(where / "layers" / key, version)
+
+
+def buildable(read_text: str | None, has_setup_py: bool) -> bool:
+    """Whether a tree is a project a build installs: a pyproject.toml with [build-system], or a setup.py."""
+    return has_setup_py or (read_text is not None and "[build-system]" in read_text)
+
+
+def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
+    """`subject` with its head's project built (and the base's, for the suite's baseline) in `sandbox`, each
+    layer in place of the tree's `src` on the import path; a build that fails leaves the tree's roots and
+    says why in the facts."""
+    if subject.layers is None or subject.tree is None:
+        return subject
+    head, base = subject.layers
+    sites = subject.environment.site_packages if subject.environment else ()
+    notes = []
+    tree = subject.tree
+    failed = build(sandbox, lambda: tree, head, sites, limits)
+    if failed:
+        notes.append(("build", f"head: {failed}"))
+    else:
+        subject = replace(subject, import_roots=_in_place(head, subject.import_roots))
+    suite, base_tree = subject.suite, subject.base
+    if base_tree is None:
+        return replace(subject, facts=(*subject.facts, *notes))
+    exported = suite.base_tree if suite is not None else None
+    failed = build(sandbox, (lambda: exported) if exported is not None else base_tree.export,
+                   base, sites, limits)
+    if failed:
+        notes.append(("build", f"base: {failed}"))
+    else:
+        subject = replace(subject, base=replace(base_tree, roots=_in_place(base, base_tree.roots)),
+                          suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots)),
+                          scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
+                                             for name, each in subject.scope_suites))
+    return replace(subject, facts=(*subject.facts, *notes))
+
+
+def _in_place(layer: Layer, roots: Sequence[str]) -> tuple[str, ...]:
+    """The import roots with the layer first among the absolute ones, in place of the tree's `src`."""
+    return (*(root for root in roots if root != "src"), str(layer.path))
+
+
+def build(sandbox: Sandbox, tree: Callable[[], Path], layer: Layer, sites: Sequence[str], limits: Limits) -> str:
+    """Build the project in the tree `tree()` exports into `layer` (once: a built layer is reused, and `tree`
+    is not called) in `sandbox`, with the environment's `sites` for its build requirements. Returns "" when
+    the layer is ready, else why not (the verdict's note; the runs then import the tree)."""
+    with cache.locked(layer.path.parent / f"{layer.path.name}.lock"):
+        done = layer.path / _DONE
+        if done.is_file():
+            return str(json.loads(done.read_text()).get("failed", ""))
+        result = sandbox.run(RunRequest(script="_gate_build.py", files={"_gate_build.py": _BUILD}, tree=tree(),
+                                        env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
+                                        limits=replace(limits, output_bytes=_WHEEL_BYTES), python_path=tuple(sites)))
+        failed = ""
+        if result.exit_code != 0 or not result.result:
+            output = (result.stdout + result.stderr).decode("utf-8", "replace")
+            tail = [line for line in output.splitlines() if line.strip()][-_TAIL:]
+            how = result.killed_reason or (f"exit status {result.exit_code}" if result.exit_code is not None
+                                           else f"signal {result.signal}")
+            failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
+        else:
+            try:
+                _unpack(result.result, layer.path, limits.disk_bytes)
+            except (zipfile.BadZipFile, ValueError, OSError) as exc:
+                failed = f"the project's build gave no usable wheel: {exc}"
+        done.write_text(json.dumps({"failed": failed}))
+        return failed
+
+
+def _unpack(wheel: bytes, target: Path, max_bytes: int) -> None:
+    """Write the wheel's importable files (its root, and its .data's purelib/platlib) into `target` (which
+    runs already see: it is filled in place), readable by any uid and writable by none but the gate; nothing
+    of it is run. Raises ValueError for a name that leaves the layer or more than `max_bytes` unpacked."""
+    for entry in list(target.iterdir()):  # what an interrupted build left
+        shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    with zipfile.ZipFile(BytesIO(wheel)) as archive:
+        if sum(info.file_size for info in archive.infolist()) > max_bytes:
+            raise ValueError(f"it unpacks to more than the disk limit ({max_bytes} bytes)")
+        for info in archive.infolist():
+            name = PurePosixPath(info.filename)
+            parts = name.parts
+            if name.is_absolute() or ".." in parts or not parts:
+                raise ValueError(f"the wheel names {info.filename!r}")
+            if len(parts) > 2 and parts[0].endswith(".data"):
+                if parts[1] not in ("purelib", "platlib"):
+                    continue  # scripts, headers, data: not imported
+                parts = parts[2:]
+            if info.is_dir():
+                continue
+            dest = target.joinpath(*parts)
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(archive.read(info))
+    for parent, _, files in os.walk(target):
+        os.chmod(parent, 0o755)
+        for file in files:
+            os.chmod(os.path.join(parent, file), 0o644)

@@ -1,0 +1,102 @@
+"""The head's project built in the sandbox: what its build writes (a version file, metadata) exists for the
+repository's tests, as in its CI.
+
+A real project whose in-tree build backend writes `src/verpkg/_version.py` (git-ignored, as hatch-vcs and
+setuptools-scm do) from SETUPTOOLS_SCM_PRETEND_VERSION, and whose package imports it; its tests check the
+version against `importlib.metadata`. Without the build neither exists in the tree the tests run in.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.git_support import Repo
+from tests.projects import (  # noqa: F401
+    BACKEND,
+    gate_cache,
+    gate_cache_root,
+    offline_pip,
+    project_repo,
+    pyproject,
+    wheelhouse,
+)
+from tests.suite_support import charged_messages, score_repo, suite_statuses
+
+BUILD_WHEEL = "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
+# The build writes the version file before building the wheel, as hatch-vcs' build hook does.
+VERSIONED_BACKEND = BACKEND.replace(BUILD_WHEEL, BUILD_WHEEL +
+                                    "    with open('src/verpkg/_version.py', 'w') as f:\n"
+                                    "        version = os.environ['SETUPTOOLS_SCM_PRETEND_VERSION']\n"
+                                    "        f.write(f'__version__ = {version!r}\\n')\n"
+                                    ).replace("project['version']", "os.environ['SETUPTOOLS_SCM_PRETEND_VERSION']")
+PACKAGE = "from verpkg._version import __version__\n\n\ndef double(x):\n    return 2 * x\n"
+TESTS = '''\
+from importlib import metadata
+
+import verpkg
+
+
+def test_double():
+    assert verpkg.double(21) == 42
+
+
+def test_version_is_the_metadata():
+    assert verpkg.__version__ == metadata.version("verpkg")
+'''
+POLICY = "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 5\n"
+
+
+def _repo(root: Path) -> Repo:
+    repo = project_repo(root, {"_backend/backend.py": VERSIONED_BACKEND, ".gitignore": "src/verpkg/_version.py\n",
+                               "pyproject.toml": pyproject("verpkg", ["checkhelp"]),
+                               "src/verpkg/__init__.py": PACKAGE, "tests/test_verpkg.py": TESTS,
+                               ".github/gate.yml": POLICY})
+    repo.git("tag", "v1.4.0", "main")
+    return repo
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_change_to_a_project_with_a_generated_version_file_is_accepted(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    repo.commit("bot: document double", {"src/verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == {"tests/test_verpkg.py::test_double": "passed",
+                                       "tests/test_verpkg.py::test_version_is_the_metadata": "passed"}
+    assert verdict.accepted and verdict.total == 0
+    assert "build" not in dict(verdict.facts)
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_regression_in_a_built_project_is_blocked_naming_the_failing_test(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    repo.commit("bot: speed up double", {"src/verpkg/__init__.py": PACKAGE.replace("2 * x", "x + 2")})
+
+    verdict = score_repo(repo)
+
+    assert not verdict.accepted
+    assert suite_statuses(verdict) == {"tests/test_verpkg.py::test_double": "failed",
+                                       "tests/test_verpkg.py::test_version_is_the_metadata": "passed"}
+    [message] = charged_messages(verdict)
+    assert message.startswith("test tests/test_verpkg.py::test_double failed (it passes on the base)")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_build_that_fails_in_the_sandbox_is_a_note_and_the_tree_runs(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    # The head's build needs the network (or a compiler it lacks): the sandbox has neither.
+    broken = VERSIONED_BACKEND.replace(BUILD_WHEEL, BUILD_WHEEL +
+                                       "    import socket; socket.create_connection(('pypi.org', 443), timeout=3)\n")
+    repo.commit("bot: fetch at build time", {"_backend/backend.py": broken})
+
+    verdict = score_repo(repo)
+
+    note = dict(verdict.facts)["build"]
+    assert note.startswith("head: the project did not build in the sandbox (exit status 1)")
