@@ -109,7 +109,7 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
         layer.path.mkdir(parents=True, exist_ok=True)
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
                 *(subject.suite.runner if subject.suite is not None else ()), *checkers,
-                *(str(layer.path) for layer in subject.layers or ()))
+                *dict.fromkeys(str(layer.path) for layer in subject.layers or ()))  # (base and head: one tree)
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
