@@ -162,6 +162,7 @@ def repository(project: Project, archive: Path, root: Path) -> Path:
     (repo / ".github" / "gate.yml").write_text(f"environment: {project.environment}\ntests:\n  paths: [{paths}]\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
+    git(repo, "add", "-f", ".github/gate.yml")  # tabulate's own .gitignore ignores every dot-file
     git(repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "base")
     git(repo, "tag", f"v{project.version}")
     module, function = project.target
