@@ -134,6 +134,16 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: Layer, sites: Seque
         return failed
 
 
+def _framework_named(parts: tuple[str, ...]) -> bool:
+    """Whether a wheel's file is (in) a module named like the test framework: the layer comes before the
+    environment on the import path, so the head's build could otherwise hand the suite's process its pytest
+    (the tree's own such modules are left out the same way, gate/sources/gitrange.py)."""
+    from gate.sources.gitrange import FRAMEWORK_MODULES
+
+    top = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
+    return top in FRAMEWORK_MODULES
+
+
 def _unpack(wheel: bytes, target: Path, max_bytes: int) -> None:
     """Write the wheel's importable files (its root, and its .data's purelib/platlib) into `target` (which
     runs already see: it is filled in place), readable by any uid and writable by none but the gate; nothing
@@ -152,7 +162,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int) -> None:
                 if parts[1] not in ("purelib", "platlib"):
                     continue  # scripts, headers, data: not imported
                 parts = parts[2:]
-            if info.is_dir():
+            if info.is_dir() or _framework_named(parts):
                 continue
             dest = target.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
