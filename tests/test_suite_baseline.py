@@ -47,7 +47,11 @@ def _check(repo_root: Path) -> int:
       "        self.two = 2\n\n    def test_add(self):\n        assert add(2, 3) == 5\n"},
      "pytest collected 4 tests where the files define 5 (tests/test_class.py defines 1 tests, pytest collected 0)"),
     ({"tests/test_calc.py": "from calc import add\n"}, "pytest collected no test"),
-], ids=["collection-error", "missing-fixture", "fewer-than-defined", "no-test"])
+    # pytest stops on its own error (here a hook it does not know; pytest 9 also refuses boltons' conftest):
+    # its own last line is the reason.
+    ({"tests/conftest.py": CONFTEST + "\n\ndef pytest_gate_unknown_hook(config):\n    pass\n"},
+     "unknown hook 'pytest_gate_unknown_hook'"),
+], ids=["collection-error", "missing-fixture", "fewer-than-defined", "no-test", "pytest-stops"])
 def test_a_base_suite_that_does_not_run_stops_the_gate_and_is_never_cached(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
         files: dict[str, str], said: str) -> None:

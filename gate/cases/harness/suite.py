@@ -29,7 +29,9 @@ import os
 import select as select_module
 import signal
 import sys
+import tempfile
 import time
+import traceback
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
@@ -178,10 +180,16 @@ def _write(fd: int, record: dict[str, Any]) -> None:
 
 def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str]) -> None:
     """The pytest process: its records go to the watcher on `fd`; never returns."""
-    # pytest's terminal output is not read: each test's outcome travels on the channel.
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    os.dup2(devnull, 1)
-    os.close(devnull)
+    # pytest's terminal output is not read for outcomes (each travels on the channel), but when pytest stops
+    # without running the suite (a usage or internal error, a hook that fails), its last lines say why: they
+    # go to stderr, which the gate quotes.
+    try:  # a file with no name, in the run's private /tmp: nothing is left behind
+        terminal = os.open(tempfile.gettempdir(), os.O_TMPFILE | os.O_RDWR, 0o600)
+    except OSError:
+        terminal = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(terminal, 1)
+    code: int | None = None
+    failure = ""
     try:
         _import_framework(plugins)
         import pytest
@@ -192,10 +200,28 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
             GatePlugin.pytest_collection_modifyitems)
         plugin = GatePlugin(fd, key, select)
         options = [option for module in plugins for option in ("-p", module)]
-        pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--tb=short",
-                     "--continue-on-collection-errors", "-o", "console_output_style=classic"], plugins=[plugin])
+        code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
+                                "--tb=short", "--continue-on-collection-errors",
+                                "-o", "console_output_style=classic"], plugins=[plugin]))
+    except BaseException:  # pytest itself stopped (a conftest's hook it refuses, ...): the last line says why
+        failure = "".join(traceback.format_exc().splitlines(keepends=True)[-6:])
     finally:
+        if code not in (0, 1):  # OK, TESTS_FAILED: anything else did not run the suite as asked
+            _quote_terminal(terminal, failure)
         os._exit(0)
+
+
+def _quote_terminal(terminal: int, failure: str) -> None:
+    """The last lines pytest printed, then the error that stopped it, on stderr (best effort: the run's
+    outcome does not depend on it)."""
+    try:
+        sys.stdout.flush()
+        size = os.lseek(terminal, 0, os.SEEK_END)
+        os.lseek(terminal, max(0, size - 4096), os.SEEK_SET)
+        tail = os.read(terminal, 4096).decode("utf-8", "replace").strip().splitlines()[-12:]
+        os.write(2, ("\n".join(tail) + "\n" + failure).encode())
+    except (OSError, ValueError):
+        pass
 
 
 # The framework's modules, imported before the tree's modules can stand in for them.
