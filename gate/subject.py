@@ -95,6 +95,8 @@ class SuiteTrees:
     base_tree: Path | None = None  # the base commit as it is, for the baseline (None: baseline none)
     base_roots: tuple[str, ...] = ()  # the base tree's own import roots
     edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
+    # Modules named like the test framework that the change touches: left out of the run, so never tested.
+    untested: tuple[str, ...] = ()
     # Where pytest comes from when the environment has none: the gate's own copy (absolute import roots).
     runner: tuple[str, ...] = ()
 

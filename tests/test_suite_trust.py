@@ -90,6 +90,22 @@ def test_an_honest_module_named_like_the_framework_deeper_in_the_package_still_r
     assert verdict.accepted
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_change_to_the_projects_own_module_named_like_the_framework_needs_a_human(tmp_path: Path) -> None:
+    # pluggy's own src/pluggy: the suite's process imports the framework's, so the head's version never runs
+    # and no test could catch a regression in it (the breadth bench's pluggy was a false green).
+    repo = calc_project(tmp_path / "repo", extra_files={"pluggy.py": "def hooks():\n    return 1\n"})
+    repo.commit("bot: hooks", {"pluggy.py": "def hooks():\n    return None\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert not verdict.accepted
+    assert any("pluggy.py, named like the test framework" in reason and "a human must review it" in reason
+               for reason in verdict.blocked_reasons), verdict.blocked_reasons
+
+
 UNIT_POLICY = POLICY.replace("paths: [tests]", "paths: [tests/unit]")
 
 

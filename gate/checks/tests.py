@@ -78,7 +78,10 @@ class Tests:
         cases, penalties = _score(ctx.policy, base, outcomes, added, first)
         notes = tuple(Note("tests", edit) for edit in suite.edits)
         ran = len(outcomes) + len(added)
-        return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes,
+        # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
+        untested = tuple(f"the change touches {path}, named like the test framework, which the suite's process "
+                         "cannot import from the head: a human must review it" for path in suite.untested)
+        return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes, blocked_reasons=untested,
                            reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
                            isolation=(("pytest", ISOLATION),))
 

@@ -522,6 +522,8 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
     return SuiteTrees(base_sha=base.hexsha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base_roots=_import_roots(base, policy),
                       edits=_suite_edits(changes, paths, roots, set(added)),
+                      untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
+                                                   if _framework_named(p, roots) and not _under(p, paths))),
                       runner=() if environment is not None and environment.has("pytest")
                       else (environment_build.gate_pytest(cache_dir(os.environ)),))
 
