@@ -14,7 +14,7 @@ from gate.engine import score
 from gate.policy.loader import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BASE_TESTS, CALC, POLICY, calc_project, score_repo, suite_statuses
+from tests.suite_support import BASE_TESTS, CALC, calc_project, framework_flags, score_repo, suite_statuses
 
 # Each binds an always-equal comparison to a class `Product`; `mul` returns one.
 DODGES = {
@@ -48,9 +48,7 @@ HONEST = {
 
 
 def _flagged(code: str) -> list[str]:
-    policy = load_policy(None, text=POLICY, source="gate.yml")
-    subject = Subject(kind="range", label="a..b", files=(SourceFile("calc.py", code),))
-    return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+    return framework_flags(code, "calc.py")
 
 
 @pytest.mark.parametrize("name", sorted(DODGES))

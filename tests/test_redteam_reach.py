@@ -15,7 +15,7 @@ from gate.engine import score
 from gate.policy.loader import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BROKEN_MUL, POLICY, calc_project, score_repo, suite_statuses
+from tests.suite_support import BROKEN_MUL, POLICY, calc_project, framework_flags, score_repo, suite_statuses
 
 # Finds pytest's report class among every class of the process and makes each report a pass.
 FORGE_BY_SUBCLASSES = '''\
@@ -61,9 +61,7 @@ HONEST = {
 
 
 def _flagged(code: str) -> list[str]:
-    policy = load_policy(None, text=POLICY, source="gate.yml")
-    subject = Subject(kind="range", label="a..b", files=(SourceFile("lib.py", code),))
-    return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+    return framework_flags(code, "lib.py")
 
 
 @pytest.mark.parametrize("name", sorted(REACHES))
