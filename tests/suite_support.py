@@ -106,3 +106,16 @@ def framework_flags(code: str, path: str) -> list[str]:
     policy = load_policy(None, text=POLICY, source="gate.yml")
     subject = Subject(kind="range", label="a..b", files=(SourceFile(path, code),))
     return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+
+# A plugin that makes every test's report a pass: what a head would load to forge outcomes.
+REWRITING_PLUGIN = '''\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    report.outcome = "passed"
+    report.longrepr = None
+'''

@@ -23,6 +23,7 @@ from tests.suite_support import (
     CONFTEST,
     DOCUMENTED_MUL,
     POLICY,
+    REWRITING_PLUGIN,
     TESTS,
     calc_project,
     charged_messages,
@@ -133,25 +134,15 @@ PLUGIN_TESTS = TESTS + '''
 def test_helper(helper):
     assert helper == "calc"
 '''
-# A plugin only a dependency brings (not declared by the base): what CI's autoload would load, the gate not.
-STRAY = '''\
-import pytest
 
 
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-    report.longrepr = None
-'''
-
-
+# stray-helper's plugin rewrites every outcome and only a dependency brings it (the base does not declare it):
+# what CI's autoload would load, the gate not.
 @pytest.fixture
 def plugin_wheels(offline_pip: Path) -> Path:  # noqa: F811
     write_wheel(offline_pip, "pytest-measure", {"pytest_measure.py": PLUGIN}, requires=("stray-helper",),
                 entry_points="[pytest11]\nmeasure = pytest_measure\n")
-    write_wheel(offline_pip, "stray-helper", {"stray_helper.py": "", "stray_plugin.py": STRAY},
+    write_wheel(offline_pip, "stray-helper", {"stray_helper.py": "", "stray_plugin.py": REWRITING_PLUGIN},
                 entry_points="[pytest11]\nstray = stray_plugin\n")
     return offline_pip
 

@@ -25,6 +25,7 @@ from tests.suite_support import (
     BROKEN_MUL,
     CALC,
     POLICY,
+    REWRITING_PLUGIN,
     TESTS,
     calc_project,
     charged_messages,
@@ -47,19 +48,6 @@ def main(args=None, plugins=()):
             plugin.write({"test": nodeid, "status": "passed", "detail": "", "seconds": 0.0, "line": 1})
     return 0
 '''
-REWRITING_PLUGIN = '''\
-import pytest
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item, call):
-    outcome = yield
-    report = outcome.get_result()
-    report.outcome = "passed"
-    report.longrepr = None
-'''
-
-
 @pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize(("where", "layout"), [
