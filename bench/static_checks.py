@@ -20,6 +20,7 @@ from gate.engine import score
 from gate.eval.datasets import load_dataset
 from gate.eval.runner import eval_checks, subject_of
 from gate.eval.samples import Sample
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import Subject
 
@@ -37,9 +38,11 @@ class Timed:
     needs: tuple[Product, ...] = field(init=False)
     produces: tuple[Product, ...] = field(init=False)
     static: bool = field(init=False)
+    charges: tuple[Charge, ...] = field(init=False)
 
     def __post_init__(self) -> None:
         self.name, self.requires, self.static = self.check.name, self.check.requires, self.check.static
+        self.charges = self.check.charges
         self.needs, self.produces = self.check.needs, self.check.produces
 
     def enabled(self, policy: Policy) -> bool:

@@ -14,6 +14,7 @@ import gate
 from gate.checks import all_checks, static_names
 from gate.checks.base import Analysis, CheckContext, CheckResult, Product
 from gate.engine import score, score_running_cases
+from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Points, Policy
 from gate.subject import SourceFile, Subject
 from gate.verdict import Penalty, Verdict
@@ -29,6 +30,7 @@ class Charging:
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static: bool = True
+    charges: tuple[Charge, ...] = ()
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -108,6 +110,7 @@ class Producing:
     requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()
     static: bool = True
+    charges: tuple[Charge, ...] = ()
     seen: list[Analysis] = field(default_factory=list)
 
     def enabled(self, policy: Policy) -> bool:
@@ -145,7 +148,10 @@ def test_a_check_whose_needs_were_not_produced_is_skipped_with_the_producers_rea
 
 def test_the_schedule_is_the_same_in_schema_and_model_and_the_registry_derives_the_static_checks() -> None:
     schema = json.loads((Path(gate.__file__).parent / "policy" / "schema.json").read_text(encoding="utf-8"))
-    assert {f.name for f in fields(Points)} == set(schema["properties"]["points"]["properties"])
+    # `points:` has a key for each charge a registered check declares, in the registry's order, with its default.
+    declared = [charge for check in all_checks() for charge in check.charges]
+    assert list(schema["properties"]["points"]["properties"]) == [charge.name for charge in declared]
+    assert Points().items() == [(charge.name, charge.default) for charge in declared]
     # The registry's checks each produce only what a later one may need, in order (checked when it loads).
     assert [check.name for check in all_checks()][-1] == "judge"
     assert set(get_args(Product)) == {f.name for f in fields(Analysis)}

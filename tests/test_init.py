@@ -11,6 +11,7 @@ import git
 import pytest
 import yaml
 
+from gate.checks import tests as tests_check
 from gate.engine import score_range
 from gate.policy.loader import load_policy
 from gate.sources.gitrange import subject_from_commits
@@ -58,7 +59,7 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
         verdict = score_range(found)
 
     # Two of the base's tests fail on the head, each costing the default preset's points.tests.
-    assert not verdict.accepted and verdict.total == 2 * load_policy(None).points.tests
+    assert not verdict.accepted and verdict.total == 2 * load_policy(None).points[tests_check.TESTS]
     assert {c.name: c.status for c in verdict.cases if c.kind == "pytest"} == {
         "tests/test_calc.py::test_add": "failed", "tests/test_calc.py::test_mul": "failed"}
     assert [p.message.split(" (")[0] for p in verdict.penalties] == [

@@ -27,6 +27,7 @@ from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
 from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
+from gate.policy.keys import Charge
 from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
 from gate.report.annotations import workflow_commands
@@ -407,6 +408,7 @@ class FailedHiddenCase:
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static = False
+    charges: tuple[Charge, ...] = ()
 
     def enabled(self, policy: Policy) -> bool:
         return True

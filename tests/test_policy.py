@@ -16,6 +16,7 @@ import yaml
 from jsonschema import Draft202012Validator
 
 from gate import memo
+from gate.checks.smoke import SMOKE
 from gate.cli import main
 from gate.errors import BadInput
 from gate.policy import generate, marked_yaml
@@ -28,7 +29,7 @@ from gate.policy.loader import (
     policy_schema,
     preset_names,
 )
-from gate.policy.model import CaseSpec, ImportRules, Policy
+from gate.policy.model import CaseSpec, ImportRules, Points, Policy
 from gate.policy.validation import _content
 from gate.sandbox import users
 
@@ -228,7 +229,7 @@ def test_extends_overrides_only_the_keys_the_file_names() -> None:
            "    opt_out: [skip-gate]\n"
     policy = load_policy(None, text=text, source="gate.yml")
     strict = load_preset("strict")
-    assert policy.points == dataclasses.replace(strict.points, smoke=7)
+    assert policy.points == Points(**(dict(strict.points.items()) | {"smoke": 7}))
     assert policy.paths.include == ("src/**/*.py",)  # a list replaces the preset's list
     assert policy.paths.exclude == strict.paths.exclude
     assert policy.bots == dataclasses.replace(strict.bots, labels=dataclasses.replace(strict.bots.labels,
@@ -378,7 +379,7 @@ def _readme_policy_section() -> str:
 def test_the_readme_example_policy_loads() -> None:
     example = _readme_policy_section().split("```yaml\n", 1)[1].split("```", 1)[0]
     policy = load_policy(None, text=example, source="docs/policy.md")
-    assert (policy.budget, policy.points.smoke, [c.kind for c in policy.cases]) == (4, 3, ["call", "stdio"])
+    assert (policy.budget, policy.points[SMOKE], [c.kind for c in policy.cases]) == (4, 3, ["call", "stdio"])
 
 
 def _leaf_keys(schema: dict[str, Any], prefix: str = "") -> list[str]:

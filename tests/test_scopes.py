@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
+from gate.checks.imports import IMPORTS
+from gate.checks.parse import PARSE
 from gate.cli import main
 from gate.policy.loader import effective_policy_dict, load_policy
 from gate.scopes import score_by_scope
@@ -31,7 +33,7 @@ scopes:
 def test_a_scope_takes_the_policys_keys_it_leaves_out_and_merges_its_points() -> None:
     policy = load_policy(None, text=POLICY, source="gate.yml")
     api, web = policy.scopes
-    assert (api.budget, api.points and api.points.imports, api.points and api.points.parse) == (0, 7, 5)
+    assert (api.budget, api.points and api.points[IMPORTS], api.points and api.points[PARSE]) == (0, 7, 5)
     assert (web.budget, web.points, web.cases) == (None, None, None)
     again = load_policy(None, text=yaml.safe_dump(effective_policy_dict(policy)), source="shown.yml")
     assert again.scopes == policy.scopes  # `gate policy show` loads back to the same scopes

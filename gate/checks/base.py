@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Literal, Protocol
 
 from gate.cases.base import CaseOutcome
 from gate.checks.trees import TreeCache
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile, Subject
 from gate.verdict import CaseReport, CheckReport, Note, Penalty
@@ -113,6 +114,9 @@ class Check(Protocol):
     # Its findings follow from the files and the policy alone: no code runs, no service is asked. `gate
     # publish` recomputes these and `gate eval` runs them before a sample's cases.
     static: bool
+    # The points it declares, each a key of the policy's `points:` (a check may charge another's too: the
+    # compile check charges `parse`, the tests check `timeout`).
+    charges: tuple[Charge, ...]
 
     def enabled(self, policy: Policy) -> bool:
         """Whether the policy turns this check on at all; a check that is off is left out of the verdict, not

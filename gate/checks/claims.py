@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
 from gate.fences import prose_lines
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -55,6 +56,18 @@ def find_claim(text: str) -> int | None:
     return None
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+CLAIMS = Charge(
+    "claims", 3,
+    "an O(1) claim on a function that loops (once)",
+    per="once",
+    catches='"O(1)" or "constant time" in a function\'s docstring, in a comment on or above its `def`, or in the '
+            "reply's prose naming it, when its body loops: `for`, `while`, a comprehension, recursion, or "
+            '`sum`/`sorted`/`min`/`max`/`any`/`all` over an iterable. Space ("O(1) space"), amortized and negated '
+            "claims are not time claims; `x in y` is not counted (constant on a set or dict). `claims.allow_loops: "
+            "true` turns it off. Both lines are reported")
+
+
 class Claims:
     """An O(1) claim contradicted by a loop in the function's body."""
 
@@ -64,6 +77,7 @@ class Claims:
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True
+    charges: tuple[Charge, ...] = (CLAIMS,)
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -98,7 +112,7 @@ class Claims:
             return CheckResult(reason=not_read)
         message = listing([text for text, _, _ in findings])
         locations = tuple(loc for _, claim, loop in findings for loc in (claim, loop))
-        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.claims, message, locations),),
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points[CLAIMS], message, locations),),
                            reason=not_read)
 
 

@@ -24,6 +24,7 @@ from gate.checks.trees import refusal
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Note, Penalty, listing
@@ -45,6 +46,17 @@ _CHAT_LINE = re.compile(
 )
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+EXTRACT = Charge(
+    "extract", 5,
+    "a reply with no code, or a conversation instead of code (once)",
+    per="once",
+    catches="a reply with no Python block, or several competing ones (the message gives their lines); a gated file "
+            'that still holds a chat reply (Markdown fences, "Here is the code:") with `path:line`. A change that '
+            "touches no gated file (docs, data, config) costs nothing: a note says so, and the cases and tests still "
+            "run against its head, since such a change can break behaviour")
+
+
 class Extract:
     """Exactly one solution in a reply; only gated code, and no chat transcript, in a change."""
 
@@ -53,6 +65,7 @@ class Extract:
     needs: tuple[Product, ...] = ()  # a change's files are the subject's; a reply's are this check's to find
     produces: tuple[Product, ...] = ("files", "conversations")
     static = True
+    charges: tuple[Charge, ...] = (EXTRACT,)
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -67,7 +80,7 @@ class Extract:
         blocks = find_blocks(reply)
         python = [b for b in blocks if b.is_python]
         candidates = python or [b for b in blocks if b.is_bare]
-        points = ctx.policy.points.extract
+        points = ctx.policy.points[EXTRACT]
         if not candidates:
             others = [b for b in blocks if not b.is_python and not b.is_bare]
             message = "the reply holds no Python code block"
@@ -92,7 +105,7 @@ class Extract:
         except ValueError as exc:  # the loader validates globs; this guards policies built another way
             raise BadInput(str(exc), file=ctx.policy.source, key="paths") from None
         made = Analysis(files=gated, conversations=())
-        points = ctx.policy.points.extract
+        points = ctx.policy.points[EXTRACT]
         if not gated:
             return CheckResult(notes=(Note(self.name, _nothing_gated(ctx)),), reason="no gated file changed",
                                made=made)

@@ -18,6 +18,7 @@ from pathlib import PurePosixPath
 
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, listing
@@ -46,6 +47,7 @@ class Framework:
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True
+    charges: tuple[Charge, ...] = ()  # it blocks for a human instead
 
     def enabled(self, policy: Policy) -> bool:
         """On when the policy, or one of its scopes, runs the repository's tests (`tests:`)."""

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
+from gate.policy.keys import Charge
 from gate.policy.model import DYNAMIC_LOADERS, Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
@@ -52,6 +53,22 @@ class Found:
     loader: str | None = None
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+IMPORTS = Charge(
+    "imports", 3,
+    "a forbidden import or a dynamic loader (once)",
+    per="once",
+    catches="an import outside the allow-list (the task's `allowed_imports` when it has one) or inside the deny-list "
+            "(deny `os` catches `os.path` and `from os import path`); a dynamic loader: `__import__`, "
+            "`importlib.import_module`, `eval`, `exec`, `compile`, also through `builtins`, `__builtins__`, "
+            "`getattr(builtins, ...)` or another name (`f = eval`), and `sys.modules` or "
+            "`__subclasses__`/`__globals__`, which reach modules without importing them. Relative imports (`from . "
+            "import x`) are the repository's own modules and never count. With `imports.scope: added` (the default) "
+            "only imports on added lines count. The message lists the first ten offending imports with `path:line` "
+            '("and N more"); the locations have every one, and so do the annotations up to 50 (the check run\'s '
+            "summary lists the rest)")
+
+
 class Imports:
     """Imports against the allow- and deny-lists; dynamic loaders."""
 
@@ -61,6 +78,7 @@ class Imports:
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True
+    charges: tuple[Charge, ...] = (IMPORTS,)
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -94,7 +112,7 @@ class Imports:
             return CheckResult(reason=not_read)
         message = "imports outside the policy: " + listing([text for text, _ in offences])
         locations = tuple(dict.fromkeys(loc for _, loc in offences))
-        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.imports, message, locations),),
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points[IMPORTS], message, locations),),
                            reason=not_read)
 
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.judge.prompt import CodeFile, JudgeRequest, Listing
+from gate.policy.keys import Charge
 from gate.policy.model import Judge, Policy
 from gate.subject import Subject
 from gate.verdict import Location, Note, Penalty, listing
@@ -32,6 +33,12 @@ class JudgeService(Protocol):
     def judge(self, request: JudgeRequest) -> JudgeOutcome: ...
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+JUDGE = Charge(
+    "judge", 0,
+    "the model judge found a problem (once; only with judge.add_points)")
+
+
 class JudgeCheck:
     """Asks the judge that `connect` builds from the policy, and turns its outcome into advice."""
 
@@ -41,6 +48,7 @@ class JudgeCheck:
     needs: tuple[Product, ...] = ("files",)
     produces: tuple[Product, ...] = ()
     static = False
+    charges: tuple[Charge, ...] = (JUDGE,)
 
     def enabled(self, policy: Policy) -> bool:
         """Only when the policy asks for a judge."""
@@ -91,7 +99,7 @@ def advice(outcome: JudgeOutcome, listing: Listing, policy: Policy) -> CheckResu
     if outcome.verdict == "fail":
         if not settings.add_points:
             return CheckResult(notes=(note,), reason="the model judge says fail (advice; no points)")
-        penalty = Penalty("judge", policy.points.judge, f"the model judge says fail: {reasons}", locations)
+        penalty = Penalty(JUDGE.name, policy.points[JUDGE], f"the model judge says fail: {reasons}", locations)
         return CheckResult(penalties=(penalty,), notes=(note,), reason="the model judge says fail")
     if settings.needs_review == "label":
         return CheckResult(notes=(note,), labels=(settings.label,),

@@ -24,6 +24,7 @@ from gate.checks.parse import not_parsing
 from gate.checks.trees import refusal
 from gate.errors import GateFailure
 from gate.limits import sandbox_limits
+from gate.policy.keys import Charge
 from gate.policy.model import Language, Policy
 from gate.sandbox.base import RunRequest
 from gate.subject import SourceFile
@@ -42,6 +43,7 @@ class Compile:
     needs: tuple[Product, ...] = ("files",)
     produces: tuple[Product, ...] = ()
     static = False
+    charges: tuple[Charge, ...] = ()  # it charges the parse check's points
 
     def enabled(self, policy: Policy) -> bool:
         return bool(policy.languages)

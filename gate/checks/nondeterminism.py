@@ -8,8 +8,16 @@ from __future__ import annotations
 
 from gate.checks.base import CaseRuns, CheckContext, CheckResult, Product
 from gate.checks.smoke import hash_seeds
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.verdict import Penalty, listing
+
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+NONDETERMINISM = Charge(
+    "nondeterminism", 2,
+    "a case gave different results on a rerun (once)",
+    per="once",
+    catches="the same case gave different results on a rerun with another `PYTHONHASHSEED`")
 
 
 class Nondeterminism:
@@ -20,6 +28,7 @@ class Nondeterminism:
     needs: tuple[Product, ...] = ("runs",)
     produces: tuple[Product, ...] = ()
     static = False
+    charges: tuple[Charge, ...] = (NONDETERMINISM,)
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -31,7 +40,7 @@ class Nondeterminism:
         seeds = ", ".join(str(seed) for seed in hash_seeds(ctx.policy.runs))
         named = listing(differing, ", ")
         message = f"{named} gave different results on reruns with PYTHONHASHSEED {seeds} (set or dict order?)"
-        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points.nondeterminism, message),))
+        return CheckResult(penalties=(Penalty(self.name, ctx.policy.points[NONDETERMINISM], message),))
 
 
 def _differs(case: CaseRuns) -> bool:

@@ -13,9 +13,20 @@ from __future__ import annotations
 import ast
 
 from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
+
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+PARSE = Charge(
+    "parse", 5,
+    "a gated file or block does not parse (once)",
+    per="once",
+    catches="a gated file or the reply's block that does not parse: `ast.parse` with `python:` as the target version "
+            '(a `match` statement fails under `python: "3.9"`), other languages through the command `languages:` maps '
+            "to their extension (the compile check, run in the sandbox, charging these points too, and only when the "
+            "Python parses: a change pays them once); reported as `path:line:column`")
 
 
 class Parse:
@@ -27,6 +38,7 @@ class Parse:
     needs: tuple[Product, ...] = ("files",)
     produces: tuple[Product, ...] = ("trees",)
     static = True
+    charges: tuple[Charge, ...] = (PARSE,)
 
     def enabled(self, policy: Policy) -> bool:
         return True
@@ -54,7 +66,7 @@ def not_parsing(check: str, policy: Policy, failures: list[tuple[str, Location]]
     """The one penalty (`points.parse`) for the files that do not parse, each with its place and reason."""
     places = listing([f"{loc}: {text}" for text, loc in failures])
     message = f"{len(failures)} files do not parse: {places}" if len(failures) > 1 else f"does not parse: {places}"
-    return Penalty(check, policy.points.parse, message, tuple(loc for _, loc in failures))
+    return Penalty(check, policy.points[PARSE], message, tuple(loc for _, loc in failures))
 
 
 def tree_coverage(ctx: CheckContext) -> tuple[str, str]:

@@ -26,6 +26,7 @@ from gate.cases.schedule import Plan
 from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product, stopped
 from gate.checks.imports import find_imports, under_any
 from gate.limits import sandbox_limits
+from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject
@@ -39,6 +40,20 @@ def hash_seeds(runs: int) -> tuple[int, ...]:
     return tuple(range(1, max(2, runs) + 1))
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+SMOKE = Charge(
+    "smoke", 2,
+    "per failed case",
+    per="per failed case",
+    catches="a case whose output or return value is wrong")
+
+TIMEOUT = Charge(
+    "timeout", 4,
+    "per case that ran out of time (instead of smoke)",
+    per="per case (instead of smoke)",
+    catches="a case that ran out of time, or did not run (extract or parse failed, `limits.total_timeout` spent)")
+
+
 class Smoke:
     """The code's observable behaviour on the policy's, the task's and the hidden cases. `seeds` fixes the
     hash seeds of every case's runs; by default they follow the policy's `runs`."""
@@ -50,6 +65,7 @@ class Smoke:
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ("runs",)
     static = False
+    charges: tuple[Charge, ...] = (SMOKE, TIMEOUT)
 
     def __init__(self, parallel: bool = True, seeds: tuple[int, ...] | None = None, together: bool = True
                  ) -> None:
@@ -244,16 +260,16 @@ def _not_run(ctx: CheckContext, cases: list[tuple[int, str, CaseSpec]], why: str
 
 def _penalty(ctx: CheckContext, index: int, label: str, report: CaseReport) -> Penalty:
     if report.status == "not run":
-        return Penalty("timeout", ctx.policy.points.timeout, f"{label} {report.detail}", case=index)
+        return Penalty(TIMEOUT.name, ctx.policy.points[TIMEOUT], f"{label} {report.detail}", case=index)
     if report.status == "timeout":  # the detail says how: "ran out of time (wall timeout)"
         detail = report.detail if report.detail.startswith("ran out of time") else f"ran out of time: {report.detail}"
-        return Penalty("timeout", ctx.policy.points.timeout, f"{label} {detail}", case=index)
+        return Penalty(TIMEOUT.name, ctx.policy.points[TIMEOUT], f"{label} {detail}", case=index)
     verb = "could not run" if report.status == "error" else "failed"
     detail = f": {report.detail}" if report.detail else ""
     if report.hidden and report.status == "failed" and report.detail.startswith("returned "):
         detail = (f": a wrong value ({report.detail}; a hidden case shows only the type of what came back, so that "
                   "its expected value stays secret)")
-    return Penalty("smoke", ctx.policy.points.smoke, f"{label} {verb}{detail}", case=index)
+    return Penalty(SMOKE.name, ctx.policy.points[SMOKE], f"{label} {verb}{detail}", case=index)
 
 
 CHECK = Smoke()

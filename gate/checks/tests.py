@@ -22,9 +22,11 @@ from pathlib import Path
 from gate import __version__
 from gate.cases.suite import SuiteRun, TestOutcome, run_suite
 from gate.checks.base import CheckContext, CheckResult, Product, stopped
+from gate.checks.smoke import TIMEOUT
 from gate.environment import cache
 from gate.errors import GateFailure
 from gate.limits import sandbox_limits
+from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject, SuiteTrees
@@ -39,6 +41,16 @@ ISOLATION = ("in-process, weaker isolation: each test runs in one sandboxed pyte
              "test whose outcome never arrived is a failure")
 
 
+# The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
+TESTS = Charge(
+    "tests", 4,
+    "per test of the repository's suite (tests:) that passes on the base and not on the head; above the default "
+    "budget, so one broken test blocks",
+    per="per test",
+    catches="a test of the repository's own suite (`tests:`) that passes on the base and fails, errors or is skipped "
+            "on the head; one is above the default budget")
+
+
 class Tests:
     """The repository's own test suite (policy `tests:`)."""
 
@@ -48,6 +60,7 @@ class Tests:
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static = False
+    charges: tuple[Charge, ...] = (TESTS,)
 
     def enabled(self, policy: Policy) -> bool:
         """On when the policy names a suite (`tests:`)."""
@@ -243,8 +256,8 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
         cases.append(CaseReport(index, nodeid, KIND, False, status, _detail(outcome, before, charged, new),
                                 round(outcome.seconds, 4)))
         if charged:
-            points = policy.points.timeout if outcome.status == "timeout" else policy.points.tests
-            check = "timeout" if outcome.status == "timeout" else "tests"
+            charge = TIMEOUT if outcome.status == "timeout" else TESTS
+            check, points = charge.name, policy.points[charge]
             where = (Location(nodeid.split("::")[0], outcome.line),) if "::" in nodeid else ()
             verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
                     "error": "errored"}.get(outcome.status, "failed")

@@ -170,7 +170,7 @@ def _option(parser: configparser.ConfigParser, section: str, key: str) -> str:
 def _schedule() -> str:
     """The default preset's budget and points, as the starter policy's comment states them."""
     preset = load_policy(None)
-    points = ", ".join(f"{name} {value}" for name, value in vars(preset.points).items() if value)
+    points = ", ".join(f"{name} {value}" for name, value in preset.points.items() if value)
     return f"budget {preset.budget}; points: {points}"
 
 

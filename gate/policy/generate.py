@@ -1,5 +1,6 @@
-"""Write the files derived from the declarations of the policy keys (gate/policy/model.py) and of the case kinds'
-fields (gate/cases/): the policy's JSON Schema, the task file's, and the default preset.
+"""Write the files derived from the declarations of the policy keys (gate/policy/model.py, and the checks'
+charges, gate/checks/) and of the case kinds' fields (gate/cases/): the policy's JSON Schema, the task file's,
+and the default preset.
 
     python -m gate.policy.generate          # write them
     python -m gate.policy.generate --check  # exit 1 naming those that are not current (a test runs this)
@@ -20,7 +21,7 @@ import yaml
 from gate import RAW_MAIN
 from gate.cases import KINDS
 from gate.cases.base import CaseFields
-from gate.policy.keys import Key, declared, default_of, item_type, section_of, without_none
+from gate.policy.keys import Key, declared, default_of, is_section, item_type, section_of, value_of, without_none
 from gate.policy.loader import kind_keys, unbuild
 from gate.policy.model import Policy
 from gate.subject import Task
@@ -179,12 +180,12 @@ def default_preset() -> str:
 def _yaml_lines(obj: Any, depth: int, lines: list[str]) -> None:
     indent = "  " * depth
     for item, _, declaration in declared(type(obj)):
-        value = getattr(obj, item.name)
+        value = value_of(obj, item.name)
         if declaration.internal or (value is None and declaration.unset):
             continue
         if declaration.description:
             lines.append(f"{indent}# {declaration.description}")
-        if dataclasses.is_dataclass(value):
+        if is_section(value):
             lines.append(f"{indent}{item.name}:")
             _yaml_lines(value, depth + 1, lines)
             continue

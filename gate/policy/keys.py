@@ -6,6 +6,13 @@ default preset from these declarations, and the loader builds and unbuilds the t
 
 The field's type gives the schema type (`int`, `float`, `bool`, `str`, a `Literal` of choices, a tuple of
 them, a nested section, `X | None` for a key that may be null); everything else comes from `key(...)`.
+
+The keys of `points:` are declared by the checks that charge them, each as a `Charge` in its own module:
+
+    SMOKE = Charge("smoke", 2, "per failed case", per="per failed case", catches="a case whose output ...")
+
+The policy's `Points` (gate/policy/model.py) is derived from them: a section whose class declares its keys
+itself (`declared_keys`) instead of by its fields.
 """
 
 from __future__ import annotations
@@ -15,7 +22,7 @@ import types
 import typing
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 _NONE: Any = dataclasses.MISSING
 
@@ -43,6 +50,21 @@ class Key:
     # What is wrong with a value (each item of a list) that the schema cannot say, as the whole message; None
     # when nothing is: a glob that does not compile, an agent that is not in the catalog.
     problem: Callable[[str], str | None] | None = None
+
+
+@dataclass(frozen=True)
+class Charge:
+    """Points a check charges: the key `points.NAME`, an integer of at least 0, declared in the module of the
+    check that charges it (its `charges`) and read as `policy.points[CHARGE]`. `description` is the key's in
+    the schema and the default preset, and its row in docs/policy.md's reference; `per` (how often: "once",
+    "per failed case") and `catches` are its row in docs/how-it-works.md's penalty schedule, which lists the
+    charges the default preset makes (a default of 0 charges nothing there)."""
+
+    name: str
+    default: int
+    description: str
+    per: str = ""
+    catches: str = ""
 
 
 def key(default: Any = _NONE, description: str = "", *, factory: Callable[[], Any] | None = None,
@@ -86,12 +108,46 @@ Declared = tuple[tuple[dataclasses.Field[Any], Any, Key], ...]
 _DECLARED: dict[type, Declared] = {}
 
 
+class DeclaresKeys(Protocol):
+    """A section whose keys are declared elsewhere than in its own fields (`Points`, whose keys the checks
+    declare): it lists them, is built from them (`cls(**values)`) and gives the value of one by its name."""
+
+    @classmethod
+    def declared_keys(cls) -> Declared: ...
+
+    def value(self, name: str) -> Any: ...
+
+
 def declared(cls: type) -> Declared:
-    """(field, its resolved type, its declaration) for each field of dataclass `cls`, in order."""
+    """(field, its resolved type, its declaration) for each key of section `cls`, in order: the fields of a
+    dataclass, or what a `DeclaresKeys` section lists."""
     if cls not in _DECLARED:
-        hints = typing.get_type_hints(cls)
-        _DECLARED[cls] = tuple((item, hints[item.name], key_of(item)) for item in dataclasses.fields(cls))
+        own = getattr(cls, "declared_keys", None)
+        if own is not None:
+            _DECLARED[cls] = own()
+        else:
+            hints = typing.get_type_hints(cls)
+            _DECLARED[cls] = tuple((item, hints[item.name], key_of(item)) for item in dataclasses.fields(cls))
     return _DECLARED[cls]
+
+
+def charge_field(charge: Charge) -> dataclasses.Field[int]:
+    """The field a `DeclaresKeys` section lists for one of the checks' charges, as if declared
+    `NAME: int = key(default, description, minimum=0)`."""
+    item: dataclasses.Field[int] = key(charge.default, charge.description, minimum=0)
+    item.name, item.type = charge.name, int
+    return item
+
+
+def is_section(value: Any) -> bool:
+    """Whether `value` (a class or an instance) is a section of keys: a dataclass or a `DeclaresKeys`."""
+    cls = value if isinstance(value, type) else type(value)
+    return dataclasses.is_dataclass(cls) or hasattr(cls, "declared_keys")
+
+
+def value_of(section: Any, name: str) -> Any:
+    """The value of key `name` in a section."""
+    return section.value(name) if hasattr(type(section), "declared_keys") else getattr(section, name)
 
 
 def without_none(hint: Any) -> tuple[Any, bool]:
@@ -104,9 +160,9 @@ def without_none(hint: Any) -> tuple[Any, bool]:
 
 
 def section_of(hint: Any) -> type | None:
-    """The dataclass a section's type names (`Points`, `RepoSuite | None`), or None."""
+    """The section class a type names (`Points`, `RepoSuite | None`), or None."""
     inner, _ = without_none(hint)
-    return inner if isinstance(inner, type) and dataclasses.is_dataclass(inner) else None
+    return inner if isinstance(inner, type) and is_section(inner) else None
 
 
 def item_type(hint: Any) -> Any:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.errors import BadInput, read_input
-from gate.policy.keys import Key, declared, item_type, section_of
+from gate.policy.keys import Key, declared, is_section, item_type, section_of, value_of
 from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
 from gate.policy.model import CaseSpec, Policy
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
@@ -156,9 +156,9 @@ def unbuild(value: Any, declaration: Key | None = None) -> Any:
     writes no tuples), cases as their mappings, a key that is unset left out."""
     if isinstance(value, CaseSpec):
         return {"name": value.name, "kind": value.kind, **dict(value.fields)}
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {item.name: unbuild(getattr(value, item.name), own) for item, _, own in declared(type(value))
-                if not own.internal and not (own.unset and getattr(value, item.name) is None)}
+    if is_section(value) and not isinstance(value, type):
+        return {item.name: unbuild(value_of(value, item.name), own) for item, _, own in declared(type(value))
+                if not own.internal and not (own.unset and value_of(value, item.name) is None)}
     if isinstance(value, tuple) and declaration is not None and declaration.keyed_by is not None:
         by = declaration.keyed_by
         return {getattr(entry, by): {name: item for name, item in unbuild(entry).items() if name != by}

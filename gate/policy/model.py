@@ -1,21 +1,23 @@
 """The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded, and the one declaration of
-every policy key (its type, default, bounds and description: gate/policy/keys.py).
+every policy key (its type, default, bounds and description: gate/policy/keys.py) but those of `points:`,
+which the checks that charge them declare (a `Charge` in each check's module, gate/checks/).
 
-The defaults here are the `default` preset's schedule (docs/how-it-works.md, "Penalty schedule"). `python -m
-gate.policy.generate` writes `gate/policy/schema.json` and `gate/presets/default.yml` from these classes, and
-the loader (`gate.policy.loader`) builds and unbuilds them by their fields; it validates the YAML against the
-schema first, so their constructors trust their input.
+The defaults here are the `default` preset's; those of `points:` are the penalty schedule
+(docs/how-it-works.md). `python -m gate.policy.generate` writes `gate/policy/schema.json` and
+`gate/presets/default.yml` from these declarations, and the loader (`gate.policy.loader`) builds and unbuilds
+the policy by its sections' keys; it validates the YAML against the schema first, so their constructors trust
+their input.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import FrozenInstanceError, dataclass
 from typing import Any, Literal
 
 from gate.bots.catalog import agent_ids
 from gate.bots.patterns import login_problem
 from gate.globs import glob_problem
-from gate.policy.keys import key
+from gate.policy.keys import Charge, Declared, DeclaresKeys, charge_field, key, key_of
 from gate.policy.validation import did_you_mean
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
@@ -65,21 +67,58 @@ def _layers() -> tuple[str, ...]:
     return tuple(LAYERS)
 
 
-@dataclass(frozen=True)
-class Points:
-    """Points charged per check; smoke and timeout per case, tests per test of the repository's suite, the
-    others once."""
+class Points(DeclaresKeys):
+    """Points charged per check (`points: {smoke: 2, ...}`). The checks declare its keys, each a `Charge` in
+    the module of the check that charges it (the check's `charges`), and their order is the checks' (the
+    registry, gate/checks/__init__.py); read one as `policy.points[SMOKE]`. Frozen, like the policy."""
 
-    extract: int = key(5, "a reply with no code, or a conversation instead of code (once)", minimum=0)
-    parse: int = key(5, "a gated file or block does not parse (once)", minimum=0)
-    imports: int = key(3, "a forbidden import or a dynamic loader (once)", minimum=0)
-    claims: int = key(3, "an O(1) claim on a function that loops (once)", minimum=0)
-    smoke: int = key(2, "per failed case", minimum=0)
-    timeout: int = key(4, "per case that ran out of time (instead of smoke)", minimum=0)
-    tests: int = key(4, "per test of the repository's suite (tests:) that passes on the base and not on the head; "
-                     "above the default budget, so one broken test blocks", minimum=0)
-    nondeterminism: int = key(2, "a case gave different results on a rerun (once)", minimum=0)
-    judge: int = key(0, "the model judge found a problem (once; only with judge.add_points)", minimum=0)
+    _values: dict[str, int]
+
+    def __init__(self, **points: int) -> None:
+        charges = _charges()
+        for name in points:
+            if name not in charges:
+                raise TypeError(f"Points() got an unexpected keyword argument {name!r}")
+        object.__setattr__(self, "_values", {name: points.get(name, charge.default)
+                                             for name, charge in charges.items()})
+
+    def __getitem__(self, charge: Charge) -> int:
+        return self._values[charge.name]
+
+    def value(self, name: str) -> int:
+        """The points of the charge named `name` (the loader's and the generator's way in, by key)."""
+        return self._values[name]
+
+    def items(self) -> list[tuple[str, int]]:
+        """(name, points) of every charge, in the checks' order."""
+        return list(self._values.items())
+
+    @classmethod
+    def declared_keys(cls) -> Declared:
+        return tuple((item, int, key_of(item)) for item in map(charge_field, _charges().values()))
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Points) and self._values == other._values
+
+    def __hash__(self) -> int:
+        return hash(tuple(self._values.items()))
+
+    def __repr__(self) -> str:
+        return f"Points({', '.join(f'{name}={value}' for name, value in self._values.items())})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+
+def _charges() -> dict[str, Charge]:
+    """Every check's charges by name. Imported when first asked for, not with this module: the checks import
+    the policy model."""
+    from gate.checks import charges
+
+    return {charge.name: charge for charge in charges()}
 
 
 @dataclass(frozen=True)
