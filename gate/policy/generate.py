@@ -1,6 +1,7 @@
 """Write the files derived from the declarations of the policy keys (gate/policy/model.py, and the checks'
 charges, gate/checks/) and of the case kinds' fields (gate/cases/): the policy's JSON Schema, the task file's,
-and the default preset.
+the default preset, and the docs' rows of the charges: the `points.*` rows of docs/policy.md's reference and
+the penalty schedule of docs/how-it-works.md (the rest of those files is prose, left as it is).
 
     python -m gate.policy.generate          # write them
     python -m gate.policy.generate --check  # exit 1 naming those that are not current (a test runs this)
@@ -21,6 +22,7 @@ import yaml
 from gate import RAW_MAIN
 from gate.cases import KINDS
 from gate.cases.base import CaseFields
+from gate.checks import charges
 from gate.policy.keys import Key, declared, default_of, is_section, item_type, section_of, value_of, without_none
 from gate.policy.loader import kind_keys, unbuild
 from gate.policy.model import Policy
@@ -30,6 +32,7 @@ from gate.subject import Task
 # follows a `$schema` link, or a `$id`, gets the schema of the newest gate.
 RAW_BASE = RAW_MAIN
 PACKAGE = Path(__file__).resolve().parent.parent
+DOCS = PACKAGE.parent / "docs"
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
 
@@ -195,11 +198,57 @@ def _yaml_lines(obj: Any, depth: int, lines: list[str]) -> None:
         lines.extend(indent + line for line in text.splitlines())
 
 
+def reference_rows() -> list[str]:
+    """docs/policy.md's reference rows of `points.*`, one a charge, in the checks' order."""
+    return [f"| `points.{charge.name}` | integer ≥ 0 | `{charge.default}` | {_cell(charge.description)} |"
+            for charge in charges()]
+
+
+def schedule_rows() -> list[str]:
+    """docs/how-it-works.md's penalty schedule, one row a charge the default preset makes (a default of 0,
+    the judge's, charges nothing)."""
+    return [f"| {charge.name} | {charge.default} | {_cell(charge.per)} | {_cell(charge.catches)} |"
+            for charge in charges() if charge.default]
+
+
+SCHEDULE_HEADER = "| check | points | charged | what it catches |\n|---|---|---|---|\n"
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def rows_replaced(text: str, rows: list[str], *, prefix: str = "", header: str = "") -> str:
+    """`text` (Markdown) with one run of table rows replaced by `rows`: the rows that start with `prefix`, or
+    all the rows of the table under `header`. A table holds no marker of where generated rows begin (a comment
+    line would end it), so they are found by what they are."""
+    lines = text.splitlines(keepends=True)
+    if header:
+        if header not in text:
+            raise ValueError(f"no table headed {header.splitlines()[0]!r}")
+        first = text[:text.index(header) + len(header)].count("\n")
+        end = next((index for index in range(first, len(lines)) if not lines[index].startswith("|")), len(lines))
+    else:
+        found = [index for index, line in enumerate(lines) if line.startswith(prefix)]
+        if not found or found != list(range(found[0], found[-1] + 1)):
+            raise ValueError(f"no single run of rows starting {prefix!r}")
+        first, end = found[0], found[-1] + 1
+    return "".join([*lines[:first], *(row + "\n" for row in rows), *lines[end:]])
+
+
+def _docs() -> dict[Path, str]:
+    """The docs whose rows of the charges are generated, each with them rewritten."""
+    reference, schedule = DOCS / "policy.md", DOCS / "how-it-works.md"
+    return {reference: rows_replaced(reference.read_text(encoding="utf-8"), reference_rows(), prefix="| `points."),
+            schedule: rows_replaced(schedule.read_text(encoding="utf-8"), schedule_rows(), header=SCHEDULE_HEADER)}
+
+
 def outputs() -> dict[Path, str]:
     """Each generated file and what it should hold."""
     return {PACKAGE / "policy" / "schema.json": json.dumps(policy_schema(), indent=2) + "\n",
             PACKAGE / "sources" / "task.schema.json": json.dumps(task_schema(), indent=2) + "\n",
-            PACKAGE / "presets" / "default.yml": default_preset()}
+            PACKAGE / "presets" / "default.yml": default_preset(),
+            **_docs()}
 
 
 def stale() -> list[Path]:
