@@ -28,8 +28,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "no mountns": {"mountns": False, "hide": ()},
     "no seccomp": {"seccomp": False},
     "no uid switch": {"uids": None},
-    "no layers": {"cgroups": None, "namespaces": (), "hide": (), "uids": None,
-                  "seccomp": False},
+    "no layers": {"cgroups": None, "on": (), "hide": (), "uids": None},
     "static checks only": {},
 }
 

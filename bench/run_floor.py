@@ -67,8 +67,7 @@ def main() -> None:
     args = parser.parse_args()
     print(f"CPU ms per run, {args.runs} runs, one at a time")
     print(f"{'bare fork + exit + wait (kernel)':40s} {bare_fork_ms(args.runs):6.2f}")
-    none: dict[str, Any] = {"cgroups": None, "namespaces": (), "hide": (), "uids": None,
-                            "seccomp": False}
+    none: dict[str, Any] = {"cgroups": None, "on": (), "hide": (), "uids": None}
     every: dict[str, Any] = {}
     for name, off in (("Sandbox.run, no layers", none), ("Sandbox.run, every layer", every)):
         gate, sandbox = run_ms(args.runs, off)

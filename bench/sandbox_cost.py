@@ -37,19 +37,18 @@ PEER = RunRequest(script="peer.py", files={"peer.py": (
 
 
 def _without(full: Layers, *names: str) -> tuple[str, ...]:
-    """The namespaces of `full` less `names`."""
-    return tuple(name for name in full.namespaces if name not in names)
+    """The probed layers `full` uses, less `names`."""
+    return tuple(name for name in full.on if name not in names)
 
 
 # Each step adds one layer to the one before; all start from the layers detected here.
 STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
     ("setsid, rlimits, pipes", lambda full: dataclasses.replace(
-        full, uids=None, namespaces=_without(full, "netns", "mountns"), seccomp=False, cgroups=None)),
+        full, uids=None, on=_without(full, "netns", "mountns", "seccomp"), cgroups=None)),
     ("+ uid + no-new-privs", lambda full: dataclasses.replace(
-        full, namespaces=_without(full, "netns", "mountns"), seccomp=False, cgroups=None)),
-    ("+ netns", lambda full: dataclasses.replace(full, namespaces=_without(full, "mountns"), seccomp=False,
-                                                 cgroups=None)),
-    ("+ mountns (tmpfs)", lambda full: dataclasses.replace(full, seccomp=False, cgroups=None)),
+        full, on=_without(full, "netns", "mountns", "seccomp"), cgroups=None)),
+    ("+ netns", lambda full: dataclasses.replace(full, on=_without(full, "mountns", "seccomp"), cgroups=None)),
+    ("+ mountns (tmpfs)", lambda full: dataclasses.replace(full, on=_without(full, "seccomp"), cgroups=None)),
     ("+ seccomp", lambda full: dataclasses.replace(full, cgroups=None)),
     ("+ cgroup (all layers)", lambda full: full),
 ]
@@ -59,7 +58,7 @@ def _available(step: Layers, full: Layers) -> bool:
     """A step is measurable when every layer it turns on was detected."""
     managers = all(getattr(step, name) is None or getattr(full, name) is not None
                    for name in ("uids", "cgroups"))
-    return managers and set(step.namespaces) <= set(full.namespaces) and (not step.seccomp or full.seccomp)
+    return managers and set(step.on) <= set(full.on)
 
 
 def per_run_ms(backend: str, make: Callable[[Layers], Layers], runs: int) -> tuple[float, float] | None:

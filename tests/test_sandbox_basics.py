@@ -234,8 +234,8 @@ def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str)
     full = detect.layers(prefer_zygote=True)
     if full.uids is None:
         pytest.skip("no dedicated uid here")
-    kept = tuple(name for name in full.namespaces if name not in ("netns", "mountns"))
-    layers = dataclasses.replace(full, namespaces=kept, seccomp=False, cgroups=None)
+    kept = tuple(name for name in full.on if name not in ("netns", "mountns", "seccomp"))
+    layers = dataclasses.replace(full, on=kept, cgroups=None)
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     try:
         result = box.run(RunRequest(script="main.py", limits=LIMITS, files={

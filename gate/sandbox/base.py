@@ -11,9 +11,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-# Every isolation layer the sandbox can detect and report, by the name a policy's `require:` uses.
-LAYERS = ("zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs", "netns", "mountns",
-          "filesystem", "ipcns", "bwrap", "seccomp", "cgroup")
+from gate.sandbox.stack import RECORDS
+
+# Every isolation layer the sandbox can detect and report, by the name a policy's `require:` uses, in the
+# verdict's order: one record each (gate/sandbox/stack.py).
+LAYERS = tuple(record.name for record in RECORDS)
 
 @dataclass(frozen=True)
 class Limits:

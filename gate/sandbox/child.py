@@ -3,10 +3,9 @@ layer modules only, because it runs under the sandbox interpreter (maybe /usr/bi
 
 Both backends end here: a fresh interpreter runs `main()` (its config arrives on a pipe), a zygote's forked
 child calls `run_child()` directly; the process that forks a run's leader is its reaper (`reap_ready`).
-Order matters: file descriptors first (so a failure can be reported on the setup channel), then session and
-cgroup (so nothing escapes the kill), namespaces and the private directory while still root, rlimits after
-the copy (RLIMIT_FSIZE would stop it), the uid switch, then seccomp (it needs no_new_privs or root), then the
-program.
+Order matters: file descriptors first (so a failure can be reported on the setup channel), then each layer's
+step in gate/sandbox/stack.py APPLIED's order (session and cgroup, namespaces and the private directory while
+still root, rlimits after the copy, the uid switch, no-new-privs, seccomp), then the program.
 """
 
 from __future__ import annotations
@@ -26,36 +25,26 @@ import traceback
 import types
 from collections.abc import Mapping, Sequence
 
-from gate.sandbox import _libc, identity, namespaces, rlimits, seccomp
+from gate.sandbox import _libc, identity, seccomp, stack
+from gate.sandbox.layer import Run
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import CodeType, ModuleType
-    from typing import NoReturn, TypedDict
+    from typing import NoReturn
 
-    class ChildConfig(TypedDict):
+    from gate.sandbox.stack import LayerSettings
+
+    class ChildConfig(LayerSettings):
         """What the gate tells a run's child (gate/sandbox/runner.py builds it; JSON to a zygote or a fresh
-        interpreter): which layers to apply and how, then what to run."""
+        interpreter): what each layer's step reads (LayerSettings, set by the layers' records), then the run's
+        own descriptors, directory and reaper, and what to run."""
 
         targets: list[int]  # the descriptor numbers the sources move to (STDIN... and the cgroups')
-        cgroups: list[int]  # among them, the cgroups' `cgroup.procs` files to join
-        unshare: list[str]  # the namespaces to enter (namespaces.NAMESPACES)
-        disk_bytes: int  # the private /tmp's size (mountns)
-        hide: list[str]  # host paths covered in the run's root (mountns)
-        root: list[str]  # host paths bound read-only into the run's root (mountns)
-        staging: str  # the host directory of the runs' working directories
-        in_template: bool  # set by a zygote that made the run's mount template (zygote_server)
         stage: str  # the run's working directory, as the run sees it
-        read_only: bool  # the working directory mounted read-only (RunRequest.read_only_tree; mountns)
-        tree: str | None  # a shared read-only tree staged once (overlay), as the run sees it
-        rlimits: dict[str, int]  # gate/sandbox/rlimits.py's plan
-        uid: int | None  # the uid to switch to (None: stay)
-        gid: int | None
         sweep_uid: int | None  # a dedicated uid whose every process dies with the run (no cgroup)
         own_reaper: bool  # nothing else can find the run's detached processes: a reaper of its own
-        no_new_privs: bool
-        seccomp: bool
         env: dict[str, str]
         script: str | None  # a Python program, relative to the working directory...
         args: list[str]
@@ -97,35 +86,15 @@ def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
 
 
 def _setup(config: ChildConfig, sources: Sequence[int]) -> str:
-    """Apply every layer the config asks for; returns the working directory."""
+    """Apply every layer the config asks for, each by its step in stack.APPLIED's order; returns the working
+    directory."""
     _place_fds(sources, config["targets"])
-    if os.getsid(0) != os.getpid():
-        os.setsid()
-    for fd in config["cgroups"]:
-        try:
-            os.write(fd, str(os.getpid()).encode())
-        finally:
-            os.close(fd)
-    namespaces.unshare(config["unshare"])
-    workdir: str = config["stage"]
-    uid, gid = config["uid"], config["gid"]  # (both set, or neither)
-    if "mountns" in config["unshare"]:
-        owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
-        workdir = namespaces.private_tmp(workdir, config["tree"], config["disk_bytes"], owner, config["root"],
-                                         config["staging"], config["hide"], config["in_template"],
-                                         config["read_only"])
-    os.chdir(workdir)
-    rlimits.apply(config["rlimits"])
-    parent = os.getppid()
-    if uid is not None and gid is not None:
-        identity.drop(uid, gid, parent, config["no_new_privs"])
-    else:
-        _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-        if config["no_new_privs"]:
-            _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
-    if config["seccomp"]:
-        seccomp.install()
-    return workdir
+    run = Run(config["stage"])
+    for layer in stack.APPLIED:
+        if layer.apply is None:
+            raise RuntimeError(f"layer {layer.name} has no step in the child")
+        layer.apply(config, run)
+    return run.workdir
 
 
 def _set_environ(env: Mapping[str, str]) -> None:

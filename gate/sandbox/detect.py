@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -18,49 +18,26 @@ from pathlib import Path
 
 from gate import __version__, memo
 from gate.errors import GateFailure
-from gate.sandbox import _libc, bwrap, cgroups, namespaces, seccomp, users
-from gate.sandbox.base import LAYERS
-from gate.sandbox.namespaces import NAMESPACES
+from gate.sandbox import _libc, cgroups, layer, seccomp, stack, users
+from gate.sandbox.cgroups import Cgroups
 from gate.sandbox.runner import Layers
+from gate.sandbox.stack import RECORDS
 
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
-# Run under the chosen interpreter: can it load the seccomp binding, and can it enter namespaces (as root)?
+# Run under the chosen interpreter: each layer's probe (gate/sandbox/layer.py), in one process, in the order of
+# stack.RECORDS (as root when the gate is: then it enters namespaces).
 _PROBE = """
 import json, sys
 sys.path[:0] = sys.argv[2:]
-from gate.sandbox import _libc, seccomp
-from gate.sandbox.namespaces import NAMESPACES
+from gate.sandbox import stack
 found = {}
-try:
-    bpf = seccomp.program()
-    seccomp.prepare(bpf)
-    found["seccomp"] = ""
-    found["bpf"] = bpf.hex()
-except Exception as exc:
-    found["seccomp"] = f"{type(exc).__name__}: {exc}"
-for name, (flag, _on) in NAMESPACES.items():
-    try:
-        if sys.argv[1] == "1":
-            _libc.unshare(flag)
-            found[name] = ""
-        else:
-            found[name] = "needs root"
-    except OSError as exc:
-        found[name] = exc.strerror or str(exc)
-found["overlay"] = found["mountns"]
-if not found["mountns"]:  # in the new mount namespace: can a run's tree be an overlay?
-    import os
-    try:
-        _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
-        _libc.mount("tmpfs", "/tmp", "tmpfs", 0, "size=64k")
-        for name in ("lower", "upper", "work", "merged"):
-            os.mkdir("/tmp/" + name)
-        _libc.mount("overlay", "/tmp/merged", "overlay", 0,
-                    "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work")
-    except OSError as exc:
-        found["overlay"] = exc.strerror or str(exc)
+for record in stack.RECORDS:
+    if record.probe is not None:
+        found.update(record.probe(sys.argv[1] == "1"))
 print(json.dumps(found))
 """
+# The layers the probe finds out about.
+_PROBED = tuple(record.name for record in RECORDS if record.probe is not None)
 
 
 def gate_root() -> str:
@@ -106,7 +83,7 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
     code, out, err = done
     if code != 0:
         reason = err.strip().splitlines()[-1:] or ["probe failed"]
-        return dict.fromkeys(("seccomp", *NAMESPACES, "overlay"), reason[0])
+        return dict.fromkeys(_PROBED, reason[0])
     found: dict[str, str] = json.loads(out)
     return found
 
@@ -202,16 +179,18 @@ def hideable(interpreter: str, places: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-def _nproc(root: bool, uids: users.UidPool | None) -> str:
-    if uids and not uids.fallback:
-        return "nproc"
-    if root and not uids:
-        return "no nproc: it does nothing for root"
-    return "nproc on top of what the shared uid runs already"
+@dataclass(frozen=True)
+class Found:
+    """What detection found here: what the layers' records describe (gate/sandbox/layer.py `describe`)."""
 
-
-def _switch(text: str, detail: str = "on") -> str:
-    return detail if not text else f"off: {text}"
+    probe: Mapping[str, str]  # a probed layer (or another finding of a probe) -> why it is off ("" when it works)
+    root: bool  # the gate runs as root
+    interpreter: str  # the sandbox interpreter
+    no_interpreter: str  # why there is no interpreter another uid can run ("" when there is)
+    prefer_zygote: bool
+    uids: users.UidPool | None  # the runs' uids, when they switch
+    cgroups: Cgroups | None  # the runs' cgroups...
+    cgroup_why: str  # ...or why there are none ("off: ...")
 
 
 @dataclass(frozen=True)
@@ -298,7 +277,9 @@ def _machine(interpreter: str, root: bool) -> dict[str, object]:
 
 def _probes_digest() -> str:
     """The probes' own code: the scripts and the modules they import."""
-    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text() for module in (_libc, namespaces, seccomp))
+    modules = {_libc, layer, stack, *(sys.modules[record.probe.__module__] for record in RECORDS if record.probe)}
+    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text()
+                                     for module in sorted(modules, key=lambda module: module.__name__))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
@@ -370,30 +351,11 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
         cgroup_manager, cgroup_why = None, "off: needs root and a dedicated uid per run"
     else:
         cgroup_manager, cgroup_why = cgroups.detect()
-    uid_text = "needs root (run the gate with sudo)" if not root else no_interpreter
-    isolation = {
-        "zygote": "on" if prefer_zygote else "off: not preferred (prefer_zygote=False)",
-        "fresh-interpreter": f"{interpreter} -s -S -P" + ("" if not prefer_zygote else " (fallback)"),
-        "setsid": "on",
-        "rlimits": "on (cpu, as, fsize, nofile, core, " + _nproc(root, uids) + ")",
-        "uid": _switch(uid_text, f"{uids.describe}; runs {interpreter}" if uids else ""),
-        "no-new-privs": "on",
-        **{name: _switch(probe[name], on) for name, (_flag, on) in NAMESPACES.items()},
-        "mountns": _switch(probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc; " + (
-            "a head tree staged once, read-only under each run's own layer)" if not probe["overlay"]
-            else f"a head tree copied for each run: no overlayfs here, {probe['overlay']})")),
-        "filesystem": _switch(probe["mountns"] and f"the run sees the host's files ({probe['mountns']})",
-                              "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard "
-                              "library and shared libraries, /dev/null, zero, full, random, urandom, its own "
-                              "/proc and a private /tmp; nothing else of the host"),
-        "bwrap": bwrap.describe(root),
-        "seccomp": _switch(probe["seccomp"], "on (no socket, ptrace, keyring, namespace, mount or kernel calls)"),
-        "cgroup": cgroup_manager.describe if cgroup_manager else cgroup_why,
-    }
+    here = Found(probe, root, interpreter, no_interpreter, prefer_zygote, uids, cgroup_manager, cgroup_why)
+    isolation = {record.name: record.describe(here) for record in RECORDS}
     mountns = not probe["mountns"]
-    return Layers(interpreter=interpreter, import_paths=tuple(paths),
-                  isolation={name: isolation[name] for name in LAYERS}, uids=uids,
-                  namespaces=tuple(name for name in NAMESPACES if not probe[name]),
+    return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
+                  on=tuple(name for name in _PROBED if not probe[name]),
                   overlay=mountns and not probe["overlay"],
-                  seccomp=not probe["seccomp"], seccomp_program=found.bpf, cgroups=cgroup_manager,
+                  seccomp_program=found.bpf, cgroups=cgroup_manager,
                   hide=_hidden(interpreter) if mountns else (), root=found.root if mountns else ())

@@ -23,17 +23,25 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from gate.sandbox import _libc
+from gate.sandbox.layer import Layer, Run, switch
 
-# The layers that are each a namespace of the run's own, by name (gate/sandbox/base.py LAYERS): the unshare(2)
-# flag, and what the verdict says when it is on ("mountns" says more: gate/sandbox/detect.py). detect.py
-# probes each, the runner passes those found on to the child (ChildConfig "unshare"), the child enters them.
+TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the child imports this module
+if TYPE_CHECKING:
+    from gate.sandbox.child import ChildConfig
+    from gate.sandbox.detect import Found
+    from gate.sandbox.layer import Probe
+    from gate.sandbox.runner import RunSetup
+    from gate.sandbox.stack import LayerSettings
+
+# The layers that are each a namespace of the run's own, by name: the unshare(2) flag of each. Their records
+# (NETNS, MOUNTNS, IPCNS, below) share one setting, the list of those the runs use (ChildConfig "unshare").
 NAMESPACES = {
-    "netns": (_libc.CLONE_NEWNET, "on (no interface up)"),
-    "mountns": (_libc.CLONE_NEWNS, "on"),
-    "ipcns": (_libc.CLONE_NEWIPC, "on (System V IPC of its own per run)"),
+    "netns": _libc.CLONE_NEWNET,
+    "mountns": _libc.CLONE_NEWNS,
+    "ipcns": _libc.CLONE_NEWIPC,
 }
 WORKDIR = "/tmp/work"
 # Where the sandbox's staging directory is bound in the root: inside a directory only root may enter.
@@ -56,7 +64,7 @@ def unshare(names: Sequence[str]) -> None:
     """Enter a new namespace of each of `names` (NAMESPACES)."""
     flags = 0
     for name in names:
-        flags |= NAMESPACES[name][0]
+        flags |= NAMESPACES[name]
     if flags:
         _libc.unshare(flags)
 
@@ -259,3 +267,91 @@ def _copy_file(source: str, target: str) -> None:
             os.close(target_fd)
     finally:
         os.close(source_fd)
+
+
+def _probe(name: str) -> Probe:
+    """Whether the probe's process (as root) can enter a namespace of the kind."""
+    def probe(root: bool) -> dict[str, str]:
+        if not root:
+            return {name: "needs root"}
+        try:
+            _libc.unshare(NAMESPACES[name])
+        except OSError as exc:
+            return {name: exc.strerror or str(exc)}
+        return {name: ""}
+    return probe
+
+
+def _probe_mountns(root: bool) -> dict[str, str]:
+    """The mount namespace's probe, then in the new namespace: can a run's tree be an overlay ("overlay")?"""
+    found = _probe("mountns")(root)
+    found["overlay"] = found["mountns"]
+    if not found["mountns"]:
+        try:
+            _libc.mount("none", "/", None, _libc.MS_REC | _libc.MS_PRIVATE)
+            _libc.mount("tmpfs", "/tmp", "tmpfs", 0, "size=64k")
+            for name in ("lower", "upper", "work", "merged"):
+                os.mkdir("/tmp/" + name)
+            _libc.mount("overlay", "/tmp/merged", "overlay", 0,
+                        "lowerdir=/tmp/lower,upperdir=/tmp/upper,workdir=/tmp/work")
+        except OSError as exc:
+            found["overlay"] = exc.strerror or str(exc)
+    return found
+
+
+def _entered(setup: RunSetup) -> LayerSettings:
+    return {"unshare": [name for name in NAMESPACES if name in setup.layers.on]}
+
+
+def _enter(name: str) -> Callable[[ChildConfig, Run], None]:
+    def enter(config: ChildConfig, run: Run) -> None:
+        if name in config["unshare"]:
+            _libc.unshare(NAMESPACES[name])
+    return enter
+
+
+def _describe_mountns(found: Found) -> str:
+    overlay = found.probe.get("overlay", "")
+    return switch(found.probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc; " + (
+        "a head tree staged once, read-only under each run's own layer)" if not overlay
+        else f"a head tree copied for each run: no overlayfs here, {overlay})"))
+
+
+def _describe_filesystem(found: Found) -> str:
+    why = found.probe["mountns"]
+    return switch(why and f"the run sees the host's files ({why})",
+                  "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
+                  "shared libraries, /dev/null, zero, full, random, urandom, its own /proc and a private /tmp; "
+                  "nothing else of the host")
+
+
+def _filesystem(setup: RunSetup) -> LayerSettings:
+    return {
+        "disk_bytes": setup.request.limits.disk_bytes,
+        "hide": list(setup.layers.hide),
+        "root": list(setup.layers.root),
+        "staging": setup.staging,
+        "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
+        "tree": setup.tree,
+        "read_only": setup.request.read_only_tree,
+    }
+
+
+def _enter_root(config: ChildConfig, run: Run) -> None:
+    """filesystem: with a mount namespace, the run's allow-listed root and its own /tmp holding its working
+    directory (private_tmp); then, with one or not, into the working directory."""
+    if "mountns" in config["unshare"]:
+        uid, gid = config["uid"], config["gid"]
+        owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
+        run.workdir = private_tmp(run.workdir, config["tree"], config["disk_bytes"], owner, config["root"],
+                                  config["staging"], config["hide"], config["in_template"], config["read_only"])
+    os.chdir(run.workdir)
+
+
+NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up)"), probe=_probe("netns"),
+              settings=_entered, apply=_enter("netns"))
+MOUNTNS = Layer("mountns", _describe_mountns, probe=_probe_mountns, settings=_entered, apply=_enter("mountns"))
+IPCNS = Layer("ipcns", lambda found: switch(found.probe["ipcns"], "on (System V IPC of its own per run)"),
+              probe=_probe("ipcns"), settings=_entered, apply=_enter("ipcns"))
+# The allow-listed root: made in the run's mount namespace, so on with mountns (it has no probe of its own).
+FILESYSTEM = Layer("filesystem", _describe_filesystem, settings=_filesystem, apply=_enter_root)

@@ -12,6 +12,6 @@ from gate.sandbox.zygote import ZygoteLauncher
 
 BACKENDS: dict[str, Callable[[Layers], Launcher]] = {
     "zygote": lambda layers: ZygoteLauncher(layers.interpreter, layers.import_paths,
-                                            layers.seccomp_program if layers.seccomp else None),
+                                            layers.seccomp_program if "seccomp" in layers.on else None),
     "fresh-interpreter": lambda layers: FreshLauncher(layers.interpreter, layers.import_paths),
 }

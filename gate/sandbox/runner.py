@@ -28,9 +28,11 @@ from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
 from gate.sandbox.launcher import Handle, Launcher
 from gate.sandbox.namespaces import STAGING
+from gate.sandbox.stack import RECORDS
 
 if TYPE_CHECKING:
     from gate.sandbox.child import ChildConfig
+    from gate.sandbox.stack import LayerSettings
 
 _CHUNK = 65536
 # Slack for the kernel's accounting of CPU time against RLIMIT_CPU, as a share of the limit: a loop killed by
@@ -52,9 +54,10 @@ class Layers:
     isolation: Mapping[str, str]
     uids: users.UidPool | None = None
     no_new_privs: bool = True
-    namespaces: tuple[str, ...] = ()  # of namespaces.NAMESPACES: those each run enters
+    # The probed layers each run uses (gate/sandbox/layer.py: those whose probe found them working): of
+    # namespaces.NAMESPACES, "seccomp", ...
+    on: tuple[str, ...] = ()
     overlay: bool = False  # with mountns: a head tree is staged once and shared read-only (overlayfs)
-    seccomp: bool = False
     seccomp_program: bytes = b""  # the filter's BPF program, built once by open_sandbox's probe
     cgroups: Cgroups | None = None
     hide: tuple[str, ...] = ()
@@ -65,7 +68,19 @@ class Layers:
     @property
     def mountns(self) -> bool:
         """Each run has a mount namespace (and so an allow-listed root) of its own."""
-        return "mountns" in self.namespaces
+        return "mountns" in self.on
+
+
+@dataclass(frozen=True)
+class RunSetup:
+    """What the layers' records (gate/sandbox/layer.py `settings`) build a run's child config from."""
+
+    layers: Layers
+    request: RunRequest
+    who: users.Identity | None  # the run's uid, when it switches to one
+    cgroup_fds: list[int]  # the descriptor numbers of its cgroups' `cgroup.procs` files in the child
+    staging: str  # the host directory of the sandbox's run directories
+    tree: str | None  # a shared read-only tree (overlay), as the run sees it
 
 
 @dataclass
@@ -132,7 +147,7 @@ class LayeredSandbox:
     @property
     def private_tmp(self) -> bool:
         """See gate.sandbox.base.Sandbox.private_tmp."""
-        return {"mountns", "ipcns"} <= set(self.layers.namespaces)
+        return {"mountns", "ipcns"} <= set(self.layers.on)
 
     def run(self, request: RunRequest) -> RunResult:
         """See gate.sandbox.base.Sandbox.run."""
@@ -199,38 +214,22 @@ class LayeredSandbox:
                 cgroup: CgroupRun | None, peer: bool, cgroup_fds: int) -> ChildConfig:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
-        limits = request.limits
-        processes: int | None = limits.processes
-        if who is None or not who.dedicated:
-            # RLIMIT_NPROC counts every task of the uid (it does nothing for root): on a shared uid, allow the
-            # run its processes on top of what the uid has now (a scan of /proc; only without root).
-            uid = who.uid if who else os.getuid()
-            processes = None if uid == 0 else users.tasks_of(uid) + limits.processes
-        env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
         groups = list(range(CGROUPS, CGROUPS + cgroup_fds))
         tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.overlay else None
-        return {
+        setup = RunSetup(self.layers, request, who, groups, str(self._base),
+                         self._seen(tree) if tree is not None else None)
+        settings: LayerSettings = {}
+        for layer in RECORDS:
+            if layer.settings is not None:
+                settings.update(layer.settings(setup))
+        config: ChildConfig = {
+            **settings,
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else []), *groups],
-            "cgroups": groups,
-            "unshare": list(self.layers.namespaces),
-            "disk_bytes": limits.disk_bytes,
-            "hide": list(self.layers.hide),
-            "root": list(self.layers.root),
-            "staging": str(self._base),
-            "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
             "stage": self._seen(where),
-            "tree": self._seen(tree) if tree is not None else None,
-            "read_only": request.read_only_tree,
-            "rlimits": rlimits.plan(limits.cpu_s, limits.memory_bytes, limits.file_size_bytes,
-                                    limits.open_files, processes),
-            "uid": who.uid if who else None,
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             # Nothing else can find this run's detached processes: give it a reaper of its own.
             "own_reaper": cgroup is None and not (who and who.dedicated),
-            "gid": who.gid if who else None,
-            "no_new_privs": self.layers.no_new_privs,
-            "seccomp": self.layers.seccomp,
-            "env": env,
+            "env": stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {}),
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
@@ -238,6 +237,7 @@ class LayeredSandbox:
             "python_path": list(request.python_path),
             "preload": list(request.preload),
         }
+        return config
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:
         who = self.layers.uids.acquire() if self.layers.uids else None

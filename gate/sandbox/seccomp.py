@@ -31,11 +31,16 @@ import importlib
 import os
 
 from gate.sandbox import _libc
+from gate.sandbox.layer import Layer, Run, switch
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: a fresh sandboxed interpreter imports this module
 if TYPE_CHECKING:
     from types import ModuleType
     from typing import Any
+
+    from gate.sandbox.child import ChildConfig
+    from gate.sandbox.runner import RunSetup
+    from gate.sandbox.stack import LayerSettings
 
 MODULES = ("pyseccomp", "seccomp")  # the bindings tried, in order
 # Denied with EPERM, by family (see the module's docstring); names this machine's kernel does not know are skipped.
@@ -125,3 +130,27 @@ def install() -> None:
         prepare()
     _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
     _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(_loaded[1]))
+
+
+def _probe(root: bool) -> dict[str, str]:
+    """Build and hold the filter here; its program ("bpf", in hex) is what the runs load (runner.Layers)."""
+    try:
+        bpf = program()
+        prepare(bpf)
+    except Exception as exc:
+        return {"seccomp": f"{type(exc).__name__}: {exc}"}
+    return {"seccomp": "", "bpf": bpf.hex()}
+
+
+def _settings(setup: RunSetup) -> LayerSettings:
+    return {"seccomp": "seccomp" in setup.layers.on}
+
+
+def _apply(config: ChildConfig, run: Run) -> None:
+    if config["seccomp"]:
+        install()
+
+
+SECCOMP = Layer("seccomp", lambda found: switch(found.probe["seccomp"], "on (no socket, ptrace, keyring, namespace, "
+                                                                      "mount or kernel calls)"),
+                probe=_probe, settings=_settings, apply=_apply)
