@@ -14,7 +14,7 @@ import pytest
 
 from gate.errors import BadInput, GateFailure
 from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry, users
-from gate.sandbox.base import PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
+from gate.sandbox.base import LAYERS, PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
 from tests.sandbox_support import SERVE
 
@@ -123,6 +123,7 @@ def test_sandbox_reports_its_isolation(sandbox: Sandbox) -> None:
     isolation = sandbox.isolation
     assert set(isolation) >= {"zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs",
                               "netns", "mountns", "bwrap", "seccomp", "cgroup"}
+    assert tuple(isolation) == LAYERS  # a line for every layer `require:` may name, in that order
     assert isolation["setsid"] == "on"
 
 
