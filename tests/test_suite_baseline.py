@@ -150,7 +150,9 @@ def plugin_wheels(offline_pip: Path) -> Path:  # noqa: F811
 def _plugin_project(root: Path) -> Repo:
     return calc_project(root, extra_files={
         "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest-measure"]},
-                                    extra='\n[tool.pytest.ini_options]\naddopts = "--measure=calc"\n'),
+                                    extra='\n[tool.pytest.ini_options]\naddopts = "--measure=calc"\n'
+                                          # as humanize's: every warning is an error, pytest's own too
+                                          'filterwarnings = ["error"]\n'),
         "tests/test_calc.py": PLUGIN_TESTS, "tests/conftest.py": CONFTEST})
 
 

@@ -199,7 +199,10 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
         plugin = GatePlugin(fd, key, select)
-        options = [option for module in plugins for option in ("-p", module)]
+        # The gate imported the plugins before pytest could (see _import_framework), so pytest cannot rewrite
+        # their asserts and says so: under the base's `filterwarnings = error` that warning would stop the run.
+        options = [option for module in plugins for option in (
+            "-p", module, "-W", f"ignore:{_ALREADY_IMPORTED}{module}:pytest.PytestAssertRewriteWarning")]
         code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
                                 "--tb=short", "--continue-on-collection-errors",
                                 "-o", "console_output_style=classic"], plugins=[plugin]))
@@ -223,6 +226,9 @@ def _quote_terminal(terminal: int, failure: str) -> None:
     except (OSError, ValueError):
         pass
 
+
+# What pytest warns, naming the module, when it is asked to rewrite a module already imported.
+_ALREADY_IMPORTED = "Module already imported so cannot be rewritten; "
 
 # The framework's modules, imported before the tree's modules can stand in for them.
 FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
