@@ -199,10 +199,11 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
         plugin = GatePlugin(fd, key, select)
-        # The gate imported the plugins before pytest could (see _import_framework), so pytest cannot rewrite
-        # their asserts and says so: under the base's `filterwarnings = error` that warning would stop the run.
-        options = [option for module in plugins for option in (
-            "-p", module, "-W", f"ignore:{_ALREADY_IMPORTED}{module}:pytest.PytestAssertRewriteWarning")]
+        options = [option for module in plugins for option in ("-p", module)]
+        if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
+            # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The
+            # message names the module after ": " or "; " (pytest's versions differ), which `-W` cannot hold.
+            options += ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
         code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
                                 "--tb=short", "--continue-on-collection-errors",
                                 "-o", "console_output_style=classic"], plugins=[plugin]))
@@ -226,9 +227,6 @@ def _quote_terminal(terminal: int, failure: str) -> None:
     except (OSError, ValueError):
         pass
 
-
-# What pytest warns, naming the module, when it is asked to rewrite a module already imported.
-_ALREADY_IMPORTED = "Module already imported so cannot be rewritten; "
 
 # The framework's modules, imported before the tree's modules can stand in for them.
 FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
