@@ -22,12 +22,13 @@ from tests.projects import (  # noqa: F401
     pyproject,
     wheelhouse,
 )
-from tests.suite_support import charged_messages, score_repo, suite_statuses
+from tests.suite_support import REWRITING_PLUGIN, charged_messages, score_repo, suite_statuses
 
 BUILD_WHEEL = "def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):\n"
 # The build writes the version file before building the wheel, as hatch-vcs' build hook does.
 VERSIONED_BACKEND = BACKEND.replace(BUILD_WHEEL, BUILD_WHEEL +
-                                    "    with open('src/verpkg/_version.py', 'w') as f:\n"
+                                    "    where = 'src/verpkg' if os.path.isdir('src') else 'verpkg'\n"
+                                    "    with open(f'{where}/_version.py', 'w') as f:\n"
                                     "        version = os.environ['SETUPTOOLS_SCM_PRETEND_VERSION']\n"
                                     "        f.write(f'__version__ = {version!r}\\n')\n"
                                     ).replace("project['version']", "os.environ['SETUPTOOLS_SCM_PRETEND_VERSION']")
@@ -48,10 +49,11 @@ def test_version_is_the_metadata():
 POLICY = "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 5\n"
 
 
-def _repo(root: Path) -> Repo:
-    repo = project_repo(root, {"_backend/backend.py": VERSIONED_BACKEND, ".gitignore": "src/verpkg/_version.py\n",
-                               "pyproject.toml": pyproject("verpkg", ["checkhelp"]),
-                               "src/verpkg/__init__.py": PACKAGE, "tests/test_verpkg.py": TESTS,
+def _repo(root: Path, package: str = "src/verpkg", dependencies: tuple[str, ...] = ("checkhelp",)) -> Repo:
+    """The project in a src layout (`package` "src/verpkg") or a flat one ("verpkg")."""
+    repo = project_repo(root, {"_backend/backend.py": VERSIONED_BACKEND, ".gitignore": f"{package}/_version.py\n",
+                               "pyproject.toml": pyproject("verpkg", list(dependencies)),
+                               f"{package}/__init__.py": PACKAGE, "tests/test_verpkg.py": TESTS,
                                ".github/gate.yml": POLICY})
     repo.git("tag", "v1.4.0", "main")
     return repo
@@ -100,3 +102,50 @@ def test_a_build_that_fails_in_the_sandbox_is_a_note_and_the_tree_runs(tmp_path:
 
     note = dict(verdict.facts)["build"]
     assert note.startswith("head: the project did not build in the sandbox (exit status 1)")
+
+
+# A flat layout (the package beside pyproject.toml, imported from the tree as pytest puts it first) and no
+# dependency at all (isodate's shape: the default environment still installs the build's requirements and
+# builds it, as `pip install -e .` does in its CI).
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("package", ["verpkg", "src/verpkg"])
+def test_a_project_with_no_dependency_is_built_and_its_regression_blocked(tmp_path: Path, package: str) -> None:
+    repo = _repo(tmp_path / "repo", package, dependencies=())
+    repo.commit("bot: document double", {f"{package}/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+    honest = score_repo(repo)
+    repo.commit("bot: speed up double", {f"{package}/__init__.py": PACKAGE.replace("2 * x", "x + 2")})
+
+    regression = score_repo(repo)
+
+    assert honest.accepted and "build" not in dict(honest.facts)
+    assert set(suite_statuses(honest).values()) == {"passed"}
+    assert not regression.accepted
+    assert suite_statuses(regression) == {"tests/test_verpkg.py::test_double": "failed",
+                                          "tests/test_verpkg.py::test_version_is_the_metadata": "passed"}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_what_the_heads_build_adds_never_reaches_the_suites_files_nor_leaves_the_tree(tmp_path: Path) -> None:
+    """The head's backend is the bot's code: its wheel brings a conftest.py that passes every test, for the
+    tests folder, and a file for a folder of the head that links out of the tree (the export leaves links out,
+    and the copy of what the build adds follows none)."""
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    repo = _repo(tmp_path / "repo", "verpkg", dependencies=())
+    smuggled = VERSIONED_BACKEND.replace(
+        "        wheel_meta = ", f"        items += [('tests/conftest.py', {REWRITING_PLUGIN.encode()!r}), "
+        "('verpkg/out/planted.py', b'')]\n        wheel_meta = ")
+    repo.commit("bot: speed up double", {"_backend/backend.py": smuggled,
+                                         "verpkg/__init__.py": PACKAGE.replace("2 * x", "x + 2")})
+    (repo.root / "verpkg" / "out").symlink_to(outside)
+    repo.git("add", "verpkg/out")
+    repo.git("commit", "-qm", "bot: a link")
+
+    verdict = score_repo(repo)
+
+    assert not verdict.accepted
+    assert suite_statuses(verdict)["tests/test_verpkg.py::test_double"] == "failed"
+    assert list(outside.iterdir()) == []

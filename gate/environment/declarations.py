@@ -42,10 +42,18 @@ def declared(read: Reader) -> Environment | None:
     requirements.txt; None when the base declares nothing (the standard library is then all a run needs, and
     no environment is built)."""
     requirements = tuple(path for path in ROOT_REQUIREMENTS if (read(path) or "").strip())
-    project = _project_declares(read)
+    # A project a build installs is installed as its CI does (`pip install -e .`) even with no dependency: its
+    # build requirements, then its build in the sandbox (gate/environment/layer.py), which may write files.
+    project = _project_declares(read) or buildable(read)
     if not project and not requirements:
         return None
     return Environment(project=project, requirements=requirements)
+
+
+def buildable(read: Reader) -> bool:
+    """Whether a tree (its files through `read`) is a project a build installs: a pyproject.toml with
+    [build-system], or a setup.py."""
+    return read("setup.py") is not None or "[build-system]" in (read("pyproject.toml") or "")
 
 
 def _project_declares(read: Reader) -> bool:

@@ -6,13 +6,16 @@ build runs in the sandbox (no network, its own uid), with the build requirements
 the repository's environment, like pip's `--no-build-isolation`: the PEP 517 backend of the tree's
 pyproject.toml (setuptools' legacy backend for a setup.py) builds a wheel, which comes back on the run's
 result channel; the gate unpacks it (never runs it) into the layer, which later runs see read-only and first
-on the import path, in place of the tree's `src`. The version is the one git gives the commit (an export has
+on the import path, in place of the tree's `src`. A flat layout's package is imported from the tree (pytest puts
+the rootdir first), so what the build added to it is copied into the run's trees, as an editable install writes
+it into the working tree (`overlay`). The version is the one git gives the commit (an export has
 no .git), in SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment and that
 version; a build that fails is a note in the verdict, and the runs import the tree as it is.
 """
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import shutil
@@ -20,7 +23,7 @@ import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from io import BytesIO
-from pathlib import Path, PurePosixPath
+from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
 from gate.environment import cache
@@ -66,11 +69,6 @@ def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) ->
     return Layer(where / "layers" / key, version)
 
 
-def buildable(read_text: str | None, has_setup_py: bool) -> bool:
-    """Whether a tree is a project a build installs: a pyproject.toml with [build-system], or a setup.py."""
-    return has_setup_py or (read_text is not None and "[build-system]" in read_text)
-
-
 def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     """`subject` with its head's project built (and the base's, for the suite's baseline) in `sandbox`, each
     layer in place of the tree's `src` on the import path; a build that fails leaves the tree's roots and
@@ -85,6 +83,9 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
+        suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
+        for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
+            overlay(head.path, where, tuple(arg for s in suites for arg in s.args))
         subject = replace(subject, import_roots=_in_place(head, subject.import_roots))
     suite, base_tree = subject.suite, subject.base
     if base_tree is None:
@@ -95,11 +96,56 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     if failed:
         notes.append(("build", f"base: {failed}"))
     else:
+        tests = tuple(arg for each in (suite, *(s for _, s in subject.scope_suites)) if each for arg in each.args)
+        if exported is not None:
+            overlay(base.path, exported, tests)
+        export = base_tree.export
+        base_tree = replace(base_tree, export=functools.cache(lambda: overlay(base.path, export(), tests)))
         subject = replace(subject, base=replace(base_tree, roots=_in_place(base, base_tree.roots)),
                           suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots)),
                           scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
                                              for name, each in subject.scope_suites))
     return replace(subject, facts=(*subject.facts, *notes))
+
+
+def overlay(layer: Path, tree: Path, tests: Sequence[str]) -> Path:
+    """Copy into `tree` each file of the layer's packages that the tree's own copy of the package (at its top:
+    a flat layout) lacks, as an editable install's build writes them into the working tree (a version file, a
+    compiled extension), and return `tree`. Never over a file, never through a symbolic link, never under the
+    suite's test paths `tests` nor a conftest.py or pytest configuration: what the suite runs stays the base's
+    (gate/sources/gitrange.py)."""
+    from gate.sources.gitrange import PYTEST_CONFIG
+
+    for package in layer.iterdir():
+        target = tree / package.name
+        if not package.is_dir() or target.is_symlink() or not target.is_dir():
+            continue
+        for parent, _, names in os.walk(package):
+            for name in names:
+                source = Path(parent, name)
+                relative = source.relative_to(layer)
+                if (name in ("conftest.py", *PYTEST_CONFIG) or _under(relative.as_posix(), tests)
+                        or not _plain(tree, relative)):
+                    continue
+                dest = tree / relative
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copyfile(source, dest)
+    return tree
+
+
+def _under(path: str, tests: Sequence[str]) -> bool:
+    return any(path == test or path.startswith(test.rstrip("/") + "/") for test in tests)
+
+
+def _plain(tree: Path, relative: PurePath) -> bool:
+    """Whether `tree / relative` is free and every folder on the way there is a real folder (or absent)."""
+    where = tree
+    for part in relative.parts[:-1]:
+        where = where / part
+        if where.is_symlink() or (where.exists() and not where.is_dir()):
+            return False
+    dest = tree / relative
+    return not dest.is_symlink() and not dest.exists()
 
 
 def _in_place(layer: Layer, roots: Sequence[str]) -> tuple[str, ...]:
@@ -115,9 +161,18 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: Layer, sites: Seque
         done = layer.path / _DONE
         if done.is_file():
             return str(json.loads(done.read_text()).get("failed", ""))
-        result = sandbox.run(RunRequest(script="_gate_build.py", files={"_gate_build.py": _BUILD}, tree=tree(),
-                                        env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
-                                        limits=replace(limits, output_bytes=_WHEEL_BYTES), python_path=tuple(sites)))
+        # A copy of its own: the sandbox keeps one read-only copy per tree it ran in, and the runs of the tree
+        # itself must see what `overlay` adds to it after this build.
+        source = tree()
+        copy = source.with_name(f"{source.name}-build")
+        shutil.copytree(source, copy, symlinks=True)
+        try:
+            result = sandbox.run(RunRequest(script="_gate_build.py", files={"_gate_build.py": _BUILD}, tree=copy,
+                                            env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
+                                            limits=replace(limits, output_bytes=_WHEEL_BYTES),
+                                            python_path=tuple(sites)))
+        finally:
+            shutil.rmtree(copy, ignore_errors=True)
         failed = ""
         if result.exit_code != 0 or not result.result:
             output = (result.stdout + result.stderr).decode("utf-8", "replace")

@@ -24,7 +24,8 @@ import git
 
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
-from gate.environment.layer import Layer, buildable, layer_for
+from gate.environment.declarations import buildable
+from gate.environment.layer import Layer, layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
@@ -380,8 +381,7 @@ def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: Bui
             ) -> tuple[Layer, Layer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
     project a build installs (a flat tree of modules runs as it is)."""
-    read = GitBase(head).read
-    if environment is None or not buildable(read("pyproject.toml"), read("setup.py") is not None):
+    if environment is None or not buildable(GitBase(head).read):
         return None
     return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head)),
             layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base)))
