@@ -94,9 +94,11 @@ def test_environment_null_is_the_standard_library_only(tmp_path: Path) -> None:
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_base_that_declares_nothing_gets_no_environment_by_default(tmp_path: Path) -> None:
-    """No pyproject dependencies, setup.cfg or requirements: nothing is built, the run sees the standard
-    library, and a change that adds a requirements file is blocked for a human (scored without it)."""
-    repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("plain"), ".github/gate.yml": CASES,
+    """No project a build installs (a pyproject.toml of tool settings only), no requirements: nothing is
+    built, the run sees the standard library, and a change that adds a requirements file is blocked for a
+    human (scored without it)."""
+    repo = project_repo(tmp_path / "repo", {"pyproject.toml": "[tool.ruff]\nline-length = 100\n",
+                                            ".github/gate.yml": CASES,
                                             "slugify.py": SLUGIFY.replace("from text_unidecode import unidecode\n",
                                                                           "unidecode = str\n")})
     repo.commit("bot: needs a package", {"requirements.txt": "text-unidecode\n"})
