@@ -84,6 +84,25 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "src/x/tests/test_x.py": "", "tests/old.py": ""},
                  {"environment": {"extras": ["tests"]}, "tests": {"paths": ["src/x/tests"]}},
                  id="pyproject.toml: a tests extra, testpaths over a tests/ folder"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[dependency-groups]\n'
+                                    'docs = ["sphinx"]\ntest = ["pytest"]\ndev = [{include-group = "test"}]\n',
+                  "tests/test_x.py": ""},
+                 {"environment": {"groups": ["test"]}, "tests": {"paths": ["tests"]}},
+                 id="pyproject.toml: PEP 735 groups, test among them"),
+    pytest.param({"pyproject.toml": '[tool.poetry]\nname = "x"\nversion = "1"\n[tool.poetry.dependencies]\n'
+                                    'python = "^3.8"\n[tool.poetry.dev-dependencies]\npytest = "^7.2"\n'
+                                    '[build-system]\nrequires = ["poetry-core"]\n'
+                                    'build-backend = "poetry.core.masonry.api"\n', "tests/test_x.py": ""},
+                 {"python": "3.8", "environment": {"groups": ["dev"]}, "tests": {"paths": ["tests"]}},
+                 id="Poetry: python ^3.8, dev-dependencies (tomlkit's shape)"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
+                                    'test = ["pytest"]\n[dependency-groups]\ndev = ["ruff"]\n',
+                  "tests/test_x.py": ""},
+                 {"environment": {"extras": ["test"]}, "tests": {"paths": ["tests"]}},
+                 id="pyproject.toml: a test extra wins over a dev group"),
+    pytest.param({"pyproject.toml": '[dependency-groups]\ntests = ["pytest"]\n', "tests/test_x.py": ""},
+                 {"environment": {"project": False, "groups": ["tests"]}, "tests": {"paths": ["tests"]}},
+                 id="no project, a tests group"),
     pytest.param({"script.py": "print(1)\n"}, {"environment": None}, id="nothing declared"),
 ])
 def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],

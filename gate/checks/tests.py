@@ -165,7 +165,8 @@ def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTr
     problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
     if problem:
         raise GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
-                          "environment installs: environment.extras) and see `gate doctor --repo .`")
+                          "environment installs: environment.extras, groups or requirements) and see "
+                          "`gate doctor --repo .`")
     found = {nodeid: outcome.status for nodeid, outcome in outcomes.items()
              if "::" in nodeid and outcome.status != "deselected"}
     cache.write_json(stored, found)

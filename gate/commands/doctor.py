@@ -2,9 +2,10 @@
 with `--repo PATH`, also the repository's own suite (policy `tests:`) run at its HEAD as a base is, ahead of
 the first PR.
 
-Exit 0 when every canary was blocked, `gate ci` would run a PR's code here and the suite runs; 3 otherwise (the
-gate cannot promise its isolation here, a layer `gate ci` requires is off: the output names it and the fix, or
-the base's suite does not run in the gate).
+Exit 0 when every canary was blocked, `gate ci` would run a PR's code here and the suite runs; 2 when the
+policy's `environment:` names what the repository does not declare (a dependency group, a requirements file:
+the error names the key); 3 otherwise (the gate cannot promise its isolation here, a layer `gate ci` requires
+is off: the output names it and the fix, or the base's suite does not run in the gate).
 """
 
 from __future__ import annotations
@@ -359,7 +360,7 @@ def _suite(repo: Path) -> bool:
     import git
 
     from gate.engine import score_range
-    from gate.errors import GateError
+    from gate.errors import BadInput, GateError
     from gate.sources.gitrange import subject_from_commits
 
     head = "HEAD"
@@ -374,6 +375,8 @@ def _suite(repo: Path) -> bool:
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         print(f"the repository's suite: {repo} is not a git checkout with a commit")
         return False
+    except BadInput:
+        raise  # the policy names what the repository lacks (a dependency group): exit 2, naming the key
     except GateError as exc:
         print(f"the repository's suite at {head[:12]}: {exc.render()}")
         return False

@@ -43,8 +43,9 @@ EPILOGS = {
                "its job"),
     "doctor": ("examples:\n  sudo gate doctor                # as root, as the Action runs the gate\n"
                "  sudo gate doctor --repo .       # and this repository's suite, as the gate would run it\n\n"
-               "exit codes: 0 every canary was blocked (and the suite ran), 3 one was not, or the gate could not "
-               "do its job"),
+               "exit codes: 0 every canary was blocked (and the suite ran), 2 the policy's environment: names "
+               "what the repository lacks (a dependency group), 3 a canary was not blocked, or the gate could "
+               "not do its job"),
 }
 
 

@@ -1,8 +1,9 @@
 """`gate init`: a starter policy for the repository it stands in (and, asked, the workflows).
 
-The policy's `environment:` and `tests:` come from what the repository declares: its project files (pyproject.toml
-`[project]`, setup.py, setup.cfg), a test extra or a test requirements file, and its test folder (pytest's
-`testpaths`, else `tests/` or `test/`). What was found is said in the file's header, so a maintainer can check it.
+The policy's `environment:` and `tests:` come from what the repository declares: its project files
+(pyproject.toml `[project]` or Poetry's `[tool.poetry]`, setup.py, setup.cfg), a test extra, a test dependency
+group or a test requirements file, and its test folder (pytest's `testpaths`, else `tests/` or `test/`). What
+was found is said in the file's header, so a maintainer can check it.
 """
 
 from __future__ import annotations
@@ -18,15 +19,12 @@ from typing import Any
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gate import HOME, POLICY_SCHEMA_URL, __version__
+from gate.environment.declarations import TEST_EXTRAS, TEST_REQUIREMENTS, test_group
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.loader import load_policy
 from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
-TEST_EXTRAS = ("test", "tests", "testing")
-TEST_REQUIREMENTS = ("requirements-test.txt", "requirements-tests.txt", "test-requirements.txt",
-                     "requirements-dev.txt", "dev-requirements.txt", "requirements/test.txt",
-                     "requirements/tests.txt", "requirements/dev.txt")
 WORKFLOWS = {"gate.yml": ".github/workflows/gate.yml", "gate-publish.yml": ".github/workflows/gate-publish.yml"}
 COMMIT_SHA = "COMMIT_SHA"  # the placeholder in the shipped workflows: the full SHA of the release's tag
 
@@ -37,6 +35,7 @@ class Found:
 
     project: str | None = None  # the file that declares the project's dependencies
     extra: str | None = None  # its optional-dependency group for tests
+    group: str | None = None  # else its dependency group for tests (PEP 735 or Poetry's)
     requirements: tuple[str, ...] = ()  # test requirements files
     tests: tuple[str, ...] = ()  # the suite's folders or files
     tests_from: str = ""  # where those came from
@@ -105,18 +104,40 @@ def discover(root: Path) -> Found:
     """What `root` declares: the project file, a test extra or requirements file, the suite, the Python."""
     pyproject = _toml(root / "pyproject.toml")
     project = pyproject.get("project") if isinstance(pyproject.get("project"), dict) else None
+    poetry = pyproject.get("tool", {}).get("poetry")
+    poetry = poetry if isinstance(poetry, dict) and isinstance(poetry.get("dependencies"), dict) else None
     setup_cfg = _ini(root / "setup.cfg")
-    declares = ("pyproject.toml" if project is not None else "setup.py" if (root / "setup.py").is_file()
+    declares = ("pyproject.toml" if project is not None or poetry is not None
+                else "setup.py" if (root / "setup.py").is_file()
                 else "setup.cfg" if setup_cfg.has_section("options") else None)
-    extras = (project or {}).get("optional-dependencies") or {}
+    extras = (project or {}).get("optional-dependencies") or (poetry or {}).get("extras") or {}
     if not extras and setup_cfg.has_section("options.extras_require"):
         extras = dict(setup_cfg.items("options.extras_require"))
     extra = next((name for name in TEST_EXTRAS if name in extras), None) if declares else None
-    requirements = () if extra else tuple(p for p in TEST_REQUIREMENTS if (root / p).is_file())
-    requires = str((project or {}).get("requires-python") or _option(setup_cfg, "options", "python_requires"))
+
+    def read(path: str) -> str | None:
+        return (root / path).read_text(encoding="utf-8") if (root / path).is_file() else None
+
+    group = None if extra else test_group(read)
+    requirements = () if extra or group else tuple(p for p in TEST_REQUIREMENTS if (root / p).is_file())
+    requires = str((project or {}).get("requires-python") or _option(setup_cfg, "options", "python_requires")
+                   or _poetry_python(poetry))
     tests, tests_from = _test_paths(root, pyproject, setup_cfg)
-    return Found(project=declares, extra=extra, requirements=requirements, tests=tests, tests_from=tests_from,
-                 python=_oldest_python(requires), requires_python=requires)
+    return Found(project=declares, extra=extra, group=group, requirements=requirements, tests=tests,
+                 tests_from=tests_from, python=_oldest_python(requires), requires_python=requires)
+
+
+def _poetry_python(poetry: dict[str, Any] | None) -> str:
+    """A Poetry project's `python` constraint as a PEP 440 specifier (`^3.8` is `>=3.8,<4.0`), or ""."""
+    python = (poetry or {}).get("dependencies", {}).get("python")
+    if not isinstance(python, str):
+        return ""
+    from poetry.core.constraints.version import parse_constraint  # (poetry-core: only for a Poetry project)
+
+    try:
+        return str(parse_constraint(python)).replace(" ", "")
+    except ValueError:
+        return ""
 
 
 def _test_paths(root: Path, pyproject: dict[str, Any], setup_cfg: configparser.ConfigParser
@@ -176,22 +197,26 @@ def _schedule() -> str:
 
 def starter_policy(found: Found) -> str:
     """The policy text: the header says what was found, each line's comment what its value means."""
-    seen = [f"{found.project} ({'extra ' + repr(found.extra) if found.extra else 'its dependencies'})"
-            if found.project else "", ", ".join(found.requirements),
+    what = (f"extra {found.extra!r}" if found.extra else f"dependency group {found.group!r}" if found.group
+            else "its dependencies")
+    seen = [f"{found.project or 'pyproject.toml'} ({what})" if found.project or found.group else "",
+            ", ".join(found.requirements),
             f"{', '.join(found.tests)} ({found.tests_from})" if found.tests else ""]
     rows: list[tuple[str, str]] = [("extends: default", _schedule())]
     if found.python:
         rows.append((f'python: "{found.python}"',
                      f"parse for the oldest Python the project supports (requires-python {found.requires_python})"))
-    if found.project or found.requirements:
+    if found.project or found.requirements or found.group:
         rows.append(("environment:", "the project's dependencies, installed from the base commit"))
         if not found.project:
             rows.append(("  project: false", "no pyproject.toml [project], setup.py or setup.cfg"))
         if found.extra:
             rows.append((f"  extras: [{found.extra}]", ""))
+        if found.group:
+            rows.append((f"  groups: [{found.group}]", ""))
         if found.requirements:
             rows.append((f"  requirements: [{', '.join(found.requirements)}]", ""))
-        if found.project and not found.extra and not found.requirements:
+        if found.project and not found.extra and not found.group and not found.requirements:
             rows.append(("  project: true", ""))
     else:
         rows.append(("environment: null", "nothing declares dependencies here: the standard library only"))

@@ -28,7 +28,8 @@ def register(subparsers: Any) -> None:
                        help=f"the policy file (default: {DEFAULT_FILE}; absent: the default preset applies)")
     check.add_argument("--repo", type=Path, metavar="DIR",
                        help="also check that every case's function: and module: exist in this tree (the base "
-                            "a change will be scored against); FILE is then read inside it")
+                            "a change will be scored against), and what environment: names (extras, "
+                            "requirements files, dependency groups); FILE is then read inside it")
     check.set_defaults(func=run_check)
     show = actions.add_parser("show", help="print the effective policy after `extends` as YAML")
     show.add_argument("file", nargs="?", type=Path, metavar="FILE",
@@ -61,15 +62,22 @@ def run_check(args: argparse.Namespace) -> int:
 
 
 def _resolve(policy: Policy, root: Path, source: str) -> None:
-    """BadInput naming the first case whose function or module the tree at `root` lacks."""
+    """BadInput naming what the policy's `environment:` asks for and the tree at `root` does not declare (an
+    extra, a requirements file, a dependency group), else the first case whose function or module it lacks."""
     from gate.cases.hidden import load_hidden
     from gate.cases.resolve import unresolved
+    from gate.environment.declarations import check
 
     def read(path: str) -> str | None:
         target = root / path
         return target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
 
     spec = policy.repository_environment
+    if spec is not None:
+        try:
+            check(spec, read)
+        except BadInput as exc:
+            raise BadInput(f"{exc.message} (in {root})", file=source, key=exc.key) from None
     roots = ("", *(spec.import_roots((root / "src").is_dir()) if spec is not None else ()))
     found = unresolved(policy.cases, read, roots)
     for index, scope in enumerate(policy.scopes):

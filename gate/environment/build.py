@@ -2,9 +2,10 @@
 
 A virtual environment made with the sandbox's interpreter (the one a dropped uid runs), filled by the gate's
 own pip (`pip --python`), which honours the user's index configuration (pip.conf, `PIP_INDEX_URL`: a private
-index works). What is installed: the base project with its `extras`, and the `requirements` files, all as
-they are in an export of the base commit, and its `[build-system] requires` (the project is built again in
-the sandbox: gate/environment/layer.py). The project itself is then uninstalled again, leaving only its
+index works). What is installed: the base project with its `extras`, its dependency `groups` (as PEP 508
+requirements: gate/environment/declarations.py) and the `requirements` files, all as they are in an export of
+the base commit, and its `[build-system] requires` (the project is built again in the sandbox:
+gate/environment/layer.py). The project itself is then uninstalled again, leaving only its
 dependencies: nothing of the base's package can stand in for a module the head deleted. Nothing of the head is
 built or installed here.
 
@@ -28,9 +29,9 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any
 
-from gate.environment import BuiltEnvironment, cache
+from gate.environment import BuiltEnvironment, cache, declarations
 from gate.environment.declarations import Reader, key_files
-from gate.errors import BadInput, GateFailure
+from gate.errors import GateFailure
 from gate.policy.model import Environment
 
 _PIP_TAIL = 15  # lines of pip's output a failure shows
@@ -47,17 +48,12 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`.
     Raises BadInput (exit 2) for a policy naming what the base lacks, GateFailure (exit 3) when the install
     fails, naming the requirement and with pip's last lines."""
-    project = _project_files(spec, read) if spec.project else []
-    if spec.extras and not project:
-        raise BadInput("the base commit has no project (pyproject.toml with [project], setup.py or setup.cfg) "
-                       "to take extras from", key="environment.extras")
-    for index, path in enumerate(spec.requirements):
-        if read(path) is None:
-            raise BadInput(f"no file {path} in the base commit", key=f"environment.requirements[{index}]")
+    declarations.check(spec, read)
+    project = declarations.project_files(read) if spec.project else []
     files = key_files(spec, base_paths)
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
                         "extras": sorted(spec.extras), "requirements": list(spec.requirements),
-                        "files": {path: read(path) for path in files}}, environ)
+                        "groups": list(spec.groups), "files": {path: read(path) for path in files}}, environ)
     root = where / "envs" / key
     with cache.locked(where / "envs" / f"{key}.lock"):
         if (root / _DONE).is_file():
@@ -67,23 +63,6 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
 
 
 _DONE = "gate-installed.json"
-
-
-def _project_files(spec: Environment, read: Reader) -> list[str]:
-    """The base's project files that make it installable (a pyproject.toml without [project] or
-    [build-system] is only tool configuration)."""
-    found = []
-    pyproject = read("pyproject.toml")
-    if pyproject is not None:
-        try:
-            doc = tomllib.loads(pyproject)
-        except tomllib.TOMLDecodeError as exc:
-            raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}",
-                           key="environment.project") from None
-        if "project" in doc or "build-system" in doc:
-            found.append("pyproject.toml")
-    found += [path for path in ("setup.py", "setup.cfg") if read(path) is not None]
-    return found
 
 
 def _interpreter_id(interpreter: str) -> str:
@@ -107,6 +86,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         python = str(building / "bin" / "python")
         targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
         targets += _build_requirements(source) if project else []
+        targets += _declared_requirements(spec, project, source)
         for path in spec.requirements:
             targets += ["-r", path]
         installed: list[str] = []
@@ -132,6 +112,18 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             shutil.rmtree(building, ignore_errors=True)
 
 
+def _declared_requirements(spec: Environment, project: bool, source: Path) -> list[str]:
+    """The requirements the base's pyproject.toml declares beyond what installing the project brings: its
+    dependency groups (`spec.groups`), and a Poetry project's own dependencies when it has no build to
+    declare them (Poetry's non-package mode), each a PEP 508 requirement (gate/environment/declarations.py)."""
+    path = source / "pyproject.toml"
+    text = path.read_text(encoding="utf-8") if path.is_file() else None
+    found = list(declarations.group_requirements(text, spec.groups, source)) if spec.groups else []
+    if spec.project and not project:
+        found += declarations.poetry_requirements(text, spec.extras, source)
+    return found
+
+
 def _build_requirements(source: Path) -> list[str]:
     """The base's `[build-system] requires`: declarations like its dependencies, installed here so that the
     project builds in the sandbox (gate/environment/layer.py), which has no network."""
@@ -149,6 +141,7 @@ def _what(spec: Environment, project: bool) -> str:
     parts = []
     if project:
         parts.append("the base project" + (f" with extras [{','.join(spec.extras)}]" if spec.extras else ""))
+    parts += [f"dependency group {name}" for name in spec.groups]
     parts += [f"requirements file {path}" for path in spec.requirements]
     return " and ".join(parts)
 

@@ -1,18 +1,24 @@
-"""Which files declare a repository's dependencies, and what a change to them changes.
+"""Which files declare a repository's dependencies, what they declare, and what a change to them changes.
 
 The environment is built from these files as they are at the base commit; a change that edits them is scored
 with the base's environment all the same, and is blocked for a human (or noted, with
-`environment.dependency_changes: note`), with one line per file naming what changed.
+`environment.dependency_changes: note`), with one line per file naming what changed. The dependency groups of
+a pyproject.toml (PEP 735 `[dependency-groups]`, Poetry's groups and dev-dependencies) and a Poetry project's
+own dependencies become PEP 508 requirements here (`group_requirements`, `poetry_requirements`).
 """
 
 from __future__ import annotations
 
 import configparser
+import json
+import logging
+import re
 import tomllib
-from collections.abc import Callable, Iterable
-from pathlib import PurePosixPath
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path, PurePosixPath
 from typing import Any
 
+from gate.errors import BadInput
 from gate.policy.model import Environment
 
 PROJECT_FILES = ("pyproject.toml", "setup.py", "setup.cfg")
@@ -34,20 +40,208 @@ def is_declaration(path: str, spec: Environment) -> bool:
 
 # The requirements files at the root that the default environment installs when the base has them.
 ROOT_REQUIREMENTS = ("requirements.txt",)
+# Where a project keeps its test dependencies, by the names `gate init` and the default environment look for.
+TEST_EXTRAS = ("test", "tests", "testing")
+TEST_REQUIREMENTS = ("requirements-test.txt", "requirements-tests.txt", "test-requirements.txt",
+                     "requirements-dev.txt", "dev-requirements.txt", "requirements/test.txt",
+                     "requirements/tests.txt", "requirements/dev.txt")
+TEST_GROUPS = ("test", "tests", "dev")
 
 
 def declared(read: Reader) -> Environment | None:
     """What the default environment (no `environment:` key, or `{}`) builds from the base (its files through
-    `read`): the project's dependencies when pyproject.toml, setup.cfg or setup.py declares some, and a root
-    requirements.txt; None when the base declares nothing (the standard library is then all a run needs, and
-    no environment is built)."""
+    `read`): the project's dependencies when pyproject.toml, setup.cfg or setup.py declares some, a root
+    requirements.txt, and the dependency group `test_group` names; None when the base declares nothing (the
+    standard library is then all a run needs, and no environment is built)."""
     requirements = tuple(path for path in ROOT_REQUIREMENTS if (read(path) or "").strip())
     # A project a build installs is installed as its CI does (`pip install -e .`) even with no dependency: its
     # build requirements, then its build in the sandbox (gate/environment/layer.py), which may write files.
     project = _project_declares(read) or buildable(read)
-    if not project and not requirements:
+    group = test_group(read)
+    if not project and not requirements and not group:
         return None
-    return Environment(project=project, requirements=requirements)
+    return Environment(project=project, requirements=requirements, groups=(group,) if group else ())
+
+
+def test_group(read: Reader) -> str | None:
+    """The base's dependency group for tests, when that is the one place its test dependencies live: the first
+    of TEST_GROUPS its pyproject.toml declares, when it has no test extra (TEST_EXTRAS) and no test
+    requirements file (TEST_REQUIREMENTS), which `gate init` names instead. A group that does not resolve is
+    left out (a policy naming it is told why: `check`)."""
+    text = read("pyproject.toml")
+    doc = _toml(text)
+    declared_groups = groups_declared(doc)
+    found = next((name for name in TEST_GROUPS if name in declared_groups), None)
+    if found is None or any(read(path) is not None for path in TEST_REQUIREMENTS) \
+            or set(TEST_EXTRAS) & set(_extras(doc, read("setup.cfg"))):
+        return None
+    try:
+        group_requirements(text, [found])
+    except BadInput:
+        return None
+    return found
+
+
+def _extras(doc: dict[str, Any], setup_cfg: str | None) -> list[str]:
+    """The optional-dependency groups (extras) the project files declare, by name."""
+    project = doc.get("project")
+    extras = project.get("optional-dependencies") if isinstance(project, dict) else None
+    poetry = _table(_table(doc, "tool"), "poetry").get("extras")
+    names = [*(extras if isinstance(extras, dict) else ()), *(poetry if isinstance(poetry, dict) else ())]
+    if setup_cfg is not None:
+        parser = configparser.ConfigParser(interpolation=None)
+        try:
+            parser.read_string(setup_cfg)
+        except configparser.Error:
+            pass
+        else:
+            names += _options(parser, "options.extras_require")
+    return names
+
+
+def groups_declared(doc: dict[str, Any]) -> tuple[str, ...]:
+    """The dependency groups a parsed pyproject.toml declares, by normalised name: PEP 735's
+    `[dependency-groups]`, Poetry's `[tool.poetry.group.NAME]`, and `dev` for Poetry's older
+    `[tool.poetry.dev-dependencies]`."""
+    poetry = _table(_table(doc, "tool"), "poetry")
+    names = [*_table(doc, "dependency-groups"), *_table(poetry, "group"),
+             *(("dev",) if isinstance(poetry.get("dev-dependencies"), dict) else ())]
+    return tuple(dict.fromkeys(_normalise(name) for name in names))
+
+
+def check(spec: Environment, read: Reader) -> None:
+    """BadInput (exit 2), naming the key, when `spec` asks for what the base (its files through `read`) does
+    not declare: extras without a project, a requirements file it lacks, a dependency group it lacks or that
+    does not resolve."""
+    if spec.extras and not (project_files(read) if spec.project else []):
+        raise BadInput("the base commit has no project (pyproject.toml with [project], setup.py or setup.cfg) "
+                       "to take extras from", key="environment.extras")
+    for index, path in enumerate(spec.requirements):
+        if read(path) is None:
+            raise BadInput(f"no file {path} in the base commit", key=f"environment.requirements[{index}]")
+    if spec.groups:
+        group_requirements(read("pyproject.toml"), spec.groups)
+
+
+def project_files(read: Reader) -> list[str]:
+    """The base's project files that make it installable (a pyproject.toml without [project] or
+    [build-system] is only tool configuration, or a Poetry project's declarations: `poetry_requirements`)."""
+    found = []
+    pyproject = read("pyproject.toml")
+    if pyproject is not None:
+        try:
+            doc = tomllib.loads(pyproject)
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}",
+                           key="environment.project") from None
+        if "project" in doc or "build-system" in doc:
+            found.append("pyproject.toml")
+    found += [path for path in ("setup.py", "setup.cfg") if read(path) is not None]
+    return found
+
+
+def group_requirements(text: str | None, names: Sequence[str], root: Path | None = None) -> tuple[str, ...]:
+    """The PEP 508 requirements of the dependency groups `names` of the pyproject.toml `text`, in order:
+    a PEP 735 group (its `{include-group = ...}` entries resolved by the `dependency-groups` library, pip's
+    own resolver), a Poetry group (its `include-groups` too) or, for `dev`, Poetry's dev-dependencies (their
+    constraints, `^1.2`, `~1.2`, `*`, tables with `version`, `extras`, `markers`, `python`, converted by
+    poetry-core, Poetry's own). `root` is where a Poetry `path` dependency is relative to. Raises BadInput
+    naming `environment.groups[i]` for a group the file lacks or that does not resolve."""
+    if text is None:
+        raise BadInput("the base commit has no pyproject.toml to take dependency groups from",
+                       key="environment.groups")
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}", key="environment.groups") from None
+    declared_groups = groups_declared(doc)
+    pep735 = _table(doc, "dependency-groups")
+    pep735_names = {_normalise(name) for name in pep735}
+    found: list[str] = []
+    for index, name in enumerate(names):
+        where = f"environment.groups[{index}]"
+        if _normalise(name) not in declared_groups:
+            listed = ", ".join(declared_groups) or "none"
+            raise BadInput(f"no dependency group {name!r} in the base commit's pyproject.toml ([dependency-groups], "
+                           f"[tool.poetry.group.{name}] or, for dev, [tool.poetry.dev-dependencies]; it declares: "
+                           f"{listed})", key=where)
+        try:
+            if _normalise(name) in pep735_names:
+                from dependency_groups import resolve
+
+                found += resolve(pep735, name)
+            found += _poetry_group(doc, _normalise(name), root, ())
+        except (ValueError, TypeError, LookupError) as exc:  # (InvalidRequirement is a ValueError)
+            raise BadInput(f"the dependency group {name!r} of the base commit's pyproject.toml does not resolve: "
+                           f"{exc}", key=where) from None
+    return tuple(dict.fromkeys(found))
+
+
+def poetry_requirements(text: str | None, extras: Sequence[str] = (), root: Path | None = None) -> tuple[str, ...]:
+    """A Poetry project's own dependencies (`[tool.poetry.dependencies]`, less `python`, its optional ones only
+    for the `extras` asked for) as PEP 508 requirements: what its build would declare, for a project that has
+    no build (no [build-system]: Poetry's non-package mode)."""
+    poetry = _table(_table(_toml(text), "tool"), "poetry")
+    wanted = {_normalise(name) for extra in extras
+              for name in (_table(poetry, "extras").get(extra) or ()) if isinstance(name, str)}
+    dependencies = {name: value for name, value in _table(poetry, "dependencies").items()
+                    if not (isinstance(value, dict) and value.get("optional")) or _normalise(name) in wanted}
+    try:
+        return _poetry_pep508(dependencies, root)
+    except (ValueError, TypeError) as exc:
+        raise BadInput(f"[tool.poetry.dependencies] of the base commit's pyproject.toml does not convert: {exc}",
+                       key="environment.project") from None
+
+
+def _poetry_group(doc: dict[str, Any], name: str, root: Path | None, seen: tuple[str, ...]) -> list[str]:
+    """The requirements of the Poetry group `name` (normalised), with the groups it includes."""
+    if name in seen:
+        raise ValueError(f"the Poetry group {name!r} includes itself ({' -> '.join((*seen, name))})")
+    poetry = _table(_table(doc, "tool"), "poetry")
+    groups = {_normalise(key): value for key, value in _table(poetry, "group").items() if isinstance(value, dict)}
+    group = groups.get(name, {})
+    found = [requirement for included in group.get("include-groups", ()) or ()
+             for requirement in _poetry_group(doc, _normalise(str(included)), root, (*seen, name))]
+    found += _poetry_pep508(_table(group, "dependencies"), root)
+    if name == "dev":
+        found += _poetry_pep508(_table(poetry, "dev-dependencies"), root)
+    return found
+
+
+def _poetry_pep508(dependencies: Mapping[str, Any], root: Path | None) -> tuple[str, ...]:
+    """Poetry's dependency table (name -> a constraint, a table, or a list of them for several Pythons) as
+    PEP 508 requirements, by poetry-core's own conversion (`python` is the interpreter, not a package)."""
+    if not dependencies:
+        return ()
+    from poetry.core.factory import Factory  # (poetry-core: only for a Poetry project)
+
+    logging.getLogger("poetry.core").setLevel(logging.ERROR)  # ("Path ... does not exist": the export has it)
+    found = []
+    for name, constraints in dependencies.items():
+        if name.lower() == "python":
+            continue
+        for constraint in constraints if isinstance(constraints, list) else [constraints]:
+            found.append(Factory.create_dependency(name, constraint, root_dir=root).to_pep_508())
+    return tuple(found)
+
+
+def _toml(text: str | None) -> dict[str, Any]:
+    if text is None:
+        return {}
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _table(doc: Any, name: str) -> dict[str, Any]:
+    value = doc.get(name) if isinstance(doc, dict) else None
+    return value if isinstance(value, dict) else {}
+
+
+def _normalise(name: str) -> str:
+    """A group's or distribution's name as PEP 503 and PEP 735 compare them."""
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def buildable(read: Reader) -> bool:
@@ -141,6 +335,19 @@ def _toml_keys(before: dict[str, Any], after: dict[str, Any]) -> Iterable[tuple[
            _strings(get(after, "build-system", "requires")))
     yield ("[project] dynamic", _strings(get(before, "project", "dynamic")),
            _strings(get(after, "project", "dynamic")))
+    old_groups, new_groups = _table(before, "dependency-groups"), _table(after, "dependency-groups")
+    for group in sorted({*old_groups, *new_groups}):
+        yield (f"[dependency-groups] {group}", _entries(old_groups.get(group)), _entries(new_groups.get(group)))
+    old_poetry, new_poetry = _table(_table(before, "tool"), "poetry"), _table(_table(after, "tool"), "poetry")
+    for table in ("dependencies", "dev-dependencies", "extras"):
+        yield (f"[tool.poetry.{table}]", _entries(old_poetry.get(table)), _entries(new_poetry.get(table)))
+    old_poetry_groups, new_poetry_groups = _table(old_poetry, "group"), _table(new_poetry, "group")
+    for group in sorted({*old_poetry_groups, *new_poetry_groups}):
+        a, b = _table(old_poetry_groups, group), _table(new_poetry_groups, group)
+        yield (f"[tool.poetry.group.{group}.dependencies]", _entries(a.get("dependencies")),
+               _entries(b.get("dependencies")))
+        yield (f"[tool.poetry.group.{group}] include-groups", _strings(a.get("include-groups")),
+               _strings(b.get("include-groups")))
 
 
 def _cfg_changes(old: str, new: str) -> list[str] | None:
@@ -169,6 +376,17 @@ def _options(parser: configparser.ConfigParser, section: str) -> list[str]:
 
 def _strings(value: Any) -> list[str]:
     return [str(item) for item in value] if isinstance(value, list) else []
+
+
+def _entries(value: Any) -> list[str]:
+    """A dependency list or table as one line per entry: a PEP 735 group's requirements and includes, a Poetry
+    table's `name constraint` (a table's constraint as JSON)."""
+    def shown(item: Any) -> str:
+        return item if isinstance(item, str) else json.dumps(item, sort_keys=True)
+
+    if isinstance(value, dict):
+        return [f"{name} {shown(item)}" for name, item in value.items()]
+    return [shown(item) for item in value] if isinstance(value, list) else []
 
 
 def _lines(text: str) -> set[str]:

@@ -261,14 +261,18 @@ class Judge:
 @dataclass(frozen=True)
 class Environment:
     """The repository's own environment, built from the base commit only (docs/repository.md): the
-    project's dependencies, `extras` and `requirements` files, installed outside the sandbox into a cached
-    virtual environment that runs see read-only."""
+    project's dependencies, `extras`, dependency `groups` and `requirements` files, installed outside the
+    sandbox into a cached virtual environment that runs see read-only."""
 
     project: bool = key(True, "install the base project's dependencies (pyproject.toml [project], setup.py or "
                         "setup.cfg); the project itself stays out, so the head's tree is what is imported")
     extras: tuple[str, ...] = key((), "optional-dependency groups of the project to install too, e.g. [test]",
                                   items={"pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$",
                                          "x-expected": "an optional-dependency group's name, such as `test`"})
+    groups: tuple[str, ...] = key(
+        (), "dependency groups of the project to install too, e.g. [test]: PEP 735 [dependency-groups] or "
+        "Poetry's groups (dev: also its dev-dependencies)",
+        items={"pattern": "^[A-Za-z0-9][A-Za-z0-9._-]*$", "x-expected": "a dependency group's name, such as `test`"})
     requirements: tuple[str, ...] = key(
         (), "requirements files, read at the base commit, installed too", path=True,
         items=_inside("a path inside the repository, such as `requirements-dev.txt` (no leading `/`, no `..`)"))

@@ -1,0 +1,225 @@
+"""Dependency groups (`environment.groups`): PEP 735 `[dependency-groups]` and Poetry's groups and
+dev-dependencies, installed from the base commit like the rest of the environment (docs/repository.md).
+
+Real projects (the in-tree backend, or Poetry's own poetry-core as their build backend), real pip against a
+local wheelhouse, the real sandbox for the suites.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import git
+import pytest
+
+from gate.cli import main
+from gate.engine import score_range
+from gate.sources.gitrange import subject_from_commits
+from gate.verdict import Verdict
+from tests.git_support import Repo
+from tests.projects import (  # noqa: F401
+    gate_cache,
+    gate_cache_root,
+    offline_pip,
+    project_repo,
+    pyproject,
+    wheel_of_installed,
+    wheelhouse,
+    write_wheel,
+)
+from tests.suite_support import (
+    BASE_TESTS,
+    BROKEN_MUL,
+    CALC,
+    CONFTEST,
+    DOCUMENTED_MUL,
+    TESTS,
+    charged_messages,
+    suite_statuses,
+)
+
+SUITE = "tests:\n  paths: [tests]\n  test_timeout: 3\n"
+CASE = 'cases:\n  - name: add\n    function: "calc:add"\n    args: [2, 3]\n    expect: 5\n'
+# A PEP 735 project: the test group takes checkhelp from another group; `lint` is never installed (its
+# requirement is in no index).
+PEP735 = ('\n[dependency-groups]\nhelpers = ["checkhelp>=1"]\ntest = [{include-group = "helpers"}]\n'
+          'lint = ["no-such-linter"]\n')
+# A Poetry 1 project as tomlkit keeps it: no [project], poetry-core builds it, the tests' dependency a caret
+# constraint in a group (and the older dev-dependencies table beside it).
+POETRY = '''\
+[tool.poetry]
+name = "calc"
+version = "1.0"
+description = "A calculator"
+authors = ["A Maintainer <a@example.org>"]
+
+[tool.poetry.dependencies]
+python = ">=3.8"
+
+[tool.poetry.group.test.dependencies]
+checkhelp = "^1.0"
+
+[tool.poetry.dev-dependencies]
+no-such-linter = {version = "^2.0", python = ">=3.8"}
+
+[build-system]
+requires = ["poetry-core>=1.0"]
+build-backend = "poetry.core.masonry.api"
+'''
+
+
+@pytest.fixture(scope="module")
+def caret_wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """checkhelp 1.0 and 2.0 (whose `same` is broken: `^1.0` must not pick it), and poetry-core, for the Poetry
+    projects' builds (pip's, then the sandbox's)."""
+    folder = tmp_path_factory.mktemp("caret-wheelhouse")
+    write_wheel(folder, "checkhelp", {"checkhelp.py": "def same(a, b):\n    return a == b\n"})
+    write_wheel(folder, "checkhelp", {"checkhelp.py": "def same(a, b):\n    return False\n"}, version="2.0")
+    wheel_of_installed(folder, "poetry-core")
+    return folder
+
+
+@pytest.fixture
+def caret_pip(caret_wheelhouse: Path, monkeypatch: pytest.MonkeyPatch,
+              gate_cache: Path) -> Path:  # noqa: F811 (the fixture of tests/projects.py)
+    monkeypatch.setenv("PIP_CONFIG_FILE", os.devnull)
+    monkeypatch.setenv("PIP_NO_INDEX", "1")
+    monkeypatch.setenv("PIP_FIND_LINKS", str(caret_wheelhouse))
+    monkeypatch.delenv("PIP_CONSTRAINT", raising=False)
+    return caret_wheelhouse
+
+
+def _calc(root: Path, project: str, policy: str) -> Repo:
+    return project_repo(root, {"pyproject.toml": project, "calc.py": CALC, "tests/test_calc.py": TESTS,
+                               "tests/conftest.py": CONFTEST, ".github/gate.yml": policy})
+
+
+def _score(repo: Repo, head: str = "bot") -> Verdict:
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit(head).hexsha) as found:
+        return score_range(found)
+
+
+def _installed(verdict: Verdict) -> str:
+    return dict(verdict.isolation)["environment"]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_pep735_group_with_include_group_gates_the_projects_suite(tmp_path: Path) -> None:
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extra=PEP735),
+                 "budget: 1\nenvironment:\n  groups: [test]\n" + SUITE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+    repo.git("checkout", "-q", "-b", "regression", "main")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    honest = _score(repo, "bot")
+    regression = _score(repo, "regression")
+
+    assert honest.accepted and suite_statuses(honest) == dict.fromkeys(BASE_TESTS, "passed"), honest.cases
+    assert "checkhelp==1.0" in _installed(honest)
+    assert not regression.accepted
+    assert suite_statuses(regression)["tests/test_calc.py::test_mul"] == "failed"
+    assert any("test_mul" in message for message in charged_messages(regression))
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("caret_pip")
+def test_a_poetry_group_with_a_caret_constraint_gates_the_projects_suite(tmp_path: Path) -> None:
+    """`checkhelp = "^1.0"` is `checkhelp>=1.0,<2.0`: pip takes 1.0 although 2.0 is there; the project is
+    built by poetry-core, in pip's build and in the sandbox."""
+    repo = _calc(tmp_path / "repo", POETRY, "budget: 1\nenvironment:\n  groups: [test]\n" + SUITE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+    repo.git("checkout", "-q", "-b", "regression", "main")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    honest = _score(repo, "bot")
+    regression = _score(repo, "regression")
+
+    assert honest.accepted and suite_statuses(honest) == dict.fromkeys(BASE_TESTS, "passed"), honest.cases
+    assert "checkhelp==1.0" in _installed(honest) and "checkhelp==2.0" not in _installed(honest)
+    assert not [fact for fact in honest.facts if fact[0] == "build"], honest.facts  # poetry-core built it
+    assert not regression.accepted
+    assert suite_statuses(regression)["tests/test_calc.py::test_mul"] == "failed"
+
+
+@pytest.mark.usefixtures("caret_pip")
+def test_poetry_dev_dependencies_are_the_dev_group(tmp_path: Path) -> None:
+    project = POETRY.replace('no-such-linter = {version = "^2.0", python = ">=3.8"}',
+                             'checkhelp = {version = "^1.0", python = ">=3.8"}')
+    repo = _calc(tmp_path / "repo", project, "environment:\n  groups: [dev]\n" + CASE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_without_an_environment_key_the_only_test_group_is_installed(tmp_path: Path) -> None:
+    """The default environment takes the group named `test` when no extra or requirements file holds the test
+    dependencies; `lint` stays out."""
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extra=PEP735), CASE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_change_to_a_dependency_group_is_blocked_for_a_human(tmp_path: Path) -> None:
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extra=PEP735), "environment:\n  groups: [test]\n" + CASE)
+    repo.commit("bot: a new test dependency",
+                {"pyproject.toml": pyproject("calc", [], extra=PEP735.replace('"checkhelp>=1"',
+                                                                              '"checkhelp>=1", "requests"'))})
+
+    verdict = _score(repo)
+
+    assert not verdict.accepted
+    assert any("[dependency-groups] helpers adds requests" in reason for reason in verdict.blocked_reasons), \
+        verdict.blocked_reasons
+    assert "requests" not in _installed(verdict)  # scored with the base's group
+
+
+@pytest.mark.usefixtures("caret_pip")
+def test_a_change_to_a_poetry_group_is_blocked_for_a_human(tmp_path: Path) -> None:
+    repo = _calc(tmp_path / "repo", POETRY, "environment:\n  groups: [test]\n" + CASE)
+    repo.commit("bot: a newer checkhelp", {"pyproject.toml": POETRY.replace('"^1.0"', '"^2.0"')})
+
+    verdict = _score(repo)
+
+    assert not verdict.accepted
+    assert any("[tool.poetry.group.test.dependencies] adds checkhelp ^2.0 and removes checkhelp ^1.0" in reason
+               for reason in verdict.blocked_reasons), verdict.blocked_reasons
+
+
+@pytest.mark.parametrize("command", [["policy", "check", "--repo"], ["check", "--base", "main", "--head", "bot",
+                                                                     "--repo"]],
+                         ids=["policy-check", "check"])
+def test_a_group_the_base_lacks_is_exit_2_naming_the_key(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                         command: list[str]) -> None:
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extra=PEP735),
+                 "environment:\n  groups: [helpers, tests]\n" + SUITE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    assert main([*command, str(repo.root)]) == 2
+
+    error = capsys.readouterr().err
+    assert ".github/gate.yml" in error and "environment.groups[1]: no dependency group 'tests'" in error, error
+    assert "it declares: helpers, test, lint" in error
+
+
+@pytest.mark.slow
+def test_gate_doctor_repo_names_a_missing_group_with_exit_2(tmp_path: Path,
+                                                            capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _calc(tmp_path / "repo", POETRY, "environment:\n  groups: [testing]\n" + SUITE)
+    repo.git("checkout", "-q", "main")
+
+    assert main(["doctor", "--repo", str(repo.root)]) == 2
+
+    error = capsys.readouterr().err
+    assert "environment.groups[0]: no dependency group 'testing'" in error and "it declares: test, dev" in error
