@@ -94,7 +94,7 @@ PROJECTS = (
     Project("pluggy", "1.5.0", "src, setuptools-scm, [testing] extra, tox.ini, testing/", ("testing",),
             "{extras: [testing]}", ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
             ("src/pluggy/_version.py",)),
-    Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{}",
+    Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{groups: [dev]}",
             ("-e", ".", "pytest", "pyyaml"), ("tomlkit/api.py", "dumps")),
 )
 
