@@ -223,3 +223,19 @@ def test_gate_doctor_repo_names_a_missing_group_with_exit_2(tmp_path: Path,
 
     error = capsys.readouterr().err
     assert "environment.groups[0]: no dependency group 'testing'" in error and "it declares: test, dev" in error
+
+
+@pytest.mark.usefixtures("caret_pip")
+def test_a_poetry_project_without_a_build_gets_its_own_dependencies(tmp_path: Path) -> None:
+    """Poetry's non-package mode: no [build-system], so nothing builds the project to declare its
+    dependencies; `[tool.poetry.dependencies]` is converted like a group (`^1.0`: not checkhelp 2.0)."""
+    project = ('[tool.poetry]\nname = "calc"\nversion = "1.0"\npackage-mode = false\n\n'
+               '[tool.poetry.dependencies]\npython = "^3.8"\ncheckhelp = "^1.0"\n')
+    module = "from checkhelp import same\n\n\ndef add(a, b):\n    return a + b if same(1, 1) else None\n"
+    repo = project_repo(tmp_path / "repo", {"pyproject.toml": project, "calc.py": module, ".github/gate.yml": CASE})
+    repo.commit("bot: a docstring", {"calc.py": '"""Sums."""\n' + module})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict) and "checkhelp==2.0" not in _installed(verdict)
