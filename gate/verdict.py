@@ -235,6 +235,6 @@ def schema() -> dict[str, Any]:
 
 def validate(data: dict[str, Any]) -> None:
     """Raise jsonschema.ValidationError when `data` is not a verdict of this schema version."""
-    import jsonschema  # only validation needs it (and it costs a command's start 45 ms)
+    import jsonschema  # only validation needs it (importing it is dear: docs/benchmarks.md)
 
     jsonschema.validate(data, schema())

@@ -68,8 +68,8 @@ def parse_trailer(line: str) -> Trailer | None:
 @cache
 def catalog() -> Catalog:
     """The agents and dependency bots shipped in the package."""
-    # libyaml's parser when PyYAML has it: the pure-Python one takes about 20 ms for this file, on every load of
-    # a policy that lists `bots.agents` (the default preset does).
+    # libyaml's parser when PyYAML has it: the pure-Python one is slow for this file, on every load of a policy
+    # that lists `bots.agents` (the default preset does; docs/benchmarks.md).
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     data = yaml.load((resources.files("gate") / "bots" / "agents.yml").read_text(encoding="utf-8"), Loader=loader)
     agents = []

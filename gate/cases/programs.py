@@ -31,7 +31,7 @@ def warm_names(name: str) -> tuple[str, ...]:
 @functools.cache
 def _module(module: str, name: str) -> dict[str, bytes]:
     """Module `module` from harness file `name`, with its bytecode in an unchecked-hash .pyc: the sandbox runs
-    with bytecode writing off and would compile it on every run (about 1.5 ms a file); an interpreter with
+    with bytecode writing off and would compile it on every run (docs/benchmarks.md); an interpreter with
     another cache tag ignores the .pyc and compiles the source."""
     source = resources.files("gate.cases.harness").joinpath(f"{name}.py").read_bytes()
     with tempfile.TemporaryDirectory() as folder:

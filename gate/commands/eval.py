@@ -41,8 +41,8 @@ def register(subparsers: Any) -> None:
                                                         "validation, train or all")
     parser.add_argument("--samples", type=Path, required=True, metavar="SAMPLES.jsonl",
                         help="one sample a line: {task_id, completion}, {task_id, code} or {task_id, reply}")
-    # A worker mostly waits on its sandboxed processes, so twice the cores keeps them busy (measured: 6-20%
-    # more samples a second than one worker a core on 2 cores).
+    # A worker mostly waits on its sandboxed processes, so twice the cores keeps them busy (more samples
+    # a second than one worker a core: docs/benchmarks.md).
     parser.add_argument("--jobs", type=int, default=2 * (os.cpu_count() or 1), metavar="N",
                         help="samples scored in parallel (default: twice the number of cores)")
     parser.add_argument("--policy", type=Path, metavar="FILE",

@@ -39,8 +39,8 @@ class _Loader(yaml.SafeLoader):
     """The safe loader; we build containers ourselves from its composed nodes to keep their marks."""
 
 
-# libyaml's parser, when PyYAML was built with it: it composes a 500-case policy about ten times faster. The
-# nodes, their marks and the Python resolver and constructor are the same; its error messages are worded
+# libyaml's parser, when PyYAML was built with it: it composes a large policy much faster (docs/benchmarks.md).
+# The nodes, their marks and the Python resolver and constructor are the same; its error messages are worded
 # differently, so a document it refuses is composed again by the pure-Python loader, for the message.
 _FAST: type[yaml.SafeLoader] | None = getattr(yaml, "CSafeLoader", None)
 
@@ -119,8 +119,8 @@ class _Builder:
 
     def _scalar(self, node: yaml.Node) -> Any:
         """A scalar's value from its tag's constructor directly (what construct_object calls, without its
-        bookkeeping for aliases and recursion, which a scalar never needs: a 500-case policy builds in 30 ms
-        instead of 110)."""
+        bookkeeping for aliases and recursion, which a scalar never needs, and which is most of a large policy's
+        build: docs/benchmarks.md)."""
         constructor = self.loader.yaml_constructors.get(node.tag) if isinstance(node, yaml.ScalarNode) else None
         if constructor is None:
             return self.loader.construct_object(node, deep=True)

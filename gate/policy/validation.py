@@ -20,7 +20,7 @@ from gate import __version__, memo
 from gate.errors import BadInput
 from gate.policy.marked_yaml import KeyPath, describe, format_path, line_of
 
-if TYPE_CHECKING:  # jsonschema (about 50 ms to import) is imported when a document is not known valid
+if TYPE_CHECKING:  # jsonschema (dear to import: docs/benchmarks.md) is imported when a document is not known valid
     from jsonschema.exceptions import ValidationError
 
 _KEY_PROBLEMS = ("unknown key", "not a key of")

@@ -1,8 +1,8 @@
 """Layer "bwrap": bubblewrap, for namespaces without root where unprivileged user namespaces work.
 
-As root the gate enters network and mount namespaces itself (cheaper: about 1 ms against about 11 ms for
-`bwrap --unshare-all`), so bubblewrap is only a candidate when the gate is not root. Its record is imported by
-the child (gate/sandbox/stack.py), so what only the gate runs is imported when it runs.
+As root the gate enters network and mount namespaces itself (several times cheaper than `bwrap --unshare-all`:
+docs/benchmarks.md), so bubblewrap is only a candidate when the gate is not root. Its record is imported by the
+child (gate/sandbox/stack.py), so what only the gate runs is imported when it runs.
 """
 
 from __future__ import annotations

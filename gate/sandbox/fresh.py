@@ -1,4 +1,5 @@
-"""Backend "fresh-interpreter": a new `python -s -S -P` per run (the fallback; about 8 ms a run here).
+"""Backend "fresh-interpreter": a new `python -s -S -P` per run (the fallback, slower than the
+zygote: docs/benchmarks.md).
 
 Not `-I`: it implies `-E`, which would ignore PYTHONHASHSEED, and the environment is an allow-list anyway. The
 new interpreter's first process is a one-run reaper (child.main): it forks the run's leader and reaps whatever

@@ -48,8 +48,8 @@ class Launcher(Protocol):
 
 def stop(process: subprocess.Popen[bytes]) -> None:
     """Wait for a helper process told to finish (its descriptors closed) to exit; kill it after 10 s. The wait
-    is on a pidfd, which wakes when the process exits (Popen.wait with a timeout polls with growing sleeps:
-    about 16 ms for a helper that takes 6 to exit)."""
+    is on a pidfd, which wakes when the process exits (Popen.wait with a timeout polls with growing sleeps,
+    which overshoot a quick exit several times: docs/benchmarks.md)."""
     try:
         exited = os.pidfd_open(process.pid)
     except OSError:  # a kernel before 5.3

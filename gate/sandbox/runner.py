@@ -36,8 +36,8 @@ if TYPE_CHECKING:
 
 _CHUNK = 65536
 # Slack for the kernel's accounting of CPU time against RLIMIT_CPU, as a share of the limit: a loop killed by
-# SIGXCPU at a 1 s limit reports as little as 0.86 s of CPU in its rusage on a loaded machine. (A program that
-# sends itself SIGXCPU to pass for a timeout only costs itself more points.)
+# SIGXCPU may report well under the limit's CPU in its rusage on a loaded machine (docs/benchmarks.md). (A
+# program that sends itself SIGXCPU to pass for a timeout only costs itself more points.)
 _CPU_SLACK = 0.5
 _STREAMS = ("stdin", "stdout", "stderr", "result", "setup")  # the run's first descriptors, in order
 # After a leader exits and the rest of its run is killed, how long its pipes may stay open (only a process

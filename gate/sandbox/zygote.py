@@ -1,4 +1,5 @@
-"""Backend "zygote": fork each run from a warm interpreter (about 2 ms a run instead of about 8).
+"""Backend "zygote": fork each run from a warm interpreter (a few times cheaper than a new
+interpreter per run: docs/benchmarks.md).
 
 One zygote per hash seed: a forked child keeps its parent's hash seed, so a run asking for another
 PYTHONHASHSEED needs a zygote started with it. A zygote is started with nothing of the gate's environment.

@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 # Modules that dataset solutions and the harnesses commonly import, loaded once here so that a forked run finds
 # them ready; pkgutil is what runpy needs to start a script. Not the rarely used heavy ones (dataclasses pulls
 # in inspect; statistics, fractions, decimal, datetime, random, shutil): every module here makes every fork
-# dearer (about 0.2 ms a run for those seven, measured), and random also reseeds itself in each forked child.
+# dearer (docs/benchmarks.md has by how much), and random also reseeds itself in each forked child.
 WARM_MODULES = ("collections", "functools", "itertools", "math", "re", "typing", "json", "string", "heapq",
                 "bisect", "enum", "copy", "operator", "traceback", "socket", "__future__", "pkgutil")
 # Standard library modules a run may ask this zygote to import for it (RunRequest.preload): pure computation,
@@ -137,7 +137,7 @@ def _read_regular(path: str) -> bytes | None:
 
 def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
     """Enter a network namespace and a mount template once, for every run of this zygote, instead of doing it
-    all in each run: creating and destroying a network namespace costs about a millisecond each time, and the
+    all in each run: creating and destroying a network namespace is dear (docs/benchmarks.md), and the
     template saves each run a third of its mount work (namespaces.enter_template). The runs share one network
     namespace with no interface up (they still cannot reach anything; the seccomp layer also keeps them from
     opening network sockets) and each still gets a mount namespace of its own, copied from the template.
