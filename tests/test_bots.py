@@ -9,7 +9,8 @@ import yaml
 
 from gate.bots.catalog import catalog
 from gate.bots.decide import Author, CommitFacts, Person, decide
-from gate.bots.patterns import branch_problem, login_matches, login_problem
+from gate.bots.patterns import login_matches, login_problem
+from gate.globs import glob_problem
 from gate.policy.model import Bots
 
 
@@ -50,7 +51,7 @@ def test_branch_globs_follow_the_path_glob_rules() -> None:
     assert decide(pull("alice", branch="team/bot-1"), (), bots).gated
     assert decide(pull("alice", branch="bot-1"), (), bots).gated
     assert not decide(pull("alice", branch="robot-1"), (), bots).gated
-    assert branch_problem("src/[abc") is not None
+    assert glob_problem("src/[abc") is not None
 
 
 def test_an_opt_out_label_on_a_bot_pr_is_an_opt_out_the_report_says_would_be_gated() -> None:
@@ -85,7 +86,7 @@ def test_every_shipped_agent_says_where_its_marks_come_from_and_validates() -> N
         assert agent.source and agent.name
         assert agent.logins or agent.branches or agent.trailers or agent.identities
         assert all(login_problem(login) is None for login in agent.logins)
-        assert all(branch_problem(glob) is None for glob in agent.branches)
+        assert all(glob_problem(glob) is None for glob in agent.branches)
 
 
 @pytest.mark.skipif(not hasattr(yaml, "CSafeLoader"), reason="PyYAML was built without libyaml here")

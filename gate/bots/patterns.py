@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
-from gate.globs import compile_glob, matches
+from gate.globs import matches
 
 _LOGIN_CHARS = re.compile(r"[A-Za-z0-9*?-]*(?:\[bot\])?", re.IGNORECASE)
 
@@ -34,15 +34,6 @@ def compile_login(pattern: str) -> re.Pattern[str]:
 def login_matches(login: str, pattern: str) -> bool:
     """Whether `login` matches the login pattern (see the module docstring)."""
     return compile_login(pattern).fullmatch(login) is not None
-
-
-def branch_problem(pattern: str) -> str | None:
-    """What is wrong with a branch glob, or None."""
-    try:
-        compile_glob(pattern)
-    except ValueError as exc:
-        return str(exc).split(": ", 1)[-1]
-    return None
 
 
 def login_problem(pattern: str) -> str | None:

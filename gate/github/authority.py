@@ -7,7 +7,7 @@ issue's `labeled` events, who wrote a comment from the comment itself, and their
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from github.GithubException import UnknownObjectException
@@ -49,10 +49,9 @@ def refusal(repo: Any, actor: Actor, pr_author: str) -> str:
 
 @dataclass(frozen=True)
 class Labels:
-    """The PR's gating labels that count (a maintainer applied them), who applied each, and what was ignored."""
+    """The PR's gating labels that count (a maintainer applied them) and what was ignored."""
 
     counted: tuple[str, ...] = ()
-    applied_by: dict[str, Actor] = field(default_factory=dict)
     ignored: tuple[str, ...] = ()  # one sentence each, for the comment
 
 
@@ -76,4 +75,4 @@ def check_labels(repo: Any, number: int, labels: tuple[str, ...], pr_author: str
                            "PR's author changes how it is gated)")
         else:
             counted.append(label)
-    return Labels(tuple(counted), {k: v for k, v in last.items() if k in counted}, tuple(ignored))
+    return Labels(tuple(counted), tuple(ignored))
