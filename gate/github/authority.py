@@ -8,11 +8,16 @@ issue's `labeled` events, who wrote a comment from the comment itself, and their
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from github.GithubException import UnknownObjectException
 
 from gate.policy.model import Bots
+
+if TYPE_CHECKING:
+    from github.NamedUser import NamedUser
+    from github.Organization import Organization
+    from github.Repository import Repository
 
 WRITE_ACCESS = ("admin", "maintain", "write")
 
@@ -23,14 +28,14 @@ class Actor:
     type: str  # "User", "Bot", ...
 
     @classmethod
-    def of(cls, user: Any) -> Actor:
-        """From a PyGithub NamedUser (None, for a deleted account, is nobody)."""
+    def of(cls, user: NamedUser | Organization | None) -> Actor:
+        """From a PyGithub NamedUser or Organization (None, for a deleted account, is nobody)."""
         if user is None:
             return cls("ghost", "Mannequin")
         return cls(str(user.login), str(user.type))
 
 
-def refusal(repo: Any, actor: Actor, pr_author: str) -> str:
+def refusal(repo: Repository, actor: Actor, pr_author: str) -> str:
     """Why `actor` may not change how this PR is gated, or "" when they may."""
     if actor.type == "Bot" or actor.login.casefold().endswith("[bot]"):
         return f"{actor.login} is a bot"
@@ -55,7 +60,7 @@ class Labels:
     ignored: tuple[str, ...] = ()  # one sentence each, for the comment
 
 
-def check_labels(repo: Any, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
+def check_labels(repo: Repository, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
     """Keep the opt-in and opt-out labels that the last `labeled` event shows a maintainer applied (override
     labels are gate.github.override's: they count for one head)."""
     gating = (*bots.labels.opt_in, *bots.labels.opt_out)

@@ -11,7 +11,7 @@ import logging
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import github
 from github.GithubException import GithubException
@@ -19,6 +19,9 @@ from github.GithubRetry import GithubRetry
 
 from gate.errors import BadInput
 from gate.secret import Secret
+
+if TYPE_CHECKING:
+    from urllib3 import BaseHTTPResponse
 
 DEFAULT_API_URL = "https://api.github.com"
 # Who writes with an Actions GITHUB_TOKEN (an installation token, which GET /user refuses).
@@ -99,7 +102,7 @@ EXPECTED_REFUSAL = ExpectedRefusal()
 class CappedRetry(GithubRetry):
     """PyGithub's retry, with a server's Retry-After capped at `max_rate_limit_wait` as well."""
 
-    def get_retry_after(self, response: Any) -> float | None:
+    def get_retry_after(self, response: BaseHTTPResponse) -> float | None:
         wait = super().get_retry_after(response)
         if wait is None or self.max_rate_limit_wait is None:
             return wait

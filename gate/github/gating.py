@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING
 
 import github
 
@@ -12,6 +12,11 @@ from gate.github.authority import Labels, check_labels
 from gate.policy.model import Bots
 from gate.sources.pullrequest import PullRequest
 from gate.verdict import Note, Verdict
+
+if TYPE_CHECKING:
+    from github.GitAuthor import GitAuthor
+    from github.NamedUser import NamedUser
+    from github.Repository import Repository
 
 
 @dataclass(frozen=True)
@@ -28,7 +33,7 @@ def gate_decision(client: github.Github, pr: PullRequest, bots: Bots) -> Gating:
     return Gating(decide(Author(pr.author, pr.author_type, pr.head_ref), labels.counted, bots, commits), labels)
 
 
-def pull_commits(repo: Any, number: int) -> tuple[CommitFacts, ...]:
+def pull_commits(repo: Repository, number: int) -> tuple[CommitFacts, ...]:
     """The PR's commits (`GET /repos/{o}/{r}/pulls/{n}/commits`): git identities, linked accounts, messages."""
     found = []
     for item in repo.get_pull(number).get_commits():
@@ -39,7 +44,7 @@ def pull_commits(repo: Any, number: int) -> tuple[CommitFacts, ...]:
     return tuple(found)
 
 
-def _person(git_actor: Any, account: Any) -> Person:
+def _person(git_actor: GitAuthor, account: NamedUser | None) -> Person:
     return Person(str(git_actor.name or ""), str(git_actor.email or ""), account.login if account else None)
 
 

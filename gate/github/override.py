@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import git
 
@@ -38,6 +38,12 @@ from gate.github.client import token_login
 from gate.github.publish import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Publisher, Report, Target, status_line
 from gate.report.markdown import cut, escape
 from gate.sources.pullrequest import PullRequest
+
+if TYPE_CHECKING:
+    import github
+    from github.CheckRun import CheckRun
+    from github.PullRequest import PullRequest as ApiPullRequest
+    from github.Repository import Repository
 
 COMMAND = re.compile(r"\A\s*/gate[ \t]+override\b[ \t]*(?P<rest>[^\n]*)")
 # A first word of 7 to 40 hex digits names the head (a SHA's prefix, as GitHub shows it).
@@ -104,27 +110,27 @@ def parse_command(body: str) -> Command | None:
     return Command(named["head"], rest[named.end():].strip()) if named else Command("", rest)
 
 
-def gate_app(client: Any) -> str:
+def gate_app(client: github.Github) -> str:
     """The slug of the app whose check runs are the gate's: the one this token writes as (`github-actions`
     for GITHUB_TOKEN); "" for a user's token, which cannot create check runs."""
     login = token_login(client)
     return login[:-len("[bot]")] if login.endswith("[bot]") else ""
 
 
-def own_runs(repo: Any, head_sha: str, check_name: str, app: str) -> list[Any]:
+def own_runs(repo: Repository, head_sha: str, check_name: str, app: str) -> list[CheckRun]:
     """Every check run named `check_name` that `app` posted on the head. `filter=all`: GitHub's default lists
     only the newest run of a name in each check suite, which after an override is the neutral one."""
     return [run for run in repo.get_commit(head_sha).get_check_runs(check_name=check_name, filter="all")
             if app and run.app is not None and run.app.slug == app]
 
 
-def blocked_since(runs: list[Any]) -> datetime | None:
+def blocked_since(runs: list[CheckRun]) -> datetime | None:
     """When the gate's check run first said failure, or None when it never did."""
     times = [run.completed_at or run.started_at for run in runs if run.conclusion == "failure"]
     return min((t for t in times if t is not None), default=None)
 
 
-def recorded(runs: list[Any], head_sha: str) -> Override | None:
+def recorded(runs: list[CheckRun], head_sha: str) -> Override | None:
     """The newest override that the gate's own neutral check runs on the head record for that head."""
     for run in sorted(runs, key=lambda r: (r.completed_at or r.started_at, r.id), reverse=True):
         found = Override.from_record(run.output.summary or "") if run.conclusion == "neutral" else None
@@ -133,7 +139,7 @@ def recorded(runs: list[Any], head_sha: str) -> Override | None:
     return None
 
 
-def find_override(repo: Any, app: str, number: int, head_sha: str, pr_author: str, label: str | None,
+def find_override(repo: Repository, app: str, number: int, head_sha: str, pr_author: str, label: str | None,
                   check_name: str) -> OverrideCheck:
     """The override that covers `head_sha`: one the gate recorded on it, else the override label of this run's
     `labeled` event (`label`, when the policy names it as one)."""
@@ -176,8 +182,8 @@ def overridden(report: Report, override: Override) -> Report:
                    comment=f"> {said}\n\n{report.comment}" if report.comment is not None else None)
 
 
-def check_comment(client: Any, repo: Any, pull: Any, payload: Mapping[str, Any], command: Command,
-                  check_name: str) -> OverrideCheck:
+def check_comment(client: github.Github, repo: Repository, pull: ApiPullRequest, payload: Mapping[str, Any],
+                  command: Command, check_name: str) -> OverrideCheck:
     """The event's `/gate override` comment as an override of the PR's head now (`pull`, from the API)."""
     head = pull.head.sha
     if command.head and not head.startswith(command.head):
@@ -194,8 +200,8 @@ def check_comment(client: Any, repo: Any, pull: Any, payload: Mapping[str, Any],
     return OverrideCheck(Override(actor.login, comment.created_at, command.reason, "comment", head))
 
 
-def answer_command(client: Any, repo_name: str, payload: dict[str, Any], names_for: Callable[[PullRequest], Names],
-                   environ: Mapping[str, str]) -> int:
+def answer_command(client: github.Github, repo_name: str, payload: dict[str, Any],
+                   names_for: Callable[[PullRequest], Names], environ: Mapping[str, str]) -> int:
     """An `issue_comment` event: when it is a `/gate override` comment on a PR, check it and, when it counts,
     post the neutral check run (with the record) and status on the head and open the gate's comment with it.
     `names_for` gives the names a run for the PR posts under (a PR into a branch no protection of the gate's

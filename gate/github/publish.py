@@ -11,7 +11,7 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import github
 import requests
@@ -24,6 +24,10 @@ from gate.report.markdown import code, cut
 from gate.report.summary import render_summary
 from gate.report.templating import Overrides
 from gate.verdict import Verdict, listing
+
+if TYPE_CHECKING:
+    from github.Issue import Issue
+    from github.IssueComment import IssueComment
 
 CHECK_TEXT_LIMIT = 65_535  # characters in a check run's summary, and in its text
 # Annotations a check run gets: what one request carries. More would cost a request per 50 (20,000 findings
@@ -275,7 +279,7 @@ class Publisher:
             mine.edit(f"> {markdown}\n\n{mine.body}")
         return True
 
-    def _own_comment(self, issue: Any) -> Any:
+    def _own_comment(self, issue: Issue) -> IssueComment | None:
         """The gate's comment: the oldest that holds the marker AND was written by this token's identity (anyone
         can paste the marker); later copies by the same identity are deleted."""
         login = token_login(self.client).casefold()
@@ -285,7 +289,7 @@ class Publisher:
         return own[0] if own else None
 
     @staticmethod
-    def _write_comment(issue: Any, mine: Any, body: str) -> None:
+    def _write_comment(issue: Issue, mine: IssueComment | None, body: str) -> None:
         if mine is None:
             issue.create_comment(body)
         else:

@@ -6,7 +6,7 @@ here, so no case can run; `trust.read_trusted` takes what is trusted from the ba
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
 
 from github.GithubException import UnknownObjectException
 
@@ -15,6 +15,11 @@ from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import deleted_paths, read_trusted, source_files
 from gate.subject import Subject
 
+if TYPE_CHECKING:
+    from github import Github
+    from github.File import File
+    from github.Repository import Repository
+
 # The PR files API's statuses ("copied", "changed" and "unchanged" are edits of the file at `filename`).
 _STATUS: dict[str, ChangeStatus] = {"added": "added", "removed": "deleted", "renamed": "renamed"}
 
@@ -22,7 +27,7 @@ _STATUS: dict[str, ChangeStatus] = {"added": "added", "removed": "deleted", "ren
 class ApiBase:
     """The base commit of a repository, read through the contents API at its SHA."""
 
-    def __init__(self, repo: Any, sha: str) -> None:
+    def __init__(self, repo: Repository, sha: str) -> None:
         self.repo = repo
         self.sha = sha
 
@@ -45,7 +50,7 @@ class ApiBase:
         return found
 
 
-def subject_from_api(client: Any, repo_name: str, number: int, base_sha: str, head_sha: str, *,
+def subject_from_api(client: Github, repo_name: str, number: int, base_sha: str, head_sha: str, *,
                      policy_path: str | None, repo_url: str) -> ScoreInput:
     """PR `number` of `repo_name` through the API: what is trusted from `base_sha`, the files at `head_sha`."""
     repo = client.get_repo(repo_name)
@@ -61,7 +66,7 @@ def subject_from_api(client: Any, repo_name: str, number: int, base_sha: str, he
     return ScoreInput(subject, trusted.policy, trusted.overrides, trusted.reproduce)
 
 
-def bytes_at(repo: Any, path: str, ref: str) -> bytes | None:
+def bytes_at(repo: Repository, path: str, ref: str) -> bytes | None:
     """The bytes of `path` at commit `ref` through the API, or None when there is no such file."""
     try:
         content = repo.get_contents(path, ref=ref)
@@ -73,7 +78,7 @@ def bytes_at(repo: Any, path: str, ref: str) -> bytes | None:
     return data
 
 
-def _change(repo: Any, entry: Any, head_sha: str) -> Change:
+def _change(repo: Repository, entry: File, head_sha: str) -> Change:
     """One entry of the PR's files: its status, the lines its `patch` adds (none given for a binary or too
     large diff: the whole file counts), and its bytes at the head."""
     status = _STATUS.get(entry.status, "modified")
