@@ -28,6 +28,13 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 # Variables pytest reads: no plugin loads unless the gate or the base's configuration names it; coverage's data
 # (pytest-cov) goes to /tmp, the tree being read-only.
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
+# pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
+# are used, the head's never.
+PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+# Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
+# of an import root they would be what the suite's process imports: the base's only (the harness keeps its
+# own copy, harness/suite.py FRAMEWORK: it imports nothing of the gate).
+FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 
 
 @dataclass(frozen=True)

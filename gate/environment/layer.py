@@ -114,7 +114,7 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str]) -> Path:
     compiled extension), and return `tree`. Never over a file, never through a symbolic link, never under the
     suite's test paths `tests` nor a conftest.py or pytest configuration: what the suite runs stays the base's
     (gate/sources/gitrange.py)."""
-    from gate.sources.gitrange import PYTEST_CONFIG
+    from gate.cases.suite import PYTEST_CONFIG
 
     for package in layer.iterdir():
         target = tree / package.name
@@ -193,7 +193,7 @@ def _framework_named(parts: tuple[str, ...]) -> bool:
     """Whether a wheel's file is (in) a module named like the test framework: the layer comes before the
     environment on the import path, so the head's build could otherwise hand the suite's process its pytest
     (the tree's own such modules are left out the same way, gate/sources/gitrange.py)."""
-    from gate.sources.gitrange import FRAMEWORK_MODULES
+    from gate.cases.suite import FRAMEWORK_MODULES
 
     top = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
     return top in FRAMEWORK_MODULES

@@ -22,6 +22,7 @@ from urllib.parse import urlsplit
 
 import git
 
+from gate.cases.suite import FRAMEWORK_MODULES, PYTEST_CONFIG
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
@@ -465,13 +466,6 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
         src = False
     return spec.import_roots(src)
 
-
-# pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
-# are used, the head's never.
-PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
-# Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
-# of an import root they would be what the suite's process imports: the base's only.
-FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 
 
 def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
