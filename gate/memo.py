@@ -1,6 +1,6 @@
 """What the gate found out on this machine and can use again, remembered until it reboots: root's only.
 
-A record is a JSON file in the gate's state directory (`gate.sandbox.users.STATE_DIR`, /run/gate: root's,
+A record is a JSON file in the gate's state directory (`STATE_DIR`, /run/gate: root's,
 0700, on a tmpfs that a reboot empties), so only root writes one: never a run, whose uid is another and whose
 root holds nothing of /run. Without root nothing is remembered (a run may then share the gate's uid). A
 record is used only when its key, which names everything the finding depends on, is the one given now;
@@ -23,6 +23,32 @@ from gate.errors import GateFailure
 
 FORMAT = 1  # bump when a record's shape changes
 _MAX_BYTES = 1 << 20
+# The gate's own state (these records; the sandbox's uids' lock files, gate/sandbox/users.py): root's only. Not
+# /run/lock, which anyone may write: a link planted there would have the gate change and create files wherever
+# it points.
+STATE_DIR = "/run/gate"
+
+
+def state_dir(path: str | None = None) -> int:
+    """A descriptor of the gate's state directory (`path`, by default STATE_DIR as it is when called), made
+    0700 root's if missing. Refused (GateFailure) when it is a link, not a directory, or not root's own: nothing
+    the gate opens for itself follows a link."""
+    path = STATE_DIR if path is None else path
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(path, 0o700)
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError as exc:
+        raise GateFailure(f"the gate's state directory {path} cannot be used ({exc.strerror}): it must be a "
+                          "directory of root's, not a link; remove it") from exc
+    info = os.fstat(fd)
+    if info.st_uid != 0:
+        os.close(fd)
+        raise GateFailure(f"the gate's state directory {path} belongs to uid {info.st_uid}, not root; "
+                          "remove it")
+    if stat.S_IMODE(info.st_mode) != 0o700:
+        os.fchmod(fd, 0o700)
+    return fd
 
 
 def _digest(key: Any) -> str:
@@ -31,11 +57,9 @@ def _digest(key: Any) -> str:
 
 def _state() -> int | None:
     """The state directory's descriptor, or None when the gate is not root or the directory cannot be used (it
-    cannot be made, or it is a link or not root's: see users.state_dir; the uids then refuse it themselves)."""
+    cannot be made, or it is a link or not root's: see state_dir; the uids then refuse it themselves)."""
     if os.geteuid() != 0:
         return None
-    from gate.sandbox.users import state_dir  # (the uids' lock files are there too)
-
     try:
         return state_dir()
     except (OSError, GateFailure):

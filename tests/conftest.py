@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import open_sandbox, users
+from gate import memo
+from gate.sandbox import open_sandbox
 from gate.sandbox.base import Limits
 from gate.sandbox.runner import LayeredSandbox
 from tests import session_support
@@ -55,7 +56,7 @@ def state(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A state directory of the test's own, in place of /run/gate (where root remembers what the layer probes
     found and which documents are valid)."""
     folder = tmp_path / "state"
-    monkeypatch.setattr(users, "STATE_DIR", str(folder))
+    monkeypatch.setattr(memo, "STATE_DIR", str(folder))
     return folder
 
 

@@ -31,7 +31,6 @@ from gate.policy.loader import (
 )
 from gate.policy.model import CaseSpec, ImportRules, Points, Policy
 from gate.policy.validation import _content
-from gate.sandbox import users
 
 # (file text, line, key path, words the message must have). The line and key are where a user would look.
 ERRORS = [
@@ -503,6 +502,6 @@ def test_a_planted_state_directory_is_not_used_and_the_policy_still_loads(tmp_pa
     victim = tmp_path / "victim"
     victim.mkdir()
     (tmp_path / "state").symlink_to(victim)  # a link where root's own directory should be
-    monkeypatch.setattr(users, "STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(memo, "STATE_DIR", str(tmp_path / "state"))
     assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
     assert list(victim.iterdir()) == []  # nothing was written through the link

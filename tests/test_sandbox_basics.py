@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from gate import memo
 from gate.errors import BadInput, GateFailure
-from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry, users
+from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry
 from gate.sandbox.base import LAYERS, PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
 from tests.sandbox_support import SERVE
@@ -268,7 +269,7 @@ def test_layers_found_ahead_are_the_same_and_nothing_of_the_search_outlives_its_
         box.close()
     assert ahead == plain and (result.exit_code, result.stdout) == (0, b"42\n")
     # Nothing remembered (a state directory of its own): the probes really run, and the block waits for them.
-    monkeypatch.setattr(users, "STATE_DIR", str(tmp_path / "state"))
+    monkeypatch.setattr(memo, "STATE_DIR", str(tmp_path / "state"))
     before = _children()
     with layers_found_ahead():
         pass  # a gate that had no code to run

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from gate import memo
 from gate.errors import GateFailure
 from gate.sandbox import open_sandbox, users
 from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest
@@ -218,17 +219,17 @@ def test_the_state_directory_refuses_a_planted_link(tmp_path: Path) -> None:
     link = tmp_path / "state"
     link.symlink_to(victim)
     with pytest.raises(GateFailure, match="not a link"):
-        users.state_dir(str(link))
+        memo.state_dir(str(link))
     assert stat.S_IMODE(victim.stat().st_mode) == 0o750 and list(victim.iterdir()) == []
     if ROOT:
         theirs = tmp_path / "theirs"
         theirs.mkdir()
         os.chown(theirs, 65534, 65534)
         with pytest.raises(GateFailure, match="not root"):
-            users.state_dir(str(theirs))
+            memo.state_dir(str(theirs))
         loose = tmp_path / "loose"
         loose.mkdir(mode=0o777)
-        os.close(users.state_dir(str(loose)))
+        os.close(memo.state_dir(str(loose)))
         assert stat.S_IMODE(loose.stat().st_mode) == 0o700
 
 
@@ -240,7 +241,7 @@ def test_a_planted_link_in_the_state_directory_is_not_followed(tmp_path: Path,
     victim = tmp_path / "victim.txt"
     victim.write_text("untouched")
     (state / users.USER_PREFIX).symlink_to(victim)
-    monkeypatch.setattr(users, "STATE_DIR", str(state))
+    monkeypatch.setattr(memo, "STATE_DIR", str(state))
     with pytest.raises((GateFailure, OSError)):
         box = open_sandbox(LIMITS)
         try:

@@ -109,8 +109,8 @@ def test_without_root_nothing_is_remembered() -> None:
     state.mkdir(mode=0o700)
     os.chown(state, 65534, 65534)
     code = ("import sys; sys.path[:0] = [sys.argv[1]]\n"
-            "from gate import memo\nfrom gate.sandbox import users\n"
-            "users.STATE_DIR = sys.argv[2]\n"
+            "from gate import memo\n"
+            "memo.STATE_DIR = sys.argv[2]\n"
             "memo.remember('layers', {'k': 1}, {'v': 1})\n"
             "print(memo.recall('layers', {'k': 1}))\n")
     done = subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",

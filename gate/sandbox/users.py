@@ -7,7 +7,6 @@ be killed without touching anything else. Without useradd, `nobody` (shared, so 
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import pwd
@@ -20,14 +19,13 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from gate import memo
 from gate.errors import GateFailure
+from gate.memo import state_dir
 
 USER_PREFIX = "gate-sbx"
 NOBODY = 65534
 MAX_SLOTS = 32
-# The gate's own state (the uids' lock files): root's only. Not /run/lock, which anyone may write: a link
-# planted there would have the gate change and create files wherever it points.
-STATE_DIR = "/run/gate"
 
 
 @dataclass(frozen=True)
@@ -59,7 +57,7 @@ def _ensure_user(name: str) -> Identity | None:
 class UidPool:
     """Hands out one dedicated uid per concurrent run, or `nobody` when no user can be created. Thread-safe,
     and safe across gate processes on one machine (parallel tests, parallel jobs): a uid is held with an
-    exclusive flock on its lock file in STATE_DIR for as long as its run lasts."""
+    exclusive flock on its lock file in the gate's state directory (gate/memo.py) for as long as its run lasts."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -88,7 +86,7 @@ class UidPool:
             fd = os.open(name, flags, 0o600, dir_fd=self._state)
             if not stat.S_ISREG(os.fstat(fd).st_mode):
                 os.close(fd)
-                raise GateFailure(f"{STATE_DIR}/{name} is not a regular file; remove it")
+                raise GateFailure(f"{memo.STATE_DIR}/{name} is not a regular file; remove it")
             self._fds[slot] = fd
         try:
             fcntl.flock(self._fds[slot], fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -147,27 +145,6 @@ class UidPool:
                 os.close(self._state)
                 self._state = -1
 
-
-def state_dir(path: str | None = None) -> int:
-    """A descriptor of the gate's state directory (`path`, by default STATE_DIR as it is when called), made
-    0700 root's if missing. Refused (GateFailure) when it is a link, not a directory, or not root's own: nothing
-    the gate opens for itself follows a link."""
-    path = STATE_DIR if path is None else path
-    with contextlib.suppress(FileExistsError):
-        os.mkdir(path, 0o700)
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError as exc:
-        raise GateFailure(f"the gate's state directory {path} cannot be used ({exc.strerror}): it must be a "
-                          "directory of root's, not a link; remove it") from exc
-    info = os.fstat(fd)
-    if info.st_uid != 0:
-        os.close(fd)
-        raise GateFailure(f"the gate's state directory {path} belongs to uid {info.st_uid}, not root; "
-                          "remove it")
-    if stat.S_IMODE(info.st_mode) != 0o700:
-        os.fchmod(fd, 0o700)
-    return fd
 
 
 def _statuses() -> Iterator[tuple[int, dict[str, str]]]:
