@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gate.bots.catalog import Agent, catalog, parse_trailer
 from gate.bots.patterns import branch_matches, login_matches
-from gate.policy.model import Bots
+
+if TYPE_CHECKING:  # the policy's `bots:` is read here, never built: its model validates with this package
+    from gate.policy.model import Bots
 
 
 @dataclass(frozen=True)
