@@ -53,20 +53,20 @@ def refusal(repo: Repository, actor: Actor, pr_author: str) -> str:
 
 
 @dataclass(frozen=True)
-class Labels:
+class LabelCheck:
     """The PR's gating labels that count (a maintainer applied them) and what was ignored."""
 
     counted: tuple[str, ...] = ()
     ignored: tuple[str, ...] = ()  # one sentence each, for the comment
 
 
-def check_labels(repo: Repository, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> Labels:
+def check_labels(repo: Repository, number: int, labels: tuple[str, ...], pr_author: str, bots: Bots) -> LabelCheck:
     """Keep the opt-in and opt-out labels that the last `labeled` event shows a maintainer applied (override
     labels are gate.github.override's: they count for one head)."""
     gating = (*bots.labels.opt_in, *bots.labels.opt_out)
     present = [label for label in labels if label in gating]
     if not present:
-        return Labels()
+        return LabelCheck()
     last: dict[str, Actor] = {}
     for event in repo.get_issue(number).get_events():
         if event.event == "labeled" and event.label is not None and event.label.name in present:
@@ -80,4 +80,4 @@ def check_labels(repo: Repository, number: int, labels: tuple[str, ...], pr_auth
                            "PR's author changes how it is gated)")
         else:
             counted.append(label)
-    return Labels(tuple(counted), tuple(ignored))
+    return LabelCheck(tuple(counted), tuple(ignored))

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import github
 
 from gate.bots.decide import Author, CommitFacts, Decision, Person, decide
-from gate.github.authority import Labels, check_labels
+from gate.github.authority import LabelCheck, check_labels
 from gate.policy.model import Bots
 from gate.sources.pullrequest import PullRequest
 from gate.verdict import Note, Verdict
@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Gating:
     decision: Decision
-    labels: Labels
+    labels: LabelCheck
 
 
 def gate_decision(client: github.Github, pr: PullRequest, bots: Bots) -> Gating:
