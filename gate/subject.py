@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from gate.environment import BuiltEnvironment
-from gate.environment.layer import Layer
+from gate.environment.layer import BuildLayer
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
 
@@ -137,7 +137,7 @@ class Subject:
     import_roots: tuple[str, ...] = ()
     # Where the head's and the base's projects are built in the sandbox (gate/environment/layer.py): with an
     # environment and a project to build only.
-    layers: tuple[Layer, Layer] | None = None
+    layers: tuple[BuildLayer, BuildLayer] | None = None
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
     base: BaseTree | None = None  # on a source that has the base commit
     # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").

@@ -56,17 +56,17 @@ with open(os.path.join(out, name), "rb") as wheel, os.fdopen(int(os.environ["GAT
 
 
 @dataclass(frozen=True)
-class Layer:
+class BuildLayer:
     """Where one commit's build goes (cached under the gate's cache), and the version git gives it."""
 
     path: Path
     version: str
 
 
-def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) -> Layer:
+def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) -> BuildLayer:
     """The layer of the commit whose tree is `tree_sha`, built in the environment `environment_key`."""
     key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version}, {})
-    return Layer(where / "layers" / key, version)
+    return BuildLayer(where / "layers" / key, version)
 
 
 def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
@@ -148,12 +148,12 @@ def _plain(tree: Path, relative: PurePath) -> bool:
     return not dest.is_symlink() and not dest.exists()
 
 
-def _in_place(layer: Layer, roots: Sequence[str]) -> tuple[str, ...]:
+def _in_place(layer: BuildLayer, roots: Sequence[str]) -> tuple[str, ...]:
     """The import roots with the layer first among the absolute ones, in place of the tree's `src`."""
     return (*(root for root in roots if root != "src"), str(layer.path))
 
 
-def build(sandbox: Sandbox, tree: Callable[[], Path], layer: Layer, sites: Sequence[str], limits: Limits) -> str:
+def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: Sequence[str], limits: Limits) -> str:
     """Build the project in the tree `tree()` exports into `layer` (once: a built layer is reused, and `tree`
     is not called) in `sandbox`, with the environment's `sites` for its build requirements. Returns "" when
     the layer is ready, else why not (the verdict's note; the runs then import the tree)."""

@@ -26,7 +26,7 @@ from gate.cases.suite import FRAMEWORK_MODULES, PYTEST_CONFIG
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
-from gate.environment.layer import Layer, layer_for
+from gate.environment.layer import BuildLayer, layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
@@ -379,7 +379,7 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvir
 
 
 def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None
-            ) -> tuple[Layer, Layer] | None:
+            ) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
     project a build installs (a flat tree of modules runs as it is)."""
     if environment is None or not buildable(GitBase(head).read):
