@@ -5,12 +5,14 @@ metadata `importlib.metadata` reads and the entry points: a run imports the proj
 build runs in the sandbox (no network, its own uid), with the build requirements the base declares already in
 the repository's environment, like pip's `--no-build-isolation`: the PEP 517 backend of the tree's
 pyproject.toml (setuptools' legacy backend for a setup.py) builds a wheel, which comes back on the run's
-result channel; the gate unpacks it (never runs it) into the layer, which later runs see read-only and first
-on the import path, in place of the tree's `src`. A flat layout's package is imported from the tree (pytest puts
-the rootdir first), so what the build added to it is copied into the run's trees, as an editable install writes
-it into the working tree (`overlay`). The version is the one git gives the commit (an export has
-no .git), in SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment and that
-version; a build that fails is a note in the verdict, and the runs import the tree as it is.
+result channel; the gate unpacks it (never runs it) into the layer, which later runs see read-only on the
+import path after the tree's roots: the tree's package is what runs, in a src layout as in a flat one (what is
+merged is the tree, not what its backend chose to put in a wheel), and what the build added to it is copied into
+the run's trees, as an editable install writes it into the working tree (`overlay`). Of the wheel the layer keeps
+no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode
+and no .pth file. The version is the one git gives the commit (an export has no .git), in
+SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment, that version and these
+rules; a build that fails is a note in the verdict, and the runs import the tree as it is.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import TYPE_CHECKING
 
 from gate.environment import cache
 from gate.sandbox.base import Limits, RunRequest, Sandbox
+from gate.sandbox.stage import NOT_RUN_SUFFIXES
 
 if TYPE_CHECKING:
     from gate.subject import Subject
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 _DONE = "gate-layer.json"
 _WHEEL_BYTES = 256 * 1024 * 1024
 _TAIL = 8  # lines of the build's output a failure note shows
+# The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
+# older gate, is another entry of the cache.
+_RULES = 2
 
 _BUILD = b'''\
 import importlib, os, sys, tempfile, tomllib
@@ -65,42 +71,45 @@ class BuildLayer:
 
 def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) -> BuildLayer:
     """The layer of the commit whose tree is `tree_sha`, built in the environment `environment_key`."""
-    key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version}, {})
+    key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES},
+                       {})
     return BuildLayer(where / "layers" / key, version)
 
 
 def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     """`subject` with its head's project built (and the base's, for the suite's baseline) in `sandbox`, each
-    layer in place of the tree's `src` on the import path; a build that fails leaves the tree's roots and
-    says why in the facts."""
+    layer on the import path after the tree's roots; a build that fails leaves the tree's roots and says why
+    in the facts."""
     if subject.layers is None or subject.tree is None:
         return subject
     head, base = subject.layers
     sites = subject.environment.site_packages if subject.environment else ()
+    installed = (*sites, *(subject.suite.runner if subject.suite else ()))
     notes = []
     tree = subject.tree
-    failed = build(sandbox, lambda: tree, head, sites, limits)
+    failed = build(sandbox, lambda: tree, head, sites, limits, installed)
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
         suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
-            overlay(head.path, where, tuple(arg for s in suites for arg in s.args))
+            overlay(head.path, where, tuple(arg for s in suites for arg in s.args), _relative(subject.import_roots))
         subject = replace(subject, import_roots=_in_place(head, subject.import_roots))
     suite, base_tree = subject.suite, subject.base
     if base_tree is None:
         return replace(subject, facts=(*subject.facts, *notes))
     exported = suite.base_tree if suite is not None else None
     failed = build(sandbox, (lambda: exported) if exported is not None else base_tree.export,
-                   base, sites, limits)
+                   base, sites, limits, installed)
     if failed:
         notes.append(("build", f"base: {failed}"))
     else:
         tests = tuple(arg for each in (suite, *(s for _, s in subject.scope_suites)) if each for arg in each.args)
+        roots = _relative(base_tree.roots)
         if exported is not None:
-            overlay(base.path, exported, tests)
+            overlay(base.path, exported, tests, roots)
         export = base_tree.export
-        base_tree = replace(base_tree, export=functools.cache(lambda: overlay(base.path, export(), tests)))
+        base_tree = replace(base_tree, export=functools.cache(lambda: overlay(base.path, export(), tests, roots)))
         subject = replace(subject, base=replace(base_tree, roots=_in_place(base, base_tree.roots)),
                           suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots)),
                           scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
@@ -108,28 +117,30 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     return replace(subject, facts=(*subject.facts, *notes))
 
 
-def overlay(layer: Path, tree: Path, tests: Sequence[str]) -> Path:
-    """Copy into `tree` each file of the layer's packages that the tree's own copy of the package (at its top:
-    a flat layout) lacks, as an editable install's build writes them into the working tree (a version file, a
-    compiled extension), and return `tree`. Never over a file, never through a symbolic link, never under the
-    suite's test paths `tests` nor a conftest.py or pytest configuration: what the suite runs stays the base's
-    (gate/sources/gitrange.py)."""
+def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] = ()) -> Path:
+    """Copy into `tree` each file of the layer's packages that the tree's own copy of the package (at its top,
+    a flat layout, or at the top of one of its relative import roots `roots`: `src`) lacks, as an editable
+    install's build writes them into the working tree (a version file), and return `tree`. Never over a file,
+    never through a symbolic link, never as a file or folder named like one beside it (`core/` next to
+    `core.py`: Python would import the package instead), never under the suite's test paths `tests` nor a
+    conftest.py or pytest configuration: what the suite runs stays the base's (gate/sources/gitrange.py)."""
     from gate.cases.suite import PYTEST_CONFIG
 
     for package in layer.iterdir():
-        target = tree / package.name
-        if not package.is_dir() or target.is_symlink() or not target.is_dir():
-            continue
-        for parent, _, names in os.walk(package):
-            for name in names:
-                source = Path(parent, name)
-                relative = source.relative_to(layer)
-                if (name in ("conftest.py", *PYTEST_CONFIG) or _under(relative.as_posix(), tests)
-                        or not _plain(tree, relative)):
-                    continue
-                dest = tree / relative
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(source, dest)
+        for root in dict.fromkeys(("", *roots)):
+            target = tree / root / package.name
+            if not package.is_dir() or target.is_symlink() or not target.is_dir():
+                continue
+            for parent, _, names in os.walk(package):
+                for name in names:
+                    source = Path(parent, name)
+                    relative = PurePath(root, source.relative_to(layer))
+                    if (name in ("conftest.py", *PYTEST_CONFIG) or _under(relative.as_posix(), tests)
+                            or not _plain(tree, relative)):
+                        continue
+                    dest = tree / relative
+                    dest.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(source, dest)
     return tree
 
 
@@ -138,25 +149,34 @@ def _under(path: str, tests: Sequence[str]) -> bool:
 
 
 def _plain(tree: Path, relative: PurePath) -> bool:
-    """Whether `tree / relative` is free and every folder on the way there is a real folder (or absent)."""
+    """Whether `tree / relative` is free, every folder on the way there is a real folder (or absent), and
+    what it would add (the file, or its first folder that is absent) has no name like an entry beside it."""
     where = tree
-    for part in relative.parts[:-1]:
-        where = where / part
-        if where.is_symlink() or (where.exists() and not where.is_dir()):
+    for index, part in enumerate(relative.parts):
+        parent, where = where, where / part
+        if where.is_symlink() or (where.exists() and (index == len(relative.parts) - 1 or not where.is_dir())):
             return False
-    dest = tree / relative
-    return not dest.is_symlink() and not dest.exists()
+        if not where.exists():
+            stem = part.partition(".")[0]
+            return not any(entry.partition(".")[0] == stem for entry in os.listdir(parent))
+    return False
+
+
+def _relative(roots: Sequence[str]) -> tuple[str, ...]:
+    return tuple(root for root in roots if not os.path.isabs(root))
 
 
 def _in_place(layer: BuildLayer, roots: Sequence[str]) -> tuple[str, ...]:
-    """The import roots with the layer first among the absolute ones, in place of the tree's `src`."""
-    return (*(root for root in roots if root != "src"), str(layer.path))
+    """The import roots with the layer after them: the tree's own modules (`src` among its roots) come first."""
+    return (*roots, str(layer.path))
 
 
-def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: Sequence[str], limits: Limits) -> str:
+def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: Sequence[str], limits: Limits,
+          installed: Sequence[str] = ()) -> str:
     """Build the project in the tree `tree()` exports into `layer` (once: a built layer is reused, and `tree`
-    is not called) in `sandbox`, with the environment's `sites` for its build requirements. Returns "" when
-    the layer is ready, else why not (the verdict's note; the runs then import the tree)."""
+    is not called) in `sandbox`, with the environment's `sites` for its build requirements; the layer keeps
+    no module that the folders `installed` (the environment's, the gate's pytest) hold. Returns "" when the
+    layer is ready, else why not (the verdict's note; the runs then import the tree)."""
     with cache.locked(layer.path.parent / f"{layer.path.name}.lock"):
         done = layer.path / _DONE
         if done.is_file():
@@ -182,27 +202,44 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                _unpack(result.result, layer.path, limits.disk_bytes)
+                _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
         done.write_text(json.dumps({"failed": failed}))
         return failed
 
 
-def _framework_named(parts: tuple[str, ...]) -> bool:
-    """Whether a wheel's file is (in) a module named like the test framework: the layer comes before the
-    environment on the import path, so the head's build could otherwise hand the suite's process its pytest
-    (the tree's own such modules are left out the same way, gate/sources/gitrange.py)."""
+def _modules(folders: Sequence[str]) -> frozenset[str]:
+    """The top-level modules and packages the import path's `folders` hold, by name."""
+    found: set[str] = set()
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        found.update(name.partition(".")[0] for name in names
+                     if name != "__pycache__" and not name.endswith((".dist-info", ".egg-info", ".pth")))
+    return frozenset(found)
+
+
+def _kept(parts: tuple[str, ...], installed: frozenset[str]) -> bool:
+    """Whether a wheel's file goes into the layer: not (in) a module named like the test framework nor like one
+    the environment or the gate's pytest installs (`installed`), not native code, bytecode or a .pth file. The
+    layer comes before the environment on the import path, so the head's build could otherwise hand the suite's
+    process its pytest, a plugin or a test helper (the tree's framework-named modules are left out the same
+    way, gate/sources/gitrange.py), and code no check can read (gate/sandbox/stage.py)."""
     from gate.cases.suite import FRAMEWORK_MODULES
 
-    top = parts[0].removesuffix(".py") if len(parts) == 1 else parts[0]
-    return top in FRAMEWORK_MODULES
+    name = parts[-1].lower()
+    top = parts[0].partition(".")[0] if len(parts) == 1 else parts[0]
+    return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name)
 
 
-def _unpack(wheel: bytes, target: Path, max_bytes: int) -> None:
-    """Write the wheel's importable files (its root, and its .data's purelib/platlib) into `target` (which
-    runs already see: it is filled in place), readable by any uid and writable by none but the gate; nothing
-    of it is run. Raises ValueError for a name that leaves the layer or more than `max_bytes` unpacked."""
+def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset()) -> None:
+    """Write the wheel's importable files (its root, and its .data's purelib/platlib) that the layer keeps
+    (`_kept`) into `target` (which runs already see: it is filled in place), readable by any uid and writable
+    by none but the gate; nothing of it is run. Raises ValueError for a name that leaves the layer or more
+    than `max_bytes` unpacked."""
     for entry in list(target.iterdir()):  # what an interrupted build left
         shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     with zipfile.ZipFile(BytesIO(wheel)) as archive:
@@ -217,7 +254,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int) -> None:
                 if parts[1] not in ("purelib", "platlib"):
                     continue  # scripts, headers, data: not imported
                 parts = parts[2:]
-            if info.is_dir() or _framework_named(parts):
+            if info.is_dir() or not _kept(parts, installed):
                 continue
             dest = target.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)

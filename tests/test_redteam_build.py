@@ -1,0 +1,188 @@
+"""Red team: the head's own build (its PEP 517 backend, the bot's code) hands the gate a wheel that the runs
+import. Each attack here is a bot's head with a regression whose wheel tries to make the base's tests pass
+anyway: by shipping other code than the tree's for the package, by shadowing a module the environment
+installs, by a module of the wheel that Python imports in place of the tree's, or by code no check reads.
+"""
+
+from __future__ import annotations
+
+import zipfile
+from io import BytesIO
+from pathlib import Path
+
+import pytest
+
+from gate.environment.layer import _unpack, overlay
+from tests.git_support import Repo
+from tests.projects import (  # noqa: F401
+    BACKEND,
+    gate_cache,
+    gate_cache_root,
+    offline_pip,
+    project_repo,
+    pyproject,
+    wheelhouse,
+)
+from tests.suite_support import score_repo, suite_statuses
+
+PACKAGE = "def double(x):\n    return 2 * x\n"
+BROKEN = PACKAGE.replace("2 * x", "x + 2")
+# The base's tests compare through a helper its test dependency installs (checkhelp, in the wheelhouse).
+TESTS = "import verpkg\nfrom checkhelp import same\n\n\ndef test_double():\n    assert same(verpkg.double(21), 42)\n"
+POLICY = "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 5\n"
+# Where the in-tree backend (tests/projects.py) adds entries of its own to the wheel it writes.
+WHEEL_ITEMS = "        wheel_meta = "
+
+
+def _repo(root: Path, files: dict[str, str]) -> Repo:
+    return project_repo(root, {"pyproject.toml": pyproject("verpkg", ["checkhelp"]), "tests/test_verpkg.py": TESTS,
+                               ".github/gate.yml": POLICY, **files})
+
+
+def _adding(items: dict[str, str]) -> str:
+    """The in-tree backend, its wheel holding `items` (archive name -> text) besides the tree's files."""
+    added = ", ".join(f"({name!r}, {text.encode()!r})" for name, text in items.items())
+    return BACKEND.replace(WHEEL_ITEMS, f"        items += [{added}]\n{WHEEL_ITEMS}")
+
+
+def _test_double(verdict: object) -> str:
+    return suite_statuses(verdict)["tests/test_verpkg.py::test_double"]  # type: ignore[arg-type]
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_wheel_that_ships_other_code_than_the_trees_src_is_not_what_the_suite_runs(tmp_path: Path) -> None:
+    """src layout: the head's src/verpkg has the regression, and its backend writes the base's code into the
+    wheel. What is merged is the tree: the suite must run the tree's module, not the wheel's copy of it."""
+    repo = _repo(tmp_path / "repo", {"src/verpkg/__init__.py": PACKAGE})
+    substituting = BACKEND.replace("open(path, \"rb\").read()",
+                                   "open(path, \"rb\").read().replace(b'x + 2', b'2 * x')")
+    assert substituting != BACKEND
+    repo.commit("bot: speed up double", {"src/verpkg/__init__.py": BROKEN, "_backend/backend.py": substituting})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("package", ["verpkg", "src/verpkg"])
+def test_a_wheel_never_shadows_a_module_the_environment_installs(tmp_path: Path, package: str) -> None:
+    """The wheel brings its own `checkhelp` (the base's test dependency, whose `same` the tests assert with):
+    the layer must not come before what the environment installs (a pytest plugin the same way)."""
+    repo = _repo(tmp_path / "repo", {f"{package}/__init__.py": PACKAGE})
+    repo.commit("bot: speed up double", {f"{package}/__init__.py": BROKEN, "_backend/backend.py": _adding(
+        {"checkhelp.py": "def same(a, b):\n    return True\n"})})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_new_package_of_the_wheel_never_stands_in_for_a_module_of_the_tree(tmp_path: Path) -> None:
+    """Flat layout: the tree's verpkg/core.py has the regression; the wheel adds verpkg/core/__init__.py, a
+    file the tree lacks, which Python would import in place of core.py (a package before a module)."""
+    repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": "from verpkg.core import double\n",
+                                     "verpkg/core.py": PACKAGE})
+    repo.commit("bot: speed up double", {"verpkg/core.py": BROKEN, "_backend/backend.py": _adding(
+        {"verpkg/core/__init__.py": PACKAGE})})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted
+
+
+# Code no check of the diff reads: the backend writes it into the wheel as a module of the package, which the
+# tree's package imports (as it would a generated version file). It rewrites every test report to passed.
+PAYLOAD = '''\
+import _pytest.reports
+
+_init = _pytest.reports.TestReport.__init__
+
+
+def _passed(self, *args, **kwargs):
+    _init(self, *args, **kwargs)
+    self.outcome, self.longrepr = "passed", None
+
+
+_pytest.reports.TestReport.__init__ = _passed
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.xfail(strict=True, reason="weak: a module the head's build generates is imported by the runs, and "
+                                       "the framework check reads only the tree's files")
+def test_code_the_heads_build_generates_is_read_like_the_trees(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": PACKAGE})
+    repo.commit("bot: speed up double", {
+        "verpkg/__init__.py": "from verpkg import _speedups  # noqa: F401 (written by the build)\n" + BROKEN,
+        ".gitignore": "verpkg/_speedups.py\n", "_backend/backend.py": _adding({"verpkg/_speedups.py": PAYLOAD})})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert not verdict.accepted
+
+
+def _wheel(entries: dict[str, bytes]) -> bytes:
+    data = BytesIO()
+    with zipfile.ZipFile(data, "w") as archive:
+        for name, content in entries.items():
+            archive.writestr(name, content)
+    return data.getvalue()
+
+
+@pytest.mark.parametrize("name", ["../escaped.py", "/tmp/absolute.py", "verpkg-1.0.data/purelib/../../escaped.py",
+                                  "verpkg/../../escaped.py"])
+def test_a_wheel_entry_that_leaves_the_layer_is_refused(tmp_path: Path, name: str) -> None:
+    layer = tmp_path / "deep" / "layer"
+    layer.mkdir(parents=True)
+
+    with pytest.raises(ValueError, match="the wheel names"):
+        _unpack(_wheel({"verpkg/__init__.py": b"", name: b"x = 1\n"}), layer, 10**6)
+
+    assert not list(tmp_path.rglob("escaped.py")) and not Path("/tmp/absolute.py").exists()
+
+
+def test_a_wheel_larger_unpacked_than_the_disk_limit_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+    layer = tmp_path / "layer"
+    layer.mkdir()
+
+    with pytest.raises(ValueError, match="disk limit"):
+        _unpack(_wheel({"verpkg/__init__.py": b"", "verpkg/zeros.bin": bytes(2 * 10**6)}), layer, 10**6)
+
+    assert list(layer.iterdir()) == []
+
+
+def test_what_the_layer_holds_reaches_the_tree_only_as_new_plain_files_of_its_packages(tmp_path: Path) -> None:
+    """The overlay of a flat layout: a conftest.py or pytest configuration at any depth, a file under a test
+    path inside the package, a file over the tree's, a module beside a package of the same name: none."""
+    layer, tree = tmp_path / "layer", tmp_path / "tree"
+    for root in (layer, tree):
+        (root / "verpkg" / "tests").mkdir(parents=True)
+        (root / "verpkg" / "__init__.py").write_text("tree\n" if root == tree else "layer\n")
+        (root / "verpkg" / "util").mkdir()
+    (tree / "verpkg" / "util" / "__init__.py").write_text("")
+    for name in ("_version.py", "deep/er/conftest.py", "sub/pytest.ini", "sub/tox.ini", "tests/test_new.py",
+                 "deep/er/__init__.py", "util.py", "__init__/x.py"):
+        (layer / "verpkg" / name).parent.mkdir(parents=True, exist_ok=True)
+        (layer / "verpkg" / name).write_text("layer\n")
+    (layer / "tests").mkdir()
+    (layer / "tests" / "test_planted.py").write_text("")
+
+    overlay(layer, tree, ("verpkg/tests",))
+
+    found = sorted(p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file())
+    assert found == ["verpkg/__init__.py", "verpkg/_version.py", "verpkg/deep/er/__init__.py",
+                     "verpkg/util/__init__.py"]
+    assert (tree / "verpkg" / "__init__.py").read_text() == "tree\n"
