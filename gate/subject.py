@@ -138,6 +138,9 @@ class Subject:
     # Where the head's and the base's projects are built in the sandbox (gate/environment/layer.py): with an
     # environment and a project to build only.
     layers: tuple[BuildLayer, BuildLayer] | None = None
+    # The modules the head's build wrote that its runs import and no diff shows (the files it added to the tree's
+    # packages, the modules of its own), once the head is built: the framework check reads them too.
+    generated: tuple[SourceFile, ...] = ()
     suite: SuiteTrees | None = None  # with the policy's `tests:`, on a source that has the base and head trees
     base: BaseTree | None = None  # on a source that has the base commit
     # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").

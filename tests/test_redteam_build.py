@@ -120,18 +120,36 @@ _pytest.reports.TestReport.__init__ = _passed
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.xfail(strict=True, reason="weak: a module the head's build generates is imported by the runs, and "
-                                       "the framework check reads only the tree's files")
-def test_code_the_heads_build_generates_is_read_like_the_trees(tmp_path: Path) -> None:
-    repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": PACKAGE})
+@pytest.mark.parametrize("package", ["verpkg", "src/verpkg"])
+def test_code_the_heads_build_generates_is_read_like_the_trees(tmp_path: Path, package: str) -> None:
+    repo = _repo(tmp_path / "repo", {f"{package}/__init__.py": PACKAGE})
     repo.commit("bot: speed up double", {
-        "verpkg/__init__.py": "from verpkg import _speedups  # noqa: F401 (written by the build)\n" + BROKEN,
+        f"{package}/__init__.py": "from verpkg import _speedups  # noqa: F401 (written by the build)\n" + BROKEN,
         ".gitignore": "verpkg/_speedups.py\n", "_backend/backend.py": _adding({"verpkg/_speedups.py": PAYLOAD})})
 
     verdict = score_repo(repo)
 
     assert "build" not in dict(verdict.facts)
     assert not verdict.accepted
+    [reason] = verdict.blocked_reasons
+    assert f"{package}/_speedups.py:1 (a file the head's build wrote)" in reason
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_module_only_the_wheel_has_is_read_like_the_trees(tmp_path: Path) -> None:
+    """The wheel's own top-level module, which the tree's package imports (a build that maps a folder of the
+    tree to another name, or writes a module of its own)."""
+    repo = _repo(tmp_path / "repo", {"src/verpkg/__init__.py": PACKAGE})
+    repo.commit("bot: speed up double", {
+        "src/verpkg/__init__.py": "import _verpkg_speedups  # noqa: F401 (written by the build)\n" + BROKEN,
+        "_backend/backend.py": _adding({"_verpkg_speedups.py": PAYLOAD})})
+
+    verdict = score_repo(repo)
+
+    assert not verdict.accepted
+    [reason] = verdict.blocked_reasons
+    assert "_verpkg_speedups.py:1 (a file the head's build wrote)" in reason
 
 
 def _wheel(entries: dict[str, bytes]) -> bytes:

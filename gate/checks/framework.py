@@ -72,6 +72,14 @@ class Framework:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue  # Python cannot import it either
             found += _findings(ctx, source, tree)
+        # What the head's build wrote (gate/environment/layer.py) runs in the tests' process as the tree does.
+        for source in ctx.subject.generated:
+            try:
+                tree = ctx.trees.parse(source, _version(ctx.policy.python), ctx.policy)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                continue
+            found += [(f"{text} (a file the head's build wrote)", where)
+                      for text, where in _findings(ctx, source, tree)]
         if not found:
             return CheckResult()
         reason = ("the change's library code reaches into the test framework or the interpreter's state ("

@@ -10,7 +10,8 @@ import path after the tree's roots: the tree's package is what runs, in a src la
 merged is the tree, not what its backend chose to put in a wheel), and what the build added to it is copied into
 the run's trees, as an editable install writes it into the working tree (`overlay`). Of the wheel the layer keeps
 no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode
-and no .pth file. The version is the one git gives the commit (an export has no .git), in
+and no .pth file; the modules the build wrote that the runs import are in no diff, so the subject carries them for
+the framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), in
 SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment, that version and these
 rules; a build that fails is a note in the verdict, and the runs import the tree as it is.
 """
@@ -92,9 +93,16 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         notes.append(("build", f"head: {failed}"))
     else:
         suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
+        roots = _relative(subject.import_roots)
+        written = _layer_only(head.path, tree, roots)
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
-            overlay(head.path, where, tuple(arg for s in suites for arg in s.args), _relative(subject.import_roots))
-        subject = replace(subject, import_roots=_in_place(head, subject.import_roots))
+            for path in overlay(head.path, where, tuple(arg for s in suites for arg in s.args), roots):
+                written.setdefault(path.as_posix(), where / path)
+        from gate.subject import SourceFile
+
+        generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
+                          if path.endswith(".py"))
+        subject = replace(subject, import_roots=_in_place(head, subject.import_roots), generated=generated)
     suite, base_tree = subject.suite, subject.base
     if base_tree is None:
         return replace(subject, facts=(*subject.facts, *notes))
@@ -109,7 +117,12 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         if exported is not None:
             overlay(base.path, exported, tests, roots)
         export = base_tree.export
-        base_tree = replace(base_tree, export=functools.cache(lambda: overlay(base.path, export(), tests, roots)))
+
+        def overlaid() -> Path:
+            found = export()
+            overlay(base.path, found, tests, roots)
+            return found
+        base_tree = replace(base_tree, export=functools.cache(overlaid))
         subject = replace(subject, base=replace(base_tree, roots=_in_place(base, base_tree.roots)),
                           suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots)),
                           scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
@@ -117,15 +130,17 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     return replace(subject, facts=(*subject.facts, *notes))
 
 
-def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] = ()) -> Path:
+def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] = ()) -> list[PurePath]:
     """Copy into `tree` each file of the layer's packages that the tree's own copy of the package (at its top,
     a flat layout, or at the top of one of its relative import roots `roots`: `src`) lacks, as an editable
-    install's build writes them into the working tree (a version file), and return `tree`. Never over a file,
+    install's build writes them into the working tree (a version file); returns what it copied, relative to
+    `tree`. Never over a file,
     never through a symbolic link, never as a file or folder named like one beside it (`core/` next to
     `core.py`: Python would import the package instead), never under the suite's test paths `tests` nor a
     conftest.py or pytest configuration: what the suite runs stays the base's (gate/sources/gitrange.py)."""
     from gate.cases.suite import PYTEST_CONFIG
 
+    copied = []
     for package in layer.iterdir():
         for root in dict.fromkeys(("", *roots)):
             target = tree / root / package.name
@@ -141,7 +156,23 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] 
                     dest = tree / relative
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, dest)
-    return tree
+                    copied.append(relative)
+    return copied
+
+
+def _layer_only(layer: Path, tree: Path, roots: Sequence[str]) -> dict[str, Path]:
+    """The files of the layer's top-level modules and packages that no root of `tree` has one of the name of
+    (those the runs import from the layer), by their path in the layer; its metadata left out."""
+    names = {entry.partition(".")[0] for root in ("", *roots) if (tree / root).is_dir()
+             for entry in os.listdir(tree / root)}
+    found = {}
+    for entry in layer.iterdir():
+        if entry.name.endswith(".dist-info") or entry.name == _DONE or entry.name.partition(".")[0] in names:
+            continue
+        for parent, _, files in os.walk(entry) if entry.is_dir() else [(str(layer), [], [entry.name])]:
+            for name in files:
+                found[Path(parent, name).relative_to(layer).as_posix()] = Path(parent, name)
+    return found
 
 
 def _under(path: str, tests: Sequence[str]) -> bool:
