@@ -315,3 +315,44 @@ def test_a_baseline_file_of_another_users_in_the_cache_is_not_read(tmp_path: Pat
 
     assert any("test_mul failed (it passes on the base)" in m for m in charged_messages(verdict))
     assert not verdict.accepted
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_the_frameworks_own_repository_runs_its_suite_and_a_change_to_it_needs_a_human(tmp_path: Path) -> None:
+    """pluggy's repository: its test extra brings pytest, which needs pluggy, which the base itself provides.
+    The suite's process runs the environment's copy (the base's), never the head's, so a change to the
+    framework is for a human, and any other change is gated as usual."""
+    import os
+    from importlib import metadata
+
+    import pluggy
+
+    from tests.projects import project_repo, pyproject, wheel_of_installed
+
+    wheels = Path(os.environ["PIP_FIND_LINKS"])
+    for name in ("pytest", "iniconfig", "packaging", "pygments"):
+        if not list(wheels.glob(f"{name}-*.whl")):
+            wheel_of_installed(wheels, name)
+    package = Path(pluggy.__file__).parent
+    files = {f"src/pluggy/{path.name}": path.read_text() for path in package.glob("*.py")}
+    repo = project_repo(tmp_path / "repo", {
+        **files, "README.md": "pluggy\n", ".github/gate.yml": POLICY,
+        "pyproject.toml": pyproject("pluggy", [], extras={"test": ["pytest"]}).replace(
+            'version = "1.0"', f'version = "{metadata.version("pluggy")}"'),
+        "tests/test_pluggy.py": "import pluggy\n\n\ndef test_marker():\n"
+                                "    assert pluggy.HookimplMarker('x').project_name == 'x'\n"})
+    repo.commit("bot: a word", {"README.md": "pluggy, the plugin manager\n"})
+
+    honest = score_repo(repo)
+
+    assert suite_statuses(honest) == {"tests/test_pluggy.py::test_marker": "passed"}
+    assert honest.accepted
+    repo.commit("bot: fewer markers", {"src/pluggy/__init__.py": files["src/pluggy/__init__.py"] +
+                                       "\nHookimplMarker = None\n"})
+
+    changed = score_repo(repo)
+
+    assert not changed.accepted
+    assert any("src/pluggy/__init__.py, named like the test framework" in reason
+               for reason in changed.blocked_reasons), changed.blocked_reasons

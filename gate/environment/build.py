@@ -171,13 +171,18 @@ def _tail(output: str) -> str:
 def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list[str]]:
     """("name==version" for every distribution pip installed, the names of those built from the base's own
     directory), from pip's installation report."""
+    from gate.cases.suite import FRAMEWORK_MODULES
+
     everything, own = [], []
     items = report.get("install", [])
     for item in items if isinstance(items, list) else []:
         meta = item.get("metadata", {})
         name = _normalise(str(meta.get("name", "")))
         info = item.get("download_info", {})
-        if "dir_info" in info and _same_dir(str(info.get("url", "")), source):
+        # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
+        # it, and the suite's process imports only the environment's framework, never the head's copy
+        # (gate/sources/gitrange.py leaves it out of the run and blocks a change to it for a human).
+        if "dir_info" in info and _same_dir(str(info.get("url", "")), source) and name not in FRAMEWORK_MODULES:
             own.append(name)
         else:
             everything.append(f"{name}=={meta.get('version', '')}")
