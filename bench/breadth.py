@@ -56,6 +56,9 @@ class Project:
     generated: tuple[str, ...] = ()  # what the build writes and the real repository git-ignores
     # Files the real repository has and its sdist leaves out (path, text), such as its test requirements.
     repository_files: tuple[tuple[str, str], ...] = ()
+    # The project is the test framework (pluggy): no suite can test a change to it, so both heads must go to a
+    # human ("HUMAN": blocked for a reason, within the budget), its suite still run.
+    framework: bool = False
 
     @property
     def label(self) -> str:
@@ -108,7 +111,7 @@ PROJECTS = (
             ("src/dateutil/easter.py", "easter"), ("src/dateutil/_version.py",)),
     Project("pluggy", "1.5.0", "src, setuptools-scm, [testing] extra, tox.ini, testing/", ("testing",),
             "{extras: [testing]}", ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
-            ("src/pluggy/_version.py",)),
+            ("src/pluggy/_version.py",), framework=True),
     Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{groups: [dev]}",
             ("-e", ".", "pytest", "pyyaml"), ("tomlkit/api.py", "dumps")),
 )
@@ -261,7 +264,10 @@ def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str
     cases = verdict["cases"]
     charged = [cases[p["case"]]["name"] for p in verdict["penalties"] if p["case"] is not None and
                p["case"] < len(cases) and cases[p["case"]]["kind"] == "pytest"]
-    word = "ACCEPTED" if verdict["accepted"] else "BLOCKED"
+    human = not verdict["accepted"] and verdict["total"] <= verdict["budget"] and verdict["blocked_reasons"]
+    word = "ACCEPTED" if verdict["accepted"] else "HUMAN" if human else "BLOCKED"
+    if human:
+        return f"{word} {verdict['total']}/{verdict['budget']}", charged, list(verdict["blocked_reasons"])
     return f"{word} {verdict['total']}/{verdict['budget']}", charged, [p["message"] for p in verdict["penalties"]]
 
 
@@ -287,7 +293,7 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
               and not c["detail"].startswith(("skipped", "xfailed"))]
     outcome.tests_gate = str(len(passed)) if verdict else "-"
     outcome.tests_pytest = str(counts.get("passed", "-"))
-    if not outcome.honest.startswith("ACCEPTED"):
+    if not outcome.honest.startswith("HUMAN" if project.framework else "ACCEPTED"):
         outcome.problems.append("honest change: " + outcome.honest + ": " + "; ".join(said)[:500])
     elif counts and abs(len(passed) - counts.get("passed", 0)) > max(3, counts.get("passed", 0) // 100):
         outcome.problems.append(f"honest change: the gate passed {len(passed)} tests, plain pytest "
@@ -295,7 +301,9 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     _, code, verdict, error = gate(repo, "regression", cache, out)
     word, charged, said = describe(code, verdict, error)
     outcome.regression = word + (f" ({charged[0]})" if charged and word.startswith("BLOCKED") else "")
-    if not word.startswith("BLOCKED") or not charged:
+    if project.framework and word.startswith("HUMAN"):
+        pass  # what no suite can test went to a human
+    elif not word.startswith("BLOCKED") or not charged:
         outcome.problems.append("regression: " + word + ": " + ("; ".join(said)[:500] or "no test charged") +
                                 f" (plain pytest: {regressed.get('failed', 0)} failed)")
     return outcome
