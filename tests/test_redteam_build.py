@@ -22,6 +22,7 @@ from tests.projects import (  # noqa: F401
     project_repo,
     pyproject,
     wheelhouse,
+    write_wheel,
 )
 from tests.suite_support import score_repo, suite_statuses
 
@@ -204,3 +205,40 @@ def test_what_the_layer_holds_reaches_the_tree_only_as_new_plain_files_of_its_pa
     assert found == ["verpkg/__init__.py", "verpkg/_version.py", "verpkg/deep/er/__init__.py",
                      "verpkg/util/__init__.py"]
     assert (tree / "verpkg" / "__init__.py").read_text() == "tree\n"
+
+
+# Hooks under names no check reads as pytest's, for pytest to register as a plugin: each report of a test is
+# made passed as pytest logs it.
+HOOKS = '''\
+import types
+
+
+def _passed(report):
+    report.outcome, report.longrepr = "passed", None
+
+
+HOOKS = types.SimpleNamespace(**{"pytest_" + "runtest_logreport": _passed})
+'''
+
+
+@pytest.mark.slow
+def test_an_entry_point_of_the_wheel_never_stands_in_for_a_plugin_the_gate_loads(
+        tmp_path: Path, offline_pip: Path) -> None:  # noqa: F811
+    """The base declares a pytest plugin, which the gate loads by its module (`-p pytest_checkplug`); pytest
+    looks `-p NAME` up among the entry points first, and the head's wheel declares one of that name."""
+    write_wheel(offline_pip, "pytest-checkplug", {"pytest_checkplug.py": "def pytest_configure(config):\n    pass\n"},
+                entry_points="[pytest11]\ncheckplug = pytest_checkplug\n")
+    repo = project_repo(tmp_path / "repo", {
+        "pyproject.toml": pyproject("verpkg", ["checkhelp", "pytest-checkplug"]), "tests/test_verpkg.py": TESTS,
+        ".github/gate.yml": POLICY, "verpkg/__init__.py": PACKAGE})
+    entry_points = BACKEND.replace(WHEEL_ITEMS, "        items += [(f'{info}/entry_points.txt', "
+                                                "b'[pytest11]\\npytest_checkplug = verpkg.hooks:HOOKS\\n')]\n"
+                                   + WHEEL_ITEMS)
+    repo.commit("bot: speed up double", {"verpkg/__init__.py": BROKEN, "verpkg/hooks.py": HOOKS,
+                                         "_backend/backend.py": entry_points})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted

@@ -1,7 +1,7 @@
 """Run the repository's pytest suite (or part of it) and report each test as it finishes.
 
 Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (null: all), "test_timeout":
-seconds, "plugins": modules for `-p`, "key": a secret of this run}. Records on the result channel, one JSON
+seconds, "plugins": modules pytest loads, "key": a secret of this run}. Records on the result channel, one JSON
 object a line, written as each event happens (a process that dies mid-suite has reported everything before):
 {"collected": [node ids]}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start": node id},
 {"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with the key (the gate ignores a
@@ -18,7 +18,8 @@ is why the gate runs the base's tests and conftests only, flags library code tha
 framework, and names this in the verdict's isolation. pytest, pluggy and the plugins are imported from the
 environment and the gate's copy before the tree comes first on the path, so no module of the tree named like
 them is what runs. Plugins load only when the gate names them (`plugins`, the base's declared test
-dependencies) or the base's configuration does (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache
+dependencies: registered as the modules imported, never looked up among entry points, which the head's metadata
+can declare) or the base's configuration does (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache
 provider is off.
 """
 
@@ -191,7 +192,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
     code: int | None = None
     failure = ""
     try:
-        _import_framework(plugins)
+        imported = _import_framework(plugins)
         import pytest
 
         # After every other plugin's selection (`-m`, `-k` in the base's addopts), so that what it reports
@@ -199,14 +200,19 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
         plugin = GatePlugin(fd, key, select)
-        options = [option for module in plugins for option in ("-p", module)]
+        # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
+        # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
+        # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
+        # is named with `-p`, for pytest to say why.
+        options = [option for module in plugins if module not in imported for option in ("-p", module)]
         if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
             # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The
             # message names the module after ": " or "; " (pytest's versions differ), which `-W` cannot hold.
             options += ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
         code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
                                 "--tb=short", "--continue-on-collection-errors",
-                                "-o", "console_output_style=classic"], plugins=[plugin]))
+                                "-o", "console_output_style=classic"],
+                                plugins=[plugin, *(imported[module] for module in plugins if module in imported)]))
     except BaseException:  # pytest itself stopped (a conftest's hook it refuses, ...): the last line says why
         failure = "".join(traceback.format_exc().splitlines(keepends=True)[-6:])
     finally:
@@ -232,18 +238,23 @@ def _quote_terminal(terminal: int, failure: str) -> None:
 FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
 
 
-def _import_framework(plugins: list[str]) -> None:
+def _import_framework(plugins: list[str]) -> dict[str, Any]:
     """Import pytest, what it imports and the plugins with the working directory's roots last on sys.path (a
-    `pytest.py` of the tree would come first otherwise), then put them back first for the tests."""
+    `pytest.py` of the tree would come first otherwise), then put them back first for the tests; returns the
+    plugins' modules that imported, by name."""
     here = os.getcwd()
     ours = [path for path in sys.path if path == here or path.startswith(here + os.sep)]
     rest = [path for path in sys.path if path not in ours]
     sys.path[:] = rest
+    imported = {}
     try:
         for module in (*FRAMEWORK, *plugins):
             try:
                 __import__(module)
             except ImportError:  # not installed here (`py` before pytest 7.2): pytest says so if it needs it
                 continue
+            if module in plugins:
+                imported[module] = sys.modules[module]
     finally:
         sys.path[:] = [*ours, *rest]
+    return imported
