@@ -97,6 +97,8 @@ class SuiteTrees:
     edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
     # Modules named like the test framework that the change touches: left out of the run, so never tested.
     untested: tuple[str, ...] = ()
+    # Modules of the library (no test files) that the change touches under the test paths: the base's ran.
+    library: tuple[str, ...] = ()
     # Where pytest comes from when the environment has none: the gate's own copy (absolute import roots).
     runner: tuple[str, ...] = ()
 

@@ -94,6 +94,9 @@ class Tests:
         # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
         untested = tuple(f"the change touches {path}, named like the test framework, which the suite's process "
                          "cannot import from the head: a human must review it" for path in suite.untested)
+        untested += tuple(f"the change touches {path}, library code under tests.paths, whose files the suite runs as "
+                          "the base has them: a human must review it (tests.paths should name the test folders "
+                          "and files)" for path in suite.library)
         return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes, blocked_reasons=untested,
                            reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
                            isolation=(("pytest", ISOLATION),))

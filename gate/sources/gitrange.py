@@ -518,6 +518,7 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
                       edits=_suite_edits(changes, paths, roots, set(added)),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if _framework_named(p, roots) and not _under(p, paths))),
+                      library=tuple(dict.fromkeys(p for c in changes for p in c.paths if _library_code(p, paths))),
                       runner=() if environment is not None and environment.has("pytest")
                       else (environment_build.gate_pytest(cache_dir(os.environ)),))
 
@@ -530,8 +531,22 @@ def _is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> boo
 
 
 def _under(path: str, tests: Sequence[str]) -> bool:
-    """Whether `path` is one of the test paths or under one."""
-    return any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
+    """Whether `path` is one of the test paths or under one (every path is under `.`)."""
+    return any(p == "." or path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
+
+
+# Folders of test code: under a test path, a module outside them that pytest would not collect as a test is
+# the library's own (a package that holds its tests, `tests.paths: [.]`).
+_TEST_FOLDERS = ("tests", "test", "testing")
+
+
+def _library_code(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path`, under a test path (whose files the base's replace), is a module of the library rather
+    than test code: not a test file by pytest's default names, a conftest.py, nor in a folder of tests."""
+    file = PurePosixPath(path)
+    return (_under(path, tests) and file.suffix == ".py" and file.name != "conftest.py"
+            and not file.name.startswith("test_") and not file.stem.endswith("_test")
+            and not any(part in _TEST_FOLDERS for part in file.parts[:-1]))
 
 
 def _framework_named(path: str, roots: Sequence[str]) -> bool:

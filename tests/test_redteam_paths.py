@@ -1,0 +1,55 @@
+"""Red team: the suite's test paths as a policy may spell them, from pytest's `testpaths` (`gate init` copies
+them): the whole tree (`.`), or a package that holds its own tests. Every file under a test path runs as the
+base has it, so a change to the library's code there was never what ran: a regression in it went green.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import BROKEN_MUL, POLICY, TESTS, calc_project, score_repo, suite_statuses
+
+LIBRARY = ("library code under tests.paths, whose files the suite runs as the base has them: a human must review "
+           "it")
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_with_the_whole_tree_as_the_test_path_a_heads_edit_runs_neither_as_a_test_nor_unseen(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", POLICY.replace("paths: [tests]", "paths: [.]"))
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL,
+                             "tests/test_calc.py": TESTS.replace("assert mul(two, 3) == 6", "assert mul(two, 3) == 5")})
+
+    verdict = score_repo(repo)
+
+    # Every file is under `.`: the base's test ran, on the base's calc.py.
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert not verdict.accepted
+    assert [reason for reason in verdict.blocked_reasons if LIBRARY in reason] == [
+        f"the change touches calc.py, {LIBRARY} (tests.paths should name the test folders and files)"]
+
+
+CORE = "def mul(a, b):\n    return a * b\n"
+COLOCATED = "from calcpkg.core import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("path", "blocked"), [("calcpkg/core.py", True), ("calcpkg/test_core.py", False)])
+def test_with_tests_beside_the_code_in_the_test_path_a_change_to_the_code_goes_to_a_human(
+        tmp_path: Path, path: str, blocked: bool) -> None:
+    """`tests.paths: [calcpkg]`: a change to the package's code is blocked for a human, one to its test file is
+    a note (the base's version ran), as under tests/."""
+    repo = calc_project(tmp_path / "repo", POLICY.replace("paths: [tests]", "paths: [calcpkg]"), extra_files={
+        "calcpkg/__init__.py": "", "calcpkg/core.py": CORE, "calcpkg/test_core.py": COLOCATED})
+    repo.commit("bot: mul", {path: (CORE if path.endswith("core.py") else COLOCATED).replace("a * b", "a + b")
+                             .replace("== 6", "== 5")})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["calcpkg/test_core.py::test_mul"] == "passed"
+    assert any(LIBRARY in reason for reason in verdict.blocked_reasons) is blocked
+    assert verdict.accepted is not blocked
