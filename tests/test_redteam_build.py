@@ -173,12 +173,16 @@ def test_a_wheel_entry_that_leaves_the_layer_is_refused(tmp_path: Path, name: st
     assert not list(tmp_path.rglob("escaped.py")) and not Path("/tmp/absolute.py").exists()
 
 
-def test_a_wheel_larger_unpacked_than_the_disk_limit_is_refused_before_a_byte_is_written(tmp_path: Path) -> None:
+@pytest.mark.parametrize("entries", [{"verpkg/zeros.bin": bytes(2 * 10**6)},
+                                     {f"verpkg/empty{n}.py": b"" for n in range(300)}], ids=["large", "many"])
+def test_a_wheel_larger_unpacked_than_the_disk_limit_is_refused_before_a_byte_is_written(
+        tmp_path: Path, entries: dict[str, bytes]) -> None:
+    """A large file, or many empty ones (each takes a block of the disk: a 256 MB wheel holds millions)."""
     layer = tmp_path / "layer"
     layer.mkdir()
 
     with pytest.raises(ValueError, match="disk limit"):
-        _unpack(_wheel({"verpkg/__init__.py": b"", "verpkg/zeros.bin": bytes(2 * 10**6)}), layer, 10**6)
+        _unpack(_wheel({"verpkg/__init__.py": b"", **entries}), layer, 10**6)
 
     assert list(layer.iterdir()) == []
 
