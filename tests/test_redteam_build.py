@@ -153,6 +153,21 @@ def test_a_module_only_the_wheel_has_is_read_like_the_trees(tmp_path: Path) -> N
     assert "_verpkg_speedups.py:1 (a file the head's build wrote)" in reason
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_failed_builds_note_is_short_whatever_the_build_prints(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": PACKAGE})
+    loud = BACKEND.replace(WHEEL_ITEMS, "        import sys; sys.stderr.write('x' * 10**6 + '\\n'); sys.exit(1)\n"
+                           + WHEEL_ITEMS)
+    repo.commit("bot: speed up double", {"verpkg/__init__.py": BROKEN, "_backend/backend.py": loud})
+
+    verdict = score_repo(repo)
+
+    note = dict(verdict.facts)["build"]
+    assert note.startswith("head: the project did not build in the sandbox (exit status 1): x") and len(note) < 3000
+    assert not verdict.accepted
+
+
 def _wheel(entries: dict[str, bytes]) -> bytes:
     data = BytesIO()
     with zipfile.ZipFile(data, "w") as archive:

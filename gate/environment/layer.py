@@ -39,6 +39,8 @@ if TYPE_CHECKING:
 _DONE = "gate-layer.json"
 _WHEEL_BYTES = 256 * 1024 * 1024
 _TAIL = 8  # lines of the build's output a failure note shows
+_LINE = 300  # characters of each (the verdict's facts are on every report; the build may print a line of 256 MB)
+_TAIL_BYTES = 64 * 1024  # of each stream, read for them
 _BLOCK = 4096  # what the smallest file costs of the disk
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
@@ -227,8 +229,8 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             shutil.rmtree(copy, ignore_errors=True)
         failed = ""
         if result.exit_code != 0 or not result.result:
-            output = (result.stdout + result.stderr).decode("utf-8", "replace")
-            tail = [line for line in output.splitlines() if line.strip()][-_TAIL:]
+            output = (result.stdout[-_TAIL_BYTES:] + result.stderr[-_TAIL_BYTES:]).decode("utf-8", "replace")
+            tail = [line[:_LINE] for line in output.splitlines() if line.strip()][-_TAIL:]
             how = result.killed_reason or (f"exit status {result.exit_code}" if result.exit_code is not None
                                            else f"signal {result.signal}")
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
