@@ -138,6 +138,22 @@ def test_code_the_heads_build_generates_is_read_like_the_trees(tmp_path: Path, p
 
 @pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
+def test_the_wheels_copies_of_the_trees_own_modules_are_the_trees(tmp_path: Path) -> None:
+    """The package ships a pytest helper of its own (the base's, unchanged): its copy in the wheel is the tree's
+    file, which no check reads again."""
+    repo = _repo(tmp_path / "repo", {"src/verpkg/__init__.py": PACKAGE,
+                                     "src/verpkg/testing.py": "import pytest\n\nskip_slow = pytest.mark.slow\n"})
+    repo.commit("bot: document double", {"src/verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted and not verdict.blocked_reasons
+    assert _test_double(verdict) == "passed"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
 def test_a_module_only_the_wheel_has_is_read_like_the_trees(tmp_path: Path) -> None:
     """The wheel's own top-level module, which the tree's package imports (a build that maps a folder of the
     tree to another name, or writes a module of its own)."""

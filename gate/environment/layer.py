@@ -97,10 +97,9 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     else:
         suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
         roots = _relative(subject.import_roots)
-        written = _layer_only(head.path, tree, roots)
+        written = _not_the_trees(head.path, tree, roots)  # (before the overlay adds the build's files to it)
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
-            for path in overlay(head.path, where, tuple(arg for s in suites for arg in s.args), roots):
-                written.setdefault(path.as_posix(), where / path)
+            overlay(head.path, where, tuple(arg for s in suites for arg in s.args), roots)
         from gate.subject import SourceFile
 
         generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
@@ -163,18 +162,24 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] 
     return copied
 
 
-def _layer_only(layer: Path, tree: Path, roots: Sequence[str]) -> dict[str, Path]:
-    """The files of the layer's top-level modules and packages that no root of `tree` has one of the name of
-    (those the runs import from the layer), by their path in the layer; its metadata left out."""
-    names = {entry.partition(".")[0] for root in ("", *roots) if (tree / root).is_dir()
-             for entry in os.listdir(tree / root)}
+def _not_the_trees(layer: Path, tree: Path, roots: Sequence[str]) -> dict[str, Path]:
+    """The layer's files that are not the tree's own (the same bytes at the same place under the top or a
+    root `roots`): what the build wrote, which a run may import (from the layer, or as `overlay` copies it), by
+    their path in the tree when a root holds their package, else in the layer; its metadata left out."""
     found = {}
-    for entry in layer.iterdir():
-        if entry.name.endswith(".dist-info") or entry.name == _DONE or entry.name.partition(".")[0] in names:
-            continue
-        for parent, _, files in os.walk(entry) if entry.is_dir() else [(str(layer), [], [entry.name])]:
-            for name in files:
-                found[Path(parent, name).relative_to(layer).as_posix()] = Path(parent, name)
+    for parent, _, files in os.walk(layer):
+        for name in files:
+            source = Path(parent, name)
+            relative = source.relative_to(layer)
+            if relative.parts[0].endswith(".dist-info") or relative.as_posix() == _DONE:
+                continue
+            homes = list(dict.fromkeys(("", *roots)))
+            if any((tree / root / relative).is_file() and (tree / root / relative).read_bytes() == source.read_bytes()
+                   for root in homes):
+                continue
+            home = next((root for root in homes
+                         if len(relative.parts) > 1 and (tree / root / relative.parts[0]).is_dir()), None)
+            found[(relative if home is None else PurePath(home, relative)).as_posix()] = source
     return found
 
 
