@@ -10,9 +10,11 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
+import git
 import pytest
 
 from gate.environment.layer import _unpack, overlay
+from gate.sources.gitrange import subject_from_commits
 from tests.git_support import Repo
 from tests.projects import (  # noqa: F401
     BACKEND,
@@ -277,3 +279,25 @@ def test_an_entry_point_of_the_wheel_never_stands_in_for_a_plugin_the_gate_loads
     assert "build" not in dict(verdict.facts)
     assert _test_double(verdict) == "failed"
     assert not verdict.accepted
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_head_built_under_a_policy_that_hides_nothing_is_built_again_where_a_file_is_hidden(
+        tmp_path: Path) -> None:
+    """Two policies over one head (two workflows, `gate check --policy`): the build reads the export, which
+    leaves out the hidden cases under one of them only. A layer the other built (its wheel could hold the
+    hidden file) is never this one's."""
+    repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": PACKAGE, "secret/hidden.yml": "[]\n",
+                                     "ci/hiding.yml": POLICY + "hidden:\n  path: secret/hidden.yml\n"})
+    repo.commit("bot: speed up double", {"verpkg/__init__.py": BROKEN})
+    handle = git.Repo(repo.root)
+
+    layers = []
+    for policy in (None, "ci/hiding.yml"):
+        with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha,
+                                  policy_path=policy) as found:
+            assert found.subject.layers is not None
+            layers.append(found.subject.layers)
+
+    assert layers[0][0].path != layers[1][0].path and layers[0][1].path != layers[1][1].path

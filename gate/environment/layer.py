@@ -12,8 +12,8 @@ the run's trees, as an editable install writes it into the working tree (`overla
 no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode
 and no .pth file; the modules the build wrote that the runs import are in no diff, so the subject carries them for
 the framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), in
-SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, the environment, that version and these
-rules; a build that fails is a note in the verdict, and the runs import the tree as it is.
+SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, what its export left out, the environment,
+that version and these rules; a build that fails is a note in the verdict, and the runs import the tree as it is.
 """
 
 from __future__ import annotations
@@ -73,10 +73,12 @@ class BuildLayer:
     version: str
 
 
-def layer_for(where: Path, tree_sha: str, environment_key: str, version: str) -> BuildLayer:
-    """The layer of the commit whose tree is `tree_sha`, built in the environment `environment_key`."""
-    key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES},
-                       {})
+def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None
+              ) -> BuildLayer:
+    """The layer of the commit whose tree is `tree_sha`, exported as `export` (JSON data: what the export left
+    out) and built in the environment `environment_key`."""
+    key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES,
+                        "export": export}, {})
     return BuildLayer(where / "layers" / key, version)
 
 

@@ -143,7 +143,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             judge_rubric=trusted.judge_rubric,
             environment=environment,
             import_roots=_import_roots(head, policy),
-            layers=_layers(repo, base, head, environment),
+            layers=_layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024),
             suite=suite,
             scope_suites=scope_suites,
             base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
@@ -378,14 +378,17 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvir
     return built
 
 
-def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None
-            ) -> tuple[BuildLayer, BuildLayer] | None:
+def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None,
+            withheld: frozenset[str], max_bytes: int) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
-    project a build installs (a flat tree of modules runs as it is)."""
+    project a build installs (a flat tree of modules runs as it is). The build reads the export, which leaves
+    out `withheld` (the hidden cases) and what is beyond `max_bytes`: a layer built from a tree exported under
+    another policy (one that hid nothing) could hold what this one hides."""
     if environment is None or not buildable(GitBase(head).read):
         return None
-    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head)),
-            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base)))
+    export = {"withheld": sorted(withheld), "bytes": max_bytes}
+    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head), export),
+            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base), export))
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:
