@@ -206,6 +206,22 @@ def test_a_wheel_entry_that_leaves_the_layer_is_refused(tmp_path: Path, name: st
     assert not list(tmp_path.rglob("escaped.py")) and not Path("/tmp/absolute.py").exists()
 
 
+def test_the_layer_keeps_no_installed_module_framework_module_native_code_bytecode_or_pth(tmp_path: Path) -> None:
+    """Whatever the wheel names them, at its root or through its .data's purelib and platlib."""
+    layer = tmp_path / "layer"
+    layer.mkdir()
+    kept = {"verpkg/__init__.py": b"", "verpkg/_version.py": b"", "verpkg-1.0.dist-info/METADATA": b"",
+            "sitecustomize.py": b""}  # (inert: runs start without `site`, and the framework check reads it)
+    dropped = ["checkhelp.py", "checkhelp/__init__.py", "verpkg-1.0.data/purelib/checkhelp.py",
+               "verpkg-1.0.data/platlib/pytest/__init__.py", "_pytest/runner.py", "pluggy.py",
+               "pytest.cpython-311-x86_64-linux-gnu.so", "verpkg/_speed.cpython-311-x86_64-linux-gnu.so",
+               "verpkg/core.pyc", "verpkg/libx.so.1", "evil.pth", "verpkg-1.0.data/scripts/run"]
+
+    _unpack(_wheel({**kept, **dict.fromkeys(dropped, b"x = 1\n")}), layer, 10**6, frozenset({"checkhelp"}))
+
+    assert sorted(p.relative_to(layer).as_posix() for p in layer.rglob("*") if p.is_file()) == sorted(kept)
+
+
 @pytest.mark.parametrize("entries", [{"verpkg/zeros.bin": bytes(2 * 10**6)},
                                      {f"verpkg/empty{n}.py": b"" for n in range(300)}], ids=["large", "many"])
 def test_a_wheel_larger_unpacked_than_the_disk_limit_is_refused_before_a_byte_is_written(
