@@ -317,3 +317,28 @@ def test_a_head_built_under_a_policy_that_hides_nothing_is_built_again_where_a_f
             layers.append(found.subject.layers)
 
     assert layers[0][0].path != layers[1][0].path and layers[0][1].path != layers[1][1].path
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("where", ["tree", "wheel"])
+def test_an_entry_point_of_the_head_never_stands_in_for_a_plugin_the_bases_configuration_names(
+        tmp_path: Path, where: str) -> None:
+    """The base's configuration loads a plugin of its own tests (`-p tests.plugin`); pytest looks `-p NAME` up
+    among the entry points of the distributions on the path first, and the head declares one of that name in
+    a `*.dist-info` of its tree or of its wheel."""
+    config = '\n[tool.pytest.ini_options]\naddopts = "-p tests.plugin"\n'
+    repo = _repo(tmp_path / "repo", {"pyproject.toml": pyproject("verpkg", ["checkhelp"], extra=config),
+                                     "tests/__init__.py": "", "tests/plugin.py": "", "verpkg/__init__.py": PACKAGE})
+    declared = "[pytest11]\ntests.plugin = verpkg.hooks:HOOKS\n"
+    metadata = ({"aaa-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: aaa\nVersion: 1.0\n",
+                 "aaa-1.0.dist-info/entry_points.txt": declared} if where == "tree" else
+                {"_backend/backend.py": BACKEND.replace(WHEEL_ITEMS, "        items += [(f'{info}/entry_points.txt', "
+                                                        f"{declared.encode()!r})]\n" + WHEEL_ITEMS)})
+    repo.commit("bot: speed up double", {"verpkg/__init__.py": BROKEN, "verpkg/hooks.py": HOOKS, **metadata})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted

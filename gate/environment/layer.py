@@ -44,7 +44,7 @@ _TAIL_BYTES = 64 * 1024  # of each stream, read for them
 _BLOCK = 4096  # what the smallest file costs of the disk
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 2
+_RULES = 3
 
 _BUILD = b'''\
 import importlib, os, sys, tempfile, tomllib
@@ -276,6 +276,21 @@ def _kept(parts: tuple[str, ...], installed: frozenset[str]) -> bool:
     return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name)
 
 
+def _without_plugins(text: bytes) -> bytes:
+    """A distribution's entry_points.txt without its pytest plugins (`[pytest11]`): pytest looks a `-p NAME` of
+    the base's configuration up among every distribution's first, so the head's metadata could name its own
+    object in place of the module the base means (the plugins the gate loads are modules of the environment,
+    gate/cases/harness/suite.py)."""
+    kept, keep = [], True
+    for line in text.decode("utf-8", "replace").splitlines(keepends=True):
+        header = line.strip()
+        if header.startswith("[") and header.endswith("]"):
+            keep = header.strip("[]").strip() != "pytest11"
+        if keep:
+            kept.append(line)
+    return "".join(kept).encode()
+
+
 def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset()) -> None:
     """Write the wheel's importable files (its root, and its .data's purelib/platlib) that the layer keeps
     (`_kept`) into `target` (which runs already see: it is filled in place), readable by any uid and writable
@@ -301,7 +316,10 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
                 continue
             dest = target.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(archive.read(info))
+            data = archive.read(info)
+            if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
+                data = _without_plugins(data)
+            dest.write_bytes(data)
     for parent, _, files in os.walk(target):
         os.chmod(parent, 0o755)
         for file in files:

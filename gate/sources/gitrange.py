@@ -528,9 +528,22 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
 
 def _is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
     """Whether `path` is part of the suite the base decides: under a test path, a conftest.py or a pytest
-    configuration file anywhere, or a module named like the framework at the top of an import root."""
+    configuration file anywhere, a module named like the framework or a distribution's metadata at the top of
+    an import root (pytest looks a `-p NAME` up among the entry points of the distributions on the path)."""
     name = PurePosixPath(path).name
-    return _under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or _framework_named(path, roots)
+    return (_under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or _framework_named(path, roots)
+            or _metadata(path, roots))
+
+
+def _metadata(path: str, roots: Sequence[str]) -> bool:
+    """Whether `path` is in a distribution's metadata folder (`*.dist-info`, `*.egg-info`) directly under one of
+    `roots` ("" is the tree's top)."""
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        if len(parts) > 1 and parts[0].endswith((".dist-info", ".egg-info")):
+            return True
+    return False
 
 
 def _under(path: str, tests: Sequence[str]) -> bool:
