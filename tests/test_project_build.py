@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.sandbox.runner import LayeredSandbox
 from tests.git_support import Repo
 from tests.projects import (  # noqa: F401
     BACKEND,
@@ -149,3 +150,29 @@ def test_what_the_heads_build_adds_never_reaches_the_suites_files_nor_leaves_the
     assert not verdict.accepted
     assert suite_statuses(verdict)["tests/test_verpkg.py::test_double"] == "failed"
     assert list(outside.iterdir()) == []
+
+
+def test_a_build_the_sandbox_stopped_is_not_remembered(tmp_path: Path, sandbox: LayeredSandbox) -> None:
+    """A build that ran out of time on a loaded machine is tried again by the next gate; one that failed on its
+    own is remembered (the next gate gives the same note without building)."""
+    from gate.environment.layer import BuildLayer, build
+    from gate.sandbox.base import Limits
+
+    tree = tmp_path / "tree"
+    (tree / "_backend").mkdir(parents=True)
+    (tree / "pyproject.toml").write_text(pyproject("slow"))
+    (tree / "_backend" / "backend.py").write_text("import time\n\n\ndef build_wheel(*args, **kwargs):\n"
+                                                  "    time.sleep(30)\n")
+    layer = BuildLayer(tmp_path / "layers" / "slow", "1.0")
+    layer.path.mkdir(parents=True)
+    quick = Limits(wall_s=1.0, cpu_s=1.0)
+
+    stopped = build(sandbox, lambda: tree, layer, (), quick)
+    (tree / "_backend" / "backend.py").write_text("def build_wheel(*args, **kwargs):\n    raise SystemExit(4)\n")
+    failed = build(sandbox, lambda: tree, layer, (), quick)
+    (tree / "_backend" / "backend.py").write_text("")
+    again = build(sandbox, lambda: tree, layer, (), quick)
+
+    assert stopped.startswith("the project did not build in the sandbox (wall timeout)"), stopped
+    assert failed.startswith("the project did not build in the sandbox (exit status 4)"), failed
+    assert again == failed

@@ -22,6 +22,7 @@ import functools
 import json
 import os
 import shutil
+import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
@@ -214,9 +215,10 @@ def _in_place(layer: BuildLayer, roots: Sequence[str]) -> tuple[str, ...]:
 
 def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: Sequence[str], limits: Limits,
           installed: Sequence[str] = ()) -> str:
-    """Build the project in the tree `tree()` exports into `layer` (once: a built layer is reused, and `tree`
-    is not called) in `sandbox`, with the environment's `sites` for its build requirements; the layer keeps
-    no module that the folders `installed` (the environment's, the gate's pytest) hold. Returns "" when the
+    """Build the project in the tree `tree()` exports into `layer` (once: a built layer, or a build that
+    failed on its own, is reused, and `tree` is not called; one the sandbox stopped is tried again) in
+    `sandbox`, with the environment's `sites` for its build requirements; the layer keeps no module that the
+    folders `installed` (the environment's, the gate's pytest) hold. Returns "" when the
     layer is ready, else why not (the verdict's note; the runs then import the tree)."""
     with cache.locked(layer.path.parent / f"{layer.path.name}.lock"):
         done = layer.path / _DONE
@@ -225,8 +227,8 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         # A copy of its own: the sandbox keeps one read-only copy per tree it ran in, and the runs of the tree
         # itself must see what `overlay` adds to it after this build.
         source = tree()
-        copy = source.with_name(f"{source.name}-build")
-        shutil.copytree(source, copy, symlinks=True)
+        copy = Path(tempfile.mkdtemp(prefix=f"{source.name}-build-", dir=source.parent))  # (a path no run had)
+        shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True)
         try:
             result = sandbox.run(RunRequest(script="_gate_build.py", files={"_gate_build.py": _BUILD}, tree=copy,
                                             env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
@@ -246,7 +248,8 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
                 _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
-        done.write_text(json.dumps({"failed": failed}))
+        if not result.killed_reason:  # a build the sandbox stopped (time, memory) may pass on a quieter machine
+            done.write_text(json.dumps({"failed": failed}))
         return failed
 
 
