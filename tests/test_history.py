@@ -205,3 +205,12 @@ def test_a_version_from_git_is_the_one_setuptools_scm_gives(tmp_path: Path) -> N
     repo.git("tag", "v1.4.0", first)
     assert scm_version(handle, handle.commit(first)) == "1.4.0"
     assert scm_version(handle, handle.commit(second)) == f"1.4.1.dev1+g{second[:7]}"
+    # python-dateutil's tags: a post release, a release candidate, a dev release (the last number bumped, the
+    # dev one's release): read as 0.1.dev, its own build's version conflicted with what its tests require.
+    repo.git("tag", "-d", "v1.4.0")
+    for tag, exact, after in (("2.9.0.post0", "2.9.0.post0", "2.9.0.post1"), ("v1.5rc1", "1.5rc1", "1.5rc2"),
+                              ("1.6.dev0", "1.6.dev0", "1.6")):
+        repo.git("tag", "-f", tag, first)
+        assert scm_version(handle, handle.commit(first)) == exact
+        assert scm_version(handle, handle.commit(second)) == f"{after}.dev1+g{second[:7]}"
+        repo.git("tag", "-d", tag)

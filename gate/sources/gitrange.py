@@ -21,6 +21,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 import git
+from packaging.version import InvalidVersion, Version
 
 from gate.cases.suite import FRAMEWORK_MODULES, PYTEST_CONFIG
 from gate.environment import BuiltEnvironment
@@ -403,14 +404,16 @@ def scm_version(repo: git.Repo, commit: git.Commit) -> str:
         count = int(repo.git.rev_list("--count", commit.hexsha))
         return f"0.1.dev{count}+g{short}"
     tag, distance, _ = described.rsplit("-", 2)
-    release = re.sub(r"^[^0-9]*", "", tag)
-    if not re.fullmatch(r"\d+(\.\d+)*", release):
+    try:
+        release = str(Version(re.sub(r"^[^0-9]*", "", tag))).partition("+")[0]
+    except InvalidVersion:
         return f"0.1.dev{distance}+g{short}"
     if distance == "0":
         return release
-    parts = release.split(".")
-    parts[-1] = str(int(parts[-1]) + 1)
-    return f"{'.'.join(parts)}.dev{distance}+g{short}"
+    # guess-next-dev: a dev tag's release, else the last number bumped (2.9.0.post0 -> 2.9.0.post1).
+    before, dev, _ = release.rpartition(".dev")
+    bumped = before if dev else re.sub(r"\d+$", lambda last: str(int(last.group()) + 1), release)
+    return f"{bumped}.dev{distance}+g{short}"
 
 
 def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_bytes: int
