@@ -224,7 +224,8 @@ def pytest_counts(output: str) -> dict[str, int]:
 def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
                                                                     dict[str, int], str]:
     """(times, counts on the honest head, counts on the regression, the end of the output when pytest did not
-    run) of a CI job: a checkout, a venv, the install, pytest; then pytest warm and on the regression."""
+    run: it passed no test) of a CI job: a checkout, a venv, the install, pytest; then pytest warm and on the
+    regression."""
     checkout = root / "checkout"
     venv = root / "venv"
     started = time.perf_counter()
@@ -251,7 +252,7 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     regressed = run()
     counts = pytest_counts(first.stdout)
     said = (first.stdout + first.stderr).strip()
-    return times, counts, pytest_counts(regressed.stdout), "" if counts else said[-400:] or "no output"
+    return times, counts, pytest_counts(regressed.stdout), "" if counts.get("passed") else said[-400:] or "no output"
 
 
 def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str, list[str], list[str]]:
