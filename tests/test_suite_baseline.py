@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.errors import GateFailure
 from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse, write_wheel  # noqa: F401
 from tests.suite_support import (
@@ -147,10 +148,10 @@ def plugin_wheels(offline_pip: Path) -> Path:  # noqa: F811
     return offline_pip
 
 
-def _plugin_project(root: Path) -> Repo:
+def _plugin_project(root: Path, addopts: str = "--measure=calc") -> Repo:
     return calc_project(root, extra_files={
         "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest-measure"]},
-                                    extra='\n[tool.pytest.ini_options]\naddopts = "--measure=calc"\n'
+                                    extra=f'\n[tool.pytest.ini_options]\naddopts = "{addopts}"\n'
                                           # as humanize's: every warning is an error, pytest's own too
                                           'filterwarnings = ["error"]\n'),
         "tests/test_calc.py": PLUGIN_TESTS, "tests/conftest.py": CONFTEST})
@@ -165,6 +166,30 @@ def test_the_plugins_the_base_declares_load_as_in_its_ci(tmp_path: Path) -> None
 
     assert suite_statuses(verdict) == dict.fromkeys([*BASE_TESTS, "tests/test_calc.py::test_helper"], "passed")
     assert verdict.accepted
+
+
+@pytest.mark.usefixtures("plugin_wheels")
+def test_the_base_loads_a_declared_plugin_by_its_entry_points_name_as_in_its_ci(tmp_path: Path) -> None:
+    """Autoload registers a plugin under its entry point's name: the base's `-p measure` loads it once."""
+    repo = _plugin_project(tmp_path / "repo", "-p measure --measure=calc")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_helper"] == "passed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert not verdict.accepted
+
+
+@pytest.mark.usefixtures("plugin_wheels")
+def test_the_bases_p_no_name_turns_a_declared_plugin_off_as_in_its_ci(tmp_path: Path) -> None:
+    """`-p no:measure` in the base's configuration: its fixture is missing on the base, as in its CI, and
+    the gate says the base's suite does not run rather than pass anything."""
+    repo = _plugin_project(tmp_path / "repo", "-p no:measure")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    with pytest.raises(GateFailure, match="test_helper: fixture 'helper' not found"):
+        score_repo(repo)
 
 
 @pytest.mark.usefixtures("plugin_wheels")

@@ -58,7 +58,7 @@ class SuiteRun:
     limits: Limits  # the policy's, for memory, processes, files and disk
     test_timeout: float
     workers: int
-    plugins: tuple[str, ...] = ()  # modules pytest loads with -p (the base's declared test plugins)
+    plugins: tuple[str, ...] = ()  # "NAME=MODULE" pytest loads (the base's declared test plugins)
 
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float

@@ -23,8 +23,8 @@ class BuiltEnvironment:
     site_packages: tuple[str, ...]  # absolute; each run's sys.path gets them after the standard library
     installed: tuple[str, ...]  # "name==version", sorted
     cached: bool  # taken from the cache rather than installed by this gate
-    # pytest plugins (modules, for `-p`) of the distributions the base declares itself (docs/repository.md):
-    # loaded as autoload would in the project's CI, no other.
+    # pytest plugins of the distributions the base declares itself (docs/repository.md), as "NAME=MODULE" (its
+    # `pytest11` entry point): loaded as autoload would in the project's CI, under the same names, no other.
     plugins: tuple[str, ...] = ()
 
     def has(self, distribution: str) -> bool:

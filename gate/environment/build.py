@@ -216,10 +216,10 @@ def _declared(report: dict[str, Any], source: Path) -> set[str]:
 
 
 def _plugins(declared: set[str], venv: Path) -> list[str]:
-    """The pytest plugins (their `pytest11` entry points' modules) of the installed distributions the base
-    declares: what pytest's autoload would load in the project's CI, less what only a dependency brings."""
+    """The pytest plugins ("NAME=MODULE": their `pytest11` entry points) of the installed distributions the
+    base declares: what pytest's autoload would load in the project's CI, less what only a dependency brings."""
     sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
-    found = {entry.module for dist in metadata.distributions(path=sites)
+    found = {f"{entry.name}={entry.module}" for dist in metadata.distributions(path=sites)
              if _normalise(dist.metadata["Name"] or "") in declared
              for entry in dist.entry_points.select(group="pytest11")}
     return sorted(found)

@@ -1,8 +1,9 @@
 """Run the repository's pytest suite (or part of it) and report each test as it finishes.
 
 Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (null: all), "test_timeout":
-seconds, "plugins": modules pytest loads, "key": a secret of this run}. Records on the result channel, one JSON
-object a line, written as each event happens (a process that dies mid-suite has reported everything before):
+seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run}. Records on the result
+channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
+everything before):
 {"collected": [node ids]}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start": node id},
 {"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with the key (the gate ignores a
 record without it).
@@ -42,12 +43,23 @@ _DETAIL = 1500  # characters of a failure's report kept
 class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names)."""
 
-    def __init__(self, fd: int, key: str, select: list[str] | None) -> None:
+    def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]]) -> None:
         self._fd = fd
         self._key = key
         self._select = None if select is None else set(select)
+        self._plugins = plugins
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
+
+    def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: list[str]) -> None:
+        """Register the declared plugins' modules under their entry points' names, as autoload does in the
+        project's CI: after the command line's and the configuration's `-p` (a `-p no:NAME` turns one off, a
+        `-p NAME` has loaded it already), before the conftests."""
+        manager = early_config.pluginmanager
+        for name, module in self._plugins:
+            if not (manager.is_blocked(name) or manager.get_plugin(name) is not None
+                    or manager.is_registered(module)):
+                manager.register(module, name)
 
     def write(self, record: dict[str, Any]) -> None:
         data = (json.dumps({**record, "key": self._key}) + "\n").encode()
@@ -192,27 +204,30 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
     code: int | None = None
     failure = ""
     try:
-        imported = _import_framework(plugins)
+        named = [(name, module or name) for name, _, module in (entry.partition("=") for entry in plugins)]
+        imported = _import_framework([module for _, module in named])
         import pytest
 
         # After every other plugin's selection (`-m`, `-k` in the base's addopts), so that what it reports
         # is what runs.
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
-        plugin = GatePlugin(fd, key, select)
+        GatePlugin.pytest_load_initial_conftests = pytest.hookimpl(tryfirst=True)(  # type: ignore[method-assign]
+            GatePlugin.pytest_load_initial_conftests)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
         # is named with `-p`, for pytest to say why.
-        options = [option for module in plugins if module not in imported for option in ("-p", module)]
+        plugin = GatePlugin(fd, key, select, [(name, imported[module]) for name, module in named
+                                              if module in imported])
+        options = [option for _, module in named if module not in imported for option in ("-p", module)]
         if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
             # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The
             # message names the module after ": " or "; " (pytest's versions differ), which `-W` cannot hold.
             options += ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
         code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
                                 "--tb=short", "--continue-on-collection-errors",
-                                "-o", "console_output_style=classic"],
-                                plugins=[plugin, *(imported[module] for module in plugins if module in imported)]))
+                                "-o", "console_output_style=classic"], plugins=[plugin]))
     except BaseException:  # pytest itself stopped (a conftest's hook it refuses, ...): the last line says why
         failure = "".join(traceback.format_exc().splitlines(keepends=True)[-6:])
     finally:
