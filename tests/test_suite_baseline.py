@@ -116,19 +116,26 @@ def test_one_broken_base_test_blocks_under_the_default_budget(tmp_path: Path) ->
     assert not verdict.accepted
 
 
-# A pytest plugin as a test extra brings it: an option the base's addopts uses (as pytest-cov's --cov) and a
-# fixture its tests ask for (as pytest-mock's mocker).
+# A pytest plugin as a test extra brings it: an option the base's addopts uses (as pytest-cov's --cov), a start
+# before the conftests (as pytest-cov's and pytest-django's), and a fixture its tests ask for (as pytest-mock's
+# mocker).
 PLUGIN = '''\
 import pytest
+
+STARTED = []
 
 
 def pytest_addoption(parser):
     parser.addoption("--measure", action="store", default=None)
 
 
+def pytest_load_initial_conftests(early_config, parser, args):
+    STARTED.append(True)
+
+
 @pytest.fixture
 def helper(request):
-    return request.config.getoption("--measure")
+    return request.config.getoption("--measure") if STARTED else "not started before the conftests"
 '''
 PLUGIN_TESTS = TESTS + '''
 

@@ -51,15 +51,23 @@ class GatePlugin:
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
 
-    def pytest_load_initial_conftests(self, early_config: Any, parser: Any, args: list[str]) -> None:
-        """Register the declared plugins' modules under their entry points' names, as autoload does in the
-        project's CI: after the command line's and the configuration's `-p` (a `-p no:NAME` turns one off, a
-        `-p NAME` has loaded it already), before the conftests."""
-        manager = early_config.pluginmanager
-        for name, module in self._plugins:
-            if not (manager.is_blocked(name) or manager.get_plugin(name) is not None
-                    or manager.is_registered(module)):
-                manager.register(module, name)
+    def pytest_addhooks(self, pluginmanager: Any) -> None:
+        """Have the declared plugins registered where autoload would register them in the project's CI: after
+        the command line's and the configuration's `-p` (a `-p no:NAME` turns one off, a `-p NAME` has loaded
+        it already), before the early hooks (pytest-cov and pytest-django start in
+        `pytest_load_initial_conftests`), under their entry points' names. pytest's start-up reads
+        PYTEST_PLUGINS (`consider_env`) right after autoload's place: the registration goes first there. (This
+        hook is called as the plugin is registered, before the arguments are read.)"""
+        read_environment = pluginmanager.consider_env
+
+        def register_then_read_environment() -> None:
+            for name, module in self._plugins:
+                if not (pluginmanager.is_blocked(name) or pluginmanager.get_plugin(name) is not None
+                        or pluginmanager.is_registered(module)):
+                    pluginmanager.register(module, name)
+            read_environment()
+
+        pluginmanager.consider_env = register_then_read_environment
 
     def write(self, record: dict[str, Any]) -> None:
         data = (json.dumps({**record, "key": self._key}) + "\n").encode()
@@ -212,8 +220,6 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         # is what runs.
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
-        GatePlugin.pytest_load_initial_conftests = pytest.hookimpl(tryfirst=True)(  # type: ignore[method-assign]
-            GatePlugin.pytest_load_initial_conftests)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
