@@ -15,6 +15,7 @@ import pytest
 
 from gate.environment.layer import _unpack, overlay
 from gate.sources.gitrange import subject_from_commits
+from gate.verdict import Verdict
 from tests.git_support import Repo
 from tests.projects import (  # noqa: F401
     BACKEND,
@@ -48,8 +49,15 @@ def _adding(items: dict[str, str]) -> str:
     return BACKEND.replace(WHEEL_ITEMS, f"        items += [{added}]\n{WHEEL_ITEMS}")
 
 
-def _test_double(verdict: object) -> str:
-    return suite_statuses(verdict)["tests/test_verpkg.py::test_double"]  # type: ignore[arg-type]
+def _test_double(verdict: Verdict) -> str:
+    return suite_statuses(verdict)["tests/test_verpkg.py::test_double"]
+
+
+def _assert_caught(verdict: Verdict) -> None:
+    """The head built, and its regression failed test_double and blocked the change."""
+    assert "build" not in dict(verdict.facts)
+    assert _test_double(verdict) == "failed"
+    assert not verdict.accepted
 
 
 @pytest.mark.slow
@@ -65,9 +73,7 @@ def test_a_wheel_that_ships_other_code_than_the_trees_src_is_not_what_the_suite_
 
     verdict = score_repo(repo)
 
-    assert "build" not in dict(verdict.facts)
-    assert _test_double(verdict) == "failed"
-    assert not verdict.accepted
+    _assert_caught(verdict)
 
 
 @pytest.mark.slow
@@ -82,9 +88,7 @@ def test_a_wheel_never_shadows_a_module_the_environment_installs(tmp_path: Path,
 
     verdict = score_repo(repo)
 
-    assert "build" not in dict(verdict.facts)
-    assert _test_double(verdict) == "failed"
-    assert not verdict.accepted
+    _assert_caught(verdict)
 
 
 @pytest.mark.slow
@@ -99,9 +103,7 @@ def test_a_new_package_of_the_wheel_never_stands_in_for_a_module_of_the_tree(tmp
 
     verdict = score_repo(repo)
 
-    assert "build" not in dict(verdict.facts)
-    assert _test_double(verdict) == "failed"
-    assert not verdict.accepted
+    _assert_caught(verdict)
 
 
 # Code no check of the diff reads: the backend writes it into the wheel as a module of the package, which the
@@ -292,9 +294,7 @@ def test_an_entry_point_of_the_wheel_never_stands_in_for_a_plugin_the_gate_loads
 
     verdict = score_repo(repo)
 
-    assert "build" not in dict(verdict.facts)
-    assert _test_double(verdict) == "failed"
-    assert not verdict.accepted
+    _assert_caught(verdict)
 
 
 @pytest.mark.slow
@@ -339,6 +339,4 @@ def test_an_entry_point_of_the_head_never_stands_in_for_a_plugin_the_bases_confi
 
     verdict = score_repo(repo)
 
-    assert "build" not in dict(verdict.facts)
-    assert _test_double(verdict) == "failed"
-    assert not verdict.accepted
+    _assert_caught(verdict)

@@ -92,17 +92,18 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     head, base = subject.layers
     sites = subject.environment.site_packages if subject.environment else ()
     installed = (*sites, *(subject.suite.runner if subject.suite else ()))
+    suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
+    tests = tuple(arg for suite in suites for arg in suite.args)
     notes = []
     tree = subject.tree
     failed = build(sandbox, lambda: tree, head, sites, limits, installed)
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
-        suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
         roots = _relative(subject.import_roots)
         written = _not_the_trees(head.path, tree, roots)  # (before the overlay adds the build's files to it)
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
-            overlay(head.path, where, tuple(arg for s in suites for arg in s.args), roots)
+            overlay(head.path, where, tests, roots)
         from gate.subject import SourceFile
 
         generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
@@ -117,7 +118,6 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     if failed:
         notes.append(("build", f"base: {failed}"))
     else:
-        tests = tuple(arg for each in (suite, *(s for _, s in subject.scope_suites)) if each for arg in each.args)
         roots = _relative(base_tree.roots)
         if exported is not None:
             overlay(base.path, exported, tests, roots)
