@@ -130,12 +130,43 @@ def test_gate_init_writes_the_readmes_workflows_and_never_overwrites_unasked(tmp
         written = (tmp_path / ".github" / "workflows" / name).read_text(encoding="utf-8")
         assert f"```yaml\n{written}```" in readme
     assert "COMMIT_SHA" in done.stdout and "git ls-remote" in done.stdout  # how to pin the release
+    assert not (tmp_path / ".github" / "gate.yml").exists()  # the workflows only
     (tmp_path / ".github" / "gate.yml").write_text("budget: 7\n")
     again = gate("init", cwd=tmp_path)
     assert again.returncode == 2 and "already there (use --force to overwrite)" in again.stderr
     assert (tmp_path / ".github" / "gate.yml").read_text() == "budget: 7\n"
     assert gate("init", "--force", cwd=tmp_path).returncode == 0
     assert "budget: 7" not in (tmp_path / ".github" / "gate.yml").read_text()
+
+
+def test_gate_init_workflow_after_gate_init_writes_the_workflows_and_leaves_the_policy(tmp_path: Path) -> None:
+    """The README's order: the policy first (then edited by hand), the workflows after; --force on the
+    workflows rewrites the workflows only."""
+    assert gate("init", cwd=tmp_path).returncode == 0
+    (tmp_path / ".github" / "gate.yml").write_text("budget: 7\n")
+
+    done = gate("init", "--workflow", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert sorted(p.name for p in (tmp_path / ".github" / "workflows").iterdir()) == ["gate-publish.yml", "gate.yml"]
+    assert (tmp_path / ".github" / "gate.yml").read_text() == "budget: 7\n"
+    assert ".github/gate.yml" not in done.stdout
+    (tmp_path / ".github" / "workflows" / "gate.yml").write_text("# mine\n")
+    again = gate("init", "--workflow", cwd=tmp_path)
+    assert again.returncode == 2 and "gate.yml: already there (use --force to overwrite)" in again.stderr
+    assert (tmp_path / ".github" / "workflows" / "gate.yml").read_text() == "# mine\n"
+    assert (tmp_path / ".github" / "workflows" / "gate-publish.yml").is_file()  # untouched by the refusal
+    assert gate("init", "--workflow", "--force", cwd=tmp_path).returncode == 0
+    assert (tmp_path / ".github" / "workflows" / "gate.yml").read_text() != "# mine\n"
+    assert (tmp_path / ".github" / "gate.yml").read_text() == "budget: 7\n"
+
+
+def test_gate_init_workflow_needs_no_parsable_project_and_refuses_print(tmp_path: Path) -> None:
+    (tmp_path / "pyproject.toml").write_text("[project\nname = 1\n")
+
+    assert gate("init", "--workflow", cwd=tmp_path).returncode == 0
+    both = gate("init", "--workflow", "--print", cwd=tmp_path)
+    assert both.returncode == 2 and "not allowed with argument" in both.stderr and "Traceback" not in both.stderr
 
 
 def test_the_readmes_starter_policy_is_what_gate_init_writes_for_that_project(tmp_path: Path) -> None:

@@ -1,4 +1,4 @@
-"""`gate init`: a starter policy for the repository it stands in (and, asked, the workflows).
+"""`gate init`: a starter policy for the repository it stands in; `gate init --workflow`: the workflows.
 
 The policy's `environment:` and `tests:` come from what the repository declares: its project files
 (pyproject.toml `[project]` or Poetry's `[tool.poetry]`, setup.py, setup.cfg), a test extra, a test dependency
@@ -46,24 +46,25 @@ class Found:
 def register(subparsers: Any) -> None:
     """Add `gate init` to the CLI."""
     parser = subparsers.add_parser(
-        "init", help="write a starter policy (and, with --workflow, the workflows) for this repository",
+        "init", help="write a starter policy (or, with --workflow, the workflows) for this repository",
         description="Write .github/gate.yml for the repository in DIR, its environment: and tests: filled in "
                     "from pyproject.toml / setup.py / setup.cfg, test requirements files and pytest's "
-                    "testpaths (or a tests/ folder). With --workflow, also the workflows to copy from the "
-                    "README.",
+                    "testpaths (or a tests/ folder). With --workflow, write the README's workflows instead "
+                    "(the policy is left as it is).",
         epilog="examples:\n  gate init                  # .github/gate.yml here\n"
-               "  gate init --workflow       # and .github/workflows/gate.yml, gate-publish.yml\n"
+               "  gate init --workflow       # .github/workflows/gate.yml and gate-publish.yml only\n"
                "  gate init --print          # show the policy, write nothing\n\n"
                "exit codes: 0 written (or printed), 2 a file is already there (use --force; a policy named "
                ".github/gate.yaml is never doubled) or a project file does not parse",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dir", type=Path, default=Path("."), metavar="DIR",
                         help="the repository's root (default: the current directory)")
-    parser.add_argument("--workflow", action="store_true",
-                        help="also write the gate and publish workflows under .github/workflows/")
+    what = parser.add_mutually_exclusive_group()
+    what.add_argument("--workflow", action="store_true",
+                      help="write the gate and publish workflows under .github/workflows/ (not the policy)")
+    what.add_argument("--print", dest="print_only", action="store_true",
+                      help="print the policy on stdout instead of writing it")
     parser.add_argument("--force", action="store_true", help="overwrite files that are already there")
-    parser.add_argument("--print", dest="print_only", action="store_true",
-                        help="print the policy on stdout instead of writing it")
     parser.set_defaults(func=run)
 
 
@@ -71,6 +72,11 @@ def run(args: argparse.Namespace) -> int:
     root: Path = args.dir
     if not root.is_dir():
         raise BadInput("not a folder", file=str(root))
+    if args.workflow:  # the workflows only: the policy, written or not, is left as it is
+        _write(root, {path: workflow(name) for name, path in WORKFLOWS.items()}, force=args.force)
+        print(f"next: replace {COMMIT_SHA} in the workflows with the full commit SHA of release v{__version__}: "
+              f"git ls-remote {HOME} 'refs/tags/v{__version__}^{{}}' (the README's \"Pin a release\")")
+        return EXIT_ACCEPTED
     if (root / ALTERNATE_POLICY_PATH).exists():  # both names at once is an error for the gate: never write it
         raise BadInput(f"the repository's policy is already there; gate init writes {DEFAULT_POLICY_PATH}, and the "
                        "gate refuses a base that holds both", file=str(root / ALTERNATE_POLICY_PATH))
@@ -79,20 +85,19 @@ def run(args: argparse.Namespace) -> int:
     if args.print_only:
         print(text, end="")
         return EXIT_ACCEPTED
-    files = {DEFAULT_POLICY_PATH: text}
-    if args.workflow:
-        files.update({path: workflow(name) for name, path in WORKFLOWS.items()})
+    _write(root, {DEFAULT_POLICY_PATH: text}, force=args.force)
+    return EXIT_ACCEPTED
+
+
+def _write(root: Path, files: dict[str, str], *, force: bool) -> None:
+    """Write `files` (path under `root` -> text), none of them unless every one is new or `force` is given."""
     there = [path for path in files if (root / path).exists()]
-    if there and not args.force:
+    if there and not force:
         raise BadInput("already there (use --force to overwrite)", file=str(root / there[0]))
     for path, content in files.items():
         (root / path).parent.mkdir(parents=True, exist_ok=True)
         (root / path).write_text(content, encoding="utf-8")
         print(f"wrote {root / path}")
-    if args.workflow:
-        print(f"next: replace {COMMIT_SHA} in the workflows with the full commit SHA of release v{__version__}: "
-              f"git ls-remote {HOME} 'refs/tags/v{__version__}^{{}}' (the README's \"Pin a release\")")
-    return EXIT_ACCEPTED
 
 
 def workflow(name: str) -> str:
