@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
-from gate.cases.pairs import run_tests
+from gate.cases.pairs import TestFormat, run_tests
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
@@ -36,6 +36,7 @@ class HumanEval:
 
     name = "humaneval"
     fields = HumanEvalFields
+    format: TestFormat = "check"  # how the pair's lead runs its tests (pairs.TestFormat)
 
     def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
         for key_name in ("prompt", "test"):
@@ -52,6 +53,5 @@ class HumanEval:
             return CaseOutcome("error", reason, fingerprint("error", reason))
         prompt, test = str(case.get("prompt")), str(case.get("test"))
         module = program.code if program.code.startswith(prompt) else prompt + program.code
-        request = {"kind": "humaneval", "prompt": prompt, "test": test,
-                   "entry_point": case.get("entry_point")}
+        request = {"format": self.format, "prompt": prompt, "test": test, "function": case.get("entry_point")}
         return run_tests(case, request, module, sandbox, limits, hash_seed, test.splitlines())

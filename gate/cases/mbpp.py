@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
-from gate.cases.pairs import run_tests
+from gate.cases.pairs import TestFormat, run_tests
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, Sandbox
@@ -40,6 +40,7 @@ class Mbpp:
 
     name = "mbpp"
     fields = MbppFields
+    format: TestFormat = "asserts"  # how the pair's lead runs its tests (pairs.TestFormat)
 
     def check(self, case: Mapping[str, Any]) -> tuple[str, str] | None:
         setup, tests = case.get("setup", ""), case["tests"]
@@ -59,7 +60,7 @@ class Mbpp:
             return CaseOutcome("error", reason, fingerprint("error", reason))
         setup, tests = str(case.get("setup", "")), [str(test) for test in case.get("tests")]
         names = candidate_names(setup, tests)
-        request = {"kind": "mbpp", "setup": setup, "tests": tests, "function": names[0],
+        request = {"format": self.format, "setup": setup, "tests": tests, "function": names[0],
                    "in_process": len(names) > 1}
         return run_tests(case, request, program.code, sandbox, limits, hash_seed, tests)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 import json
-from typing import Any
+from typing import Any, Literal
 
 from gate.cases.base import CaseOutcome, fingerprint
 from gate.cases.outcome import hidden_detail, no_outcome, read_outcome
@@ -19,6 +19,10 @@ from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 
 IN_PROCESS = "in-process, weaker isolation"
+# How the lead runs a kind's tests (a pair kind's `format`, in its request): "check", HumanEval's (the trusted
+# prompt, then the test code, whose `check(candidate)` is called with the candidate's function), or "asserts",
+# MBPP's (the setup, then one assert statement at a time).
+TestFormat = Literal["check", "asserts"]
 # The lead's own reasons for failing a test run (harness/lead.py), beside the builtin exceptions.
 _LEAD_FAILURES = frozenset({"CandidateError", "NoData", "LoadFailed", "the candidate does not load"})
 

@@ -7,10 +7,11 @@ ends the tests as failed. Only this process holds the result channel and it writ
 are over, so the candidate cannot exit early with success, print a fake result, hand back an object that
 equals anything, or read or patch the tests.
 
-Request on stdin (JSON): {"kind": "humaneval", "prompt", "test", "entry_point"} or {"kind": "mbpp", "setup",
-"tests": [...], "function"}. With "in_process": true there is no peer: the candidate's code is loaded here,
-after the tests' code (for MBPP tests that build objects from the candidate's own classes). That isolation is
-weaker — the candidate could read the tests — and the outcome says so.
+Request on stdin (JSON): {"format": "check", "prompt", "test", "function"} (HumanEval's: the test code defines
+`check(candidate)`) or {"format": "asserts", "setup", "tests": [...], "function"} (MBPP's: one assert at a
+time); the case kind says which (its `format`). With "in_process": true there is no peer: the candidate's code
+is loaded here, after the tests' code (for MBPP tests that build objects from the candidate's own classes). That
+isolation is weaker — the candidate could read the tests — and the outcome says so.
 Outcome (JSON): {"passed": true} or {"failed": what, "test": index or "line": n, "last": type of the last
 result}.
 """
@@ -150,7 +151,7 @@ def _tested(request: dict[str, Any], functions: Callable[[], dict[str, Any]]) ->
 
 
 def _names(request: dict[str, Any]) -> list[str]:
-    return [request["entry_point"] if request["kind"] == "humaneval" else request["function"]]
+    return [request["function"]]
 
 
 def _connect(request: dict[str, Any], channel: socket.socket) -> dict[str, Any]:
@@ -238,13 +239,13 @@ def _data_only(function: Callable[..., Any]) -> Callable[..., Any]:
 def _run_tests(request: dict[str, Any], functions: dict[str, Any]) -> dict[str, object]:
     namespace: dict[str, Any] = {"__name__": "__gate_test__"}
     try:
-        if request["kind"] == "humaneval":
+        if request["format"] == "check":
             # The prompt's helpers (HumanEval/32's poly, /38's encode_cyclic) come from the trusted prompt,
             # not from whatever the completion redefined.
             exec(_compiled(request["prompt"], "prompt"), namespace)
             namespace.update(functions)
             exec(_compiled(request["test"], "test"), namespace)
-            namespace["check"](functions[request["entry_point"]])
+            namespace["check"](functions[request["function"]])
             return {"passed": True}
         namespace.update(functions)  # first: in one process, the setup may build the candidate's objects
         exec(_compiled(request["setup"], "setup"), namespace)
