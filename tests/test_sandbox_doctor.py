@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -35,10 +36,7 @@ def test_doctor_is_a_gate_command() -> None:
 
 
 def _as_nobody(code: str) -> subprocess.CompletedProcess[str]:
-    paths = [detect.gate_root()]
-    lib = seccomp.library()
-    if lib is not None and lib.__file__:
-        paths.append(os.path.dirname(lib.__file__))
+    paths = [detect.gate_root(), os.path.dirname(seccomp.library().__file__ or "")]
     setup = f"import sys; sys.path[:0] = {paths!r}\n"
     return subprocess.run(["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3",
                            "-c", setup + code], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"},
@@ -78,5 +76,36 @@ def test_doctor_fails_where_gate_ci_would_refuse_and_says_which_layer_and_the_fi
     assert done.returncode == 3, done.stdout + done.stderr
     assert "8 of 9 canaries blocked; not blocked: keyring" in done.stdout
     [refused] = [line for line in done.stdout.splitlines() if line.startswith("gate ci would refuse")]
-    assert "seccomp (no seccomp library (pip install pyseccomp" in refused
-    assert "allow_weaker_isolation: true" in refused
+    # The cause as it is (each binding's import error), and only the fix that applies: the gate is root already.
+    assert "seccomp (no seccomp binding imports under " in refused
+    assert "pyseccomp: ModuleNotFoundError: import of pyseccomp halted" in refused
+    assert "make a seccomp binding importable by the gate's interpreter (pyseccomp" in refused
+    assert "allow_weaker_isolation: true" in refused and "run it as root" not in refused
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root, the probes enter namespaces (the mount one covers /tmp)")
+def test_the_probes_find_a_seccomp_binding_installed_under_tmp(tmp_path: Path) -> None:
+    """A virtual environment under /tmp (a CI job's, a quick try's): the mount namespace's probe covers /tmp in
+    its own process, and the seccomp probe, after it, still imports the binding from there."""
+    assert tmp_path.is_relative_to("/tmp")
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    shutil.copy(seccomp.library().__file__ or "", site)
+    interpreter = detect.run_interpreter()
+    done = detect._finish(detect._start(interpreter, detect._PROBE, "1", detect.gate_root(), str(site)))
+    found = detect._probe(done)
+    assert found["mountns"] == "" and found["overlay"] == "", found  # the probe that covers /tmp ran, and first
+    assert found["seccomp"] == "" and found["bpf"], found
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="as root, the probes enter namespaces")
+def test_a_probe_that_dies_names_its_layer_and_the_others_still_answer(tmp_path: Path) -> None:
+    """A binding that crashes the interpreter when imported takes down the seccomp probe's process only."""
+    site = tmp_path / "site-packages"
+    site.mkdir()
+    (site / "pyseccomp.py").write_text("import os\nos._exit(9)\n")
+    done = detect._finish(detect._start(detect.run_interpreter(), detect._PROBE, "1", detect.gate_root(),
+                                        str(site)))
+    found = detect._probe(done)
+    assert found["seccomp"] == "its probe died before it answered", found
+    assert found["netns"] == found["mountns"] == "", found

@@ -347,11 +347,11 @@ def run(args: argparse.Namespace) -> int:
 def ci_refuses(isolation: Mapping[str, str]) -> str:
     """Why `gate ci` would fail closed with these layers (each layer it requires that is off, why, and the
     fix), or "" when it would run a PR's code."""
-    from gate.github.pipeline import CI_LAYERS, CI_LAYERS_HINT  # (the GitHub client only when asked)
+    from gate.github.pipeline import CI_LAYERS, ci_layers_fix  # (the GitHub client only when asked)
 
-    off = [f"{name} ({isolation[name].removeprefix('off: ')})" for name in CI_LAYERS
-           if isolation[name].startswith("off")]
-    return f"{'; '.join(off)}. {CI_LAYERS_HINT}" if off else ""
+    off = [name for name in CI_LAYERS if isolation[name].startswith("off")]
+    named = "; ".join(f"{name} ({isolation[name].removeprefix('off: ')})" for name in off)
+    return f"{named}. {ci_layers_fix(off)}" if off else ""
 
 
 def _suite(repo: Path) -> bool:

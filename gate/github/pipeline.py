@@ -16,7 +16,7 @@ from __future__ import annotations
 import functools
 import os
 import sys
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -50,10 +50,21 @@ from gate.verdict import Note, Verdict, safe_text
 # What candidate code needs around it in CI: a uid that holds no token, no network, no view of the runner's
 # files, no sockets or ptrace (docs/github.md).
 CI_LAYERS = ("uid", "no-new-privs", "netns", "mountns", "seccomp")
-CI_LAYERS_HINT = ("gate ci runs a PR's code only with the layers " + ", ".join(CI_LAYERS) + ": run it as root "
-                  "(the Action does, with sudo, on a Linux runner) with pyseccomp importable (a dependency of "
-                  f"{DISTRIBUTION} on Linux; or `apt install python3-seccomp`), or set `allow_weaker_isolation: true` "
-                  "in the policy to accept less")
+
+
+def ci_layers_fix(missing: Collection[str]) -> str:
+    """How to get the layers of CI_LAYERS in `missing` on this machine (what each needs that it lacks here), or
+    to do without them."""
+    fixes = []
+    if set(missing) - {"seccomp"}:
+        fixes.append("run it as root (the Action does, with sudo, on a Linux runner)" if os.geteuid() != 0 else
+                     "it runs as root, so the machine withholds them (the reason each gives): in a container, "
+                     "run it in one allowed to make namespaces, or on the host")
+    if "seccomp" in missing:
+        fixes.append("make a seccomp binding importable by the gate's interpreter (pyseccomp, a dependency of "
+                     f"{DISTRIBUTION} on Linux, with libseccomp2; or `apt install python3-seccomp`)")
+    return (f"gate ci runs a PR's code only with the layers {', '.join(CI_LAYERS)}: {'; '.join(fixes)}; or set "
+            "`allow_weaker_isolation: true` in the policy to accept less")
 
 # How a gated PR's subject becomes a verdict: `score_in_ci`, or `gate publish`'s recomputation.
 Scorer = Callable[[ScoreInput], Verdict]
@@ -206,7 +217,7 @@ def score_in_ci(found: ScoreInput) -> Verdict:
     try:
         return score_range(replace(found, policy=strict))
     except MissingLayers as missing:
-        raise MissingLayers(missing.layers, CI_LAYERS_HINT) from None
+        raise MissingLayers(missing.layers, ci_layers_fix([name for name, _ in missing.layers])) from None
 
 
 def _need_checkout_for_cases(found: ScoreInput) -> None:

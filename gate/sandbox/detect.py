@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
 
 from gate import __version__, memo
 from gate.errors import GateFailure
@@ -24,16 +25,34 @@ from gate.sandbox.runner import Layers
 from gate.sandbox.stack import RECORDS
 
 _INTERPRETERS = ("/usr/bin/python3", "/usr/local/bin/python3")
-# Run under the chosen interpreter: each layer's probe (gate/sandbox/layer.py), in one process, in the order of
-# stack.RECORDS (as root when the gate is: then it enters namespaces).
+# Run under the chosen interpreter: each layer's probe (gate/sandbox/layer.py), in the order of stack.RECORDS
+# (as root when the gate is: then it enters namespaces), each in a forked process of its own, so that what one
+# changes (the mount namespace's covers /tmp) is not what the next one sees (a seccomp binding installed in a
+# virtual environment under /tmp).
 _PROBE = """
-import json, sys
+import json, os, sys
 sys.path[:0] = sys.argv[2:]
 from gate.sandbox import stack
 found = {}
 for record in stack.RECORDS:
-    if record.probe is not None:
-        found.update(record.probe(sys.argv[1] == "1"))
+    if record.probe is None:
+        continue
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(read)
+        try:
+            result = record.probe(sys.argv[1] == "1")
+        except BaseException as exc:
+            result = {record.name: f"its probe failed: {type(exc).__name__}: {exc}"}
+        with os.fdopen(write, "w") as sink:
+            sink.write(json.dumps(result))
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as source:
+        said = source.read()
+    os.waitpid(pid, 0)
+    found.update(json.loads(said) if said else {record.name: "its probe died before it answered"})
 print(json.dumps(found))
 """
 # The layers the probe finds out about.
@@ -209,7 +228,10 @@ def _found(interpreter: str, root: bool) -> _Findings:
     needs = _start(interpreter, _NEEDS, os.path.realpath(interpreter)) if root else None
     try:
         paths = [gate_root()]
-        lib = seccomp.library()  # (while the root's probe runs)
+        try:
+            lib: ModuleType | None = seccomp.library()  # (while the root's probe runs)
+        except ImportError as missing:
+            lib, why_no_binding = None, str(missing)
         if lib is not None and lib.__file__:
             paths.append(str(Path(lib.__file__).parent))
         probe = _probe(_finish(_start(interpreter, _PROBE, "1" if root else "0", *paths)))
@@ -217,7 +239,7 @@ def _found(interpreter: str, root: bool) -> _Findings:
         listed = _finish(needs) if needs else None
     bpf = bytes.fromhex(probe.pop("bpf", ""))
     if lib is None:
-        probe["seccomp"] = "no seccomp library (pip install pyseccomp, or apt install python3-seccomp)"
+        probe["seccomp"] = why_no_binding
     needed = _root_paths(interpreter, listed) if listed and not probe["mountns"] else ()
     return _Findings(paths, probe, needed, bpf)
 

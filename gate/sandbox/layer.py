@@ -36,7 +36,8 @@ class Layer:
     """One isolation layer, by the name a policy's `require:` and the verdict's isolation use.
 
     - `probe(root)` runs in the sandbox interpreter at start-up (gate/sandbox/detect.py; as root when the gate
-      is, in a process of its own that it may change: enter namespaces), and returns, by its name, "" when the
+      is, in a forked process of its own that it may change, and no other probe sees: enter namespaces, cover
+      /tmp), and returns, by its name, "" when the
       layer works here or why it does not (and any other finding, by a name of its own). A layer without a
       probe is found out in the gate's process (uid, cgroup) or always works.
     - `describe(found)` is its line in the isolation ("on ...", "off: why", a detail).

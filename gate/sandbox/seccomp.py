@@ -29,6 +29,7 @@ import ctypes
 import errno
 import importlib
 import os
+import sys
 
 from gate.sandbox import _libc
 from gate.sandbox.layer import Layer, Run, switch
@@ -73,21 +74,22 @@ class _Program(ctypes.Structure):
 _loaded: list[Any] = []  # [instructions buffer, _Program] once prepared (the buffer must stay alive)
 
 
-def library() -> ModuleType | None:
-    """The seccomp binding that imports here, or None."""
+def library() -> ModuleType:
+    """The seccomp binding that imports here. Raises ImportError saying what each import raised (the module is
+    not on the path; it is, but libseccomp.so is not) and how to get one."""
+    failures = []
     for name in MODULES:
         try:
             return importlib.import_module(name)
-        except (ImportError, OSError):  # OSError: the module imports but libseccomp.so is missing
-            continue
-    return None
+        except (ImportError, OSError) as exc:  # OSError: the module imports but libseccomp.so is missing
+            failures.append(f"{name}: {type(exc).__name__}: {exc}")
+    raise ImportError(f"no seccomp binding imports under {sys.executable} ({'; '.join(failures)}): pip install "
+                      "pyseccomp (with libseccomp2), or apt install python3-seccomp")
 
 
 def program() -> bytes:
     """Build the filter with the binding and export it as a BPF program (raw struct sock_filter array)."""
     lib = library()
-    if lib is None:
-        raise RuntimeError("no seccomp library (pyseccomp or python3-seccomp) is importable")
     built = lib.SyscallFilter(defaction=lib.ALLOW)
     built.add_rule(lib.ERRNO(errno.EACCES), "socket")
     for names in DENIED.values():
