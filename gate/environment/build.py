@@ -33,6 +33,7 @@ from gate.environment import BuiltEnvironment, cache, declarations
 from gate.environment.declarations import Reader, key_files
 from gate.errors import GateFailure
 from gate.policy.model import Environment
+from gate.suite.trust import FRAMEWORK_MODULES
 
 _PIP_TAIL = 15  # lines of pip's output a failure shows
 _INSTALL_TIMEOUT_S = 1800
@@ -171,8 +172,6 @@ def _tail(output: str) -> str:
 def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list[str]]:
     """("name==version" for every distribution pip installed, the names of those built from the base's own
     directory), from pip's installation report."""
-    from gate.cases.suite import FRAMEWORK_MODULES
-
     everything, own = [], []
     items = report.get("install", [])
     for item in items if isinstance(items, list) else []:
@@ -181,7 +180,7 @@ def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list
         info = item.get("download_info", {})
         # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
         # it, and the suite's process imports only the environment's framework, never the head's copy
-        # (gate/sources/gitrange.py leaves it out of the run and blocks a change to it for a human).
+        # (gate/suite/trust.py leaves it out of the run and blocks a change to it for a human).
         if "dir_info" in info and _same_dir(str(info.get("url", "")), source) and name not in FRAMEWORK_MODULES:
             own.append(name)
         else:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING
 from gate.environment import cache
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
+from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG
 
 if TYPE_CHECKING:
     from gate.subject import Subject
@@ -142,9 +143,7 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] 
     `tree`. Never over a file,
     never through a symbolic link, never as a file or folder named like one beside it (`core/` next to
     `core.py`: Python would import the package instead), never under the suite's test paths `tests` nor a
-    conftest.py or pytest configuration: what the suite runs stays the base's (gate/sources/gitrange.py)."""
-    from gate.cases.suite import PYTEST_CONFIG
-
+    conftest.py or pytest configuration: what the suite runs stays the base's (gate/suite/trust.py)."""
     copied = []
     for package in layer.iterdir():
         for root in dict.fromkeys(("", *roots)):
@@ -271,9 +270,7 @@ def _kept(parts: tuple[str, ...], installed: frozenset[str]) -> bool:
     the environment or the gate's pytest installs (`installed`), not native code, bytecode or a .pth file. The
     layer comes before the environment on the import path, so the head's build could otherwise hand the suite's
     process its pytest, a plugin or a test helper (the tree's framework-named modules are left out the same
-    way, gate/sources/gitrange.py), and code no check can read (gate/sandbox/stage.py)."""
-    from gate.cases.suite import FRAMEWORK_MODULES
-
+    way, gate/suite/trust.py), and code no check can read (gate/sandbox/stage.py)."""
     name = parts[-1].lower()
     top = parts[0].partition(".")[0] if len(parts) == 1 else parts[0]
     return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name)
@@ -283,7 +280,7 @@ def _without_plugins(text: bytes) -> bytes:
     """A distribution's entry_points.txt without its pytest plugins (`[pytest11]`): pytest looks a `-p NAME` of
     the base's configuration up among every distribution's first, so the head's metadata could name its own
     object in place of the module the base means (the plugins the gate loads are modules of the environment,
-    gate/cases/harness/suite.py)."""
+    gate/suite/harness.py)."""
     kept, keep = [], True
     for line in text.decode("utf-8", "replace").splitlines(keepends=True):
         header = line.strip()

@@ -23,7 +23,6 @@ from urllib.parse import urlsplit
 import git
 from packaging.version import InvalidVersion, Version
 
-from gate.cases.suite import FRAMEWORK_MODULES, PYTEST_CONFIG
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
@@ -35,6 +34,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject, SuiteTrees
+from gate.suite.trust import PYTEST_CONFIG, framework_named, is_suite_file, library_code, under
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -489,11 +489,11 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
     tree = folder / "run"
     shutil.copytree(head_tree, tree, symlinks=True)
     ours = [item for item in _walk(base.tree)
-            if isinstance(item, git.Blob) and _is_suite_file(str(item.path), paths, roots)]
+            if isinstance(item, git.Blob) and is_suite_file(str(item.path), paths, roots)]
     for parent, _, files in os.walk(tree):
         for name in files:
             full = Path(parent, name)
-            if _is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
+            if is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
                 full.unlink()
     for item in ours:
         if str(item.path) not in withheld:
@@ -503,7 +503,7 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}",
                        file=policy.source, key=f"{key}.paths")
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
-                  and c.path.endswith(".py") and _under(c.path, paths)
+                  and c.path.endswith(".py") and under(c.path, paths)
                   and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
     added_tree = None
     if added:
@@ -523,63 +523,10 @@ def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: Re
                       base_tree=base_tree, base_roots=_import_roots(base, policy),
                       edits=_suite_edits(changes, paths, roots, set(added)),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
-                                                   if _framework_named(p, roots) and not _under(p, paths))),
-                      library=tuple(dict.fromkeys(p for c in changes for p in c.paths if _library_code(p, paths))),
+                                                   if framework_named(p, roots) and not under(p, paths))),
+                      library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
                       runner=() if environment is not None and environment.has("pytest")
                       else (environment_build.gate_pytest(cache_dir(os.environ)),))
-
-
-def _is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
-    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py or a pytest
-    configuration file anywhere, a module named like the framework or a distribution's metadata at the top of
-    an import root (pytest looks a `-p NAME` up among the entry points of the distributions on the path)."""
-    name = PurePosixPath(path).name
-    return (_under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or _framework_named(path, roots)
-            or _metadata(path, roots))
-
-
-def _metadata(path: str, roots: Sequence[str]) -> bool:
-    """Whether `path` is in a distribution's metadata folder (`*.dist-info`, `*.egg-info`) directly under one of
-    `roots` ("" is the tree's top)."""
-    for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
-        if len(parts) > 1 and parts[0].endswith((".dist-info", ".egg-info")):
-            return True
-    return False
-
-
-def _under(path: str, tests: Sequence[str]) -> bool:
-    """Whether `path` is one of the test paths or under one (every path is under `.`)."""
-    return any(p == "." or path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
-
-
-# Folders of test code: under a test path, a module outside them that pytest would not collect as a test is
-# the library's own (a package that holds its tests, `tests.paths: [.]`).
-_TEST_FOLDERS = ("tests", "test", "testing")
-
-
-def _library_code(path: str, tests: Sequence[str]) -> bool:
-    """Whether `path`, under a test path (whose files the base's replace), is a module of the library rather
-    than test code: not a test file by pytest's default names, a conftest.py, nor in a folder of tests."""
-    file = PurePosixPath(path)
-    return (_under(path, tests) and file.suffix == ".py" and file.name != "conftest.py"
-            and not file.name.startswith("test_") and not file.stem.endswith("_test")
-            and not any(part in _TEST_FOLDERS for part in file.parts[:-1]))
-
-
-def _framework_named(path: str, roots: Sequence[str]) -> bool:
-    """Whether `path` is (in) a module named like the test framework, directly under one of `roots` ("" is
-    the tree's top)."""
-    for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        if not path.startswith(prefix):
-            continue
-        inside = PurePosixPath(path.removeprefix(prefix))
-        top = inside.parts[0]
-        if (top.removesuffix(".py") if len(inside.parts) == 1 else top) in FRAMEWORK_MODULES:
-            return True
-    return False
 
 
 def _in_tree(commit: git.Commit, path: str) -> bool:
@@ -605,10 +552,10 @@ def _suite_edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequenc
     """What the change does to the suite's files, which the base's versions replace."""
     found = []
     for change in changes:
-        path = next((p for p in change.paths if _is_suite_file(p, tests, roots)), None)
+        path = next((p for p in change.paths if is_suite_file(p, tests, roots)), None)
         if path is None or change.path in added:
             continue
-        if _framework_named(path, roots) and not _under(path, tests):
+        if framework_named(path, roots) and not under(path, tests):
             verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")
             found.append(f"the change {verb} {path}, named like the test framework: left out of the suite's "
                          "tree (the base's version, if any, ran)")

@@ -1,6 +1,6 @@
 """Run a pytest suite in the sandbox, shared over several processes, and collect each test's outcome.
 
-Each run is the gate's harness (`harness/suite.py`): a watcher that runs pytest in a child, keeps the
+Each run is the suite's harness (`harness.py`): a watcher that runs pytest in a child, keeps the
 per-test limit from outside it, and reports every test on the result channel as it finishes. A test that hung
 or killed its process ends the run, and the tests after it run again in a new run, on the tree as exported
 (what the tests' process wrote never reaches a later run). Should the watcher itself die (the code under test
@@ -28,13 +28,8 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 # Variables pytest reads: no plugin loads unless the gate or the base's configuration names it; coverage's data
 # (pytest-cov) goes to /tmp, the tree being read-only.
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
-# pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
-# are used, the head's never.
-PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
-# Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
-# of an import root they would be what the suite's process imports: the base's only (the harness keeps its
-# own copy, harness/suite.py FRAMEWORK: it imports nothing of the gate).
-FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
+# The program each run starts.
+_HARNESS = "gate.suite.harness"
 
 
 @dataclass(frozen=True)
@@ -59,6 +54,14 @@ class SuiteRun:
     test_timeout: float
     workers: int
     plugins: tuple[str, ...] = ()  # "NAME=MODULE" pytest loads (the base's declared test plugins)
+
+
+def gist(detail: str) -> str:
+    """The line of pytest's report that says what went wrong (its first `E` line), else its last line."""
+    lines = [line.strip() for line in detail.splitlines() if line.strip()]
+    errors = [line for line in lines if line.startswith("E ")]
+    found = (errors or lines[-1:] or [""])[0].removeprefix("E").strip()
+    return f": {found[:200]}" if found else ""
 
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float
@@ -137,7 +140,7 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
                "key": key}
-    result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite"), tree=run.tree,
+    result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite", _HARNESS), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True))
     records = []

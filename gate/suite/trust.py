@@ -1,0 +1,73 @@
+"""What of the suite is the base's and what the head's: the trust rules of the repository's suite.
+
+The suite's process runs the head's code with the base's tests, conftests and pytest configuration; anything
+that decides what the tests check or how pytest runs them (the files under the test paths, a conftest.py or a
+pytest configuration file anywhere, a module named like the framework or a distribution's metadata at the top
+of an import root) comes from the base, and the head's version never runs (docs/repository.md). Every module
+that places files where the suite's process can import them (the suite's trees, the build's layer, the
+environment) asks here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import PurePosixPath
+
+# pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
+# are used, the head's never.
+PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+# Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
+# of an import root they would be what the suite's process imports: the base's only (the harness keeps its
+# own copy, gate/suite/harness.py FRAMEWORK: it imports nothing of the gate).
+FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
+# Folders of test code: under a test path, a module outside them that pytest would not collect as a test is
+# the library's own (a package that holds its tests, `tests.paths: [.]`).
+TEST_FOLDERS = ("tests", "test", "testing")
+
+
+def is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
+    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py or a pytest
+    configuration file anywhere, a module named like the framework or a distribution's metadata at the top of
+    an import root (pytest looks a `-p NAME` up among the entry points of the distributions on the path)."""
+    name = PurePosixPath(path).name
+    return (under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or framework_named(path, roots)
+            or metadata(path, roots))
+
+
+def metadata(path: str, roots: Sequence[str]) -> bool:
+    """Whether `path` is in a distribution's metadata folder (`*.dist-info`, `*.egg-info`) directly under one of
+    `roots` ("" is the tree's top)."""
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        if len(parts) > 1 and parts[0].endswith((".dist-info", ".egg-info")):
+            return True
+    return False
+
+
+def under(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path` is one of the test paths or under one (every path is under `.`)."""
+    return any(p == "." or path == p or path.startswith(p.rstrip("/") + "/") for p in tests)
+
+
+def library_code(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path`, under a test path (whose files the base's replace), is a module of the library rather
+    than test code: not a test file by pytest's default names, a conftest.py, nor in a folder of tests."""
+    file = PurePosixPath(path)
+    return (under(path, tests) and file.suffix == ".py" and file.name != "conftest.py"
+            and not file.name.startswith("test_") and not file.stem.endswith("_test")
+            and not any(part in TEST_FOLDERS for part in file.parts[:-1]))
+
+
+def framework_named(path: str, roots: Sequence[str]) -> bool:
+    """Whether `path` is (in) a module named like the test framework, directly under one of `roots` ("" is
+    the tree's top)."""
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        if not path.startswith(prefix):
+            continue
+        inside = PurePosixPath(path.removeprefix(prefix))
+        top = inside.parts[0]
+        if (top.removesuffix(".py") if len(inside.parts) == 1 else top) in FRAMEWORK_MODULES:
+            return True
+    return False
