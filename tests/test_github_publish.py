@@ -15,7 +15,7 @@ from gate.cli import main
 from gate.errors import BadInput
 from gate.github.client import Connection, Waits, connect
 from gate.github.deliver import Delivery, deliver
-from gate.github.publish import Names, Publisher, Report, Target, report_for
+from gate.github.posting import Names, Poster, Report, Target, report_for
 from gate.report.context import MARKER
 from gate.secret import Secret
 from gate.verdict import CaseReport
@@ -313,10 +313,10 @@ def test_a_report_over_the_comment_limit_is_cut_on_the_pr_and_whole_in_the_summa
     assert [m for m, path, _ in fake.writes() if "comments" in path] == ["POST"]  # it fit the first time
 
 
-def publisher(fake: FakeGitHub, number: int, head_sha: str) -> Publisher:
+def poster(fake: FakeGitHub, number: int, head_sha: str) -> Poster:
     client = connect(Connection(Secret(fake.token), fake.url, Waits(retries=1, max_wait=0.01, backoff=0,
                                                                      between_writes=0)))
-    return Publisher(client, Target(REPO, number, head_sha), Names(status="gate/status", check="gate/check"))
+    return Poster(client, Target(REPO, number, head_sha), Names(status="gate/status", check="gate/check"))
 
 
 def test_one_request_carries_the_check_run_with_at_most_fifty_annotations_and_long_text_fits(
@@ -326,7 +326,7 @@ def test_one_request_carries_the_check_run_with_at_most_fifty_annotations_and_lo
                    "message": f"finding {i}"} for i in range(1, 121))
     report = Report(state="failure", description="blocked", title="blocked", summary="x" * 65_535,
                     comment="y" * COMMENT_LIMIT, annotations=notes, labels=("needs-review",))
-    outcome = publisher(fake, pr.number, pr.head_sha).publish(report)
+    outcome = poster(fake, pr.number, pr.head_sha).post(report)
     assert outcome.failures == [] and outcome.done == ["comment", "status", "check run", "labels"]
     repo = fake.repos[REPO]
     [run] = repo.check_runs.values()

@@ -23,8 +23,8 @@ from requests import RequestException
 from gate.commands.ci import add_publishing_options, settings
 from gate.errors import BadInput
 from gate.github.artifact import check_head, load_artifact, recomputed
-from gate.github.pipeline import Job, Run, gate_pull_request
-from gate.github.publish import Names, Publisher, Target, failed_report
+from gate.github.pipeline import GatedPR, Job, gate_pull_request
+from gate.github.posting import Names, Poster, Target, failed_report
 from gate.sources.pullrequest import pull_request_of
 
 
@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
     # artifact's word counts for nothing. Nothing of the PR is checked out (workspace None).
     before = functools.partial(check_head, claimed, args.artifact, number, pr.head_sha,
                                str(workflow_run.get("head_sha") or pr.head_sha))
-    return gate_pull_request(job, chosen, Run(pr, workspace=None, overrides=False),
+    return gate_pull_request(job, chosen, GatedPR(pr, workspace=None, overrides=False),
                              functools.partial(recomputed, claimed, args.artifact), before=before)
 
 
@@ -77,4 +77,4 @@ def _refuse(job: Job, number: int, head: str, names: Names, reason: str) -> None
     best effort (the exit code says)."""
     if number and head:
         report = replace(failed_report(f"verdict artifact refused: {reason}"), title="verdict refused")
-        Publisher(job.client, Target(job.repo, number, head), names).publish(report)
+        Poster(job.client, Target(job.repo, number, head), names).post(report)

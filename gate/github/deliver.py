@@ -17,7 +17,7 @@ import github
 from gate import __version__
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary, set_outputs
-from gate.github.publish import PERMISSIONS_YAML, Names, Publisher, Report, Target, not_gated_report
+from gate.github.posting import PERMISSIONS_YAML, Names, Poster, Report, Target, not_gated_report
 from gate.policy.model import Policy
 from gate.report.annotations import workflow_commands
 from gate.report.summary import render_summary
@@ -57,7 +57,7 @@ def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Ove
                                    "gated": "true"})
     # A maintainer's override (a neutral report) lets the job pass too: its own check must not block the merge.
     passed = verdict.accepted or report.state == "neutral"
-    code = _publish(delivery, report, verdict, EXIT_ACCEPTED if passed else EXIT_BLOCKED)
+    code = _post(delivery, report, verdict, EXIT_ACCEPTED if passed else EXIT_BLOCKED)
     return code if written else EXIT_GATE_FAILED
 
 
@@ -77,7 +77,7 @@ def deliver_not_gated(delivery: Delivery, subject: Subject, policy: Policy, reas
     append_summary(delivery.environ, f"**gate**: {report.summary}")
     set_outputs(delivery.environ, {"accepted": "true", "total": "0", "budget": str(verdict.budget),
                                    "verdict": str(delivery.verdict_path), "gated": "false"})
-    code = _publish(delivery, report, None, EXIT_ACCEPTED)
+    code = _post(delivery, report, None, EXIT_ACCEPTED)
     return code if written else EXIT_GATE_FAILED
 
 
@@ -96,9 +96,9 @@ def _write_artifact(delivery: Delivery, verdict: Verdict) -> bool:
     return True
 
 
-def _publish(delivery: Delivery, report: Report, verdict: Verdict | None, code: int) -> int:
-    outcome = None if delivery.read_only else Publisher(delivery.client, delivery.target,
-                                                        delivery.names).publish(report)
+def _post(delivery: Delivery, report: Report, verdict: Verdict | None, code: int) -> int:
+    outcome = None if delivery.read_only else Poster(delivery.client, delivery.target,
+                                                        delivery.names).post(report)
     if outcome is None or outcome.read_only:
         note = READ_ONLY_NOTE.format(path=delivery.verdict_path)
         if verdict is not None:

@@ -35,7 +35,7 @@ from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary
 from gate.github.authority import Actor, refusal
 from gate.github.client import token_login
-from gate.github.publish import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Publisher, Report, Target, status_line
+from gate.github.posting import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Poster, Report, Target, status_line
 from gate.report.markdown import cut, escape
 from gate.sources.pullrequest import PullRequest
 
@@ -216,19 +216,19 @@ def answer_command(client: github.Github, repo_name: str, payload: dict[str, Any
     pull = repo.get_pull(int(issue["number"]))
     names = names_for(PullRequest.from_json(pull.raw_data, repo_name))
     check = check_comment(client, repo, pull, payload, command, names.check)
-    publisher = Publisher(client, Target(repo_name, pull.number, pull.head.sha), names)
+    poster = Poster(client, Target(repo_name, pull.number, pull.head.sha), names)
     if check.override is None:
         why = check.ignored[0]
         print(f"gate: {why}")
         append_summary(environ, f"**gate**: {why}")
-        publisher.annotate_comment("**gate**: " + escape(why))
+        poster.annotate_comment("**gate**: " + escape(why))
         return EXIT_ACCEPTED
     blocked = Report(state="failure", description="", title="blocked",
                      summary="The blocked verdict is in the PR's comment and in the check run before this one.",
                      comment=None)
     report = overridden(blocked, check.override)
-    outcome = publisher.publish(report)
-    publisher.annotate_comment(report.summary.split("\n", 1)[0])
+    outcome = poster.post(report)
+    poster.annotate_comment(report.summary.split("\n", 1)[0])
     print(f"gate: {check.override.sentence()}")
     append_summary(environ, f"**gate**: {escape(check.override.sentence())}")
     return EXIT_GATE_FAILED if outcome.failures else EXIT_ACCEPTED

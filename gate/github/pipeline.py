@@ -34,7 +34,7 @@ from gate.github.client import Connection, connect
 from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.override import OverrideCheck, find_override, gate_app, group_problem, overridden
-from gate.github.publish import Names, Publisher, Target, explain_read, failed_report, report_for
+from gate.github.posting import Names, Poster, Target, explain_read, failed_report, report_for
 from gate.sandbox import layers_found_ahead
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import (
@@ -109,7 +109,7 @@ class Job:
 
 
 @dataclass(frozen=True)
-class Run:
+class GatedPR:
     """What one run gates: the PR, and, in a merge queue, the group whose commit is scored in its stead."""
 
     pr: PullRequest
@@ -126,17 +126,17 @@ class Run:
         return replace(self.pr, head_sha=group.head_sha, base_sha=group.base_sha) if group else self.pr
 
 
-def gate_pull_request(job: Job, settings: Settings, run: Run, scorer: Scorer,
+def gate_pull_request(job: Job, settings: Settings, gated: GatedPR, scorer: Scorer,
                       before: Callable[[], None] = lambda: None) -> int:
-    """Gate `run` and deliver its verdict; returns the exit code. `before` runs first inside the failure path
+    """Gate `gated` and deliver its verdict; returns the exit code. `before` runs first inside the failure path
     (a check of the inputs that, failing, must still post a failure status)."""
-    pr = run.pr
+    pr = gated.pr
     # A status or check run on a head is read for every PR with that head: until the PR is known to merge into
     # a protected branch, whatever is posted goes under names that branch's protection does not read.
-    on_target = run.group is not None or pr.base_ref == pr.default_branch
+    on_target = gated.group is not None or pr.base_ref == pr.default_branch
     names = settings.names if on_target else off_target(settings.names, pr.base_ref)
-    delivery = Delivery(job.environ, job.client, Target(job.repo, pr.number, run.scored.head_sha), names,
-                        job.connection.token, settings.verdict_path, read_only=run.read_only)
+    delivery = Delivery(job.environ, job.client, Target(job.repo, pr.number, gated.scored.head_sha), names,
+                        job.connection.token, settings.verdict_path, read_only=gated.read_only)
     read_failure = functools.partial(explain_read, repo=job.repo, number=pr.number, head_sha=pr.head_sha)
     with failures_reported(delivery, read_failure):
         before()
@@ -146,7 +146,7 @@ def gate_pull_request(job: Job, settings: Settings, run: Run, scorer: Scorer,
             f"this PR merges into {pr.base_ref}, which is not a protected branch (the default branch "
             f"{pr.default_branch or '?'}, or one the default branch's policy lists under `protected_branches`): "
             f"its status and check run are `{names.status}`, which no protection of a protected branch reads")
-        return _gate(job, settings, run, scorer, delivery, note)
+        return _gate(job, settings, gated, scorer, delivery, note)
 
 
 def posting_names(client: github.Github, names: Names, pr: PullRequest, policy_path: str | None) -> Names:
@@ -161,43 +161,43 @@ def off_target(names: Names, base_ref: str) -> Names:
     return Names(status=f"{names.status} (into {base_ref})", check=f"{names.check} (into {base_ref})")
 
 
-def _gate(job: Job, settings: Settings, run: Run, scorer: Scorer, delivery: Delivery, note: str) -> int:
-    policy = trusted_policy(job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path)
-    gating = gate_decision(job.client, run.pr, policy.bots)
+def _gate(job: Job, settings: Settings, gated: GatedPR, scorer: Scorer, delivery: Delivery, note: str) -> int:
+    policy = trusted_policy(job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path)
+    gating = gate_decision(job.client, gated.pr, policy.bots)
     decision = gating.decision
     if not decision.gated:
-        return deliver_not_gated(delivery, pr_subject(run.scored, job.connection.api_url), policy, decision.reason,
+        return deliver_not_gated(delivery, pr_subject(gated.scored, job.connection.api_url), policy, decision.reason,
                                  neutral=decision.opted_out, notes=(*gating.labels.ignored, *((note,) if note else ())))
     with layers_found_ahead(), subject_from_pull_request(
-            job.client, run.scored, workspace=run.workspace, policy_path=settings.policy_path,
-            api_url=job.connection.api_url, checkout_only=run.group is not None) as found:
+            job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path,
+            api_url=job.connection.api_url, checkout_only=gated.group is not None) as found:
         verdict = with_gating_notes(scorer(found), gating)
         if note:
             verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
-        if run.group:
-            verdict = replace(verdict, facts=(*verdict.facts, ("merge group", run.group.head_ref)))
-        check = _override(job, delivery.names, run, found) if run.overrides and not verdict.accepted \
+        if gated.group:
+            verdict = replace(verdict, facts=(*verdict.facts, ("merge group", gated.group.head_ref)))
+        check = _override(job, delivery.names, gated, found) if gated.overrides and not verdict.accepted \
             else OverrideCheck()
     verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
-    report = report_for(verdict, found.overrides, comment="false" if run.group else settings.comment,
+    report = report_for(verdict, found.overrides, comment="false" if gated.group else settings.comment,
                         gated_by=decision.reason)
     if check.override is not None:
         report = overridden(report, check.override)
     return deliver(delivery, verdict, report, found.overrides)
 
 
-def _override(job: Job, names: Names, run: Run, found: ScoreInput) -> OverrideCheck:
+def _override(job: Job, names: Names, gated: GatedPR, found: ScoreInput) -> OverrideCheck:
     """A maintainer's override of the PR's head (docs/github.md, "Overrides"): recorded on it, or the override
     label of this run's `labeled` event. A merge group carries it when its commit is that head merged into the
     group's base and nothing else (docs/github.md, "Merge queues")."""
-    pr, group, payload = run.pr, run.group, job.payload
+    pr, group, payload = gated.pr, gated.group, job.payload
     label = str((payload.get("label") or {}).get("name", "")) if payload.get("action") == "labeled" else ""
     counted = label if group is None and label in found.policy.bots.labels.override else None
     check = find_override(job.client.get_repo(job.repo), gate_app(job.client), pr.number, pr.head_sha, pr.author,
                           counted, names.check)
     if group is None or check.override is None:
         return check
-    problem = group_problem(run.workspace, group.base_sha, group.head_sha, pr.head_sha)
+    problem = group_problem(gated.workspace, group.base_sha, group.head_sha, pr.head_sha)
     return OverrideCheck(None, (*check.ignored, problem)) if problem else check
 
 
@@ -258,4 +258,4 @@ def _report_failure(delivery: Delivery, error: GateError) -> None:
     except OSError as exc:  # the status below still says why
         print(f"gate: error: cannot write the job summary: {exc.strerror}", file=sys.stderr)
     if not delivery.read_only:
-        Publisher(delivery.client, delivery.target, delivery.names).publish(failed_report(reason))
+        Poster(delivery.client, delivery.target, delivery.names).post(failed_report(reason))

@@ -1,4 +1,4 @@
-"""Publish a verdict on a pull request: one sticky comment, a commit status and a check run on the head SHA,
+"""Post a verdict on a pull request: one sticky comment, a commit status and a check run on the head SHA,
 and the labels the verdict asks for.
 
 Each step is independent: a step that fails is turned into one line that says what to do, and the other steps
@@ -61,7 +61,7 @@ Problem = Literal["permission", "rate limit", "gone", "too long", "server", "oth
 
 @dataclass(frozen=True)
 class Target:
-    """Where to publish: the repository (`owner/name`), the PR number and its head SHA."""
+    """Where to post: the repository (`owner/name`), the PR number and its head SHA."""
 
     repo: str
     number: int
@@ -93,7 +93,7 @@ class Report:
 
 @dataclass
 class Outcome:
-    """What publishing did: the steps done, and one line per step that failed (with the fix)."""
+    """What posting did: the steps done, and one line per step that failed (with the fix)."""
 
     done: list[str] = field(default_factory=list)
     failures: list[tuple[str, Problem, str]] = field(default_factory=list)  # (step, kind, message)
@@ -206,8 +206,8 @@ def check_annotations(verdict: Verdict) -> list[dict[str, Any]]:
     return found
 
 
-class Publisher:
-    """Publishes reports on one PR through one PyGithub client."""
+class Poster:
+    """Posts reports on one PR through one PyGithub client."""
 
     def __init__(self, client: github.Github, target: Target, names: Names = Names()) -> None:
         self.client = client
@@ -215,7 +215,7 @@ class Publisher:
         self.names = names
         self.repo = client.get_repo(target.repo)  # lazy: no request
 
-    def publish(self, report: Report) -> Outcome:
+    def post(self, report: Report) -> Outcome:
         """Run every step; a failed step is recorded in the outcome, never raised."""
         outcome = Outcome()
         # Each step returns None when done, or why it was left undone on purpose.
