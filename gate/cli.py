@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
@@ -36,6 +38,18 @@ class _Parser(argparse.ArgumentParser):
         self.print_usage(sys.stderr)
         print(f"gate: error: {message}", file=sys.stderr)
         raise SystemExit(EXIT_BAD_INPUT)
+
+    def _check_value(self, action: argparse.Action, value: Any) -> None:
+        """A word that is not one of the choices (a command, `--color`'s modes) names the closest one."""
+        choices = action.choices
+        if choices is None or value in choices or not isinstance(value, str):
+            return
+        [*close] = difflib.get_close_matches(value, [str(choice) for choice in choices], n=1, cutoff=0.6)
+        if not close:
+            super()._check_value(action, value)
+        if isinstance(action, argparse._SubParsersAction):  # `gate chek`, `gate policy chek`
+            self.error(f"unknown {str(action.metavar or 'command').lower()} {value!r}: did you mean `{close[0]}`?")
+        raise argparse.ArgumentError(action, f"unknown choice {value!r}: did you mean `{close[0]}`?")
 
 
 def build_parser(command: str | None = None, version_only: bool = False) -> argparse.ArgumentParser:

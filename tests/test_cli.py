@@ -46,6 +46,31 @@ def test_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
     assert "gate: error:" in capsys.readouterr().err
 
 
+def gate(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "gate", *args], capture_output=True, text=True, check=False)
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (["chek"], "gate: error: unknown command 'chek': did you mean `check`?"),
+    (["inti", "--workflow"], "gate: error: unknown command 'inti': did you mean `init`?"),
+    (["policy", "chek"], "gate: error: unknown action 'chek': did you mean `check`?"),
+    (["score", "r.md", "--task", "t.yml", "--color", "nevr"],
+     "gate: error: argument --color: unknown choice 'nevr': did you mean `never`?"),
+])
+def test_a_mistyped_command_or_choice_gets_the_closest_one_and_exit_2(argv: list[str], said: str) -> None:
+    done = gate(*argv)
+    assert done.returncode == 2
+    assert done.stderr.splitlines()[-1] == said, done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == ""
+
+
+def test_a_word_like_no_command_lists_them_all() -> None:
+    done = gate("xyzzy")
+    assert done.returncode == 2
+    assert "invalid choice: 'xyzzy' (choose from 'init', 'score', 'check'" in done.stderr
+    assert "did you mean" not in done.stderr
+
+
 def _imported_after(code: str) -> list[str]:
     """The heavy libraries and gate modules a fresh interpreter holds after running `code`."""
     probe = (f"import sys\n{code}\n"

@@ -69,6 +69,20 @@ def test_a_clean_change_is_accepted(repo: Repo) -> None:
         ("adds", False, "passed"), ("hidden case 1", True, "passed")]
 
 
+@pytest.mark.parametrize(("args", "force", "colored"), [([], "", False), ([], "1", True),
+                                                     (["--color", "always"], "", True),
+                                                     (["--color", "never"], "1", False)])
+def test_the_report_is_coloured_when_asked(repo: Repo, monkeypatch: pytest.MonkeyPatch,
+                                           capsys: pytest.CaptureFixture[str], args: list[str], force: str,
+                                           colored: bool) -> None:
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("FORCE_COLOR", force)
+    repo.commit("bot: faster", {"calc.py": "def add(a, b):\n    return a * b\n"})
+    assert main(["check", "--repo", str(repo.root), *args]) == 1
+    out = capsys.readouterr().out  # not a terminal
+    assert out.startswith("\x1b[31mBLOCKED" if colored else "BLOCKED"), out[:40]
+
+
 def test_breaking_a_case_costs_points_and_the_report_shows_the_diff_but_not_hidden_values(
         repo: Repo) -> None:
     repo.commit("bot: faster", {"calc.py": "def add(a, b):\n    return a * b\n"})

@@ -128,6 +128,20 @@ def test_real_process_output_has_no_colour_when_piped_and_fits_80_columns() -> N
     assert max(len(line) for line in proc.stdout.splitlines()) <= 80
 
 
+@pytest.mark.parametrize(("args", "env", "colored"), [
+    ([], {"FORCE_COLOR": "1"}, True), (["--color", "always"], {}, True),
+    (["--color", "always"], {"NO_COLOR": "1"}, True), (["--color", "never"], {"FORCE_COLOR": "1"}, False),
+    ([], {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False)])
+def test_real_process_piped_is_coloured_when_asked(args: list[str], env: dict[str, str], colored: bool) -> None:
+    """Piped (a CI log): coloured by `--color always` or FORCE_COLOR, never by `--color never` or NO_COLOR."""
+    base = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    proc = subprocess.run([sys.executable, "-m", "gate", "score", str(IS_EVEN / "reply.md"), "--task",
+                           str(IS_EVEN / "task.yml"), *args], capture_output=True, text=True, env=base | env)
+    assert proc.returncode == 1, proc.stderr
+    assert proc.stdout.startswith("\x1b[31mBLOCKED\x1b[0m" if colored else "BLOCKED")
+    assert ("\x1b[" in proc.stdout) == colored
+
+
 @pytest.mark.parametrize("no_color", [None, "1"])
 def test_real_process_on_a_terminal_is_coloured_unless_NO_COLOR(no_color: str | None) -> None:
     env = {k: v for k, v in os.environ.items() if k != "NO_COLOR"} | ({"NO_COLOR": no_color} if no_color else {})

@@ -81,10 +81,28 @@ class _Tty(io.StringIO):
 
 def test_use_color_needs_a_tty_and_no_NO_COLOR(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
     assert not use_color(io.StringIO())
     assert use_color(_Tty())
     monkeypatch.setenv("NO_COLOR", "1")
     assert not use_color(_Tty())
+
+
+@pytest.mark.parametrize(("mode", "tty", "env", "colored"), [
+    ("auto", False, {"FORCE_COLOR": "1"}, True),  # a CI log that shows colours
+    ("auto", False, {"FORCE_COLOR": "0"}, True),  # force-color.org: any value that is not empty
+    ("auto", False, {"FORCE_COLOR": ""}, False),
+    ("auto", True, {"FORCE_COLOR": "1", "NO_COLOR": "1"}, False),  # NO_COLOR wins
+    ("always", False, {"NO_COLOR": "1"}, True),  # the command line wins over both
+    ("never", True, {"FORCE_COLOR": "1"}, False),
+])
+def test_color_mode_and_the_environment(monkeypatch: pytest.MonkeyPatch, mode: str, tty: bool,
+                                        env: dict[str, str], colored: bool) -> None:
+    for name in ("NO_COLOR", "FORCE_COLOR"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert use_color(_Tty() if tty else io.StringIO(), mode) is colored
 
 
 def test_accepted_and_advisory_status_lines() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 from gate.engine import score_range
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
-from gate.report.terminal import render_terminal, use_color
+from gate.report.terminal import add_color_option, render_terminal, use_color
 from gate.sandbox import layers_found_ahead
 from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
 
@@ -34,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--annotations", action="store_true",
                         help="print GitHub workflow commands (::error file=...,line=...::) for what cost "
                              "points")
+    add_color_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
         for line in workflow_commands(verdict):
             print(line, file=human)
-    human.write(render_terminal(verdict, use_color(human)))
+    human.write(render_terminal(verdict, use_color(human, args.color)))
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from gate.engine import score_running_cases
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
-from gate.report.terminal import render_terminal, use_color
+from gate.report.terminal import add_color_option, render_terminal, use_color
 from gate.sources.reply import reply_input
 from gate.verdict import Verdict
 
@@ -26,6 +26,7 @@ def register(subparsers: Any) -> None:
                         help="a policy file (default: the default preset)")
     parser.add_argument("--json", metavar="FILE",
                         help="also write the verdict as JSON to FILE; '-' writes it to stdout instead of the table")
+    add_color_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -33,11 +34,11 @@ def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
     found = reply_input(args.reply, args.task, args.policy)
     verdict = score_running_cases(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
-    _emit(verdict, args.json)
+    _emit(verdict, args.json, args.color)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 
-def _emit(verdict: Verdict, json_target: str | None) -> None:
+def _emit(verdict: Verdict, json_target: str | None, color: str) -> None:
     if json_target == "-":
         sys.stdout.write(verdict.to_json() + "\n")
         return
@@ -47,4 +48,4 @@ def _emit(verdict: Verdict, json_target: str | None) -> None:
             Path(json_target).write_text(verdict.to_json() + "\n", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write the JSON verdict: {exc.strerror}", file=json_target) from None
-    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout)))
+    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout, color)))

@@ -1,11 +1,12 @@
 """The verdict as a table for a terminal: status line first, then checks, penalties, notes and isolation.
 
 Everything fits 80 columns (long messages wrap); colour is used only when asked for, which the caller decides
-from whether the stream is a TTY and NO_COLOR is unset (`use_color`).
+from `--color`, NO_COLOR, FORCE_COLOR and whether the stream is a TTY (`use_color`).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 import re
 import textwrap
@@ -42,9 +43,25 @@ def _environment() -> jinja2.Environment:
                               undefined=jinja2.StrictUndefined)
 
 
-def use_color(stream: IO[str]) -> bool:
-    """Colour only on a TTY, and never when NO_COLOR is set to anything (https://no-color.org)."""
-    return stream.isatty() and not os.environ.get("NO_COLOR")
+COLOR_MODES = ("auto", "always", "never")
+
+
+def add_color_option(parser: argparse.ArgumentParser) -> None:
+    """`--color auto|always|never`, for a command that colours its report."""
+    parser.add_argument("--color", choices=COLOR_MODES, default="auto",
+                        help="colour the report: auto (default) on a terminal, or wherever FORCE_COLOR is set, and "
+                             "never when NO_COLOR is; always; never")
+
+
+def use_color(stream: IO[str], mode: str = "auto") -> bool:
+    """Whether what goes to `stream` is coloured: `--color always` or `never` says so; `auto` colours a TTY,
+    and any stream when FORCE_COLOR is set to anything (https://force-color.org: a CI log that shows colours),
+    never when NO_COLOR is (https://no-color.org, which wins over FORCE_COLOR)."""
+    if mode != "auto":
+        return mode == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
 
 
 def render_terminal(verdict: Verdict, color: bool) -> str:
