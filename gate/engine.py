@@ -10,7 +10,7 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
-from gate.checks.languages import checker_paths, language_for
+from gate.checks.compile import checker_paths, language_for
 from gate.environment.layer import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy

@@ -17,7 +17,7 @@ import importlib
 from gate.checks.base import Check
 from gate.policy.keys import Charge
 
-MODULES = ("extract", "parse", "languages", "imports", "claims", "framework", "smoke", "nondeterminism", "tests",
+MODULES = ("extract", "parse", "compile", "imports", "claims", "framework", "smoke", "nondeterminism", "tests",
            "judge")
 
 

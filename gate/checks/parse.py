@@ -2,7 +2,7 @@
 
 Python goes through `ast.parse` with the policy's target version (`python: "3.9"` rejects a `match`
 statement), in the gate's own process: nothing runs, so the check is static and `gate publish` recomputes it.
-Other languages are the compile check's (gate/checks/languages.py), which runs their compilers in the sandbox.
+Other languages are the compile check's (gate/checks/compile.py), which runs their compilers in the sandbox.
 
 The parse check produces the Python trees for the later checks, so that they never parse the code a second
 time; a tree the extract check already built for the same version is reused (gate/checks/trees.py).

@@ -12,7 +12,7 @@ from pathlib import Path
 import jsonschema
 
 from gate.checks import static_checks, static_names
-from gate.checks.languages import language_for
+from gate.checks.compile import language_for
 from gate.engine import score
 from gate.errors import BadInput
 from gate.scopes import score_by_scope
