@@ -11,7 +11,7 @@ from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
 from gate.checks.compile import checker_paths, language_for
-from gate.environment.layer import built
+from gate.environment.project import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Literal
 
 from gate.environment import BuiltEnvironment
-from gate.environment.layer import BuildLayer
+from gate.environment.project import BuildLayer
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
 
@@ -137,7 +137,7 @@ class Subject:
     # head tree's own import roots (`src`, `environment.python_path`), which come first.
     environment: BuiltEnvironment | None = None
     import_roots: tuple[str, ...] = ()
-    # Where the head's and the base's projects are built in the sandbox (gate/environment/layer.py): with an
+    # Where the head's and the base's projects are built in the sandbox (gate/environment/project.py): with an
     # environment and a project to build only.
     layers: tuple[BuildLayer, BuildLayer] | None = None
     # The modules the head's build wrote that its runs import and no diff shows (the files it added to the tree's

@@ -13,7 +13,7 @@ from pathlib import Path
 import git
 import pytest
 
-from gate.environment.layer import _unpack, overlay
+from gate.environment.project import _unpack, overlay
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo

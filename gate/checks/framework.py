@@ -72,7 +72,7 @@ class Framework:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 continue  # Python cannot import it either
             found += _findings(ctx, source, tree)
-        # What the head's build wrote (gate/environment/layer.py) runs in the tests' process as the tree does.
+        # What the head's build wrote (gate/environment/project.py) runs in the tests' process as the tree does.
         for source in ctx.subject.generated:
             try:
                 tree = ctx.trees.parse(source, _version(ctx.policy.python), ctx.policy)

@@ -5,7 +5,7 @@ own pip (`pip --python`), which honours the user's index configuration (pip.conf
 index works). What is installed: the base project with its `extras`, its dependency `groups` (as PEP 508
 requirements: gate/environment/declarations.py) and the `requirements` files, all as they are in an export of
 the base commit, and its `[build-system] requires` (the project is built again in the sandbox:
-gate/environment/layer.py). The project itself is then uninstalled again, leaving only its
+gate/environment/project.py). The project itself is then uninstalled again, leaving only its
 dependencies: nothing of the base's package can stand in for a module the head deleted. Nothing of the head is
 built or installed here.
 
@@ -127,7 +127,7 @@ def _declared_requirements(spec: Environment, project: bool, source: Path) -> li
 
 def _build_requirements(source: Path) -> list[str]:
     """The base's `[build-system] requires`: declarations like its dependencies, installed here so that the
-    project builds in the sandbox (gate/environment/layer.py), which has no network."""
+    project builds in the sandbox (gate/environment/project.py), which has no network."""
     path = source / "pyproject.toml"
     if not path.is_file():
         return []

@@ -55,7 +55,7 @@ def declared(read: Reader) -> Environment | None:
     standard library is then all a run needs, and no environment is built)."""
     requirements = tuple(path for path in ROOT_REQUIREMENTS if (read(path) or "").strip())
     # A project a build installs is installed as its CI does (`pip install -e .`) even with no dependency: its
-    # build requirements, then its build in the sandbox (gate/environment/layer.py), which may write files.
+    # build requirements, then its build in the sandbox (gate/environment/project.py), which may write files.
     project = _project_declares(read) or buildable(read)
     group = test_group(read)
     if not project and not requirements and not group:

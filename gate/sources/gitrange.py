@@ -26,7 +26,7 @@ from packaging.version import InvalidVersion, Version
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
-from gate.environment.layer import BuildLayer, layer_for
+from gate.environment.project import BuildLayer, layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
 from gate.sandbox.detect import run_interpreter
