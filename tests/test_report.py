@@ -266,11 +266,11 @@ def test_the_comment_names_the_head_says_what_now_and_drops_what_it_would_repeat
 
 
 def test_the_comment_folds_isolation_to_the_layers_off_or_weaker_and_the_summary_lists_all() -> None:
-    layers = (("network", "off: needs root"), ("zygote", "on"), ("bwrap", "off: not needed (root enters ...)"),
+    layers = (("network", "off: needs root"), ("setsid", "on"), ("zygote", "off: not preferred (prefer_zygote=False)"),
               ("pytest", "in-process, weaker isolation: ..."))
     verdict = blocked_verdict(isolation=layers)
     comment, summary = html(render_comment(verdict)), html(render_summary(verdict))
     assert "<td>network</td>" in comment and "<td>pytest</td>" in comment
-    assert "<td>zygote</td>" not in comment and "<td>bwrap</td>" not in comment
-    assert "The other isolation layers were at full strength: zygote, bwrap" in comment
+    assert "<td>setsid</td>" not in comment and "<td>zygote</td>" not in comment
+    assert "The other isolation layers were at full strength: setsid, zygote" in comment
     assert all(f"<td>{name}</td>" in summary for name, _ in layers)

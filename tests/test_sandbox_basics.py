@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from gate import memo
-from gate.errors import BadInput, GateFailure
+from gate.errors import BadInput, MissingLayers
 from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry
 from gate.sandbox.base import LAYERS, PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
@@ -123,16 +123,17 @@ def test_served_lead_talks_to_its_peer_over_the_socket(sandbox: Sandbox) -> None
 def test_sandbox_reports_its_isolation(sandbox: Sandbox) -> None:
     isolation = sandbox.isolation
     assert set(isolation) >= {"zygote", "fresh-interpreter", "setsid", "rlimits", "uid", "no-new-privs",
-                              "netns", "mountns", "bwrap", "seccomp", "cgroup"}
+                              "netns", "mountns", "filesystem", "ipcns", "seccomp", "cgroup"}
     assert tuple(isolation) == LAYERS  # a line for every layer `require:` may name, in that order
     assert isolation["setsid"] == "on"
 
 
 def test_require_names_every_missing_layer() -> None:
-    # As root bwrap is not needed (so off); without root there is no uid switch.
-    missing = "bwrap" if os.geteuid() == 0 else "uid"
-    with pytest.raises(GateFailure, match=f"not available here: {missing}"):
-        open_sandbox(LIMITS, require=("setsid", missing))
+    # Without root there is no uid switch; a sandbox that prefers fresh interpreters has no zygote.
+    missing = ("zygote", *(() if os.geteuid() == 0 else ("uid",)))
+    with pytest.raises(MissingLayers) as raised:
+        open_sandbox(LIMITS, require=("setsid", *missing), prefer_zygote=False)
+    assert tuple(name for name, _ in raised.value.layers) == missing
 
 
 def test_require_rejects_unknown_layer() -> None:

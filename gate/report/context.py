@@ -88,7 +88,7 @@ def _unsaid(case: CaseReport, verdict: Verdict) -> bool:
 
 
 # Layer values that say a layer is not in use, and why that costs nothing.
-_NOT_NEEDED = ("off: not needed", "off: works here but unused", "off: not preferred")
+_NOT_NEEDED = ("off: not preferred",)
 
 
 def weaker(how: str) -> bool:

@@ -44,7 +44,7 @@ class Layer:
     - `settings(setup)` is the part of a run's child config it owns (gate/sandbox/stack.py LayerSettings),
       built by the runner for every run.
     - `apply` is the child's step for it, in stack.APPLIED's order; None when the layer is applied by another
-      step (the namespaces are entered together) or is not the child's (a backend, bwrap).
+      step (the namespaces are entered together) or is not the child's (a backend).
 
     A probed layer that works is among the ones the runs use (runner.Layers.on).
     """

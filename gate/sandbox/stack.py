@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 
-from gate.sandbox import bwrap, identity, namespaces, rlimits, seccomp
+from gate.sandbox import identity, namespaces, rlimits, seccomp
 from gate.sandbox.layer import Layer, Run
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the child must not pay for importing typing
@@ -76,8 +76,8 @@ CGROUP = Layer("cgroup", _cgroup, settings=_cgroups, apply=_join_cgroups)
 
 # Every layer, in the order of the verdict's isolation (base.LAYERS: the names a policy's `require:` uses).
 RECORDS = (ZYGOTE, FRESH_INTERPRETER, SETSID, rlimits.RLIMITS, identity.UID, identity.NO_NEW_PRIVS,
-           namespaces.NETNS, namespaces.MOUNTNS, namespaces.FILESYSTEM, namespaces.IPCNS, bwrap.BWRAP,
-           seccomp.SECCOMP, CGROUP)
+           namespaces.NETNS, namespaces.MOUNTNS, namespaces.FILESYSTEM, namespaces.IPCNS, seccomp.SECCOMP,
+           CGROUP)
 
 # The child's steps, in the order it takes them (gate/sandbox/child.py): session and cgroup first, so that
 # nothing escapes the kill; namespaces and the run's own root and working directory while still root;
