@@ -13,6 +13,7 @@ from gate.environment import BuiltEnvironment
 from gate.environment.project import BuildLayer
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
+from gate.suite.selection import SuiteTrees
 
 SubjectKind = Literal["reply", "range", "pull_request", "sample"]
 
@@ -80,27 +81,6 @@ class Task:
                                expected="a function name such as `solve`")
     allowed_imports: tuple[str, ...] | None = key(None, "the only modules the reply may import; omitted: the "
                                                   "policy's lists apply", items=MODULE, unique_items=True)
-
-
-@dataclass(frozen=True)
-class SuiteTrees:
-    """The repository's test suite as it runs (docs/repository.md): the
-    head's tree with the base's tests, conftests and pytest configuration in place of the head's."""
-
-    base_sha: str
-    tree: Path  # the head's code, the base's tests
-    args: tuple[str, ...]  # the test paths of the base that exist (for pytest)
-    added: tuple[str, ...] = ()  # test files the head adds, run apart from the base's
-    added_tree: Path | None = None  # `tree` plus those files
-    base_tree: Path | None = None  # the base commit as it is, for the baseline (None: baseline none)
-    base_roots: tuple[str, ...] = ()  # the base tree's own import roots
-    edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
-    # Modules named like the test framework that the change touches: left out of the run, so never tested.
-    untested: tuple[str, ...] = ()
-    # Modules of the library (no test files) that the change touches under the test paths: the base's ran.
-    library: tuple[str, ...] = ()
-    # Where pytest comes from when the environment has none: the gate's own copy (absolute import roots).
-    runner: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

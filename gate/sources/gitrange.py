@@ -2,7 +2,9 @@
 
 The base is read through `GitBase` and the changes from `git diff`; `trust.read_trusted` takes what is trusted
 from the base commit's tree, never from the worktree or the head. The code under test is a clean export of the
-head commit's tree into a temporary directory: never the live worktree, never its `.git`.
+head commit's tree into a temporary directory: never the live worktree, never its `.git`. The repository's
+suite is selected from the base and that export by gate/suite/selection.py, which reads the base through
+`SuiteBase`.
 
 `subject_from_commits` is the one function both inputs use, so that `gate check --base B --head H` and the
 PR gate for the same commits give the same verdict. Git is reached through GitPython only here, at the edge.
@@ -28,13 +30,13 @@ from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
 from gate.environment.project import BuildLayer, layer_for
 from gate.errors import BadInput, GateFailure, decode_input
-from gate.policy.model import CaseSpec, Environment, Policy, RepoSuite
+from gate.policy.model import CaseSpec, Environment, Policy
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import deleted_paths, read_trusted, source_files
-from gate.subject import BaseTree, Subject, SuiteTrees
-from gate.suite.trust import PYTEST_CONFIG, framework_named, is_suite_file, library_code, under
+from gate.subject import BaseTree, Subject
+from gate.suite.selection import SuiteBase, suites
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -126,12 +128,8 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         environment = _environment(repo, base, policy) if runs_code else None
-        suite = _suite(base, changes, policy, policy.tests, tree, withheld, environment, "suite", "tests") \
-            if policy.tests and tree else None
-        scope_suites = tuple(
-            (scope.name, _suite(base, changes, policy, scope.tests, tree, withheld, environment,
-                                f"suite-{index}", f"scopes[{index}].tests"))
-            for index, scope in enumerate(policy.scopes) if scope.tests and tree)
+        suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
+                                     environment) if tree else (None, ())
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -473,101 +471,29 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
     return spec.import_roots(src)
 
 
+def _suite_base(base: git.Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
+    """The base commit as the suite's selection reads it; its export leaves out `withheld`, as the head's does."""
+    def files() -> Iterator[tuple[str, Callable[[], bytes] | None]]:
+        for item in _walk(base.tree):
+            if isinstance(item, git.Blob):
+                yield str(item.path), None if stat.S_ISLNK(item.mode) else _reader(item)
 
-def _suite(base: git.Commit, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
-           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str
-           ) -> SuiteTrees:
-    """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
-    base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
-    `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
-    the baseline. `key` is where the policy names the suite, for errors."""
-    from gate.environment import build as environment_build
+    def has(path: str) -> bool:
+        try:
+            base.tree / path
+        except KeyError:
+            return False
+        return True
 
-    paths = spec.paths
-    roots = ("", "src", *(policy.repository_environment or Environment()).python_path)
-    folder = Path(f"{head_tree}-{name}")
-    tree = folder / "run"
-    shutil.copytree(head_tree, tree, symlinks=True)
-    ours = [item for item in _walk(base.tree)
-            if isinstance(item, git.Blob) and is_suite_file(str(item.path), paths, roots)]
-    for parent, _, files in os.walk(tree):
-        for name in files:
-            full = Path(parent, name)
-            if is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
-                full.unlink()
-    for item in ours:
-        if str(item.path) not in withheld:
-            _write_blob(item, tree)
-    present = tuple(p for p in paths if (tree / p).exists())
-    if not present:
-        raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.hexsha[:12]}",
-                       file=policy.source, key=f"{key}.paths")
-    added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
-                  and c.path.endswith(".py") and under(c.path, paths)
-                  and PurePosixPath(c.path).name != "conftest.py" and not _in_tree(base, c.path))
-    added_tree = None
-    if added:
-        added_tree = folder / "added"
-        shutil.copytree(tree, added_tree, symlinks=True)
-        for change in changes:
-            if change.path in added and change.data is not None:
-                target = added_tree / change.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(change.data)
-    base_tree = None
-    if spec.baseline == "base":
-        base_tree = folder / "base"
-        base_tree.mkdir()
-        export_tree(base.tree, base_tree, withheld)
-    return SuiteTrees(base_sha=base.hexsha, tree=tree, args=present, added=added, added_tree=added_tree,
-                      base_tree=base_tree, base_roots=_import_roots(base, policy),
-                      edits=_suite_edits(changes, paths, roots, set(added)),
-                      untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
-                                                   if framework_named(p, roots) and not under(p, paths))),
-                      library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
-                      runner=() if environment is not None and environment.has("pytest")
-                      else (environment_build.gate_pytest(cache_dir(os.environ)),))
+    return SuiteBase(base.hexsha, files, has, lambda target: export_tree(base.tree, target, withheld),
+                     _import_roots(base, policy))
 
 
-def _in_tree(commit: git.Commit, path: str) -> bool:
-    try:
-        commit.tree / path
-    except KeyError:
-        return False
-    return True
-
-
-def _write_blob(item: git.Blob, root: Path) -> None:
-    if stat.S_ISLNK(item.mode):
-        return
-    dest = (root / str(item.path)).resolve()
-    if not dest.is_relative_to(root.resolve()):
-        return
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    dest.write_bytes(item.data_stream.read())
-
-
-def _suite_edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str]
-                 ) -> tuple[str, ...]:
-    """What the change does to the suite's files, which the base's versions replace."""
-    found = []
-    for change in changes:
-        path = next((p for p in change.paths if is_suite_file(p, tests, roots)), None)
-        if path is None or change.path in added:
-            continue
-        if framework_named(path, roots) and not under(path, tests):
-            verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")
-            found.append(f"the change {verb} {path}, named like the test framework: left out of the suite's "
-                         "tree (the base's version, if any, ran)")
-        elif PurePosixPath(path).name in PYTEST_CONFIG[2:] and change.status != "added":
-            found.append(f"the change edits {path}: the base's pytest configuration in it was used")
-        elif change.status == "added":
-            found.append(f"the change adds {path}: it did not run (the base's tests, conftests and pytest "
-                         "configuration only)")
-        else:
-            verb = {"deleted": "deletes", "renamed": "renames"}.get(change.status, "edits")
-            found.append(f"the change {verb} {path}: the base's version ran")
-    return tuple(found)
+def _reader(blob: git.Blob) -> Callable[[], bytes]:
+    def read() -> bytes:
+        data: bytes = blob.data_stream.read()
+        return data
+    return read
 
 
 def _printable(path: str) -> str:

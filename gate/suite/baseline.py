@@ -24,8 +24,9 @@ from gate.errors import GateFailure
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
-from gate.subject import Subject, SuiteTrees
+from gate.subject import Subject
 from gate.suite.run import SuiteRun, TestOutcome, gist, run_suite
+from gate.suite.selection import SuiteTrees
 from gate.syntax import parse_python
 from gate.verdict import listing
 

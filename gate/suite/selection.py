@@ -1,0 +1,160 @@
+"""Which tests run, in which trees: the repository's suite selected from the base commit and the head's export.
+
+The suite's tree is the head's export with every file the trust rules give the base (`trust.py`: the test
+paths, every conftest.py and pytest configuration file, modules named like the framework and distributions'
+metadata at the top of an import root) replaced by the base's, and the head's versions of them removed. The
+test files the head adds run apart, in a tree of their own; the base's own tree is exported for the baseline.
+The source at the edge reads the commits (gate/sources/gitrange.py gives a `SuiteBase`); this module knows
+nothing of git.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
+
+from gate.environment import BuiltEnvironment
+from gate.environment.cache import cache_dir
+from gate.errors import BadInput
+from gate.policy.model import Environment, Policy, RepoSuite
+from gate.suite.trust import PYTEST_CONFIG, framework_named, is_suite_file, library_code, under
+
+if TYPE_CHECKING:
+    from gate.sources.base import Change
+
+
+@dataclass(frozen=True)
+class SuiteTrees:
+    """The repository's test suite as it runs (docs/repository.md): the
+    head's tree with the base's tests, conftests and pytest configuration in place of the head's."""
+
+    base_sha: str
+    tree: Path  # the head's code, the base's tests
+    args: tuple[str, ...]  # the test paths of the base that exist (for pytest)
+    added: tuple[str, ...] = ()  # test files the head adds, run apart from the base's
+    added_tree: Path | None = None  # `tree` plus those files
+    base_tree: Path | None = None  # the base commit as it is, for the baseline (None: baseline none)
+    base_roots: tuple[str, ...] = ()  # the base tree's own import roots
+    edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
+    # Modules named like the test framework that the change touches: left out of the run, so never tested.
+    untested: tuple[str, ...] = ()
+    # Modules of the library (no test files) that the change touches under the test paths: the base's ran.
+    library: tuple[str, ...] = ()
+    # Where pytest comes from when the environment has none: the gate's own copy (absolute import roots).
+    runner: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SuiteBase:
+    """The base commit as the selection reads it, from the source that holds it."""
+
+    sha: str
+    # Every file of its tree (not the submodules) by path, with a reader of its bytes (None for a symbolic link).
+    files: Callable[[], Iterable[tuple[str, Callable[[], bytes] | None]]]
+    has: Callable[[str], bool]  # whether its tree holds `path` (a file or a folder)
+    export: Callable[[Path], object]  # writes its tree (as the head's export, without its size limit) into a folder
+    roots: tuple[str, ...]  # its own import roots
+
+
+def suites(base: SuiteBase, changes: Sequence[Change], policy: Policy, head_tree: Path, withheld: frozenset[str],
+           environment: BuiltEnvironment | None) -> tuple[SuiteTrees | None, tuple[tuple[str, SuiteTrees], ...]]:
+    """The trees of the policy's suite (`tests:`) and of each scope's own, by scope name, in folders named
+    `HEAD_TREE-suite` and `HEAD_TREE-suite-N` next to the head's export `head_tree` (the caller removes
+    them with it). `withheld` are the paths the head's export leaves out (the hidden cases)."""
+    suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, environment, "suite", "tests") \
+        if policy.tests else None
+    scope_suites = tuple(
+        (scope.name, _trees(base, changes, policy, scope.tests, head_tree, withheld, environment,
+                            f"suite-{index}", f"scopes[{index}].tests"))
+        for index, scope in enumerate(policy.scopes) if scope.tests)
+    return suite, scope_suites
+
+
+def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
+           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str) -> SuiteTrees:
+    """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
+    base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
+    `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
+    the baseline. `key` is where the policy names the suite, for errors."""
+    from gate.environment import build as environment_build  # (importlib.metadata and more: only with a suite)
+
+    paths = spec.paths
+    roots = ("", "src", *(policy.repository_environment or Environment()).python_path)
+    folder = Path(f"{head_tree}-{name}")
+    tree = folder / "run"
+    shutil.copytree(head_tree, tree, symlinks=True)
+    ours = [(path, read) for path, read in base.files() if is_suite_file(path, paths, roots)]
+    for parent, _, files in os.walk(tree):
+        for file in files:
+            full = Path(parent, file)
+            if is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
+                full.unlink()
+    for path, read in ours:
+        if path not in withheld and read is not None:
+            _write(tree, path, read)
+    present = tuple(p for p in paths if (tree / p).exists())
+    if not present:
+        raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.sha[:12]}",
+                       file=policy.source, key=f"{key}.paths")
+    added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
+                  and c.path.endswith(".py") and under(c.path, paths)
+                  and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path))
+    added_tree = None
+    if added:
+        added_tree = folder / "added"
+        shutil.copytree(tree, added_tree, symlinks=True)
+        for change in changes:
+            if change.path in added and change.data is not None:
+                target = added_tree / change.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(change.data)
+    base_tree = None
+    if spec.baseline == "base":
+        base_tree = folder / "base"
+        base_tree.mkdir()
+        base.export(base_tree)
+    return SuiteTrees(base_sha=base.sha, tree=tree, args=present, added=added, added_tree=added_tree,
+                      base_tree=base_tree, base_roots=base.roots,
+                      edits=_edits(changes, paths, roots, set(added)),
+                      untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
+                                                   if framework_named(p, roots) and not under(p, paths))),
+                      library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
+                      runner=() if environment is not None and environment.has("pytest")
+                      else (environment_build.gate_pytest(cache_dir(os.environ)),))
+
+
+def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
+    """The base's file `path` into the tree `root`, unless it resolves outside it (a crafted tree entry such as
+    `../x`)."""
+    dest = (root / path).resolve()
+    if not dest.is_relative_to(root.resolve()):
+        return
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    dest.write_bytes(read())
+
+
+def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str]
+           ) -> tuple[str, ...]:
+    """What the change does to the suite's files, which the base's versions replace."""
+    found = []
+    for change in changes:
+        path = next((p for p in change.paths if is_suite_file(p, tests, roots)), None)
+        if path is None or change.path in added:
+            continue
+        if framework_named(path, roots) and not under(path, tests):
+            verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")
+            found.append(f"the change {verb} {path}, named like the test framework: left out of the suite's "
+                         "tree (the base's version, if any, ran)")
+        elif PurePosixPath(path).name in PYTEST_CONFIG[2:] and change.status != "added":
+            found.append(f"the change edits {path}: the base's pytest configuration in it was used")
+        elif change.status == "added":
+            found.append(f"the change adds {path}: it did not run (the base's tests, conftests and pytest "
+                         "configuration only)")
+        else:
+            verb = {"deleted": "deletes", "renamed": "renames"}.get(change.status, "edits")
+            found.append(f"the change {verb} {path}: the base's version ran")
+    return tuple(found)
