@@ -23,9 +23,21 @@ from gate import RAW_MAIN
 from gate.cases import KINDS
 from gate.cases.base import CaseFields
 from gate.checks import charges
-from gate.policy.keys import Key, declared, default_of, is_section, item_type, section_of, value_of, without_none
+from gate.policy.keys import (
+    Declared,
+    Key,
+    charge_field,
+    declared,
+    default_of,
+    is_section,
+    item_type,
+    key_of,
+    section_of,
+    value_of,
+    without_none,
+)
 from gate.policy.loader import kind_keys, unbuild
-from gate.policy.model import Policy
+from gate.policy.model import Points, Policy
 from gate.subject import Task
 
 # Where the schemas are published: the raw files of the repository's main branch, so that an editor that
@@ -68,17 +80,27 @@ def value_schema(hint: Any, declaration: Key, default: Any, case_field: bool = F
         schema["description"] = declaration.description
     if declaration.shown_default is not None:
         schema["default"] = declaration.shown_default
+    elif isinstance(default, Points):  # the registry's charges, whatever the schema on disk lists
+        schema["default"] = {charge.name: charge.default for charge in charges()}
     elif default is not dataclasses.MISSING and not declaration.unset:
         schema["default"] = unbuild(default, declaration)
     return schema
 
 
+def keys_of(cls: type) -> Declared:
+    """The keys of section `cls` as its declarations give them; for `Points`, the checks' charges as their
+    registry lists them (the policy reads them from the schema this writes)."""
+    if cls is Points:
+        return tuple((item, int, key_of(item)) for item in map(charge_field, charges()))
+    return declared(cls)
+
+
 def section_schema(cls: type, case_field: bool = False) -> dict[str, Any]:
     """A mapping whose keys are the fields of dataclass `cls`."""
     properties = {item.name: value_schema(hint, declaration, default_of(item), case_field)
-                  for item, hint, declaration in declared(cls) if not declaration.internal}
+                  for item, hint, declaration in keys_of(cls) if not declaration.internal}
     schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
-    required = [item.name for item, _, declaration in declared(cls)
+    required = [item.name for item, _, declaration in keys_of(cls)
                 if default_of(item) is dataclasses.MISSING and not declaration.internal]
     if required:
         schema["required"] = required
@@ -182,8 +204,8 @@ def default_preset() -> str:
 
 def _yaml_lines(obj: Any, depth: int, lines: list[str]) -> None:
     indent = "  " * depth
-    for item, _, declaration in declared(type(obj)):
-        value = value_of(obj, item.name)
+    for item, _, declaration in keys_of(type(obj)):
+        value = default_of(item) if isinstance(obj, Points) else value_of(obj, item.name)
         if declaration.internal or (value is None and declaration.unset):
             continue
         if declaration.description:

@@ -11,8 +11,9 @@ The keys of `points:` are declared by the checks that charge them, each as a `Ch
 
     SMOKE = Charge("smoke", 2, "per failed case", per="per failed case", catches="a case whose output ...")
 
-The policy's `Points` (gate/policy/model.py) is derived from them: a section whose class declares its keys
-itself (`declared_keys`) instead of by its fields.
+The generator writes them into the policy's schema from the checks' registry, and the policy's `Points`
+(gate/policy/model.py) reads them there: a section whose class declares its keys itself (`declared_keys`)
+instead of by its fields.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The typed, frozen policy: what a repository's `.github/gate.yml` means once loaded, and the one declaration of
 every policy key (its type, default, bounds and description: gate/policy/keys.py) but those of `points:`,
-which the checks that charge them declare (a `Charge` in each check's module, gate/checks/).
+which the checks that charge them declare (a `Charge` in each check's module, gate/checks/), and which the
+policy reads from its schema.
 
 The defaults here are the `default` preset's; those of `points:` are the penalty schedule
 (docs/how-it-works.md). `python -m gate.policy.generate` writes `gate/policy/schema.json` and
@@ -11,14 +12,15 @@ their input.
 
 from __future__ import annotations
 
-from dataclasses import FrozenInstanceError, dataclass
+import functools
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gate.bots.catalog import agent_ids
 from gate.bots.patterns import login_problem
 from gate.globs import glob_problem
-from gate.policy.keys import Charge, Declared, DeclaresKeys, charge_field, key, key_of
-from gate.policy.validation import did_you_mean
+from gate.policy.keys import Charge, Declared, charge_field, key, key_of
+from gate.policy.validation import did_you_mean, load_schema
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
@@ -67,58 +69,45 @@ def _layers() -> tuple[str, ...]:
     return tuple(LAYERS)
 
 
-class Points(DeclaresKeys):
-    """Points charged per check (`points: {smoke: 2, ...}`). The checks declare its keys, each a `Charge` in
-    the module of the check that charges it (the check's `charges`), and their order is the checks' (the
-    registry, gate/checks/__init__.py); read one as `policy.points[SMOKE]`. Frozen, like the policy."""
+@dataclass(frozen=True, init=False)
+class Points:
+    """Points charged per check (`points: {smoke: 2, ...}`); read one as `policy.points[SMOKE]`. Its keys are the
+    checks' charges (a `Charge` in the module of each check that charges it), which the policy knows from its
+    schema, where the generator writes them from the checks' registry (gate/checks/__init__.py), in its order:
+    the policy imports none of the checks it configures."""
 
-    _values: dict[str, int]
+    values: tuple[tuple[str, int], ...]
 
     def __init__(self, **points: int) -> None:
-        charges = _charges()
+        charges = schema_charges()
         for name in points:
             if name not in charges:
                 raise TypeError(f"Points() got an unexpected keyword argument {name!r}")
-        object.__setattr__(self, "_values", {name: points.get(name, charge.default)
-                                             for name, charge in charges.items()})
+        object.__setattr__(self, "values", tuple((name, points.get(name, charge.default))
+                                                 for name, charge in charges.items()))
 
     def __getitem__(self, charge: Charge) -> int:
-        return self._values[charge.name]
+        return self.value(charge.name)
 
     def value(self, name: str) -> int:
         """The points of the charge named `name` (the loader's and the generator's way in, by key)."""
-        return self._values[name]
+        return dict(self.values)[name]
 
     def items(self) -> list[tuple[str, int]]:
         """(name, points) of every charge, in the checks' order."""
-        return list(self._values.items())
+        return list(self.values)
 
     @classmethod
     def declared_keys(cls) -> Declared:
-        return tuple((item, int, key_of(item)) for item in map(charge_field, _charges().values()))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Points) and self._values == other._values
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._values.items()))
-
-    def __repr__(self) -> str:
-        return f"Points({', '.join(f'{name}={value}' for name, value in self._values.items())})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise FrozenInstanceError(f"cannot delete field {name!r}")
+        return tuple((item, int, key_of(item)) for item in map(charge_field, schema_charges().values()))
 
 
-def _charges() -> dict[str, Charge]:
-    """Every check's charges by name. Imported when first asked for, not with this module: the checks import
-    the policy model."""
-    from gate.checks import charges
-
-    return {charge.name: charge for charge in charges()}
+@functools.cache
+def schema_charges() -> dict[str, Charge]:
+    """The charges the policy's schema lists under `points:` (written by the generator from the checks' own
+    declarations), by name, in the checks' order."""
+    points = load_schema("gate.policy", "schema.json")["properties"]["points"]["properties"]
+    return {name: Charge(name, spec["default"], spec["description"]) for name, spec in points.items()}
 
 
 @dataclass(frozen=True)
