@@ -96,14 +96,14 @@ BROKEN_MUL = CALC.replace("return a * b", "return a + b")
 DOCUMENTED_MUL = CALC.replace("def mul(a, b):\n", 'def mul(a, b):\n    """a times b."""\n')
 
 
-def framework_flags(code: str, path: str) -> list[str]:
+def framework_flags(code: str, path: str, policy_text: str = POLICY) -> list[str]:
     """The `framework` check's blocked reasons for a change whose one file at `path` holds `code`, under the
-    suite's policy (nothing runs: the check reads the files)."""
+    suite's policy (or `policy_text`; nothing runs: the check reads the files)."""
     from gate.engine import score
     from gate.policy.loader import load_policy
     from gate.subject import SourceFile, Subject
 
-    policy = load_policy(None, text=POLICY, source="gate.yml")
+    policy = load_policy(None, text=policy_text, source="gate.yml")
     subject = Subject(kind="range", label="a..b", files=(SourceFile(path, code),))
     return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BROKEN_MUL, POLICY, TESTS, calc_project, score_repo, suite_statuses
+from tests.suite_support import BROKEN_MUL, POLICY, TESTS, calc_project, framework_flags, score_repo, suite_statuses
 
 LIBRARY = ("library code under tests.paths, whose files the suite runs as the base has them: a human must review "
            "it")
@@ -30,6 +30,20 @@ def test_with_the_whole_tree_as_the_test_path_a_heads_edit_runs_neither_as_a_tes
     assert not verdict.accepted
     assert [reason for reason in verdict.blocked_reasons if LIBRARY in reason] == [
         f"the change touches calc.py, {LIBRARY} (tests.paths should name the test folders and files)"]
+
+
+# A test of the head's that uses pytest, as tests do: the framework check reads library code, not tests.
+PYTEST_TEST = "import pytest\n\n\ndef test_div():\n    with pytest.raises(ZeroDivisionError):\n        1 / 0\n"
+
+
+@pytest.mark.parametrize("paths", ["[tests]", "[.]"])
+def test_a_heads_test_that_imports_pytest_is_not_library_code_whatever_the_test_path(paths: str) -> None:
+    """Under `.` as under tests/, the file is the suite's (the base's version runs): its `import pytest` is no
+    reach into the framework, and the change does not go to a human for it."""
+    policy = POLICY.replace("paths: [tests]", f"paths: {paths}")
+
+    assert framework_flags(PYTEST_TEST, "tests/test_calc.py", policy) == []
+    assert framework_flags(PYTEST_TEST.replace("def test_div", "def div"), "calc.py", POLICY) != []
 
 
 CORE = "def mul(a, b):\n    return a * b\n"

@@ -14,13 +14,13 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
-from pathlib import PurePosixPath
 
 from gate.checks.base import CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
+from gate.suite.trust import is_test_code
 from gate.verdict import Location, listing
 
 # Modules of the test framework (and `unittest`'s, which pytest runs too).
@@ -61,11 +61,11 @@ class Framework:
         gated = {source.path for source in ctx.files}
         for source in ctx.files:
             tree = trees.get(source.path)
-            if tree is not None and not _is_test_code(source.path, tests):
+            if tree is not None and not is_test_code(source.path, tests):
                 found += _findings(ctx, source, tree)
         # The tests' process imports every module of the tree, gated or not (`paths.exclude: [vendor/**]`).
         for source in ctx.subject.files:
-            if source.path in gated or not source.path.endswith(".py") or _is_test_code(source.path, tests):
+            if source.path in gated or not source.path.endswith(".py") or is_test_code(source.path, tests):
                 continue
             try:
                 tree = ctx.trees.parse(source, _version(ctx.policy.python), ctx.policy)
@@ -113,11 +113,6 @@ def _findings(ctx: CheckContext, source: SourceFile, tree: ast.Module) -> list[t
 def _version(python: str) -> tuple[int, int]:
     major, minor = python.split(".")[:2]
     return int(major), int(minor)
-
-
-def _is_test_code(path: str, tests: tuple[str, ...]) -> bool:
-    return (PurePosixPath(path).name == "conftest.py"
-            or any(path == p or path.startswith(p.rstrip("/") + "/") for p in tests))
 
 
 def _added(node: ast.AST, added: frozenset[int] | None) -> bool:

@@ -34,6 +34,13 @@ def is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool
             or metadata(path, roots))
 
 
+def is_test_code(path: str, tests: Sequence[str]) -> bool:
+    """Whether `path` is the suite's own code, which runs as the base has it whatever the change does to it (the
+    head's only when the change adds a test file, which runs apart): a conftest.py anywhere, or a file under a
+    test path. The framework check reads the rest, the code the tests' process imports from the head."""
+    return PurePosixPath(path).name == "conftest.py" or under(path, tests)
+
+
 def metadata(path: str, roots: Sequence[str]) -> bool:
     """Whether `path` is in a distribution's metadata folder (`*.dist-info`, `*.egg-info`) directly under one of
     `roots` ("" is the tree's top)."""
