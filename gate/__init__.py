@@ -5,6 +5,6 @@ __version__ = "0.1.0"
 DISTRIBUTION = "error-budget-gate"
 HOME = "https://github.com/error-budget-gate/gate"  # the repository: the Action, releases, docs
 # The repository's files on its main branch, at URLs that stay put: the schemas' `$id`, the editors' modeline,
-# SchemaStore's catalog entry (gate/policy/generate.py writes the schemas with them).
+# SchemaStore's catalog entry (gate/generate.py writes the schemas with them).
 RAW_MAIN = "https://raw.githubusercontent.com/error-budget-gate/gate/main/"
 POLICY_SCHEMA_URL = RAW_MAIN + "gate/policy/schema.json"

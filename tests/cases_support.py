@@ -8,7 +8,7 @@ from typing import Any
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
-from gate.policy.loader import parse_cases
+from gate.cases.specs import parse_cases
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.verdict import Verdict

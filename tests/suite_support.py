@@ -100,7 +100,7 @@ def framework_flags(code: str, path: str, policy_text: str = POLICY) -> list[str
     """The `framework` check's blocked reasons for a change whose one file at `path` holds `code`, under the
     suite's policy (or `policy_text`; nothing runs: the check reads the files)."""
     from gate.engine import score
-    from gate.policy.loader import load_policy
+    from gate.policy_file import load_policy
     from gate.subject import SourceFile, Subject
 
     policy = load_policy(None, text=policy_text, source="gate.yml")

@@ -10,7 +10,7 @@ import pytest
 from gate.cases import KINDS
 from gate.cases.base import Program
 from gate.errors import BadInput
-from gate.policy.loader import load_policy
+from gate.policy_file import load_policy
 from gate.sandbox.base import Sandbox
 from tests.cases_support import IS_EVEN, LIMITS, NAIVE_IS_EVEN, case, run
 

@@ -13,7 +13,7 @@ import yaml
 
 from gate.checks import tests as tests_check
 from gate.engine import score_range
-from gate.policy.loader import load_policy
+from gate.policy_file import load_policy
 from gate.sources.gitrange import subject_from_commits
 from tests.git_support import Repo
 from tests.projects import BACKEND, gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse  # noqa: F401

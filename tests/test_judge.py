@@ -28,8 +28,8 @@ from gate.engine import score
 from gate.errors import BadInput
 from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
 from gate.policy.keys import Charge
-from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec, Judge, Points, Policy
+from gate.policy_file import load_policy
 from gate.report.annotations import workflow_commands
 from gate.report.comment import render_comment
 from gate.report.summary import render_summary

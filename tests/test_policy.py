@@ -15,22 +15,15 @@ import pytest
 import yaml
 from jsonschema import Draft202012Validator
 
-from gate import memo
+from gate import generate, memo
+from gate.cases.specs import kind_keys, parse_cases
 from gate.checks.smoke import SMOKE
 from gate.cli import main
 from gate.errors import BadInput
-from gate.policy import generate, marked_yaml
-from gate.policy.loader import (
-    effective_policy_dict,
-    kind_keys,
-    load_policy,
-    load_preset,
-    parse_cases,
-    policy_schema,
-    preset_names,
-)
+from gate.policy import marked_yaml
 from gate.policy.model import CaseSpec, ImportRules, Points, Policy
 from gate.policy.validation import _content
+from gate.policy_file import effective_policy_dict, load_policy, load_preset, policy_schema, preset_names
 
 # (file text, line, key path, words the message must have). The line and key are where a user would look.
 ERRORS = [

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gate.engine import score
-from gate.policy.loader import load_policy
+from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
 from tests.suite_support import BROKEN_MUL, POLICY, calc_project, framework_flags, score_repo, suite_statuses

@@ -12,7 +12,7 @@ import yaml
 from gate.checks.imports import IMPORTS
 from gate.checks.parse import PARSE
 from gate.cli import main
-from gate.policy.loader import effective_policy_dict, load_policy
+from gate.policy_file import effective_policy_dict, load_policy
 from gate.scopes import score_by_scope
 from gate.subject import SourceFile, Subject
 from tests.git_support import Repo

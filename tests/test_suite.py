@@ -359,7 +359,7 @@ def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeou
 ], ids=["sys.modules", "getframe", "currentframe", "f_back", "unittest", "os._exit"])
 def test_library_code_reaching_into_the_test_framework_is_blocked_for_a_human(code: str, named: str) -> None:
     from gate.engine import score
-    from gate.policy.loader import load_policy
+    from gate.policy_file import load_policy
     from gate.subject import SourceFile, Subject
 
     policy = load_policy(None, text=POLICY, source="gate.yml")

@@ -69,7 +69,7 @@ def shown(text: str) -> str:
 
 @dataclass(frozen=True, kw_only=True)
 class CaseFields:
-    """The declaration of a kind's fields (gate/policy/keys.py), from which `python -m gate.policy.generate`
+    """The declaration of a kind's fields (gate/policy/keys.py), from which `python -m gate.generate`
     writes the kind's part of the schemas: a kind's own class extends this one with its fields, and says
     what its cases are called in messages (`WHAT`), in the list of kinds (`SUMMARY`), how a case without
     `kind` shows it is one (`HINT`, its fields with `infers=True`), and the rules across fields (`RULES`,

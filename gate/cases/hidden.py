@@ -14,8 +14,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from gate.cases.specs import parse_cases
 from gate.errors import BadInput, read_input
-from gate.policy.loader import parse_cases
 from gate.policy.marked_yaml import load_marked
 from gate.policy.model import CaseSpec, Policy
 

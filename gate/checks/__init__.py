@@ -6,7 +6,7 @@ the module): the policy's `points:` keys (gate/policy/model.py's `Points`), in t
 last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
 
 Adding a check is its module and its line here (CONTRIBUTING.md); one that charges points then needs the
-generator, `python -m gate.policy.generate`.
+generator, `python -m gate.generate`.
 """
 
 from __future__ import annotations

@@ -21,8 +21,8 @@ from gate.eval.rows import Row, write_rows
 from gate.eval.runner import RunOptions, score_samples, select
 from gate.eval.samples import load_samples
 from gate.eval.shard import parse_shard
-from gate.policy.loader import load_policy
 from gate.policy.model import Policy
+from gate.policy_file import load_policy
 
 
 def register(subparsers: Any) -> None:

@@ -21,8 +21,8 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from gate import HOME, POLICY_SCHEMA_URL, __version__
 from gate.environment.declarations import TEST_EXTRAS, TEST_REQUIREMENTS, test_group
 from gate.errors import EXIT_ACCEPTED, BadInput
-from gate.policy.loader import load_policy
 from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH
+from gate.policy_file import load_policy
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
 WORKFLOWS = {"gate.yml": ".github/workflows/gate.yml", "gate-publish.yml": ".github/workflows/gate-publish.yml"}

@@ -10,9 +10,9 @@ from typing import Any
 import yaml
 
 from gate.errors import EXIT_ACCEPTED, BadInput
-from gate.policy.loader import effective_policy_dict, load_policy, policy_schema
 from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, Policy
 from gate.policy.validation import load_schema
+from gate.policy_file import effective_policy_dict, load_policy, policy_schema
 
 DEFAULT_FILE = Path(DEFAULT_POLICY_PATH)
 ALTERNATE_FILE = Path(ALTERNATE_POLICY_PATH)

@@ -16,9 +16,9 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases import KINDS
+from gate.cases.specs import parse_cases
 from gate.errors import BadInput
 from gate.eval.rows import json_objects
-from gate.policy.loader import parse_cases
 from gate.policy.model import CaseSpec
 
 # MBPP's published splits (its README): ids 11-510 are the test split.
@@ -237,7 +237,7 @@ _OWN_KEYS = {"task_id", "prompt", "function", "cases"}
 
 
 def _own_cases(raw: Any, where: str, line: int) -> tuple[CaseSpec, ...]:
-    """The policy loader's case validation (one schema for every case list), placed on the task's line."""
+    """The case validation of every case list (gate/cases/specs.py), placed on the task's line."""
     if not isinstance(raw, list) or not raw:
         raise BadInput("expected a non-empty list of call cases", file=where, line=line, key="cases")
     try:

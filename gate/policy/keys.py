@@ -1,5 +1,5 @@
 """How a policy key, or a case kind's field, is declared: a dataclass field whose metadata says what the YAML may
-hold beyond its type (bounds, pattern, description). `gate.policy.generate` derives the JSON Schemas and the
+hold beyond its type (bounds, pattern, description). `gate.generate` derives the JSON Schemas and the
 default preset from these declarations, and the loader builds and unbuilds the typed policy from them.
 
     budget: int = key(3, "accepted when the total points are at most this", minimum=0)

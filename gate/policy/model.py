@@ -4,8 +4,8 @@ which the checks that charge them declare (a `Charge` in each check's module, ga
 policy reads from its schema.
 
 The defaults here are the `default` preset's; those of `points:` are the penalty schedule
-(docs/how-it-works.md). `python -m gate.policy.generate` writes `gate/policy/schema.json` and
-`gate/presets/default.yml` from these declarations, and the loader (`gate.policy.loader`) builds and unbuilds
+(docs/how-it-works.md). `python -m gate.generate` writes `gate/policy/schema.json` and
+`gate/presets/default.yml` from these declarations, and the loader (`gate.policy_file`) builds and unbuilds
 the policy by its sections' keys; it validates the YAML against the schema first, so their constructors trust
 their input.
 """

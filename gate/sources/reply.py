@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gate.cases.hidden import load_hidden, places_to_hide
 from gate.errors import read_input
-from gate.policy.loader import load_policy
 from gate.policy.model import CaseSpec
+from gate.policy_file import load_policy
 from gate.report.templating import Overrides
 from gate.sources.base import ScoreInput
 from gate.sources.task import load_task

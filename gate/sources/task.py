@@ -9,7 +9,7 @@
         expect: 3
 
 The file's keys are declared by gate.subject.Task's fields (and `cases`), from which `python -m
-gate.policy.generate` writes its JSON Schema, gate/sources/task.schema.json; errors read like the policy
+gate.generate` writes its JSON Schema, gate/sources/task.schema.json; errors read like the policy
 file's, one line each.
 """
 
@@ -17,11 +17,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gate.cases.specs import parse_cases
 from gate.errors import BadInput, read_input
-from gate.policy.loader import build, parse_cases
 from gate.policy.marked_yaml import MarkedMap, load_marked
 from gate.policy.model import CaseSpec
 from gate.policy.validation import load_schema, validate
+from gate.policy_file import build
 from gate.subject import Task
 
 

@@ -15,8 +15,8 @@ from pathlib import Path, PurePosixPath
 
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
-from gate.policy.loader import load_policy
 from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Environment, Policy
+from gate.policy_file import load_policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
 from gate.subject import SourceFile

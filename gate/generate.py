@@ -3,8 +3,8 @@ charges, gate/checks/) and of the case kinds' fields (gate/cases/): the policy's
 the default preset, and the docs' rows of the charges: the `points.*` rows of docs/policy.md's reference and
 the penalty schedule of docs/how-it-works.md (the rest of those files is prose, left as it is).
 
-    python -m gate.policy.generate          # write them
-    python -m gate.policy.generate --check  # exit 1 naming those that are not current (a test runs this)
+    python -m gate.generate          # write them
+    python -m gate.generate --check  # exit 1 naming those that are not current (a test runs this)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import yaml
 from gate import RAW_MAIN
 from gate.cases import KINDS
 from gate.cases.base import CaseFields
+from gate.cases.specs import kind_keys
 from gate.checks import charges
 from gate.policy.keys import (
     Declared,
@@ -36,14 +37,14 @@ from gate.policy.keys import (
     value_of,
     without_none,
 )
-from gate.policy.loader import kind_keys, unbuild
 from gate.policy.model import Points, Policy
+from gate.policy_file import unbuild
 from gate.subject import Task
 
 # Where the schemas are published: the raw files of the repository's main branch, so that an editor that
 # follows a `$schema` link, or a `$id`, gets the schema of the newest gate.
 RAW_BASE = RAW_MAIN
-PACKAGE = Path(__file__).resolve().parent.parent
+PACKAGE = Path(__file__).resolve().parent
 DOCS = PACKAGE.parent / "docs"
 _SCALARS = {int: "integer", float: "number", bool: "boolean", str: "string"}
 
@@ -197,7 +198,7 @@ def default_preset() -> str:
              "# The default preset: the penalty schedule (docs/how-it-works.md), every value spelled out. A",
              "# repository without .github/gate.yml is scored with this; a repository file that names no `extends:`",
              "# starts from it.",
-             "# Written by `python -m gate.policy.generate` from gate/policy/model.py: edit that file, not this one."]
+             "# Written by `python -m gate.generate` from gate/policy/model.py: edit that file, not this one."]
     _yaml_lines(Policy(), 0, lines)
     return "\n".join(lines) + "\n"
 
@@ -280,13 +281,13 @@ def stale() -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m gate.policy.generate", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m gate.generate", description=__doc__.split("\n")[0])
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not current")
     args = parser.parse_args(argv)
     if args.check:
         behind = stale()
         for path in behind:
-            print(f"{path}: not current; run python -m gate.policy.generate", file=sys.stderr)
+            print(f"{path}: not current; run python -m gate.generate", file=sys.stderr)
         return 1 if behind else 0
     for path, text in outputs().items():
         path.write_text(text, encoding="utf-8")

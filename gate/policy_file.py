@@ -1,4 +1,6 @@
-"""Load a policy file: YAML with line marks, `extends:` a preset, schema validation, then the typed Policy.
+"""Load a policy file: YAML with line marks, `extends:` a preset, schema validation, then the typed Policy, its
+cases checked by their kinds (gate/cases/specs.py). Outside the policy package, which imports nothing it
+configures: this is where the policy meets what it configures.
 
 Every problem is one BadInput line, `file:line: key.path: message` (exit 2). The order matters: the
 repository's own file is validated before it is merged over its preset, so a message always points into the
@@ -9,20 +11,20 @@ the merge.
 from __future__ import annotations
 
 import dataclasses
-import functools
 import posixpath
 from collections.abc import Mapping
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from gate.cases.specs import case_specs
 from gate.errors import BadInput, read_input
 from gate.policy.keys import Key, declared, is_section, item_type, section_of, value_of
-from gate.policy.marked_yaml import MarkedList, MarkedMap, line_of, load_marked, unmark
+from gate.policy.marked_yaml import MarkedMap, line_of, load_marked
 from gate.policy.model import CaseSpec, Policy
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 
-__all__ = ["effective_policy_dict", "load_policy", "load_preset", "parse_cases", "preset_names"]
+__all__ = ["effective_policy_dict", "load_policy", "load_preset", "preset_names"]
 
 DEFAULT_PRESET = "default"
 
@@ -90,60 +92,6 @@ def deep_merge(base: MarkedMap, override: MarkedMap) -> MarkedMap:
     return merged
 
 
-def parse_cases(raw: Any, file: str, key_prefix: str, *, hidden: bool = False) -> tuple[CaseSpec, ...]:
-    """Validate a list of cases (policy `cases:`, a task file, a hidden-cases file, a dataset row) and build
-    CaseSpecs; a case without `kind` gets the one its keys imply. `key_prefix` names the list in messages."""
-    schema = policy_schema()
-    # A hidden-cases file is the base's, like the policy: the same document PR after PR.
-    validate(raw, {"$defs": schema["$defs"], "$ref": "#/$defs/case_list"}, file, key_prefix, remember=hidden)
-    return _case_specs(raw, file, key_prefix, hidden)
-
-
-def _case_specs(raw: Any, file: str, key_prefix: str, hidden: bool = False) -> tuple[CaseSpec, ...]:
-    """`parse_cases` for a list that was validated with the policy it is in (the schema's cost grows with
-    the cases: a 500-case policy is not validated twice). What the schema cannot say about a case (a regular
-    expression that does not compile, test code that does not parse) its kind checks here: a case is valid
-    once loaded, and nothing checks it again."""
-    from gate.cases import KINDS
-
-    specs: list[CaseSpec] = []
-    first_line_of: dict[str, int | None] = {}
-    for index, case in enumerate(raw):
-        line = raw.item_lines[index] if isinstance(raw, MarkedList) else None
-        where = join_key(key_prefix, [index])
-        name = case.get("name") or f"case {index + 1}"
-        if name in first_line_of:
-            raise BadInput(f"two cases are named {name!r}" + _at(first_line_of[name]),
-                           file=file, line=_key_line(case, "name", line), key=f"{where}.name")
-        first_line_of[name] = line
-        kind = case.get("kind") or infer_kind(case)
-        problem = KINDS[kind].check(case)
-        if problem is not None:
-            field, message = problem
-            raise BadInput(message, file=file, line=_key_line(case, field, line), key=f"{where}.{field}")
-        specs.append(CaseSpec(kind=kind, name=name, hidden=hidden, fields=tuple(
-            (key, unmark(value)) for key, value in case.items() if key not in ("kind", "name"))))
-    return tuple(specs)
-
-
-@functools.cache
-def kind_keys() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """Which keys make a case without `kind` one of each kind (its fields declared `infers`), tried in the
-    registry's order; the schema's `inferred_case` is generated from the same declarations."""
-    from gate.cases import KINDS
-
-    return tuple((name, tuple(item.name for item, _, declaration in declared(kind.fields) if declaration.infers))
-                 for name, kind in KINDS.items())
-
-
-def infer_kind(case: dict[str, Any]) -> str:
-    """The kind a case's keys imply (the schema has already rejected a case with no telling key)."""
-    for kind, keys in kind_keys():
-        if any(key in case for key in keys):
-            return kind
-    raise AssertionError("a case without a telling key passed schema validation")
-
-
 def effective_policy_dict(policy: Policy) -> dict[str, Any]:
     """The policy as a YAML-ready mapping with every key spelled out (`gate policy show`); loading it back
     gives the same policy."""
@@ -196,7 +144,7 @@ def _value(hint: Any, declaration: Key, value: Any, file: str, where: str) -> An
     if kind is not None:
         return build(kind, value, file, where)
     if item is CaseSpec:
-        return _case_specs(value, file, where)
+        return case_specs(value, file, where)
     if declaration.keyed_by is not None:
         return tuple(build(item, {declaration.keyed_by: name, **entry}, file, join_key(where, [name]))
                      for name, entry in value.items())
@@ -241,14 +189,6 @@ def _preset_file(name: str) -> str:
 
 def _kind_of(value: Any) -> str:
     return "a list" if isinstance(value, list) else f"a single value ({value!r})"
-
-
-def _at(line: int | None) -> str:
-    return f" (the first at line {line})" if line else ""
-
-
-def _key_line(mapping: Any, key: str, fallback: int | None) -> int | None:
-    return mapping.key_lines.get(key, fallback) if isinstance(mapping, MarkedMap) else fallback
 
 
 def _check_globs(doc: MarkedMap, file: str) -> None:
