@@ -49,7 +49,7 @@ def main_bench() -> None:
     import gate.sources.gitrange as gitrange
 
     calls: dict[str, int] = {}
-    for name in ("export_tree", "_suite"):
+    for name in ("export_tree", "suites"):
         counted(gitrange, name, calls)
     base = {".github/gate.yml": POLICY, "calc.py": "def add(a, b):\n    return a + b\n",
             "tests/test_calc.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",

@@ -254,6 +254,15 @@ def test_the_framework_check_flags_a_comparison_blind_to_the_other_operand(code:
     assert bool(reasons) == flagged, reasons
 
 
+def test_the_harness_imports_every_module_named_like_the_framework_before_the_tree() -> None:
+    """The harness cannot import the gate, so it keeps its own list of the framework's modules: each one the
+    selection leaves the base's (a head's `pluggy.py` never reaches the suite's tree) must also be imported
+    from the environment before the tree comes first on the path, and no other."""
+    from gate.suite import harness, trust
+
+    assert sorted(harness.FRAMEWORK) == sorted(trust.FRAMEWORK_MODULES)
+
+
 def _plant(cache: Path, owner: int) -> None:
     """What a PR's job could leave in a cache it can write: each baseline says every test failed on the base,
     and the gate's pytest copy reports every test passed; everything the runner's user's."""

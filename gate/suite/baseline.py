@@ -42,11 +42,11 @@ class Outcomes:
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees) -> Outcomes:
-    """Run `suite` (the policy's `tests:`, `subject.suite` or a scope's) on the head, against the base's
-    outcomes when the policy asks for a baseline, then the tests the head adds; raises GateFailure when the
-    base's suite does not run in the gate."""
+    """Run `suite` (the trees of `policy.tests`) on the head, against the base's outcomes when the policy asks
+    for a baseline, then the tests the head adds; raises GateFailure when the base's suite does not run in the
+    gate."""
     assert policy.tests is not None
-    head = _head_run(policy, subject, suite, suite.runner)
+    head = _run(policy, subject, suite, suite.tree, subject.import_roots)
     base, outcomes = _base_and_head(sandbox, policy, subject, suite, head, cache.cache_dir(os.environ))
     deadline = time.monotonic() + policy.tests.timeout
     added = {}
@@ -55,20 +55,22 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     return Outcomes(base, outcomes, added)
 
 
+def _run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...]) -> SuiteRun:
+    """How the suite runs in `tree` (the head's or the base's, whose own import roots `roots` come first): the
+    environment's site-packages next, then the gate's pytest when the environment has none; the plugins the
+    base declares loaded."""
+    assert policy.tests is not None
+    return SuiteRun(tree=tree, args=suite.args, python_path=(*roots, *_sites(subject), *suite.runner),
+                    limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
+                    workers=policy.tests.workers, plugins=_plugins(subject))
+
+
 def _sites(subject: Subject) -> tuple[str, ...]:
     return subject.environment.site_packages if subject.environment else ()
 
 
 def _plugins(subject: Subject) -> tuple[str, ...]:
     return subject.environment.plugins if subject.environment else ()
-
-
-def _head_run(policy: Policy, subject: Subject, suite: SuiteTrees, runner: tuple[str, ...]) -> SuiteRun:
-    assert policy.tests is not None
-    return SuiteRun(tree=suite.tree, args=suite.args,
-                    python_path=(*subject.import_roots, *_sites(subject), *runner),
-                    limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
-                    workers=policy.tests.workers, plugins=_plugins(subject))
 
 
 def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
@@ -113,10 +115,7 @@ def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTr
     """Each base test's status on the base itself, by running it, cached at `stored`. Raises GateFailure
     (exit 3) when the base's suite does not run in the gate (`refusal`); such a baseline is never cached."""
     assert policy.tests is not None and suite.base_tree is not None
-    run = SuiteRun(tree=suite.base_tree, args=suite.args, python_path=(*suite.base_roots, *_sites(subject),
-                                                                        *suite.runner),
-                   limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
-                   workers=policy.tests.workers, plugins=_plugins(subject))
+    run = _run(policy, subject, suite, suite.base_tree, suite.base_roots)
     outcomes = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
     problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
     if problem:
