@@ -93,3 +93,22 @@ def test_a_pr_that_edits_what_the_base_decides_is_blocked_for_a_human_every_way(
     assert verdict["accepted"] is False and verdict["total"] == 0
     assert verdict["blocked_reasons"] == [f"the change {verb} {what}, which is read from the base commit; a "
                                           "human must review it"]
+
+
+@pytest.mark.slow
+def test_a_pr_that_moves_or_deletes_the_agent_control_plane_is_blocked_for_a_human_every_way(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The control plane is decided by the base's policy on every path, each file named: a workflow moved out
+    of `.github/workflows/` (where it would stop running, with no review) and a deleted CODEOWNERS."""
+    workflow = "on: pull_request\njobs:\n  test:\n    runs-on: ubuntu-24.04\n    steps: [{run: pytest}]\n"
+    monkeypatch.setitem(BASE, ".github/workflows/ci.yml", workflow)
+    monkeypatch.setitem(BASE, ".github/CODEOWNERS", "* @maria\n")
+    head: dict[str, str | None] = {".github/workflows/ci.yml": None, "ci.yml": workflow,
+                                   ".github/CODEOWNERS": None, "util.py": APP}
+    verdict = agree(three_ways(fake, tmp_path, monkeypatch, head))
+    assert verdict["accepted"] is False and verdict["total"] == 0
+    plane = "which is in the agent control plane (the base policy's control_plane: {}): what steers agents or " \
+            "runs with the repository's token needs a human's review"
+    assert sorted(verdict["blocked_reasons"]) == sorted([
+        "the change moves .github/workflows/ci.yml to ci.yml, " + plane.format(".github/workflows/**"),
+        "the change deletes .github/CODEOWNERS, " + plane.format("CODEOWNERS")])

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import textwrap
 import tomllib
 from dataclasses import dataclass
 from importlib import resources
@@ -21,7 +22,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from gate import HOME, POLICY_SCHEMA_URL, __version__
 from gate.environment.declarations import TEST_EXTRAS, TEST_REQUIREMENTS, test_group
 from gate.errors import EXIT_ACCEPTED, BadInput
-from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH
+from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
@@ -236,4 +237,17 @@ def starter_policy(found: Found) -> str:
                       f"# The gate's policy ({HOME}/blob/main/docs/policy.md),",
                       "# read from each PR's base commit: a PR that edits this file is blocked for a human.",
                       f"# Written by `gate init` from: {'; '.join(s for s in seen if s) or 'nothing it knows'}.",
-                      *(f"{code:<{width}}# {note}" if note else code for code, note in rows)]) + "\n"
+                      *(f"{code:<{width}}# {note}" if note else code for code, note in rows),
+                      *_control_plane(width)]) + "\n"
+
+
+def _control_plane(width: int) -> list[str]:
+    """The default `control_plane:`, written out so that a maintainer sees it and edits it, by what each glob
+    is."""
+    lines = [f"{'control_plane: [':<{width}}# paths a gated PR changes only with a human's review, whatever its "
+             "points"]
+    for note, globs in CONTROL_PLANE_GROUPS:
+        lines.append(f"  # {note}")
+        lines += textwrap.wrap(", ".join(globs) + ",", 100, initial_indent="  ", subsequent_indent="  ",
+                               break_long_words=False, break_on_hyphens=False)
+    return [*lines, "]"]

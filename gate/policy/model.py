@@ -38,6 +38,22 @@ ENV_NAME = {"pattern": "^[A-Za-z_][A-Za-z0-9_]*$",
 _INSIDE = r"^(?!/)(?!.*(^|/)\.\.(/|$)).+$"
 
 
+# The agent control plane (`control_plane:`): what steers the next agent or runs with the repository's token, by
+# what it is (`gate init` writes the list with these words). A gated change to one of these paths is blocked for
+# a human (gate/sources/trust.py), whatever its score.
+CONTROL_PLANE_GROUPS: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("agent instructions (any folder: agents read the nearest)", (
+        "AGENTS.md", "AGENT.md", "CLAUDE.md", "CLAUDE.local.md", "GEMINI.md", ".github/copilot-instructions.md",
+        ".github/instructions/**", ".github/prompts/**", ".github/agents/**", ".github/chatmodes/**",
+        ".cursorrules", ".cursor/", ".windsurfrules", ".windsurf/", ".clinerules", ".roo/", ".roomodes",
+        ".junie/")),
+    ("the agents' tools: MCP servers, hooks, permissions", (".mcp.json", ".vscode/mcp.json", ".claude/", ".gemini/")),
+    ("what runs with the repository's token", (".github/workflows/**", ".github/actions/**")),
+    ("who must review (root, .github/, docs/)", ("CODEOWNERS",)),
+)
+CONTROL_PLANE = tuple(glob for _, globs in CONTROL_PLANE_GROUPS for glob in globs)
+
+
 def _inside(expected: str) -> dict[str, Any]:
     return {"minLength": 1, "pattern": _INSIDE, "x-expected": expected}
 
@@ -346,6 +362,12 @@ class Policy:
         (), "branches besides the default one whose protection reads the gate's status and check run (read from "
         "the default branch's policy only); a PR into any other branch posts them under `gate (into BRANCH)`",
         items=_glob("a branch name or glob such as `release/*`"), problem=_bad_glob)
+    # Read from the base's policy, like every rule of trust (gate/sources/trust.py).
+    control_plane: tuple[str, ...] = key(
+        CONTROL_PLANE, "paths that steer agents or run with the repository's token (agent instructions, their "
+        "tools' configuration, workflows, actions, CODEOWNERS): a gated change to one is blocked for a human "
+        "whatever its score, naming each file; [] turns it off", items=_glob("a glob such as `AGENTS.md`"),
+        problem=_bad_glob)
     python: Literal["3.8", "3.9", "3.10", "3.11", "3.12", "3.13"] = key(
         "3.11", "the Python version the code is parsed for (quote it: \"3.10\")")
     judge: Judge = key(factory=Judge, description="an optional model judge that advises")

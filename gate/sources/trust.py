@@ -2,8 +2,10 @@
 
 The policy (or the default preset when the base has none), the hidden cases, the judge's rubric and the
 report templates come from the base, never from the head that the bot wrote. A change that touches one of
-those files is blocked for a human whatever its score: it would change how it is itself gated. `gate check`,
-`gate ci` (from the checkout or through the API) and `gate publish` all go through `read_trusted`.
+those files is blocked for a human whatever its score: it would change how it is itself gated; so is one that
+touches the agent control plane the base's policy names (`control_plane:`), which steers the next agent.
+`gate check`, `gate ci` (from the checkout or through the API) and `gate publish` all go through
+`read_trusted`.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from pathlib import Path, PurePosixPath
 
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
+from gate.globs import matches
 from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Environment, Policy
 from gate.policy_file import load_policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
@@ -60,7 +63,8 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
     return Trusted(
         policy=policy,
         governed=governed,
-        blocked_reasons=blocked_reasons(changes, governed) + (() if relaxed else dependencies),
+        blocked_reasons=(blocked_reasons(changes, governed) + control_plane_reasons(changes, policy)
+                         + (() if relaxed else dependencies)),
         dependency_notes=dependencies if relaxed else (),
         hidden_cases=hidden,
         ignored=ignored_hidden_env(policy),
@@ -120,6 +124,25 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
                 else path
             reasons.append(f"the change {verb} {what} {named}, which is read from the base commit; "
                            "a human must review it")
+    return tuple(reasons)
+
+
+def control_plane_reasons(changes: Sequence[Change], policy: Policy) -> tuple[str, ...]:
+    """One line per file of the change that the base policy's `control_plane:` names (agent instructions, their
+    tools' configuration, workflows, CODEOWNERS): what steers the next agent, or runs with the repository's
+    token, is a human's to change, whatever the score."""
+    reasons = []
+    for change in sorted(changes, key=lambda c: c.path):  # (the API lists a PR's files in its own order)
+        found = next(((path, glob) for path in change.paths for glob in policy.control_plane
+                      if matches(path, glob)), None)
+        if found is None:
+            continue
+        path, glob = found
+        verb = {"added": "adds", "deleted": "deletes", "renamed": "moves"}.get(change.status, "edits")
+        named = f"{change.old_path} to {change.path}" if change.status == "renamed" else path
+        reasons.append(f"the change {verb} {named}, which is in the agent control plane (the base policy's "
+                       f"control_plane: {glob}): what steers agents or runs with the repository's token needs a "
+                       "human's review")
     return tuple(reasons)
 
 

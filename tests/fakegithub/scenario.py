@@ -91,12 +91,18 @@ class Scenario:
             self.fake.set_content(REPO, self.base_sha, path, text)
         for path, text in {**self.base, **{k: v for k, v in self.head.items() if v is not None}}.items():
             self.fake.set_content(REPO, self.head_sha, path, text)
+        # Renames and removals as GitHub lists them, from git's own detection.
+        moved = dict(line.split("\t")[2:0:-1] for line in git(
+            self.workspace, "diff", "--name-status", "-M", self.base_sha, self.head_sha).splitlines()
+            if line.startswith("R"))
         for path, new_text in self.head.items():
-            if new_text is None:
-                continue
-            self.fake.add_file(REPO, self.number, path, new_text,
-                               status="modified" if path in self.base else "added",
-                               patch=self._patch(path) if path in self.base else None)
+            if new_text is None and path not in moved.values():
+                self.fake.add_file(REPO, self.number, path, None, status="removed", patch=self._patch(path))
+            elif new_text is not None:
+                self.fake.add_file(REPO, self.number, path, new_text,
+                                   status="renamed" if path in moved else "modified" if path in self.base
+                                   else "added", patch=self._patch(path) if path in self.base or path in moved
+                                   else None, previous=moved.get(path))
 
     def push(self, files: dict[str, str | None], spec: CommitSpec | None = None) -> None:
         """A new commit on the PR's branch (`files` written, or deleted for None), in the checkout and in the
@@ -136,8 +142,13 @@ class Scenario:
         self.fake.add_label(REPO, self.number, name, actor, kind)
 
     def _patch(self, path: str) -> str:
-        diff = git(self.workspace, "diff", "--no-color", f"{self.base_sha}..{self.head_sha}", "--", path)
-        return diff[diff.index("@@"):]
+        diff = git(self.workspace, "diff", "--no-color", "-M", f"{self.base_sha}..{self.head_sha}", "--", path,
+                   *self._sources(path))
+        return diff[diff.index("@@"):] if "@@" in diff else ""
+
+    def _sources(self, path: str) -> list[str]:
+        """The base's paths a renamed `path` may come from (git detects a rename only when it sees both)."""
+        return [old for old, text in self.head.items() if text is None and old != path]
 
     def event(self, action: str = "opened", label: str | None = None,
               sender: tuple[str, str] | None = None) -> dict[str, object]:

@@ -211,17 +211,20 @@ class FakeGitHub:
         self.repos[full_name].pulls[pull.number] = pull
         return pull
 
-    def add_file(self, full_name: str, number: int, path: str, text: str, status: str = "added",
-                 patch: str | None = None) -> None:
-        """A changed file of a pull request, with its text stored at the head SHA."""
+    def add_file(self, full_name: str, number: int, path: str, text: str | None, status: str = "added",
+                 patch: str | None = None, previous: str | None = None) -> None:
+        """A changed file of a pull request, with its text stored at the head SHA (None: a removed file;
+        `previous`: the name a renamed file had)."""
         repo = self.repos[full_name]
         pull = repo.pulls[number]
         if patch is None:
-            lines = text.splitlines()
+            lines = (text or "").splitlines()
             patch = f"@@ -0,0 +1,{len(lines)} @@\n" + "\n".join("+" + line for line in lines)
-        pull.files.append({"filename": path, "status": status, "patch": patch,
-                           "additions": patch.count("\n+"), "deletions": patch.count("\n-")})
-        repo.contents[(pull.head_sha, path)] = text
+        entry = {"filename": path, "status": status, "patch": patch,
+                 "additions": patch.count("\n+"), "deletions": patch.count("\n-")}
+        pull.files.append({**entry, "previous_filename": previous} if previous else entry)
+        if text is not None:
+            repo.contents[(pull.head_sha, path)] = text
 
     def set_content(self, full_name: str, ref: str, path: str, text: str) -> None:
         self.repos[full_name].contents[(ref, path)] = text
