@@ -239,3 +239,69 @@ def test_a_poetry_project_without_a_build_gets_its_own_dependencies(tmp_path: Pa
 
     assert verdict.accepted, verdict.cases
     assert "checkhelp==1.0" in _installed(verdict) and "checkhelp==2.0" not in _installed(verdict)
+
+
+# aiofiles' shape: PDM's dev-dependencies, the test group beside a lint group no index has.
+PDM = '\n[tool.pdm.dev-dependencies]\nlint = ["no-such-linter"]\ntest = ["checkhelp>=1", "-e file:///${PROJECT_ROOT}/#egg=calc"]\n'
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("policy", ["environment:\n  groups: [test]\n", ""], ids=["groups: [test]", "by default"])
+def test_pdm_dev_dependencies_are_groups(tmp_path: Path, policy: str) -> None:
+    """`[tool.pdm.dev-dependencies]` groups install like any other (the project's own editable line left out),
+    named or, with no environment key, as the one place the test dependencies live."""
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extra=PDM), policy + CASE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict) and "no-such-linter" not in _installed(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("files", "group"), [
+    ({"tox.ini": "[tox]\nenvlist = py311\n[testenv]\ndeps =\n    checkhelp>=1\n    lint: no-such-linter\n"
+                 "commands = pytest\n"}, "tox:py311"),
+    ({"tox.toml": 'env_list = ["py"]\n[env_run_base]\ndeps = ["checkhelp>=1"]\ncommands = [["pytest"]]\n'}, "tox:py"),
+    ({"hatch.toml": '[envs.default]\ndependencies = ["no-such-linter"]\n[envs.test]\ndependencies = ["checkhelp"]\n'},
+     "hatch:test"),
+], ids=["tox.ini", "tox.toml", "hatch.toml"])
+def test_a_tox_or_hatch_environment_is_a_group(tmp_path: Path, files: dict[str, str], group: str) -> None:
+    repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("calc", []), "calc.py": CALC, **files,
+                                            ".github/gate.yml": f'environment:\n  groups: ["{group}"]\n' + CASE})
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict) and "no-such-linter" not in _installed(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_tox_environment_the_base_lacks_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _calc(tmp_path / "repo", pyproject("calc", []), 'environment:\n  groups: ["tox:py"]\n' + CASE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    assert main(["policy", "check", "--repo", str(repo.root)]) == 2
+
+    assert "environment.groups[0]: no tox environment 'py' in the base commit" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_requirements_file_that_pins_the_project_itself_has_that_line_left_out(tmp_path: Path) -> None:
+    """A dev file that pins another version of the project (or installs it editable) would stop every PR with
+    exit 3 (pip cannot have both); the gate installs the base's own tree and says which lines it left out."""
+    dev = "calc==0.5  # the last release\n-e .\ncheckhelp\n"
+    repo = _calc(tmp_path / "repo", pyproject("calc", []),
+                 "environment:\n  requirements: [requirements-dev.txt]\n" + CASE)
+    repo.commit("base: dev requirements", {"requirements-dev.txt": dev})
+    repo.git("branch", "-f", "main", "HEAD")
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict)
+    assert _installed(verdict).endswith("left out, as the project itself: requirements-dev.txt: calc==0.5  # the "
+                                        "last release, requirements-dev.txt: -e .")

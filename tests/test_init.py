@@ -48,12 +48,17 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
     done = gate("init", cwd=repo.root)
 
     assert done.returncode == 0, done.stderr
-    assert done.stdout == f"wrote {Path('.github/gate.yml')}\n"
+    assert done.stdout.splitlines() == [  # what it chose and why, then what it wrote
+        "found tests: tests (1 test file, as pytest collects from the top: no pytest configuration)",
+        "found test dependencies: the test extra 'test'",
+        "found the project's dependencies: pyproject.toml",
+        "found python: 3.10, the oldest requires-python >=3.10 allows",
+        f"wrote {Path('.github/gate.yml')}"]
     text = (repo.root / ".github" / "gate.yml").read_text(encoding="utf-8")
     assert text.startswith("# yaml-language-server: $schema=https://")
     assert policy_in(repo.root) == {"extends": "default", "python": "3.10", "environment": {"extras": ["test"]},
                                     "tests": {"paths": ["tests"]}}
-    assert "pyproject.toml (extra 'test'); tests (the tests/ folder)" in text  # the header says what it found
+    assert "#   test dependencies: the test extra 'test'\n" in text  # the header says what it found
     repo.commit("base: the project and its gate policy", {**files, ".github/gate.yml": text})
     repo.git("checkout", "-q", "-b", "bot")
     repo.commit("bot: rewrite calc", {"calc.py": CALC.replace("a + b", "a - b").replace("a * b", "a ** b")})
@@ -108,6 +113,34 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                  {"environment": {"project": False, "groups": ["tests"]}, "tests": {"paths": ["tests"]}},
                  id="no project, a tests group"),
     pytest.param({"script.py": "print(1)\n"}, {"environment": None}, id="nothing declared"),
+    pytest.param({"pyproject.toml": '[project]\nname = "aiofiles"\nversion = "1"\n[tool.pdm.dev-dependencies]\n'
+                                    'lint = ["ruff"]\ntest = ["pytest", "pytest-asyncio"]\n', "tests/test_x.py": ""},
+                 {"environment": {"groups": ["test"]}, "tests": {"paths": ["tests"]}},
+                 id="PDM dev-dependencies: the test group (aiofiles)"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
+                                    'speedups = ["ujson"]\n[tool.hatch.envs.default]\ndependencies = ["mypy"]\n'
+                                    '[tool.hatch.envs.test]\nfeatures = ["speedups"]\n'
+                                    'extra-dependencies = ["pytest-asyncio"]\n', "tests/test_x.py": ""},
+                 {"environment": {"extras": ["speedups"], "groups": ["hatch:test"]}, "tests": {"paths": ["tests"]}},
+                 id="a Hatch test environment: its features and dependencies"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
+                                    'test = ["pytest"]\ndev = ["sphinx"]\n',
+                  "tox.ini": "[tox]\nenvlist = py311, lint\n[testenv]\ndeps =\n    -r requirements/tests.txt\n"
+                             "    pytest-cov\n    lint: ruff\nextras = test\ncommands = pytest {posargs}\n"
+                             "[testenv:lint]\ncommands = ruff check .\n",
+                  "requirements/tests.txt": "pytest\n", "requirements/dev.txt": "sphinx\n", "tests/test_x.py": ""},
+                 {"environment": {"extras": ["test"], "groups": ["tox:py311"],
+                                  "requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},
+                 id="tox's test environment: deps (-r and inline) and extras"),
+    pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
+                              "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
+                  "x/__init__.py": "", "x/tests/test_x.py": ""},
+                 {"python": "3.9", "environment": {"extras": ["testing"]}, "tests": {"paths": ["x/tests"]}},
+                 id="setup.py: extras_require and python_requires, read without running it"),
+    pytest.param({"requirements/tests.txt": "pytest\n", "requirements/dev.txt": "sphinx\ntox\nmypy\n",
+                  "setup.py": "from setuptools import setup\nsetup(name='x')\n", "tests/test_x.py": ""},
+                 {"environment": {"requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},
+                 id="requirements/tests.txt over requirements/dev.txt"),
 ])
 def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],
                                                          expected: dict[str, object]) -> None:
@@ -122,6 +155,28 @@ def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: 
     load_policy(tmp_path / ".github" / "gate.yml")
     if "tests" not in expected:  # said, so a maintainer knows where to name a suite
         assert "# tests:" in (tmp_path / ".github" / "gate.yml").read_text()
+
+
+def test_gate_init_says_what_it_chose_why_and_what_it_passed_over(tmp_path: Path) -> None:
+    files = {"setup.py": "from setuptools import setup\nsetup(name='simplejson')\n",
+             "simplejson/__init__.py": "", "simplejson/tests/__init__.py": "", "simplejson/tests/test_a.py": "",
+             "requirements/dev.txt": "sphinx\ntox\n-e .\n"}
+    for path, text in files.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(text)
+
+    done = gate("init", cwd=tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:-1] == [
+        "found tests: simplejson/tests (1 test file, as pytest collects from the top: no pytest configuration)",
+        "found test dependencies: the dev requirements file requirements/dev.txt (a dev set, linters and docs "
+        "tools too: nothing smaller is declared)",
+        "found left out: requirements/dev.txt: -e ., the project itself (the gate installs the base's own tree; "
+        "a pin of another version would stop every PR)",
+        "found the project's dependencies: setup.py",
+        "not found: requires-python: code is parsed for the default Python"]
+    assert done.stderr == ""
 
 
 def test_gate_init_writes_the_readmes_workflows_and_never_overwrites_unasked(tmp_path: Path) -> None:
@@ -175,6 +230,7 @@ def test_gate_init_workflow_needs_no_parsable_project_and_refuses_print(tmp_path
 
 def test_the_readmes_starter_policy_is_what_gate_init_writes_for_that_project(tmp_path: Path) -> None:
     (tmp_path / "tests").mkdir()
+    (tmp_path / "tests" / "test_calc.py").write_text("def test_add():\n    assert 1 + 1 == 2\n")
     (tmp_path / "pyproject.toml").write_text('[project]\nname = "calc"\nversion = "1.0"\nrequires-python = ">=3.10"\n'
                                              '[project.optional-dependencies]\ntest = ["pytest>=8"]\n')
     readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")

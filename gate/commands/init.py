@@ -10,20 +10,29 @@ from __future__ import annotations
 
 import argparse
 import configparser
+import json
+import os
+import re
+import sys
 import textwrap
 import tomllib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path
-from typing import Any
+from pathlib import Path, PurePosixPath
+from typing import Any, TextIO
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gate import HOME, POLICY_SCHEMA_URL, __version__
-from gate.environment.declarations import TEST_EXTRAS, TEST_REQUIREMENTS, test_group
+from gate.environment import testdeps
+from gate.environment.declarations import groups_declared
+from gate.environment.testdeps import Choice
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
+from gate.suite.discovery import Suite, find_suite
+from gate.suite.trust import TEST_FOLDERS
+from gate.verdict import listing
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
 WORKFLOWS = {"gate.yml": ".github/workflows/gate.yml", "gate-publish.yml": ".github/workflows/gate-publish.yml"}
@@ -35,13 +44,44 @@ class Found:
     """What the repository declares, as the starter policy uses it."""
 
     project: str | None = None  # the file that declares the project's dependencies
-    extra: str | None = None  # its optional-dependency group for tests
-    group: str | None = None  # else its dependency group for tests (PEP 735 or Poetry's)
-    requirements: tuple[str, ...] = ()  # test requirements files
-    tests: tuple[str, ...] = ()  # the suite's folders or files
-    tests_from: str = ""  # where those came from
+    deps: Choice = field(default_factory=Choice)  # the test dependencies chosen, and why
+    suite: Suite | None = None  # the suite pytest collects (None: it collects nothing)
+    stray: tuple[str, ...] = ()  # with no suite: modules that look like tests and that pytest does not collect
     python: str | None = None  # the oldest Python the project supports, of PYTHONS
     requires_python: str = ""
+
+    def said(self) -> tuple[list[str], list[str]]:
+        """(what was chosen and why, what was not found), one line each, as `gate init` prints them."""
+        chosen, missing = [], []
+        if self.suite is not None:
+            count = len(self.suite.files)
+            chosen.append(f"tests: {', '.join(self.suite.paths)} ({count} test file{'s' * (count != 1)}, "
+                          f"{self.suite.why})")
+        elif self.stray:
+            missing.append(f"a suite: pytest collects no test file here, yet {listing(list(self.stray), ', ', 3)} "
+                           "look like tests; name them under tests.paths (and python_files in the pytest "
+                           "configuration) or no test runs on a PR")
+        else:
+            missing.append("a test suite: pytest collects no test file here; no test will run on a PR")
+        if self.deps.why:
+            passed = f"; passed over: {listing(list(self.deps.others), ', ', 3)}" if self.deps.others else ""
+            dev = " (a dev set, linters and docs tools too: nothing smaller is declared)" if self.deps.dev else ""
+            chosen.append(f"test dependencies: {self.deps.why}{dev}{passed}")
+            chosen += [f"left out: {line}, the project itself (the gate installs the base's own tree; a pin of "
+                       "another version would stop every PR)" for line in self.deps.left_out]
+        elif self.project or self.suite is not None:
+            missing.append("test dependencies: no tox or Hatch test environment, test extra, group or requirements "
+                           "file; the suite gets the project's dependencies and the gate's own pytest")
+        if self.project:
+            chosen.append(f"the project's dependencies: {self.project}")
+        else:
+            missing.append("a project (pyproject.toml [project], setup.py, setup.cfg): its dependencies are not "
+                           "installed")
+        if self.python:
+            chosen.append(f"python: {self.python}, the oldest requires-python {self.requires_python} allows")
+        else:
+            missing.append("requires-python: code is parsed for the default Python")
+        return chosen, missing
 
 
 def register(subparsers: Any) -> None:
@@ -81,8 +121,10 @@ def run(args: argparse.Namespace) -> int:
     if (root / ALTERNATE_POLICY_PATH).exists():  # both names at once is an error for the gate: never write it
         raise BadInput(f"the repository's policy is already there; gate init writes {DEFAULT_POLICY_PATH}, and the "
                        "gate refuses a base that holds both", file=str(root / ALTERNATE_POLICY_PATH))
-    text = starter_policy(discover(root))
+    found = discover(root)
+    text = starter_policy(found)
     load_policy(None, text=text, source=DEFAULT_POLICY_PATH)  # what is written always loads
+    _explain(found, sys.stderr if args.print_only else sys.stdout)
     if args.print_only:
         print(text, end="")
         return EXIT_ACCEPTED
@@ -107,30 +149,71 @@ def workflow(name: str) -> str:
 
 
 def discover(root: Path) -> Found:
-    """What `root` declares: the project file, a test extra or requirements file, the suite, the Python."""
+    """What `root` declares: the project file, its test dependencies, the suite, the Python."""
     pyproject = _toml(root / "pyproject.toml")
     project = pyproject.get("project") if isinstance(pyproject.get("project"), dict) else None
     poetry = pyproject.get("tool", {}).get("poetry")
     poetry = poetry if isinstance(poetry, dict) and isinstance(poetry.get("dependencies"), dict) else None
     setup_cfg = _ini(root / "setup.cfg")
+
+    def read(path: str) -> str | None:
+        try:
+            return (root / path).read_text(encoding="utf-8") if (root / path).is_file() else None
+        except UnicodeDecodeError:
+            return None
+
     declares = ("pyproject.toml" if project is not None or poetry is not None
                 else "setup.py" if (root / "setup.py").is_file()
                 else "setup.cfg" if setup_cfg.has_section("options") else None)
-    extras = (project or {}).get("optional-dependencies") or (poetry or {}).get("extras") or {}
-    if not extras and setup_cfg.has_section("options.extras_require"):
-        extras = dict(setup_cfg.items("options.extras_require"))
-    extra = next((name for name in TEST_EXTRAS if name in extras), None) if declares else None
-
-    def read(path: str) -> str | None:
-        return (root / path).read_text(encoding="utf-8") if (root / path).is_file() else None
-
-    group = None if extra else test_group(read)
-    requirements = () if extra or group else tuple(p for p in TEST_REQUIREMENTS if (root / p).is_file())
+    extras = [*((project or {}).get("optional-dependencies") or (poetry or {}).get("extras") or {})]
+    if setup_cfg.has_section("options.extras_require"):
+        extras += [name for name, _ in setup_cfg.items("options.extras_require")]
+    extras += testdeps.setup_py_extras(read("setup.py"))
+    deps = testdeps.choose(read, extras, groups_declared(pyproject), declares is not None)
+    from_setup_py = testdeps.setup_py_literal(read("setup.py"), "python_requires")
     requires = str((project or {}).get("requires-python") or _option(setup_cfg, "options", "python_requires")
-                   or _poetry_python(poetry))
-    tests, tests_from = _test_paths(root, pyproject, setup_cfg)
-    return Found(project=declares, extra=extra, group=group, requirements=requirements, tests=tests,
-                 tests_from=tests_from, python=_oldest_python(requires), requires_python=requires)
+                   or _poetry_python(poetry) or (from_setup_py if isinstance(from_setup_py, str) else ""))
+    files = _files(root)
+    suite = find_suite(files, read)
+    stray = () if suite.files else tuple(
+        p for p in files if p.endswith(".py") and PurePosixPath(p).name not in ("__init__.py", "conftest.py")
+        and (PurePosixPath(p).name.startswith("test") or any(part in TEST_FOLDERS for part in p.split("/")[:-1])))
+    return Found(project=declares, deps=deps, suite=suite if suite.files else None, stray=stray,
+                 python=_oldest_python(requires), requires_python=requires)
+
+
+def _files(root: Path) -> list[str]:
+    """The repository's files, relative to `root`: what git tracks or would (the base a PR is scored on
+    holds no ignored file), else every file but a `.git` folder's."""
+    import git  # (GitPython runs `git version` when imported: only here)
+
+    try:
+        repo = git.Repo(root, search_parent_directories=True)
+        listed = repo.git.ls_files("--cached", "--others", "--exclude-standard", "-z", str(root.resolve()))
+    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        listed = None
+    if listed is not None:
+        top = Path(repo.working_tree_dir or root).resolve()
+        return [(top / p).relative_to(root.resolve()).as_posix() for p in listed.split("\0") if p]
+    found = []
+    for parent, folders, names in os.walk(root):
+        folders[:] = [f for f in folders if f != ".git"]
+        found += [Path(parent, name).relative_to(root).as_posix() for name in names]
+    return found
+
+
+def _explain(found: Found, stream: TextIO) -> None:
+    """What `gate init` chose and why, and what it could not find; a repository with test files but no suite
+    it could name is said loudly (the policy would run none of them)."""
+    chosen, missing = found.said()
+    for line in chosen:
+        print(f"found {line}", file=stream)
+    for line in missing:
+        print(f"not found: {line}", file=stream)
+    if found.suite is None and found.stray:
+        print(f"gate: warning: this repository has test files ({listing(list(found.stray), ', ', 3)}) but the "
+              "policy has no tests: no test of the repository will run on a PR, and every verdict says so",
+              file=sys.stderr)
 
 
 def _poetry_python(poetry: dict[str, Any] | None) -> str:
@@ -144,24 +227,6 @@ def _poetry_python(poetry: dict[str, Any] | None) -> str:
         return str(parse_constraint(python)).replace(" ", "")
     except ValueError:
         return ""
-
-
-def _test_paths(root: Path, pyproject: dict[str, Any], setup_cfg: configparser.ConfigParser
-                ) -> tuple[tuple[str, ...], str]:
-    """pytest's `testpaths` from the file pytest itself would read first, else a tests/ or test/ folder."""
-    options = pyproject.get("tool", {}).get("pytest", {}).get("ini_options", {})
-    configs: list[tuple[str, object]] = [(name, _option(_ini(root / name), "pytest", "testpaths"))
-                                         for name in ("pytest.ini", ".pytest.ini")]
-    configs.append(("pyproject.toml", options.get("testpaths") if isinstance(options, dict) else None))
-    configs.append(("tox.ini", _option(_ini(root / "tox.ini"), "pytest", "testpaths")))
-    configs.append(("setup.cfg", _option(setup_cfg, "tool:pytest", "testpaths")))
-    for source, value in configs:
-        paths = value.split() if isinstance(value, str) else [str(v) for v in value] if isinstance(value, list) else []
-        paths = [p.rstrip("/") for p in paths if (root / p).exists()]
-        if paths:
-            return tuple(paths), f"{source} testpaths"
-    folder = next((name for name in ("tests", "test") if (root / name).is_dir()), None)
-    return ((folder,), f"the {folder}/ folder") if folder else ((), "")
 
 
 def _oldest_python(requires: str) -> str | None:
@@ -202,41 +267,43 @@ def _schedule() -> str:
 
 
 def starter_policy(found: Found) -> str:
-    """The policy text: the header says what was found, each line's comment what its value means."""
-    what = (f"extra {found.extra!r}" if found.extra else f"dependency group {found.group!r}" if found.group
-            else "its dependencies")
-    seen = [f"{found.project or 'pyproject.toml'} ({what})" if found.project or found.group else "",
-            ", ".join(found.requirements),
-            f"{', '.join(found.tests)} ({found.tests_from})" if found.tests else ""]
+    """The policy text: the header says what was found and why, each line's comment what its value means."""
+    deps = found.deps
     rows: list[tuple[str, str]] = [("extends: default", _schedule())]
     if found.python:
         rows.append((f'python: "{found.python}"',
                      f"parse for the oldest Python the project supports (requires-python {found.requires_python})"))
-    if found.project or found.requirements or found.group:
+    if found.project or deps.requirements or deps.groups:
         rows.append(("environment:", "the project's dependencies, installed from the base commit"))
         if not found.project:
             rows.append(("  project: false", "no pyproject.toml [project], setup.py or setup.cfg"))
-        if found.extra:
-            rows.append((f"  extras: [{found.extra}]", ""))
-        if found.group:
-            rows.append((f"  groups: [{found.group}]", ""))
-        if found.requirements:
-            rows.append((f"  requirements: [{', '.join(found.requirements)}]", ""))
-        if found.project and not found.extra and not found.group and not found.requirements:
+        for name, values in (("extras", deps.extras), ("groups", deps.groups), ("requirements", deps.requirements)):
+            if values:
+                rows.append((f"  {name}: {_flow(values)}", ""))
+        if found.project and not (deps.extras or deps.groups or deps.requirements):
             rows.append(("  project: true", ""))
     else:
         rows.append(("environment: null", "nothing declares dependencies here: the standard library only"))
-    if found.tests:
+    warning: list[str] = []
+    if found.suite is not None:
         rows += [("tests:", "the suite, from the base commit, run against the PR's head"),
-                 (f"  paths: [{', '.join(found.tests)}]", "")]
+                 (f"  paths: {_flow(found.suite.paths)}", "")]
     else:
-        rows += [("# tests:", "no test folder found: name yours to run it against every PR"),
+        if found.stray:
+            warning = _comment(f"WARNING: this repository has test files ({listing(list(found.stray), ', ', 3)}) "
+                               "that pytest does not collect as configured: no test of the repository runs on a "
+                               "PR, and every verdict says so, until `tests:` names them.")
+        rows += [("# tests:", "no suite pytest collects: name yours to run it against every PR"),
                  ("#   paths: [tests]", "")]
+    chosen, missing = found.said()
     width = max(len(code) for code, _ in rows) + 2
     return "\n".join([f"# yaml-language-server: $schema={POLICY_SCHEMA_URL}",
                       f"# The gate's policy ({HOME}/blob/main/docs/policy.md),",
                       "# read from each PR's base commit: a PR that edits this file is blocked for a human.",
-                      f"# Written by `gate init` from: {'; '.join(s for s in seen if s) or 'nothing it knows'}.",
+                      "# Written by `gate init`, which found:",
+                      *(line for text in chosen for line in _comment(text, "  ")),
+                      *(line for text in missing for line in _comment("not found: " + text, "  ")),
+                      *warning,
                       *(f"{code:<{width}}# {note}" if note else code for code, note in rows),
                       *_control_plane(width)]) + "\n"
 
@@ -251,3 +318,15 @@ def _control_plane(width: int) -> list[str]:
         lines += textwrap.wrap(", ".join(globs) + ",", 100, initial_indent="  ", subsequent_indent="  ",
                                break_long_words=False, break_on_hyphens=False)
     return [*lines, "]"]
+
+
+def _comment(text: str, indent: str = "") -> list[str]:
+    """`text` as YAML comment lines of at most 115 columns."""
+    return textwrap.wrap(text, 115, initial_indent=f"# {indent}", subsequent_indent=f"# {indent}  ",
+                         break_long_words=False, break_on_hyphens=False)
+
+
+def _flow(items: tuple[str, ...]) -> str:
+    """A YAML flow sequence of `items`, each quoted when YAML could read it otherwise."""
+    return "[" + ", ".join(item if re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_./-]*", item) else json.dumps(item)
+                           for item in items) + "]"

@@ -26,6 +26,8 @@ class BuiltEnvironment:
     # pytest plugins of the distributions the base declares itself (docs/repository.md), as "NAME=MODULE" (its
     # `pytest11` entry point): loaded as autoload would in the project's CI, under the same names, no other.
     plugins: tuple[str, ...] = ()
+    # Lines of the base's requirements files that install the project itself, left out ("file: line").
+    left_out: tuple[str, ...] = ()
 
     def has(self, distribution: str) -> bool:
         """Whether `distribution` (a normalised name) was installed."""
@@ -34,5 +36,7 @@ class BuiltEnvironment:
     def describe(self) -> str:
         """One line for the verdict's isolation."""
         listed = listing(self.installed, ", ", shown=8)
+        left = (f"; left out, as the project itself: {listing(self.left_out, ', ', shown=3)}"
+                if self.left_out else "")
         return (f"{self.root} ({'cached' if self.cached else 'built'} from the base; read-only to runs): "
-                + (listed or "nothing installed"))
+                + (listed or "nothing installed") + left)

@@ -26,10 +26,10 @@ import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gate.environment import BuiltEnvironment, cache, declarations
+from gate.environment import BuiltEnvironment, cache, declarations, testdeps
 from gate.environment.declarations import Reader, key_files
 from gate.errors import GateFailure
 from gate.policy.model import Environment
@@ -85,6 +85,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             raise GateFailure(f"could not make a virtual environment with {interpreter}: "
                               + _tail(venv.stdout + venv.stderr))
         python = str(building / "bin" / "python")
+        left_out = _without_the_project(source, spec.requirements)
         targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
         targets += _build_requirements(source) if project else []
         targets += _declared_requirements(spec, project, source)
@@ -102,7 +103,8 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             if own:
                 _pip(python, ["uninstall", "--yes", *own], source, environ, what="the base project itself")
             plugins = _plugins(_declared(done, source), building)
-        (building / _DONE).write_text(json.dumps({"installed": sorted(installed), "plugins": plugins}))
+        (building / _DONE).write_text(json.dumps({"installed": sorted(installed), "plugins": plugins,
+                                                  "left_out": left_out}))
         _readable(building)
         if root.exists():
             shutil.rmtree(root)
@@ -113,13 +115,48 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             shutil.rmtree(building, ignore_errors=True)
 
 
+def _without_the_project(source: Path, requirements: Sequence[str]) -> list[str]:
+    """Leave out of the base's requirements files (in its export `source`, and the files they include) the
+    lines that install the project itself (`-e .`, `NAME==1.2`): the base's own tree is installed, and a pin
+    of another version of it would stop every PR; one "file: line" each, for the report."""
+    def read(name: str) -> str | None:
+        path = source / name
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+
+    name = testdeps.project_name(read)
+    left_out: list[str] = []
+    todo, seen = list(requirements), set()
+    while todo:
+        path = todo.pop(0)
+        file = (source / path).resolve()
+        if path in seen or not file.is_file() or not file.is_relative_to(source.resolve()):
+            continue
+        seen.add(path)
+        lines = file.read_text(encoding="utf-8", errors="replace").splitlines()
+        kept = []
+        for line in lines:
+            included = re.match(r"^\s*(?:-r|--requirement)[\s=]*(\S+)", line)
+            if included:
+                todo.append((PurePosixPath(path).parent / included.group(1)).as_posix())
+            if testdeps.names_project(line, name):
+                left_out.append(f"{path}: {line.strip()}")
+            else:
+                kept.append(line)
+        if len(kept) != len(lines):
+            file.write_text("\n".join(kept) + "\n", encoding="utf-8")
+    return left_out
+
+
 def _declared_requirements(spec: Environment, project: bool, source: Path) -> list[str]:
     """The requirements the base's pyproject.toml declares beyond what installing the project brings: its
     dependency groups (`spec.groups`), and a Poetry project's own dependencies when it has no build to
     declare them (Poetry's non-package mode), each a PEP 508 requirement (gate/environment/declarations.py)."""
-    path = source / "pyproject.toml"
-    text = path.read_text(encoding="utf-8") if path.is_file() else None
-    found = list(declarations.group_requirements(text, spec.groups, source)) if spec.groups else []
+    def read(name: str) -> str | None:
+        path = source / name
+        return path.read_text(encoding="utf-8") if path.is_file() else None
+
+    text = read("pyproject.toml")
+    found = list(declarations.group_requirements(read, spec.groups, source)) if spec.groups else []
     if spec.project and not project:
         found += declarations.poetry_requirements(text, spec.extras, source)
     return found
@@ -246,7 +283,8 @@ def _load(key: str, root: Path, cached: bool) -> BuiltEnvironment:
     done = json.loads((root / _DONE).read_text())
     sites = tuple(str(path) for path in sorted(root.glob("lib/python*/site-packages")))
     return BuiltEnvironment(key=key, root=root, site_packages=sites, installed=tuple(done["installed"]),
-                            cached=cached, plugins=tuple(done.get("plugins", ())))
+                            cached=cached, plugins=tuple(done.get("plugins", ())),
+                            left_out=tuple(done.get("left_out", ())))
 
 
 def gate_pytest(where: Path) -> str:

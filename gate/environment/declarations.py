@@ -33,7 +33,9 @@ def is_declaration(path: str, spec: Environment) -> bool:
     """Whether the file at `path` (as git names it) declares dependencies the environment is built from, or
     that a dependency tool reads."""
     name = PurePosixPath(path).name
+    tools = {group.partition(":")[0] for group in spec.groups if ":" in group}
     return (path in PROJECT_FILES or path in spec.requirements or name in LOCK_FILES
+            or ("tox" in tools and path in ("tox.ini", "tox.toml")) or ("hatch" in tools and path == "hatch.toml")
             or (name.startswith("requirements") and name.endswith((".txt", ".in")))
             or (PurePosixPath(path).parent.name == "requirements" and name.endswith((".txt", ".in"))))
 
@@ -68,15 +70,14 @@ def test_group(read: Reader) -> str | None:
     of TEST_GROUPS its pyproject.toml declares, when it has no test extra (TEST_EXTRAS) and no test
     requirements file (TEST_REQUIREMENTS), which `gate init` names instead. A group that does not resolve is
     left out (a policy naming it is told why: `check`)."""
-    text = read("pyproject.toml")
-    doc = _toml(text)
+    doc = _toml(read("pyproject.toml"))
     declared_groups = groups_declared(doc)
     found = next((name for name in TEST_GROUPS if name in declared_groups), None)
     if found is None or any(read(path) is not None for path in TEST_REQUIREMENTS) \
             or set(TEST_EXTRAS) & set(_extras(doc, read("setup.cfg"))):
         return None
     try:
-        group_requirements(text, [found])
+        group_requirements(read, [found])
     except BadInput:
         return None
     return found
@@ -101,12 +102,17 @@ def _extras(doc: dict[str, Any], setup_cfg: str | None) -> list[str]:
 
 def groups_declared(doc: dict[str, Any]) -> tuple[str, ...]:
     """The dependency groups a parsed pyproject.toml declares, by normalised name: PEP 735's
-    `[dependency-groups]`, Poetry's `[tool.poetry.group.NAME]`, and `dev` for Poetry's older
-    `[tool.poetry.dev-dependencies]`."""
+    `[dependency-groups]`, Poetry's `[tool.poetry.group.NAME]`, `dev` for Poetry's older
+    `[tool.poetry.dev-dependencies]`, and PDM's `[tool.pdm.dev-dependencies]` groups."""
     poetry = _table(_table(doc, "tool"), "poetry")
     names = [*_table(doc, "dependency-groups"), *_table(poetry, "group"),
-             *(("dev",) if isinstance(poetry.get("dev-dependencies"), dict) else ())]
+             *(("dev",) if isinstance(poetry.get("dev-dependencies"), dict) else ()), *_pdm_groups(doc)]
     return tuple(dict.fromkeys(_normalise(name) for name in names))
+
+
+def _pdm_groups(doc: dict[str, Any]) -> dict[str, Any]:
+    """PDM's dev dependency groups (`[tool.pdm.dev-dependencies]`: name -> requirement lines)."""
+    return _table(_table(_table(doc, "tool"), "pdm"), "dev-dependencies")
 
 
 def check(spec: Environment, read: Reader) -> None:
@@ -120,7 +126,7 @@ def check(spec: Environment, read: Reader) -> None:
         if read(path) is None:
             raise BadInput(f"no file {path} in the base commit", key=f"environment.requirements[{index}]")
     if spec.groups:
-        group_requirements(read("pyproject.toml"), spec.groups)
+        group_requirements(read, spec.groups)
 
 
 def project_files(read: Reader) -> list[str]:
@@ -140,30 +146,46 @@ def project_files(read: Reader) -> list[str]:
     return found
 
 
-def group_requirements(text: str | None, names: Sequence[str], root: Path | None = None) -> tuple[str, ...]:
-    """The PEP 508 requirements of the dependency groups `names` of the pyproject.toml `text`, in order:
-    a PEP 735 group (its `{include-group = ...}` entries resolved by the `dependency-groups` library, pip's
-    own resolver), a Poetry group (its `include-groups` too) or, for `dev`, Poetry's dev-dependencies (their
-    constraints, `^1.2`, `~1.2`, `*`, tables with `version`, `extras`, `markers`, `python`, converted by
-    poetry-core, Poetry's own). `root` is where a Poetry `path` dependency is relative to. Raises BadInput
-    naming `environment.groups[i]` for a group the file lacks or that does not resolve."""
-    if text is None:
+def group_requirements(read: Reader, names: Sequence[str], root: Path | None = None) -> tuple[str, ...]:
+    """The PEP 508 requirements of the dependency groups `names` of the base (its files through `read`), in
+    order: a PEP 735 group (its `{include-group = ...}` entries resolved by the `dependency-groups` library,
+    pip's own resolver), a Poetry group (its `include-groups` too) or, for `dev`, Poetry's dev-dependencies
+    (their constraints, `^1.2`, `~1.2`, `*`, tables with `version`, `extras`, `markers`, `python`, converted
+    by poetry-core, Poetry's own), a PDM dev-dependencies group (less its editable lines: the project itself),
+    or the inline requirements of a tox or Hatch environment (`tox:NAME`, `hatch:NAME`:
+    gate/environment/testdeps.py). `root` is where a Poetry `path` dependency is relative to. Raises BadInput
+    naming `environment.groups[i]` for a group the base lacks or that does not resolve."""
+    from gate.environment import testdeps
+
+    text = read("pyproject.toml")
+    if text is None and not all(testdeps.is_tool_group(name) for name in names):
         raise BadInput("the base commit has no pyproject.toml to take dependency groups from",
                        key="environment.groups")
     try:
-        doc = tomllib.loads(text)
+        doc = tomllib.loads(text or "")
     except tomllib.TOMLDecodeError as exc:
         raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}", key="environment.groups") from None
     declared_groups = groups_declared(doc)
     pep735 = _table(doc, "dependency-groups")
     pep735_names = {_normalise(name) for name in pep735}
+    pdm = {_normalise(name): value for name, value in _pdm_groups(doc).items()}
     found: list[str] = []
     for index, name in enumerate(names):
         where = f"environment.groups[{index}]"
+        if testdeps.is_tool_group(name):
+            env = testdeps.tool_env(name, read)
+            if env is None:
+                tool, _, env_name = name.partition(":")
+                files = "tox.ini, tox.toml or [tool.tox]" if tool == "tox" else "hatch.toml or [tool.hatch.envs]"
+                raise BadInput(f"no {tool} environment {env_name!r} in the base commit ({files})", key=where)
+            found += env.packages
+            continue
         if _normalise(name) not in declared_groups:
             listed = ", ".join(declared_groups) or "none"
             raise BadInput(f"no dependency group {name!r} in the base commit's pyproject.toml ([dependency-groups], "
-                           f"[tool.poetry.group.{name}] or, for dev, [tool.poetry.dev-dependencies]; it declares: "
+                           f"[tool.poetry.group.{name}], [tool.pdm.dev-dependencies] or, for dev, "
+                           "[tool.poetry.dev-dependencies]; tox:NAME and hatch:NAME name a tox or Hatch "
+                           f"environment; it declares: "
                            f"{listed})", key=where)
         try:
             if _normalise(name) in pep735_names:
@@ -171,6 +193,8 @@ def group_requirements(text: str | None, names: Sequence[str], root: Path | None
 
                 found += resolve(pep735, name)
             found += _poetry_group(doc, _normalise(name), root, ())
+            found += [str(line) for line in pdm.get(_normalise(name)) or ()
+                      if isinstance(line, str) and not line.lstrip().startswith("-e")]
         except (ValueError, TypeError, LookupError) as exc:  # (InvalidRequirement is a ValueError)
             raise BadInput(f"the dependency group {name!r} of the base commit's pyproject.toml does not resolve: "
                            f"{exc}", key=where) from None
@@ -338,6 +362,9 @@ def _toml_keys(before: dict[str, Any], after: dict[str, Any]) -> Iterable[tuple[
     old_groups, new_groups = _table(before, "dependency-groups"), _table(after, "dependency-groups")
     for group in sorted({*old_groups, *new_groups}):
         yield (f"[dependency-groups] {group}", _entries(old_groups.get(group)), _entries(new_groups.get(group)))
+    old_pdm, new_pdm = _pdm_groups(before), _pdm_groups(after)
+    for group in sorted({*old_pdm, *new_pdm}):
+        yield (f"[tool.pdm.dev-dependencies] {group}", _entries(old_pdm.get(group)), _entries(new_pdm.get(group)))
     old_poetry, new_poetry = _table(_table(before, "tool"), "poetry"), _table(_table(after, "tool"), "poetry")
     for table in ("dependencies", "dev-dependencies", "extras"):
         yield (f"[tool.poetry.{table}]", _entries(old_poetry.get(table)), _entries(new_poetry.get(table)))

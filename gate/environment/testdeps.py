@@ -1,0 +1,398 @@
+"""Where a project declares the dependencies its tests need, read as its CI installs them, statically.
+
+A tox test environment (`tox.ini`, `[tool.tox] legacy_tox_ini`, `tox.toml`: `deps =` with its `-r` files and
+inline requirements, `extras =`), a Hatch test environment (`[tool.hatch.envs.NAME]` or hatch.toml:
+`dependencies`, `extra-dependencies`, `features`, through its `template`), a test extra (pyproject.toml,
+Poetry, setup.cfg, or `extras_require` in setup.py read with `ast`: setup.py never runs), a test dependency
+group (PEP 735, Poetry, PDM's `[tool.pdm.dev-dependencies]`) or a test requirements file, before the dev ones
+(`dev` groups and extras, `requirements-dev.txt`: linters and docs tools too). `gate init` writes the first it
+finds (`choose`); the inline requirements of a tox or Hatch environment are the dependency group
+`tox:NAME` or `hatch:NAME` (`tool_env`), which `environment.groups` installs.
+"""
+
+from __future__ import annotations
+
+import ast
+import configparser
+import re
+import tomllib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+Reader = Callable[[str], str | None]
+
+TEST_NAMES = ("test", "tests", "testing")
+DEV_NAMES = ("dev",)
+TEST_FILES = ("requirements-test.txt", "requirements-tests.txt", "requirements-testing.txt",
+              "test-requirements.txt", "tests-requirements.txt", "requirements_test.txt", "requirements/test.txt",
+              "requirements/tests.txt", "requirements/testing.txt", "requirements/test.in", "requirements/tests.in")
+DEV_FILES = ("requirements-dev.txt", "dev-requirements.txt", "requirements_dev.txt", "requirements/dev.txt",
+             "requirements/development.txt")
+# Tool environments a group name can name: `tox:py`, `hatch:test`.
+TOOLS = ("tox", "hatch")
+_PYTEST = re.compile(r"\b(?:py\.test|pytest)\b")
+
+
+@dataclass(frozen=True)
+class ToolEnv:
+    """A tox or Hatch environment that runs the tests, as the tool installs it."""
+
+    tool: str  # "tox" or "hatch"
+    name: str
+    where: str  # "tox.ini [testenv]"
+    extras: tuple[str, ...] = ()  # the project's extras it installs
+    requirements: tuple[str, ...] = ()  # requirements files (`-r`)
+    packages: tuple[str, ...] = ()  # inline requirements
+
+    @property
+    def group(self) -> str:
+        """Its name as `environment.groups` names it."""
+        return f"{self.tool}:{self.name}"
+
+
+def tool_env(group: str, read: Reader) -> ToolEnv | None:
+    """The tox or Hatch environment a group `tox:NAME` / `hatch:NAME` names, or None when the base has none."""
+    tool, _, name = group.partition(":")
+    if tool == "tox":
+        return tox_env(read, name)
+    if tool == "hatch":
+        return hatch_env(read, name)
+    return None
+
+
+def is_tool_group(group: str) -> bool:
+    return group.partition(":")[0] in TOOLS and ":" in group
+
+
+# ----- tox -----------------------------------------------------------------------------------------------
+
+def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
+    """The tox environment `name`, or (None) the one that runs the tests: the first of `test`, `tests`,
+    `py`, the envlist's `py*` and the plain `[testenv]` whose commands run pytest."""
+    config = _tox_config(read)
+    if config is None:
+        return None
+    where, sections, envlist = config
+    if name is not None:
+        return _tox_resolve(where, sections, name) if name == "testenv" or f"testenv:{name}" in sections \
+            or "testenv" in sections else None
+    named = [n for n in (*TEST_NAMES, *[e for e in envlist if e.startswith("py")], "py") if n]
+    for candidate in dict.fromkeys(named):
+        if f"testenv:{candidate}" not in sections and candidate not in ("py", *envlist):
+            continue
+        env = _tox_resolve(where, sections, candidate)
+        commands = _tox_value(sections, candidate, "commands")
+        if _PYTEST.search(commands):
+            return env
+    return None
+
+
+def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]] | None:
+    """(file, sections as {section: {key: text or list}}, envlist) of the base's tox configuration."""
+    text, where = read("tox.ini"), "tox.ini"
+    if text is None:
+        pyproject = _toml(read("pyproject.toml"))
+        legacy = _get(pyproject, "tool", "tox", "legacy_tox_ini")
+        text, where = (legacy, "pyproject.toml [tool.tox] legacy_tox_ini") if isinstance(legacy, str) else (None, "")
+    if text is not None:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(text)
+        except configparser.Error:
+            return None
+        sections = {s: dict(parser.items(s)) for s in parser.sections()}
+        envlist = re.split(r"[\s,]+", sections.get("tox", {}).get("envlist", ""))
+        return where, sections, [e for e in envlist if e]
+    doc = _toml(read("tox.toml"))
+    if not doc:
+        return None
+    sections = {"testenv": _native_tox(doc.get("env_run_base"))}
+    for env, table in (doc.get("env") or {}).items() if isinstance(doc.get("env"), dict) else ():
+        sections[f"testenv:{env}"] = _native_tox(table)
+    names = doc.get("env_list")
+    return "tox.toml", sections, [str(e) for e in names] if isinstance(names, list) else []
+
+
+def _native_tox(table: Any) -> dict[str, Any]:
+    """A tox.toml environment table as the INI form's text values."""
+    if not isinstance(table, dict):
+        return {}
+    found: dict[str, Any] = {}
+    for key in ("deps", "extras"):
+        if isinstance(table.get(key), list):
+            found[key] = "\n".join(str(item) for item in table[key])
+    commands = table.get("commands")
+    if isinstance(commands, list):
+        found["commands"] = "\n".join(" ".join(str(part) for part in c) if isinstance(c, list) else str(c)
+                                      for c in commands)
+    return found
+
+
+def _tox_value(sections: dict[str, dict[str, Any]], env: str, key: str) -> str:
+    own = sections.get(f"testenv:{env}", {})
+    value = own.get(key, sections.get("testenv", {}).get(key, ""))
+    return _tox_substitute(str(value), sections)
+
+
+def _tox_substitute(text: str, sections: dict[str, dict[str, Any]]) -> str:
+    """tox's `{[section]key}` references and `{toxinidir}`, as far as a static reading can."""
+    text = re.sub(r"\{\[([^\]]+)\]([^}]+)\}", lambda m: str(sections.get(m.group(1), {}).get(m.group(2), "")), text)
+    return text.replace("{toxinidir}/", "").replace("{toxinidir}", ".")
+
+
+def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> ToolEnv:
+    factors = set(env.split("-"))
+    extras: list[str] = []
+    files: list[str] = []
+    packages: list[str] = []
+    for line in _tox_lines(_tox_value(sections, env, "deps"), factors):
+        if re.match(r"^(-r|--requirement)\s*", line):
+            files.append(re.sub(r"^(-r|--requirement)\s*=?\s*", "", line))
+        elif line.startswith(("-c", "--constraint")):
+            continue
+        elif re.match(r"^(-e\s*)?\.(\[[^\]]*\])?$", line):  # the project itself, maybe with extras
+            extras += [e.strip() for e in re.findall(r"\[([^\]]*)\]", line)[0].split(",")] if "[" in line else []
+        else:
+            packages.append(line)
+    extras += [e for line in _tox_lines(_tox_value(sections, env, "extras"), factors)
+               for e in re.split(r"[\s,]+", line) if e]
+    section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
+    return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
+                   tuple(dict.fromkeys(packages)))
+
+
+def _tox_lines(text: str, factors: set[str]) -> list[str]:
+    """The lines of a tox value that apply to an environment of `factors` (`py311,py312: x`, `!cov: y`);
+    a condition a static reading cannot decide (braces) leaves its line out."""
+    found = []
+    for raw in text.splitlines():
+        line = raw.split(" #")[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        condition = re.match(r"^([!\w.,-]+):\s+(.*)$", line) or re.match(r"^([!\w.,-]+):(?![/\\=])(.+)$", line)
+        if condition and not line.startswith(("-r", "-c", "-e", "http", "git+", "file:")):
+            if not any(all((f[1:] not in factors) if f.startswith("!") else (f in factors)
+                           for f in alternative.split("-"))
+                       for alternative in condition.group(1).split(",")):
+                continue
+            line = condition.group(2).strip()
+        if "{" in line:
+            continue
+        found.append(line)
+    return found
+
+
+# ----- Hatch ---------------------------------------------------------------------------------------------
+
+def hatch_env(read: Reader, name: str | None = None) -> ToolEnv | None:
+    """The Hatch environment `name`, or (None) the one that runs the tests: `hatch-test` when configured,
+    else the first of `test`, `tests`, `testing`, else `default` when its scripts run pytest."""
+    envs, where = _hatch_envs(read)
+    if not envs:
+        return None
+    if name is not None:
+        return _hatch_resolve(envs, where, name) if name in envs else None
+    if "hatch-test" in envs:
+        return _hatch_resolve(envs, where, "hatch-test")
+    for candidate in TEST_NAMES:
+        if candidate in envs:
+            return _hatch_resolve(envs, where, candidate)
+    if "default" in envs and _PYTEST.search(str(_hatch_option(envs, "default", "scripts") or "")):
+        return _hatch_resolve(envs, where, "default")
+    return None
+
+
+def _hatch_envs(read: Reader) -> tuple[dict[str, Any], str]:
+    envs = _get(_toml(read("hatch.toml")), "envs")
+    if isinstance(envs, dict) and envs:
+        return envs, "hatch.toml"
+    envs = _get(_toml(read("pyproject.toml")), "tool", "hatch", "envs")
+    return (envs, "pyproject.toml") if isinstance(envs, dict) else ({}, "")
+
+
+def _hatch_template(envs: dict[str, Any], name: str) -> str | None:
+    """The environment `name` inherits from: its `template`, else `default` (none when detached)."""
+    table = _table(envs, name)
+    if table.get("detached") or name == "default":
+        return None
+    template = table.get("template", "default")
+    return str(template) if template != name else None
+
+
+def _hatch_option(envs: dict[str, Any], name: str, key: str, seen: tuple[str, ...] = ()) -> Any:
+    table = _table(envs, name)
+    if key in table:
+        return table[key]
+    parent = _hatch_template(envs, name)
+    return _hatch_option(envs, parent, key, (*seen, name)) if parent and parent not in seen else None
+
+
+def _hatch_resolve(envs: dict[str, Any], where: str, name: str) -> ToolEnv:
+    def strings(value: Any) -> list[str]:
+        return [str(item) for item in value] if isinstance(value, list) else []
+
+    packages = strings(_hatch_option(envs, name, "dependencies"))
+    chain, current = [name], _hatch_template(envs, name)
+    while current and current not in chain:
+        chain.append(current)
+        current = _hatch_template(envs, current)
+    for env in reversed(chain):
+        packages += strings(_table(envs, env).get("extra-dependencies"))
+    features = strings(_hatch_option(envs, name, "features"))
+    section = f"[tool.hatch.envs.{name}]" if where == "pyproject.toml" else f"[envs.{name}]"
+    return ToolEnv("hatch", name, f"{where} {section}", tuple(features), (), tuple(dict.fromkeys(packages)))
+
+
+# ----- extras, the project's name, a line naming it ------------------------------------------------------
+
+def setup_py_extras(text: str | None) -> dict[str, list[str]]:
+    """`extras_require` of setup.py's `setup(...)` call, read with `ast` (a dict written in the call, or a
+    name bound to one at the module's top); {} when it is computed some other way."""
+    extras = setup_py_literal(text, "extras_require")
+    if not isinstance(extras, dict):
+        return {}
+    return {str(k): [str(r) for r in (v if isinstance(v, list | tuple) else [v])] for k, v in extras.items()}
+
+
+def setup_py_literal(text: str | None, keyword: str) -> object:
+    """The value of `keyword` in setup.py's `setup(...)` call when it is a literal (written in the call, or a
+    name bound to one at the module's top), read with `ast`; None otherwise. setup.py never runs."""
+    if not text:
+        return None
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None
+    bound = {target.id: node.value for node in module.body if isinstance(node, ast.Assign)
+             for target in node.targets if isinstance(target, ast.Name)}
+    for node in ast.walk(module):
+        if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"):
+            continue
+        for item in node.keywords:
+            if item.arg == keyword:
+                value = bound.get(item.value.id, item.value) if isinstance(item.value, ast.Name) else item.value
+                try:
+                    return ast.literal_eval(value)
+                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+                    return None
+    return None
+
+
+def project_name(read: Reader) -> str | None:
+    """The base project's distribution name (pyproject.toml, Poetry, setup.cfg, setup.py's literal `name=`)."""
+    doc = _toml(read("pyproject.toml"))
+    for name in (_get(doc, "project", "name"), _get(doc, "tool", "poetry", "name")):
+        if isinstance(name, str):
+            return name
+    cfg = read("setup.cfg")
+    if cfg is not None:
+        parser = configparser.ConfigParser(interpolation=None, strict=False)
+        try:
+            parser.read_string(cfg)
+            if parser.get("metadata", "name", fallback=""):
+                return parser.get("metadata", "name")
+        except configparser.Error:
+            pass
+    found = re.search(r"""\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", read("setup.py") or "")
+    return found.group(1) if found else None
+
+
+def names_project(line: str, name: str | None) -> bool:
+    """Whether a requirements line installs the project itself (`-e .`, `.[test]`, `NAME==1.2`): the gate
+    installs the base's own tree, and such a line pins another version of it or builds it twice."""
+    line = line.split(" #")[0].strip()
+    if re.match(r"^(-e\s+|--editable[\s=]+)?(\.|\./|file:\.?/?)(\[[^\]]*\])?(\s|$)", line):
+        return True
+    if name is None or line.startswith("-"):
+        return False
+    from packaging.requirements import InvalidRequirement, Requirement
+
+    try:
+        return _normalise(Requirement(line).name) == _normalise(name)
+    except InvalidRequirement:
+        return False
+
+
+def requirement_lines(text: str) -> list[str]:
+    return [line.split(" #")[0].strip() for line in text.splitlines()
+            if line.strip() and not line.strip().startswith("#")]
+
+
+# ----- the choice ----------------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Choice:
+    """What `gate init` installs for the tests, and why."""
+
+    extras: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+    requirements: tuple[str, ...] = ()
+    why: str = ""  # where it came from, in words
+    dev: bool = False  # a dev set (linters and docs tools too): nothing smaller was declared
+    others: tuple[str, ...] = ()  # what else is declared and was passed over
+    left_out: tuple[str, ...] = ()  # lines naming the project itself in the files chosen
+
+
+def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_project: bool) -> Choice:
+    """The smallest declared set of test dependencies (`extras`, `groups`: what the project declares, by
+    name), as the project's CI installs them: a tox or Hatch test environment, a test extra, group or
+    requirements file, and only when there is none of those a dev group, extra or file."""
+    tox, hatch = tox_env(read), hatch_env(read)
+    files = [p for p in TEST_FILES if read(p) is not None]
+    dev_files = [p for p in DEV_FILES if read(p) is not None]
+    options: list[Choice] = []
+    for env in (tox, hatch):
+        if env is not None:
+            kept = tuple(e for e in env.extras if e in extras and has_project)
+            present = tuple(p for p in env.requirements if read(p) is not None)
+            options.append(Choice(kept, (env.group,) if env.packages else (), present,
+                                  f"{env.where}, the environment that runs pytest"))
+    extra = next((e for e in TEST_NAMES if e in extras), None) if has_project else None
+    if extra:
+        options.append(Choice(extras=(extra,), why=f"the test extra {extra!r}"))
+    group = next((g for g in TEST_NAMES if g in groups), None)
+    if group:
+        options.append(Choice(groups=(group,), why=f"the test dependency group {group!r}"))
+    if files:
+        options.append(Choice(requirements=(files[0],), why=f"the test requirements file {files[0]}"))
+    dev_extra = next((e for e in DEV_NAMES if e in extras), None) if has_project else None
+    dev_group = next((g for g in DEV_NAMES if g in groups), None)
+    if dev_group:
+        options.append(Choice(groups=(dev_group,), why=f"the dev dependency group {dev_group!r}", dev=True))
+    if dev_extra:
+        options.append(Choice(extras=(dev_extra,), why=f"the dev extra {dev_extra!r}", dev=True))
+    if dev_files:
+        options.append(Choice(requirements=(dev_files[0],), why=f"the dev requirements file {dev_files[0]}",
+                              dev=True))
+    if not options:
+        return Choice()
+    chosen, rest = options[0], options[1:]
+    name = project_name(read)
+    left_out = tuple(f"{path}: {line}" for path in chosen.requirements
+                     for line in requirement_lines(read(path) or "") if names_project(line, name))
+    others = [o.why for o in rest] + [f"the requirements file {p}" for p in (*files[1:], *dev_files[1:])]
+    return Choice(chosen.extras, chosen.groups, chosen.requirements, chosen.why, chosen.dev,
+                  tuple(dict.fromkeys(others)), left_out)
+
+
+def _toml(text: str | None) -> dict[str, Any]:
+    try:
+        return tomllib.loads(text) if text else {}
+    except tomllib.TOMLDecodeError:
+        return {}
+
+
+def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
+    value = doc.get(key)
+    return value if isinstance(value, dict) else {}
+
+
+def _get(doc: Any, *keys: str) -> Any:
+    for key in keys:
+        doc = doc.get(key) if isinstance(doc, dict) else None
+    return doc
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()

@@ -1,0 +1,242 @@
+"""Where a repository's test suite is, found as pytest itself finds it, from the files of a tree alone.
+
+pytest reads its configuration from the first of `CONFIG_FILES` at the rootdir that holds a pytest section,
+in that order (pytest.ini always counts; pyproject.toml only with `[tool.pytest]` or
+`[tool.pytest.ini_options]`, tox.ini with `[pytest]`, setup.cfg with `[tool:pytest]`). Run from the rootdir
+with no arguments it collects its `testpaths` (globs), else the rootdir itself, recursing into every folder
+but those `norecursedirs` names, virtual environments and `__pycache__`, and collecting the files
+`python_files` names (`test_*.py`, `*_test.py`). `gate init` writes the suite it finds as the policy's
+`tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
+
+Nothing here runs the repository's code: a conftest's `collect_ignore` (code) is not read; `--ignore` and
+`--ignore-glob` in `addopts` are.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+import tomllib
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+
+from gate.errors import BadInput
+from gate.suite.trust import TEST_FOLDERS
+
+Reader = Callable[[str], str | None]
+
+# pytest's configuration files, in the order it looks for them in a folder (pytest 9; pytest.toml and
+# .pytest.toml are new there, the others as in pytest 8).
+CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
+                "setup.cfg")
+PYTHON_FILES = ("test_*.py", "*_test.py")
+NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
+# Files that sit beside tests without being library code.
+_TEST_SUPPORT = ("conftest.py", "__init__.py")
+
+
+@dataclass(frozen=True)
+class PytestConfig:
+    """The options of pytest's configuration that decide what it collects."""
+
+    file: str = ""  # the file pytest reads ("" when none has a pytest section)
+    section: str = ""  # its table or section, "[tool.pytest.ini_options]"
+    testpaths: tuple[str, ...] = ()
+    python_files: tuple[str, ...] = PYTHON_FILES
+    norecursedirs: tuple[str, ...] = NORECURSEDIRS
+    ignore: tuple[str, ...] = ()  # `--ignore` in addopts
+    ignore_glob: tuple[str, ...] = ()  # `--ignore-glob` in addopts
+
+    @property
+    def where(self) -> str:
+        """The file and section in words: `pyproject.toml [tool.pytest.ini_options]`."""
+        return f"{self.file} {self.section}" if self.file else "no pytest configuration"
+
+
+@dataclass(frozen=True)
+class Suite:
+    """The suite pytest collects, and the test paths that hold it."""
+
+    config: PytestConfig
+    files: tuple[str, ...]  # the test files pytest collects, sorted
+    paths: tuple[str, ...]  # folders and files that hold them (the policy's `tests.paths`)
+    why: str  # how the paths were found, in words
+
+
+def pytest_config(read: Reader) -> PytestConfig:
+    """The configuration pytest reads at the top of a tree (its files through `read`); BadInput naming the
+    file when the one pytest would read does not parse."""
+    for name in CONFIG_FILES:
+        text = read(name)
+        if text is None:
+            continue
+        found = _config_in(name, text)
+        if found is not None:
+            section, values = found
+            return _options(name, section, values)
+    return PytestConfig()
+
+
+def _config_in(name: str, text: str) -> tuple[str, dict[str, object]] | None:
+    """(section, options) of the pytest section of the file `name`, or None when it has none."""
+    if name.endswith(".toml"):
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise BadInput(f"does not parse as TOML: {exc}", file=name) from None
+        if name != "pyproject.toml":
+            table = doc.get("pytest")
+            return "[pytest]", table if isinstance(table, dict) else {}
+        tool = doc.get("tool", {}).get("pytest") if isinstance(doc.get("tool"), dict) else None
+        if not isinstance(tool, dict):
+            return None
+        native = {k: v for k, v in tool.items() if k != "ini_options"}
+        if native:
+            return "[tool.pytest]", native
+        ini = tool.get("ini_options")
+        return ("[tool.pytest.ini_options]", ini) if isinstance(ini, dict) else None
+    import iniconfig  # (pytest's own INI reader, which it depends on)
+
+    try:
+        parsed = iniconfig.IniConfig(name, data=text)
+    except iniconfig.ParseError as exc:
+        raise BadInput(f"does not parse as pytest reads it: {exc}", file=name) from None
+    section = "tool:pytest" if name == "setup.cfg" else "pytest"
+    if section in parsed:
+        return f"[{section}]", dict(parsed[section].items())
+    return ("[pytest]", {}) if name in ("pytest.ini", ".pytest.ini") else None
+
+
+def _options(name: str, section: str, values: dict[str, object]) -> PytestConfig:
+    def args(key: str, default: tuple[str, ...] = ()) -> tuple[str, ...]:
+        value = values.get(key)
+        if isinstance(value, str):
+            return tuple(shlex.split(value))
+        if isinstance(value, list):
+            return tuple(str(item) for item in value)
+        return default
+
+    addopts = args("addopts")
+    ignore: list[str] = []
+    ignore_glob: list[str] = []
+    for index, option in enumerate(addopts):
+        for flag, into in (("--ignore", ignore), ("--ignore-glob", ignore_glob)):
+            if option == flag and index + 1 < len(addopts):
+                into.append(addopts[index + 1])
+            elif option.startswith(flag + "="):
+                into.append(option.split("=", 1)[1])
+    return PytestConfig(file=name, section=section, testpaths=args("testpaths"),
+                        python_files=args("python_files", PYTHON_FILES),
+                        norecursedirs=args("norecursedirs", NORECURSEDIRS),
+                        ignore=tuple(_clean(p) for p in ignore), ignore_glob=tuple(_clean(p) for p in ignore_glob))
+
+
+def _clean(path: str) -> str:
+    return PurePosixPath(path).as_posix().removeprefix("./").rstrip("/") or "."
+
+
+def find_suite(files: Iterable[str], read: Reader) -> Suite:
+    """The suite pytest collects in a tree whose regular files are `files` (paths relative to its top, as git
+    names them) and whose texts `read` gives, and the test paths that hold it."""
+    listing = sorted(set(files))
+    config = pytest_config(read)
+    starts = _testpaths(config.testpaths, listing)
+    collected = collect(listing, config, starts or [""])
+    if starts:
+        return Suite(config, collected, tuple(starts), f"testpaths in {config.where}")
+    how = "as pytest collects from the top: " + (f"no testpaths in {config.where}" if config.file and not
+                                                  config.testpaths else config.where if not config.file
+                                                  else f"testpaths in {config.where} match nothing")
+    return Suite(config, collected, holders(collected, listing, config), how)
+
+
+def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str]) -> tuple[str, ...]:
+    """The files of `listing` pytest collects from the arguments `starts` ("" is the top)."""
+    venvs = {str(PurePosixPath(p).parent) for p in listing
+             if PurePosixPath(p).name == "pyvenv.cfg" or p.endswith("conda-meta/history")}
+    venvs |= {str(PurePosixPath(p).parent.parent) for p in listing if p.endswith("conda-meta/history")}
+    found = []
+    for path in listing:
+        start = next((s for s in starts if s in ("", ".") or path == s or path.startswith(s + "/")), None)
+        if start is None or path.endswith(".pyc") or _ignored(path, config):
+            continue
+        if path == start:  # a file named as an argument is collected whatever its name
+            found.append(path)
+            continue
+        parts = PurePosixPath(path).parts
+        first = 0 if start in ("", ".") else len(PurePosixPath(start).parts)
+        folders = ["/".join(parts[:end]) for end in range(first + 1, len(parts))]
+        if any(_skipped(folder, config, venvs) for folder in folders):
+            continue
+        if path.endswith(".py") and any(_match(pattern, path) for pattern in config.python_files):
+            found.append(path)
+    return tuple(found)
+
+
+def _skipped(folder: str, config: PytestConfig, venvs: set[str]) -> bool:
+    return (PurePosixPath(folder).name == "__pycache__" or folder in venvs or _ignored(folder, config)
+            or any(_match(pattern, folder) for pattern in config.norecursedirs))
+
+
+def _ignored(path: str, config: PytestConfig) -> bool:
+    return path in config.ignore or any(fnmatch.fnmatch(path, pattern) for pattern in config.ignore_glob)
+
+
+def _match(pattern: str, path: str) -> bool:
+    """pytest's `fnmatch_ex`: a pattern without a slash matches the name, one with a slash the path's end."""
+    if "/" not in pattern:
+        return fnmatch.fnmatch(PurePosixPath(path).name, pattern)
+    return fnmatch.fnmatch("/" + path, pattern if pattern.startswith("/") else "*/" + pattern)
+
+
+def _testpaths(testpaths: Sequence[str], listing: Sequence[str]) -> list[str]:
+    """pytest's expansion of `testpaths`: each a glob (`**` recursive) relative to the top, in order, the
+    matches of each sorted; only what exists."""
+    folders = {str(parent) for path in listing for parent in PurePosixPath(path).parents if str(parent) != "."}
+    entries = sorted({*listing, *folders})
+    found: list[str] = []
+    for raw in testpaths:
+        pattern = _clean(raw)
+        if pattern == ".":
+            found += ["."] if "." not in found else []
+            continue
+        if not any(ch in pattern for ch in "*?["):
+            matched = [pattern] if pattern in entries else []
+        else:
+            matched = [entry for entry in entries if _glob(pattern.split("/"), entry.split("/"))]
+        found += [m for m in matched if m not in found]
+    return found
+
+
+def _glob(pattern: Sequence[str], parts: Sequence[str]) -> bool:
+    """Whether the path `parts` matches the glob `pattern` (segments; `**` is any number of folders)."""
+    if not pattern:
+        return not parts
+    if pattern[0] == "**":
+        return any(_glob(pattern[1:], parts[index:]) for index in range(len(parts) + 1))
+    return bool(parts) and not (parts[0].startswith(".") and not pattern[0].startswith(".")) \
+        and fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob(pattern[1:], parts[1:])
+
+
+def holders(collected: Sequence[str], listing: Sequence[str], config: PytestConfig) -> tuple[str, ...]:
+    """The fewest test paths that hold the `collected` test files and no module of the library (the gate
+    runs the base's files under a test path in place of the head's): the topmost folder of tests (`tests`,
+    `test`, `testing`: `simplejson/tests`) above each file, else the topmost folder below the top whose
+    every module is a test, a conftest.py or an `__init__.py`, else the file itself (a test module at the
+    top, or beside the code it tests)."""
+    tests = set(collected)
+    modules = [p for p in listing if p.endswith(".py")]
+
+    def only_tests(folder: str) -> bool:
+        return all(p in tests or PurePosixPath(p).name in _TEST_SUPPORT
+                   for p in modules if p.startswith(folder + "/"))
+
+    found: list[str] = []
+    for path in collected:
+        folders = [str(parent) for parent in reversed(PurePosixPath(path).parents) if str(parent) != "."]
+        holder = next((f for f in folders if PurePosixPath(f).name in TEST_FOLDERS), None)
+        holder = holder or next((f for f in folders if only_tests(f)), None) or path
+        if holder not in found:
+            found.append(holder)
+    return tuple(p for p in found if not any(p != q and p.startswith(q + "/") for q in found))

@@ -1,0 +1,150 @@
+"""`gate init` finds the suite as pytest finds it: each shape of a real repository (tests inside the package, a
+test module at the top, tests in a namespace package, `python_files`, each configuration file and pytest's
+precedence among them, `testpaths`, folders pytest never enters) is checked against what
+`pytest --collect-only` itself collects from the top of the same tree, and the test paths the policy gets
+collect exactly that."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gate.suite.discovery import find_suite
+
+TEST = "def test_{name}():\n    assert True\n"
+
+
+def _tree(root: Path, files: dict[str, str]) -> None:
+    for path, text in files.items():
+        (root / path).parent.mkdir(parents=True, exist_ok=True)
+        (root / path).write_text(text.format(name=Path(path).stem) if path.endswith(".py") else text)
+
+
+def pytest_collects(root: Path, *args: str) -> set[str]:
+    """The files `pytest --collect-only` collects run in `root` with `args` (none: as from the top)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
+    env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
+    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
+                          cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+
+
+def gate_init(root: Path) -> tuple[dict[str, object], str]:
+    # (-P: as the `gate` script, the checkout is not on the path; the jsonschema shape has a `jsonschema/`)
+    done = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=root, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return yaml.safe_load(done.stdout), done.stderr
+
+
+def _files(root: Path) -> list[str]:
+    return [p.relative_to(root).as_posix() for p in root.rglob("*") if p.is_file()]
+
+
+def _read(root: Path):  # type: ignore[no-untyped-def]
+    return lambda path: (root / path).read_text() if (root / path).is_file() else None
+
+
+SHAPES = [
+    pytest.param({"simplejson/__init__.py": "", "simplejson/decoder.py": "", "simplejson/tests/__init__.py": "",
+                  "simplejson/tests/test_dump.py": TEST, "simplejson/tests/helpers.py": "",
+                  "setup.py": "from setuptools import setup\nsetup(name='simplejson')\n"},
+                 ["simplejson/tests"], "as pytest collects from the top: no pytest configuration",
+                 id="tests inside the package (simplejson)"),
+    pytest.param({"jsonschema/__init__.py": "", "jsonschema/tests/__init__.py": "",
+                  "jsonschema/tests/test_validators.py": TEST, "jsonschema/tests/typing/test_all.py": TEST,
+                  "pyproject.toml": '[project]\nname = "jsonschema"\nversion = "1"\n[tool.pytest.ini_options]\n'
+                                    'addopts = "-ra"\n'},
+                 ["jsonschema/tests"],
+                 "as pytest collects from the top: no testpaths in pyproject.toml [tool.pytest.ini_options]",
+                 id="tests inside the package, a config without testpaths (jsonschema)"),
+    pytest.param({"test_module.py": TEST, "module.py": "X = 1\n"}, ["test_module.py"], "",
+                 id="a test module at the top"),
+    pytest.param({"acme/plugins/core.py": "", "acme/plugins/tests/test_plugins.py": TEST},
+                 ["acme/plugins/tests"], "", id="tests inside a namespace package (no __init__.py)"),
+    pytest.param({"pkg/__init__.py": "", "pkg/core.py": "", "pkg/test_core.py": TEST, "pkg/util_test.py": TEST},
+                 ["pkg/test_core.py", "pkg/util_test.py"], "", id="test modules beside the code they test"),
+    pytest.param({"checks/conftest.py": "", "checks/test_one.py": TEST, "lib.py": ""}, ["checks"], "",
+                 id="a folder of tests not named tests"),
+    pytest.param({"pytest.ini": "[pytest]\npython_files = check_*.py\n", "suite/check_api.py": TEST,
+                  "suite/test_ignored.py": "raise SystemExit('not collected')\n", "lib/__init__.py": ""},
+                 ["suite/check_api.py"], "", id="python_files in pytest.ini"),
+    pytest.param({"pytest.ini": "[pytest]\ntestpaths = t1\n", "pyproject.toml": "[tool.pytest.ini_options]\n"
+                  'testpaths = ["t2"]\n', "t1/test_a.py": TEST, "t2/test_b.py": TEST}, ["t1"],
+                 "testpaths in pytest.ini [pytest]", id="pytest.ini before pyproject.toml"),
+    pytest.param({".pytest.ini": "[pytest]\ntestpaths = t1\n", "tox.ini": "[pytest]\ntestpaths = t2\n",
+                  "t1/test_a.py": TEST, "t2/test_b.py": TEST}, ["t1"], "testpaths in .pytest.ini [pytest]",
+                 id=".pytest.ini before tox.ini"),
+    pytest.param({"pytest.toml": '[pytest]\ntestpaths = ["t1"]\n', "pytest.ini": "[pytest]\ntestpaths = t2\n",
+                  "t1/test_a.py": TEST, "t2/test_b.py": TEST}, ["t1"], "testpaths in pytest.toml [pytest]",
+                 id="pytest 9's pytest.toml first"),
+    pytest.param({"pyproject.toml": '[tool.pytest]\ntestpaths = ["t2"]\n', "tox.ini": "[pytest]\ntestpaths = t1\n",
+                  "t1/test_a.py": TEST, "t2/test_b.py": TEST}, ["t2"], "testpaths in pyproject.toml [tool.pytest]",
+                 id="pytest 9's [tool.pytest] before tox.ini"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
+                  "tox.ini": "[tox]\nenvlist = py\n[pytest]\ntestpaths = t1\n", "t1/test_a.py": TEST,
+                  "t2/test_b.py": TEST}, ["t1"], "testpaths in tox.ini [pytest]",
+                 id="a pyproject.toml without a pytest table does not count"),
+    pytest.param({"setup.cfg": "[metadata]\nname = x\n[tool:pytest]\ntestpaths =\n    t1\n    t3\n",
+                  "t1/test_a.py": TEST, "t2/test_b.py": TEST, "t3/test_c.py": TEST}, ["t1", "t3"],
+                 "testpaths in setup.cfg [tool:pytest]", id="setup.cfg [tool:pytest], several testpaths"),
+    pytest.param({"pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests/*/unit"]\n',
+                  "tests/a/unit/test_a.py": TEST, "tests/b/unit/test_b.py": TEST, "tests/a/slow/test_c.py": TEST},
+                 ["tests/a/unit", "tests/b/unit"], "", id="testpaths globs"),
+    pytest.param({"tests/test_real.py": TEST, "build/lib/tests/test_copy.py": TEST, ".tox/py/test_tox.py": TEST,
+                  "venv2/pyvenv.cfg": "home = /usr\n", "venv2/lib/test_venv.py": TEST,
+                  "node_modules/x/test_js.py": TEST, "tests/__pycache__/test_cached.py": TEST},
+                 ["tests"], "", id="folders pytest never enters"),
+    pytest.param({"setup.cfg": "[tool:pytest]\nnorecursedirs = legacy\naddopts = --ignore=tests/test_slow.py\n",
+                  "tests/test_fast.py": TEST, "tests/test_slow.py": TEST, "legacy/test_old.py": TEST,
+                  "build/test_build.py": TEST},
+                 ["build", "tests"], "", id="norecursedirs (in place of pytest's own) and --ignore in addopts"),
+]
+
+
+@pytest.mark.parametrize(("files", "paths", "why"), SHAPES)
+def test_gate_init_names_the_suite_pytest_collects(tmp_path: Path, files: dict[str, str], paths: list[str],
+                                                   why: str) -> None:
+    _tree(tmp_path, files)
+
+    suite = find_suite(_files(tmp_path), _read(tmp_path))
+    policy, said = gate_init(tmp_path)
+
+    reference = pytest_collects(tmp_path)
+    assert set(suite.files) == reference
+    assert policy["tests"] == {"paths": paths}
+    assert pytest_collects(tmp_path, *paths) == reference  # the paths hold the whole suite, and only it
+    count = len(reference)
+    assert f"found tests: {', '.join(paths)} ({count} test file{'s' * (count != 1)}, {why}" in said
+
+
+def test_a_repository_with_test_files_pytest_does_not_collect_gets_a_loud_warning(tmp_path: Path) -> None:
+    """Modules that look like tests but that pytest does not collect as configured: the policy has no tests:,
+    and init says so on stderr and in the policy's comment, never silently."""
+    _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "tests/test_api.py": TEST,
+                     "lib.py": ""})
+
+    policy, said = gate_init(tmp_path)
+
+    assert "tests" not in policy
+    assert "gate: warning: this repository has test files (tests/test_api.py) but the policy has no tests:" in said
+    text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    assert "# WARNING: this repository has test files (tests/test_api.py) that pytest does not collect" in text
+
+
+def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path) -> None:
+    """In a git checkout an ignored test file (a scratch file, a build's copy) is no part of the base a PR is
+    scored on: init leaves it out."""
+    _tree(tmp_path, {"tests/test_kept.py": TEST, "scratch/test_local.py": TEST, ".gitignore": "scratch/\n"})
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+
+    policy, _ = gate_init(tmp_path)
+
+    assert policy["tests"] == {"paths": ["tests"]}
