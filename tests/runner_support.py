@@ -21,6 +21,7 @@ A runner without privileges is the same user with a `sudo` that asks for a passw
 from __future__ import annotations
 
 import base64
+import collections
 import csv
 import fcntl
 import hashlib
@@ -421,3 +422,376 @@ def install(machine: Machine, env: dict[str, str], privileged: bool, *, index: P
 def work_dir() -> Path:
     """A job's directory under /home/runner/work (outside /tmp, as on a hosted runner)."""
     return Path(tempfile.mkdtemp(prefix="gate-test-", dir=RUNNER_WORK))
+
+
+# ----- workflows: the README's, calling this repository's reusable ones ---------------------------------------
+# What the simulated runner knows of GitHub's workflows: the expressions (`${{ }}`, `if:`) as GitHub evaluates
+# them, a caller job's `uses:` of a reusable workflow of this repository (resolved to the file in this tree, the
+# commit the caller pinned), the permissions a called job may have (no more than its caller grants), and the
+# steps of the README's workflows: the checkouts, setup-python, the Action (action.yml's steps, as `Job` runs
+# them), the artifact's upload and download, and `run:` scripts (as `runner`, in bash).
+HOME_REPOSITORY = "error-budget-gate/gate"  # where the README's `uses:` point (gate.HOME)
+_TOKENS = re.compile(r"\s*(?:(?P<number>\d+(?:\.\d+)?)|(?P<string>'(?:[^']|'')*')|"
+                     r"(?P<op>==|!=|<=|>=|&&|\|\||[!<>().,\[\]*])|(?P<name>[A-Za-z_][\w-]*))")
+_LEVELS = {"none": 0, "read": 1, "write": 2}
+
+
+def _truthy(value: Any) -> bool:
+    return value not in (None, False, 0, "") and value == value  # NaN is falsy
+
+
+def _number(value: Any) -> float:
+    """GitHub's coercion of a value to a number, for `==` between different types."""
+    if value is None:
+        return 0.0
+    if isinstance(value, bool):
+        return float(value)
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value.strip() or "0")
+        except ValueError:
+            return float("nan")
+    return float("nan")
+
+
+def _equal(left: Any, right: Any) -> bool:
+    if isinstance(left, str) and isinstance(right, str):
+        return left.lower() == right.lower()  # GitHub compares strings ignoring case
+    if type(left) is type(right) and not isinstance(left, (int, float)):
+        return bool(left == right)
+    return _number(left) == _number(right)
+
+
+def _text(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    if isinstance(value, (dict, list)):
+        return json.dumps(value)
+    return str(value)
+
+
+class _Expression:
+    """One GitHub Actions expression, parsed and evaluated at once against `context` (a dict of contexts;
+    property names are looked up ignoring case, a missing one is null)."""
+
+    def __init__(self, text: str, context: Mapping[str, Any]) -> None:
+        self.context = context
+        self.tokens: list[tuple[str, str]] = []
+        position = 0
+        while position < len(text.rstrip()):
+            match = _TOKENS.match(text, position)
+            assert match and match.end() > position, f"cannot read the expression {text!r} at {position}"
+            kind = next(k for k, v in match.groupdict().items() if v is not None)
+            self.tokens.append((kind, match.group(kind)))
+            position = match.end()
+        self.at = 0
+
+    def value(self) -> Any:
+        result = self._or()
+        assert self.at == len(self.tokens), f"unread tokens in the expression: {self.tokens[self.at:]}"
+        return result
+
+    def _peek(self) -> str | None:
+        return self.tokens[self.at][1] if self.at < len(self.tokens) else None
+
+    def _take(self, expected: str | None = None) -> tuple[str, str]:
+        token = self.tokens[self.at]
+        assert expected is None or token[1] == expected, f"expected {expected!r}, got {token!r}"
+        self.at += 1
+        return token
+
+    def _or(self) -> Any:
+        left = self._and()
+        while self._peek() == "||":
+            self._take()
+            right = self._and()
+            left = left if _truthy(left) else right
+        return left
+
+    def _and(self) -> Any:
+        left = self._comparison()
+        while self._peek() == "&&":
+            self._take()
+            right = self._comparison()
+            left = right if _truthy(left) else left
+        return left
+
+    def _comparison(self) -> Any:
+        left = self._unary()
+        while self._peek() in ("==", "!=", "<", "<=", ">", ">="):
+            op = self._take()[1]
+            right = self._unary()
+            if op in ("==", "!="):
+                left = _equal(left, right) == (op == "==")
+            else:
+                a, b = _number(left), _number(right)
+                left = {"<": a < b, "<=": a <= b, ">": a > b, ">=": a >= b}[op]
+        return left
+
+    def _unary(self) -> Any:
+        if self._peek() == "!":
+            self._take()
+            return not _truthy(self._unary())
+        return self._postfix(self._primary())
+
+    def _primary(self) -> Any:
+        kind, text = self._take()
+        if text == "(":
+            inner = self._or()
+            self._take(")")
+            return inner
+        if kind == "number":
+            return float(text)
+        if kind == "string":
+            return text[1:-1].replace("''", "'")
+        assert kind == "name", f"unexpected {text!r}"
+        if text in ("true", "false", "null"):
+            return {"true": True, "false": False, "null": None}[text]
+        if self._peek() == "(":
+            self._take()
+            args = []
+            while self._peek() != ")":
+                args.append(self._or())
+                if self._peek() == ",":
+                    self._take()
+            self._take(")")
+            return self._call(text, args)
+        return self._property(self.context, text)
+
+    def _postfix(self, value: Any) -> Any:
+        while self._peek() in (".", "["):
+            if self._take()[1] == ".":
+                value = self._property(value, self._take()[1])
+            else:
+                key = self._or()
+                self._take("]")
+                value = value[int(key)] if isinstance(value, list) else self._property(value, _text(key))
+        return value
+
+    @staticmethod
+    def _property(value: Any, name: str) -> Any:
+        if not isinstance(value, Mapping):
+            return None
+        if name in value:
+            return value[name]
+        return next((v for k, v in value.items() if isinstance(k, str) and k.lower() == name.lower()), None)
+
+    def _call(self, name: str, args: list[Any]) -> Any:
+        status = self.context.get("job", {}).get("status", "success")
+        calls: dict[str, Callable[[], Any]] = {
+            "startswith": lambda: _text(args[0]).lower().startswith(_text(args[1]).lower()),
+            "endswith": lambda: _text(args[0]).lower().endswith(_text(args[1]).lower()),
+            "contains": lambda: (any(_equal(item, args[1]) for item in args[0]) if isinstance(args[0], list)
+                                 else _text(args[1]).lower() in _text(args[0]).lower()),
+            "format": lambda: re.sub(r"\{(\d+)\}", lambda m: _text(args[1 + int(m.group(1))]), _text(args[0])),
+            "tojson": lambda: json.dumps(args[0]),
+            "fromjson": lambda: json.loads(_text(args[0])),
+            "always": lambda: True,
+            "success": lambda: status == "success",
+            "failure": lambda: status == "failure",
+            "cancelled": lambda: False,
+        }
+        assert name.lower() in calls, f"the simulated runner does not know the function {name}"
+        return calls[name.lower()]()
+
+
+def expression(text: str, context: Mapping[str, Any]) -> Any:
+    """The value of expression `text` (without `${{ }}`)."""
+    return _Expression(text, context).value()
+
+
+def interpolate(value: Any, context: Mapping[str, Any]) -> Any:
+    """A workflow value with its `${{ }}` evaluated: the expression's own value when it is the whole value, else
+    the text with each one's value in it; other values as they are."""
+    if not isinstance(value, str):
+        return value
+    whole = EXPRESSION.fullmatch(value.strip())
+    if whole:
+        return expression(whole.group(1), context)
+    return EXPRESSION.sub(lambda m: _text(expression(m.group(1), context)), value)
+
+
+def condition(text: Any, context: Mapping[str, Any], *, step: bool) -> bool:
+    """An `if:`: an expression with or without `${{ }}`; a step's holds only after success unless it calls a
+    status function (always(), failure(), ...), as on GitHub."""
+    if text is None:
+        return not step or context["job"]["status"] == "success"
+    source = str(text).strip()
+    whole = EXPRESSION.fullmatch(source)
+    source = whole.group(1) if whole else source
+    if step and not re.search(r"\b(always|success|failure|cancelled)\s*\(", source):
+        source = f"success() && ({source})"
+    return _truthy(expression(source, context))
+
+
+@dataclass
+class WorkflowRun:
+    """What one run of a caller workflow did: its called job's fate, the steps, the artifacts it uploaded."""
+
+    triggered: bool = True
+    skipped: bool = False  # the called job's `if:` was false (no runner started)
+    concurrency: str = ""
+    checkouts: list[dict[str, Any]] = field(default_factory=list)  # each checkout's evaluated `with:`
+    steps: list[tuple[str, str]] = field(default_factory=list)  # (step's name or uses, outcome)
+    runs: list[StepRun] = field(default_factory=list)
+    artifacts: dict[str, Path] = field(default_factory=dict)
+    outputs: dict[str, Any] = field(default_factory=dict)  # the workflow_call outputs
+    status: str = "success"
+
+
+def _permissions(granted: Any) -> dict[str, str]:
+    """A `permissions:` value as scope -> level (`{}`: none; absent: GitHub's restricted default)."""
+    if granted is None:
+        return {"contents": "read", "packages": "read", "metadata": "read"}
+    if granted in ("read-all", "write-all"):
+        return collections.defaultdict(lambda: granted.split("-")[0])
+    return {str(scope): str(level) for scope, level in dict(granted).items()}
+
+
+def readme_workflows() -> list[str]:
+    """The workflows of the README's "Add it to your repository", in order, as a maintainer copies them."""
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme.split("<!-- section: github -->", 1)[1].split("\n## ", 1)[0]
+    return [block for block in re.findall(r"```yaml\n(.*?)```", section, re.S) if "\njobs:" in block]
+
+
+def workflows_in_full() -> list[str]:
+    """docs/github.md's "The workflow in full": the gate's and the publish workflow without the reusable ones."""
+    docs = (ROOT / "docs" / "github.md").read_text(encoding="utf-8")
+    section = docs.split("#### The workflow in full", 1)[1].split("\n#", 1)[0]
+    return [block for block in re.findall(r"```yaml\n(.*?)```", section, re.S) if "\njobs:" in block]
+
+
+def called_workflow(uses: str) -> tuple[dict[Any, Any], str]:
+    """The reusable workflow a caller's `uses:` names in this repository, and the commit it pins."""
+    match = re.fullmatch(r"([\w.-]+/[\w.-]+)/(\.github/workflows/[\w.-]+\.ya?ml)@([0-9a-f]{40})", uses)
+    assert match, f"not a reusable workflow pinned by full commit SHA: {uses!r}"
+    repository, path, sha = match.groups()
+    assert repository == HOME_REPOSITORY, repository
+    called = yaml.safe_load((ROOT / path).read_text(encoding="utf-8"))
+    assert "workflow_call" in called[True], f"{path} has no `on: workflow_call`"
+    return called, sha
+
+
+def run_workflow(machine: Machine, text: str, env: dict[str, str], *, privileged: bool = True,
+                 artifacts: Mapping[str, Path] | None = None) -> WorkflowRun:
+    """Run the caller workflow `text` (the README's, as a maintainer saves it) for the event in `env` (a
+    Scenario's environment: GITHUB_EVENT_NAME, GITHUB_EVENT_PATH, the workspace, RUNNER_TEMP), its one job
+    calling a reusable workflow of this repository; `artifacts` are those of the run a workflow_run event
+    names. Returns what happened; a permission the called job asks for that the caller does not grant fails
+    the run before any step, as GitHub does."""
+    caller = yaml.safe_load(text)
+    event_name = env["GITHUB_EVENT_NAME"]
+    event = json.loads(Path(env["GITHUB_EVENT_PATH"]).read_text(encoding="utf-8"))
+    if event_name not in caller[True]:
+        return WorkflowRun(triggered=False)
+    [(caller_id, caller_job)] = caller["jobs"].items()
+    if "uses" in caller_job:
+        called, sha = called_workflow(caller_job["uses"])
+        workflow = (HOME_REPOSITORY, sha)
+    else:  # the workflow in full (docs/github.md): its own job, the Action pinned in a step
+        called, sha = {True: {"workflow_call": {}}, "jobs": {caller_id: caller_job}}, "0" * 40
+        workflow = (env["GITHUB_REPOSITORY"], sha)
+    granted = _permissions(caller_job.get("permissions", caller.get("permissions")))
+    github = {"event_name": event_name, "event": event, "repository": env["GITHUB_REPOSITORY"],
+              "token": env["GITHUB_TOKEN"], "ref": f"refs/heads/{event['repository']['default_branch']}",
+              "workspace": env["GITHUB_WORKSPACE"]}
+    declared = called[True]["workflow_call"] or {}
+    base = {"github": github, "runner": {"temp": env["RUNNER_TEMP"], "os": "Linux"}}
+    given = {k: interpolate(v, base) for k, v in (caller_job.get("with") or {}).items()}
+    inputs = {name: given.get(name, spec.get("default")) for name, spec in (declared.get("inputs") or {}).items()}
+    assert set(given) <= set(inputs), f"inputs the called workflow does not declare: {set(given) - set(inputs)}"
+    run = WorkflowRun()
+    for job_id, job in called["jobs"].items():
+        asked = _permissions(job.get("permissions", called.get("permissions")))
+        for scope, level in asked.items():
+            assert _LEVELS[level] <= _LEVELS[granted.get(scope, "none")], (
+                f"The nested job '{job_id}' is requesting '{scope}: {level}', but is only allowed "
+                f"'{scope}: {granted.get(scope, 'none')}'")
+        context: dict[str, Any] = {**base, "inputs": inputs, "steps": {}, "env": {},
+                                   "job": {"status": "success", "workflow_repository": workflow[0],
+                                           "workflow_sha": workflow[1]}}
+        if not condition(job.get("if"), context, step=False):
+            run.skipped = True
+            continue
+        run.concurrency = _text(interpolate((job.get("concurrency") or {}).get("group", ""), context))
+        _run_steps(machine, job, context, env, run, privileged, artifacts or {})
+        run.status = context["job"]["status"]
+        outputs = {k: interpolate(v, context) for k, v in (job.get("outputs") or {}).items()}
+        context["jobs"] = {job_id: {"outputs": outputs}}
+        run.outputs = {k: interpolate(spec["value"], context) for k, spec in (declared.get("outputs") or {}).items()}
+    return run
+
+
+def _run_steps(machine: Machine, job: dict[str, Any], context: dict[str, Any], env: dict[str, str],
+               run: WorkflowRun, privileged: bool, artifacts: Mapping[str, Path]) -> None:
+    workspace = Path(env["GITHUB_WORKSPACE"])
+    gate_checkout: Path | None = None
+    for step in job["steps"]:
+        name = str(step.get("name") or step.get("uses") or step.get("run", "")[:40])
+        if not condition(step.get("if"), context, step=True):
+            run.steps.append((name, "skipped"))
+            continue
+        uses = str(step.get("uses", ""))
+        given = {k: interpolate(v, context) for k, v in (step.get("with") or {}).items()}
+        outputs: dict[str, str] = {}
+        ok = True
+        if uses.startswith("actions/checkout@"):
+            run.checkouts.append(given)
+            assert given.get("persist-credentials") is False, f"{name}: the token would stay in .git/config"
+            if given.get("repository"):  # the gate's own source, at the commit the caller pinned
+                assert given["repository"] == context["job"]["workflow_repository"], given
+                gate_checkout = workspace / str(given["path"])
+                if not gate_checkout.exists():  # this tree stands for that commit (the Action's copy)
+                    shutil.copytree(machine.action_path, gate_checkout, symlinks=True)
+                    chown_tree(gate_checkout, machine.user)
+            else:  # the PR: the Scenario's checkout; the ref asked for must be the commit it holds
+                asked = subprocess.run(["git", "-c", f"safe.directory={workspace}", "-C", str(workspace),
+                                        "rev-parse", "--verify", "--quiet", f"{given['ref']}^{{commit}}"],
+                                       capture_output=True, text=True).stdout.strip()
+                head = subprocess.run(["git", "-c", f"safe.directory={workspace}", "-C", str(workspace),
+                                       "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+                ok = asked == head
+        elif uses.startswith("actions/setup-python@"):
+            outputs = {"python-path": machine.setup_python}
+        elif uses.startswith("./") or re.fullmatch(rf"{HOME_REPOSITORY}@[0-9a-f]{{40}}", uses):
+            # The Action: the gate's checkout of the reusable workflow, or pinned (the workflow in full).
+            assert uses.startswith(HOME_REPOSITORY) or workspace / uses == gate_checkout, (uses, gate_checkout)
+            action = Job(machine, env, {k: _text(v) for k, v in given.items()}, privileged=privileged)
+            last = action.run()
+            run.runs.extend(action.runs)
+            ok = last.code == 0
+            outputs = action.outputs()
+        elif uses.startswith("actions/upload-artifact@"):
+            source = Path(str(given["path"]))
+            ok = source.is_file()
+            if ok:
+                kept = Path(env["RUNNER_TEMP"]).parent / f"artifact-{given['name']}"
+                kept.mkdir(exist_ok=True)
+                run.artifacts[str(given["name"])] = Path(shutil.copy(source, kept / source.name))
+        elif uses.startswith("actions/download-artifact@"):
+            assert _equal(given["run-id"], context["github"]["event"]["workflow_run"]["id"]), given
+            target = Path(str(given["path"]))
+            target.mkdir(parents=True, exist_ok=True)
+            shutil.copy(artifacts[str(given["name"])], target)
+            chown_tree(target, machine.user)
+        elif "run" in step:
+            assert "${{" not in step["run"], f"{name}: an expression in a script (use env)"
+            script = Job(machine, env, {}, privileged=privileged)
+            evaluated = {"env": {k: _text(interpolate(v, context)) for k, v in (step.get("env") or {}).items()}}
+            done = script.run_step(evaluated, step["run"])
+            run.runs.append(done)
+            ok = done.code == 0
+        else:
+            raise AssertionError(f"the simulated runner does not know the step {name!r} ({uses})")
+        run.steps.append((name, "success" if ok else "failure"))
+        if "id" in step:
+            context["steps"][step["id"]] = {"outputs": outputs, "outcome": "success" if ok else "failure"}
+        if not ok:
+            context["job"]["status"] = "failure"

@@ -12,14 +12,26 @@ import sys
 import tomllib
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 import yaml
 from packaging.requirements import Requirement
 from packaging.utils import canonicalize_name
 
+from gate import __version__
 from gate.commands.init import workflow
-from tests.runner_support import setup_python
+from tests.runner_support import (
+    HOME_REPOSITORY,
+    _text,
+    called_workflow,
+    condition,
+    expression,
+    interpolate,
+    readme_workflows,
+    setup_python,
+    workflows_in_full,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 ACTION = yaml.safe_load((ROOT / "action.yml").read_text(encoding="utf-8"))
@@ -57,41 +69,129 @@ def test_the_workflows_are_valid_and_do_not_leave_credentials() -> None:
     assert not any("pull_request_target" in str(w) for w in (ROOT / ".github" / "workflows").iterdir())
 
 
-def readme_workflows() -> list[str]:
-    """The workflows of the README's "Add it to your repository", in order, as a maintainer copies them."""
-    readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    section = readme.split("<!-- section: github -->", 1)[1].split("\n## ", 1)[0]
-    return [block for block in re.findall(r"```yaml\n(.*?)```", section, re.S) if "\njobs:" in block]
-
-
 def test_the_readme_workflows_are_what_gate_init_writes() -> None:
     assert readme_workflows() == [workflow("gate.yml"), workflow("gate-publish.yml")]
 
 
-def test_the_readme_workflows_parse_and_use_only_the_actions_inputs() -> None:
-    blocks = [yaml.safe_load(block) for block in readme_workflows()]
-    assert len(blocks) == 2
-    steps = [step for block in blocks for job in block["jobs"].values() for step in job["steps"]]
-    gate_steps = [s for s in steps if str(s.get("uses", "")).startswith("error-budget-gate/gate@")]
-    assert gate_steps and all(set(s.get("with", {})) <= set(ACTION["inputs"]) for s in gate_steps)
-    for step in steps:
-        if str(step.get("uses", "")).startswith("actions/checkout@"):
-            assert step["with"]["persist-credentials"] is False
-    assert all(job.get("permissions") for block in blocks for job in block["jobs"].values())
-    used = set(re.findall(r"steps\.gate\.outputs\.([\w-]+)", "".join(readme_workflows())))
-    assert used and used <= set(ACTION["outputs"])
+def test_the_readme_workflows_are_at_most_twenty_lines_each_calling_a_reusable_workflow_of_this_repository(
+        ) -> None:
+    """What a maintainer pastes: triggers, the token's permissions and one `uses:` of this repository's
+    reusable workflow, pinned by full SHA with the release in a comment; the rest lives in that workflow."""
+    for text in readme_workflows():
+        assert len(text.splitlines()) <= 20, text
+        caller = yaml.safe_load(text)
+        [(_, job)] = caller["jobs"].items()
+        assert set(job) <= {"uses", "permissions", "with", "name"}, set(job)
+        assert PINNED.match(job["uses"].replace("COMMIT_SHA", "0" * 40) + " # v" + __version__)
+        assert re.search(rf"@COMMIT_SHA # v{re.escape(__version__)}$", text, re.M)
+        called, _ = called_workflow(job["uses"].replace("COMMIT_SHA", "0" * 40))
+        assert caller["permissions"] == {}  # nothing but what the job names
+        # The caller grants exactly what the called jobs ask for: no more (a called workflow could use it).
+        asked = [j["permissions"] for j in called["jobs"].values()]
+        assert all(job["permissions"] == permissions for permissions in asked), (job["permissions"], asked)
 
 
-def test_the_readme_workflow_names_its_job_apart_from_the_check_and_runs_only_for_gate_comments() -> None:
+def reusable(name: str) -> dict[Any, Any]:
+    return yaml.safe_load((ROOT / ".github" / "workflows" / name).read_text(encoding="utf-8"))  # type: ignore[no-any-return]
+
+
+def test_the_reusable_workflows_take_the_actions_inputs_and_pass_them_with_the_actions_defaults() -> None:
+    gate = reusable("gate.yml")
+    declared = gate[True]["workflow_call"]["inputs"]
+    assert set(declared) <= set(ACTION["inputs"]) - {"token"}
+    [step] = [s for s in gate["jobs"]["gate"]["steps"] if s.get("id") == "gate"]
+    assert set(step["with"]) == set(declared)
+    for name, spec in declared.items():
+        assert str(spec["default"]) == str(ACTION["inputs"][name]["default"]), name
+        # Run on this repository's own events, with no inputs, each falls back to the Action's default.
+        value = interpolate(step["with"][name], {"inputs": {}})
+        assert _text(value) == str(ACTION["inputs"][name]["default"]), name
+    assert set(gate[True]["workflow_call"]["outputs"]) <= set(ACTION["outputs"])
+
+
+def _event_context(event_name: str, event: dict[str, Any], repository: str = "octo/app",
+                   sha: str | None = "a" * 40) -> dict[str, Any]:
+    return {"github": {"event_name": event_name, "event": event, "repository": repository,
+                       "ref": "refs/heads/main"},
+            "job": {"status": "success", "workflow_repository": HOME_REPOSITORY if sha else None,
+                    "workflow_sha": sha}, "inputs": {}, "steps": {}}
+
+
+PR_EVENT = {"pull_request": {"number": 12, "head": {"sha": "b" * 40}, "base": {"sha": "c" * 40}},
+            "repository": {"default_branch": "main"}}
+COMMENT = {"issue": {"number": 12, "pull_request": {"url": "u"}}, "comment": {"body": "/gate override ok"},
+           "repository": {"default_branch": "main"}}
+
+
+@pytest.mark.parametrize(("event_name", "event", "runs"), [
+    ("pull_request", PR_EVENT, True),
+    ("issue_comment", COMMENT, True),
+    ("issue_comment", {**COMMENT, "comment": {"body": "thanks!"}}, False),  # no runner starts
+    ("issue_comment", {**COMMENT, "issue": {"number": 3}}, False),  # a plain issue's comment
+    ("merge_group", {"merge_group": {"head_sha": "d" * 40, "base_sha": "c" * 40}}, True),
+])
+def test_the_reusable_job_runs_on_every_pr_event_and_only_on_a_prs_gate_comments(
+        event_name: str, event: dict[str, Any], runs: bool) -> None:
+    job = reusable("gate.yml")["jobs"]["gate"]
+    assert condition(job["if"], _event_context(event_name, event), step=False) is runs
+
+
+def test_the_reusable_job_is_named_apart_from_the_check_and_queues_runs_per_pr() -> None:
     """Branch protection requires the gate's check run by name; the job's own check (success when its `if:`
-    skips it) must not share it. Only PR comments that start with /gate start a runner; one run per PR."""
-    gate = yaml.safe_load(readme_workflows()[0])
-    [(_, job)] = gate["jobs"].items()
-    [step] = [s for s in job["steps"] if s.get("id") == "gate"]
-    assert job["name"] != step["with"]["check-name"] == "gate"
-    assert "startsWith(github.event.comment.body, '/gate')" in job["if"]
-    assert "github.event.issue.pull_request" in job["if"]
-    assert "github.event.pull_request.number" in job["concurrency"]["group"]
+    skips it) must not share it. One scoring run per PR; overrides queued apart; a caller's dispatch input."""
+    job = reusable("gate.yml")["jobs"]["gate"]
+    assert job["name"] != "gate" and job["name"] != ACTION["inputs"]["check-name"]["default"]
+    group = job["concurrency"]["group"]
+    assert interpolate(group, _event_context("pull_request", PR_EVENT)) == "gate-score-12"
+    assert interpolate(group, _event_context("issue_comment", COMMENT)) == "gate-override-12"
+    dispatch = {"inputs": {"pull_request": "7"}, "repository": {"default_branch": "main"}}
+    assert interpolate(group, _event_context("workflow_dispatch", dispatch)) == "gate-score-7"
+    assert interpolate(job["concurrency"]["cancel-in-progress"], _event_context("issue_comment", COMMENT)) is False
+
+
+def _checkouts(name: str) -> list[dict[str, Any]]:
+    steps = reusable(name)[next(iter(["jobs"]))]
+    return [s for job in steps.values() for s in job["steps"] if str(s.get("uses", "")).startswith("actions/checkout@")]
+
+
+@pytest.mark.parametrize(("repository", "event_name", "event", "expected"), [
+    ("octo/app", "pull_request", PR_EVENT, "a" * 40),  # a caller: the commit it pinned
+    (HOME_REPOSITORY, "pull_request", PR_EVENT, "c" * 40),  # this repository's own PR: its base
+    (HOME_REPOSITORY, "merge_group", {"merge_group": {"head_sha": "d" * 40, "base_sha": "e" * 40}}, "e" * 40),
+    (HOME_REPOSITORY, "issue_comment", COMMENT, "main"),
+])
+def test_the_gates_code_is_the_callers_pinned_commit_or_this_repositorys_base(
+        repository: str, event_name: str, event: dict[str, Any], expected: str) -> None:
+    [pr, gate] = _checkouts("gate.yml")
+    context = _event_context(event_name, event, repository)
+    assert interpolate(gate["with"]["repository"], context) == HOME_REPOSITORY
+    assert interpolate(gate["with"]["ref"], context) == expected
+    assert gate["with"]["persist-credentials"] is False and pr["with"]["persist-credentials"] is False
+    if event_name == "pull_request":
+        assert interpolate(pr["with"]["ref"], context) == "b" * 40  # the PR's head, never the merge commit
+    assert pr["with"]["fetch-depth"] == 0
+
+
+@pytest.mark.parametrize("name", ["gate.yml", "gate-publish.yml"])
+def test_without_the_workflows_own_commit_the_reusable_job_stops_before_anything_runs(name: str) -> None:
+    """A GitHub that gives no `job.workflow_sha` (an older Enterprise Server): the checkout would fetch the
+    gate's default branch, or the caller's own repository; the first step fails the job instead."""
+    [job] = reusable(name)["jobs"].values()
+    first = job["steps"][0]
+    assert "run" in first and "exit 1" in first["run"]
+    assert condition(first["if"], _event_context("pull_request", PR_EVENT, sha=None), step=True)
+    assert not condition(first["if"], _event_context("pull_request", PR_EVENT), step=True)
+
+
+@pytest.mark.parametrize(("text", "context", "value"), [
+    ("a || 'x'", {"a": ""}, "x"), ("a && b", {"a": "1", "b": 0}, 0), ("a == ''", {"a": None}, True),
+    ("'ABC' == 'abc'", {}, True), ("startsWith(a.b, '/gate')", {"a": {"B": "/Gate x"}}, True),
+    ("format('refs/pull/{0}/head', n)", {"n": "7"}, "refs/pull/7/head"), ("!(a.b.c)", {"a": None}, True),
+    ("x == 'it''s'", {"x": "it's"}, True), ("1 == '1'", {}, True), ("a['b-c']", {"a": {"b-c": 2}}, 2),
+])
+def test_the_simulated_runner_reads_expressions_as_github_does(text: str, context: dict[str, Any],
+                                                               value: Any) -> None:
+    assert expression(text, context) == value
 
 
 def test_every_action_is_pinned_by_commit_with_its_version_in_a_comment() -> None:
@@ -109,12 +209,14 @@ BIN = str(Path(sys.executable).parent)  # the dev extra installs zizmor and acti
 @pytest.mark.skipif(not all(shutil.which(tool, path=BIN) for tool in ("zizmor", "actionlint", "check-jsonschema")),
                     reason="zizmor, actionlint and check-jsonschema come with the dev extra")
 def test_the_readme_workflows_copied_as_is_pass_zizmor_actionlint_and_schemastores_schema(tmp_path: Path) -> None:
-    """Copied verbatim from the README, with a release's SHA put in: zizmor's pedantic persona finds nothing
-    (the two `zizmor: ignore[dangerous-triggers]` say why on their line), actionlint nothing, and SchemaStore's
-    github-workflow schema (the copy check-jsonschema vendors: offline) accepts both."""
+    """Copied verbatim from the README (and docs/github.md's forms in full), with a release's SHA put in:
+    zizmor's pedantic persona finds nothing (each `zizmor: ignore[dangerous-triggers]` says why on its line),
+    actionlint nothing, and SchemaStore's github-workflow schema (the copy check-jsonschema vendors: offline)
+    accepts them all."""
     workflows = tmp_path / ".github" / "workflows"
     workflows.mkdir(parents=True)
-    for number, text in enumerate(readme_workflows()):
+    assert len(workflows_in_full()) == 2
+    for number, text in enumerate([*readme_workflows(), *workflows_in_full()]):
         (workflows / f"w{number}.yml").write_text(text.replace("COMMIT_SHA", "a" * 40))
     files = sorted(map(str, workflows.iterdir()))
     for argv in (["zizmor", "--offline", "--pedantic", "--quiet", str(workflows)], ["actionlint", *files],

@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 
 from gate import __version__
-from tests.fakegithub import FakeGitHub, serve
+from tests.fakegithub import FakeGitHub, serve, webhook
 from tests.fakegithub.scenario import REPO, Scenario, git, newest, stacked
 from tests.redteam_support import HIDDEN, HIDDEN_PATH, HIDDEN_VALUES, POLICY, marked_processes, new_marker
 from tests.runner_support import (
@@ -36,8 +36,11 @@ from tests.runner_support import (
     chown_tree,
     has_sudo,
     install,
+    readme_workflows,
+    run_workflow,
     session_machine,
     work_dir,
+    workflows_in_full,
 )
 
 pytestmark = [pytest.mark.slow,
@@ -596,3 +599,141 @@ def test_site_hooks_the_runner_left_in_setup_pythons_interpreter_never_run_as_ro
     finally:
         shutil.rmtree(root, ignore_errors=True)
         shutil.rmtree(home, ignore_errors=True)
+
+
+# ----- the README's workflows, as a maintainer pastes them, calling this repository's reusable ones ----------
+PINNED_SHA = "5" * 40  # the release commit a maintainer pins (it stands for this tree)
+
+
+def pasted(index: int) -> str:
+    """The README's workflow `index` (0: the gate, 1: the publish), verbatim, with a release's SHA put in."""
+    return readme_workflows()[index].replace("COMMIT_SHA", PINNED_SHA)
+
+
+def in_full(index: int) -> str:
+    """docs/github.md's workflow in full `index`, verbatim, with a release's SHA put in."""
+    return workflows_in_full()[index].replace("COMMIT_SHA", PINNED_SHA)
+
+
+@pytest.mark.parametrize("form", ["readme", "in-full"])
+def test_the_readmes_workflow_gates_a_bots_pr_on_a_runner(fake: FakeGitHub, machine: Machine, form: str) -> None:
+    """The README's twenty lines (and the form in full of docs/github.md): the called job runs, checks out the
+    PR's head with history and the gate at the pinned commit, gates the PR (blocked: a failure check run `gate`
+    on the head, the comment), keeps the verdict as the artifact, and gives the caller its outputs."""
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"})
+        chown_tree(root, machine.user)
+        run = run_workflow(machine, pasted(0) if form == "readme" else in_full(0), pr.environment())
+        assert not run.skipped and run.status == "failure", run.steps  # blocked: the job fails
+        assert run.concurrency == "gate-score-12"
+        pr_checkout, *gate_checkout = run.checkouts
+        assert pr_checkout["ref"] == pr.head_sha and pr_checkout["fetch-depth"] == 0
+        if form == "readme":
+            assert gate_checkout == [{"repository": "error-budget-gate/gate", "ref": PINNED_SHA, "path": ".gate",
+                                      "persist-credentials": False}]
+            assert run.outputs == {"accepted": "false", "total": "5", "budget": "3"}
+        checkouts = [outcome for name, outcome in run.steps if "checkout" in name or "Check out" in name]
+        assert checkouts == ["success"] * len(run.checkouts) and checkouts
+        repo = fake.repos[REPO]
+        assert [(s["context"], s["sha"], s["state"]) for s in repo.statuses] == [("gate", pr.head_sha, "failure")]
+        assert [(r["name"], r["conclusion"]) for r in repo.check_runs.values()] == [("gate", "failure")]
+        assert len(repo.comments[pr.number]) == 1
+        assert json.loads(run.artifacts["gate-verdict"].read_text())["accepted"] is False
+        assert not list(root.glob("pwned-*"))
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_on_a_comment_only_a_prs_gate_command_starts_the_job_and_nothing_of_the_pr_is_checked_out(
+        fake: FakeGitHub, machine: Machine) -> None:
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"})
+        fake.set_permission(REPO, "maria", "write")
+        chown_tree(root, machine.user)
+        assert run_workflow(machine, pasted(0), pr.environment()).status == "failure"
+        writes = len(fake.writes())
+        chatter = run_workflow(machine, pasted(0), pr.environment(event=pr.comment("thanks!", "maria"),
+                                                                   event_name="issue_comment"))
+        assert chatter.skipped and chatter.steps == [] and len(fake.writes()) == writes  # no runner started
+        override = run_workflow(machine, pasted(0), pr.environment(
+            event=pr.comment(f"/gate override {pr.head_sha[:12]} checked by hand", "maria"),
+            event_name="issue_comment"))
+        assert override.status == "success" and override.concurrency == "gate-override-12"
+        assert ("Check out the PR's head (or the merge group's commit), with history", "skipped") in override.steps
+        assert [r["conclusion"] for r in fake.repos[REPO].check_runs.values()] == ["failure", "neutral"]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_pr_gated_by_hand_from_the_readmes_workflow_dispatch(fake: FakeGitHub, machine: Machine) -> None:
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"}, event_name="workflow_dispatch")
+        git(pr.workspace, "update-ref", f"refs/pull/{pr.number}/head", pr.head_sha)  # what GitHub serves
+        chown_tree(root, machine.user)
+        run = run_workflow(machine, pasted(0), pr.environment())
+        assert run.concurrency == "gate-score-12" and run.checkouts[0]["ref"] == "refs/pull/12/head"
+        assert run.status == "failure"
+        assert [(s["sha"], s["state"]) for s in fake.repos[REPO].statuses] == [(pr.head_sha, "failure")]
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def test_a_fork_prs_verdict_is_posted_by_the_readmes_publish_workflow(fake: FakeGitHub, machine: Machine) -> None:
+    """A fork's PR: the gate's run has a read-only token, posts nothing and keeps the artifact; the README's
+    publish workflow (triggered by that run's completion) installs the gate at the pinned commit from the lock
+    files, reads the artifact as untrusted data and posts the verdict it recomputed."""
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {".github/gate.yml": "budget: 3\n", "app.py": "x = 1\n"},
+                      {"util.py": "def f(:\n"}, fork=True)
+        chown_tree(root, machine.user)
+        scored = run_workflow(machine, pasted(0), pr.environment())
+        assert scored.status == "failure" and fake.writes() == []
+        completed = webhook("workflow_run.completed")
+        completed["workflow_run"].update(head_sha=pr.head_sha, pull_requests=[], event="pull_request",
+                                         head_branch=pr.branch)
+        completed["workflow_run"]["head_repository"]["full_name"] = "forker/app"
+        completed["repository"].update(full_name=REPO, default_branch="main")
+        env = pr.environment(workspace=False, event=completed, event_name="workflow_run")
+        Path(env["GITHUB_WORKSPACE"]).mkdir()
+        chown_tree(root, machine.user)
+        published = run_workflow(machine, pasted(1), env, artifacts=scored.artifacts)
+        assert [outcome for _, outcome in published.steps] == [
+            "skipped", "success", "success", "success", "success", "failure"], published.runs[-1].stderr
+        assert published.runs[-1].code == 1  # `gate publish`: blocked
+        assert published.concurrency == "gate-publish-forker/app-bot/patch"
+        assert published.checkouts == [{"repository": "error-budget-gate/gate", "ref": PINNED_SHA,
+                                        "path": "gate-source", "persist-credentials": False}]
+        repo = fake.repos[REPO]
+        assert [(s["context"], s["sha"], s["state"]) for s in repo.statuses] == [("gate", pr.head_sha, "failure")]
+        [comment] = repo.comments[pr.number]
+        assert "recomputed" in comment["body"]
+        # A run of the publish workflow for a PR of the repository's own branch does nothing.
+        completed["workflow_run"]["head_repository"]["full_name"] = REPO
+        own = run_workflow(machine, pasted(1), pr.environment(workspace=False, event=completed,
+                                                              event_name="workflow_run"))
+        assert own.skipped
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+@pytest.mark.parametrize("dropped", ["checks: write", "statuses: write", "pull-requests: write"])
+def test_a_caller_that_grants_less_than_the_job_asks_for_never_starts_it(fake: FakeGitHub, machine: Machine,
+                                                                        dropped: str) -> None:
+    root = work_dir()
+    try:
+        pr = Scenario(fake, root, {"app.py": "x = 1\n"}, {"util.py": "def f(:\n"})
+        text = pasted(0)
+        assert f"      {dropped}" in text
+        narrowed = "".join(line for line in text.splitlines(keepends=True) if not line.startswith(f"      {dropped}"))
+        with pytest.raises(AssertionError, match=f"is requesting '{dropped}', but is only allowed"):
+            run_workflow(machine, narrowed, pr.environment())
+        assert fake.writes() == []
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
