@@ -28,20 +28,19 @@ DEFAULT_MBPP = Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / 
 
 
 @dataclass
-class Timed:
+class Timed(Check):
     """A check that adds up the CPU time its wrapped check spends."""
 
     check: Check
     seconds: float = 0.0
     name: str = field(init=False)
-    requires: tuple[str, ...] = field(init=False)
     needs: tuple[Product, ...] = field(init=False)
     produces: tuple[Product, ...] = field(init=False)
     static: bool = field(init=False)
     charges: tuple[Charge, ...] = field(init=False)
 
     def __post_init__(self) -> None:
-        self.name, self.requires, self.static = self.check.name, self.check.requires, self.check.static
+        self.name, self.static = self.check.name, self.check.static
         self.charges = self.check.charges
         self.needs, self.produces = self.check.needs, self.check.produces
 
@@ -54,6 +53,9 @@ class Timed:
             return self.check.run(ctx)
         finally:
             self.seconds += time.process_time() - started
+
+    def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
+        return self.check.unmet(ctx, why)
 
 
 def subjects(mbpp: Path) -> dict[str, list[Subject]]:

@@ -10,7 +10,6 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext
-from gate.checks.compile import checker_paths, language_for
 from gate.environment.project import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
@@ -41,28 +40,24 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         if not check.enabled(policy):
             continue  # nobody turned it on: not a skipped check worth a line in every report
         t0 = time.perf_counter()
-        ran_hidden = False
-        blocker = _unmet_requirement(check, ctx) or _unmet_need(check, ctx, pipeline)
-        if blocker:
-            report = CheckReport(check.name, "skipped", reason=blocker)
+        unmet = _unmet_need(check, ctx, pipeline)
+        result = check.unmet(ctx, unmet) if unmet else check.run(ctx)
+        ran_hidden = any(case.hidden for case in result.cases)
+        ctx.analysis = ctx.analysis.merged(_declared(check, result.made))
+        penalties.extend(result.penalties)
+        notes.extend(result.notes)
+        # A hidden case's time is never in a verdict: code that sleeps `arg / 100` s would write each
+        # hidden input into it. Nor is the time of the check that ran it, nor the total.
+        cases.extend(replace(case, seconds=0.0) if case.hidden else case for case in result.cases)
+        labels.extend(label for label in result.labels if label not in labels)
+        blocked_reasons.extend(result.blocked_reasons)
+        shared.extend(result.isolation)
+        points = sum(p.points for p in result.penalties)
+        if result.skipped:
+            report = CheckReport(check.name, "skipped", reason=result.skipped)
         else:
-            result = check.run(ctx)
-            ran_hidden = any(case.hidden for case in result.cases)
-            ctx.analysis = ctx.analysis.merged(_declared(check, result.made))
-            penalties.extend(result.penalties)
-            notes.extend(result.notes)
-            # A hidden case's time is never in a verdict: code that sleeps `arg / 100` s would write each
-            # hidden input into it. Nor is the time of the check that ran it, nor the total.
-            cases.extend(replace(case, seconds=0.0) if case.hidden else case for case in result.cases)
-            labels.extend(label for label in result.labels if label not in labels)
-            blocked_reasons.extend(result.blocked_reasons)
-            shared.extend(result.isolation)
-            points = sum(p.points for p in result.penalties)
-            if result.skipped:
-                report = CheckReport(check.name, "skipped", reason=result.skipped)
-            else:
-                report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points,
-                                     reason=result.reason)
+            report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points,
+                                 reason=result.reason)
         seconds = 0.0 if ran_hidden else round(time.perf_counter() - t0, 4)
         ctx.reports[check.name] = CheckReport(report.name, report.status, report.points, report.reason, seconds)
         if not ran_hidden:
@@ -94,21 +89,21 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
 
 def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
                         hide: tuple[str, ...] = ()) -> Verdict:
-    """Score `subject`, running its cases in a sandbox under the policy's limits that hides the `hide` places
-    (the repository) and every hidden-cases file outside it from every run; no sandbox is started when there
-    are no cases (its start-up is not free). Raises GateFailure (exit 3) when a layer the policy requires is
-    missing here."""
-    # A changed file `languages:` maps to a checker, which runs in the sandbox.
-    checkers = checker_paths(policy) if any(language_for(f.path, policy) for f in subject.files) else ()
-    if not policy.cases and not subject.cases and not subject.hidden_cases and not policy.tests and not checkers:
+    """Score `subject`, running its cases, its tests and its checkers in a sandbox under the policy's limits that
+    hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
+    is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
+    the policy requires is missing here."""
+    wanted = [paths for check in all_checks() if check.enabled(policy)
+              for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
+    if not wanted:
         return score(subject, policy, reproduce=reproduce)
-    # The repository's environment, the gate's pytest copy and the `languages:` checkers are all a run sees of
-    # the host beyond the interpreter's own files.
-    # The layers the project is built into are filled once the sandbox is open; its runs see them then.
+    # The repository's environment, the layers its project is built into and what the checks' programs need
+    # (the gate's pytest copy, the `languages:` checkers) are all a run sees of the host beyond the
+    # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
     for layer in subject.layers or ():
         layer.path.mkdir(parents=True, exist_ok=True)
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
-                *(subject.suite.runner if subject.suite is not None else ()), *checkers,
+                *dict.fromkeys(path for paths in wanted for path in paths),
                 *dict.fromkeys(str(layer.path) for layer in subject.layers or ()))  # (base and head: one tree)
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
@@ -147,25 +142,30 @@ def _declared(check: Check, made: Analysis) -> Analysis:
 
 
 def _unmet_need(check: Check, ctx: CheckContext, pipeline: Sequence[Check]) -> str:
-    """Why `check` cannot run when something it needs was not produced: the producer's own reason."""
+    """Why `check` cannot run, when something it needs was not produced: "X failed" for the first check, in the
+    pipeline's order, that failed on the way to it (its producer, or what that one needs in turn); otherwise
+    the producer's own reason."""
     for need in check.needs:
         if getattr(ctx.analysis, need) is None:
+            on_the_way = _producers(need, pipeline)
+            failed = next((c.name for c in pipeline if c.name in on_the_way and _status(ctx, c.name) == "failed"), "")
+            if failed:
+                return f"{failed} failed"
             producer = next((c.name for c in pipeline if need in c.produces), "")
             report = ctx.reports.get(producer)
-            if report is not None and report.status == "failed":
-                return f"{producer} failed"
             why = report.reason if report and report.reason else f"no check that ran produced {need}"
             return f"no {need} to use ({why})"
     return ""
 
 
-def _unmet_requirement(check: Check, ctx: CheckContext) -> str:
-    for name in check.requires:
-        report = ctx.reports.get(name)
-        if report is None:
-            continue
-        if report.status == "failed":
-            return f"{name} failed"
-        if report.status == "skipped":
-            return f"{name} was skipped"
-    return ""
+def _producers(need: str, pipeline: Sequence[Check]) -> set[str]:
+    """The checks a product comes through: its producer, and the producers of what that one needs."""
+    producer = next((c for c in pipeline if need in c.produces), None)
+    if producer is None:
+        return set()
+    return {producer.name}.union(*(_producers(each, pipeline) for each in producer.needs))
+
+
+def _status(ctx: CheckContext, name: str) -> str:
+    report = ctx.reports.get(name)
+    return report.status if report is not None else ""

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from gate.cases.hidden import load_hidden
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.errors import BadInput
@@ -115,7 +116,7 @@ def test_the_code_cannot_find_the_hidden_file(sandbox: Sandbox, tmp_path: Path) 
     code = HUNT + "\ndef f():\n    return _hunt()\n\nif __name__ == '__main__':\n    print(f())\n"
     subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=code,
                       hidden_cases=cases)
-    verdict = score(subject, Policy(), sandbox, checks=(Smoke(),))
+    verdict = score(subject, Policy(), sandbox, checks=(Parse(), Smoke()))
     assert [(c.name, c.status) for c in verdict.cases] == [
         ("hidden case 1", "failed"), ("hidden case 2", "failed")]
     assert secret not in verdict.to_json()

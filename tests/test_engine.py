@@ -12,7 +12,7 @@ import pytest
 
 import gate
 from gate.checks import all_checks, static_names
-from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
 from gate.engine import score, score_running_cases
 from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Points, Policy
@@ -21,12 +21,11 @@ from gate.verdict import Penalty, Verdict
 
 
 @dataclass
-class Charging:
-    """A check that charges fixed points (or nothing)."""
+class Charging(Check):
+    """A check that charges fixed points (or nothing); one that passes makes what it declares it produces."""
 
     name: str
     points: int
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static: bool = True
@@ -37,7 +36,7 @@ class Charging:
 
     def run(self, ctx: CheckContext) -> CheckResult:
         if not self.points:
-            return CheckResult()
+            return CheckResult(made=Analysis(**dict.fromkeys(self.produces, ())))  # type: ignore[arg-type]
         return CheckResult(penalties=(Penalty(self.name, self.points, f"{self.name} failed"),))
 
 
@@ -55,19 +54,24 @@ def test_total_over_budget_is_blocked() -> None:
     assert (verdict.total, verdict.accepted) == (5, False)
 
 
-def test_check_after_failed_prerequisite_is_skipped_with_reason() -> None:
-    verdict = score(subject(), Policy(), checks=[Charging("parse", 5), Charging("imports", 3, requires=("parse",))])
+def test_a_check_whose_producer_failed_is_skipped_with_reason() -> None:
+    checks = [Charging("parse", 5, produces=("code",)), Charging("judge", 3, needs=("code",))]
+    verdict = score(subject(), Policy(), checks=checks)
     reports = {c.name: c for c in verdict.checks}
-    assert reports["imports"].status == "skipped"
-    assert reports["imports"].reason == "parse failed"
+    assert reports["judge"].status == "skipped"
+    assert reports["judge"].reason == "parse failed"
     assert verdict.total == 5
 
 
-def test_skip_propagates_along_the_chain() -> None:
-    checks = [Charging("extract", 5), Charging("parse", 0, ("extract",)), Charging("imports", 0, ("parse",))]
+def test_the_skip_names_the_first_check_that_failed_on_the_way() -> None:
+    checks = [Charging("extract", 5, produces=("files",)), Charging("parse", 0, ("files",), ("trees", "code")),
+              Charging("imports", 0, ("trees",)), Charging("smoke", 0, ("code",))]
     reports = {c.name: c for c in score(subject(), Policy(), checks=checks).checks}
-    assert reports["parse"].reason == "extract failed"
-    assert reports["imports"].reason == "parse was skipped"
+    assert [reports[name].reason for name in ("parse", "imports", "smoke")] == ["extract failed"] * 3
+    passing = [Charging("extract", 0, produces=("files",)), Charging("parse", 0, ("files",), ("trees",)),
+               Charging("smoke", 0, ("code",))]
+    reports = {c.name: c for c in score(subject(), Policy(), checks=passing).checks}
+    assert reports["smoke"].reason == "no code to use (no check that ran produced code)"
 
 
 def test_advisory_mode_reports_but_never_blocks() -> None:
@@ -81,7 +85,8 @@ def test_blocked_reason_blocks_whatever_the_score() -> None:
 
 
 def test_verdict_json_round_trips_and_validates() -> None:
-    verdict = score(subject(), Policy(), checks=[Charging("parse", 5), Charging("imports", 0, ("parse",))])
+    checks = [Charging("parse", 5, produces=("trees",)), Charging("imports", 0, ("trees",))]
+    verdict = score(subject(), Policy(), checks=checks)
     assert Verdict.from_dict(verdict.to_dict()) == verdict
 
 
@@ -101,13 +106,12 @@ def test_cases_run_in_a_sandbox_that_is_started_only_when_there_are_cases() -> N
 
 
 @dataclass
-class Producing:
+class Producing(Check):
     """A check that hands `made` to the later checks, having declared `produces`."""
 
     name: str
     made: Analysis
     produces: tuple[Product, ...]
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()
     static: bool = True
     charges: tuple[Charge, ...] = ()

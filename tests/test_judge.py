@@ -23,6 +23,7 @@ import pytest
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.judge import JudgeCheck, connect_from_environment
+from gate.checks.parse import Parse
 from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
@@ -179,7 +180,7 @@ def judge_check(waits: Waits | None = None) -> JudgeCheck:
 
 def judged(stub_url: str, the_subject: Subject | None = None, waits: Waits | None = None,
            **judge: Any) -> Verdict:
-    verdict = score(the_subject or subject(), policy(stub_url, **judge), checks=[judge_check(waits)])
+    verdict = score(the_subject or subject(), policy(stub_url, **judge), checks=[Parse(), judge_check(waits)])
     validate(json.loads(verdict.to_json()))
     return verdict
 
@@ -251,7 +252,7 @@ def test_the_production_edge_reads_the_key_from_the_environment(stubs: list[Stub
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     stub = serve(stubs, says("pass", ["fine"]))
     monkeypatch.setenv(KEY_ENV, KEY)
-    score(subject(), policy(stub.url), checks=[JudgeCheck(connect_from_environment)])
+    score(subject(), policy(stub.url), checks=[Parse(), JudgeCheck(connect_from_environment)])
     assert stub.received[0].headers["Authorization"] == f"Bearer {KEY}"
 
 
@@ -323,7 +324,7 @@ judge:
 def test_an_unset_key_variable_means_needs_review_without_asking(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["fine"]))
     check = JudgeCheck(lambda settings: JudgeClient.from_environment(settings, {}))
-    verdict = score(subject(), policy(stub.url), checks=[check])
+    verdict = score(subject(), policy(stub.url), checks=[Parse(), check])
     assert stub.received == []
     assert f"environment variable {KEY_ENV}" in judge_note(verdict)
 
@@ -352,7 +353,7 @@ judge:
   add_points: true
   needs_review: label
 """)
-    verdict = score(subject(), load_policy(path), checks=[judge_check()])
+    verdict = score(subject(), load_policy(path), checks=[Parse(), judge_check()])
     assert (verdict.total, verdict.accepted) == (4, False)
     assert verdict.penalties[0].locations == (Location("solution.py", 2),)
     assert "No special cases." in stub.received[0].json()["messages"][1]["content"]
@@ -400,11 +401,10 @@ def test_line_numbers_run_on_across_files(stubs: list[Stub]) -> None:
     assert "### b.py" in stub.received[0].json()["messages"][1]["content"]
 
 
-class FailedHiddenCase:
+class FailedHiddenCase(Check):
     """Stands in for the smoke check: one hidden case failed, charged 2 points."""
 
     name = "smoke"
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()
     produces: tuple[Product, ...] = ()
     static = False
@@ -420,7 +420,7 @@ class FailedHiddenCase:
 
 def test_a_failed_case_stays_failed_when_the_judge_says_pass(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["the tests are wrong, this code is perfect"]))
-    checks: list[Check] = [FailedHiddenCase(), judge_check()]
+    checks: list[Check] = [Parse(), FailedHiddenCase(), judge_check()]
     verdict = score(subject(), Policy(budget=1, judge=policy(stub.url).judge), checks=checks)
     assert [c.status for c in verdict.cases] == ["failed"]
     assert [(p.check, p.points) for p in verdict.penalties] == [("smoke", 2)]

@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.checks.base import Check
+from gate.checks.extract import Extract
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import Policy, RunLimits
@@ -41,6 +44,11 @@ def _lines(*texts):
         except OSError:
             pass
 """
+
+
+def running(together: bool) -> tuple[Check, ...]:
+    """The checks that run a change's cases: extract and parse make its code whole, smoke runs it."""
+    return Extract(), Parse(), Smoke(together=together)
 
 
 def test_a_record_nested_to_the_edge_of_the_recursion_limit_gives_a_verdict(tmp_path: Path) -> None:
@@ -106,7 +114,7 @@ def test_a_serving_stopped_by_the_import_waits_its_limit_once(sandbox: Sandbox, 
     verdicts, runs = [], []
     for together in (False, True):
         counted = Counted(sandbox)
-        verdicts.append(score(subject, policy, counted, checks=(Smoke(together=together),)))
+        verdicts.append(score(subject, policy, counted, checks=running(together)))
         runs.append(counted.runs)
     assert [c.status for c in verdicts[1].cases] == [c.status for c in verdicts[0].cases] == ["passed"] * 6
     # The one run that served them, killed at its limit, then a run each: not a stopped run per case.
@@ -194,7 +202,7 @@ def test_a_served_case_has_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, 
     hidden = (case("call", "h", function=f"pkg.calc:{function}", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
     policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
-    statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
+    statuses = [[c.status for c in score(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
 
@@ -236,7 +244,7 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     hidden = (case("call", "h", function="pkg.calc:slow", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=1)
-    statuses = [[c.status for c in score(subject, policy, sandbox, checks=(Smoke(together=together),)).cases]
+    statuses = [[c.status for c in score(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
 
@@ -253,7 +261,7 @@ def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox:
                   for n in range(40))
     subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
     counted = Counted(sandbox)
-    verdict = score(subject, Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2), counted, checks=(Smoke(),))
+    verdict = score(subject, Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2), counted, checks=running(True))
     assert [c.status for c in verdict.cases] == ["passed"] * 40
     # Two shares a hash seed (or a few runs more, for a case that the machine's load holds past the cut).
     assert 4 <= counted.runs < 16
@@ -281,6 +289,8 @@ AS_USER = """\
 import json, sys
 from pathlib import Path
 from gate.limits import sandbox_limits
+from gate.checks.extract import Extract
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import score
 from gate.policy.model import CaseSpec, RunLimits, Policy
@@ -294,8 +304,8 @@ for target, timeout in spec["cases"]:
     policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
     box = open_sandbox(sandbox_limits(policy.limits))
     subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), hidden_cases=hidden)
-    found[target] = [[c.status for c in score(subject, policy, box, checks=(Smoke(together=together),)).cases]
-                     for together in (False, True)]
+    found[target] = [[c.status for c in score(subject, policy, box, checks=(Extract(), Parse(), Smoke(together=t)))
+                      .cases] for t in (False, True)]
     found["uid"] = box.isolation["uid"]
     box.close()
 print(json.dumps(found))

@@ -1,9 +1,11 @@
 """The interface every check implements, the context the engine hands it, and the analysis the checks share.
 
-A check declares what it `needs` from the analysis and what it `produces` into it: the extract check produces
-the files under score, the parse check the Python trees, the smoke check the runs of every case. The engine
-hands each check the analysis so far, adds what the check produced (only what it declared), and skips a check
-whose needs no earlier check produced, saying why.
+A check says what it depends on one way: what it `needs` from the analysis, and what it `produces` into it. The
+extract check produces the files under score, the parse check the Python trees and, when every file is whole (no
+chat left in one, each parses), the code (the checks that run or judge it need that), the smoke check the runs
+of every case. The engine hands each check the analysis so far and adds what the check produced (only what it
+declared); a check whose needs were not produced is `unmet`: skipped by default, saying why (`X failed` for the
+first check that failed on the way to what it needs).
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ if TYPE_CHECKING:
     from gate.sandbox.base import Sandbox
 
 # What a check can produce for the later checks: the names of `Analysis`'s fields.
-Product = Literal["files", "conversations", "trees", "runs"]
+Product = Literal["files", "conversations", "trees", "code", "runs"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +46,8 @@ class Analysis:
     # The paths of `files` that still hold a chat reply (extract, which charged them; parse leaves them be).
     conversations: tuple[str, ...] | None = None
     trees: Mapping[str, ast.Module] | None = None  # the Python trees of `files` that parse, by path (parse)
+    # `files` once they are whole: extract left no chat in one and every Python file parses (parse).
+    code: tuple[SourceFile, ...] | None = None
     runs: tuple[CaseRuns, ...] | None = None  # every case's runs, in the order they ran (smoke)
 
     def produced(self) -> tuple[str, ...]:
@@ -69,8 +73,13 @@ class CheckContext:
 
     @property
     def files(self) -> tuple[SourceFile, ...]:
-        """The code under score."""
+        """The files under score."""
         return self.analysis.files or ()
+
+    @property
+    def code(self) -> tuple[SourceFile, ...]:
+        """The files under score, whole (for a check that needs `code`)."""
+        return self.analysis.code or ()
 
 
 @dataclass(frozen=True)
@@ -92,23 +101,12 @@ class CheckResult:
     made: Analysis = Analysis()
 
 
-def stopped(ctx: CheckContext) -> str:
-    """Why the code under score cannot be run ("extract failed", "parse failed"), or "". The behavioural checks
-    do not run then; what they would have run is not counted as passed (docs/how-it-works.md, "Penalty schedule")."""
-    for name in ("extract", "parse"):
-        report = ctx.reports.get(name)
-        if report is not None and report.status == "failed":
-            return f"{name} failed"
-    return ""
-
-
 class Check(Protocol):
-    """A check turns (what is scored, policy, sandbox) into findings; it never posts or prints."""
+    """A check turns (what is scored, policy, sandbox) into findings; it never posts or prints. A check's class
+    names this protocol as its base, for the defaults of `unmet` and `sandbox_paths`."""
 
     name: str
-    # Checks that must have passed for this one to run; otherwise it is reported as skipped.
-    requires: tuple[str, ...]
-    # What it reads from the analysis, and what it adds to it.
+    # What it reads from the analysis, and what it adds to it (its only way to say what it depends on).
     needs: tuple[Product, ...]
     produces: tuple[Product, ...]
     # Its findings follow from the files and the policy alone: no code runs, no service is asked. `gate
@@ -124,3 +122,14 @@ class Check(Protocol):
         ...
 
     def run(self, ctx: CheckContext) -> CheckResult: ...
+
+    def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
+        """The check's result when something it needs was not produced (`why`: "parse failed"): skipped, unless
+        the check says otherwise (cases that could not run cost as not run)."""
+        return CheckResult(skipped=why)
+
+    def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...] | None:
+        """What the check runs of `subject` in the sandbox: None when nothing (the engine starts a sandbox only
+        for a check that runs something), else the host paths its programs need there, read-only (() when the
+        sandbox's own are enough)."""
+        return None

@@ -21,7 +21,7 @@ import re
 import tokenize
 from dataclasses import dataclass
 
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
 from gate.fences import prose_lines
 from gate.policy.keys import Charge
@@ -68,12 +68,11 @@ CLAIMS = Charge(
             "true` turns it off. Both lines are reported")
 
 
-class Claims:
+class Claims(Check):
     """An O(1) claim contradicted by a loop in the function's body."""
 
     name = "claims"
     # Per file: a file that does not parse leaves the others to check (parse.tree_coverage).
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True

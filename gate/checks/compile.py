@@ -19,7 +19,7 @@ from dataclasses import replace
 from pathlib import Path, PurePosixPath
 
 from gate.cases.base import shown
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.parse import not_parsing
 from gate.checks.trees import refusal
 from gate.errors import GateFailure
@@ -27,7 +27,7 @@ from gate.limits import sandbox_limits
 from gate.policy.keys import Charge
 from gate.policy.model import Language, Policy
 from gate.sandbox.base import RunRequest
-from gate.subject import SourceFile
+from gate.subject import SourceFile, Subject
 from gate.verdict import Location, Note
 
 # The address space a `languages:` checker gets at least: compilers reserve more than they use (node's V8
@@ -35,12 +35,11 @@ from gate.verdict import Location, Note
 _CHECKER_MEMORY = 2 << 30
 
 
-class Compile:
+class Compile(Check):
     """The policy's compiler command for each file of another language than Python."""
 
     name = "compile"
-    requires: tuple[str, ...] = ("extract", "parse")
-    needs: tuple[Product, ...] = ("files",)
+    needs: tuple[Product, ...] = ("code",)
     produces: tuple[Product, ...] = ()
     static = False
     charges: tuple[Charge, ...] = ()  # it charges the parse check's points
@@ -48,10 +47,17 @@ class Compile:
     def enabled(self, policy: Policy) -> bool:
         return bool(policy.languages)
 
+    def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...] | None:
+        """A changed file `languages:` maps to a checker installed here runs it in the sandbox, which then
+        holds what the checkers need of the host (`checker_paths`)."""
+        if not any(language_for(source.path, policy) for source in subject.files):
+            return None
+        return checker_paths(policy) or None
+
     def run(self, ctx: CheckContext) -> CheckResult:
         failures: list[tuple[str, Location]] = []
         notes: list[Note] = []
-        for source in ctx.files:
+        for source in ctx.code:
             language = language_for(source.path, ctx.policy)
             if language is None:
                 continue

@@ -19,7 +19,7 @@ from __future__ import annotations
 import re
 import sys
 
-from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
 from gate.checks.trees import refusal
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
@@ -57,11 +57,10 @@ EXTRACT = Charge(
             "run against its head, since such a change can break behaviour")
 
 
-class Extract:
+class Extract(Check):
     """Exactly one solution in a reply; only gated code, and no chat transcript, in a change."""
 
     name = "extract"
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ()  # a change's files are the subject's; a reply's are this check's to find
     produces: tuple[Product, ...] = ("files", "conversations")
     static = True

@@ -15,7 +15,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
@@ -39,12 +39,11 @@ _FRAME_FIELDS = {"f_back", "f_globals", "f_locals", "f_builtins", "tb_frame", "g
 _INTERNALS = {"__subclasses__", "__globals__", "__builtins__", "__code__", "__closure__"}
 
 
-class Framework:
+class Framework(Check):
     """Library code reaching into the test framework, when the policy runs the repository's tests."""
 
     name = "framework"
-    requires: tuple[str, ...] = ()  # per file, as imports
-    needs: tuple[Product, ...] = ("trees",)
+    needs: tuple[Product, ...] = ("trees",)  # per file, as imports
     produces: tuple[Product, ...] = ()
     static = True
     charges: tuple[Charge, ...] = ()  # it blocks for a human instead

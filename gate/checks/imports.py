@@ -22,7 +22,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
 from gate.policy.keys import Charge
 from gate.policy.model import DYNAMIC_LOADERS, Policy
@@ -69,12 +69,11 @@ IMPORTS = Charge(
             "summary lists the rest)")
 
 
-class Imports:
+class Imports(Check):
     """Imports against the allow- and deny-lists; dynamic loaders."""
 
     name = "imports"
     # Per file: a file that does not parse leaves the others to check (parse.tree_coverage).
-    requires: tuple[str, ...] = ()
     needs: tuple[Product, ...] = ("trees",)
     produces: tuple[Product, ...] = ()
     static = True

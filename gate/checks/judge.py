@@ -13,7 +13,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Protocol
 
-from gate.checks.base import CheckContext, CheckResult, Product
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.judge.prompt import CodeFile, JudgeRequest, Listing
 from gate.policy.keys import Charge
 from gate.policy.model import Judge, Policy
@@ -39,13 +39,12 @@ JUDGE = Charge(
     "the model judge found a problem (once; only with judge.add_points)")
 
 
-class JudgeCheck:
+class JudgeCheck(Check):
     """Asks the judge that `connect` builds from the policy, and turns its outcome into advice."""
 
     name: str = "judge"
     # A model reading code that did not parse, or a conversation instead of code, has nothing useful to add.
-    requires: tuple[str, ...] = ("extract", "parse")
-    needs: tuple[Product, ...] = ("files",)
+    needs: tuple[Product, ...] = ("code",)
     produces: tuple[Product, ...] = ()
     static = False
     charges: tuple[Charge, ...] = (JUDGE,)
@@ -60,11 +59,11 @@ class JudgeCheck:
     def run(self, ctx: CheckContext) -> CheckResult:
         """Ask the judge (when the policy enables it) and report its verdict as advice."""
         settings = ctx.policy.judge
-        if not ctx.files:
+        if not ctx.code:
             return CheckResult(skipped="no code to judge")
         from gate.judge.client import JudgeOutcome
 
-        files = tuple(CodeFile(f.path, f.text) for f in ctx.files)
+        files = tuple(CodeFile(f.path, f.text) for f in ctx.code)
         rubric = _rubric(settings, ctx.subject)
         if rubric is None:
             outcome = JudgeOutcome.needs_review(f"the judge was not asked: its rubric file "

@@ -6,7 +6,7 @@ once, naming the cases that differed. A hidden case is named only by its number.
 
 from __future__ import annotations
 
-from gate.checks.base import CaseRuns, CheckContext, CheckResult, Product
+from gate.checks.base import CaseRuns, Check, CheckContext, CheckResult, Product
 from gate.checks.smoke import hash_seeds
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
@@ -20,12 +20,11 @@ NONDETERMINISM = Charge(
     catches="the same case gave different results on a rerun with another `PYTHONHASHSEED`")
 
 
-class Nondeterminism:
+class Nondeterminism(Check):
     """The same case, run again with another hash seed, must give the same result and output."""
 
     name = "nondeterminism"
-    requires: tuple[str, ...] = ("extract", "parse")
-    needs: tuple[Product, ...] = ("runs",)
+    needs: tuple[Product, ...] = ("code", "runs")
     produces: tuple[Product, ...] = ()
     static = False
     charges: tuple[Charge, ...] = (NONDETERMINISM,)

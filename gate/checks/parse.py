@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ast
 
-from gate.checks.base import Analysis, CheckContext, CheckResult, Product
+from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
@@ -29,14 +29,14 @@ PARSE = Charge(
             "Python parses: a change pays them once); reported as `path:line:column`")
 
 
-class Parse:
+class Parse(Check):
     """`ast.parse` for Python; other languages are the compile check's."""
 
     name = "parse"
-    # Per file, past an extract failure: a file extract charged as a chat reply is left to it.
-    requires: tuple[str, ...] = ()
+    # Per file, past an extract failure: a file extract charged as a chat reply is left to it. The code is
+    # whole when extract left no chat in a file and every file parses.
     needs: tuple[Product, ...] = ("files",)
-    produces: tuple[Product, ...] = ("trees",)
+    produces: tuple[Product, ...] = ("trees", "code")
     static = True
     charges: tuple[Charge, ...] = (PARSE,)
 
@@ -58,7 +58,7 @@ class Parse:
                 if failure:
                     failures.append(failure)
         if not failures:
-            return CheckResult(made=made)
+            return CheckResult(made=made if conversations else Analysis(trees=trees, code=ctx.files))
         return CheckResult(penalties=(not_parsing(self.name, ctx.policy, failures),), made=made)
 
 

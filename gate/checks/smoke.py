@@ -23,7 +23,7 @@ from pathlib import Path
 from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program, ServedTogether
 from gate.cases.schedule import Plan
-from gate.checks.base import Analysis, CaseRuns, CheckContext, CheckResult, Product, stopped
+from gate.checks.base import Analysis, CaseRuns, Check, CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports, under_any
 from gate.limits import sandbox_limits
 from gate.policy.keys import Charge
@@ -54,15 +54,14 @@ TIMEOUT = Charge(
     catches="a case that ran out of time, or did not run (extract or parse failed, `limits.total_timeout` spent)")
 
 
-class Smoke:
+class Smoke(Check):
     """The code's observable behaviour on the policy's, the task's and the hidden cases. `seeds` fixes the
     hash seeds of every case's runs; by default they follow the policy's `runs`."""
 
     name = "smoke"
-    # Not run when extract or parse failed, and then every case costs as not run (checks.base.stopped). It
-    # reads the files and, when there are any, the Python trees for the modules to preload (`_stdlib_imports`).
-    requires: tuple[str, ...] = ()
-    needs: tuple[Product, ...] = ()
+    # Runs the code once it is whole; when it is not (extract or parse failed), every case costs as not run
+    # (`unmet`). It reads the Python trees, when there are any, for the modules to preload (`_stdlib_imports`).
+    needs: tuple[Product, ...] = ("code",)
     produces: tuple[Product, ...] = ("runs",)
     static = False
     charges: tuple[Charge, ...] = (SMOKE, TIMEOUT)
@@ -76,21 +75,22 @@ class Smoke:
     def enabled(self, policy: Policy) -> bool:
         return True
 
+    def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...] | None:
+        """The cases run in the sandbox, with nothing of the host beyond it."""
+        return () if policy.cases or subject.cases or subject.hidden_cases else None
+
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)
-        if not cases:
-            return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
-        if ctx.sandbox is None:
-            return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
-        why = stopped(ctx)
-        if why:
-            return _not_run(ctx, cases, why)
+        not_running = _not_running(ctx, cases)
+        if not_running is not None:
+            return not_running
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
         seeds = self.seeds or hash_seeds(ctx.policy.runs)
         budget = ctx.policy.limits.total_timeout
         plan = Plan.for_machine(limits.wall_s, budget) if self.parallel else Plan.sequential(budget)
         sandbox = ctx.sandbox
+        assert sandbox is not None  # (_not_running)
         specs = [case for _, _, case in cases]
         every = schedule.run_cases([_runner(case, program, sandbox, limits) for case in specs], seeds, plan,
                                    many=_many(specs, program, sandbox, limits),
@@ -114,6 +114,21 @@ class Smoke:
                 penalties.append(_penalty(ctx, index, label, report))
         return CheckResult(penalties=tuple(penalties), cases=tuple(reports), notes=tuple(notes),
                            made=Analysis(runs=tuple(runs)))
+
+
+    def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
+        """Code that could not run (`why`: "extract failed") passed none of its cases: each costs as not run."""
+        cases = _numbered(ctx)
+        return _not_running(ctx, cases) or _not_run(ctx, cases, why)
+
+
+def _not_running(ctx: CheckContext, cases: list[tuple[int, str, CaseSpec]]) -> CheckResult | None:
+    """Why no case runs whatever the code: there are none, or no sandbox to run them in."""
+    if not cases:
+        return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
+    if ctx.sandbox is None:
+        return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
+    return None
 
 
 def _numbered(ctx: CheckContext) -> list[tuple[int, str, CaseSpec]]:

@@ -8,11 +8,12 @@ Tests the head adds cost points when they fail; they never make up for a base te
 
 from __future__ import annotations
 
-from gate.checks.base import CheckContext, CheckResult, Product, stopped
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.smoke import TIMEOUT
 from gate.errors import GateFailure
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
+from gate.subject import Subject
 from gate.suite.baseline import against_base
 from gate.suite.run import TestOutcome, gist
 from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty
@@ -35,13 +36,16 @@ TESTS = Charge(
             "on the head; one is above the default budget")
 
 
-class Tests:
+_NO_SANDBOX = CheckResult(skipped="code execution is off (no sandbox), so no test ran")
+
+
+class Tests(Check):
     """The repository's own test suite (policy `tests:`)."""
 
     name = "tests"
-    # Not run when extract or parse failed, and then the verdict is blocked (checks.base.stopped).
-    requires: tuple[str, ...] = ()
-    needs: tuple[Product, ...] = ()
+    # Runs the suite once the code is whole; when it is not (extract or parse failed), the verdict is blocked
+    # for a human (`unmet`).
+    needs: tuple[Product, ...] = ("code",)
     produces: tuple[Product, ...] = ()
     static = False
     charges: tuple[Charge, ...] = (TESTS,)
@@ -50,14 +54,23 @@ class Tests:
         """On when the policy names a suite (`tests:`)."""
         return policy.tests is not None
 
+    def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...] | None:
+        """The suite runs in the sandbox, with the gate's own pytest when the environment has none."""
+        if policy.tests is None:
+            return None
+        return subject.suite.runner if subject.suite is not None else ()
+
+    def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
+        """A suite not run is never a suite passed, and its size is unknown until it runs: a human decides."""
+        if ctx.sandbox is None:
+            return _NO_SANDBOX
+        return CheckResult(skipped=f"{why}: no test ran", blocked_reasons=(
+            f"the repository's tests did not run ({why}): a human must review the change",))
+
     def run(self, ctx: CheckContext) -> CheckResult:
         assert ctx.policy.tests is not None  # enabled
         if ctx.sandbox is None:
-            return CheckResult(skipped="code execution is off (no sandbox), so no test ran")
-        why = stopped(ctx)
-        if why:  # a suite not run is never a suite passed, and its size is unknown until it runs
-            return CheckResult(skipped=f"{why}: no test ran", blocked_reasons=(
-                f"the repository's tests did not run ({why}): a human must review the change",))
+            return _NO_SANDBOX
         suite = ctx.subject.suite
         if suite is None:
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
