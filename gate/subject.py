@@ -9,8 +9,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
-from gate.environment import BuiltEnvironment
-from gate.environment.project import BuildLayer
+from gate.environment import BuildLayer, BuiltEnvironment
 from gate.policy.keys import key
 from gate.policy.model import MODULE, CaseSpec
 from gate.suite.selection import SuiteTrees

@@ -155,7 +155,8 @@ def test_what_the_heads_build_adds_never_reaches_the_suites_files_nor_leaves_the
 def test_a_build_the_sandbox_stopped_is_not_remembered(tmp_path: Path, sandbox: LayeredSandbox) -> None:
     """A build that ran out of time on a loaded machine is tried again by the next gate; one that failed on its
     own is remembered (the next gate gives the same note without building)."""
-    from gate.environment.project import BuildLayer, build
+    from gate.environment import BuildLayer
+    from gate.environment.project import build
     from gate.sandbox.base import Limits
 
     tree = tmp_path / "tree"

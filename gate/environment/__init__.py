@@ -40,3 +40,12 @@ class BuiltEnvironment:
                 if self.left_out else "")
         return (f"{self.root} ({'cached' if self.cached else 'built'} from the base; read-only to runs): "
                 + (listed or "nothing installed") + left)
+
+
+@dataclass(frozen=True)
+class BuildLayer:
+    """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), and the
+    version git gives it."""
+
+    path: Path
+    version: str

@@ -25,18 +25,15 @@ import shutil
 import tempfile
 import zipfile
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
-from typing import TYPE_CHECKING
 
-from gate.environment import cache
+from gate.environment import BuildLayer, cache
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
+from gate.subject import SourceFile, Subject
 from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG
-
-if TYPE_CHECKING:
-    from gate.subject import Subject
 
 _DONE = "gate-layer.json"
 _WHEEL_BYTES = 256 * 1024 * 1024
@@ -65,14 +62,6 @@ name = backend.build_wheel(out)
 with open(os.path.join(out, name), "rb") as wheel, os.fdopen(int(os.environ["GATE_RESULT_FD"]), "wb") as channel:
     channel.write(wheel.read())
 '''
-
-
-@dataclass(frozen=True)
-class BuildLayer:
-    """Where one commit's build goes (cached under the gate's cache), and the version git gives it."""
-
-    path: Path
-    version: str
 
 
 def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None
@@ -105,8 +94,6 @@ def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         written = _not_the_trees(head.path, tree, roots)  # (before the overlay adds the build's files to it)
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
             overlay(head.path, where, tests, roots)
-        from gate.subject import SourceFile
-
         generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
                           if path.endswith(".py"))
         subject = replace(subject, import_roots=_in_place(head, subject.import_roots), generated=generated)

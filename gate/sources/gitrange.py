@@ -25,10 +25,10 @@ from urllib.parse import urlsplit
 import git
 from packaging.version import InvalidVersion, Version
 
-from gate.environment import BuiltEnvironment
+from gate.environment import BuildLayer, BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
-from gate.environment.project import BuildLayer, layer_for
+from gate.environment.project import layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy
 from gate.sandbox.detect import run_interpreter
