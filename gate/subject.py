@@ -126,5 +126,7 @@ class Subject:
     base: BaseTree | None = None  # on a source that has the base commit
     # The suites of the `scopes:` that name `tests:` of their own, by scope name (docs/policy.md, "Monorepos").
     scope_suites: tuple[tuple[str, SuiteTrees], ...] = ()
+    # Why no test of the repository ran although its base has test files (a policy without `tests:`), or "".
+    untested: str = ""
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())

@@ -174,6 +174,9 @@ class Verdict:
     schema_version: int = SCHEMA_VERSION
     reproduce: str = ""  # the command that reproduces this verdict locally
     scopes: tuple[ScopeResult, ...] = ()  # one per scope scored (docs/policy.md, "Monorepos"); () without `scopes:`
+    # Why no test of the repository ran although it has test files (a policy without `tests:`), or "": the
+    # headline says so, so that such a verdict never reads as plainly accepted.
+    untested: str = ""
 
     def __post_init__(self) -> None:
         # The one place where texts from the code under score (messages, paths, case details) and from an

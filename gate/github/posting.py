@@ -122,8 +122,8 @@ def report_for(verdict: Verdict, overrides: Overrides | None = None, *, comment:
     rest = _unannotated(places[MAX_ANNOTATIONS:], len(places))
     return Report(
         state=state,
-        description=status_line(f"{head.status}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
-        title=f"{head.status}: {verdict.total} points, budget {verdict.budget}",
+        description=status_line(f"{head.label}: {head.text}" + (f"; gated: {gated_by}" if gated_by else "")),
+        title=f"{head.label}: {verdict.total} points, budget {verdict.budget}",
         summary=cut(render_summary(verdict, overrides), CHECK_TEXT_LIMIT - len(rest), FULL_REPORT_NOTE) + rest,
         comment=render_comment(verdict, overrides) if comment != "false" else None,
         annotations=tuple(places[:MAX_ANNOTATIONS]),

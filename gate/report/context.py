@@ -21,12 +21,22 @@ from gate.verdict import CaseReport, Location, Penalty, Verdict, listing, within
 MARKER = "<!-- gate:report -->"
 
 
+# What the headline says beside the status when the repository's tests did not run (Verdict.untested).
+UNTESTED = "no test of the repository ran"
+
+
 @dataclass(frozen=True)
 class Headline:
     """The first line's content, shared by every shape of the report."""
 
     status: str  # "accepted" or "blocked"
     text: str  # "7 points against a budget of 3" or "blocked for a human: ..."
+    qualifier: str = ""  # UNTESTED, said with the status wherever it is shown
+
+    @property
+    def label(self) -> str:
+        """The status with its qualifier: "accepted, no test of the repository ran"."""
+        return f"{self.status}, {self.qualifier}" if self.qualifier else self.status
 
 
 def headline(verdict: Verdict) -> Headline:
@@ -41,7 +51,7 @@ def headline(verdict: Verdict) -> Headline:
         points += "s)" if len(verdict.blocked_reasons) > 1 else ")"
     elif verdict.mode == "advisory" and not within_budget(verdict.total, verdict.budget, ()):
         points += " (advisory: over budget, not enforced)"
-    return Headline("accepted" if verdict.accepted else "blocked", points)
+    return Headline("accepted" if verdict.accepted else "blocked", points, UNTESTED if verdict.untested else "")
 
 
 def location_markdown(location: Location, facts: dict[str, str]) -> str:
@@ -122,6 +132,8 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "verdict": verdict,
         "marker": MARKER,
         "status": head.status,
+        "status_label": escape(head.label),
+        "untested": escape(verdict.untested),
         "headline": escape(head.text),
         "subject": code(verdict.subject_label),
         "facts": [(escape(k), code(v)) for k, v in verdict.facts],

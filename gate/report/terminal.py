@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import cache
 from typing import IO, TYPE_CHECKING
 
+from gate.report.context import UNTESTED
 from gate.report.markdown import visible
 from gate.verdict import Verdict, listing, within_budget
 
@@ -71,7 +72,8 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         v=verdict,
         paint=paint,
         status_word=_status_word(verdict),
-        status_style="good" if verdict.accepted else "bad",
+        status_style=("warn" if verdict.untested else "good") if verdict.accepted else "bad",
+        untested=_wrap(f"{UNTESTED}: {verdict.untested}", 0) if verdict.untested else [],
         headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
                   *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
         labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
@@ -98,8 +100,10 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
 def _status_word(verdict: Verdict) -> str:
     if verdict.mode == "advisory":
         within = within_budget(verdict.total, verdict.budget, verdict.blocked_reasons)
-        return "ACCEPTED (advisory)" if within else "WOULD BLOCK (advisory)"
-    return "ACCEPTED" if verdict.accepted else "BLOCKED"
+        word = "ACCEPTED (advisory)" if within else "WOULD BLOCK (advisory)"
+        return f"{word}, {UNTESTED.upper()}" if verdict.untested else word
+    word = "ACCEPTED" if verdict.accepted else "BLOCKED"
+    return f"{word}, {UNTESTED.upper()}" if verdict.untested else word
 
 
 def _check_row(name: str, status: str, points: int, reason: str) -> dict[str, object]:

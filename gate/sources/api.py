@@ -36,6 +36,11 @@ class ApiBase:
         data = bytes_at(self.repo, path, self.sha)
         return None if data is None else decode_input(data, f"{path}@{self.sha[:12]}")
 
+    def paths(self) -> tuple[str, ...]:
+        """None listed: the contents API gives one folder a request. A PR scored through the API runs no code
+        at all (its verdict's isolation says `code execution: off`), tests or not."""
+        return ()
+
     def read_folder(self, folder: str) -> dict[str, str]:
         """The files directly inside `folder` at the base, by name."""
         try:
@@ -59,7 +64,7 @@ def subject_from_api(client: Github, repo_name: str, number: int, base_sha: str,
     subject = Subject(kind="range", label=f"{base_sha[:12]}..{head_sha[:12]}", files=source_files(changes),
                       deleted=deleted_paths(changes), hidden_cases=trusted.hidden_cases,
                       judge_rubric=trusted.judge_rubric,
-                      blocked_reasons=trusted.blocked_reasons,
+                      blocked_reasons=trusted.blocked_reasons, untested=trusted.untested,
                       facts=(("repo", repo_url), ("base", base_sha), ("head", head_sha),
                              *(("dependencies", note) for note in trusted.dependency_notes),
                              *(("ignored", note) for note in trusted.ignored)))

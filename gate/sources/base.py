@@ -31,6 +31,9 @@ class BaseReader(Protocol):
     def read_folder(self, folder: str) -> dict[str, str]:
         """The texts of the regular files directly inside `folder`, by name; {} when there is no such folder."""
 
+    def paths(self) -> tuple[str, ...]:
+        """The paths of every file the base holds (where its test files are: gate/suite/discovery.py)."""
+
 
 @dataclass(frozen=True)
 class Change:

@@ -83,6 +83,10 @@ class GitBase:
                 found[item.name] = text
         return found
 
+    def paths(self) -> tuple[str, ...]:
+        """Every file of the commit's tree, as git names it."""
+        return tuple(str(item.path) for item in _walk(self.commit.tree) if isinstance(item, git.Blob))
+
     def _text(self, item: object) -> str | None:
         if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
             return None
@@ -138,6 +142,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             hidden_cases=trusted.hidden_cases,
             tree=tree,
             blocked_reasons=trusted.blocked_reasons,
+            untested=trusted.untested,
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
             environment=environment,

@@ -23,6 +23,7 @@ from gate.policy_file import load_policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
 from gate.subject import SourceFile
+from gate.verdict import listing
 
 # A governed path that starts with this names a file of that name in any folder.
 ANY_FOLDER = "**/"
@@ -44,6 +45,8 @@ class Trusted:
     dependency_notes: tuple[str, ...] = ()
     # What the run's environment asks for that the base's trust rules set aside, one sentence each.
     ignored: tuple[str, ...] = ()
+    # Why no test of the repository runs although the base has test files, or "" (`untested`).
+    untested: str = ""
 
 
 def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, policy_path: str | None,
@@ -68,10 +71,30 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
         dependency_notes=dependencies if relaxed else (),
         hidden_cases=hidden,
         ignored=ignored_hidden_env(policy),
+        untested=untested(base, policy),
         judge_rubric=base.read(rubric) if rubric else None,
         overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
         reproduce=f"gate check --base {base.sha} --head {head_sha}" + (f" --policy {named}" if named else ""),
     )
+
+
+def untested(base: BaseReader, policy: Policy) -> str:
+    """Why no test of the repository runs under `policy` although the base holds files pytest collects as
+    tests (found as pytest finds them: gate/suite/discovery.py), or "" when the policy (or a scope) runs a
+    suite, or the base has no test file. A verdict that says "accepted" must not hide that no test ran."""
+    if policy.tests is not None or any(scope.tests is not None for scope in policy.scopes):
+        return ""
+    from gate.suite.discovery import find_suite
+
+    try:
+        suite = find_suite(base.paths(), base.read)
+    except BadInput:  # a pytest configuration that does not parse: pytest's own names, as it cannot read it
+        suite = find_suite(base.paths(), lambda path: None)
+    if not suite.files:
+        return ""
+    count = len(suite.files)
+    return (f"the base has {count} test file{'s' * (count != 1)} ({listing(list(suite.files), ', ', 3)}) and the "
+            f"policy has no tests: (`tests: {{paths: [{', '.join(suite.paths)}]}}` would run them)")
 
 
 def ignored_hidden_env(policy: Policy, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:
