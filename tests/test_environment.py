@@ -6,6 +6,10 @@ sandbox (as root: a dropped uid, no network).
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -291,3 +295,39 @@ def test_runs_see_the_environment_read_only(tmp_path: Path) -> None:
     assert poison.detail == "expected str 'written', got str 'PermissionError'", poison.detail
     # What the next run imports is the dependency as installed.
     assert [c.status for c in verdict.cases if c.name != "poison"] == ["passed", "passed"]
+
+
+def _pip_report(python: str, project: Path, index: Path, report: Path) -> dict[str, object]:
+    """The installation report `python`'s own pip gives for the project with its test extra (a dry run)."""
+    done = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-index",
+                           "--find-links", str(index), "--report", str(report), ".[test]"], cwd=project,
+                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PIP_CONFIG_FILE": os.devnull,
+                                                               "HOME": str(report.parent)}, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    loaded: dict[str, object] = json.loads(report.read_text())
+    return loaded
+
+
+DEBIAN_PYTHON = "/usr/bin/python3"
+
+
+@pytest.mark.skipif(subprocess.run([DEBIAN_PYTHON, "-m", "pip", "--version"], capture_output=True).returncode != 0
+                    if os.path.exists(DEBIAN_PYTHON) else True, reason="no pip of the system's Python here")
+def test_the_extras_plugins_are_found_with_every_pip(tmp_path: Path, wheelhouse: Path) -> None:  # noqa: F811
+    """pip 23.0 (Debian 12's) leaves `requested_extras` out of its report; the distributions a test extra
+    declares (its pytest plugins) are the base's own all the same, as with the gate's newer pip."""
+    from gate.environment import build
+
+    project = tmp_path / "calc"
+    (project / "_backend").mkdir(parents=True)
+    (project / "_backend" / "backend.py").write_text(BACKEND)
+    (project / "pyproject.toml").write_text(pyproject("calc", ["text-unidecode"], extras={"test": ["checkhelp"]}))
+    (project / "calc.py").write_text("X = 1\n")
+    reports = {python: _pip_report(python, project, wheelhouse, tmp_path / f"report-{index}.json")
+               for index, python in enumerate((DEBIAN_PYTHON, sys.executable))}
+
+    versions = {str(report["pip_version"]) for report in reports.values()}
+    found = [build._declared(report, project, ("test",)) for report in reports.values()]
+
+    assert len(versions) == 2, versions  # two pips, the system's older one among them
+    assert found[0] == found[1] == {"calc", "text-unidecode", "checkhelp"}

@@ -102,7 +102,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             report.unlink()
             if own:
                 _pip(python, ["uninstall", "--yes", *own], source, environ, what="the base project itself")
-            plugins = _plugins(_declared(done, source), building)
+            plugins = _plugins(_declared(done, source, spec.extras if project else ()), building)
         (building / _DONE).write_text(json.dumps({"installed": sorted(installed), "plugins": plugins,
                                                   "left_out": left_out}))
         _readable(building)
@@ -225,9 +225,11 @@ def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list
     return everything, own
 
 
-def _declared(report: dict[str, Any], source: Path) -> set[str]:
+def _declared(report: dict[str, Any], source: Path, extras: Sequence[str]) -> set[str]:
     """The distributions the base declares itself (not what they pull in), from pip's installation report:
-    the requirements files' lines, and the base project's own requirements with the extras asked for."""
+    the requirements files' lines, and the base project's own requirements with the `extras` the gate asked
+    for. Those come from the gate's own request, not the report's `requested_extras`, which pip before 23.1
+    (Debian 12's 23.0) leaves out: the plugins a test extra declares load with every pip."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     found: set[str] = set()
@@ -240,13 +242,13 @@ def _declared(report: dict[str, Any], source: Path) -> set[str]:
         info = item.get("download_info", {})
         if not ("dir_info" in info and _same_dir(str(info.get("url", "")), source)):
             continue
-        extras = [*(item.get("requested_extras") or []), ""]
+        asked = [*extras, *(item.get("requested_extras") or []), ""]
         for line in meta.get("requires_dist", []) or []:
             try:
                 requirement = Requirement(str(line))
             except InvalidRequirement:
                 continue
-            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in asked):
                 found.add(_normalise(requirement.name))
     return found
 
