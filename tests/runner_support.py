@@ -145,12 +145,16 @@ def _repack(dist: metadata.Distribution, into: Path) -> Path:
 def wheelhouse(into: Path) -> dict[str, list[Path]]:
     """Wheels of everything the Action's install step fetches from PyPI, made from what is installed here, by
     the lock file of action/ that pins them."""
-    into.mkdir(parents=True, exist_ok=True)
-    gate_needs = [d for d in _closure((DISTRIBUTION,), ())
-                  if canonicalize_name(d.metadata["Name"]) != DISTRIBUTION]
-    return {"requirements.txt": [_repack(d, into) for d in gate_needs],
+    return {"requirements.txt": dependency_wheels(into),
             "build.txt": [_repack(d, into) for d in _closure(BUILD, ())],
             "uv.txt": [_repack(d, into) for d in _closure(("uv",), ())]}
+
+
+def dependency_wheels(into: Path) -> list[Path]:
+    """Wheels of the gate's dependencies (all of them, transitively), made from what is installed here."""
+    into.mkdir(parents=True, exist_ok=True)
+    return [_repack(d, into) for d in _closure((DISTRIBUTION,), ())
+            if canonicalize_name(d.metadata["Name"]) != DISTRIBUTION]
 
 
 def lock(wheels: dict[str, list[Path]], action: Path) -> None:
