@@ -365,3 +365,19 @@ def test_the_frameworks_own_repository_runs_its_suite_and_a_change_to_it_needs_a
     assert not changed.accepted
     assert any("src/pluggy/__init__.py, named like the test framework" in reason
                for reason in changed.blocked_reasons), changed.blocked_reasons
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("name", ["pytest.toml", ".pytest.toml"])
+def test_pytest_9s_own_configuration_files_of_the_heads_are_not_read(tmp_path: Path, name: str) -> None:
+    """pytest 9 reads `pytest.toml` (then `.pytest.toml`) before every other configuration file: one the head
+    adds at the root would replace the base's configuration, and load a plugin of the head's that rewrites
+    the outcomes."""
+    repo = calc_project(tmp_path / "repo", extra_files={"pytest.ini": "[pytest]\naddopts = -q\n"})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL, "forge.py": REWRITING_PLUGIN,
+                             name: '[pytest]\naddopts = ["-p", "forge"]\n'})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert not verdict.accepted

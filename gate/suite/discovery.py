@@ -22,14 +22,12 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 
 from gate.errors import BadInput
-from gate.suite.trust import TEST_FOLDERS
+from gate.suite.trust import PYTEST_CONFIG, TEST_FOLDERS
 
 Reader = Callable[[str], str | None]
 
-# pytest's configuration files, in the order it looks for them in a folder (pytest 9; pytest.toml and
-# .pytest.toml are new there, the others as in pytest 8).
-CONFIG_FILES = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
-                "setup.cfg")
+# pytest's configuration files, in the order it looks for them in a folder.
+CONFIG_FILES = PYTEST_CONFIG
 PYTHON_FILES = ("test_*.py", "*_test.py")
 NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules", "venv", "{arch}")
 # Files that sit beside tests without being library code.

@@ -21,7 +21,7 @@ from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput
 from gate.policy.model import Environment, Policy, RepoSuite
-from gate.suite.trust import PYTEST_CONFIG, framework_named, is_suite_file, library_code, under
+from gate.suite.trust import SHARED_CONFIG, framework_named, is_suite_file, library_code, under
 
 if TYPE_CHECKING:
     from gate.sources.base import Change
@@ -149,7 +149,7 @@ def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str]
             verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")
             found.append(f"the change {verb} {path}, named like the test framework: left out of the suite's "
                          "tree (the base's version, if any, ran)")
-        elif PurePosixPath(path).name in PYTEST_CONFIG[2:] and change.status != "added":
+        elif PurePosixPath(path).name in SHARED_CONFIG and change.status != "added":
             found.append(f"the change edits {path}: the base's pytest configuration in it was used")
         elif change.status == "added":
             found.append(f"the change adds {path}: it did not run (the base's tests, conftests and pytest "

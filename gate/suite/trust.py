@@ -15,7 +15,11 @@ from pathlib import PurePosixPath
 
 # pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
 # are used, the head's never.
-PYTEST_CONFIG = ("pytest.ini", ".pytest.ini", "tox.ini", "setup.cfg", "pyproject.toml")
+# In the order pytest reads them in a folder (pytest 9 reads pytest.toml and .pytest.toml before all others).
+PYTEST_CONFIG = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "pyproject.toml", "tox.ini",
+                 "setup.cfg")
+# Those of them other tools read too: a change to one is said, the base's pytest section being what ran.
+SHARED_CONFIG = ("pyproject.toml", "tox.ini", "setup.cfg")
 # Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
 # of an import root they would be what the suite's process imports: the base's only (the harness keeps its
 # own copy, gate/suite/harness.py FRAMEWORK: it imports nothing of the gate).
