@@ -54,3 +54,14 @@ def test_the_schemastore_entry_points_at_the_schemas_stable_url_for_the_policy_f
     assert entry["url"] == POLICY_SCHEMA_URL == schema["$id"]
     assert POLICY_SCHEMA_URL.endswith("/main/gate/policy/schema.json")  # the path of the file in the repository
     assert DEFAULT_POLICY_PATH in entry["fileMatch"] and {"name", "description"} <= set(entry)
+
+
+def test_the_readme_and_the_starter_workflows_name_the_current_release_wherever_they_name_one() -> None:
+    """The pins' `# vX.Y.Z` comments, `git ls-remote ... vX.Y.Z`, `pip install error-budget-gate==X.Y.Z`, the
+    log's `gate X.Y.Z`: a release that leaves one behind tells a new user to install an older gate."""
+    paths = [ROOT / "README.md", *(ROOT / "gate" / "starter").glob("*.yml")]
+    texts = [path.read_text(encoding="utf-8") for path in paths]
+    named = {version for text in texts for pattern in (r"\bv(\d+\.\d+\.\d+)\b", r"error-budget-gate==(\d+\.\d+\.\d+)",
+                                                     r"`gate (\d+\.\d+\.\d+)`")
+             for version in re.findall(pattern, text)}
+    assert named == {__version__}
