@@ -35,7 +35,7 @@ VARIANTS: dict[str, dict[str, Any]] = {
 
 def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
     """Score `count` canonical HumanEval samples under `variant`; CPU and wall per sample in ms."""
-    from gate.engine import score
+    from gate.engine import run_checks
     from gate.eval.datasets import load_dataset
     from gate.eval.runner import eval_checks, subject_of
     from gate.eval.samples import Sample
@@ -55,7 +55,7 @@ def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
     policy = Policy(runs=1)
 
     def one(item: tuple[Sample, Any]) -> int:
-        return score(subject_of(item[0], item[1]), policy, box, checks=checks).total
+        return run_checks(subject_of(item[0], item[1]), policy, box, checks=checks).total
 
     one(samples[0])  # start the zygote outside the measurement
     before = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
-from gate.engine import score
+from gate.engine import run_checks
 from gate.eval.datasets import load_dataset
 from gate.eval.runner import eval_checks, subject_of
 from gate.eval.samples import Sample
@@ -72,7 +72,7 @@ def one_round(items: list[Subject], policy: Policy) -> tuple[dict[str, float], f
     timed = [Timed(check) for check in eval_checks()[:-1]]  # the last one runs the cases
     started = time.process_time()
     for subject in items:
-        score(subject, policy, None, checks=timed)
+        run_checks(subject, policy, None, checks=timed)
     return {t.name: t.seconds for t in timed}, time.process_time() - started
 
 
@@ -83,7 +83,7 @@ def best_ms(items: list[Subject], rounds: int) -> dict[str, float]:
     done = [one_round(items, policy) for _ in range(rounds)]
     best = {name: min(r[0][name] for r in done) for name in done[0][0]}
     best["checks"] = sum(best.values())
-    best["score()"] = min(r[1] for r in done)
+    best["run_checks()"] = min(r[1] for r in done)
     return {name: seconds / len(items) * 1000 for name, seconds in best.items()}
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 
 import git
 
-from gate.engine import score_range
+from gate.engine import score
 from gate.sources.gitrange import subject_from_commits
 
 PROJECT = "more-itertools==10.5.0"
@@ -67,7 +67,7 @@ def gate_once(repo: git.Repo) -> tuple[float, int, bool, tuple[str, ...]]:
     """(seconds, tests, accepted, the packages' import roots) of one scoring of main..bot."""
     started = time.perf_counter()
     with subject_from_commits(repo, repo.commit("main").hexsha, repo.commit("bot").hexsha) as found:
-        verdict = score_range(found)
+        verdict = score(found)
         seconds = time.perf_counter() - started
         paths = found.subject.environment.site_packages if found.subject.environment else ()
         runner = found.subject.suite.runner if found.subject.suite else ()

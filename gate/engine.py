@@ -15,15 +15,16 @@ from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
-from gate.scopes import score_by_scope
+from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.subject import Subject
 from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict, is_accepted
 
 
-def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
-          checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
-    """Score `subject` under `policy`. `sandbox` is None when no code may run (static checks only)."""
+def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
+               checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
+    """The verdict of the checks (by default the registry's) over `subject` under `policy`, their points added
+    up. `sandbox` is None when no code may run (static checks only)."""
     started = time.perf_counter()
     # No code until the extract check finds some (a reply's block); a change's files are there from the start.
     files = subject.files or None
@@ -88,16 +89,15 @@ def score(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     )
 
 
-def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
-                        hide: tuple[str, ...] = ()) -> Verdict:
-    """Score `subject`, running its cases, its tests and its checkers in a sandbox under the policy's limits that
+def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: tuple[str, ...] = ()) -> Verdict:
+    """`run_checks` over `subject`, its cases, tests and checkers run in a sandbox under the policy's limits that
     hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
     is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
     the policy requires is missing here."""
     wanted = [paths for check in all_checks() if check.enabled(policy)
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
-        return score(subject, policy, reproduce=reproduce)
+        return run_checks(subject, policy, reproduce=reproduce)
     # The repository's environment, the layers its project is built into and what the checks' programs need
     # (the gate's pytest copy, the `languages:` checkers) are all a run sees of the host beyond the
     # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
@@ -109,16 +109,17 @@ def score_running_cases(subject: Subject, policy: Policy, reproduce: str = "",
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
-        return score(built(subject, sandbox, sandbox_limits(policy.limits)), policy, sandbox, reproduce=reproduce)
+        ready = built(subject, sandbox, sandbox_limits(policy.limits))
+        return run_checks(ready, policy, sandbox, reproduce=reproduce)
     finally:
         sandbox.close()
 
 
-def score_range(found: ScoreInput) -> Verdict:
-    """The verdict for what a source gives (a git range, a PR): what `gate check` prints, and what the PR gate
-    calls for the same commits so that both give the same verdict. Raises GateFailure (exit 3) when a layer
-    the policy requires is missing here."""
-    return score_by_scope(found.subject, found.policy, lambda subject, policy: score_running_cases(
+def score(found: ScoreInput) -> Verdict:
+    """The verdict for what a source gives (a git range, a PR), part by part (`scopes:`): what `gate check` prints,
+    and what the PR gate posts for the same commits, so that both give the same verdict. Raises GateFailure (exit 3)
+    when a layer the policy requires is missing here."""
+    return by_scope(found.subject, found.policy, lambda subject, policy: run_sandboxed(
         subject, policy, reproduce=found.reproduce, hide=found.private))
 
 

@@ -20,13 +20,13 @@ from gate.verdict import ScopeResult, Verdict
 
 ROOT = "root"
 
-Scorer = Callable[[Subject, Policy], Verdict]
+RunChecks = Callable[[Subject, Policy], Verdict]
 
 
-def score_by_scope(subject: Subject, policy: Policy, score: Scorer) -> Verdict:
-    """`score(subject, policy)`, or, with `scopes:`, one `score` per part combined into one verdict."""
+def by_scope(subject: Subject, policy: Policy, run: RunChecks) -> Verdict:
+    """`run(subject, policy)`, or, with `scopes:`, one `run` per part combined into one verdict."""
     if not policy.scopes:
-        return score(subject, policy)
+        return run(subject, policy)
     owned: dict[str, list[SourceFile]] = {scope.name: [] for scope in policy.scopes}
     lost: dict[str, list[str]] = {scope.name: [] for scope in policy.scopes}  # deleted or moved away
     rest: list[SourceFile] = []
@@ -47,7 +47,7 @@ def score_by_scope(subject: Subject, policy: Policy, score: Scorer) -> Verdict:
                            suite=suites.get(scope.name, subject.suite))
             parts.append((scope.name, len(owned[scope.name]) + len(lost[scope.name]), part,
                           scoped_policy(policy, scope)))
-    return combine(policy, [(name, files, score(part, rules)) for name, files, part, rules in parts])
+    return combine(policy, [(name, files, run(part, rules)) for name, files, part, rules in parts])
 
 
 def _owner(scopes: tuple[Scope, ...], path: str) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gate.engine import score, score_running_cases
+from gate.engine import run_checks, run_sandboxed
 from gate.policy.model import Policy
 from gate.sources.reply import subject_from_reply
 from gate.subject import SourceFile, Subject, Task
@@ -21,13 +21,13 @@ print(a + b)
 
 def score_reply(reply: str, policy: Policy | None = None, task: Task | None = None) -> Verdict:
     """The verdict for one reply, static checks only."""
-    return score(subject_from_reply(reply, "reply.md", task), policy or Policy())
+    return run_checks(subject_from_reply(reply, "reply.md", task), policy or Policy())
 
 
 def score_files(files: list[SourceFile], policy: Policy | None = None) -> Verdict:
     """The verdict for a set of changed files, as a git range gives them."""
     subject = Subject(kind="range", label="main..HEAD", files=tuple(files))
-    return score_running_cases(subject, policy or Policy())  # (a sandbox for the `languages:` checkers)
+    return run_sandboxed(subject, policy or Policy())  # (a sandbox for the `languages:` checkers)
 
 
 def check(verdict: Verdict, name: str) -> CheckReport:

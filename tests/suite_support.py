@@ -7,7 +7,7 @@ from pathlib import Path
 
 import git
 
-from gate.engine import score_range
+from gate.engine import score
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -80,7 +80,7 @@ def calc_project(root: Path, policy: str = POLICY, layout: str = "flat", extra_f
 def score_repo(repo: Repo) -> Verdict:
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-        return score_range(found)
+        return score(found)
 
 
 def suite_statuses(verdict: Verdict) -> dict[str, str]:
@@ -99,13 +99,13 @@ DOCUMENTED_MUL = CALC.replace("def mul(a, b):\n", 'def mul(a, b):\n    """a time
 def framework_flags(code: str, path: str, policy_text: str = POLICY) -> list[str]:
     """The `framework` check's blocked reasons for a change whose one file at `path` holds `code`, under the
     suite's policy (or `policy_text`; nothing runs: the check reads the files)."""
-    from gate.engine import score
+    from gate.engine import run_checks
     from gate.policy_file import load_policy
     from gate.subject import SourceFile, Subject
 
     policy = load_policy(None, text=policy_text, source="gate.yml")
     subject = Subject(kind="range", label="a..b", files=(SourceFile(path, code),))
-    return [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+    return [reason for reason in run_checks(subject, policy).blocked_reasons if "test framework" in reason]
 
 # A plugin that makes every test's report a pass: what a head would load to forge outcomes.
 REWRITING_PLUGIN = '''\

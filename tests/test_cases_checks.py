@@ -6,16 +6,18 @@ from dataclasses import replace
 
 import pytest
 
+from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
 from gate.verdict import Verdict
 from tests.cases_support import IS_EVEN, NAIVE_IS_EVEN, case
 
-CHECKS = (Smoke(), Nondeterminism())
+CHECKS = (Extract(), Parse(), Smoke(), Nondeterminism())
 
 
 def _hidden(spec: CaseSpec) -> CaseSpec:
@@ -37,7 +39,7 @@ def _score(sandbox: Sandbox | None, code: str, cases: tuple[CaseSpec, ...] = SEE
     subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{code}```\n",
                       files=(SourceFile("solution.py", code, None, "extracted"),), cases=cases,
                       hidden_cases=hidden)
-    return score(subject, policy or Policy(), sandbox, checks=CHECKS)
+    return run_checks(subject, policy or Policy(), sandbox, checks=CHECKS)
 
 
 def test_honest_is_even_scores_zero(sandbox: Sandbox) -> None:
@@ -129,4 +131,5 @@ def test_without_a_sandbox_both_checks_are_skipped_with_a_reason() -> None:
 
 def test_no_cases_is_a_skip_not_a_pass(sandbox: Sandbox) -> None:
     verdict = _score(sandbox, IS_EVEN, cases=(), hidden=())
-    assert {r.name: r.status for r in verdict.checks} == {"smoke": "skipped", "nondeterminism": "skipped"}
+    assert {r.name: r.status for r in verdict.checks} == {"extract": "passed", "parse": "passed", "smoke": "skipped",
+                                                         "nondeterminism": "skipped"}

@@ -10,7 +10,7 @@ import pytest
 from gate.cases.hidden import load_hidden
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.errors import BadInput
 from gate.policy.model import CaseSpec, Hidden, Policy
 from gate.sandbox.base import Sandbox
@@ -116,7 +116,7 @@ def test_the_code_cannot_find_the_hidden_file(sandbox: Sandbox, tmp_path: Path) 
     code = HUNT + "\ndef f():\n    return _hunt()\n\nif __name__ == '__main__':\n    print(f())\n"
     subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=code,
                       hidden_cases=cases)
-    verdict = score(subject, Policy(), sandbox, checks=(Parse(), Smoke()))
+    verdict = run_checks(subject, Policy(), sandbox, checks=(Parse(), Smoke()))
     assert [(c.name, c.status) for c in verdict.cases] == [
         ("hidden case 1", "failed"), ("hidden case 2", "failed")]
     assert secret not in verdict.to_json()
@@ -131,7 +131,7 @@ def test_no_time_in_the_verdict_tells_a_hidden_input(sandbox: Sandbox, tmp_path:
     public = Policy(cases=(CaseSpec("call", "public", (("function", "f"), ("args", [20]), ("expect", 20))),))
     subject = Subject(kind="reply", label="reply", files=(SourceFile("solution.py", code),), reply=None,
                       hidden_cases=cases)
-    data = score(subject, public, sandbox).to_dict()
+    data = run_checks(subject, public, sandbox).to_dict()
     assert [(c["name"], c["status"]) for c in data["cases"]] == [
         ("public", "passed"), ("hidden case 1", "passed"), ("hidden case 2", "passed")]
     assert data["cases"][0]["seconds"] > 0  # a public case's time is kept

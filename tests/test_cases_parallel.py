@@ -10,9 +10,11 @@ import pytest
 
 from gate.cases.base import CaseOutcome
 from gate.cases.schedule import Plan, Served, run_cases
+from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import SourceFile, Subject
@@ -61,7 +63,7 @@ def _verdict(sandbox: Sandbox, parallel: bool, policy: Policy) -> Verdict:
     subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{CODE}```\n",
                       files=(SourceFile("solution.py", CODE, None, "extracted"),), cases=public,
                       hidden_cases=hidden)
-    return score(subject, policy, sandbox, checks=(Smoke(parallel=parallel), Nondeterminism()))
+    return run_checks(subject, policy, sandbox, checks=(Extract(), Parse(), Smoke(parallel=parallel), Nondeterminism()))
 
 
 @pytest.mark.slow
@@ -126,7 +128,7 @@ def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sa
     subject = Subject(kind="reply", label="reply.md", reply=f"```python\n{CODE}```\n",
                       files=(SourceFile("solution.py", CODE, None, "extracted"),), cases=cases,
                       hidden_cases=hidden)
-    verdict = score(subject, policy, sandbox, checks=(Smoke(parallel=False), Nondeterminism()))
+    verdict = run_checks(subject, policy, sandbox, checks=(Extract(), Parse(), Smoke(parallel=False), Nondeterminism()))
     assert [(c.status, c.detail) for c in verdict.cases[1:]] == [
         ("not run", "not run: the cases' wall budget (limits.total_timeout, 0.5 s) was spent")] * 2
     assert [(p.check, p.points, p.message) for p in verdict.penalties[1:]] == [

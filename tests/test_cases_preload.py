@@ -7,7 +7,7 @@ from pathlib import Path
 from gate.checks.imports import Imports
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import ImportRules, Policy
 from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import SourceFile, Subject
@@ -41,7 +41,7 @@ def _statuses(sandbox: Sandbox, tree: Path, code: str, policy: Policy) -> list[t
     (tree / "pkg" / "calc.py").write_text(code)
     subject = Subject(kind="range", label="base..head", tree=tree,
                       files=(SourceFile("pkg/calc.py", code, None, "modified"),))
-    verdict = score(subject, policy, sandbox, checks=(Parse(), Imports(), Smoke()))
+    verdict = run_checks(subject, policy, sandbox, checks=(Parse(), Imports(), Smoke()))
     return [(c.status, c.detail) for c in verdict.cases]
 
 

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
@@ -171,8 +173,8 @@ def _verdict(sandbox: Sandbox, tree: Path, together: bool) -> tuple[Verdict, int
     subject = Subject(kind="range", label="base..head", tree=tree, cases=public, hidden_cases=hidden)
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=3.0, memory_mb=512, output_kb=256), runs=2)
     counted = Counted(sandbox)
-    verdict = score(subject, policy, counted,
-                    checks=(Smoke(together=together), Nondeterminism()))
+    verdict = run_checks(subject, policy, counted,
+                    checks=(Extract(), Parse(), Smoke(together=together), Nondeterminism()))
     return verdict, counted.runs
 
 
@@ -220,8 +222,8 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
     subject = Subject(kind="range", label="base..head", tree=tree, cases=cases[:60],
                       hidden_cases=tuple(replace(spec, hidden=True) for spec in cases[60:]))
     counted = Counted(sandbox)
-    verdict = score(subject, Policy(runs=2), counted,
-                    checks=(Smoke(), Nondeterminism()))
+    verdict = run_checks(subject, Policy(runs=2), counted,
+                    checks=(Extract(), Parse(), Smoke(), Nondeterminism()))
     assert verdict.accepted and [c.status for c in verdict.cases] == ["passed"] * 80
     # Per hash seed: the public cases in a run per core, and the hidden ones in a run per core (a case that
     # the machine's load holds past the cut adds a few runs).
@@ -234,9 +236,11 @@ AS_USER = """\
 import json, sys
 from pathlib import Path
 from gate.limits import sandbox_limits
+from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
+from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, RunLimits, Policy
 from gate.sandbox import open_sandbox
 from gate.subject import Subject
@@ -250,14 +254,15 @@ box = open_sandbox(sandbox_limits(policy.limits))
 found = {"isolation": dict(box.isolation)}
 for together in (False, True):
     subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), cases=cases)
-    verdict = score(subject, policy, box, checks=(Smoke(together=together), Nondeterminism()))
+    verdict = run_checks(subject, policy, box, checks=(Extract(), Parse(), Smoke(together=together), Nondeterminism()))
     found[str(together)] = [[c.name, c.status, c.detail] for c in verdict.cases]
 runs, run = [], box.run
 box.run = lambda request: runs.append(1) or run(request)
 ordinary = tuple(CaseSpec("call", f"double {n}", (("function", "pkg.calc:double"), ("args", [n]),
                                                   ("expect", 2 * n)), False) for n in range(40))
 subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), cases=ordinary)
-found["ordinary"] = score(subject, policy, box, checks=(Smoke(), Nondeterminism())).accepted, len(runs)
+verdict = run_checks(subject, policy, box, checks=(Extract(), Parse(), Smoke(), Nondeterminism()))
+found["ordinary"] = verdict.accepted, len(runs)
 box.close()
 print(json.dumps(found))
 """

@@ -13,7 +13,7 @@ import pytest
 import gate
 from gate.checks import all_checks, static_names
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
-from gate.engine import score, score_running_cases
+from gate.engine import run_checks, run_sandboxed
 from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Points, Policy
 from gate.subject import SourceFile, Subject
@@ -45,18 +45,18 @@ def subject(**kw: object) -> Subject:
 
 
 def test_total_within_budget_is_accepted() -> None:
-    verdict = score(subject(), Policy(budget=3), checks=[Charging("extract", 0), Charging("smoke", 2)])
+    verdict = run_checks(subject(), Policy(budget=3), checks=[Charging("extract", 0), Charging("smoke", 2)])
     assert (verdict.total, verdict.accepted) == (2, True)
 
 
 def test_total_over_budget_is_blocked() -> None:
-    verdict = score(subject(), Policy(budget=3), checks=[Charging("parse", 5)])
+    verdict = run_checks(subject(), Policy(budget=3), checks=[Charging("parse", 5)])
     assert (verdict.total, verdict.accepted) == (5, False)
 
 
 def test_a_check_whose_producer_failed_is_skipped_with_reason() -> None:
     checks = [Charging("parse", 5, produces=("code",)), Charging("judge", 3, needs=("code",))]
-    verdict = score(subject(), Policy(), checks=checks)
+    verdict = run_checks(subject(), Policy(), checks=checks)
     reports = {c.name: c for c in verdict.checks}
     assert reports["judge"].status == "skipped"
     assert reports["judge"].reason == "parse failed"
@@ -66,41 +66,41 @@ def test_a_check_whose_producer_failed_is_skipped_with_reason() -> None:
 def test_the_skip_names_the_first_check_that_failed_on_the_way() -> None:
     checks = [Charging("extract", 5, produces=("files",)), Charging("parse", 0, ("files",), ("trees", "code")),
               Charging("imports", 0, ("trees",)), Charging("smoke", 0, ("code",))]
-    reports = {c.name: c for c in score(subject(), Policy(), checks=checks).checks}
+    reports = {c.name: c for c in run_checks(subject(), Policy(), checks=checks).checks}
     assert [reports[name].reason for name in ("parse", "imports", "smoke")] == ["extract failed"] * 3
     passing = [Charging("extract", 0, produces=("files",)), Charging("parse", 0, ("files",), ("trees",)),
                Charging("smoke", 0, ("code",))]
-    reports = {c.name: c for c in score(subject(), Policy(), checks=passing).checks}
+    reports = {c.name: c for c in run_checks(subject(), Policy(), checks=passing).checks}
     assert reports["smoke"].reason == "no code to use (no check that ran produced code)"
 
 
 def test_advisory_mode_reports_but_never_blocks() -> None:
-    verdict = score(subject(), Policy(mode="advisory"), checks=[Charging("parse", 5)])
+    verdict = run_checks(subject(), Policy(mode="advisory"), checks=[Charging("parse", 5)])
     assert verdict.accepted and verdict.total == 5
 
 
 def test_blocked_reason_blocks_whatever_the_score() -> None:
-    verdict = score(subject(blocked_reasons=("edits the policy",)), Policy(), checks=[])
+    verdict = run_checks(subject(blocked_reasons=("edits the policy",)), Policy(), checks=[])
     assert not verdict.accepted and verdict.total == 0
 
 
 def test_verdict_json_round_trips_and_validates() -> None:
     checks = [Charging("parse", 5, produces=("trees",)), Charging("imports", 0, ("trees",))]
-    verdict = score(subject(), Policy(), checks=checks)
+    verdict = run_checks(subject(), Policy(), checks=checks)
     assert Verdict.from_dict(verdict.to_dict()) == verdict
 
 
 def test_verdict_without_sandbox_says_code_was_not_run() -> None:
-    verdict = score(subject(), Policy(), checks=[])
+    verdict = run_checks(subject(), Policy(), checks=[])
     assert dict(verdict.isolation) == {"code execution": "off: not run"}
 
 
 def test_cases_run_in_a_sandbox_that_is_started_only_when_there_are_cases() -> None:
     files = (SourceFile("solution.py", "print(input())\n", status="extracted"),)
     echo = CaseSpec("stdio", "echo", (("stdin", "hi\n"), ("stdout", "hi")))
-    without = score_running_cases(subject(files=files), Policy())
+    without = run_sandboxed(subject(files=files), Policy())
     assert dict(without.isolation) == {"code execution": "off: not run"}
-    ran = score_running_cases(subject(files=files, cases=(echo,)), Policy())
+    ran = run_sandboxed(subject(files=files, cases=(echo,)), Policy())
     assert "code execution" not in dict(ran.isolation)
     assert [(c.name, c.status) for c in ran.cases] == [("echo", "passed")]
 
@@ -130,7 +130,7 @@ def test_what_a_check_produces_reaches_the_later_checks_and_never_the_subject() 
     first = Producing("extract", Analysis(files=(solution,)), produces=("files",))
     second = Producing("parse", Analysis(), produces=(), needs=("files",))
     reply = subject(reply="```python\nx = 1\n```\n")
-    score(reply, Policy(), checks=[first, second])
+    run_checks(reply, Policy(), checks=[first, second])
     assert second.seen[0].files == (solution,)
     assert reply.files == ()
 
@@ -138,12 +138,12 @@ def test_what_a_check_produces_reaches_the_later_checks_and_never_the_subject() 
 def test_a_check_that_produces_what_it_did_not_declare_is_a_bug() -> None:
     sneaky = Producing("extract", Analysis(runs=()), produces=("files",))
     with pytest.raises(RuntimeError, match="produced runs without declaring it"):
-        score(subject(), Policy(), checks=[sneaky])
+        run_checks(subject(), Policy(), checks=[sneaky])
 
 
 def test_a_check_whose_needs_were_not_produced_is_skipped_with_the_producers_reason() -> None:
     files = (SourceFile("solution.py", "print(1)\n", status="extracted"),)
-    verdict = score(subject(files=files), Policy())
+    verdict = run_checks(subject(files=files), Policy())
     reports = {c.name: c for c in verdict.checks}
     assert reports["smoke"].status == "skipped"
     assert reports["nondeterminism"].status == "skipped"

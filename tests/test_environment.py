@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
-from gate.engine import score_range
+from gate.engine import score
 from gate.errors import GateFailure
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
@@ -49,7 +49,7 @@ def _score(repo: Repo, base: str = "main", head: str = "bot") -> Verdict:
 
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit(base).hexsha, handle.commit(head).hexsha) as found:
-        return score_range(found)
+        return score(found)
 
 
 def _slugify_repo(root: Path, policy: str, layout: str = "flat") -> Repo:

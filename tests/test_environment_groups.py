@@ -14,7 +14,7 @@ import git
 import pytest
 
 from gate.cli import main
-from gate.engine import score_range
+from gate.engine import score
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -98,7 +98,7 @@ def _calc(root: Path, project: str, policy: str) -> Repo:
 def _score(repo: Repo, head: str = "bot") -> Verdict:
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit(head).hexsha) as found:
-        return score_range(found)
+        return score(found)
 
 
 def _installed(verdict: Verdict) -> str:

@@ -392,7 +392,7 @@ def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
     def crash(found: object) -> object:
         raise RuntimeError("boom")
 
-    monkeypatch.setattr("gate.github.pipeline.score_range", crash)
+    monkeypatch.setattr("gate.github.pipeline.score", crash)
     pr = make(fake, tmp_path, {"util.py": BROKEN})
     assert run_ci(pr, monkeypatch) == 3
     [status] = fake.repos[REPO].statuses

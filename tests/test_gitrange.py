@@ -17,7 +17,7 @@ import pytest
 from cmarkgfm.cmark import Options
 
 from gate.cli import main
-from gate.engine import score_range
+from gate.engine import score
 from gate.errors import BadInput
 from gate.sources.gitrange import git_changes, subject_from_commits, subject_from_range
 from gate.verdict import Verdict
@@ -312,7 +312,7 @@ def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> No
     _, local = check(repo, "--base", "main", "--head", "bot")
     with subject_from_commits(git.Repo(repo.root), base, head,
                               repo_url="https://github.com/octo/widgets") as found:
-        pr = score_range(found).to_dict()
+        pr = score(found).to_dict()
     for verdict in (local, pr):
         verdict.pop("timings")
         for check_report in verdict["checks"]:
@@ -343,7 +343,7 @@ def test_python_files_are_decoded_as_python_decodes_them(repo: Repo) -> None:
     head = repo.commit("bot")
     with subject_from_commits(git.Repo(repo.root), base, head) as found:
         texts = {f.path: f.text for f in found.subject.files}
-        verdict = score_range(found)
+        verdict = score(found)
     assert texts["bom.py"] == "x = 1\n" and texts["cookie.py"].endswith("x = 'caf\xe9'\n")
     [parse] = [p for p in verdict.penalties if p.check == "parse"]
     assert parse.message == ("does not parse: late.py:3: not valid utf-8 text: byte 0xe9 at offset 15 "

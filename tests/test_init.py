@@ -12,7 +12,7 @@ import pytest
 import yaml
 
 from gate.checks import tests as tests_check
-from gate.engine import score_range
+from gate.engine import score
 from gate.policy.model import CONTROL_PLANE
 from gate.policy_file import load_policy
 from gate.sources.gitrange import subject_from_commits
@@ -65,7 +65,7 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
 
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-        verdict = score_range(found)
+        verdict = score(found)
 
     # Two of the base's tests fail on the head, each costing the default preset's points.tests.
     assert not verdict.accepted and verdict.total == 2 * load_policy(None).points[tests_check.TESTS]
@@ -276,7 +276,7 @@ def test_the_control_plane_gate_init_writes_sends_a_bots_edit_of_agents_md_to_a_
 
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-        verdict = score_range(found)
+        verdict = score(found)
 
     assert not verdict.accepted and verdict.total == 0
     reasons = "\n".join(verdict.blocked_reasons)

@@ -25,7 +25,7 @@ from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.judge import JudgeCheck, connect_from_environment
 from gate.checks.parse import Parse
 from gate.cli import main
-from gate.engine import score
+from gate.engine import run_checks
 from gate.errors import BadInput
 from gate.judge.client import ERROR_BODY_BYTES, MAX_RETRY_WAIT, JudgeClient
 from gate.policy.keys import Charge
@@ -180,7 +180,7 @@ def judge_check(waits: Waits | None = None) -> JudgeCheck:
 
 def judged(stub_url: str, the_subject: Subject | None = None, waits: Waits | None = None,
            **judge: Any) -> Verdict:
-    verdict = score(the_subject or subject(), policy(stub_url, **judge), checks=[Parse(), judge_check(waits)])
+    verdict = run_checks(the_subject or subject(), policy(stub_url, **judge), checks=[Parse(), judge_check(waits)])
     validate(json.loads(verdict.to_json()))
     return verdict
 
@@ -252,7 +252,7 @@ def test_the_production_edge_reads_the_key_from_the_environment(stubs: list[Stub
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     stub = serve(stubs, says("pass", ["fine"]))
     monkeypatch.setenv(KEY_ENV, KEY)
-    score(subject(), policy(stub.url), checks=[Parse(), JudgeCheck(connect_from_environment)])
+    run_checks(subject(), policy(stub.url), checks=[Parse(), JudgeCheck(connect_from_environment)])
     assert stub.received[0].headers["Authorization"] == f"Bearer {KEY}"
 
 
@@ -262,7 +262,7 @@ def test_the_whole_pipeline_shows_the_judge_the_extracted_code_not_the_prose(
     monkeypatch.setenv(KEY_ENV, KEY)
     reply = "Here is my solution, it is great:\n\n```python\n" + CODE + "```\n\nI hope this helps!\n"
     the_subject = subject_from_reply(reply, "reply.md", Task("add", prompt="Write add(a, b)."))
-    verdict = score(replace(the_subject, hidden_cases=subject().hidden_cases), policy(stub.url))
+    verdict = run_checks(replace(the_subject, hidden_cases=subject().hidden_cases), policy(stub.url))
     assert [c.name for c in verdict.checks][-1] == "judge"
     user = stub.received[0].json()["messages"][1]["content"]
     assert "    2 |     return a + b" in user
@@ -324,7 +324,7 @@ judge:
 def test_an_unset_key_variable_means_needs_review_without_asking(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["fine"]))
     check = JudgeCheck(lambda settings: JudgeClient.from_environment(settings, {}))
-    verdict = score(subject(), policy(stub.url), checks=[Parse(), check])
+    verdict = run_checks(subject(), policy(stub.url), checks=[Parse(), check])
     assert stub.received == []
     assert f"environment variable {KEY_ENV}" in judge_note(verdict)
 
@@ -353,7 +353,7 @@ judge:
   add_points: true
   needs_review: label
 """)
-    verdict = score(subject(), load_policy(path), checks=[Parse(), judge_check()])
+    verdict = run_checks(subject(), load_policy(path), checks=[Parse(), judge_check()])
     assert (verdict.total, verdict.accepted) == (4, False)
     assert verdict.penalties[0].locations == (Location("solution.py", 2),)
     assert "No special cases." in stub.received[0].json()["messages"][1]["content"]
@@ -421,7 +421,7 @@ class FailedHiddenCase(Check):
 def test_a_failed_case_stays_failed_when_the_judge_says_pass(stubs: list[Stub]) -> None:
     stub = serve(stubs, says("pass", ["the tests are wrong, this code is perfect"]))
     checks: list[Check] = [Parse(), FailedHiddenCase(), judge_check()]
-    verdict = score(subject(), Policy(budget=1, judge=policy(stub.url).judge), checks=checks)
+    verdict = run_checks(subject(), Policy(budget=1, judge=policy(stub.url).judge), checks=checks)
     assert [c.status for c in verdict.cases] == ["failed"]
     assert [(p.check, p.points) for p in verdict.penalties] == [("smoke", 2)]
     assert (verdict.total, verdict.accepted) == (2, False)

@@ -11,7 +11,7 @@ import pytest
 
 from gate.cases.base import MAX_DETAIL
 from gate.checks import static_checks, static_names
-from gate.engine import score, score_running_cases
+from gate.engine import run_checks, run_sandboxed
 from gate.policy.model import Language, Paths, Points, Policy
 from gate.subject import SourceFile, Subject
 from gate.verdict import Location
@@ -165,8 +165,8 @@ def test_every_static_check_finds_the_same_with_and_without_a_sandbox(files: dic
     differ: whatever a sandbox adds (the `languages:` checkers) must be a check that is not static."""
     policy = Policy(paths=_all(), languages=(PY_COMPILE,))
     subject = Subject(kind="range", label="main..HEAD", files=tuple(SourceFile(p, t) for p, t in files.items()))
-    sandboxed = score_running_cases(subject, policy)
-    alone = score(subject, policy, None, checks=static_checks())
+    sandboxed = run_sandboxed(subject, policy)
+    alone = run_checks(subject, policy, None, checks=static_checks())
     assert sandboxed.isolation != alone.isolation  # the sandbox did run: the compile check's checker
     names = static_names()
     assert "compile" not in names and "parse" in names

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
@@ -112,6 +112,6 @@ def test_a_scopes_suite_alone_turns_the_check_on(path: str, flagged: bool) -> No
     policy = load_policy(None, text=SCOPED, source="gate.yml")
     subject = Subject(kind="range", label="a..b", files=(SourceFile(path, DODGES["star-args"]),))
 
-    reasons = [reason for reason in score(subject, policy).blocked_reasons if "test framework" in reason]
+    reasons = [reason for reason in run_checks(subject, policy).blocked_reasons if "test framework" in reason]
 
     assert bool(reasons) == flagged, reasons

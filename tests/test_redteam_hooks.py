@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
@@ -60,6 +60,6 @@ def test_a_pytest_hook_in_library_code_blocks(code: str, flagged: bool) -> None:
     policy = load_policy(None, text=POLICY, source="gate.yml")
     subject = Subject(kind="range", label="a..b", files=(SourceFile("calc_testing.py", code),))
 
-    reasons = [r for r in score(subject, policy).blocked_reasons if "test framework" in r]
+    reasons = [r for r in run_checks(subject, policy).blocked_reasons if "test framework" in r]
 
     assert bool(reasons) == flagged, reasons

@@ -80,7 +80,7 @@ from gate.limits import sandbox_limits
 from gate.checks.extract import Extract
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy
 from gate.sandbox import open_sandbox
 from gate.subject import Subject
@@ -93,7 +93,7 @@ for name, args, hidden in (("hidden", spec["hidden"], True), ("public", [2, 3], 
     box = open_sandbox(sandbox_limits(policy.limits))
     subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]),
                       **({"hidden_cases": (case,)} if hidden else {"cases": (case,)}))
-    found[name] = [c.detail for c in score(subject, policy, box, checks=(Extract(), Parse(), Smoke())).cases]
+    found[name] = [c.detail for c in run_checks(subject, policy, box, checks=(Extract(), Parse(), Smoke())).cases]
     found["uid"], found["seccomp"] = box.isolation["uid"], box.isolation["seccomp"]
     box.close()
 print(json.dumps(found))

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
@@ -152,7 +152,7 @@ def test_a_file_left_out_of_the_score_is_read_for_reaches(vendored: str, flagged
     subject = Subject(kind="range", label="a..b", files=(SourceFile("calc.py", "import vendor.fast\n"),
                                                           SourceFile("vendor/fast.py", vendored)))
 
-    reasons = [r for r in score(subject, policy).blocked_reasons if "test framework" in r]
+    reasons = [r for r in run_checks(subject, policy).blocked_reasons if "test framework" in r]
 
     assert bool(reasons) == flagged, reasons
     assert all("vendor/fast.py" in reason for reason in reasons)

@@ -13,7 +13,7 @@ from gate.checks.base import Check
 from gate.checks.extract import Extract
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
@@ -114,7 +114,7 @@ def test_a_serving_stopped_by_the_import_waits_its_limit_once(sandbox: Sandbox, 
     verdicts, runs = [], []
     for together in (False, True):
         counted = Counted(sandbox)
-        verdicts.append(score(subject, policy, counted, checks=running(together)))
+        verdicts.append(run_checks(subject, policy, counted, checks=running(together)))
         runs.append(counted.runs)
     assert [c.status for c in verdicts[1].cases] == [c.status for c in verdicts[0].cases] == ["passed"] * 6
     # The one run that served them, killed at its limit, then a run each: not a stopped run per case.
@@ -202,7 +202,7 @@ def test_a_served_case_has_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, 
     hidden = (case("call", "h", function=f"pkg.calc:{function}", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
     policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
-    statuses = [[c.status for c in score(subject, policy, sandbox, checks=running(together)).cases]
+    statuses = [[c.status for c in run_checks(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
 
@@ -244,7 +244,7 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     hidden = (case("call", "h", function="pkg.calc:slow", args=[3], expect=6, hidden=True),)
     subject = Subject(kind="range", label="base..head", tree=tmp_path, hidden_cases=hidden)
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=1)
-    statuses = [[c.status for c in score(subject, policy, sandbox, checks=running(together)).cases]
+    statuses = [[c.status for c in run_checks(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
     assert statuses == [["timeout"], ["timeout"]]
 
@@ -261,7 +261,7 @@ def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox:
                   for n in range(40))
     subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
     counted = Counted(sandbox)
-    verdict = score(subject, Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2), counted, checks=running(True))
+    verdict = run_checks(subject, Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2), counted, checks=running(True))
     assert [c.status for c in verdict.cases] == ["passed"] * 40
     # Two shares a hash seed (or a few runs more, for a case that the machine's load holds past the cut).
     assert 4 <= counted.runs < 16
@@ -292,7 +292,7 @@ from gate.limits import sandbox_limits
 from gate.checks.extract import Extract
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import CaseSpec, RunLimits, Policy
 from gate.sandbox import open_sandbox
 from gate.subject import Subject
@@ -304,7 +304,7 @@ for target, timeout in spec["cases"]:
     policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
     box = open_sandbox(sandbox_limits(policy.limits))
     subject = Subject(kind="range", label="base..head", tree=Path(spec["tree"]), hidden_cases=hidden)
-    found[target] = [[c.status for c in score(subject, policy, box, checks=(Extract(), Parse(), Smoke(together=t)))
+    found[target] = [[c.status for c in run_checks(subject, policy, box, checks=(Extract(), Parse(), Smoke(together=t)))
                       .cases] for t in (False, True)]
     found["uid"] = box.isolation["uid"]
     box.close()

@@ -8,7 +8,7 @@ from dataclasses import replace
 import cmarkgfm
 from cmarkgfm.cmark import Options
 
-from gate.engine import score
+from gate.engine import run_checks
 from gate.policy.model import Policy
 from gate.report.annotations import escape_data, escape_property, workflow_commands
 from gate.report.comment import COMMENT_LIMIT, render_comment
@@ -223,7 +223,7 @@ def test_advisory_mode_accepts_but_says_it_is_over_budget() -> None:
 
 def test_a_huge_range_still_gets_its_penalty_table_in_the_comment() -> None:
     files = tuple(SourceFile(f"pkg/module_with_a_long_name_{i}.py", "import os\ndef f(:\n") for i in range(1500))
-    verdict = score(Subject(kind="range", label="a..b", files=files, facts=(("repo", REPO), ("head", HEAD))),
+    verdict = run_checks(Subject(kind="range", label="a..b", files=files, facts=(("repo", REPO), ("head", HEAD))),
                     Policy())
     comment = render_comment(verdict)
     assert len(comment) < COMMENT_LIMIT // 4

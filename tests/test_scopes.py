@@ -13,7 +13,7 @@ from gate.checks.imports import IMPORTS
 from gate.checks.parse import PARSE
 from gate.cli import main
 from gate.policy_file import effective_policy_dict, load_policy
-from gate.scopes import score_by_scope
+from gate.scopes import by_scope
 from gate.subject import SourceFile, Subject
 from tests.git_support import Repo
 from tests.helpers_static import score_files
@@ -57,7 +57,7 @@ def test_each_file_goes_to_the_first_scope_that_matches_and_the_rest_to_root() -
     policy = load_policy(None, text=POLICY, source="gate.yml")
     files = (SourceFile("services/api/a.py", "import socket\n"), SourceFile("web/b.py", "x = 1\n"),
              SourceFile("tools/c.py", "y = 2\n"))
-    verdict = score_by_scope(Subject(kind="range", label="r", files=files), policy,
+    verdict = by_scope(Subject(kind="range", label="r", files=files), policy,
                              lambda subject, rules: score_files(list(subject.files), rules))
     assert [(s.name, s.files, s.total, s.budget, s.accepted) for s in verdict.scopes] == [
         ("root", 1, 0, 3, True), ("api", 1, 7, 0, False), ("web", 1, 0, 3, True)]
@@ -66,7 +66,7 @@ def test_each_file_goes_to_the_first_scope_that_matches_and_the_rest_to_root() -
 
 def test_an_untouched_scope_is_not_scored_and_the_root_always_is() -> None:
     policy = load_policy(None, text=POLICY, source="gate.yml")
-    verdict = score_by_scope(Subject(kind="range", label="r", files=(SourceFile("web/b.py", "x = 1\n"),)), policy,
+    verdict = by_scope(Subject(kind="range", label="r", files=(SourceFile("web/b.py", "x = 1\n"),)), policy,
                              lambda subject, rules: score_files(list(subject.files), rules))
     assert [s.name for s in verdict.scopes] == ["root", "web"] and verdict.accepted
 
@@ -141,5 +141,5 @@ def test_a_scope_without_cases_is_scored_when_the_change_deletes_or_moves_a_file
     policy = load_policy(None, text=POLICY, source="gate.yml")
     moved = SourceFile("tools/c.py", "y = 2\n", frozenset(), "renamed", "services/api/c.py")
     subject = Subject(kind="range", label="r", files=(moved,), deleted=("web/old.py",))
-    verdict = score_by_scope(subject, policy, lambda subject, rules: score_files(list(subject.files), rules))
+    verdict = by_scope(subject, policy, lambda subject, rules: score_files(list(subject.files), rules))
     assert [(s.name, s.files) for s in verdict.scopes] == [("root", 1), ("api", 1), ("web", 1)]

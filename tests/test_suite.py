@@ -16,7 +16,7 @@ from pathlib import Path
 import git
 import pytest
 
-from gate.engine import score_range
+from gate.engine import score
 from gate.sources.gitrange import subject_from_commits
 from tests import session_support
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
@@ -309,7 +309,7 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         assert found.subject.suite is not None and found.subject.suite.runner == ()
-        verdict = score_range(found)
+        verdict = score(found)
 
     assert f"pytest=={metadata.version('pytest')}" in dict(verdict.isolation)["environment"]
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
@@ -358,7 +358,7 @@ def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeou
     ("from os import _exit\n", "from os import _exit at lib.py:1"),
 ], ids=["sys.modules", "getframe", "currentframe", "f_back", "unittest", "os._exit"])
 def test_library_code_reaching_into_the_test_framework_is_blocked_for_a_human(code: str, named: str) -> None:
-    from gate.engine import score
+    from gate.engine import run_checks
     from gate.policy_file import load_policy
     from gate.subject import SourceFile, Subject
 
@@ -366,13 +366,13 @@ def test_library_code_reaching_into_the_test_framework_is_blocked_for_a_human(co
     changed = Subject(kind="range", label="a..b", files=(SourceFile("lib.py", code),))
     in_tests = Subject(kind="range", label="a..b", files=(SourceFile("tests/helpers.py", code),))
 
-    verdict = score(changed, policy)
+    verdict = run_checks(changed, policy)
 
     assert any(named in reason and "a human must review it" in reason for reason in verdict.blocked_reasons), \
         verdict.blocked_reasons
     assert not [p for p in verdict.penalties if p.check == "framework"]  # a human's call, not points
     # The same code among the tests is the tests' own business.
-    assert not [r for r in score(in_tests, policy).blocked_reasons if "test framework" in r]
+    assert not [r for r in run_checks(in_tests, policy).blocked_reasons if "test framework" in r]
 
 
 MONOREPO_POLICY = """\

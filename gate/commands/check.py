@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from gate.engine import score_range
+from gate.engine import score
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.report.terminal import add_color_option, render_terminal, use_color
@@ -41,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Score the range, write what was asked for, and return the exit code."""
     with layers_found_ahead(), subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
-        verdict = score_range(found)
+        verdict = score(found)
         overrides = found.overrides
     # The Markdown reporters and the annotations are imported only when asked for (start-up time).
     if args.comment:

@@ -16,7 +16,7 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate.github.override import answer_command
-from gate.github.pipeline import GatedPR, Job, Settings, gate_pull_request, posting_names, score_in_ci
+from gate.github.pipeline import GatedPR, Job, Settings, ci_verdict, gate_pull_request, posting_names
 from gate.github.posting import COMMENT_MODES, Names
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.sources.pullrequest import MergeGroup, PullRequest, pull_request_from_event, pull_request_of
@@ -75,7 +75,7 @@ def run(args: argparse.Namespace) -> int:
         raise job.read_failure(exc) from None
     # A fork's PR, and Dependabot's, run with a read-only token; a merge group's run is the base repository's.
     read_only = pr.read_only_token and group is None
-    return gate_pull_request(job, chosen, GatedPR(pr, group, workspace, read_only=read_only), score_in_ci)
+    return gate_pull_request(job, chosen, GatedPR(pr, group, workspace, read_only=read_only), ci_verdict)
 
 
 def _pull_request(job: Job, group: MergeGroup | None) -> PullRequest:

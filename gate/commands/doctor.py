@@ -359,7 +359,7 @@ def _suite(repo: Path) -> bool:
     PR into it; print what it found. False when it does not run in the gate."""
     import git
 
-    from gate.engine import score_range
+    from gate.engine import score
     from gate.errors import BadInput, GateError
     from gate.sources.gitrange import subject_from_commits
 
@@ -371,7 +371,7 @@ def _suite(repo: Path) -> bool:
             if not found.policy.has_tests:
                 print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
                 return True
-            verdict = score_range(found)
+            verdict = score(found)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         print(f"the repository's suite: {repo} is not a git checkout with a commit")
         return False

@@ -18,7 +18,7 @@ from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.eval.datasets import REGISTRY, Dataset, load_dataset
 from gate.eval.output import add_report_options, open_out, parse_ks, write_report
 from gate.eval.rows import Row, write_rows
-from gate.eval.runner import RunOptions, score_samples, select
+from gate.eval.runner import RunOptions, run_samples, select
 from gate.eval.samples import load_samples
 from gate.eval.shard import parse_shard
 from gate.policy.model import Policy
@@ -74,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
     # keeps the rows it has.
     with (open_out(args.out) as sink,
           tqdm(total=len(mine), unit="sample", disable=_quiet(), file=sys.stderr) as bar):
-        for row in score_samples(dataset, mine, options, advance=lambda: bar.update()):
+        for row in run_samples(dataset, mine, options, advance=lambda: bar.update()):
             rows.append(row)
             if sink is not None:
                 write_rows([row], sink)

@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from gate.engine import score_running_cases
+from gate.engine import run_sandboxed
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.report.terminal import add_color_option, render_terminal, use_color
 from gate.sources.reply import reply_input
@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
     found = reply_input(args.reply, args.task, args.policy)
-    verdict = score_running_cases(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
+    verdict = run_sandboxed(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
     _emit(verdict, args.json, args.color)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 

@@ -14,7 +14,7 @@ from gate.checks import static_checks
 from gate.checks.base import Check
 from gate.checks.extract import SOLUTION_PATH
 from gate.checks.smoke import Smoke
-from gate.engine import score
+from gate.engine import run_checks
 from gate.eval.datasets import Dataset, EvalTask
 from gate.eval.rows import Row
 from gate.eval.samples import Sample
@@ -49,10 +49,10 @@ def select(dataset: Dataset, samples: Sequence[Sample], shard: Shard) -> list[Sa
     return [sample for sample in samples if sample.task_id in mine]
 
 
-def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptions,
-                  advance: Callable[[], None] = lambda: None) -> Iterator[Row]:
-    """Score every sample, in parallel over `options.jobs` workers; rows come as soon as they are ready, in
-    the samples' order, so that a caller can write each one before the run is over."""
+def run_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptions,
+                advance: Callable[[], None] = lambda: None) -> Iterator[Row]:
+    """Run every sample through the checks, in parallel over `options.jobs` workers; rows come as soon as they are
+    ready, in the samples' order, so that a caller can write each one before the run is over."""
     tasks = dataset.by_id()
     # One sandbox for every worker: it is thread-safe, and one sandbox owns its pool of uids, so no two
     # concurrent runs ever share a uid (a second sandbox would hand out the same ones).
@@ -61,7 +61,7 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
     checks = eval_checks()
 
     def one(sample: Sample) -> Row:
-        row = score_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox, checks)
+        row = run_sample(sample, tasks[sample.task_id], dataset.name, options, sandbox, checks)
         advance()
         return row
 
@@ -72,11 +72,11 @@ def score_samples(dataset: Dataset, samples: Sequence[Sample], options: RunOptio
         sandbox.close()
 
 
-def score_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox,
-                 checks: Sequence[Check]) -> Row:
-    """Score one sample through the gate's pipeline and describe the outcome as a row."""
+def run_sample(sample: Sample, task: EvalTask, dataset: str, options: RunOptions, sandbox: Sandbox,
+               checks: Sequence[Check]) -> Row:
+    """One sample run through the gate's checks, its outcome described as a row."""
     started = time.perf_counter()
-    verdict = score(subject_of(sample, task), options.policy, sandbox, checks=checks)
+    verdict = run_checks(subject_of(sample, task), options.policy, sandbox, checks=checks)
     latency = time.perf_counter() - started
     statuses = {c.name: c.status for c in verdict.checks}
     # Cases are numbered from 1 in a verdict; a row's `failed_cases` are indexes into the task's cases.

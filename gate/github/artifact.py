@@ -13,9 +13,9 @@ import jsonschema
 
 from gate.checks import static_checks, static_names
 from gate.checks.compile import language_for
-from gate.engine import score
+from gate.engine import run_checks
 from gate.errors import BadInput
-from gate.scopes import score_by_scope
+from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.verdict import Note, Verdict, is_accepted
 
@@ -67,7 +67,7 @@ def recomputed(claimed: Verdict, path: Path, found: ScoreInput) -> Verdict:
     """The verdict to post for `claimed`: the checks that read the files only are recomputed here from `found`
     (no artifact's word taken for them); an artifact whose static findings differ was tampered with and is
     refused (BadInput)."""
-    static = score_by_scope(found.subject, found.policy, lambda subject, policy: score(
+    static = by_scope(found.subject, found.policy, lambda subject, policy: run_checks(
         subject, policy, None, checks=static_checks(), reproduce=found.reproduce))
     mismatch = _tampered(claimed, static)
     if mismatch:

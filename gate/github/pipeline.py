@@ -27,7 +27,7 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate import DISTRIBUTION
-from gate.engine import score_range
+from gate.engine import score
 from gate.errors import BadInput, GateError, GateFailure, MissingLayers
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
@@ -66,7 +66,7 @@ def ci_layers_fix(missing: Collection[str]) -> str:
     return (f"gate ci runs a PR's code only with the layers {', '.join(CI_LAYERS)}: {'; '.join(fixes)}; or set "
             "`allow_weaker_isolation: true` in the policy to accept less")
 
-# How a gated PR's subject becomes a verdict: `score_in_ci`, or `gate publish`'s recomputation.
+# How a gated PR's subject becomes a verdict: `ci_verdict`, or `gate publish`'s recomputation.
 Scorer = Callable[[ScoreInput], Verdict]
 
 
@@ -201,21 +201,21 @@ def _override(job: Job, names: Names, gated: GatedPR, found: ScoreInput) -> Over
     return OverrideCheck(None, (*check.ignored, problem)) if problem else check
 
 
-def score_in_ci(found: ScoreInput) -> Verdict:
-    """`score_range` with the layers that keep the token, the network and the runner's files from the code
-    (CI_LAYERS) required on top of the policy's, unless the policy says `allow_weaker_isolation`, which every
-    verdict then reports. A missing layer is a GateFailure (exit 3) that says how to get it."""
+def ci_verdict(found: ScoreInput) -> Verdict:
+    """The verdict `gate ci` posts: `score` with the layers that keep the token, the network and the runner's files
+    from the code (CI_LAYERS) required on top of the policy's, unless the policy says `allow_weaker_isolation`, which
+    every verdict then reports. A missing layer is a GateFailure (exit 3) that says how to get it."""
     _need_checkout_for_cases(found)
     policy = found.policy
     if policy.allow_weaker_isolation:
-        verdict = score_range(found)
+        verdict = score(found)
         off = [name for name, how in verdict.isolation if name in CI_LAYERS and how.startswith("off")]
         note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
                                  + (f"; off here: {', '.join(off)}" if off else ""))
         return replace(verdict, notes=(note, *verdict.notes))
     strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
     try:
-        return score_range(replace(found, policy=strict))
+        return score(replace(found, policy=strict))
     except MissingLayers as missing:
         raise MissingLayers(missing.layers, ci_layers_fix([name for name, _ in missing.layers])) from None
 
