@@ -285,3 +285,37 @@ def test_the_control_plane_gate_init_writes_sends_a_bots_edit_of_agents_md_to_a_
         assert f"adds {path}," in reasons or f"edits {path}," in reasons
         assert f"(the base policy's control_plane: {glob})" in reasons
     assert "the policy file .github/gate.yml" in reasons and "app.py" not in reasons
+
+
+ADD = "def add(a, b):\n    return a + b\n"
+ADD_TEST = "from {module} import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("code", "test"), [
+    ({"calc/__init__.py": ADD, "calc/tests/__init__.py": ""}, ("calc/tests/test_calc.py", "calc")),
+    ({"calc.py": ADD}, ("test_calc.py", "calc")),
+    ({"acme/calc/core.py": ADD}, ("acme/calc/tests/test_core.py", "acme.calc.core")),
+], ids=["tests inside the package", "a test module at the top", "tests inside a namespace package"])
+def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are(
+        tmp_path: Path, code: dict[str, str], test: tuple[str, str]) -> None:
+    """The shapes that were false greens: the policy `gate init` writes, and nothing else, blocks `return None`
+    naming the test that caught it."""
+    path, module = test
+    repo = Repo(tmp_path / "calc")
+    files = {"_backend/backend.py": BACKEND, "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp"]}),
+             path: ADD_TEST.format(module=module), **code}
+    for name, text in files.items():
+        repo.write(name, text)
+    assert gate("init", cwd=repo.root).returncode == 0
+    repo.commit("base", {**files, ".github/gate.yml": (repo.root / ".github" / "gate.yml").read_text()})
+    repo.git("checkout", "-q", "-b", "bot")
+    source = next(name for name in code if name.endswith((".py",)) and "tests" not in name)
+    repo.commit("bot: return None", {source: ADD.replace("    return a + b", "    return None\n    return a + b")})
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        verdict = score_range(found)
+
+    assert not verdict.accepted and not verdict.untested
+    assert [p.message.split(" (")[0] for p in verdict.penalties] == [f"test {path}::test_add failed"]
