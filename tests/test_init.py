@@ -315,7 +315,7 @@ def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are
 
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-        verdict = score_range(found)
+        verdict = score(found)
 
     assert not verdict.accepted and not verdict.untested
     assert [p.message.split(" (")[0] for p in verdict.penalties] == [f"test {path}::test_add failed"]
