@@ -5,7 +5,7 @@ that decides what the tests check or how pytest runs them (the files under the t
 pytest configuration file anywhere, a module named like the framework or a distribution's metadata at the top
 of an import root) comes from the base, and the head's version never runs (docs/repository.md). Every module
 that places files where the suite's process can import them (the suite's trees, the build's layer, the
-environment) asks here.
+environment) asks here, and so does the framework check, which reads what of the head's runs there.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ PYTEST_CONFIG = ("pytest.toml", ".pytest.toml", "pytest.ini", ".pytest.ini", "py
 SHARED_CONFIG = ("pyproject.toml", "tox.ini", "setup.cfg")
 # Modules named like the test framework (pytest, its internals and what it imports); at the top of the tree or
 # of an import root they would be what the suite's process imports: the base's only (the harness keeps its
-# own copy, gate/suite/harness.py FRAMEWORK: it imports nothing of the gate).
+# own copy, gate/suite/harness.py FRAMEWORK: it imports nothing of the gate; a test keeps the two the same).
 FRAMEWORK_MODULES = ("pytest", "_pytest", "pluggy", "py", "iniconfig")
 # Folders of test code: under a test path, a module outside them that pytest would not collect as a test is
 # the library's own (a package that holds its tests, `tests.paths: [.]`).
