@@ -8,7 +8,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -19,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import detect, open_sandbox, registry
-from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, RunResult
+from gate.sandbox import canaries, detect, open_sandbox, registry
+from gate.sandbox.base import Limits, RunRequest
+from gate.sandbox.canaries import DAEMON, REPORT
 from gate.sandbox.runner import LayeredSandbox
 from tests.sandbox_support import SERVE
 
@@ -29,28 +29,6 @@ LIMITS = Limits(wall_s=20.0, cpu_s=10.0, memory_bytes=256 * 1024 * 1024, output_
 SECRET = "ghp_sandboxCanaryToken0123456789"
 ROOT = os.geteuid() == 0
 needs_root = pytest.mark.skipif(not ROOT, reason="needs root: uid switch and mount namespace")
-
-# Every program can report on its result channel with `report(text)`.
-PRELUDE = ("import os, sys\ndef report(text):\n"
-           f"    os.write(int(os.environ[{RESULT_FD_ENV!r}]), str(text).encode())\n")
-
-# A daemon: forks, setsid(), forks again, ignores SIGTERM, reports its pid and stays.
-DAEMON = """
-    import signal, time
-    r, w = os.pipe()
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            signal.signal(signal.SIGTERM, signal.SIG_IGN)
-            os.write(w, str(os.getpid()).encode())
-            os.close(w)
-            while True:
-                time.sleep(1)
-        os._exit(0)
-    os.close(w)
-    report(os.read(r, 32).decode())
-"""
-
 
 SANDBOX_BACKENDS = ("zygote", "fresh-interpreter")
 # A secret in the gate's own environment before the sandbox starts: no run may be able to read it.
@@ -69,7 +47,7 @@ def gate_stays_healthy(sandbox: LayeredSandbox) -> Iterator[None]:
 
 def hostile(code: str, *args: str, limits: Limits = LIMITS) -> RunRequest:
     """A run of `code` (dedented; `os`, `sys` and `report` are there already)."""
-    files = {"main.py": (PRELUDE + textwrap.dedent(code)).encode()}
+    files = {"main.py": (REPORT + textwrap.dedent(code)).encode()}
     return RunRequest(script="main.py", args=args, files=files, limits=limits)
 
 
@@ -125,11 +103,8 @@ def test_fork_bomb_is_contained(sandbox: LayeredSandbox) -> None:
 
 
 def test_double_fork_daemon_does_not_outlive_its_run(sandbox: LayeredSandbox) -> None:
-    result = sandbox.run(hostile(DAEMON))
-    assert result.exit_code == 0
-    assert result.result is not None
-    daemon = int(result.result)
-    assert settled(lambda: not alive(daemon))
+    daemon = canaries.daemon(sandbox)
+    assert (daemon.blocked, daemon.tried) == (True, True), daemon
 
 
 def test_daemon_holding_stdout_open_does_not_hang_the_run(sandbox: LayeredSandbox) -> None:
@@ -210,93 +185,15 @@ def test_too_many_open_files_fails_in_the_program_only(sandbox: LayeredSandbox) 
 
 
 def test_network_cannot_reach_a_loopback_listener(sandbox: LayeredSandbox) -> None:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as listener:
-        listener.bind(("127.0.0.1", 0))
-        listener.listen(1)
-        listener.setblocking(False)
-        port = listener.getsockname()[1]
-        code = """
-            import socket
-            try:
-                socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5).sendall(b'stolen')
-                report('connected')
-            except OSError:
-                report('blocked')
-        """
-        result = sandbox.run(hostile(code, str(port)))
-        with pytest.raises(BlockingIOError):
-            listener.accept()
-    if sandbox.isolation["netns"].startswith("on") or sandbox.isolation["seccomp"].startswith("on"):
-        assert result.result == b"blocked"
+    network = canaries.network(sandbox)
+    assert network.blocked, network
 
 
 def test_secret_in_the_gate_environment_is_unreachable(sandbox: LayeredSandbox) -> None:
-    # The secret is in this process's os.environ (inherited by nothing) and, from its start, in the
-    # environment of a process of the gate's user: /proc/<pid>/environ shows only what a process started with.
-    holder = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()"], stdin=subprocess.PIPE,
-                              env={**os.environ, "GATE_TEST_SECRET": SECRET})
-    code = """
-        found = [repr(dict(os.environ))]
-        every = [p for p in os.listdir('/proc') if p.isdigit()]
-        pids = ['self', str(os.getppid()), '1', *sys.argv[1:], *every]
-        for pid in pids:
-            try:
-                with open(f'/proc/{pid}/environ', 'rb') as f:
-                    found.append(f.read().decode(errors='replace'))
-            except OSError:
-                pass
-        print('\\n'.join(found))
-        report('\\n'.join(found))
-    """
-    try:
-        result = sandbox.run(hostile(code, str(os.getpid()), str(holder.pid)))
-    finally:
-        assert holder.stdin is not None
-        holder.stdin.close()
-        holder.wait()
-    assert result.exit_code == 0
-    assert SECRET.encode() not in result.stdout
-    assert SECRET.encode() not in (result.result or b"")
-
-
-@needs_root
-def test_planted_token_outside_the_workdir_is_unreadable(sandbox: LayeredSandbox, tmp_path: Path) -> None:
-    checkout = tmp_path / "checkout"
-    (checkout / ".git").mkdir(parents=True)
-    config = checkout / ".git" / "config"
-    config.write_text(f'[http]\n\textraheader = "AUTHORIZATION: basic {SECRET}"\n')
-    for path in (tmp_path, checkout, checkout / ".git"):
-        path.chmod(0o755)  # as readable as a real checkout can be
-    config.chmod(0o644)
-    code = """
-        try:
-            report(open(sys.argv[1]).read())
-        except OSError as exc:
-            report(type(exc).__name__)
-    """
-    result = sandbox.run(hostile(code, str(config)))
-    assert result.result is not None
-    assert SECRET.encode() not in result.result
-
-
-@needs_root
-def test_writing_outside_the_workdir_is_blocked(sandbox: LayeredSandbox, tmp_path: Path) -> None:
-    target = tmp_path / "shared"
-    target.mkdir()
-    target.chmod(0o777)
-    code = ("try:\n    open(os.path.join(sys.argv[1], 'planted'), 'w').write('x')\n    report('wrote')\n"
-            "except OSError as exc:\n    report(type(exc).__name__)\n")
-    result = sandbox.run(hostile(code, str(target)))
-    assert result.result != b"wrote"
-    assert not (target / "planted").exists()
-
-
-@needs_root
-def test_killing_the_reaper_and_the_gate_is_refused(sandbox: LayeredSandbox) -> None:
-    code = ("import signal\nfor target in (os.getppid(), int(sys.argv[1])):\n    try:\n"
-            "        os.kill(target, signal.SIGKILL)\n    except OSError:\n        pass\nreport('tried')\n")
-    result: RunResult = sandbox.run(hostile(code, str(os.getpid())))
-    assert result.result == b"tried"
+    # The secret is in this process's environment from before the sandbox started (SANDBOX_ENVIRON) and in a
+    # process of the gate's user started with it: /proc/<pid>/environ shows only what a process started with.
+    secret = canaries.secret(sandbox, SECRET)
+    assert secret.blocked, secret
 
 
 def test_peer_cannot_read_the_served_lead(sandbox: LayeredSandbox) -> None:
@@ -342,10 +239,8 @@ def test_daemon_dies_without_uid_or_cgroup(backend: str) -> None:
     layers = dataclasses.replace(full, uids=None, cgroups=None)
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     try:
-        result = box.run(hostile(DAEMON))
-        assert result.result is not None
-        daemon = int(result.result)
-        assert settled(lambda: not alive(daemon))
+        daemon = canaries.daemon(box)
+        assert (daemon.blocked, daemon.tried) == (True, True), daemon
         assert box.run(hostile("print('next')")).stdout == b"next\n"
     finally:
         box.close()
@@ -389,21 +284,9 @@ def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
     full = detect.layers(prefer_zygote=True)
     layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "seccomp"))
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
-    code = """
-        import socket
-        try:
-            socket.create_connection(('127.0.0.1', int(sys.argv[1])), timeout=5)
-            report('connected')
-        except OSError as exc:
-            report(type(exc).__name__)
-    """
     try:
-        with socket.socket() as listener:
-            listener.bind(("127.0.0.1", 0))
-            listener.listen(1)
-            result = box.run(hostile(code, str(listener.getsockname()[1])))
-        assert result.result is not None
-        assert result.result != b"connected"
+        network = canaries.network(box)
+        assert network.blocked, network
     finally:
         box.close()
 
@@ -424,7 +307,7 @@ def test_a_killed_gate_leaves_no_run_behind(backend: str) -> None:
     """SIGKILL the gate in the middle of a run (a cancelled CI job): the run's processes, the daemon among
     them, die with it, and the next gate removes the directories and cgroups it left."""
     program = textwrap.dedent(DAEMON).replace("report(", "print(") + "import time\ntime.sleep(600)\n"
-    gate = subprocess.Popen([sys.executable, "-c", GATE_THAT_DIES, backend, PRELUDE + program],
+    gate = subprocess.Popen([sys.executable, "-c", GATE_THAT_DIES, backend, REPORT + program],
                             stdout=subprocess.PIPE, text=True)
     assert gate.stdout is not None
     assert gate.stdout.readline() == "open\n"
