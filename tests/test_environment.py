@@ -6,10 +6,10 @@ sandbox (as root: a dropped uid, no network).
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
+from importlib import metadata
 from pathlib import Path
 
 import pytest
@@ -189,7 +189,7 @@ def test_an_install_that_fails_names_the_requirement_and_exits_3(tmp_path: Path,
     assert main(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"]) == 3
     err = capsys.readouterr().err
     assert "requirement no-such-dependency" in err
-    assert "pip's last lines" in err
+    assert "uv's last lines" in err
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -297,15 +297,13 @@ def test_runs_see_the_environment_read_only(tmp_path: Path) -> None:
     assert [c.status for c in verdict.cases if c.name != "poison"] == ["passed", "passed"]
 
 
-def _pip_report(python: str, project: Path, index: Path, report: Path) -> dict[str, object]:
-    """The installation report `python`'s own pip gives for the project with its test extra (a dry run)."""
-    done = subprocess.run([python, "-m", "pip", "install", "--dry-run", "--ignore-installed", "--no-index",
-                           "--find-links", str(index), "--report", str(report), ".[test]"], cwd=project,
-                          capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PIP_CONFIG_FILE": os.devnull,
-                                                               "HOME": str(report.parent)}, timeout=300)
+def _installed_by(python: str, project: Path, index: Path, target: Path) -> list[metadata.Distribution]:
+    """The base project as `python`'s own pip installs it with its test extra (into the folder `target`)."""
+    done = subprocess.run([python, "-m", "pip", "install", "--no-index", "--find-links", str(index), "--target",
+                           str(target), ".[test]"], cwd=project, capture_output=True, text=True, timeout=300,
+                          env={"PATH": "/usr/bin:/bin", "PIP_CONFIG_FILE": os.devnull, "HOME": str(target.parent)})
     assert done.returncode == 0, done.stdout + done.stderr
-    loaded: dict[str, object] = json.loads(report.read_text())
-    return loaded
+    return [dist for dist in metadata.distributions(path=[str(target)]) if dist.metadata["Name"] == "calc"]
 
 
 DEBIAN_PYTHON = "/usr/bin/python3"
@@ -314,20 +312,22 @@ DEBIAN_PYTHON = "/usr/bin/python3"
 @pytest.mark.skipif(subprocess.run([DEBIAN_PYTHON, "-m", "pip", "--version"], capture_output=True).returncode != 0
                     if os.path.exists(DEBIAN_PYTHON) else True, reason="no pip of the system's Python here")
 def test_the_extras_plugins_are_found_with_every_pip(tmp_path: Path, wheelhouse: Path) -> None:  # noqa: F811
-    """pip 23.0 (Debian 12's) leaves `requested_extras` out of its report; the distributions a test extra
-    declares (its pytest plugins) are the base's own all the same, as with the gate's newer pip."""
+    """pip 23.0 (Debian 12's) leaves `requested_extras` out of its installation report; what the base declares
+    (a test extra's pytest plugins) comes from the gate's own request and the installed metadata, the same
+    whichever pip (or uv) installed it."""
     from gate.environment import build
+    from gate.policy.model import Environment
 
     project = tmp_path / "calc"
     (project / "_backend").mkdir(parents=True)
     (project / "_backend" / "backend.py").write_text(BACKEND)
     (project / "pyproject.toml").write_text(pyproject("calc", ["text-unidecode"], extras={"test": ["checkhelp"]}))
     (project / "calc.py").write_text("X = 1\n")
-    reports = {python: _pip_report(python, project, wheelhouse, tmp_path / f"report-{index}.json")
-               for index, python in enumerate((DEBIAN_PYTHON, sys.executable))}
-
-    versions = {str(report["pip_version"]) for report in reports.values()}
-    found = [build._declared(report, project, ("test",)) for report in reports.values()]
+    versions = {subprocess.run([python, "-m", "pip", "--version"], capture_output=True, text=True).stdout.split()[1]
+                for python in (DEBIAN_PYTHON, sys.executable)}
+    found = [build._declared(Environment(extras=("test",)), [],
+                             _installed_by(python, project, wheelhouse, tmp_path / f"target-{index}"), project)
+             for index, python in enumerate((DEBIAN_PYTHON, sys.executable))]
 
     assert len(versions) == 2, versions  # two pips, the system's older one among them
     assert found[0] == found[1] == {"calc", "text-unidecode", "checkhelp"}

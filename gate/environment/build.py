@@ -1,16 +1,18 @@
 """Build the repository's environment from the base commit, outside the sandbox, with the network.
 
-A virtual environment made with the sandbox's interpreter (the one a dropped uid runs), filled by the gate's
-own pip (`pip --python`), which honours the user's index configuration (pip.conf, `PIP_INDEX_URL`: a private
-index works). What is installed: the base project with its `extras`, its dependency `groups` (as PEP 508
-requirements: gate/environment/declarations.py) and the `requirements` files, all as they are in an export of
-the base commit, and its `[build-system] requires` (the project is built again in the sandbox:
-gate/environment/project.py). The project itself is then uninstalled again, leaving only its
-dependencies: nothing of the base's package can stand in for a module the head deleted. Nothing of the head is
-built or installed here.
+A virtual environment made with the sandbox's interpreter (the one a dropped uid runs), filled by uv, told the
+user's pip configuration (pip.conf, `PIP_INDEX_URL`: a private index works), or by the gate's own pip where uv
+is not beside the gate's interpreter (gate/environment/installers/). What is installed: the base project with
+its `extras`, its dependency `groups` (as PEP 508 requirements: gate/environment/declarations.py) and the
+`requirements` files, all as they are in an export of the base commit, and its `[build-system] requires` (the
+project is built again in the sandbox: gate/environment/project.py). The project itself is then uninstalled
+again, leaving only its dependencies: nothing of the base's package can stand in for a module the head
+deleted. Nothing of the head is built or installed here.
 
-The venv is cached by the hash of the declaration files and the settings (cache.digest); it is built in a
-temporary directory beside its final place and renamed there when complete, under a lock.
+The venv is cached by the hash of the declaration files, the settings, the index configuration and the installer
+(cache.digest); it is built in a temporary directory beside its final place and renamed there when complete,
+under a lock. Which distributions were installed, and which of them the base declares itself (whose pytest
+plugins load), is read from the environment afterwards, the same way whichever installer filled it.
 """
 
 from __future__ import annotations
@@ -23,24 +25,17 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
 from pathlib import Path, PurePosixPath
-from typing import Any
 
-from gate.environment import BuiltEnvironment, cache, declarations, testdeps
+from gate.environment import BuiltEnvironment, cache, declarations, installers, pip_config, testdeps
 from gate.environment.declarations import Reader, key_files
 from gate.errors import GateFailure
 from gate.policy.model import Environment
 from gate.suite.trust import FRAMEWORK_MODULES
-
-_PIP_TAIL = 15  # lines of pip's output a failure shows
-_INSTALL_TIMEOUT_S = 1800
-# pip's words for a requirement it could not satisfy.
-_UNSATISFIED = re.compile(r"(?:No matching distribution found for|Could not find a version that satisfies the "
-                          r"requirement|ResolutionImpossible.*?for|Failed to build|"
-                          r"Cannot install) ([^\s(]+)")
 
 
 def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_base: Callable[[Path], None],
@@ -48,19 +43,27 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     """The environment `spec` asks for, built from the base commit (its files through `read`, their paths
     `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`.
     Raises BadInput (exit 2) for a policy naming what the base lacks, GateFailure (exit 3) when the install
-    fails, naming the requirement and with pip's last lines."""
+    fails, naming the requirement and with the installer's last lines."""
     declarations.check(spec, read)
     project = declarations.project_files(read) if spec.project else []
     files = key_files(spec, base_paths)
+    settings = pip_config.settings(environ, sys.prefix)
+    installer = installers.find(environ, settings)
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
                         "extras": sorted(spec.extras), "requirements": list(spec.requirements),
-                        "groups": list(spec.groups), "files": {path: read(path) for path in files}}, environ)
+                        "groups": list(spec.groups), "files": {path: read(path) for path in files},
+                        "installer": installer.name, "index": pip_config.key(settings)})
     root = where / "envs" / key
     with cache.locked(where / "envs" / f"{key}.lock"):
         if (root / _DONE).is_file():
             return _load(key, root, cached=True)
-        _build(spec, bool(project), export_base, interpreter, root, environ)
-    return _load(key, root, cached=False)
+        print(f"gate: {installer.describe()}", file=sys.stderr, flush=True)
+        started = time.perf_counter()
+        _build(spec, bool(project), export_base, interpreter, root, environ, installer)
+        built = _load(key, root, cached=False)
+        print(f"gate: the environment was built by {installer.name} in {time.perf_counter() - started:.1f} s "
+              f"({len(built.installed)} distributions)", file=sys.stderr, flush=True)
+    return built
 
 
 _DONE = "gate-installed.json"
@@ -73,36 +76,36 @@ def _interpreter_id(interpreter: str) -> str:
 
 
 def _build(spec: Environment, project: bool, export_base: Callable[[Path], None], interpreter: str,
-           root: Path, environ: Mapping[str, str]) -> None:
+           root: Path, environ: Mapping[str, str], installer: installers.Installer) -> None:
     root.parent.mkdir(parents=True, exist_ok=True)
     building = Path(tempfile.mkdtemp(prefix=f".build-{root.name}-", dir=root.parent))
     source = Path(tempfile.mkdtemp(prefix="gate-base-"))
     try:
         export_base(source)
-        venv = subprocess.run([interpreter, "-m", "venv", "--without-pip", str(building)], capture_output=True,
-                              text=True, check=False, timeout=300, env={"PATH": "/usr/bin:/bin"})
-        if venv.returncode != 0:
-            raise GateFailure(f"could not make a virtual environment with {interpreter}: "
-                              + _tail(venv.stdout + venv.stderr))
+        installer.venv(interpreter, building, environ)
         python = str(building / "bin" / "python")
         left_out = _without_the_project(source, spec.requirements)
+        requested = _build_requirements(source) if project else []
+        requested += _declared_requirements(spec, project, source)
         targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
-        targets += _build_requirements(source) if project else []
-        targets += _declared_requirements(spec, project, source)
+        targets += requested
         for path in spec.requirements:
             targets += ["-r", path]
         installed: list[str] = []
         plugins: list[str] = []
         if targets:
-            report = building / "gate-report.json"
-            _pip(python, ["install", "--report", str(report), *targets], source, environ,
-                 what=_what(spec, project))
-            done = json.loads(report.read_text())
-            installed, own = _installed(done, source)
-            report.unlink()
-            if own:
-                _pip(python, ["uninstall", "--yes", *own], source, environ, what="the base project itself")
-            plugins = _plugins(_declared(done, source, spec.extras if project else ()), building)
+            installer.install(python, targets, source, environ, what=_what(spec, project))
+            dists = _distributions(building)
+            own = [dist for dist in dists if _from(dist, source)]
+            # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
+            # it, and the suite's process imports only the environment's framework, never the head's copy
+            # (gate/suite/trust.py leaves it out of the run and blocks a change to it for a human).
+            removed = [name for name in map(_name, own) if name not in FRAMEWORK_MODULES]
+            installed = [f"{_name(dist)}=={dist.version}" for dist in dists if _name(dist) not in removed]
+            declared = _declared(spec, requested, own, source)  # (before the base project's metadata goes)
+            if removed:
+                installer.uninstall(python, removed, source, environ, what="the base project itself")
+            plugins = _plugins(declared, building)
         (building / _DONE).write_text(json.dumps({"installed": sorted(installed), "plugins": plugins,
                                                   "left_out": left_out}))
         _readable(building)
@@ -184,72 +187,91 @@ def _what(spec: Environment, project: bool) -> str:
     return " and ".join(parts)
 
 
-def _pip(python: str, args: list[str], cwd: Path, environ: Mapping[str, str], what: str) -> None:
-    """Run the gate's pip against the venv's interpreter; GateFailure naming the requirement on failure."""
-    command = [sys.executable, "-m", "pip", "--python", python, "--no-input", "--disable-pip-version-check",
-               *args]
+def _distributions(venv: Path) -> list[metadata.Distribution]:
+    """The distributions installed in the virtual environment `venv`."""
+    sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
+    return [dist for dist in metadata.distributions(path=sites) if dist.metadata["Name"]]
+
+
+def _name(dist: metadata.Distribution) -> str:
+    return _normalise(dist.metadata["Name"] or "")
+
+
+def _from(dist: metadata.Distribution, source: Path) -> bool:
+    """Whether `dist` was installed from the folder `source` (its PEP 610 direct_url.json: pip and uv write it)."""
     try:
-        done = subprocess.run(command, cwd=cwd, capture_output=True, text=True, check=False,
-                              timeout=_INSTALL_TIMEOUT_S, env={**environ, "PIP_REQUIRE_VIRTUALENV": "0"})
-    except subprocess.TimeoutExpired:
-        raise GateFailure(f"installing {what} took over {_INSTALL_TIMEOUT_S} s") from None
-    if done.returncode != 0:
-        output = done.stdout + done.stderr
-        found = _UNSATISFIED.findall(output)
-        named = f" (requirement {found[-1].rstrip('.,;')})" if found else ""
-        raise GateFailure(f"installing {what} from the base commit failed{named}; pip's last lines:\n"
-                          + _tail(output))
+        origin = json.loads(dist.read_text("direct_url.json") or "{}")
+    except ValueError:
+        return False
+    return isinstance(origin, dict) and "dir_info" in origin and _same_dir(str(origin.get("url", "")), source)
 
 
-def _tail(output: str) -> str:
-    lines = [line for line in output.splitlines() if line.strip()]
-    return "\n".join(lines[-_PIP_TAIL:])
-
-
-def _installed(report: dict[str, object], source: Path) -> tuple[list[str], list[str]]:
-    """("name==version" for every distribution pip installed, the names of those built from the base's own
-    directory), from pip's installation report."""
-    everything, own = [], []
-    items = report.get("install", [])
-    for item in items if isinstance(items, list) else []:
-        meta = item.get("metadata", {})
-        name = _normalise(str(meta.get("name", "")))
-        info = item.get("download_info", {})
-        # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
-        # it, and the suite's process imports only the environment's framework, never the head's copy
-        # (gate/suite/trust.py leaves it out of the run and blocks a change to it for a human).
-        if "dir_info" in info and _same_dir(str(info.get("url", "")), source) and name not in FRAMEWORK_MODULES:
-            own.append(name)
-        else:
-            everything.append(f"{name}=={meta.get('version', '')}")
-    return everything, own
-
-
-def _declared(report: dict[str, Any], source: Path, extras: Sequence[str]) -> set[str]:
-    """The distributions the base declares itself (not what they pull in), from pip's installation report:
-    the requirements files' lines, and the base project's own requirements with the `extras` the gate asked
-    for. Those come from the gate's own request, not the report's `requested_extras`, which pip before 23.1
-    (Debian 12's 23.0) leaves out: the plugins a test extra declares load with every pip."""
+def _declared(spec: Environment, requested: Sequence[str], own: Sequence[metadata.Distribution], source: Path
+              ) -> set[str]:
+    """The distributions the base declares itself (not what they pull in): the base project's own requirements
+    with the extras asked for, its build requirements and dependency groups (`requested`), and the lines of
+    its requirements files."""
     from packaging.requirements import InvalidRequirement, Requirement
 
     found: set[str] = set()
-    items = report.get("install", [])
-    for item in items if isinstance(items, list) else []:
-        if not item.get("requested"):
-            continue
-        meta = item.get("metadata", {})
-        found.add(_normalise(str(meta.get("name", ""))))
-        info = item.get("download_info", {})
-        if not ("dir_info" in info and _same_dir(str(info.get("url", "")), source)):
-            continue
-        asked = [*extras, *(item.get("requested_extras") or []), ""]
-        for line in meta.get("requires_dist", []) or []:
+    for line in requested:
+        with contextlib.suppress(InvalidRequirement):
+            found.add(_normalise(Requirement(line).name))
+    for path in spec.requirements:
+        found |= requirement_names(source / path, source)
+    extras = [*spec.extras, ""]
+    for dist in own:
+        found.add(_name(dist))
+        for line in dist.requires or ():
             try:
-                requirement = Requirement(str(line))
+                requirement = Requirement(line)
             except InvalidRequirement:
                 continue
-            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in asked):
+            if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
                 found.add(_normalise(requirement.name))
+    return found
+
+
+_EGG = re.compile(r"#(?:.*&)?egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+def requirement_names(path: Path, root: Path, seen: frozenset[Path] = frozenset()) -> set[str]:
+    """The names of the distributions the requirements file `path` asks for, as pip reads its lines: comments
+    and options left out (constraint files too), `-r FILE` followed (within `root`), a line's `--hash` and other
+    options after its requirement dropped, a URL or path named by its `#egg=` or wheel file name. A line that
+    names nothing here (a bare path to a project) adds nothing."""
+    from packaging.requirements import InvalidRequirement, Requirement
+    from packaging.utils import InvalidWheelFilename, parse_wheel_filename
+
+    real = path.resolve()
+    if real in seen or not real.is_relative_to(root.resolve()) or not real.is_file():
+        return set()
+    text = re.sub(r"\\\n", " ", real.read_text(encoding="utf-8", errors="replace"))
+    found: set[str] = set()
+    for raw in text.splitlines():
+        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
+        if not line:
+            continue
+        if line.startswith("-"):
+            option, _, value = re.sub(r"^(-[a-z]|--[a-z-]+)=", r"\1 ", line).partition(" ")
+            value = value.strip()
+            if option in ("-r", "--requirement"):
+                found |= requirement_names(real.parent / value, root, seen | {real})
+            elif option in ("-e", "--editable"):
+                found.update(_normalise(name) for name in _EGG.findall(value))
+            continue
+        line = re.split(r"\s--?[a-z]", f" {line}")[0].strip() if " -" in line else line
+        try:
+            found.add(_normalise(Requirement(line).name))
+            continue
+        except InvalidRequirement:
+            pass
+        egg = _EGG.findall(line)
+        if egg:
+            found.add(_normalise(egg[-1]))
+        elif line.endswith(".whl"):
+            with contextlib.suppress(InvalidWheelFilename):
+                found.add(_normalise(parse_wheel_filename(line.rsplit("/", 1)[-1])[0]))
     return found
 
 

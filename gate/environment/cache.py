@@ -26,10 +26,7 @@ from pathlib import Path
 from gate.errors import GateFailure
 
 # Bump when the layout of a cache entry or the way it is built changes.
-FORMAT = 2
-# pip's own settings that change what an install resolves to (the index, extra indexes, local wheels).
-_PIP_SETTINGS = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_CONSTRAINT",
-                 "PIP_PRE", "UV_INDEX_URL", "UV_EXTRA_INDEX_URL")
+FORMAT = 3
 
 
 def cache_dir(environ: Mapping[str, str]) -> Path:
@@ -116,11 +113,10 @@ def write_json(path: Path, data: object) -> None:
     partial.replace(path)
 
 
-def digest(parts: object, environ: Mapping[str, str]) -> str:
-    """The hash of `parts` (JSON data: what is installed and with which interpreter) and of pip's index
-    settings, as a cache key (their values may hold a token: only the hash is kept)."""
-    settings = {name: environ.get(name, "") for name in _PIP_SETTINGS}
-    text = json.dumps({"format": FORMAT, "parts": parts, "pip": settings}, sort_keys=True)
+def digest(parts: object) -> str:
+    """The hash of `parts` (JSON data: what is installed, with which interpreter, installer and index settings)
+    as a cache key (an index URL may hold a token: only the hash is kept)."""
+    text = json.dumps({"format": FORMAT, "parts": parts}, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 

@@ -69,7 +69,7 @@ def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, ex
     """The layer of the commit whose tree is `tree_sha`, exported as `export` (JSON data: what the export left
     out) and built in the environment `environment_key`."""
     key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES,
-                        "export": export}, {})
+                        "export": export})
     return BuildLayer(where / "layers" / key, version)
 
 

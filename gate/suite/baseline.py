@@ -106,7 +106,7 @@ def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
     """Where the baseline of `suite` is cached: by the base's SHA, the environment and the suite's settings."""
     key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
                         else None, "paths": list(suite.args), "roots": list(suite.base_roots),
-                        "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject))}, {})
+                        "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject))})
     return where / "baselines" / f"{key}.json"
 
 
