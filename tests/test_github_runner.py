@@ -349,6 +349,8 @@ def test_the_privileged_install_belongs_to_root_and_no_one_else_can_write_it(mac
             continue
         assert info.st_uid == 0 and not info.st_mode & 0o022, path
     assert (venv.parent / "uv" / "bin" / "uv").is_file()
+    # The uv the gate builds a repository's environment with: beside its interpreter, root's.
+    assert (venv / "bin" / "uv").resolve() == (venv.parent / "uv" / "bin" / "uv").resolve()
     assert str(RUNNER_WORK) not in str(venv)
     # On a copy of setup-python's interpreter that root owns (the gate step runs it as root); without
     # privileges, on setup-python's own.
