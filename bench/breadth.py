@@ -1,6 +1,6 @@
 """The gate on real projects of many shapes, each with an honest change and a regression, against plain pytest.
 
-    sudo .venv/bin/python bench/breadth.py [--cache DIR] [--only NAME ...] [--json FILE]
+    sudo .venv/bin/python bench/breadth.py [--cache DIR] [--only NAME ...] [--json FILE] [--cold]
 
 Each project is fetched by pinned version as its sdist (`pip download --no-deps --no-binary :all:`, kept under
 `--cache`, by default `~/.cache/gate-bench/sdists`) and turned into a git repository as its maintainers keep
@@ -18,6 +18,13 @@ Times, one sample each (the machine's load is printed with the table):
   interpreter), `pip install -e .` with the same test extra or requirements (plus pytest when they do not
   bring it), then `python -m pytest -q -p no:cacheprovider PATHS`; pytest warm: pytest again.
 Both use the machine's pip configuration and its HTTP cache (the first ever run downloads more).
+
+`--cold` times what a job on a hosted runner does, where nothing is cached: side by side on the honest head,
+each with a fresh `GATE_CACHE_DIR` and fresh pip and uv caches (`XDG_CACHE_HOME`), the same indexes (the
+machine's pip configuration): the plain CI job (a clone, a venv, `pip install -e .` with the test dependencies,
+`python -m pytest`), the gate (`gate check`, its environment built by uv), and the gate installed without uv
+(its environment built by pip), with the environment's own build time from the gate's log. It prints the
+gate's ratio to the CI job per project and the median (of the projects the gate gave a verdict on).
 """
 
 from __future__ import annotations
@@ -28,8 +35,10 @@ import json
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import tempfile
 import time
@@ -198,21 +207,25 @@ def repository(project: Project, archive: Path, root: Path) -> Path:
     return repo
 
 
-def gate(repo: Path, head: str, cache: Path, out: Path) -> tuple[float, int, dict[str, Any] | None, str]:
-    """(seconds, exit code, verdict or None, the end of stderr) of `gate check` of main..head, run from an
+ENVIRONMENT_BUILT = re.compile(r"^gate: the environment was built by (\w+) in ([\d.]+) s", re.MULTILINE)
+
+
+def gate(repo: Path, head: str, cache: Path, out: Path, python: str = sys.executable,
+         environ: dict[str, str] | None = None) -> tuple[float, int, dict[str, Any] | None, str]:
+    """(seconds, exit code, verdict or None, stderr) of `gate check` of main..head by `python`, run from an
     empty directory: outside the repository (`python -m` would put its files first on the gate's own import
     path), and not above the cache (the runs never see the gate's working directory)."""
-    env = {**os.environ, "GATE_CACHE_DIR": str(cache)}
+    env = {**(environ or os.environ), "GATE_CACHE_DIR": str(cache)}
     where = out.parent / "cwd"
     where.mkdir(exist_ok=True)
     started = time.perf_counter()
-    done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo), "--base", "main",
+    done = subprocess.run([python, "-m", "gate", "check", "--repo", str(repo), "--base", "main",
                            "--head", head, "--json", str(out)], cwd=where, env=env, capture_output=True,
                           text=True, check=False, timeout=3600)
     seconds = time.perf_counter() - started
     verdict = json.loads(out.read_text()) if out.is_file() and out.stat().st_size else None
     out.unlink(missing_ok=True)
-    return seconds, done.returncode, verdict, (done.stderr or done.stdout).strip()[-600:]
+    return seconds, done.returncode, verdict, (done.stderr or done.stdout).strip()
 
 
 def pytest_counts(output: str) -> dict[str, int]:
@@ -221,44 +234,68 @@ def pytest_counts(output: str) -> dict[str, int]:
     return {word: int(n) for n, word in re.findall(r"(\d+) (\w+)", lines[-1])} if lines else {}
 
 
+@dataclass
+class CiJob:
+    """A plain CI job on the honest head: how long it took, pytest's counts, and how to run pytest again."""
+
+    seconds: float
+    counts: dict[str, int]
+    broken: str  # the end of the output when pytest did not run (it passed no test), else ""
+    checkout: Path
+    command: list[str]
+
+
+def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | None = None) -> CiJob:
+    """What a CI job does on the honest head, timed: a clone, a venv, `pip install -e .` with the test
+    dependencies (and pytest when they do not bring it), `python -m pytest`."""
+    checkout = root / "checkout"
+    venv = root / "venv"
+    env = environ or dict(os.environ)
+    started = time.perf_counter()
+    subprocess.run(["git", "clone", "-q", "--branch", "honest", str(repo), str(checkout)], check=True)
+    subprocess.run([run_interpreter(), "-m", "venv", str(venv)], check=True, env=env)
+    python = str(venv / "bin" / "python")
+    install = subprocess.run([python, "-m", "pip", "install", "-q", *project.install], cwd=checkout,
+                             capture_output=True, text=True, check=False, env=env)
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.tests]
+    if install.returncode != 0:
+        return CiJob(time.perf_counter() - started, {}, "pip install failed: " + install.stderr.strip()[-400:],
+                     checkout, command)
+    if subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode != 0:
+        subprocess.run([python, "-m", "pip", "install", "-q", "pytest"], check=True, capture_output=True, env=env)
+    first = subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False, timeout=3600)
+    seconds = time.perf_counter() - started
+    counts = pytest_counts(first.stdout)
+    said = (first.stdout + first.stderr).strip()
+    return CiJob(seconds, counts, "" if counts.get("passed") else said[-400:] or "no output", checkout, command)
+
+
 def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
                                                                     dict[str, int], str]:
     """(times, counts on the honest head, counts on the regression, the end of the output when pytest did not
     run: it passed no test) of a CI job: a checkout, a venv, the install, pytest; then pytest warm and on the
     regression."""
-    checkout = root / "checkout"
-    venv = root / "venv"
-    started = time.perf_counter()
-    subprocess.run(["git", "clone", "-q", "--branch", "honest", str(repo), str(checkout)], check=True)
-    subprocess.run([run_interpreter(), "-m", "venv", str(venv)], check=True)
-    python = str(venv / "bin" / "python")
-    install = subprocess.run([python, "-m", "pip", "install", "-q", *project.install], cwd=checkout,
-                             capture_output=True, text=True, check=False)
-    if install.returncode != 0:
-        return {}, {}, {}, "pip install failed: " + install.stderr.strip()[-400:]
-    if subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode != 0:
-        subprocess.run([python, "-m", "pip", "install", "-q", "pytest"], check=True, capture_output=True)
-    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.tests]
+    job = ci_job(project, repo, root)
+    if job.broken.startswith("pip install failed"):
+        return {}, {}, {}, job.broken
 
     def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False, timeout=3600)
+        return subprocess.run(job.command, cwd=job.checkout, capture_output=True, text=True, check=False,
+                              timeout=3600)
 
-    first = run()
-    times = {"pytest cold": time.perf_counter() - started}
+    times = {"pytest cold": job.seconds}
     started = time.perf_counter()
     run()
     times["pytest warm"] = time.perf_counter() - started
-    git(checkout, "checkout", "-q", "origin/regression")
+    git(job.checkout, "checkout", "-q", "origin/regression")
     regressed = run()
-    counts = pytest_counts(first.stdout)
-    said = (first.stdout + first.stderr).strip()
-    return times, counts, pytest_counts(regressed.stdout), "" if counts.get("passed") else said[-400:] or "no output"
+    return times, job.counts, pytest_counts(regressed.stdout), job.broken
 
 
 def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str, list[str], list[str]]:
     """(the verdict in a word, the charged tests, what the gate said when it failed)."""
     if verdict is None or code not in (0, 1):
-        lines = error.splitlines()
+        lines = error[-600:].splitlines()
         said = [line for line in lines if line.startswith("gate:")] or [  # the gate's own message, else pip's
             line.strip() for line in lines if "Error" in line or "error:" in line] or lines[-1:]
         return f"exit {code}", [], [said[-1] if said else "no output"]
@@ -310,6 +347,96 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     return outcome
 
 
+def fresh_caches(folder: Path) -> dict[str, str]:
+    """This process's variables with pip's and uv's caches in the new folder `folder` (as on a hosted runner:
+    nothing downloaded before)."""
+    folder.mkdir(parents=True)
+    kept = {k: v for k, v in os.environ.items() if k not in ("PIP_CACHE_DIR", "UV_CACHE_DIR", "PIP_NO_CACHE_DIR")}
+    return {**kept, "XDG_CACHE_HOME": str(folder)}
+
+
+def gate_without_uv(folder: Path) -> str:
+    """An interpreter of this gate with no uv beside it (a virtual environment of the same Python that imports
+    what the gate's own environment holds): the gate then builds environments with pip."""
+    base = Path(sys.base_prefix, "bin", f"python{sys.version_info[0]}.{sys.version_info[1]}")
+    subprocess.run([str(base), "-m", "venv", "--without-pip", str(folder)], check=True)
+    site = next(folder.glob("lib/python*/site-packages"))
+    (site / "gate-env.pth").write_text(f"import site; site.addsitedir({sysconfig.get_path('purelib')!r})\n")
+    return str(folder / "bin" / "python")
+
+
+@dataclass
+class Cold:
+    """One project's cold row: the CI job, the gate with uv and with pip (seconds, and of that the
+    environment's build), and the verdicts."""
+
+    project: Project
+    ci: float = 0.0
+    gate: dict[str, float] = field(default_factory=dict)  # installer -> seconds of `gate check`
+    environment: dict[str, float] = field(default_factory=dict)  # installer -> seconds of the environment's build
+    verdicts: dict[str, str] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def judged(self) -> bool:
+        """Whether the gate gave its verdict (a run that stopped with exit 3 is no time to compare)."""
+        return all(not word.startswith("exit") for word in self.verdicts.values())
+
+    def ratio(self, installer: str = "uv") -> float:
+        return self.gate.get(installer, 0.0) / self.ci if self.ci else 0.0
+
+
+def cold(project: Project, sdists: Path, work: Path, no_uv: str) -> Cold:
+    """The CI job, the gate with uv and the gate with pip, one after the other on the honest head, each from
+    nothing (fresh caches)."""
+    outcome = Cold(project)
+    root = work / project.name
+    repo = repository(project, sdist(project, sdists), root)
+    job = ci_job(project, repo, root / "ci", fresh_caches(root / "ci-caches"))
+    outcome.ci = job.seconds
+    if job.broken:
+        outcome.problems.append(f"plain CI did not run: {job.broken}")
+    for installer, python in (("uv", sys.executable), ("pip", no_uv)):
+        place = root / f"gate-{installer}"
+        place.mkdir()
+        seconds, code, verdict, said = gate(repo, "honest", place / "cache", place / "verdict.json", python,
+                                            fresh_caches(place / "caches"))
+        outcome.gate[installer] = seconds
+        built = ENVIRONMENT_BUILT.search(said)
+        if built and built.group(1) == installer:
+            outcome.environment[installer] = float(built.group(2))
+        else:
+            outcome.problems.append(f"gate ({installer}): no environment built by {installer} in its log")
+        word, _, why = describe(code, verdict, said)
+        outcome.verdicts[installer] = word
+        if not word.startswith("HUMAN" if project.framework else "ACCEPTED"):
+            outcome.problems.append(f"gate ({installer}): {word}: " + "; ".join(why)[:300])
+    return outcome
+
+
+def cold_table(outcomes: list[Cold]) -> str:
+    head = ("project", "verdict", "CI job s", "gate s", "gate/CI", "gate (pip) s", "gate (pip)/CI",
+            "environment uv/pip s")
+    rows = [head]
+    for o in outcomes:
+        rows.append((o.project.label, o.verdicts.get("uv", "-"), f"{o.ci:.1f}", f"{o.gate.get('uv', 0):.1f}",
+                     f"{o.ratio():.2f}x", f"{o.gate.get('pip', 0):.1f}", f"{o.ratio('pip'):.2f}x",
+                     f"{o.environment.get('uv', 0):.1f}/{o.environment.get('pip', 0):.1f}"))
+    judged = [o for o in outcomes if o.judged and o.ci]
+    if judged:
+        rows.append(("median", f"{len(judged)} judged", f"{statistics.median(o.ci for o in judged):.1f}",
+                     f"{statistics.median(o.gate['uv'] for o in judged):.1f}",
+                     f"{statistics.median(o.ratio() for o in judged):.2f}x",
+                     f"{statistics.median(o.gate['pip'] for o in judged):.1f}",
+                     f"{statistics.median(o.ratio('pip') for o in judged):.2f}x",
+                     f"{statistics.median(o.environment.get('uv', 0) for o in judged):.1f}/"
+                     f"{statistics.median(o.environment.get('pip', 0) for o in judged):.1f}"))
+    widths = [max(len(r[i]) for r in rows) for i in range(len(head))]
+    lines = ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) + " |" for r in rows]
+    lines.insert(1, "|" + "|".join("-" * (w + 2) for w in widths) + "|")
+    return "\n".join(lines)
+
+
 def table(outcomes: list[Outcome]) -> str:
     head = ("project", "shape", "honest", "regression", "tests gate/pytest", "gate warm/cold s",
             "pytest warm/cold s")
@@ -333,6 +460,9 @@ def main() -> None:
     parser.add_argument("--only", nargs="*", help="project names (default: all)")
     parser.add_argument("--json", type=Path, help="write the outcomes here too")
     parser.add_argument("--no-pytest", action="store_true", help="the gate only, not plain pytest's CI job")
+    parser.add_argument("--cold", action="store_true",
+                        help="a hosted runner's job from nothing: the CI job, the gate with uv and with pip, side by "
+                             "side on the honest head (see the module's docstring)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="projects benched at once (more than 1 finds the verdicts sooner; the times then "
                              "share the machine)")
@@ -342,6 +472,9 @@ def main() -> None:
     for project in chosen:  # downloads first, one at a time
         sdist(project, sdists)
     load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
+    if args.cold:
+        cold_main(chosen, sdists, args.jobs, load, args.json)
+        return
     with tempfile.TemporaryDirectory(prefix="gate-breadth-") as folder:
 
         def one(project: Project) -> Outcome:
@@ -364,6 +497,31 @@ def main() -> None:
                                           "regression": o.regression, "tests_gate": o.tests_gate,
                                           "tests_pytest": o.tests_pytest, "times": o.times,
                                           "problems": o.problems} for o in outcomes], indent=2))
+
+
+def cold_main(chosen: list[Project], sdists: Path, jobs: int, load: str, out: Path | None) -> None:
+    with tempfile.TemporaryDirectory(prefix="gate-breadth-cold-") as folder:
+        no_uv = gate_without_uv(Path(folder) / "gate-without-uv")
+
+        def one(project: Project) -> Cold:
+            outcome = cold(project, sdists, Path(folder), no_uv)
+            print(cold_table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
+            for problem in outcome.problems:
+                print(f"- {project.label}: {problem}", file=sys.stderr, flush=True)
+            return outcome
+
+        with ThreadPoolExecutor(max_workers=jobs) as pool:
+            outcomes = list(pool.map(one, chosen))
+    print(f"cold: load average at the start: {load}; at the end: {', '.join(f'{x:.1f}' for x in os.getloadavg())}; "
+          f"{jobs} project(s) at a time")
+    print(cold_table(outcomes))
+    for o in outcomes:
+        for problem in o.problems:
+            print(f"- {o.project.label}: {problem}")
+    if out:
+        out.write_text(json.dumps([{"project": o.project.label, "ci": o.ci, "gate": o.gate,
+                                    "environment": o.environment, "verdicts": o.verdicts, "problems": o.problems}
+                                   for o in outcomes], indent=2))
 
 
 if __name__ == "__main__":

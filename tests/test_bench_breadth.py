@@ -90,3 +90,21 @@ def test_pytests_summary_and_the_verdict_read_as_the_table_shows_them() -> None:
         "exit 3", [], ["gate: the base's suite does not run"])
     assert breadth.describe(3, None, "  LookupError: no version\nhint: See above for details.") == (
         "exit 3", [], ["LookupError: no version"])
+
+
+def test_the_cold_table_gives_each_ratio_to_the_ci_job_and_the_median_of_the_judged() -> None:
+    breadth = _breadth()
+    project = breadth.Project("demo", "1.0", "src", ("tests",), "{}", ("-e", "."), ("src/demo/calc.py", "double"))
+    rows = [breadth.Cold(project, ci=10.0, gate={"uv": 8.0, "pip": 12.0}, environment={"uv": 2.0, "pip": 6.0},
+                         verdicts={"uv": "ACCEPTED 0/3", "pip": "ACCEPTED 0/3"}),
+            breadth.Cold(project, ci=20.0, gate={"uv": 30.0, "pip": 40.0}, environment={"uv": 4.0, "pip": 9.0},
+                         verdicts={"uv": "ACCEPTED 0/3", "pip": "ACCEPTED 0/3"}),
+            # A gate that stopped (exit 3) gave no verdict: its time is no cost of one, and stays out of the median.
+            breadth.Cold(project, ci=10.0, gate={"uv": 1.0, "pip": 1.0}, verdicts={"uv": "exit 3", "pip": "exit 3"})]
+    lines = breadth.cold_table(rows).splitlines()
+    assert [cell.strip() for cell in lines[2].split("|")[1:-1]] == [
+        "demo 1.0", "ACCEPTED 0/3", "10.0", "8.0", "0.80x", "12.0", "1.20x", "2.0/6.0"]
+    assert [cell.strip() for cell in lines[-1].split("|")[1:-1]] == [
+        "median", "2 judged", "15.0", "19.0", "1.15x", "26.0", "1.60x", "3.0/7.5"]
+    assert breadth.ENVIRONMENT_BUILT.search("gate: x\ngate: the environment was built by uv in 3.4 s (7 distributions)"
+                                            ).groups() == ("uv", "3.4")
