@@ -18,7 +18,7 @@ from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
 
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
-COMMANDS = ("init", "score", "check", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
+COMMANDS = ("init", "score", "check", "replay", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
 
 
 EXAMPLES = """\

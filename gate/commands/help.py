@@ -19,6 +19,13 @@ EPILOGS = {
               "  gate check                              # the current branch against main (or master)\n"
               "  gate check --base origin/main --head HEAD --json verdict.json\n"
               "  gate check --comment comment.md          # the PR comment as Markdown\n\n" + GATING),
+    "replay": ("examples:\n"
+               "  gate replay main -n 50                  # the last 50 changes of main, each under its base's policy\n"
+               "  gate replay main -n 50 --policy candidate.yml --json replay.json\n"
+               "  gate replay main --bots-only            # only the changes the policy gates\n\n"
+               "exit codes: 0 done (a change that could not be scored is a row that says why), 2 bad input (a "
+               "branch, N, a policy file: file, line and key), 3 the gate could not do its job for a change, 130 "
+               "interrupted (what was scored is printed and written)"),
     "ci": "",  # built when `gate ci` is registered: _ci_epilog()
     "publish": ("examples (in the workflow_run workflow of the README):\n"
                 "  gate publish \"$RUNNER_TEMP/artifact/gate-verdict.json\"\n\n"

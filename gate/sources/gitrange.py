@@ -96,27 +96,28 @@ class GitBase:
 
 @contextmanager
 def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy_path: str | None = None,
-                         repo_url: str | None = None) -> Iterator[ScoreInput]:
+                         repo_url: str | None = None, candidate: Policy | None = None) -> Iterator[ScoreInput]:
     """Build what is scored for the commits `base_sha..head_sha` of `repo`.
 
     The changes are those of the head since its merge base with the base (what a PR shows); what is trusted
-    comes from `base_sha`. `repo_url` (`https://github.com/OWNER/REPO`) makes report locations links; by
-    default it comes from the `origin` remote. The head's tree is exported only when there are cases to run
-    against it, and removed when the context exits.
+    comes from `base_sha` (the policy too, unless a `candidate` takes its place: `gate replay --policy`).
+    `repo_url` (`https://github.com/OWNER/REPO`) makes report locations links; by default it comes from the
+    `origin` remote. The head's tree is exported only when there are cases to run against it, and removed
+    when the context exits.
     """
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
-    with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url) as found:
+    with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url, candidate) as found:
         yield found
 
 
 @contextmanager
 def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
-             repo_url: str | None) -> Iterator[ScoreInput]:
+             repo_url: str | None, candidate: Policy | None = None) -> Iterator[ScoreInput]:
     """`subject_from_commits` for commits already resolved, `fork` being their merge base."""
     changes = git_changes(repo, fork, head)
     trusted = read_trusted(GitBase(base), changes, head.hexsha, policy_path=policy_path,
-                           worktree=_worktree(repo))
+                           worktree=_worktree(repo), candidate=candidate)
     policy = trusted.policy
     facts = _facts(repo, base, head, fork, repo_url)
     facts += [("dependencies", note) for note in trusted.dependency_notes]

@@ -50,13 +50,15 @@ class Trusted:
 
 
 def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, policy_path: str | None,
-                 worktree: Path | None = None) -> Trusted:
+                 worktree: Path | None = None, candidate: Policy | None = None) -> Trusted:
     """Read from `base` what gates `changes` (the head being `head_sha`). `policy_path` is the path the user
     named (`--policy`), which must then exist in the base; by default a base without a policy file is scored
     with the default preset, and the policy's source says so. `worktree` is the local checkout, where a
-    hidden-cases file named by the environment must not be."""
+    hidden-cases file named by the environment must not be. `candidate` is a policy the maintainer gives in
+    place of the base's (`gate replay --policy`, which asks what it would have done); everything else still
+    comes from the base, as that policy names it."""
     named = tree_path(policy_path) if policy_path else None
-    policy = _policy(base, named)
+    policy = candidate if candidate is not None else _policy(base, named)
     governed = governed_files(policy, named or DEFAULT_POLICY_PATH)
     rubric = policy.judge.rubric_file
     hidden = load_hidden(policy, base.read, worktree)
