@@ -25,6 +25,7 @@ EXAMPLES = """\
 examples:
   gate init                                  # a starter .github/gate.yml for this repository
   gate check                                 # this branch, as the PR gate would score it
+  gate replay main -n 50                     # the last 50 changes of main, to tune the budget
   gate score reply.md --task task.yml        # one model reply
   gate eval --dataset humaneval --samples samples.jsonl
   gate doctor                                # the isolation layers on this machine

@@ -164,6 +164,8 @@ def _running(pid: str) -> bool:
     (["main", "-j", "0"], "gate: error: --jobs: expected at least 1 job, got 0"),
     (["main", "--policy", "bad.yml"], "bad.yml:2: points.smok: unknown key; did you mean `smoke`?"),
     (["main", "--policy", "missing.yml"], "gate: error: missing.yml: no such policy file"),
+    (["main", "--json", "nowhere/r.json"], "gate: error: nowhere/r.json: --json: no such folder to write it in"),
+    (["main", "--repo", "/"], "gate: error: /: --repo: not a git repository"),
 ])
 def test_bad_input_is_one_line_with_exit_2(history: History, tmp_path: Path, args: list[str],
                                            message: str) -> None:

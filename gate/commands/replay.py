@@ -48,6 +48,8 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput(f"expected a number of changes of at least 1, got {args.last}", key="--last")
     if args.jobs <= 0:
         raise BadInput(f"expected at least 1 job, got {args.jobs}", key="--jobs")
+    if args.json and not args.json.parent.is_dir():  # said now, not after the changes are scored
+        raise BadInput("no such folder to write it in", file=str(args.json), key="--json")
     candidate = load_policy(args.policy) if args.policy else None  # a broken one stops here: file, line, key
     if not git.GIT_OK:
         raise GateFailure("git is not installed (or not on PATH); gate replay reads the history with it")
@@ -57,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         raise BadInput("not a git repository", file=str(args.repo), key="--repo") from exc
     readable(repo)
     report = replay(repo, args.branch, args.last, candidate=candidate,
-                    candidate_path=str(args.policy.resolve()) if args.policy else None,
+                    candidate_path=str(args.policy) if args.policy else None,
                     bots_only=args.bots_only, jobs=args.jobs, progress=sys.stderr)
     sys.stdout.write(report.text)
     if args.json:

@@ -8,11 +8,12 @@ processes with the engine, `tables.py` renders what was found.
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from gate.errors import GateError
 from gate.replay.history import HistoryChange, changes_of, gated, reverts
-from gate.replay.run import Job, Scored, run_all
+from gate.replay.run import INTERRUPTED, Job, Scored, run_all
 from gate.replay.tables import Row, budgets, render, suggestion, to_json, verdict_word
 
 if TYPE_CHECKING:
@@ -54,14 +55,15 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
         progress.write(f"[{finished}/{len(wanted)}] {row.change.commit[:12]} {what}  {row.change.subject[:50]}\n")
         progress.flush()
 
-    job = Job(str(repo.working_dir or repo.git_dir), candidate_path,
+    job = Job(str(repo.working_dir or repo.git_dir), str(Path(candidate_path).resolve()) if candidate_path else None,
               tuple((i, rows[i].change.base, rows[i].change.head) for i in wanted))
-    complete = run_all(job, jobs, done) if wanted else True
+    stopped = run_all(job, jobs, done) if wanted else ""
+    complete = not stopped
     has_candidate = candidate is not None
     lines = budgets(rows, has_candidate)
     advice = suggestion(rows, lines, has_candidate)
     kept = [row for row in rows if not bots_only or row.gated is not False]
-    interrupted = "" if complete else (f"interrupted: {finished} of the {len(wanted)} changes were scored; the "
+    interrupted = "" if complete else (f"{stopped}: {finished} of the {len(wanted)} changes were scored; the "
                                        "tables hold those")
     where = "under its base's policy" + (f" and the candidate {candidate_path}" if has_candidate else "")
     title = f"gate replay: the last {len(changes)} changes of {branch}, each {where}" + \
@@ -69,8 +71,8 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
     text = render(kept, lines, advice, title=title, candidate=has_candidate, interrupted=interrupted)
     data = to_json(kept, lines, advice, branch=branch, tip=changes[0].commit if changes else None,
                    changes=len(changes), complete=complete, bots_only=bots_only, candidate=candidate_path)
-    failed = any(row.scored is not None and row.scored.failed for row in rows)
-    return Report(text, data, not complete, failed)
+    failed = stopped not in ("", INTERRUPTED) or any(row.scored is not None and row.scored.failed for row in rows)
+    return Report(text, data, stopped == INTERRUPTED, failed)
 
 
 def _row(repo: git.Repo, change: HistoryChange, candidate: Policy | None, reverted_by: str | None) -> Row:

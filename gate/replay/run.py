@@ -22,6 +22,7 @@ from typing import Any
 
 from gate.errors import GateError, GateFailure
 
+INTERRUPTED = "interrupted"
 # How long a worker may take to unwind after SIGTERM (a run being killed, an export removed) before SIGKILL.
 _UNWIND_S = 20.0
 
@@ -58,9 +59,10 @@ class Job:
     tasks: Sequence[tuple[int, str, str]] = field(default_factory=tuple)  # (index, base, head)
 
 
-def run_all(job: Job, workers: int, done: Callable[[Scored], None]) -> bool:
+def run_all(job: Job, workers: int, done: Callable[[Scored], None]) -> str:
     """Score every task of `job` over `workers` processes, calling `done` with each result as it comes (in
-    the parent). Returns True when every task was scored, False when Ctrl-C stopped the run."""
+    the parent). Returns "" when every task was scored, else why not: Ctrl-C, or the workers gone without
+    their results (killed)."""
     context = multiprocessing.get_context("spawn")
     tasks: Any = context.Queue()
     results: Any = context.Queue()
@@ -80,15 +82,16 @@ def run_all(job: Job, workers: int, done: Callable[[Scored], None]) -> bool:
             try:
                 scored = results.get(timeout=0.5)
             except queue.Empty:
-                if not any(proc.is_alive() for proc in procs):  # a worker died without a word: say so
-                    raise GateFailure("every replay worker exited before the changes were scored") from None
+                if not any(proc.is_alive() for proc in procs):
+                    codes = ", ".join(str(proc.exitcode) for proc in procs)
+                    return f"the workers exited (codes {codes}) before every change was scored"
                 continue
             received += 1
             done(scored)
         finished = True
-        return True
+        return ""
     except KeyboardInterrupt:
-        return False
+        return INTERRUPTED
     finally:
         _stop(procs, finished)
 
