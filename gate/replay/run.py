@@ -149,10 +149,10 @@ def score_change(repo: Any, index: int, base: str, head: str, candidate: Any) ->
 
 
 def _outcome(repo: Any, base: str, head: str, policy: Any) -> Outcome:
-    from gate.engine import score_range
+    from gate.engine import score
     from gate.sources.gitrange import subject_from_commits
 
     with subject_from_commits(repo, base, head, candidate=policy) as found:
-        verdict = score_range(found)
+        verdict = score(found)
     points = tuple((check.name, check.points) for check in verdict.checks if check.points)
     return Outcome(verdict.accepted, verdict.total, verdict.budget, points, verdict.blocked_reasons)
