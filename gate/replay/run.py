@@ -1,7 +1,7 @@
 """Score a branch's changes in worker processes, in parallel, keeping what is done when interrupted.
 
 Each worker scores one change at a time with the engine, exactly as `gate check --base B --head H` would
-(`subject_from_commits`, `score_range`), so the environments and suite baselines of the gate's cache serve
+(`subject_from_commits`, `engine.score`), so the environments and suite baselines of the gate's cache serve
 every change that shares a base's dependencies. Workers are processes (the sandbox and GitPython each hold
 state a thread must not share) that leave Ctrl-C to the parent: on an interrupt the parent stops taking
 results, ends each worker by SIGTERM (which unwinds its runs and exports like an error would) and reports
