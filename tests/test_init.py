@@ -132,6 +132,13 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                  {"environment": {"extras": ["test"], "groups": ["tox:py311"],
                                   "requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},
                  id="tox's test environment: deps (-r and inline) and extras"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[dependency-groups]\nlint = ["ruff"]\n'
+                                    'tests = ["pytest"]\ncov = ["coverage"]\n',
+                  "tox.ini": "[tox]\nenv_list = py39, lint\n[testenv]\ndependency_groups =\n    tests\n    cov\n"
+                             "commands = python -m pytest\n[testenv:lint]\ndependency_groups = lint\n",
+                  "tests/test_x.py": ""},
+                 {"environment": {"groups": ["tests", "cov"]}, "tests": {"paths": ["tests"]}},
+                 id="tox's dependency_groups (tox 4.22)"),
     pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
                               "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
                   "x/__init__.py": "", "x/tests/test_x.py": ""},

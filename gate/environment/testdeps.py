@@ -44,6 +44,7 @@ class ToolEnv:
     extras: tuple[str, ...] = ()  # the project's extras it installs
     requirements: tuple[str, ...] = ()  # requirements files (`-r`)
     packages: tuple[str, ...] = ()  # inline requirements
+    groups: tuple[str, ...] = ()  # the project's dependency groups it installs (tox's `dependency_groups`)
 
     @property
     def group(self) -> str:
@@ -119,7 +120,7 @@ def _native_tox(table: Any) -> dict[str, Any]:
     if not isinstance(table, dict):
         return {}
     found: dict[str, Any] = {}
-    for key in ("deps", "extras"):
+    for key in ("deps", "extras", "dependency_groups"):
         if isinstance(table.get(key), list):
             found[key] = "\n".join(str(item) for item in table[key])
     commands = table.get("commands")
@@ -157,9 +158,11 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
             packages.append(line)
     extras += [e for line in _tox_lines(_tox_value(sections, env, "extras"), factors)
                for e in re.split(r"[\s,]+", line) if e]
+    groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
+              for g in re.split(r"[\s,]+", line) if g]
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
-                   tuple(dict.fromkeys(packages)))
+                   tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)))
 
 
 def _tox_lines(text: str, factors: set[str]) -> list[str]:
@@ -346,7 +349,8 @@ def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_proje
         if env is not None:
             kept = tuple(e for e in env.extras if e in extras and has_project)
             present = tuple(p for p in env.requirements if read(p) is not None)
-            options.append(Choice(kept, (env.group,) if env.packages else (), present,
+            named = tuple(g for g in env.groups if g in groups)
+            options.append(Choice(kept, (*named, *((env.group,) if env.packages else ())), present,
                                   f"{env.where}, the environment that runs pytest"))
     extra = next((e for e in TEST_NAMES if e in extras), None) if has_project else None
     if extra:
