@@ -18,7 +18,7 @@ from gate.sandbox.base import Sandbox
 from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.subject import Subject
-from gate.verdict import CaseReport, CheckReport, Note, Penalty, Verdict, is_accepted
+from gate.verdict import CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
 
 
 def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
@@ -37,6 +37,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     blocked_reasons: list[str] = list(subject.blocked_reasons)
     timings: dict[str, float] = {}
     shared: list[tuple[str, str]] = []
+    tampered: list[Tamper] = []
     for check in pipeline:
         if not check.enabled(policy):
             continue  # nobody turned it on: not a skipped check worth a line in every report
@@ -53,6 +54,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         labels.extend(label for label in result.labels if label not in labels)
         blocked_reasons.extend(result.blocked_reasons)
         shared.extend(result.isolation)
+        tampered.extend(Tamper(check.name, seen) for seen in result.tampered)
         points = sum(p.points for p in result.penalties)
         if result.skipped:
             report = CheckReport(check.name, "skipped", reason=result.skipped)
@@ -86,6 +88,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         timings=tuple(timings.items()),
         gate_version=__version__,
         reproduce=reproduce,
+        tampered=tuple(tampered),
     )
 
 

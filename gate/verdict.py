@@ -142,6 +142,15 @@ class Note:
 
 
 @dataclass(frozen=True)
+class Tamper:
+    """Evidence that a run's results were tampered with (README invariant 17): the check whose run it was, and
+    what was seen in which run, in one line. The run is no result: it blocks for a human and costs no points."""
+
+    check: str
+    seen: str
+
+
+@dataclass(frozen=True)
 class ScopeResult:
     """How one scope of a monorepo policy (`scopes:`) went; the verdict's penalties name it."""
 
@@ -177,6 +186,7 @@ class Verdict:
     # Why no test of the repository ran although it has test files (a policy without `tests:`), or "": the
     # headline says so, so that such a verdict never reads as plainly accepted.
     untested: str = ""
+    tampered: tuple[Tamper, ...] = ()  # each also a blocked reason
 
     def __post_init__(self) -> None:
         # The one place where texts from the code under score (messages, paths, case details) and from an
@@ -216,6 +226,7 @@ class Verdict:
             Note(**{**n, "locations": tuple(Location(**loc) for loc in n["locations"])}) for n in d["notes"]
         )
         d["scopes"] = tuple(ScopeResult(**scope) for scope in d.get("scopes", []))
+        d["tampered"] = tuple(Tamper(**tamper) for tamper in d.get("tampered", []))
         d["blocked_reasons"] = tuple(d["blocked_reasons"])
         d["labels"] = tuple(d["labels"])
         for key in ("isolation", "facts", "timings"):
@@ -226,7 +237,7 @@ class Verdict:
 # The verdict's parts and their fields that can hold text (`_strings` and `_safe` skip the numbers).
 _PARTS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in fields(cls) if "str" in str(f.type) or "tuple" in str(f.type))
-    for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Verdict)}
+    for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Tamper, Verdict)}
 
 
 def schema() -> dict[str, Any]:

@@ -136,8 +136,10 @@ def test_code_the_heads_build_generates_is_read_like_the_trees(tmp_path: Path, p
 
     assert "build" not in dict(verdict.facts)
     assert not verdict.accepted
-    [reason] = verdict.blocked_reasons
+    # The framework check reads what the build wrote; the tripwires see the forgery it does at run time.
+    [reason] = [reason for reason in verdict.blocked_reasons if "test framework" in reason]
     assert f"{package}/_speedups.py:1 (a file the head's build wrote)" in reason
+    assert verdict.tampered
 
 
 @pytest.mark.slow
@@ -169,8 +171,9 @@ def test_a_module_only_the_wheel_has_is_read_like_the_trees(tmp_path: Path) -> N
     verdict = score_repo(repo)
 
     assert not verdict.accepted
-    [reason] = verdict.blocked_reasons
+    [reason] = [reason for reason in verdict.blocked_reasons if "test framework" in reason]
     assert "_verpkg_speedups.py:1 (a file the head's build wrote)" in reason
+    assert verdict.tampered
 
 
 @pytest.mark.slow

@@ -30,9 +30,9 @@ def test_a_hook_added_to_a_module_the_base_conftest_imports_is_blocked(tmp_path:
 
     verdict = score_repo(repo)
 
-    # The hook runs as the base conftest's own: the wrong product reads as passed in the tests' process.
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
-    assert not verdict.accepted
+    # The hook runs as the base conftest's own and rewrites every report to passed, the tripwires' too: the
+    # suite's results are no result, and the framework check names the hook.
+    assert not verdict.accepted and verdict.tampered and not suite_statuses(verdict)
     assert any("pytest_runtest_logreport" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
 
 

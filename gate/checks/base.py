@@ -98,6 +98,9 @@ class CheckResult:
     blocked_reasons: tuple[str, ...] = ()
     # Entries the check adds to the verdict's isolation: what shared a process with the code under test.
     isolation: tuple[tuple[str, str], ...] = ()
+    # Evidence that a run's results were tampered with, each in one line naming the run (the verdict's
+    # `tampered`): the check charges nothing for that run, and gives a blocked reason for it.
+    tampered: tuple[str, ...] = ()
     made: Analysis = Analysis()
 
 

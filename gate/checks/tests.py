@@ -76,6 +76,10 @@ class Tests(Check):
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
                               "actions/checkout with fetch-depth: 0)")
         found = against_base(ctx.sandbox, ctx.policy, ctx.subject, suite)
+        if found.tampered:  # no result: nothing to charge, a human to read what was seen
+            return CheckResult(reason="no result: the suite's results were tampered with",
+                               blocked_reasons=(tampered(found.tampered),), tampered=found.tampered,
+                               isolation=(("pytest", ISOLATION),))
         base = found.base
         first = len(ctx.policy.cases) + len(ctx.subject.cases) + 1
         cases, penalties = _score(ctx.policy, base, found.head, found.added, first)
@@ -90,6 +94,13 @@ class Tests(Check):
         return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes, blocked_reasons=untested,
                            reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
                            isolation=(("pytest", ISOLATION),))
+
+
+def tampered(evidence: tuple[str, ...]) -> str:
+    """The blocked reason for a suite whose results were tampered with: what was seen in which run, one line."""
+    more = f" (and {len(evidence) - 1} more)" if len(evidence) > 1 else ""
+    return (f"the suite's results were tampered with, so they are no result and cost no points: {evidence[0]}"
+            f"{more}; a human must review the change")
 
 
 def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, TestOutcome],

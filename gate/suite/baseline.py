@@ -25,8 +25,9 @@ from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from gate.suite.run import SuiteRun, TestOutcome, gist, run_suite
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, control, gist, run_suite
 from gate.suite.selection import SuiteTrees
+from gate.suite.tripwire import Suspect
 from gate.syntax import parse_python
 from gate.verdict import listing
 
@@ -34,11 +35,13 @@ from gate.verdict import listing
 @dataclass(frozen=True)
 class Outcomes:
     """What a suite's runs found: each base test's status on the base (None without a baseline), each
-    base test's outcome on the head, and each outcome of the tests the head adds."""
+    base test's outcome on the head, and each outcome of the tests the head adds; and the evidence that the
+    head's runs were tampered with, each in one line naming its run (then none of it is a result)."""
 
     base: dict[str, str] | None
     head: dict[str, TestOutcome]
     added: dict[str, TestOutcome]
+    tampered: tuple[str, ...] = ()
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees) -> Outcomes:
@@ -46,23 +49,41 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     for a baseline, then the tests the head adds; raises GateFailure when the base's suite does not run in the
     gate."""
     assert policy.tests is not None
-    head = _run(policy, subject, suite, suite.tree, subject.import_roots)
+    head = _run(policy, subject, suite, suite.tree, subject.import_roots, "the head's tests")
     base, outcomes = _base_and_head(sandbox, policy, subject, suite, head, cache.cache_dir(os.environ))
     deadline = time.monotonic() + policy.tests.timeout
-    added = {}
-    if suite.added and suite.added_tree is not None:
-        added = run_suite(sandbox, replace(head, tree=suite.added_tree, args=suite.added), None, deadline)
-    return Outcomes(base, outcomes, added)
+    added = SuiteResult({})
+    if suite.added and suite.added_tree is not None and not outcomes.tampered:
+        added = run_suite(sandbox, replace(head, tree=suite.added_tree, args=suite.added,
+                                           what="the tests the change adds"), None, deadline)
+    return Outcomes(base, outcomes.tests, added.tests,
+                    (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite,
+                                                                       (*outcomes.suspects, *added.suspects))))
 
 
-def _run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...]) -> SuiteRun:
+def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
+               suspects: tuple[Suspect, ...]) -> list[str]:
+    """The evidence among the head's tripwires that read the wrong outcome: each that the base's own suite runs
+    right. Without the base's tree (`baseline: none`) nothing can tell the suite's way from tampering: each is
+    evidence."""
+    if not suspects:
+        return []
+    if suite.base_tree is None:
+        return [f"{suspect.run}: {suspect.seen}" for suspect in suspects]
+    return control(sandbox, _run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests"),
+                   suspects)
+
+
+def _run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...], what: str
+         ) -> SuiteRun:
     """How the suite runs in `tree` (the head's or the base's, whose own import roots `roots` come first): the
     environment's site-packages next, then the gate's pytest when the environment has none; the plugins the
-    base declares loaded."""
+    base declares loaded. `what` names its runs in a report; the base's own runs carry no tripwires."""
     assert policy.tests is not None
     return SuiteRun(tree=tree, args=suite.args, python_path=(*roots, *_sites(subject), *suite.runner),
                     limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
-                    workers=policy.tests.workers, plugins=_plugins(subject))
+                    workers=policy.tests.workers, plugins=_plugins(subject), what=what,
+                    tripwires=tree != suite.base_tree)
 
 
 def _sites(subject: Subject) -> tuple[str, ...]:
@@ -74,7 +95,7 @@ def _plugins(subject: Subject) -> tuple[str, ...]:
 
 
 def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
-                   where: Path) -> tuple[dict[str, str] | None, dict[str, TestOutcome]]:
+                   where: Path) -> tuple[dict[str, str] | None, SuiteResult]:
     """(each base test's status on the base, or None without a baseline; each test's outcome on the head).
     A cached baseline gives the head run its tests, shared over the workers; without one (a new base, or a
     cache the gate does not trust) the base runs alongside the head, which runs what it collects, and each
@@ -91,7 +112,7 @@ def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Su
         on_base = pool.submit(_baseline, sandbox, policy, subject, suite, stored)
         on_head = pool.submit(run_suite, sandbox, head, None, time.monotonic() + policy.tests.timeout)
         base, whole = on_base.result(), on_head.result()
-    return base, {nodeid: _collected(nodeid, whole) for nodeid in base}
+    return base, replace(whole, tests={nodeid: _collected(nodeid, whole.tests) for nodeid in base})
 
 
 def _collected(nodeid: str, whole: dict[str, TestOutcome]) -> TestOutcome:
@@ -115,9 +136,12 @@ def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTr
     """Each base test's status on the base itself, by running it, cached at `stored`. Raises GateFailure
     (exit 3) when the base's suite does not run in the gate (`refusal`); such a baseline is never cached."""
     assert policy.tests is not None and suite.base_tree is not None
-    run = _run(policy, subject, suite, suite.base_tree, suite.base_roots)
-    outcomes = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
+    run = _run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests")
+    result = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
+    outcomes = result.tests
     problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
+    if result.tampered:  # (never from an honest run: the harness writes every record in turn)
+        problem = "its records do not add up: " + listing(list(result.tampered), "; ", shown=2)
     if problem:
         raise GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
                           "environment installs: environment.extras, groups or requirements) and see "

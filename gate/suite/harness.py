@@ -1,12 +1,21 @@
 """Run the repository's pytest suite (or part of it) and report each test as it finishes.
 
 Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (null: all), "test_timeout":
-seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run}. Records on the result
-channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
-everything before):
-{"collected": [node ids]}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start": node id},
-{"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with the key (the gate ignores a
-record without it).
+seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run, "tripwires": the gate's plan
+(`place`)}. Records on the result channel, one JSON object a line, written as each event happens (a process that
+dies mid-suite has reported everything before):
+{"collected": [node ids], "unhostable": [node ids]}, {"deselected": [node ids]}, {"collect_error": path,
+"detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with
+the key (the gate ignores a record without it). A test's outcome that the watcher writes because its process
+died or ran out of time says `"end": true`: the run ends there.
+
+Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
+positions among the collected items (or, for a control run, node ids) where an item runs once more, right
+before or right after its own run, through the same hooks as any test: the same item object, node id, location
+and function. Its call fails from inside the test function (a profile hook raises as the function's frame
+starts, before any of its code runs) or, for a tripwire that must pass, returns from there. Anything that
+short-circuits the call or rewrites its report reads the wrong outcome there, and the gate sees it. Every test
+function's call is watched the same way, armed or not, so that nothing tells the two apart but this plan.
 
 This process is a watcher: pytest runs in a child, whose records it forwards, and it keeps the per-test limit
 from outside that child: a test past `test_timeout` has its process killed and is reported as a timeout, a
@@ -34,22 +43,53 @@ import sys
 import tempfile
 import time
 import traceback
+from collections.abc import Callable
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
 _DETAIL = 1500  # characters of a failure's report kept
+FAIL, PASS = "fail", "pass"  # the tripwires' kinds: the call must fail, the call must pass
+
+
+def place(collected: list[str], unhostable: set[str], trips: list[dict[str, Any]]
+          ) -> dict[int, tuple[list[str], list[str]]]:
+    """Where the plan's tripwires run among the `collected` node ids: by index of their host, the kinds that
+    run before it and those that run after it, in the plan's order. A tripwire names its host (`host`: the
+    first collected item with that node id) or a position (`at`, from 0 to 1: the item at that fraction of
+    the list, or the next one that can host it, around the end). An item that is not a test function cannot
+    (`unhostable`). The gate calls this too, on what the run reported, to know what each record must be."""
+    placed: dict[int, tuple[list[str], list[str]]] = {}
+    hostable = [index for index, nodeid in enumerate(collected) if nodeid not in unhostable]
+    for trip in trips:
+        if "host" in trip:
+            found = [index for index in hostable if collected[index] == trip["host"]]
+        else:
+            start = min(int(float(trip["at"]) * len(collected)), len(collected) - 1)
+            found = [index for index in hostable if index >= start] + hostable
+        if found:
+            before, after = placed.setdefault(found[0], ([], []))
+            (before if trip["before"] else after).append(str(trip["kind"]))
+    return placed
+
+
+class _Returned(BaseException):
+    """Raised as a tripwire's test function starts, when the tripwire must pass: the call returns there."""
 
 
 class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names)."""
 
-    def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]]) -> None:
+    def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]],
+                 trips: list[dict[str, Any]]) -> None:
         self._fd = fd
         self._key = key
         self._select = None if select is None else set(select)
         self._plugins = plugins
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
+        self._trips = trips
+        self._hosts: dict[int, tuple[list[str], list[str]]] = {}  # by id() of the item
+        self._armed: str | None = None  # the kind of the tripwire running now
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -85,7 +125,62 @@ class GatePlugin:
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
             items[:] = kept
-        self.write({"collected": [item.nodeid for item in items]})
+        collected = [item.nodeid for item in items]
+        unhostable = {item.nodeid for item in items if _codes(item) is None}
+        self.write({"collected": collected, "unhostable": sorted(unhostable)})
+        self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
+
+    def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
+        """(A wrapper, outermost.) The tripwires the plan puts before `item`, then its own run, then those
+        after it; each through the whole protocol, as pytest runs any test (a tripwire's is the same item
+        object). One before the item leaves its function's own fixtures torn down and its parents' set up; none
+        comes after an item whose run ended the session."""
+        kinds = None if self._armed else self._hosts.pop(id(item), None)
+        for kind in kinds[0] if kinds else ():
+            self._trip(item, kind, item.parent)
+        outcome = yield
+        if outcome.excinfo is not None:  # the session ends there (`pytest.exit`, an interrupt)
+            return
+        for kind in kinds[1] if kinds else ():
+            self._trip(item, kind, nextitem)
+
+    def _trip(self, item: Any, kind: str, nextitem: Any) -> None:
+        """Run `item` once more as a tripwire of `kind`: its failure counts towards nothing of the session
+        (`--maxfail`, `-x`: the session would stop there, and pytest allows no undoing that), as it is the
+        gate's and not the suite's."""
+        session, option = item.session, item.config.option
+        failed, most = session.testsfailed, getattr(option, "maxfail", 0)
+        self._armed = kind
+        option.maxfail = 0
+        try:
+            item.ihook.pytest_runtest_protocol(item=item, nextitem=nextitem)
+        finally:
+            self._armed = None
+            session.testsfailed, option.maxfail = failed, most
+
+    def pytest_runtest_call(self, item: Any) -> Any:
+        """(A wrapper, innermost.) Watch for the test function's frame while the item's call runs: as it
+        starts, a tripwire's call fails there, or returns there; any other test's goes on as it would."""
+        codes = _codes(item)
+        if not codes or sys.getprofile() is not None:  # (another profiler: the tripwire cannot arm)
+            yield
+            return
+        raised: BaseException | None = None
+        if self._armed == FAIL:
+            raised = AssertionError()
+        elif self._armed == PASS:
+            raised = _stop_unittest() if _unittest(item) else _Returned()
+        watch = _watcher(codes, raised)
+        sys.setprofile(watch)
+        try:
+            outcome = yield
+        finally:
+            if sys.getprofile() is watch:
+                sys.setprofile(None)
+        if raised is not None:
+            _cut_at(raised, watch)
+            if isinstance(raised, _Returned) and outcome.excinfo and outcome.excinfo[1] is raised:
+                outcome.force_result(None)
 
     def pytest_deselected(self, items: list[Any]) -> None:
         if self._select is None:  # the base's own selection (`-m` in its addopts), not the gate's
@@ -104,6 +199,63 @@ class GatePlugin:
         line = location[1] + 1 if location and isinstance(location[1], int) else None
         self.write({"test": nodeid, "status": status, "detail": detail,
                     "seconds": round(time.monotonic() - self._started, 4), "line": line})
+
+
+def _codes(item: Any) -> set[Any] | None:
+    """The code objects whose frame starting means the test function's call has begun (the function, what its
+    decorators wrapped), or None when `item` is not a test function (a doctest, a plugin's item)."""
+    from _pytest.python import Function
+
+    if not isinstance(item, Function):
+        return None
+    codes = set()
+    found: Any = item.obj
+    for _ in range(16):
+        found = getattr(found, "__func__", found)
+        code = getattr(found, "__code__", None)
+        if code is not None:
+            codes.add(code)
+        found = getattr(found, "__wrapped__", None)
+        if found is None:
+            break
+    return codes
+
+
+def _watcher(codes: set[Any], raised: BaseException | None) -> Callable[[Any, str, Any], None]:
+    """A profile hook that, as a frame of `codes` starts, takes itself off and raises `raised` there (nothing
+    for a test that is no tripwire)."""
+
+    def watch(frame: Any, event: str, arg: Any) -> None:
+        if event == "call" and frame.f_code in codes:
+            sys.setprofile(None)
+            if raised is not None:
+                raise raised
+
+    return watch
+
+
+def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
+    """End the traceback of `raised` at the test function's frame: the hook's own frame is not the test's."""
+    entry = raised.__traceback__
+    while entry is not None and entry.tb_next is not None:
+        if entry.tb_next.tb_frame.f_code is watch.__code__:
+            entry.tb_next = None
+            return
+        entry = entry.tb_next
+
+
+def _unittest(item: Any) -> bool:
+    from _pytest.unittest import TestCaseFunction
+
+    return isinstance(item, TestCaseFunction)
+
+
+def _stop_unittest() -> BaseException:
+    """What a unittest test method raises to end as a success (unittest counts its `_ShouldStop` so)."""
+    import unittest.case
+
+    stop: BaseException = unittest.case._ShouldStop()  # type: ignore[attr-defined]
+    return stop
 
 
 def _outcome(reports: list[Any]) -> tuple[str, str]:
@@ -134,20 +286,20 @@ def main() -> None:
     fd = int(os.environ.pop(RESULT_FD_ENV))
     request = json.loads(sys.stdin.read())
     _one_child(fd, request["key"], request["select"], request["args"], list(request.get("plugins", ())),
-               float(request["test_timeout"]))
+               float(request["test_timeout"]), list(request.get("tripwires", ())))
     _write(fd, {"done": 0, "key": request["key"]})
     os._exit(0)
 
 
-def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str], limit: float
-               ) -> None:
+def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str], limit: float,
+               trips: list[dict[str, Any]]) -> None:
     """Run one pytest child to its end or its death (a test past its limit is killed with it)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         os.close(fd)
-        _child(write, key, select, args, plugins)
+        _child(write, key, select, args, plugins, trips)
     os.close(write)
     current: str | None = None
     deadline = None
@@ -158,7 +310,7 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
             ready, _, _ = select_module.select([stream], [], [], wait)
             if not ready:  # the test ran past its limit
                 os.kill(pid, signal.SIGKILL)
-                _write(fd, {"test": current, "status": "timeout", "key": key, "seconds": limit,
+                _write(fd, {"test": current, "status": "timeout", "key": key, "seconds": limit, "end": True,
                             "detail": f"ran out of time (tests.test_timeout: {limit:g} s)"})
                 current = None
                 break
@@ -181,7 +333,7 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
     if current is not None:  # the process ended during a test: that test's outcome never came
         code = os.waitstatus_to_exitcode(status)
         how = f"was killed by signal {-code}" if code < 0 else f"exited with status {code}"
-        _write(fd, {"test": current, "status": "failed", "key": key,
+        _write(fd, {"test": current, "status": "failed", "key": key, "end": True,
                     "detail": f"the test process {how} during this test"})
 
 
@@ -199,7 +351,8 @@ def _write(fd: int, record: dict[str, Any]) -> None:
         data = data[os.write(fd, data):]
 
 
-def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str]) -> None:
+def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str],
+           trips: list[dict[str, Any]]) -> None:
     """The pytest process: its records go to the watcher on `fd`; never returns."""
     # pytest's terminal output is not read for outcomes (each travels on the channel), but when pytest stops
     # without running the suite (a usage or internal error, a hook that fails), its last lines say why: they
@@ -220,12 +373,18 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         # is what runs.
         GatePlugin.pytest_collection_modifyitems = pytest.hookimpl(trylast=True)(  # type: ignore[method-assign]
             GatePlugin.pytest_collection_modifyitems)
+        # The tripwires run outside every other plugin's protocol (each of them sees a tripwire as a test), and
+        # the watch on the function is nearest its call. (Old-style wrappers: every pluggy pytest runs on.)
+        GatePlugin.pytest_runtest_protocol = pytest.hookimpl(  # type: ignore[method-assign]
+            hookwrapper=True, tryfirst=True)(GatePlugin.pytest_runtest_protocol)
+        GatePlugin.pytest_runtest_call = pytest.hookimpl(  # type: ignore[method-assign]
+            hookwrapper=True, trylast=True)(GatePlugin.pytest_runtest_call)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
         # is named with `-p`, for pytest to say why.
         plugin = GatePlugin(fd, key, select, [(name, imported[module]) for name, module in named
-                                              if module in imported])
+                                              if module in imported], trips)
         options = [option for _, module in named if module not in imported for option in ("-p", module)]
         if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
             # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The

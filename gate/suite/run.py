@@ -7,6 +7,10 @@ or killed its process ends the run, and the tests after it run again in a new ru
 killed it), the test it was running fails, or times out when the run hit its wall limit. The whole suite
 shares one deadline (`tests.timeout`): what has not run by then costs a timeout. A test the base's own
 configuration deselects (`-m` in its addopts) has the status `deselected`.
+
+Each run of the change's code carries the gate's tripwires, and every run's records are checked as they come
+back (`tripwire.py`): a run whose records do not add up is no result, and a tripwire that read the wrong outcome
+is evidence of tampering once the base's own suite runs it right (`control`).
 """
 
 from __future__ import annotations
@@ -22,6 +26,9 @@ from typing import Any
 
 from gate.cases.programs import harness
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
+from gate.suite import tripwire
+from gate.suite.tripwire import RunRecords, Suspect, Trip
+from gate.verdict import listing
 
 # What a run of the suite may write on its channel and outputs (its records, a failure's report each).
 _OUTPUT_BYTES = 16 * 1024 * 1024
@@ -30,6 +37,8 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
 # The program each run starts.
 _HARNESS = "gate.suite.harness"
+# Wall seconds of a control run (gate/suite/tripwire.py) beyond its tests' own: pytest's start and collection.
+_CONTROL_S = 60.0
 
 
 @dataclass(frozen=True)
@@ -54,6 +63,20 @@ class SuiteRun:
     test_timeout: float
     workers: int
     plugins: tuple[str, ...] = ()  # "NAME=MODULE" pytest loads (the base's declared test plugins)
+    what: str = "the suite"  # the run's name in a report: "the head's tests"
+    # Tripwires in each run (gate/suite/tripwire.py): where the change's code runs. The base's own runs, which
+    # nothing of the change reaches, have none; their records must add up all the same.
+    tripwires: bool = True
+
+
+@dataclass(frozen=True)
+class SuiteResult:
+    """A suite's outcomes by node id; what did not add up, each in one line naming its run (nothing then is a
+    result); the tripwires that read the wrong outcome, for the base to confirm (`control`)."""
+
+    tests: dict[str, TestOutcome]
+    tampered: tuple[str, ...] = ()
+    suspects: tuple[Suspect, ...] = ()
 
 
 def gist(detail: str) -> str:
@@ -64,20 +87,19 @@ def gist(detail: str) -> str:
     return f": {found[:200]}" if found else ""
 
 
-def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float
-              ) -> dict[str, TestOutcome]:
-    """Every test's outcome, by node id. With `select` (node ids), exactly those, shared over the workers by
-    file; without, whatever pytest collects from `run.args`, in one process. `deadline` is a
-    time.monotonic() instant."""
+def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float) -> SuiteResult:
+    """Every test's outcome, by node id, and what did not add up. With `select` (node ids), exactly those,
+    shared over the workers by file; without, whatever pytest collects from `run.args`, in one process.
+    `deadline` is a time.monotonic() instant. A run whose records do not add up ends its share of the suite
+    there: nothing it reported is a result."""
     if select is None:
         return _shard(sandbox, run, list(run.args), None, deadline)
     shards = _shards(select, run.workers)
     with ThreadPoolExecutor(max_workers=max(1, len(shards))) as pool:
         parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline), shards))
-    found: dict[str, TestOutcome] = {}
-    for part in parts:
-        found.update(part)
-    return found
+    return SuiteResult({nodeid: outcome for part in parts for nodeid, outcome in part.tests.items()},
+                       tuple(line for part in parts for line in part.tampered),
+                       tuple(suspect for part in parts for suspect in part.suspects))
 
 
 def _shards(select: Sequence[str], workers: int) -> list[list[str]]:
@@ -96,34 +118,44 @@ def _files(ids: Sequence[str]) -> list[str]:
 
 
 def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float
-           ) -> dict[str, TestOutcome]:
-    """Run one group to its end, again after each death, until every test has an outcome or time is up."""
+           ) -> SuiteResult:
+    """Run one group to its end, again after each death, until every test has an outcome, time is up, or a
+    run's records do not add up."""
     found: dict[str, TestOutcome] = {}
     expected: list[str] | None = select
     errors: dict[str, str] = {}  # collection errors, by the path pytest could not collect
+    suspects: list[Suspect] = []
+    runs = 0
     while True:
         left = deadline - time.monotonic()
         pending = None if expected is None else [n for n in expected if n not in found]
         if pending == []:
-            return found
+            return SuiteResult(found, (), tuple(suspects))
         if left <= 1:
             for nodeid in pending or ():
                 found[nodeid] = TestOutcome(nodeid, "timeout", "not run: the suite's time limit (tests.timeout) "
                                                                "ran out")
-            return found
-        result, records = _run_once(sandbox, run, args if pending is None else _files(pending), pending, left)
-        collected, progress = _read(records, found, errors)
+            return SuiteResult(found, (), tuple(suspects))
+        runs += 1
+        files = args if pending is None else _files(pending)
+        trips = tripwire.plan() if run.tripwires else ()
+        result, records = _run_once(sandbox, run, files, pending, left, trips)
+        label = f"{run.what}, run {runs} ({listing(files, ', ', 2)})"
+        checked = tripwire.read(records, trips, pending, label)
+        suspects += checked.suspects
+        if checked.tampered:
+            return SuiteResult(found, tuple(f"{label}: {line}" for line in checked.tampered), tuple(suspects))
+        progress = _take(checked, found, errors)
         if expected is None:
-            expected = [*(collected or []), *errors]
+            expected = [*(checked.collected or []), *errors]
             for path, detail in errors.items():  # without a list to expect, a file that fails to collect
                 found.setdefault(path, TestOutcome(path, "error", f"collection failed: {detail}"))
-            if collected is None and not errors:
+            if checked.collected is None and not errors:
                 found["."] = TestOutcome(".", "error", _death(result, "before collecting the tests"))
-                return found
-        started = _unfinished(records, found)
-        if started is not None:
-            found[started] = TestOutcome(started, "timeout" if _timed_out(result) else "failed",
-                                         _death(result, "during this test"))
+                return SuiteResult(found, (), tuple(suspects))
+        if checked.unfinished is not None:
+            found[checked.unfinished] = TestOutcome(
+                checked.unfinished, "timeout" if _timed_out(result) else "failed", _death(result, "during this test"))
             progress = True
         if not progress:
             for nodeid in [n for n in expected if n not in found]:
@@ -131,15 +163,27 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
                 found[nodeid] = TestOutcome(nodeid, "error" if error else "failed",
                                             f"not collected: {error}" if error else
                                             _death(result, "before its outcome reached the gate"))
-            return found
+            return SuiteResult(found, (), tuple(suspects))
 
 
-def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float
-              ) -> tuple[RunResult, list[dict[str, Any]]]:
+def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> list[str]:
+    """The suspects that are evidence of tampering: those whose tripwire the base's own suite (`base`) runs
+    right, in a run of their hosts alone, each tripwire pinned to its host (gate/suite/tripwire.py)."""
+    if not suspects:
+        return []
+    hosts = list(dict.fromkeys(str(suspect.trip.host) for suspect in suspects))
+    trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects))
+    seconds = _CONTROL_S + base.test_timeout * 2 * len(trips)
+    _, records = _run_once(sandbox, base, _files(hosts), hosts, seconds, trips)
+    return tripwire.confirmed(suspects, tripwire.read(records, trips, hosts, f"{base.what}, the control run"))
+
+
+def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
+              trips: Sequence[Trip]) -> tuple[RunResult, list[dict[str, Any]]]:
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
-               "key": key}
+               "key": key, "tripwires": [trip.request() for trip in trips]}
     result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite", _HARNESS), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True))
@@ -154,35 +198,22 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     return result, records
 
 
-def _read(records: list[dict[str, Any]], found: dict[str, TestOutcome], errors: dict[str, str]
-          ) -> tuple[list[str] | None, bool]:
-    """Fill `found` (and `errors`) from the records; returns (the node ids collected, or None; whether any
-    test finished). A test reported twice keeps its first outcome (a second one is the code under test
-    writing)."""
-    collected: list[str] | None = None
-    progress = False
-    for record in records:
-        if "collected" in record and collected is None and isinstance(record["collected"], list):
-            collected = [str(n) for n in record["collected"]]
-        elif "deselected" in record and isinstance(record["deselected"], list):
-            for nodeid in map(str, record["deselected"]):
-                found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
-        elif "collect_error" in record:
-            errors.setdefault(str(record["collect_error"]), str(record.get("detail", ""))[-600:])
-        elif "test" in record and str(record["test"]) not in found:
-            nodeid = str(record["test"])
-            line = record.get("line")
-            found[nodeid] = TestOutcome(nodeid, str(record.get("status", "failed")), str(record.get("detail", "")),
-                                        float(record.get("seconds", 0) or 0),
-                                        line if isinstance(line, int) and not isinstance(line, bool) else None)
-            progress = True
-    return collected, progress
+def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, str]) -> bool:
+    """Fill `found` (and `errors`) from a run's checked records; whether any test finished."""
+    for path, detail in checked.errors.items():
+        errors.setdefault(path, detail)
+    for nodeid in checked.deselected:
+        found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
+    for nodeid, record in checked.outcomes.items():
+        line = record.get("line")
+        found.setdefault(nodeid, TestOutcome(
+            nodeid, str(record.get("status", "failed")), str(record.get("detail", "")),
+            _seconds(record.get("seconds")), line if isinstance(line, int) and not isinstance(line, bool) else None))
+    return bool(checked.outcomes)
 
 
-def _unfinished(records: list[dict[str, Any]], found: dict[str, TestOutcome]) -> str | None:
-    """The test that started last without an outcome, if any."""
-    starts = [str(record["start"]) for record in records if "start" in record]
-    return starts[-1] if starts and starts[-1] not in found else None
+def _seconds(value: object) -> float:
+    return float(value) if isinstance(value, int | float) and not isinstance(value, bool) and value >= 0 else 0.0
 
 
 def _timed_out(result: RunResult) -> bool:

@@ -1,0 +1,236 @@
+"""Tripwires and counts: what proves that a run of the suite reported what its tests did (README invariant 17).
+
+The tests share their process with the code under test, which can reach pytest whatever a static reading of
+it says. So every run of the head's tests carries tests whose outcome the gate knows, chosen here, per run,
+outside the sandbox: an item of the run itself runs once more, right before or right after its own run, as a
+tripwire whose call must fail, or must pass (the harness makes it fail or return from inside the test
+function's call: gate/suite/harness.py). A tripwire shares everything with the test it runs again (node id,
+module, location, function, the item object itself), so code that forges outcomes cannot spare the tripwires
+without finding the gate's plan: it forges theirs too, and one reads the wrong outcome. Each run has one that
+must fail before its host and one after (so no rule by order spares both), and one that must pass.
+
+Then the records must add up: one list of collected tests (only those the gate asked for, when it asked), and
+every collected item, tripwires included, started once and reported once, in that order; a record for any
+other test, a second outcome, an outcome without its start, or a record after the run's end is not what the
+harness writes. A run that fails this was tampered with: its outcomes are no result (gate/checks/tests.py).
+
+A tripwire that reads the wrong outcome is only a suspect until the base's own suite, which the change did not
+touch, runs that tripwire right (`control`): a plugin or conftest of the base that rewrites outcomes, or a test
+the watch on its function never sees start, must not make an honest change look tampered with.
+"""
+
+from __future__ import annotations
+
+import re
+import secrets
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from gate.suite.harness import FAIL, PASS, place
+
+_RANDOM = secrets.SystemRandom()
+# A node id that names a test function (a module's `test*` function, a method of a class, parametrized or not):
+# pytest collects it as a function, so it can host a tripwire, whatever the run says.
+_FUNCTION = re.compile(r"\.py::(?:[^:]+::)*test[^:.\[]*(\[.*\])?$", re.DOTALL)
+
+
+@dataclass(frozen=True)
+class Trip:
+    """One tripwire of a run's plan: its kind (FAIL or PASS), whether it runs before its host or after, and
+    where the host is: `at` a fraction of the collected items, or `host`, a node id (a control run)."""
+
+    kind: str
+    before: bool
+    at: float = 0.0
+    host: str | None = None
+
+    def request(self) -> dict[str, Any]:
+        """The trip as the harness's request has it."""
+        where: dict[str, Any] = {"host": self.host} if self.host is not None else {"at": self.at}
+        return {"kind": self.kind, "before": self.before, **where}
+
+    def words(self, host: str) -> str:
+        """The tripwire in a report's words."""
+        when = "before" if self.before else "after"
+        must = "fail" if self.kind == FAIL else "pass"
+        return f"the gate's tripwire ({host} run once more, {when} its own run, which must {must})"
+
+
+def plan() -> tuple[Trip, ...]:
+    """A new run's tripwires, at random places: one that must fail before its host, one after its host, one that
+    must pass on either side."""
+    return (Trip(FAIL, True, _RANDOM.random()), Trip(FAIL, False, _RANDOM.random()),
+            Trip(PASS, _RANDOM.random() < 0.5, _RANDOM.random()))
+
+
+@dataclass(frozen=True)
+class Suspect:
+    """A tripwire that read the wrong outcome (or a test the run said could host none): tampering, once the
+    base's own suite runs the same tripwire right. `trip` is pinned to its host."""
+
+    run: str
+    trip: Trip
+    seen: str
+
+
+@dataclass
+class RunRecords:
+    """What one run's records say, once checked: the collected node ids (None: pytest collected nothing it
+    said), what failed to collect (by path), what the base's configuration deselected, the records of each
+    test's own run, by node id (the tripwires' aside), the test that started last and never ended, the
+    tripwires' outcomes, what does not add up (`tampered`) and the suspects."""
+
+    collected: list[str] | None = None
+    errors: dict[str, str] = field(default_factory=dict)
+    deselected: list[str] = field(default_factory=list)
+    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    unfinished: str | None = None
+    trips: list[tuple[Trip, dict[str, Any]]] = field(default_factory=list)
+    tampered: list[str] = field(default_factory=list)
+    suspects: list[Suspect] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class _Due:
+    """An execution the run owes: a test's own run (trip None) or a tripwire on it."""
+
+    nodeid: str
+    trip: Trip | None
+
+
+def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Sequence[str] | None,
+         run: str) -> RunRecords:
+    """Check the records of one run (`run` names it in the evidence), whose plan was `trips` and which was
+    asked for the node ids `select` (None: whatever it collects)."""
+    found = RunRecords()
+    due: list[_Due] = []
+    at = 0  # the next execution due
+    started = False
+    done = ended = False  # the watcher said the run is over; it ended the run (a death, a timeout)
+    for record in records:
+        if done or (ended and "done" not in record):
+            found.tampered.append(f"a record after the run's end ({_said(record)})")
+            break
+        if "done" in record:
+            done = True
+        elif "collected" in record:
+            if found.collected is not None:
+                found.tampered.append("a second list of the tests collected")
+                break
+            found.collected, due = _collected(record, trips, select, run, found)
+            if found.tampered:
+                break
+        elif found.collected is None and "collect_error" in record:
+            found.errors.setdefault(str(record["collect_error"]), str(record.get("detail", ""))[-600:])
+        elif found.collected is None and isinstance(record.get("deselected"), list):
+            found.deselected += [str(nodeid) for nodeid in record["deselected"]]
+        elif "evidence" in record:  # what the harness itself saw go wrong in the tests' process
+            found.tampered.append(str(record["evidence"])[:300])
+        elif "start" in record:
+            expected = due[at].nodeid if at < len(due) else None
+            if found.collected is None or started or str(record["start"]) != expected:
+                found.tampered.append(_out_of_turn("started", record["start"], expected, started,
+                                                   found.collected is not None))
+                break
+            started = True
+        elif "test" in record:
+            expected = due[at].nodeid if at < len(due) else None
+            if not started and at and str(record["test"]) == due[at - 1].nodeid:
+                found.tampered.append(f"a second outcome for {record['test']}")
+                break
+            if found.collected is None or not started or str(record["test"]) != expected:
+                found.tampered.append(_out_of_turn("reported", record["test"], expected, started,
+                                                   found.collected is not None))
+                break
+            _took(found, due[at], record, run)
+            started, at = False, at + 1
+            ended = record.get("end") is True
+        else:
+            found.tampered.append(f"a record the harness does not write ({_said(record)})")
+            break
+    if started and not found.tampered:
+        current = due[at]
+        found.unfinished = current.nodeid if current.trip is None else None
+    return found
+
+
+def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[str] | None, run: str,
+               found: RunRecords) -> tuple[list[str], list[_Due]]:
+    """The collected list and the executions it owes, from the record that lists them."""
+    collected = [str(nodeid) for nodeid in record.get("collected") or []]
+    unhostable = {str(nodeid) for nodeid in record.get("unhostable") or []}
+    if select is not None:
+        unasked = [nodeid for nodeid in collected if nodeid not in set(select)]
+        if unasked:
+            found.tampered.append(f"the run collected {unasked[0]}, which the gate did not ask for")
+    for nodeid in sorted(unhostable):
+        if nodeid in collected and _FUNCTION.search(nodeid):
+            found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
+                                          f"the run said {nodeid} cannot host a tripwire"))
+    placed = place(collected, unhostable, [trip.request() for trip in trips])
+    due: list[_Due] = []
+    for index, nodeid in enumerate(collected):
+        before, after = placed.get(index, ([], []))
+        due += [_Due(nodeid, Trip(kind, True, host=nodeid)) for kind in before]
+        due.append(_Due(nodeid, None))
+        due += [_Due(nodeid, Trip(kind, False, host=nodeid)) for kind in after]
+    return collected, due
+
+
+def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str) -> None:
+    """Take the outcome `record` of the execution `due`."""
+    if due.trip is None:
+        found.outcomes.setdefault(due.nodeid, record)
+        return
+    found.trips.append((due.trip, record))
+    status = str(record.get("status"))
+    if not right(due.trip, record):
+        found.suspects.append(Suspect(run, due.trip, f"{due.trip.words(due.nodeid)} read {status}"))
+
+
+def right(trip: Trip, record: dict[str, Any]) -> bool:
+    """Whether a tripwire's outcome is one its own test could give honestly. One that must fail may not pass
+    (an error in a fixture, a skip, an expected failure can happen to it as to the test); one that must pass
+    may not fail in its call, unless its process ended there or its test is expected to fail."""
+    status, detail = str(record.get("status")), str(record.get("detail", "")).lstrip()
+    if trip.kind == FAIL:
+        return status != "passed"
+    return (status != "failed" or record.get("end") is True
+            or detail.startswith(_EXPECTED_TO_FAIL))
+
+
+# How pytest reports a call that passed where the test is expected to fail (a strict xfail, unittest's
+# expectedFailure): a tripwire that must pass fails so honestly.
+_EXPECTED_TO_FAIL = ("[XPASS(strict)]", "Unexpected success")
+
+
+def _out_of_turn(verb: str, nodeid: object, expected: str | None, started: bool, collected: bool) -> str:
+    if not collected:
+        return f"{nodeid} {verb} before pytest had collected the tests"
+    if expected is None:
+        return f"{nodeid} {verb} after every test collected had its outcome"
+    if verb == "reported" and not started:
+        return f"an outcome for {nodeid} that never started"
+    if verb == "started" and started:
+        return f"{nodeid} started before {expected} had its outcome"
+    return f"{nodeid} {verb} where {expected} was due"
+
+
+def _said(record: dict[str, Any]) -> str:
+    shown = {key: value for key, value in record.items() if key != "key"}
+    return str(shown)[:120]
+
+
+def confirmed(suspects: Sequence[Suspect], control: RunRecords) -> list[str]:
+    """The suspects whose tripwire the base's own run (`control`, run with each suspect's trip pinned to its
+    host) carried out right: the evidence of tampering, each in one line. A suspect whose tripwire the base
+    reads wrong too, or could not run, is the suite's way and no evidence."""
+    if control.tampered:
+        return []
+    evidence = []
+    for suspect in suspects:
+        outcomes = [record for trip, record in control.trips if trip == suspect.trip]
+        if outcomes and all(right(suspect.trip, record) for record in outcomes):
+            evidence.append(f"{suspect.run}: {suspect.seen}")
+    return evidence

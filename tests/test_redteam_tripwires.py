@@ -1,0 +1,344 @@
+"""Red-team attacks on the suite's outcomes at run time (README invariant 17): library code that forges what
+pytest reports in the tests' own process, with names decided at run time that no static reading follows. Each
+head breaks `mul` (test_mul fails) and forges; the tripwires and the counts see it: the verdict is blocked for a
+human, "the suite's results were tampered with", naming what was seen in which run, and the suite costs no
+points. Honest suites of every shape read no tamper.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.verdict import Verdict
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import BASE_TESTS, BROKEN_MUL, CALC, calc_project, score_repo, suite_statuses
+
+pytestmark = pytest.mark.slow  # each builds a project's environment and runs its suite in the sandbox
+
+# Flips a failed call's report to passed: the body each forgery that rewrites reports shares.
+_FLIP = '''
+def _flipped(record):
+    if record.get("status") in ("failed", "error"):
+        return {**record, "status": "passed", "detail": ""}
+    return record
+'''
+FORGERIES = {
+    # sys reached as another module's attribute: the test function never runs, every test passes.
+    "runtest-via-typing": '''
+import typing
+
+typing.sys.modules["_pytest.python"].Function.runtest = lambda self: None
+''',
+    # pytest's report class patched: a failed call's report reads passed.
+    "report-via-collections": '''
+import collections
+
+_reports = collections._sys.modules["_pytest.reports"]
+_made = _reports.TestReport.from_item_and_call
+
+
+def _passed(item, call):
+    report = _made(item, call)
+    if report.when == "call" and report.failed:
+        report.outcome, report.longrepr = "passed", None
+    return report
+
+
+_reports.TestReport.from_item_and_call = _passed
+''',
+    # The gate's own plugin, found among every object of the process: its records rewritten as it writes them.
+    "plugin-via-gc": '''
+import gc
+''' + _FLIP + '''
+
+for _found in gc.get_objects():
+    if type(_found).__name__ == "GatePlugin":
+        _found.write = lambda record, _write=_found.write: _write(_flipped(record))
+''',
+    # The same plugin's class, through builtins' __import__ of the harness's module.
+    "plugin-via-builtins": '''
+import builtins
+''' + _FLIP + '''
+_harness = builtins.__import__("_gate_suite_main")
+_write = _harness.GatePlugin.write
+_harness.GatePlugin.write = lambda self, record: _write(self, _flipped(record))
+''',
+    # The plugin's writer called for every test, with the key it holds: "passed" before anything ran.
+    "writer-for-every-test": '''
+import gc
+
+for _found in gc.get_objects():
+    if type(_found).__name__ == "GatePlugin":
+        for _name in ("test_add", "test_div", "test_div_by_zero", "test_mul"):
+            _found.write({"test": f"tests/test_calc.py::{_name}", "status": "passed", "detail": ""})
+''',
+    # From a thread, while the tests run.
+    "writer-from-a-thread": '''
+import gc
+import threading
+import time
+
+
+def _forge():
+    time.sleep(0.2)
+    for _found in gc.get_objects():
+        if type(_found).__name__ == "GatePlugin":
+            _found.write({"test": "tests/test_calc.py::test_mul", "status": "passed", "detail": ""})
+
+
+threading.Thread(target=_forge, daemon=True).start()
+''',
+    # From an atexit hook, after the last test (the process ends with os._exit: that is made an exit that
+    # runs the hooks).
+    "writer-at-exit": '''
+import atexit
+import gc
+import os
+import sys
+
+
+def _forge():
+    for _found in gc.get_objects():
+        if type(_found).__name__ == "GatePlugin":
+            _found.write({"test": "tests/test_calc.py::test_mul", "status": "passed", "detail": ""})
+
+
+atexit.register(_forge)
+os._exit = sys.exit
+''',
+}
+# Heads that try to tell the gate's tripwires from the suite's tests and forge only the suite's.
+SPARING = {
+    # Forges the tests the base's files define, runs anything else as it is: a tripwire has a test's name.
+    "by-name-in-the-base-files": '''
+import ast
+import pathlib
+import typing
+
+_python = typing.sys.modules["_pytest.python"]
+_run = _python.Function.runtest
+_names = {node.name for path in pathlib.Path("tests").rglob("test_*.py")
+          for node in ast.walk(ast.parse(path.read_text())) if isinstance(node, ast.FunctionDef)}
+
+
+def _runtest(self):
+    if self.originalname not in _names:
+        _run(self)
+
+
+_python.Function.runtest = _runtest
+''',
+    # Forges a test whose function is one its module defines: a tripwire calls that very function.
+    "by-code-object": '''
+import types
+import typing
+
+_python = typing.sys.modules["_pytest.python"]
+_run = _python.Function.runtest
+
+
+def _runtest(self):
+    mine = {value.__code__ for value in vars(self.module).values() if isinstance(value, types.FunctionType)}
+    if getattr(self.obj, "__code__", None) not in mine:
+        _run(self)
+
+
+_python.Function.runtest = _runtest
+''',
+    # Forges a test the first time it comes, runs it as it is when it comes again: a tripwire before its test
+    # is forged.
+    "by-order": '''
+import typing
+
+_python = typing.sys.modules["_pytest.python"]
+_run = _python.Function.runtest
+_seen = set()
+
+
+def _runtest(self):
+    if self.nodeid in _seen:
+        _run(self)
+    _seen.add(self.nodeid)
+
+
+_python.Function.runtest = _runtest
+''',
+    # Forges the items pytest collected, runs anything else (an item it did not collect) as it is: a tripwire
+    # is one of the collected items, the very object.
+    "unknown-items-run-as-they-are": '''
+import typing
+
+_python = typing.sys.modules["_pytest.python"]
+_run = _python.Function.runtest
+
+
+def _runtest(self):
+    if not any(self is item for item in self.session.items):
+        _run(self)
+
+
+_python.Function.runtest = _runtest
+''',
+}
+
+
+def _forged(tmp_path: Path, forgery: str) -> Verdict:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": forgery + "\n\n" + BROKEN_MUL})
+    return score_repo(repo)
+
+
+def assert_tampered(verdict: Verdict, seen: str = "") -> None:
+    """Blocked for a human as tampered with, naming what was seen (`seen`, when given), with no points for
+    the suite."""
+    assert not verdict.accepted
+    reasons = [reason for reason in verdict.blocked_reasons if "the suite's results were tampered with" in reason]
+    assert len(reasons) == 1 and seen in reasons[0], verdict.blocked_reasons
+    assert verdict.tampered and verdict.tampered[0].check == "tests" and seen in verdict.tampered[0].seen
+    assert "run 1" in reasons[0] and "the head's tests" in reasons[0], reasons
+    assert not [p for p in verdict.penalties if p.check in ("tests", "timeout")], verdict.penalties
+    assert not suite_statuses(verdict), "a tampered run's outcomes are no result"
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("name", sorted(FORGERIES))
+def test_a_forged_outcome_is_a_tamper_and_costs_no_points(tmp_path: Path, name: str) -> None:
+    verdict = _forged(tmp_path, FORGERIES[name])
+
+    assert_tampered(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("name", sorted(SPARING))
+def test_a_forgery_that_tries_to_spare_the_tripwires_trips_one(tmp_path: Path, name: str) -> None:
+    verdict = _forged(tmp_path, SPARING[name])
+
+    # What it achieves: its forged passes are no result, and a tripwire that must fail read passed.
+    assert_tampered(verdict, "which must fail) read passed")
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_regression_is_charged_and_no_tamper(tmp_path: Path) -> None:
+    verdict = _forged(tmp_path, "")
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert [p.check for p in verdict.penalties] == ["tests"]
+    assert not verdict.tampered and not verdict.accepted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_change_is_accepted(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == dict.fromkeys(BASE_TESTS, "passed")
+    assert verdict.accepted and not verdict.tampered, verdict.blocked_reasons
+
+
+# Tests of every shape the tripwires may land on: parametrized, with fixtures of every scope, autouse, xfail
+# strict and not, skipif, order-dependent, in classes, unittest's (setUp, expectedFailure, skip).
+SHAPES = '''\
+import unittest
+
+import pytest
+
+from calc import add, div, mul
+
+SEEN = []
+
+
+@pytest.fixture(autouse=True)
+def counted():
+    SEEN.append("set up")
+    yield
+    SEEN.append("torn down")
+
+
+@pytest.fixture(scope="module")
+def table():
+    return {"two": 2}
+
+
+@pytest.mark.parametrize(("a", "b", "c"), [(1, 2, 3), (2, 2, 4), (0, 0, 0)])
+def test_add_cases(a, b, c):
+    assert add(a, b) == c
+
+
+def test_module_fixture(table, tmp_path):
+    (tmp_path / "x").write_text("x")
+    assert mul(table["two"], 3) == 6
+
+
+@pytest.mark.xfail(reason="known", strict=True)
+def test_strict_xfail():
+    assert div(1, 1) == 2
+
+
+@pytest.mark.xfail(reason="not strict")
+def test_lax_xfail():
+    assert False
+
+
+@pytest.mark.skipif(True, reason="never here")
+def test_skipped():
+    assert False
+
+
+ORDER = []
+
+
+def test_order_first():
+    ORDER.append(1)
+
+
+def test_order_second():
+    assert ORDER == [1]
+
+
+class TestClass:
+    def setup_method(self):
+        self.value = add(1, 1)
+
+    def test_value(self):
+        assert self.value == 2
+
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_param(self, n):
+        assert mul(n, 1) == n
+
+
+class TestUnit(unittest.TestCase):
+    def setUp(self):
+        self.value = mul(2, 2)
+
+    def test_value(self):
+        self.assertEqual(self.value, 4)
+
+    @unittest.expectedFailure
+    def test_expected(self):
+        self.assertEqual(1, 2)
+
+    @unittest.skip("never")
+    def test_skipped(self):
+        pass
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("maxfail", ["", "-x"], ids=["plain", "exitfirst"])
+def test_an_honest_change_to_a_suite_of_every_shape_reads_no_tamper(tmp_path: Path, maxfail: str) -> None:
+    config = {"pytest.ini": f"[pytest]\naddopts = {maxfail}\n"} if maxfail else {}
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_shapes.py": SHAPES, **config})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    for _ in range(3):  # the tripwires land elsewhere each time
+        verdict = score_repo(repo)
+
+        assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
+        statuses = suite_statuses(verdict)
+        assert len(statuses) == 4 + 15, statuses
+        assert statuses["tests/test_shapes.py::test_order_second"] == "passed"

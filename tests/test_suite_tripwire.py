@@ -1,0 +1,140 @@
+"""The records of a run of the suite must add up, and its tripwires read what they must (gate/suite/tripwire.py):
+the rules the gate applies to what a run's harness wrote, on records as the harness writes them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from gate.suite.harness import FAIL, PASS, place
+from gate.suite.tripwire import RunRecords, Suspect, Trip, confirmed, read
+
+A, B, C = "tests/test_a.py::test_a", "tests/test_a.py::test_b[1]", "tests/test_a.py::TestC::test_c"
+COLLECTED = [A, B, C]
+TRIPS = (Trip(FAIL, True, at=0.0), Trip(FAIL, False, at=0.5), Trip(PASS, True, at=0.9))
+
+
+def ran(nodeid: str, status: str, **more: Any) -> list[dict[str, Any]]:
+    return [{"start": nodeid}, {"test": nodeid, "status": status, **more}]
+
+
+def honest(a: str = "passed") -> list[dict[str, Any]]:
+    """The records of an honest run of COLLECTED under TRIPS, where test_a reads `a`."""
+    return [{"collected": COLLECTED, "unhostable": []}, *ran(A, "failed"), *ran(A, a), *ran(B, "passed"),
+            *ran(B, "failed"), *ran(C, "passed"), *ran(C, "passed"), {"done": 0}]
+
+
+def checked(records: list[dict[str, Any]], select: list[str] | None = None) -> RunRecords:
+    return read(records, TRIPS, select, "run 1")
+
+
+def test_the_plan_puts_each_tripwire_beside_its_host() -> None:
+    assert place(COLLECTED, set(), [trip.request() for trip in TRIPS]) == {0: (["fail"], []), 1: ([], ["fail"]),
+                                                                            2: (["pass"], [])}
+
+
+def test_a_position_on_an_item_that_cannot_host_goes_to_the_next_one_around_the_end() -> None:
+    trips = [{"kind": FAIL, "before": True, "at": 0.9}]
+    assert place(COLLECTED, {C}, trips) == {0: (["fail"], [])}
+    assert place(COLLECTED, set(COLLECTED), trips) == {}
+    assert place([], set(), trips) == {}
+
+
+def test_an_honest_run_adds_up_and_keeps_each_tests_own_outcome() -> None:
+    found = checked(honest(a="failed"))
+
+    assert not found.tampered and not found.suspects
+    assert {nodeid: record["status"] for nodeid, record in found.outcomes.items()} == {
+        A: "failed", B: "passed", C: "passed"}
+    assert [(trip.kind, trip.host, record["status"]) for trip, record in found.trips] == [
+        (FAIL, A, "failed"), (FAIL, B, "failed"), (PASS, C, "passed")]
+
+
+def test_a_tripwire_that_must_fail_and_passes_is_a_suspect() -> None:
+    records = honest()
+    records[2]["status"] = "passed"
+
+    found = checked(records)
+
+    assert not found.tampered
+    [suspect] = found.suspects
+    assert suspect.trip == Trip(FAIL, True, host=A)
+    assert suspect.seen == f"the gate's tripwire ({A} run once more, before its own run, which must fail) read passed"
+
+
+@pytest.mark.parametrize(("status", "more", "suspect"), [
+    ("failed", {}, True),
+    ("failed", {"end": True}, False),  # its process died there (the run ends)
+    ("failed", {"detail": "[XPASS(strict)] known"}, False),
+    ("failed", {"detail": "Unexpected success"}, False),
+    ("error", {}, False),  # a fixture's error: as its test would have
+    ("skipped", {}, False),
+])
+def test_a_tripwire_that_must_pass_fails_only_in_its_call(status: str, more: dict[str, Any], suspect: bool) -> None:
+    records = honest()[:9] + ran(C, status, **more)
+    found = checked(records)
+    assert bool(found.suspects) == suspect, found.suspects
+
+
+@pytest.mark.parametrize(("change", "seen"), [
+    (lambda r: r.insert(1, {"test": A, "status": "passed"}), f"an outcome for {A} that never started"),
+    (lambda r: r.insert(0, {"test": A, "status": "passed"}), f"{A} reported before pytest had collected"),
+    (lambda r: r.insert(3, {"test": A, "status": "passed"}), f"a second outcome for {A}"),
+    (lambda r: r.insert(4, {"test": A, "status": "passed"}), f"a second outcome for {A}"),
+    (lambda r: r.insert(1, {"start": B}), f"{B} started where {A} was due"),
+    (lambda r: r.insert(-1, {"test": C, "status": "passed"}), f"a second outcome for {C}"),
+    (lambda r: r.insert(-1, {"test": A, "status": "passed"}), "after every test collected had its outcome"),
+    (lambda r: r.append({"test": C, "status": "passed"}), "a record after the run's end"),
+    (lambda r: r.insert(1, {"collected": COLLECTED}), "a second list of the tests collected"),
+    (lambda r: r.insert(1, {"verdict": "passed"}), "a record the harness does not write"),
+    (lambda r: r.insert(1, {"evidence": "an object equal to everything"}), "an object equal to everything"),
+    (lambda r: r.__delitem__(slice(1, 3)), f"{B} started where {A} was due"),  # the tripwire never ran
+], ids=["outcome-without-start", "before-collection", "second-outcome", "outcome-between", "out-of-order",
+        "extra-at-the-end", "another-at-the-end", "after-done", "second-list", "unknown", "harness-evidence",
+        "missing-tripwire"])
+def test_records_that_do_not_add_up_are_tampering(change: Any, seen: str) -> None:
+    records = honest()
+    change(records)
+
+    found = checked(records)
+
+    assert found.tampered and seen in found.tampered[0], found.tampered
+
+
+def test_an_outcome_of_the_watcher_ends_the_run_and_the_rest_is_left_to_the_next() -> None:
+    records = [{"collected": COLLECTED, "unhostable": []}, *ran(A, "failed"), {"start": A},
+               {"test": A, "status": "failed", "end": True}, {"done": 0}]
+
+    found = checked(records)
+
+    assert not found.tampered and found.outcomes[A]["status"] == "failed" and B not in found.outcomes
+    assert not checked([*records[:-2], {"done": 0}]).tampered  # the watcher itself killed: A never ended
+    assert checked([*records[:-2], {"done": 0}]).unfinished == A
+
+
+def test_the_run_collects_only_what_the_gate_asked_for() -> None:
+    found = checked(honest(), select=[A, B])
+    assert found.tampered == [f"the run collected {C}, which the gate did not ask for"]
+
+
+def test_a_test_function_the_run_says_cannot_host_a_tripwire_is_a_suspect() -> None:
+    doctest = "tests/test_a.py::tests.test_a.helper"
+    records = [{"collected": [doctest, *COLLECTED], "unhostable": [doctest, C]}]
+
+    found = checked(records)
+
+    assert [suspect.trip.host for suspect in found.suspects] == [C]
+
+
+def test_a_suspect_is_evidence_once_the_bases_own_run_reads_its_tripwire_right() -> None:
+    suspect = Suspect("the head's tests, run 1", Trip(FAIL, True, host=A), "it read passed")
+    pinned = (suspect.trip,)
+    right = read([{"collected": [A], "unhostable": []}, *ran(A, "failed"), *ran(A, "failed"), {"done": 0}],
+                 pinned, [A], "control")
+    wrong = read([{"collected": [A], "unhostable": []}, *ran(A, "passed"), *ran(A, "passed"), {"done": 0}],
+                 pinned, [A], "control")
+    absent = read([{"collected": [], "unhostable": []}, {"done": 0}], pinned, [A], "control")
+
+    assert confirmed([suspect], right) == ["the head's tests, run 1: it read passed"]
+    assert confirmed([suspect], wrong) == [] and confirmed([suspect], absent) == []
