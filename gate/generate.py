@@ -5,6 +5,7 @@ the penalty schedule of docs/how-it-works.md (the rest of those files is prose, 
 
     python -m gate.generate          # write them
     python -m gate.generate --check  # exit 1 naming those that are not current (a test runs this)
+    python -m gate.generate --list   # the files it writes
 """
 
 from __future__ import annotations
@@ -237,6 +238,23 @@ def schedule_rows() -> list[str]:
 SCHEDULE_HEADER = "| check | points | charged | what it catches |\n|---|---|---|---|\n"
 
 
+def field_rows() -> list[str]:
+    """docs/cases.md's rows of the kinds' fields, one a field (but `name`, every kind's), in the registry's order:
+    whether it is required, and whether it tells the kind of a case that names none."""
+    rows = []
+    for name, kind in KINDS.items():
+        for item, _, declaration in declared(kind.fields):
+            if item.name == "name":
+                continue
+            required = "yes" if default_of(item) is dataclasses.MISSING else ""
+            rows.append(f"| `{name}` | `{item.name}` | {required} | {'yes' if declaration.infers else ''} | "
+                        f"{_cell(declaration.description)} |")
+    return rows
+
+
+FIELDS_HEADER = "| kind | key | required | tells the kind | what it is |\n|---|---|---|---|---|\n"
+
+
 def _cell(text: str) -> str:
     return text.replace("|", "\\|")
 
@@ -260,10 +278,11 @@ def rows_replaced(text: str, rows: list[str], *, prefix: str = "", header: str =
 
 
 def _docs() -> dict[Path, str]:
-    """The docs whose rows of the charges are generated, each with them rewritten."""
-    reference, schedule = DOCS / "policy.md", DOCS / "how-it-works.md"
+    """The docs whose rows are generated (the charges', the case kinds' fields), each with them rewritten."""
+    reference, schedule, cases = DOCS / "policy.md", DOCS / "how-it-works.md", DOCS / "cases.md"
     return {reference: rows_replaced(reference.read_text(encoding="utf-8"), reference_rows(), prefix="| `points."),
-            schedule: rows_replaced(schedule.read_text(encoding="utf-8"), schedule_rows(), header=SCHEDULE_HEADER)}
+            schedule: rows_replaced(schedule.read_text(encoding="utf-8"), schedule_rows(), header=SCHEDULE_HEADER),
+            cases: rows_replaced(cases.read_text(encoding="utf-8"), field_rows(), header=FIELDS_HEADER)}
 
 
 def outputs() -> dict[Path, str]:
@@ -282,8 +301,14 @@ def stale() -> list[Path]:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gate.generate", description=__doc__.split("\n")[0])
-    parser.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not current")
+    choice = parser.add_mutually_exclusive_group()
+    choice.add_argument("--check", action="store_true", help="write nothing; exit 1 if a file is not current")
+    choice.add_argument("--list", action="store_true", help="write nothing; print the files it writes, relative to "
+                        "the repository, one a line")
     args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(path.relative_to(PACKAGE.parent).as_posix() for path in outputs()))
+        return 0
     if args.check:
         behind = stale()
         for path in behind:

@@ -39,8 +39,8 @@ class StdioFields(CaseFields):
     stdin: str = key("", "text fed to standard input", infers=True)
     stdout: str | None = key(None, "expected output, exact after trailing whitespace is stripped", unset=True,
                              infers=True)
-    stdout_regex: str | None = key(None, "a regular expression the whole output must match", unset=True,
-                                   infers=True)
+    stdout_regex: str | None = key(None, "a regular expression found in the output (`re.search`, multi-line)",
+                                   unset=True, infers=True)
     exit_code: int = key(0, "expected exit status (default 0)")
 
 
