@@ -165,11 +165,13 @@ def allowed_up(text: str) -> list[tuple[str, str]]:
 
 
 def layer_of(module: str, table: list[tuple[str, ...]]) -> int | None:
-    """The layer of the longest prefix in the table that names `module` (or a package holding it)."""
+    """The layer of the longest name in the table that names `module` or a package holding it (`gate` names the
+    package's own module only: a new package is in no layer until the table says where)."""
     best: tuple[int, int] | None = None
     for number, names in enumerate(table):
         for name in names:
-            if (module == name or module.startswith(name + ".")) and (best is None or len(name) > best[1]):
+            holds = module.startswith(name + ".") and name != "gate"
+            if (module == name or holds) and (best is None or len(name) > best[1]):
                 best = (number, len(name))
     return best[0] if best else None
 
@@ -225,6 +227,7 @@ def test_the_layers_are_read_from_the_map_and_the_longest_name_decides() -> None
             "`gate.sub.high`: why\n\n## Next\n")
     table = layers(text)
     assert table == [("gate.sub.high",), ("gate.sub", "gate.low")]
-    found = [layer_of(name, table) for name in ("gate.sub.high", "gate.sub.other", "gate")]
-    assert found == [0, 1, None]
+    found = [layer_of(name, table) for name in ("gate.sub.high", "gate.sub.other", "gate", "gate.new")]
+    assert found == [0, 1, None, None]
+    assert layer_of("gate.new", [("gate",)]) is None and layer_of("gate", [("gate",)]) == 0
     assert allowed_up(text) == [("gate.low", "gate.sub.high")]
