@@ -2,7 +2,8 @@
 static ones `gate publish` recomputes and `gate eval` runs, the pipeline's order) is derived from it.
 
 Each module names its check `CHECK`, which lists the points it charges (`charges`, each a `Charge` declared in
-the module): the policy's `points:` keys (gate/policy/model.py's `Points`), in this order. The judge comes
+the module): the policy's `points:` keys, in this order, which the generator writes into the policy's schema
+(gate/policy/model.py's `Points` reads them there: the policy imports no check). The judge comes
 last, after the behavioural checks (smoke, nondeterminism), so that it can only add to a verdict.
 
 Adding a check is its module and its line here (CONTRIBUTING.md); one that charges points then needs the
