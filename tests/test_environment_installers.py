@@ -40,6 +40,7 @@ from tests.projects import (  # noqa: F401
     write_wheel,
 )
 
+WITH_UV = installers.find(os.environ, {}, Path("/nonexistent")).name == "uv"
 UV_ELSEWHERE = {  # uv's own settings, pointing where nothing can be found: the gate must not pass them on
     "UV_INDEX_URL": "http://127.0.0.1:9/simple", "UV_DEFAULT_INDEX": "http://127.0.0.1:9/simple",
     "UV_FIND_LINKS": "/nonexistent", "UV_NO_INDEX": "0", "UV_OFFLINE": "1"}
@@ -50,7 +51,8 @@ def clean_environ(home: Path) -> dict[str, str]:
     with an empty home (no user file), so that a test's configuration is all pip would read."""
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("PIP_", "UV_", "XDG_CONFIG"))}
     home.mkdir(exist_ok=True)
-    return {**environ, "HOME": str(home), "XDG_CONFIG_DIRS": str(home / "no-global")}
+    return {**environ, "HOME": str(home), "XDG_CONFIG_DIRS": str(home / "no-global"),
+            "XDG_CACHE_HOME": str(home / ".cache")}
 
 
 def build(tmp_path: Path, requires: list[str], environ: Mapping[str, str], cache: Path | None = None,
@@ -91,7 +93,7 @@ def probe_wheels(folder: Path) -> dict[str, Path]:
     return made
 
 
-@pytest.mark.skipif(installers.find(os.environ, {}).name != "uv", reason="uv is not beside the gate's interpreter")
+@pytest.mark.skipif(not WITH_UV, reason="uv is not beside the gate's interpreter")
 class TestUvToldPipsConfiguration:
     def test_a_wheelhouse_named_only_in_a_pip_config_file(self, tmp_path: Path,
                                                           capsys: pytest.CaptureFixture[str]) -> None:
@@ -105,6 +107,8 @@ class TestUvToldPipsConfiguration:
         built = build(tmp_path, ["probe-one", "probe-two"], environ)
 
         assert built.installed == ("probe-one==1.0", "probe-two==1.0")
+        # uv's cache is the gate's (which only root or the gate's user can change), not the home's.
+        assert (tmp_path / "cache" / "uv").is_dir() and not (tmp_path / "home" / ".cache").exists()
         err = capsys.readouterr().err
         assert "environment is built by uv" in err
         assert f"no-index ({config})" in err and f"find-links ({config})" in err
@@ -290,15 +294,15 @@ def test_uv_is_taken_only_from_beside_the_gates_interpreter_and_only_when_no_one
     uv = Path(sys.executable).parent / "uv"
     empty = tmp_path / "bin"
     empty.mkdir()
-    chosen = installers.find(os.environ, {}, empty)
+    chosen = installers.find(os.environ, {}, tmp_path / "uv-cache", empty)
     assert chosen.name == "pip" and chosen.describe() == (f"uv is not beside the gate's interpreter ({empty / 'uv'}): "
                                                           "pip builds the environment instead")
     if not uv.is_file():
         return
     (empty / "uv").symlink_to(uv)
-    assert installers.find(os.environ, {}, empty).name == "uv"
+    assert installers.find(os.environ, {}, tmp_path / "uv-cache", empty).name == "uv"
     empty.chmod(0o777)  # anyone could put another uv there
-    chosen = installers.find(os.environ, {}, empty)
+    chosen = installers.find(os.environ, {}, tmp_path / "uv-cache", empty)
     assert chosen.name == "pip" and f"({empty}) is not root's or the gate's user's alone" in chosen.describe()
     empty.chmod(0o755)
     copy = tmp_path / "other" / "uv"
@@ -307,7 +311,7 @@ def test_uv_is_taken_only_from_beside_the_gates_interpreter_and_only_when_no_one
     copy.chmod(0o777)
     (empty / "uv").unlink()
     (empty / "uv").symlink_to(copy)
-    chosen = installers.find(os.environ, {}, empty)
+    chosen = installers.find(os.environ, {}, tmp_path / "uv-cache", empty)
     assert chosen.name == "pip" and "is not a file that only root or the gate's user can write" in chosen.describe()
 
 
@@ -339,7 +343,7 @@ def gate_without_uv(folder: Path) -> Path:
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0 or shutil.which("unshare") is None, reason="runs the gate in a network "
                     "namespace of its own (root, unshare)")
-@pytest.mark.skipif(installers.find(os.environ, {}).name != "uv", reason="uv is not beside the gate's interpreter")
+@pytest.mark.skipif(not WITH_UV, reason="uv is not beside the gate's interpreter")
 def test_without_uv_pip_builds_the_same_environment_under_another_key_and_the_log_says_so(
         tmp_path: Path, offline_pip: Path) -> None:  # noqa: F811
     """The same base, offline (no network at all), by the gate with uv and by a gate installed without it: the

@@ -48,7 +48,7 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     project = declarations.project_files(read) if spec.project else []
     files = key_files(spec, base_paths)
     settings = pip_config.settings(environ, sys.prefix)
-    installer = installers.find(environ, settings)
+    installer = installers.find(environ, settings, where / "uv")
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
                         "extras": sorted(spec.extras), "requirements": list(spec.requirements),
                         "groups": list(spec.groups), "files": {path: read(path) for path in files},

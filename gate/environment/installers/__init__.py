@@ -46,16 +46,17 @@ class Installer(Protocol):
         """Remove the distributions `names` from the environment of `python`."""
 
 
-def find(environ: Mapping[str, str], settings: Mapping[str, pip_config.Setting], scripts: Path | None = None
-         ) -> Installer:
+def find(environ: Mapping[str, str], settings: Mapping[str, pip_config.Setting], cache: Path,
+         scripts: Path | None = None) -> Installer:
     """uv beside the gate's interpreter (`scripts`, by default its scripts directory) when it can be trusted, told
-    pip's `settings`; else pip, which says why in its `describe`."""
+    pip's `settings`, its downloads kept in `cache` (a folder of the gate's cache: what it reuses is as trusted
+    as the environments); else pip, which says why in its `describe`."""
     folder = scripts if scripts is not None else Path(sysconfig.get_path("scripts"))
     uv = folder / "uv"
     if os.path.lexists(uv):
         doubt = _doubt(uv)
         if not doubt:
-            return Uv(str(uv.resolve()), settings, environ)
+            return Uv(str(uv.resolve()), settings, environ, cache)
         why = f"uv beside the gate's interpreter ({uv}) is not used: {doubt}"
     else:
         why = f"uv is not beside the gate's interpreter ({uv})"

@@ -2,8 +2,10 @@
 nothing else: no uv.toml (`--no-config`: neither the user's nor the base's), no `UV_*` variable, no
 `[tool.uv.sources]` of the base (`--no-sources`), so that it installs what pip would: every index considered
 for every package, the best version found wins (`--index-strategy unsafe-best-match`, pip's way: uv's own
-default stops at the first index that has the package), files copied rather than linked to uv's cache (the
-environment is the gate's alone), bytecode compiled as pip compiles it."""
+default stops at the first index that has the package), bytecode compiled as pip compiles it. Its cache is a
+folder of the gate's own cache, which only root or the gate's user can change (gate/environment/cache.py), not
+the home's, which another step of the job could have filled: the environment's files are hard links into it
+where the filesystem allows, and it is read-only to the runs as they are."""
 
 from __future__ import annotations
 
@@ -19,15 +21,16 @@ from gate.errors import GateFailure
 # uv's words for a requirement it could not satisfy.
 _UNSATISFIED = re.compile(r"Because (?:there is no version of |only )?([A-Za-z0-9][A-Za-z0-9._-]*)"
                           r"|Failed to (?:build|download|fetch):? `([^`\s]+)")
-_COMMON = ("--no-config", "--no-python-downloads", "--no-progress")
 
 
 class Uv:
     name = "uv"
 
-    def __init__(self, path: str, settings: Mapping[str, pip_config.Setting], environ: Mapping[str, str]) -> None:
+    def __init__(self, path: str, settings: Mapping[str, pip_config.Setting], environ: Mapping[str, str],
+                 cache: Path) -> None:
         self.path = path
         self.carried = pip_config.for_uv(settings, environ)
+        self.common = ("--no-config", "--no-python-downloads", "--no-progress", "--cache-dir", str(cache))
 
     def describe(self) -> str:
         done = subprocess.run([self.path, "--version"], capture_output=True, text=True, check=False, timeout=60)
@@ -39,21 +42,21 @@ class Uv:
         return said
 
     def venv(self, interpreter: str, target: Path, environ: Mapping[str, str]) -> None:
-        done = subprocess.run([self.path, "venv", *_COMMON, "--quiet", "--python", interpreter, str(target)],
+        done = subprocess.run([self.path, "venv", *self.common, "--quiet", "--python", interpreter, str(target)],
                               capture_output=True, text=True, check=False, timeout=300, env=self._environment(environ))
         if done.returncode != 0:
             raise GateFailure(f"could not make a virtual environment with {interpreter} (uv): "
                               + tail(done.stdout + done.stderr))
 
     def install(self, python: str, args: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str) -> None:
-        command = [self.path, "pip", "install", *_COMMON, "--python", python, "--no-sources",
-                   "--index-strategy", "unsafe-best-match", "--link-mode", "copy", "--compile-bytecode",
+        command = [self.path, "pip", "install", *self.common, "--python", python, "--no-sources",
+                   "--index-strategy", "unsafe-best-match", "--link-mode", "hardlink", "--compile-bytecode",
                    *self.carried.arguments, *args]
         run(command, cwd, self._environment(environ), what, "uv", _UNSATISFIED)
 
     def uninstall(self, python: str, names: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str
                   ) -> None:
-        run([self.path, "pip", "uninstall", *_COMMON, "--python", python, *names], cwd, self._environment(environ),
+        run([self.path, "pip", "uninstall", *self.common, "--python", python, *names], cwd, self._environment(environ),
             what, "uv", _UNSATISFIED)
 
     def _environment(self, environ: Mapping[str, str]) -> dict[str, str]:
