@@ -18,6 +18,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES
 from gate.errors import BadInput
 from gate.policy.model import Environment
 
@@ -42,11 +43,10 @@ def is_declaration(path: str, spec: Environment) -> bool:
 
 # The requirements files at the root that the default environment installs when the base has them.
 ROOT_REQUIREMENTS = ("requirements.txt",)
-# Where a project keeps its test dependencies, by the names `gate init` and the default environment look for.
-TEST_EXTRAS = ("test", "tests", "testing")
-TEST_REQUIREMENTS = ("requirements-test.txt", "requirements-tests.txt", "test-requirements.txt",
-                     "requirements-dev.txt", "dev-requirements.txt", "requirements/test.txt",
-                     "requirements/tests.txt", "requirements/dev.txt")
+# Where a project keeps its test dependencies, by the names `gate init` (gate/environment/testdeps.py) and
+# the default environment look for.
+TEST_EXTRAS = TEST_NAMES
+TEST_REQUIREMENTS = (*TEST_FILES, *DEV_FILES)
 TEST_GROUPS = ("test", "tests", "dev")
 
 
