@@ -13,7 +13,7 @@ import pytest
 
 from gate.verdict import Verdict
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BASE_TESTS, BROKEN_MUL, CALC, calc_project, score_repo, suite_statuses
+from tests.suite_support import BASE_TESTS, BROKEN_MUL, CALC, CONFTEST, calc_project, score_repo, suite_statuses
 
 pytestmark = pytest.mark.slow  # each builds a project's environment and runs its suite in the sandbox
 
@@ -342,3 +342,106 @@ def test_an_honest_change_to_a_suite_of_every_shape_reads_no_tamper(tmp_path: Pa
         statuses = suite_statuses(verdict)
         assert len(statuses) == 4 + 15, statuses
         assert statuses["tests/test_shapes.py::test_order_second"] == "passed"
+
+
+# A conftest that acts on failures it sees: pytest's "incremental" recipe (a class's steps xfail after one
+# fails) and pytest-dependency's way (a test is skipped when one it depends on did not pass). A tripwire's
+# failure is one they see too: what they skip or xfail after it runs again, away from any tripwire's failure.
+FOLLOWING = CONFTEST + '''
+
+_failed = {}
+_passed = {}
+
+
+def pytest_runtest_makereport(item, call):
+    if call.when == "call":
+        _passed[item.name] = call.excinfo is None
+    if "incremental" in item.keywords and call.excinfo is not None:
+        _failed.setdefault(str(item.cls), item.name)
+
+
+def pytest_runtest_setup(item):
+    if "incremental" in item.keywords and str(item.cls) in _failed:
+        pytest.xfail(f"previous test failed ({_failed[str(item.cls)]})")
+    for marker in item.iter_markers("depends"):
+        for name in marker.args:
+            if not _passed.get(name):
+                pytest.skip(f"depends on {name}")
+'''
+STEPS = '''\
+import pytest
+
+from calc import add, mul
+
+
+@pytest.mark.incremental
+class TestSteps:
+    def test_one(self):
+        assert add(1, 1) == 2
+
+    def test_two(self):
+        assert add(2, 2) == 4
+
+    def test_three(self):
+        assert mul(3, 3) == 9
+
+
+def test_first():
+    assert mul(1, 1) == 1
+
+
+@pytest.mark.depends("test_first")
+def test_second():
+    assert mul(2, 1) == 2
+
+
+@pytest.mark.depends("test_second")
+def test_third():
+    assert add(3, 0) == 3
+'''
+MARKERS = "[pytest]\nmarkers =\n    incremental: steps\n    depends: names\n"
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_conftest_that_follows_failures_gets_no_false_charge(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={
+        "tests/conftest.py": FOLLOWING, "tests/test_steps.py": STEPS, "pytest.ini": MARKERS})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    for _ in range(3):  # the tripwires land elsewhere each time
+        verdict = score_repo(repo)
+
+        assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
+        assert set(suite_statuses(verdict).values()) == {"passed"}
+
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+    verdict = score_repo(repo)
+    # A regression still costs what it breaks, and what follows it there.
+    statuses = suite_statuses(verdict)
+    assert statuses["tests/test_steps.py::test_first"] == "failed"
+    assert statuses["tests/test_steps.py::test_third"] == "failed"  # (skipped where the base passed)
+    assert "test tests/test_steps.py::test_third was skipped" in " ".join(p.message for p in verdict.penalties)
+
+
+# A base conftest that turns every failure into a pass (a quarantine of known failures, done wholesale): the
+# gate's tripwires read passed there too. The base's own run of them says so, so it is the suite's way, not
+# tampering; the change is scored as that suite reports.
+QUARANTINE = CONFTEST + '''
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    report = outcome.get_result()
+    if report.failed:
+        report.outcome, report.longrepr = "passed", None
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_base_that_rewrites_its_own_outcomes_is_no_tamper(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/conftest.py": QUARANTINE})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted and not verdict.tampered, verdict.blocked_reasons

@@ -49,6 +49,11 @@ def test_an_honest_run_adds_up_and_keeps_each_tests_own_outcome() -> None:
         A: "failed", B: "passed", C: "passed"}
     assert [(trip.kind, trip.host, record["status"]) for trip, record in found.trips] == [
         (FAIL, A, "failed"), (FAIL, B, "failed"), (PASS, C, "passed")]
+    # What a conftest that follows failures could have skipped: every test after a tripwire that failed.
+    assert found.after_failing == {A, B, C}
+    late = read([{"collected": COLLECTED, "unhostable": []}, *ran(A, "passed"), *ran(B, "passed"),
+                 *ran(B, "failed"), *ran(C, "passed")], (Trip(FAIL, False, at=0.5),), None, "run 1")
+    assert late.after_failing == {C} and not late.tampered
 
 
 def test_a_tripwire_that_must_fail_and_passes_is_a_suspect() -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import secrets
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -37,6 +37,8 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
 # The program each run starts.
 _HARNESS = "gate.suite.harness"
+_RANDOM = secrets.SystemRandom()
+_HOSTS = 3  # tests of other files that carry a confirming run's tripwires (`confirm`)
 # Wall seconds of a control run (gate/suite/tripwire.py) beyond its tests' own: pytest's start and collection.
 _CONTROL_S = 60.0
 
@@ -77,6 +79,7 @@ class SuiteResult:
     tests: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
     suspects: tuple[Suspect, ...] = ()
+    after_failing: frozenset[str] = frozenset()  # tests that ran after a tripwire had failed (`confirm`)
 
 
 def gist(detail: str) -> str:
@@ -99,7 +102,8 @@ def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, dea
         parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline), shards))
     return SuiteResult({nodeid: outcome for part in parts for nodeid, outcome in part.tests.items()},
                        tuple(line for part in parts for line in part.tampered),
-                       tuple(suspect for part in parts for suspect in part.suspects))
+                       tuple(suspect for part in parts for suspect in part.suspects),
+                       frozenset().union(*(part.after_failing for part in parts)))
 
 
 def _shards(select: Sequence[str], workers: int) -> list[list[str]]:
@@ -117,53 +121,75 @@ def _files(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(nodeid.split("::")[0] for nodeid in ids))
 
 
-def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float
-           ) -> SuiteResult:
+def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float,
+           plan: Callable[[], tuple[Trip, ...]] = tripwire.plan) -> SuiteResult:
     """Run one group to its end, again after each death, until every test has an outcome, time is up, or a
-    run's records do not add up."""
+    run's records do not add up. Each run's tripwires are a new `plan`."""
     found: dict[str, TestOutcome] = {}
     expected: list[str] | None = select
     errors: dict[str, str] = {}  # collection errors, by the path pytest could not collect
     suspects: list[Suspect] = []
+    after_failing: set[str] = set()
     runs = 0
+
+    def result(*tampered: str) -> SuiteResult:
+        return SuiteResult(found, tampered, tuple(suspects), frozenset(after_failing))
+
     while True:
         left = deadline - time.monotonic()
         pending = None if expected is None else [n for n in expected if n not in found]
         if pending == []:
-            return SuiteResult(found, (), tuple(suspects))
+            return result()
         if left <= 1:
             for nodeid in pending or ():
                 found[nodeid] = TestOutcome(nodeid, "timeout", "not run: the suite's time limit (tests.timeout) "
                                                                "ran out")
-            return SuiteResult(found, (), tuple(suspects))
+            return result()
         runs += 1
         files = args if pending is None else _files(pending)
-        trips = tripwire.plan() if run.tripwires else ()
-        result, records = _run_once(sandbox, run, files, pending, left, trips)
+        trips = plan() if run.tripwires else ()
+        ran, records = _run_once(sandbox, run, files, pending, left, trips)
         label = f"{run.what}, run {runs} ({listing(files, ', ', 2)})"
         checked = tripwire.read(records, trips, pending, label)
         suspects += checked.suspects
+        after_failing |= checked.after_failing
         if checked.tampered:
-            return SuiteResult(found, tuple(f"{label}: {line}" for line in checked.tampered), tuple(suspects))
+            return result(*(f"{label}: {line}" for line in checked.tampered))
         progress = _take(checked, found, errors)
         if expected is None:
             expected = [*(checked.collected or []), *errors]
             for path, detail in errors.items():  # without a list to expect, a file that fails to collect
                 found.setdefault(path, TestOutcome(path, "error", f"collection failed: {detail}"))
             if checked.collected is None and not errors:
-                found["."] = TestOutcome(".", "error", _death(result, "before collecting the tests"))
-                return SuiteResult(found, (), tuple(suspects))
+                found["."] = TestOutcome(".", "error", _death(ran, "before collecting the tests"))
+                return result()
         if checked.unfinished is not None:
             found[checked.unfinished] = TestOutcome(
-                checked.unfinished, "timeout" if _timed_out(result) else "failed", _death(result, "during this test"))
+                checked.unfinished, "timeout" if _timed_out(ran) else "failed", _death(ran, "during this test"))
             progress = True
         if not progress:
             for nodeid in [n for n in expected if n not in found]:
                 error = errors.get(nodeid.split("::")[0])
                 found[nodeid] = TestOutcome(nodeid, "error" if error else "failed",
                                             f"not collected: {error}" if error else
-                                            _death(result, "before its outcome reached the gate"))
-            return SuiteResult(found, (), tuple(suspects))
+                                            _death(ran, "before its outcome reached the gate"))
+            return result()
+
+
+def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Sequence[str], deadline: float
+            ) -> SuiteResult:
+    """`tests` once more (each skipped or xfailed after a tripwire had failed in its run, where a conftest that
+    skips what follows a failure would have skipped it) with the rest of their files among `others` (what they
+    may follow), and tripwires on up to three of `others` in other files, so that no tripwire's failure comes
+    before them in their own file; with no other file, tripwires anywhere, as in any run. The outcomes of
+    `tests` only."""
+    files = set(_files(tests))
+    mine = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] in files]
+    hosts = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] not in files]
+    hosts = _RANDOM.sample(hosts, min(_HOSTS, len(hosts)))
+    select = list(dict.fromkeys([*tests, *mine, *hosts]))
+    found = _shard(sandbox, run, _files(select), select, deadline, lambda: tripwire.plan(hosts))
+    return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
 
 def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> list[str]:

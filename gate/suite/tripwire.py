@@ -57,11 +57,13 @@ class Trip:
         return f"the gate's tripwire ({host} run once more, {when} its own run, which must {must})"
 
 
-def plan() -> tuple[Trip, ...]:
-    """A new run's tripwires, at random places: one that must fail before its host, one after its host, one that
-    must pass on either side."""
-    return (Trip(FAIL, True, _RANDOM.random()), Trip(FAIL, False, _RANDOM.random()),
-            Trip(PASS, _RANDOM.random() < 0.5, _RANDOM.random()))
+def plan(hosts: Sequence[str] = ()) -> tuple[Trip, ...]:
+    """A new run's tripwires, at random places (or on random ones of `hosts`, node ids): one that must fail
+    before its host, one after its host, one that must pass on either side."""
+    trips = (Trip(FAIL, True), Trip(FAIL, False), Trip(PASS, _RANDOM.random() < 0.5))
+    if hosts:
+        return tuple(Trip(trip.kind, trip.before, host=_RANDOM.choice(hosts)) for trip in trips)
+    return tuple(Trip(trip.kind, trip.before, at=_RANDOM.random()) for trip in trips)
 
 
 @dataclass(frozen=True)
@@ -79,7 +81,8 @@ class RunRecords:
     """What one run's records say, once checked: the collected node ids (None: pytest collected nothing it
     said), what failed to collect (by path), what the base's configuration deselected, the records of each
     test's own run, by node id (the tripwires' aside), the test that started last and never ended, the
-    tripwires' outcomes, what does not add up (`tampered`) and the suspects."""
+    tripwires' outcomes, what does not add up (`tampered`), the suspects, and the tests that ran after a
+    tripwire had failed."""
 
     collected: list[str] | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -89,6 +92,9 @@ class RunRecords:
     trips: list[tuple[Trip, dict[str, Any]]] = field(default_factory=list)
     tampered: list[str] = field(default_factory=list)
     suspects: list[Suspect] = field(default_factory=list)
+    # The tests whose own run came after a tripwire that failed: a conftest that skips or xfails what follows
+    # a failure (pytest's "incremental" recipe, pytest-dependency) may have, as it would after a test's.
+    after_failing: set[str] = field(default_factory=set)
 
 
 @dataclass(frozen=True)
@@ -182,6 +188,8 @@ def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str) -> Non
     """Take the outcome `record` of the execution `due`."""
     if due.trip is None:
         found.outcomes.setdefault(due.nodeid, record)
+        if any(trip.kind == FAIL for trip, _ in found.trips):
+            found.after_failing.add(due.nodeid)
         return
     found.trips.append((due.trip, record))
     status = str(record.get("status"))
