@@ -108,13 +108,51 @@ def longest(pairs):
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="open: an in-process MBPP case (the asserts build the candidate's own objects) trusts a "
-                          "process the candidate shares, so a forged outcome passes; the report marks it "
-                          "'in-process, weaker isolation'")
-def test_a_forged_outcome_in_an_in_process_case_is_no_pass(tmp_path: Path) -> None:
-    run = score(python_reply(FORGED_PASS), tmp_path, IN_PROCESS_TASK)
-    assert run.case("case 1")["status"] != "passed", run.case("case 1")
+# The same forgeries, knowing the lead's outcome format: its asserts' own function taken over (found through
+# builtins' __import__ of the harness's module), or `exec`, which runs each assert, made to swallow failures.
+PAIR = "class Pair:\n    def __init__(self, a, b):\n        self.a, self.b = a, b\n\n"
+IN_PROCESS_FORGERIES = {
+    "the pass record on the channel": FORGED_PASS,
+    "the pass record with an empty list of tripwires": FORGED_PASS.replace(
+        "b'{\"passed\": true}'", "b'{\"passed\": true, \"tripped\": []}'"),
+    "the lead's test runner replaced": PAIR + (
+        "import builtins\n\nbuiltins.__import__('_gate_lead_main')._run_tests = lambda request, functions: "
+        "{'passed': True, 'tripped': ['failed', 'failed']}\n\ndef longest(pairs):\n    return 0\n"),
+    "exec made to swallow failures": PAIR + (
+        "import builtins\n\n_exec = builtins.exec\n\ndef _quiet(*args):\n    try:\n        _exec(*args)\n"
+        "    except AssertionError:\n        pass\n\nbuiltins.exec = _quiet\n\ndef longest(pairs):\n    return 0\n"),
+}
+
+
+IN_PROCESS_HIDDEN = f"""\
+cases:
+  - kind: mbpp
+    tests: ["assert longest([Pair({HIDDEN_A}, {HIDDEN_B})]) == 1"]
+"""
+
+
+@pytest.mark.parametrize("hidden", [False, True], ids=["public", "hidden"])
+@pytest.mark.parametrize("attack", sorted(IN_PROCESS_FORGERIES))
+def test_a_forged_outcome_in_an_in_process_case_is_no_pass(tmp_path: Path, attack: str, hidden: bool) -> None:
+    task = "name: pairs\ncases: []\n" if hidden else IN_PROCESS_TASK
+    run = score(python_reply(IN_PROCESS_FORGERIES[attack]), tmp_path, task, IN_PROCESS_HIDDEN if hidden else None)
+
+    name = "hidden case 1" if hidden else "case 1"
+    case = run.case(name)
+    # No result: a human reads what was seen; no points for it.
+    assert case["status"] == "error" and case["detail"].startswith("no result: "), case
+    assert run.code == 1 and not run.verdict["accepted"], run.reports
+    [tamper] = run.verdict["tampered"]
+    assert tamper["check"] == "smoke" and tamper["seen"].startswith(f"{name}: "), tamper
+    assert_hidden_values_absent(run)
+    assert any("a case's results were tampered with" in r for r in run.verdict["blocked_reasons"])
+    assert not [p for p in run.verdict["penalties"] if p["check"] in ("smoke", "timeout", "nondeterminism")]
+
+
+def test_an_honest_in_process_case_passes(tmp_path: Path) -> None:
+    honest = PAIR + "def longest(pairs):\n    return len(pairs)\n"
+    run = score(python_reply(honest), tmp_path, IN_PROCESS_TASK)
+    assert run.case("case 1")["status"] == "passed" and not run.verdict.get("tampered"), run.reports
 
 
 SCORE_CHEATS = ["exit 0 in the call", "exit 0 on import", "equal to anything", "int subclass equal to anything",

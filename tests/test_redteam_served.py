@@ -135,7 +135,8 @@ def test_a_public_case_never_reports_what_its_run_holds_of_a_hidden_case(tmp_pat
     repo = bot_repo(tmp_path / "repo", code)
     run = check(repo, tmp_path)
     assert_not_passed(run, "adds", "hidden case 1")
-    assert run.case("adds")["detail"] == "expected int 5, got str '1'"  # it found its run's request: one case
+    # It found its run's request: one case, and the gate's two tripwires (calls of the case's function again).
+    assert run.case("adds")["detail"] == "expected int 5, got str '3'"
     assert_hidden_values_absent(run)
     healthy_after(run, repo, tmp_path)
 
@@ -154,14 +155,18 @@ JUNK = [
 ]
 
 
-def test_junk_and_forged_lines_on_the_result_channel_say_only_what_the_function_could_return(
-        tmp_path: Path) -> None:
+def test_forged_lines_on_the_result_channel_are_no_result(tmp_path: Path) -> None:
+    # The harness writes one line a call, and the gate's tripwires' lines are what it knows: a forged line is a
+    # second one, or a tripwire's wrong one. Junk is ignored.
     code = LINES + f"_lines(*{JUNK!r})\n\n\ndef add(a, b):\n    return a + b\n"
     repo = bot_repo(tmp_path / "repo", code)
     run = check(repo, tmp_path)
     assert_not_passed(run, "adds", "hidden case 1")
-    assert run.case("adds")["detail"] == "expected int 5, got bool True"
-    assert run.case("hidden case 1")["detail"] == "returned bool"
+    for name in ("adds", "hidden case 1"):
+        found = run.case(name)
+        assert found["status"] == "error" and found["detail"].startswith("no result: "), found
+    assert {tamper["check"] for tamper in run.verdict["tampered"]} == {"smoke"}
+    assert not [p for p in run.verdict["penalties"] if p["check"] in ("smoke", "timeout", "nondeterminism")]
     assert all(0 <= case["seconds"] < 60 for case in run.verdict["cases"])
     assert_hidden_values_absent(run)
     healthy_after(run, repo, tmp_path)
@@ -169,7 +174,8 @@ def test_junk_and_forged_lines_on_the_result_channel_say_only_what_the_function_
 
 # The import replaces the harness's `_serve_case` (its module's process runs the harness's code after the
 # import): each call then runs in that process, under none of a case's limits, and its record is sent as
-# the harness would. Alone, `slow` runs out of time, and `burn` out of CPU.
+# the harness would. Alone, `slow` runs out of time, and `burn` out of CPU; served, the gate's tripwire that
+# must fail reads the function's value: no result.
 UNLIMITED = """\
 import sys
 import time
@@ -177,7 +183,7 @@ import time
 harness = sys.modules.get("_gate_calls_main")
 if harness is not None:
     wire = sys.modules["_gate_wire"]
-    harness._serve_case = lambda request, function, args, spent, result: (wire.call(function, args), 0.0)
+    harness._serve_case = lambda request, function, call, spent, result: (wire.call(function, call["args"]), 0.0)
 
 
 def slow(n):
@@ -204,7 +210,44 @@ def test_a_served_case_has_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, 
     policy = Policy(limits=RunLimits(timeout=timeout, cpu=1.0), runs=1)
     statuses = [[c.status for c in run_checks(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
-    assert statuses == [["timeout"], ["timeout"]]
+    # Served, the module's process runs out of its run's time (the case then runs alone), or, should a
+    # tripwire come first and fast, reads the function's value there: no result.
+    assert statuses[0] == ["timeout"] and statuses[1] in (["timeout"], ["error"]), statuses
+
+
+# The import replaces the harness's `_serve_case` with one that answers every call with the value the
+# public case expects, at once (what a lookup of the policy's cases gives): the gate's tripwires among the
+# calls get the same answer.
+CANNED = """\
+import sys
+
+harness = sys.modules.get("_gate_calls_main")
+if harness is not None:
+    wire = sys.modules["_gate_wire"]
+    harness._serve_case = lambda request, function, call, spent, result: ({"ok": wire.dumps(6)}, 0.0)
+
+
+def double(n):
+    return None
+"""
+
+
+def test_canned_answers_from_the_harness_are_no_result(sandbox: Sandbox, tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(CANNED)
+    cases = (case("call", "six", function="pkg.calc:double", args=[3], expect=6),
+             case("call", "eight", function="pkg.calc:double", args=[4], expect=8))
+    subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
+    policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0), runs=1)
+
+    alone, served = (run_checks(subject, policy, sandbox, checks=running(together)) for together in (False, True))
+
+    assert [c.status for c in alone.cases] == ["failed", "failed"] and not alone.tampered
+    assert [c.status for c in served.cases] == ["error", "error"] and not served.accepted
+    [tamper] = {t.seen.split(": ", 1)[1] for t in served.tampered}
+    assert "the gate's tripwire" in tamper and "read another outcome" in tamper, served.tampered
+    assert not [p for p in served.penalties if p.check in ("smoke", "timeout", "nondeterminism")]
 
 
 # The import forks a process that stops the harness and the module's process, takes its time over the
@@ -246,7 +289,9 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=1)
     statuses = [[c.status for c in run_checks(subject, policy, sandbox, checks=running(together)).cases]
                 for together in (False, True)]
-    assert statuses == [["timeout"], ["timeout"]]
+    # Served, its forged line is either the second for its call or a tripwire's wrong one (no result), or, when
+    # the harness never wrote its own, the run was held, and the case ran alone (out of time).
+    assert statuses[0] == ["timeout"] and statuses[1] in (["timeout"], ["error"]), statuses
 
 
 def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox: Sandbox, tmp_path: Path
@@ -318,4 +363,6 @@ def test_without_root_a_served_case_has_no_more_time_than_a_run_of_its_own() -> 
     cases = [["unlimited:slow", 1.0], ["unlimited:burn", 4.0], ["holder:slow", 1.0]]
     found = run_as_runner(AS_USER, {"unlimited": UNLIMITED, "holder": HOLDER}, {"cases": cases})
     assert found.pop("uid").startswith("off")
-    assert found == {target: [["timeout"], ["timeout"]] for target, _ in cases}
+    # Alone, out of time; served, out of time or no result (a tripwire, a second line), never passed.
+    assert all(statuses[0] == ["timeout"] and statuses[1] in (["timeout"], ["error"])
+               for statuses in found.values()), found

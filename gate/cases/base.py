@@ -41,16 +41,21 @@ class Program:
 @dataclass(frozen=True)
 class CaseOutcome:
     """How one run of one case went. For a hidden case `detail` names the type of what came back, never the
-    expected value. `fingerprint` is what the nondeterminism check compares between runs."""
+    expected value. `fingerprint` is what the nondeterminism check compares between runs. A run whose results
+    were tampered with (`tampered`) is no result."""
 
     status: RunStatus
     detail: str
     fingerprint: str
     seconds: float = 0.0
+    # Evidence that the run's results were tampered with (gate/cases/tripwires.py), in one line: then it is no
+    # result (status "error"), and costs no points.
+    tampered: str = ""
 
     def __post_init__(self) -> None:
         # The one place where a run's texts are cut and made safe to write, before any report or row sees them.
         object.__setattr__(self, "detail", shown(self.detail))
+        object.__setattr__(self, "tampered", shown(self.tampered))
 
 
 def fingerprint(*parts: object) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from gate.cases import tripwires
 from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
 from gate.cases.compare import mismatch, show
 from gate.cases.harness import wire
@@ -95,7 +96,10 @@ class Call:
         if len(targets) != len(cases):
             raise ValueError("every case served together names a module to call")
         order = sorted(range(len(cases)), key=lambda at: (targets[at][0], at))
-        calls = [_call(targets[at], cases[at]) for at in order]
+        # With the gate's tripwires among them (gate/cases/tripwires.py): by position, the case of each call and
+        # the tripwire it is, if it is one.
+        entries = [(order[at], trip) for at, trip in tripwires.serving([targets[at][0] for at in order])]
+        calls = [{**_call(targets[at], cases[at]), **({"tripwire": trip} if trip else {})} for at, trip in entries]
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
                    "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
@@ -105,8 +109,8 @@ class Call:
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),
                                         hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
                                         preload=program.preload))
-        served = _served(cases, order, result.result or b"", result.wall_s)
-        if result.exit_code == 0:
+        served = _served(cases, entries, result.result or b"", result.wall_s)
+        if result.exit_code == 0 or any(outcome.tampered for outcome in served.outcomes.values()):
             return served
         # The harness exits 0 unless it was held: killed at the run's limit, or stopped for a while by a signal
         # from the candidate's import (its module's process can signal it), which meanwhile may have written
@@ -139,31 +143,43 @@ def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:
                                output_bytes=(limits.output_bytes + 64) * (calls + 1))
 
 
-def _served(cases: Sequence[CaseSpec], order: list[int], channel: bytes, wall_s: float) -> Served:
-    """The outcome lines of a run that served `cases` (in `order`) in `wall_s` seconds: the first line for each
-    case counts, any line that is not one is ignored (half a line, from a process killed while it wrote; the
-    candidate's import can write lines too, so a case's seconds must be within the run's, as the gate timed
-    it: a report's times are numbers from 0 up)."""
+def _served(cases: Sequence[CaseSpec], entries: list[tuple[int, dict[str, Any] | None]], channel: bytes,
+            wall_s: float) -> Served:
+    """The outcome lines of a run that served `cases` (by position in `entries`: each call's case, and the
+    tripwire it is, if it is one) in `wall_s` seconds. Any line that is not one is ignored (half a line, from a
+    process killed while it wrote; the candidate's import can write lines too, so a case's seconds must be
+    within the run's, as the gate timed it: a report's times are numbers from 0 up). The harness writes one
+    line for a call: a second one, or a tripwire's record it never writes, is the candidate's, and then no
+    line of the run is a result (each case's outcome says why)."""
     outcomes: dict[int, CaseOutcome] = {}
     alone: set[int] = set()
     cut = None
+    lined: set[int] = set()
+    tampered = ""
     for line in channel.splitlines():
         try:
             said = json.loads(line)
         except (ValueError, RecursionError):
             continue
         served = said.get("i") if isinstance(said, dict) else None
-        if type(served) is not int or not 0 <= served < len(order):
+        if type(served) is not int or not 0 <= served < len(entries):
             continue
-        at = order[served]
-        if at in outcomes or at in alone:
+        if served in lined:
+            tampered = tampered or "a second outcome for one call of the run"
             continue
-        if said.get("alone") is True:
+        lined.add(served)
+        at, trip = entries[served]
+        if trip is not None:
+            tampered = tampered or tripwires.serving_tampered(trip, said.get("record"))
+        elif said.get("alone") is True:
             alone.add(at)
             cut = at if said.get("cut") is True and cut is None else cut
         elif isinstance(said.get("record"), dict) and type(seconds := said.get("seconds")) in (int, float) \
                 and 0 <= seconds <= wall_s:
             outcomes[at] = _judge(cases[at], said["record"], float(seconds))
+    if tampered:
+        return Served({at: CaseOutcome("error", f"no result: {tampered}", fingerprint("tampered"), tampered=tampered)
+                       for at in range(len(cases))})
     return Served(outcomes, frozenset(alone), cut)
 
 

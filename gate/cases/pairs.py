@@ -12,6 +12,7 @@ import functools
 import json
 from typing import Any, Literal
 
+from gate.cases import tripwires
 from gate.cases.base import CaseOutcome, fingerprint
 from gate.cases.outcome import hidden_detail, no_outcome, read_outcome
 from gate.cases.programs import CANDIDATE, harness, warm_names
@@ -32,7 +33,8 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     """Run the tests described by `request` against candidate source `module`; `test_lines` are the test's
     source lines, quoted in a public case's report.
     """
-    message = json.dumps(request).encode()
+    trips = tripwires.in_process(len(request["tests"])) if request.get("in_process") and request.get("tests") else []
+    message = json.dumps({**request, "tripwires": trips} if trips else request).encode()
     candidate = {CANDIDATE: module.encode()}
     if request.get("in_process"):  # the candidate's code is in this run: never a server that others share
         result = sandbox.run(RunRequest(script="_gate_lead.py", stdin=message, hash_seed=hash_seed,
@@ -50,6 +52,9 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     record = read_outcome(result)
     if record is None or result.timed_out:
         return _marked(no_outcome(result, case.hidden), request)
+    seen = tripwires.in_process_tampered(record, trips) if trips else ""
+    if seen:  # the candidate wrote its own outcome: no result
+        return CaseOutcome("error", f"no result: {seen}", fingerprint("tampered"), result.wall_s, tampered=seen)
     return _marked(_judge(case, record, result.wall_s, test_lines), request)
 
 

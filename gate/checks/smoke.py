@@ -100,9 +100,15 @@ class Smoke(Check):
         runs: list[CaseRuns] = []
         notes: list[Note] = []
         on_base = _failing_on_base(ctx, cases, every, budget, seeds[0])
+        tampered: list[str] = []
         for (index, label, case), outcomes in zip(cases, every, strict=True):
             runs.append(CaseRuns(label, outcomes))
             report = _report(index, label, case, outcomes, budget)
+            seen = next((outcome.tampered for outcome in outcomes if outcome.tampered), "")
+            if seen:  # no result: nothing to charge, a human to read what was seen
+                tampered.append(f"{label}: {seen}")
+                reports.append(replace(report, status="error", detail=f"no result: {seen}"))
+                continue
             base = on_base.get((case.hidden, index))
             if base is not None:  # the policy's case, not the change's: reported, never charged
                 detail = f"fails on the base too ({base}): the policy's case, not charged"
@@ -112,8 +118,11 @@ class Smoke(Check):
             reports.append(report)
             if report.status != "passed":
                 penalties.append(_penalty(ctx, index, label, report))
+        blocked = (f"a case's results were tampered with, so they are no result and cost no points: "
+                   f"{tampered[0]}" + (f" (and {len(tampered) - 1} more)" if len(tampered) > 1 else "")
+                   + "; a human must review the change",) if tampered else ()
         return CheckResult(penalties=tuple(penalties), cases=tuple(reports), notes=tuple(notes),
-                           made=Analysis(runs=tuple(runs)))
+                           made=Analysis(runs=tuple(runs)), blocked_reasons=blocked, tampered=tuple(tampered))
 
 
     def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
@@ -240,7 +249,8 @@ def _failing_on_base(ctx: CheckContext, cases: list[tuple[int, str, CaseSpec]],
 
     base, sandbox = ctx.subject.base, ctx.sandbox
     failed = [(index, label, case) for (index, label, case), outcomes in zip(cases, every, strict=True)
-              if _report(index, label, case, outcomes, budget).status not in ("passed", "not run")]
+              if _report(index, label, case, outcomes, budget).status not in ("passed", "not run")
+              and not any(outcome.tampered for outcome in outcomes)]
     if base is None or sandbox is None or not failed:
         return {}
     head = _program(ctx)

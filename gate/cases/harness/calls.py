@@ -1,6 +1,7 @@
 """Serve many `call` cases in one run, each as a run of its own (`call.py`) would have gone, or not at all.
 
-Request on stdin (JSON): {"calls": [{"module", "function", "args"}, ...] (those of one module together), "cpu":
+Request on stdin (JSON): {"calls": [{"module", "function", "args", "tripwire": the gate's, on a call it made one
+(wire.call)}, ...] (those of one module together), "cpu":
 a case's CPU seconds, "wall": a case's wall seconds, "cut": the wall seconds after which a case is not served
 here, "import_cut": the same for a module's import, "output": the bytes a case may print, "record": the bytes
 of its record, "private": whether the run has a /tmp and System V IPC of its own}. The expected values are
@@ -213,7 +214,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         if record is not None:  # what a run of its own would say: the call never starts
             _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
             continue
-        served = _serve_case(request, function, call["args"], spent, result)
+        served = _serve_case(request, function, call, spent, result)
         if not isinstance(served, tuple):
             _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
             return _STOPPED
@@ -223,7 +224,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     return _STOPPED if import_left_traces else _SERVED
 
 
-def _serve_case(request: dict[str, Any], function: Any, args: str, spent: tuple[float, float, int],
+def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], spent: tuple[float, float, int],
                 result: int) -> tuple[dict[str, Any], float] | str:
     """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
     when that is because it went on past `cut`."""
@@ -235,7 +236,7 @@ def _serve_case(request: dict[str, Any], function: Any, args: str, spent: tuple[
         pid = os.fork()
         if pid == 0:
             try:
-                _case_process(request, function, args, imported_cpu, output, channel, result)
+                _case_process(request, function, call, imported_cpu, output, channel, result)
             finally:
                 os._exit(1)
         waited = _wait(pid, began + min(request["cut"], request["wall"] - imported_s) - time.monotonic())
@@ -258,9 +259,10 @@ def _serve_case(request: dict[str, Any], function: Any, args: str, spent: tuple[
         os.close(channel)
 
 
-def _case_process(request: dict[str, Any], function: Any, args: str, imported_cpu: float, output: int,
+def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], imported_cpu: float, output: int,
                   channel: int, result: int) -> None:
-    """In the case's own process: its output and its record to files of their own, its CPU limit, the call."""
+    """In the case's own process: its output and its record to files of their own, its CPU limit, the call (a
+    tripwire's, when the gate made it one: wire.call)."""
     os.setpgid(0, 0)
     os.dup2(output, 1)
     os.dup2(output, 2)
@@ -268,7 +270,7 @@ def _case_process(request: dict[str, Any], function: Any, args: str, imported_cp
     os.closerange(3, result)
     os.closerange(result + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     _limit_cpu(request["cpu"] - imported_cpu)
-    answer = wire.call(function, args)
+    answer = wire.call(function, call["args"], call.get("tripwire"))
     os.write(result, dumps(answer).encode())
     os._exit(0)
 
@@ -338,7 +340,8 @@ def _read(path: str) -> bytes:
 
 
 def _line(result: int, said: dict[str, Any], done: mmap.mmap | None = None) -> None:
-    """One outcome line, after a line break (a process killed while it wrote leaves half a line)."""
-    os.write(result, ("\n" + dumps(said) + "\n").encode())
+    """One outcome line, after a line break (a process killed while it wrote leaves half a line). It is
+    counted first: killed in between, the case has no line (a new run serves it), never two."""
     if done is not None:
         done[:8] = (int.from_bytes(done[:8], "little") + 1).to_bytes(8, "little")
+    os.write(result, ("\n" + dumps(said) + "\n").encode())

@@ -13,7 +13,10 @@ time); the case kind says which (its `format`). With "in_process": true there is
 is loaded here, after the tests' code (for MBPP tests that build objects from the candidate's own classes). That
 isolation is weaker — the candidate could read the tests — and the outcome says so.
 Outcome (JSON): {"passed": true} or {"failed": what, "test": index or "line": n, "last": type of the last
-result}.
+result}, with "tripped": the outcomes of the request's "tripwires" that ran, in the order they ran (in process
+only, where the candidate could write the outcome itself: each tripwire runs statement "test" once more before
+statement "at", made to fail as its code starts, "failed", or to return there, its token "pass"; the gate knows
+what each must read: gate/cases/tripwires.py).
 """
 
 from __future__ import annotations
@@ -251,12 +254,31 @@ def _run_tests(request: dict[str, Any], functions: dict[str, Any]) -> dict[str, 
         exec(_compiled(request["setup"], "setup"), namespace)
     except BaseException as exc:
         return {"failed": wire.describe(exc), "line": _test_line(exc), "last": Last.seen}
-    for index, statement in enumerate(request["tests"]):
+    tests, trips, tripped = request["tests"], request.get("tripwires", []), []
+    for index in range(len(tests) + 1):
+        tripped += [_tripped(trip, tests, namespace) for trip in trips if trip["at"] == index]
+        if index == len(tests):
+            break
         try:
-            exec(_compiled(statement, f"test {index}"), namespace)
+            exec(_compiled(tests[index], f"test {index}"), namespace)
         except BaseException as exc:
-            return {"failed": wire.describe(exc), "test": index, "last": Last.seen}
-    return {"passed": True}
+            return {"failed": wire.describe(exc), "test": index, "last": Last.seen, "tripped": tripped}
+    return {"passed": True, "tripped": tripped}
+
+
+def _tripped(trip: dict[str, Any], tests: list[str], namespace: dict[str, Any]) -> str:
+    """A tripwire's outcome: test `trip["test"]` run once more, its code made to fail as it starts ("failed"),
+    or to return from there (the run's token `trip["pass"]`). Only with the candidate in this process
+    (`in_process`), which could write the outcome itself: the gate checks each (gate/cases/pairs.py)."""
+    code = _compiled(tests[trip["test"]], f"test {trip['test']}")
+    kind = wire.PASS if "pass" in trip else wire.FAIL
+    try:
+        wire.tripwire(kind, (code,), lambda: exec(code, namespace))
+    except wire.Tripped:
+        return str(trip["pass"])
+    except BaseException:
+        return "failed"
+    return "passed"
 
 
 @functools.lru_cache(maxsize=64)

@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import collections
 import json
+import sys
+from collections.abc import Callable
 from typing import Any
 
 MAX_DEPTH = 100
@@ -140,15 +142,75 @@ def describe(exc: BaseException) -> str:
     return f"{type_name(exc)}: {text}" if text else type_name(exc)
 
 
-def call(function: Any, encoded_args: str) -> dict[str, str]:
+def call(function: Any, encoded_args: str, trip: dict[str, Any] | None = None) -> dict[str, str]:
     """Call `function` with the wire-encoded (args, kwargs) and say how it went, as the harnesses report it:
-    {"ok": wire text}, {"raised": type name, "message": text} or {"notdata": why}."""
+    {"ok": wire text}, {"raised": type name, "message": text} or {"notdata": why}. A tripwire's call (`trip`:
+    {"trip": FAIL} or {"trip": PASS, "token"}) raises AssertionError as the function starts, or returns the
+    token from there (`tripwire`)."""
     args, kwargs = loads(encoded_args)
     try:
-        value = function(*args, **kwargs)
+        if trip is None:
+            value = function(*args, **kwargs)
+        else:
+            tripwire(str(trip["trip"]), _starts(function), lambda: function(*args, **kwargs), always=True)
+    except Tripped:
+        value = str(trip["token"]) if trip is not None else None
     except BaseException as exc:
         return {"raised": type_name(exc), "message": message(exc)}
     try:
         return {"ok": dumps(value)}
     except NotData as exc:
         return {"notdata": str(exc)}
+
+
+# The tripwires' kinds (the gate's tests of the harness: gate/suite/tripwire.py has the suite's): what their
+# call must do.
+FAIL, PASS = "fail", "pass"
+
+
+class Tripped(BaseException):
+    """Raised as a tripwire that must pass starts: its caller takes it for a return. A BaseException, so that
+    no `except Exception` on its way takes it for a failure."""
+
+
+def tripwire(kind: str, targets: tuple[Any, ...], run: Callable[[], Any], always: bool = False) -> None:
+    """Run `run()` as a tripwire of `kind`: as a frame of one of `targets` (code objects) starts, or a call of
+    one of them (a builtin) begins, a profile hook raises AssertionError there (FAIL) or Tripped (PASS), before
+    any of it runs. When `run()` ends without starting one, it ends as it does, or with `always` (a callable
+    of C, whose start no hook sees) raises the same then."""
+    raised: BaseException = AssertionError() if kind == FAIL else Tripped()
+    fired = []
+
+    def hook(frame: Any, event: str, arg: Any) -> None:
+        if (event == "call" and any(frame.f_code is target for target in targets)) or (
+                event == "c_call" and any(arg is target for target in targets)):
+            sys.setprofile(None)
+            fired.append(True)
+            raise raised
+
+    sys.setprofile(hook)
+    try:
+        run()
+    except BaseException:
+        if fired or not always:
+            raise
+    finally:
+        sys.setprofile(None)
+    if always:
+        raise raised
+
+
+def _starts(function: Any) -> tuple[Any, ...]:
+    """What starts when `function` is called: its code (through a bound method, what it wraps, a class's
+    `__init__` and `__new__`), and itself (a builtin's call)."""
+    found: list[Any] = [function]
+    for each in (function, getattr(function, "__init__", None), getattr(function, "__new__", None)):
+        for _ in range(16):
+            each = getattr(each, "__func__", each)
+            code = getattr(each, "__code__", None)
+            if code is not None:
+                found.append(code)
+            each = getattr(each, "__wrapped__", None)
+            if each is None:
+                break
+    return tuple(found)
