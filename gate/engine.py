@@ -59,8 +59,9 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         if result.skipped:
             report = CheckReport(check.name, "skipped", reason=result.skipped)
         else:
-            report = CheckReport(check.name, "failed" if result.penalties else "passed", points=points,
-                                 reason=result.reason)
+            # A run tampered with is no result: no points, and no pass either.
+            report = CheckReport(check.name, "failed" if result.penalties or result.tampered else "passed",
+                                 points=points, reason=result.reason)
         seconds = 0.0 if ran_hidden else round(time.perf_counter() - t0, 4)
         ctx.reports[check.name] = CheckReport(report.name, report.status, report.points, report.reason, seconds)
         if not ran_hidden:

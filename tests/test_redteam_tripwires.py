@@ -13,7 +13,19 @@ import pytest
 
 from gate.verdict import Verdict
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BASE_TESTS, BROKEN_MUL, CALC, CONFTEST, calc_project, score_repo, suite_statuses
+from tests.redteam_support import ROOT, check, leftovers, needs_root
+from tests.runner_support import has_sudo, run_as_runner
+from tests.suite_support import (
+    BASE_TESTS,
+    BROKEN_MUL,
+    CALC,
+    CONFTEST,
+    POLICY,
+    TESTS,
+    calc_project,
+    score_repo,
+    suite_statuses,
+)
 
 pytestmark = pytest.mark.slow  # each builds a project's environment and runs its suite in the sandbox
 
@@ -445,3 +457,100 @@ def test_a_base_that_rewrites_its_own_outcomes_is_no_tamper(tmp_path: Path) -> N
     verdict = score_repo(repo)
 
     assert verdict.accepted and not verdict.tampered, verdict.blocked_reasons
+
+
+@needs_root
+@pytest.mark.usefixtures("offline_pip")
+def test_gate_check_as_root_with_every_layer_reports_the_tamper_in_one_line(tmp_path: Path) -> None:
+    """The deployment's shape: `gate check` as its own process, as root, every layer on, seccomp on; what the
+    terminal, the comment and the job summary say."""
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": FORGERIES["report-via-collections"] + "\n\n" + BROKEN_MUL})
+
+    run = check(repo, tmp_path)
+
+    assert run.code == 1 and not run.verdict["accepted"], run.reports
+    isolation = run.verdict["isolation"]
+    assert all(isolation[layer].startswith("on") for layer in ("seccomp", "netns", "mountns")), isolation
+    assert isolation["uid"].startswith("uid "), isolation
+    tampered = run.verdict["tampered"]
+    assert tampered and all(t["check"] == "tests" and "which must fail) read passed" in t["seen"] for t in tampered)
+    assert not [p for p in run.verdict["penalties"] if p["check"] in ("tests", "timeout")]
+    # One line in each report (the terminal wraps it at 80 columns): what was seen, in which run, no points.
+    lines = [line for line in run.reports.splitlines() if "the suite's results were tampered with" in line]
+    assert len(lines) >= 2 and all("the head's tests, run 1" in line and "read passed" in line
+                                   for line in lines if line.startswith("- ")), lines
+    assert not leftovers(run, tmp_path)
+
+
+# The same, as a user without root (no uid of its own for the tests, no network namespace): the tripwires do not
+# depend on a layer.
+AS_USER = """\
+import json, subprocess, sys
+from pathlib import Path
+
+import git
+
+from gate.engine import score
+from gate.sources.gitrange import subject_from_commits
+
+spec = json.loads(sys.stdin.read())
+root = Path(spec["tree"]) / "repo"
+repo = git.Repo.init(root, initial_branch="main")
+with repo.config_writer() as config:
+    config.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+for name, text in spec["base"].items():
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(text)
+repo.git.add("-A")
+repo.index.commit("base")
+repo.git.checkout("-q", "-b", "bot")
+(root / "calc.py").write_text(spec["head"])
+repo.git.add("-A")
+repo.index.commit("bot")
+with subject_from_commits(repo, repo.commit("main").hexsha, repo.commit("bot").hexsha) as found:
+    verdict = score(found)
+print(json.dumps({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.accepted,
+                  "tampered": [t.seen for t in verdict.tampered],
+                  "charged": [p.check for p in verdict.penalties if p.check in ("tests", "timeout")]}))
+"""
+
+
+@pytest.mark.skipif(not ROOT or not has_sudo(), reason="needs root, to run the gate as another user")
+def test_as_a_user_without_root_a_forgery_is_a_tamper_too() -> None:
+    base = {"calc.py": CALC, "tests/test_calc.py": TESTS.replace("from checkhelp import same\n", "").replace(
+        "assert same(add(two, 3), 5)", "assert add(two, 3) == 5"), "tests/conftest.py": CONFTEST,
+            ".github/gate.yml": POLICY.replace("environment:\n  extras: [test]\n", "environment: null\n")}
+    found = run_as_runner(AS_USER, {}, {"base": base, "head": FORGERIES["runtest-via-typing"] + "\n\n" + BROKEN_MUL})
+    assert found["uid"].startswith("off"), found
+    assert not found["accepted"] and not found["charged"], found
+    assert found["tampered"] and "which must fail) read passed" in found["tampered"][0], found
+
+
+# What a determined forger in the tests' process can still do (docs/repository.md): read the gate's plan from
+# the harness's own plugin, found among every object of the process, and run the tripwires as they are.
+PLAN_READER = '''
+import typing
+
+_python = typing.sys.modules["_pytest.python"]
+_run = _python.Function.runtest
+_plugin = next(found for found in typing.sys.modules["gc"].get_objects() if type(found).__name__ == "GatePlugin")
+
+
+def _runtest(self):
+    if _plugin._armed:
+        _run(self)
+
+
+_python.Function.runtest = _runtest
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: code in the tests' process that reads the gate's plan from the harness's objects "
+                          "spares the tripwires (docs/repository.md, what a determined forger could still do)")
+def test_a_forgery_that_reads_the_gates_plan_is_caught(tmp_path: Path) -> None:
+    verdict = _forged(tmp_path, PLAN_READER)
+
+    assert not verdict.accepted, "the broken test read passed, and nothing else saw it"

@@ -22,8 +22,8 @@ KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
 _OK = ("passed",)
 ISOLATION = ("in-process, weaker isolation: each test runs in one sandboxed pytest process with the code under "
-             "test, which could reach pytest; outcomes travel on the gate's own channel with a per-run key, a "
-             "test whose outcome never arrived is a failure")
+             "test, which could reach pytest; its outcomes are checked by the gate's tripwires and counts (a run "
+             "that fails them is no result), and a test whose outcome never arrived is a failure")
 
 
 # The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
