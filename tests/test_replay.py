@@ -93,8 +93,10 @@ def test_replay_scores_each_change_as_it_merged_and_compares_a_candidate(history
     agents = next(line for line in lines if line.startswith(history.named["agents"][:12]))
     assert agents.split()[3] == "human"
     assert "Budgets over the 12 scored changes (4 later reverted; 1 held for a human at any budget" in done.stdout
-    assert lines[lines.index("budget  blocks  of reverted  candidate blocks  of reverted") + 1].split() == \
-        ["0", "5", "4", "5", "4"]
+    at = lines.index("budget  blocks  of reverted  candidate blocks  of reverted")
+    assert [line.split() for line in lines[at + 1:at + 7]] == [  # budgets that block the same: one row
+        ["0", "5", "4", "5", "4"], ["1", "5", "4", "4", "3"], ["2", "4", "3", "3", "2"], ["3-4", "3", "2", "2", "1"],
+        ["5-8", "2", "1", "2", "1"], ["9", "1", "0", "1", "0"]]
     [advice] = [line.removeprefix("suggestion: ") for line in lines if line.startswith("suggestion: ")]
     assert advice == data["suggestion"] == (
         "budget 0: blocks 4 of the 4 reverted changes and 0 of the 7 others, besides 1 held for a human at any "
@@ -112,7 +114,9 @@ def test_bots_only_scores_the_changes_the_policy_gates(history: History, tmp_pat
     assert set(rows) == GATED
     assert rows["speedup"]["gated_reason"] == "branch codex/speedup matches codex/** (OpenAI Codex)"
     assert "trailer Co-Authored-By: Claude <noreply@anthropic.com>" in rows["refactor"]["gated_reason"]
-    assert "copilot" in rows["parser"]["gated_reason"].lower()
+    assert rows["rounding"]["gated_reason"] == "author Copilot (Bot) is the account of GitHub Copilot coding agent"
+    assert rows["parser"]["gated_reason"] == ("author copilot-swe-agent[bot] (Bot) is the account of GitHub Copilot "
+                                              "coding agent")
     assert "candidate" not in rows["parser"]
     assert "the last 12 changes of main, each under its base's policy; 5 gated by the policy" in done.stdout
     assert "Budgets over the 5 scored changes (3 later reverted" in done.stdout

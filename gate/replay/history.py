@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import git
 
+from gate.bots.catalog import catalog
 from gate.bots.decide import Author, CommitFacts, Decision, Person, decide
 from gate.errors import BadInput
 from gate.policy.model import Bots
@@ -127,7 +128,10 @@ def gated(change: HistoryChange, bots: Bots) -> Decision:
     The pull request's author is taken to be the newest commit's author; labels are not in git."""
     newest = change.commits[-1].author
     login = newest.login or newest.name
-    kind = "Bot" if login.lower().endswith("[bot]") else "User"
+    # Git does not keep the account's type: an app's account ends in [bot], and the agents' own accounts
+    # (Copilot) are bots on GitHub.
+    agents = {name.casefold() for agent in catalog().agents for name in agent.logins}
+    kind = "Bot" if login.casefold().endswith("[bot]") or login.casefold() in agents else "User"
     return decide(Author(login, kind, change.branch), (), bots, change.commits)
 
 

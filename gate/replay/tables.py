@@ -133,9 +133,7 @@ def render(rows: Sequence[Row], lines: Sequence[Budget], advice: str, *, title: 
     out = [title, "", *_columns(table, left=3)]
     out += [f"  error {note}" for note in notes]
     header = ["budget", "blocks", "of reverted"] + (["candidate blocks", "of reverted"] if candidate else [])
-    btable = [header] + [[str(line.budget), str(line.blocked), str(line.blocked_reverted),
-                          *([str(line.candidate_blocked), str(line.candidate_blocked_reverted)] if candidate
-                            else [])] for line in lines]
+    btable = [header] + [[span, *counts] for span, counts in _spans(lines, candidate)]
     reverted = sum(1 for row in rows if row.outcome is not None and row.reverted_by)
     scored = sum(1 for row in rows if row.outcome is not None)
     human = sum(1 for row in rows if row.outcome is not None and row.outcome.blocked_reasons)
@@ -146,6 +144,19 @@ def render(rows: Sequence[Row], lines: Sequence[Budget], advice: str, *, title: 
     if interrupted:
         out += ["", interrupted]
     return "\n".join(out) + "\n"
+
+
+def _spans(lines: Sequence[Budget], candidate: bool) -> list[tuple[str, list[str]]]:
+    """The budgets' rows, those in a row that block the same changes as one (`16-55`): the JSON has each."""
+    spans: list[tuple[int, int, list[str]]] = []
+    for line in lines:
+        counts = [str(line.blocked), str(line.blocked_reverted),
+                  *([str(line.candidate_blocked), str(line.candidate_blocked_reverted)] if candidate else [])]
+        if spans and spans[-1][2] == counts:
+            spans[-1] = (spans[-1][0], line.budget, counts)
+        else:
+            spans.append((line.budget, line.budget, counts))
+    return [(str(low) if low == high else f"{low}-{high}", counts) for low, high, counts in spans]
 
 
 def verdict_word(outcome: Outcome) -> str:
