@@ -15,6 +15,9 @@ from typing import Any
 
 import pytest
 
+from gate.replay.history import HistoryChange
+from gate.replay.run import Outcome, Scored
+from gate.replay.tables import Row, budgets, suggestion
 from gate.sandbox.stage import EXPORT_PREFIX
 from tests.replay_support import POLICY, History, build
 
@@ -92,7 +95,8 @@ def test_replay_scores_each_change_as_it_merged_and_compares_a_candidate(history
                               "9", "blocked", "9", history.named["revert-parser"][:12]]
     agents = next(line for line in lines if line.startswith(history.named["agents"][:12]))
     assert agents.split()[3] == "human"
-    assert "Budgets over the 12 scored changes (4 later reverted; 1 held for a human at any budget" in done.stdout
+    assert "Budgets over the 12 scored changes (4 later reverted; held for a human at any budget, counted as " \
+           "blocked: 1, under the candidate 1):" in done.stdout
     at = lines.index("budget  blocks  of reverted  candidate blocks  of reverted")
     assert [line.split() for line in lines[at + 1:at + 7]] == [  # budgets that block the same: one row
         ["0", "5", "4", "5", "4"], ["1", "5", "4", "4", "3"], ["2", "4", "3", "3", "2"], ["3-4", "3", "2", "2", "1"],
@@ -180,3 +184,31 @@ def test_bad_input_is_one_line_with_exit_2(history: History, tmp_path: Path, arg
         (history.root / "bad.yml").unlink()
     assert done.returncode == 2 and done.stdout == ""
     assert len(done.stderr.splitlines()) == 1 and message in done.stderr, done.stderr
+
+
+def _rows(*totals: tuple[int, bool]) -> list[Row]:
+    """Changes scored under a policy of budget 3, each (total, reverted)."""
+    rows = []
+    for i, (total, reverted) in enumerate(totals):
+        change = HistoryChange(f"{i:040x}", "b" * 40, f"{i:040x}", False, f"change {i}", "Maria", (), "")
+        outcome = Outcome(total <= 3, total, 3, (("smoke", total),) if total else ())
+        rows.append(Row(change, True, "", "f" * 40 if reverted else None, Scored(i, outcome)))
+    return rows
+
+
+@pytest.mark.parametrize(("totals", "advice"), [
+    ([(0, False), (4, True), (2, False), (6, True)],
+     "budget 3: blocks 2 of the 2 reverted changes and 0 of the 2 others (the policies as they were blocked 2 of 4, "
+     "2 of the 2 reverted)"),
+    ([(5, False), (0, True), (2, False)],
+     "no budget blocks more of the 1 reverted changes than of the others (the reverted cost 0 points): the checks "
+     "do not see what went wrong; add the cases or tests that would have failed them, and replay (the policies "
+     "as they were blocked 1 of 3, 0 of the 1 reverted)"),
+    ([(0, False), (2, False)],
+     "no change here was reverted, so nothing tells a budget's worth; a budget of 2 accepts every change on points "
+     "(the policies as they were blocked 0 of 2)"),
+])
+def test_the_suggestion_is_the_budget_that_tells_the_reverted_changes_apart(
+        totals: list[tuple[int, bool]], advice: str) -> None:
+    rows = _rows(*totals)
+    assert suggestion(rows, budgets(rows, candidate=False), candidate=False) == advice

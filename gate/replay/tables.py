@@ -99,6 +99,11 @@ def suggestion(rows: Sequence[Row], lines: Sequence[Budget], candidate: bool) ->
 
     best = max((line.budget for line in lines), key=worth)
     bad, good = blocked(best)
+    if not bad:
+        costs = ", ".join(str(total) for total in reverted)
+        return (f"no budget blocks more of the {len(reverted)} reverted changes than of the others (the reverted "
+                f"cost {costs} points): the checks do not see what went wrong; add the cases or tests that would "
+                f"have failed them, and replay{besides} ({did})")
     return (f"budget {best}: blocks {bad} of the {len(reverted)} reverted changes and {good} of the "
             f"{len(others)} others{besides} ({did})")
 
@@ -136,9 +141,12 @@ def render(rows: Sequence[Row], lines: Sequence[Budget], advice: str, *, title: 
     btable = [header] + [[span, *counts] for span, counts in _spans(lines, candidate)]
     reverted = sum(1 for row in rows if row.outcome is not None and row.reverted_by)
     scored = sum(1 for row in rows if row.outcome is not None)
-    human = sum(1 for row in rows if row.outcome is not None and row.outcome.blocked_reasons)
-    out += ["", f"Budgets over the {scored} scored changes ({reverted} later reverted"
-                + (f"; {human} held for a human at any budget, counted as blocked" if human else "") + "):", ""]
+    held = [sum(1 for row in rows if (outcome := _which(row, which)) and outcome.blocked_reasons)
+            for which in ("current", "candidate")]
+    human = f"; held for a human at any budget, counted as blocked: {held[0]}" + (
+        f", under the candidate {held[1]}" if candidate else "")
+    out += ["", f"Budgets over the {scored} scored changes ({reverted} later reverted{human if any(held) else ''}):",
+            ""]
     out += _columns(btable)
     out += ["", f"suggestion: {advice}"]
     if interrupted:
