@@ -103,7 +103,7 @@ def suggestion(rows: Sequence[Row], lines: Sequence[Budget], candidate: bool) ->
         costs = ", ".join(str(total) for total in reverted)
         return (f"no budget blocks more of the {len(reverted)} reverted changes than of the others (the reverted "
                 f"cost {costs} points): the checks do not see what went wrong; add the cases or tests that would "
-                f"have failed them, and replay{besides} ({did})")
+                f"have failed them, and replay ({did})")
     return (f"budget {best}: blocks {bad} of the {len(reverted)} reverted changes and {good} of the "
             f"{len(others)} others{besides} ({did})")
 
