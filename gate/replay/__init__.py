@@ -15,6 +15,8 @@ from gate.errors import GateError
 from gate.replay.history import HistoryChange, changes_of, gated, reverts
 from gate.replay.run import INTERRUPTED, Job, Scored, run_all
 from gate.replay.tables import Row, budgets, render, suggestion, to_json, verdict_word
+from gate.sources.gitrange import GitBase
+from gate.sources.trust import read_policy
 
 if TYPE_CHECKING:
     import git
@@ -24,6 +26,8 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Report:
+    """What a replay found, ready to print and to write."""
+
     text: str  # the tables and the suggestion
     json: str
     interrupted: bool
@@ -77,9 +81,6 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
 
 def _row(repo: git.Repo, change: HistoryChange, candidate: Policy | None, reverted_by: str | None) -> Row:
     """A change before it is scored, with the policy's bots decision (the candidate's when there is one)."""
-    from gate.sources.gitrange import GitBase
-    from gate.sources.trust import read_policy
-
     try:
         policy = candidate or read_policy(GitBase(repo.commit(change.base)), None)
     except GateError as exc:  # a base whose policy does not load: scoring says so too

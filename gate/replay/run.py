@@ -20,7 +20,13 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import git
+
+from gate.engine import score
 from gate.errors import GateError, GateFailure
+from gate.policy.model import Policy
+from gate.policy_file import load_policy
+from gate.sources.gitrange import subject_from_commits
 
 INTERRUPTED = "interrupted"
 # How long a worker may take to unwind after SIGTERM (a run being killed, an export removed) before SIGKILL.
@@ -119,10 +125,6 @@ def _worker(repo_dir: str, candidate: str | None, tasks: Any, results: Any) -> N
     """A worker's loop: Ctrl-C is the parent's; SIGTERM unwinds the change being scored."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _unwind)
-    import git
-
-    from gate.policy_file import load_policy
-
     repo = git.Repo(repo_dir)
     policy = load_policy(Path(candidate)) if candidate else None
     while (task := tasks.get()) is not None:
@@ -136,7 +138,7 @@ def _unwind(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def score_change(repo: Any, index: int, base: str, head: str, candidate: Any) -> Scored:
+def score_change(repo: git.Repo, index: int, base: str, head: str, candidate: Policy | None) -> Scored:
     """The change `base..head` of `repo` under its base's policy, and under `candidate` when given."""
     try:
         current = _outcome(repo, base, head, None)
@@ -148,10 +150,7 @@ def score_change(repo: Any, index: int, base: str, head: str, candidate: Any) ->
         return Scored(index, error=f"internal error: {type(exc).__name__}: {exc}", failed=True)
 
 
-def _outcome(repo: Any, base: str, head: str, policy: Any) -> Outcome:
-    from gate.engine import score
-    from gate.sources.gitrange import subject_from_commits
-
+def _outcome(repo: git.Repo, base: str, head: str, policy: Policy | None) -> Outcome:
     with subject_from_commits(repo, base, head, candidate=policy) as found:
         verdict = score(found)
     points = tuple((check.name, check.points) for check in verdict.checks if check.points)
