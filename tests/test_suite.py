@@ -10,6 +10,7 @@ rewrites outcomes, skipping or exiting from library code, patching pytest at imp
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -62,9 +63,40 @@ def test_a_regression_is_blocked_naming_the_failing_test(tmp_path: Path) -> None
     [message] = charged_messages(verdict)
     assert message.startswith("test tests/test_calc.py::test_mul failed (it passes on the base)")
     [penalty] = verdict.penalties
-    assert penalty.locations[0].path == "tests/test_calc.py" and penalty.locations[0].line == 11
+    assert penalty.locations[0].path == "tests/test_calc.py" and penalty.locations[0].line == 12
 
 
+
+
+PARAMETRIZED = '''\
+import pytest
+
+from calc import div
+
+
+@pytest.mark.parametrize("a", [6, 9])
+def test_thirds(a):
+    third = div(a, 3)
+    assert third * 3 == a
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_failure_is_located_where_pytest_says_it_failed(tmp_path: Path) -> None:
+    # pytest names the raising call of the test's own file (line 8), not the parametrize decorator (6) nor
+    # the definition (7); and the whole traceback is kept, from its first line.
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_thirds.py": PARAMETRIZED})
+    repo.commit("bot: div", {"calc.py": CALC.replace("return a / b", "return a / (b - 3)")})
+
+    verdict = score_repo(repo)
+
+    lines = {re.search(r"tests/\S+::\S+", p.message)[0]: p.locations[0]  # type: ignore[index]
+             for p in verdict.penalties}
+    for a in (6, 9):
+        assert str(lines[f"tests/test_thirds.py::test_thirds[{a}]"]) == "tests/test_thirds.py:8"
+    assert str(lines["tests/test_calc.py::test_div"]) == "tests/test_calc.py:16"
+    [case] = [c for c in verdict.cases if c.name == "tests/test_thirds.py::test_thirds[6]"]
+    assert "third = div(a, 3)" in case.detail and "ZeroDivisionError" in case.detail
 
 
 @pytest.mark.usefixtures("offline_pip")

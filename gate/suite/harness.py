@@ -5,9 +5,12 @@ seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this ru
 (`place`)}. Records on the result channel, one JSON object a line, written as each event happens (a process that
 dies mid-suite has reported everything before):
 {"collected": [node ids], "unhostable": [node ids]}, {"deselected": [node ids]}, {"collect_error": path,
-"detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds", "line"}, {"done": 0}, each with
-the key (the gate ignores a record without it). A test's outcome that the watcher writes because its process
-died or ran out of time says `"end": true`: the run ends there.
+"detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds", "line", "trace"}, {"done": 0}, each
+with the key (the gate ignores a record without it). A test's `line` is where pytest says it failed in its own
+file (the failing assertion or the raising call: the last entry of its traceback there), else the line of its
+definition; `trace` lists every entry of the failure's traceback, chained exceptions first, as [path, line],
+each path relative to the working directory (the tree) when it is under it. A test's outcome that the watcher
+writes because its process died or ran out of time says `"end": true`: the run ends there.
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
 positions among the collected items (or, for a control run, node ids) where an item runs once more, right
@@ -47,7 +50,10 @@ from collections.abc import Callable
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
-_DETAIL = 1500  # characters of a failure's report kept
+# Characters of a failure's report kept: its head (where the traceback starts) and its tail (the error), the middle
+# cut beyond that.
+_DETAIL_HEAD, _DETAIL_TAIL = 1500, 3500
+_TRACE = 200  # traceback entries kept of a failure's report
 FAIL, PASS = "fail", "pass"  # the tripwires' kinds: the call must fail, the call must pass
 
 
@@ -195,10 +201,12 @@ class GatePlugin:
         self._phases.setdefault(report.nodeid, []).append(report)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
-        status, detail = _outcome(self._phases.pop(nodeid, []))
-        line = location[1] + 1 if location and isinstance(location[1], int) else None
+        reports = self._phases.pop(nodeid, [])
+        status, detail = _outcome(reports)
+        trace = _trace(reports)
+        line = _line(location, trace)
         self.write({"test": nodeid, "status": status, "detail": detail,
-                    "seconds": round(time.monotonic() - self._started, 4), "line": line})
+                    "seconds": round(time.monotonic() - self._started, 4), "line": line, "trace": trace})
 
 
 def _codes(item: Any) -> set[Any] | None:
@@ -276,7 +284,43 @@ def _text(report: Any) -> str:
         text = str(report.longreprtext)
     except Exception:  # a report object the code under test replaced
         text = "no report"
-    return text[-_DETAIL:]
+    if len(text) <= _DETAIL_HEAD + _DETAIL_TAIL:
+        return text
+    cut = len(text) - _DETAIL_HEAD - _DETAIL_TAIL
+    return f"{text[:_DETAIL_HEAD]}\n[... {cut} characters cut ...]\n{text[-_DETAIL_TAIL:]}"
+
+
+def _trace(reports: list[Any]) -> list[list[Any]]:
+    """The entries of the first failed phase's traceback, as [path, line] (1-based), chained exceptions first;
+    [] when it has none (a skip, a report without a traceback)."""
+    failed = next((report for report in reports if report.failed), None)
+    entries: list[list[Any]] = []
+    try:
+        longrepr = failed.longrepr if failed is not None else None
+        chain = getattr(longrepr, "chain", None)
+        parts = [part[0] for part in chain] if chain else [getattr(longrepr, "reprtraceback", None)]
+        here = os.getcwd()
+        for part in parts:
+            for entry in getattr(part, "reprentries", None) or ():
+                where = getattr(entry, "reprfileloc", None)
+                if where is None or not isinstance(where.lineno, int):
+                    continue
+                path = os.path.normpath(os.path.join(here, str(where.path)))
+                if path.startswith(here + os.sep):
+                    path = os.path.relpath(path, here)
+                entries.append([path, where.lineno])
+    except Exception:  # a report object the code under test replaced
+        return []
+    return entries[-_TRACE:]
+
+
+def _line(location: Any, trace: list[list[Any]]) -> int | None:
+    """The line pytest names for the test's failure in its own file (the last traceback entry there), else the
+    line of its definition."""
+    if not location or not isinstance(location[1], int):
+        return None
+    own = os.path.normpath(str(location[0]))
+    return next((line for path, line in reversed(trace) if path == own), location[1] + 1)
 
 
 def main() -> None:

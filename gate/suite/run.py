@@ -45,13 +45,16 @@ _CONTROL_S = 60.0
 
 @dataclass(frozen=True)
 class TestOutcome:
-    """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report."""
+    """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report; the line
+    of its file pytest names for it, and where its failure's traceback went ((path, line): a path relative to
+    the tree is the repository's; the harness's record, which the tests' process could have written)."""
 
     nodeid: str
     status: str
     detail: str = ""
     seconds: float = 0.0
     line: int | None = None
+    trace: tuple[tuple[str, int], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -231,11 +234,28 @@ def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, 
     for nodeid in checked.deselected:
         found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
     for nodeid, record in checked.outcomes.items():
-        line = record.get("line")
         found.setdefault(nodeid, TestOutcome(
             nodeid, str(record.get("status", "failed")), str(record.get("detail", "")),
-            _seconds(record.get("seconds")), line if isinstance(line, int) and not isinstance(line, bool) else None))
+            _seconds(record.get("seconds")), _line(record.get("line")), _trace(record.get("trace"))))
     return bool(checked.outcomes)
+
+
+# Traceback entries a test's outcome keeps (the harness sends at most as many).
+_TRACE = 200
+
+
+def _line(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _trace(value: object) -> tuple[tuple[str, int], ...]:
+    """A record's traceback entries that are a path and a line, at most _TRACE of them."""
+    if not isinstance(value, list):
+        return ()
+    entries = [(entry[0], line) for entry in value[-_TRACE:]
+               if isinstance(entry, list) and len(entry) == 2 and isinstance(entry[0], str)
+               and (line := _line(entry[1])) is not None]
+    return tuple(entries)
 
 
 def _seconds(value: object) -> float:
