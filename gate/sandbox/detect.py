@@ -112,7 +112,12 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
 # library mapped once each extension module of lib-dynload is imported (whole: the loader opens a library by
 # its soname, a link beside it, and one bind per directory keeps the mounts each run's namespace copies few)
 # and every other file mapped (the locale it starts with); its ELF interpreter (the dynamic loader, by the
-# path the executable names).
+# path the executable names). Then the system data its library reads at run time, which every CI runner has
+# and a project's suite reads: the time-zone database (zoneinfo's TZPATH) and the local zone (/etc/localtime,
+# /etc/timezone), the compiled locales, the MIME types (mimetypes' files), the CA certificates and OpenSSL's
+# configuration that a default SSL context loads (with the folders the certificates' links point into: public
+# data, such as /usr/share/ca-certificates). Only world-readable paths under /usr and /etc (a link into
+# /etc/ssl/private or a home directory is not followed there).
 _NEEDS = """
 import importlib, json, os, struct, sys
 library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
@@ -139,7 +144,26 @@ with open(sys.argv[1], "rb") as elf:
         if kind == 3:
             elf.seek(at)
             links.append(elf.read(length).rstrip(b"\\0").decode())
-print(json.dumps(sorted({*library, *mapped, *links})))
+import mimetypes, ssl, stat, zoneinfo
+verify = ssl.get_default_verify_paths()
+data = [*zoneinfo.TZPATH, "/etc/localtime", "/etc/timezone", "/usr/lib/locale", *mimetypes.knownfiles,
+        *filter(None, (verify.cafile, verify.capath, verify.openssl_cafile, verify.openssl_capath))]
+for folder in filter(None, {verify.capath, verify.openssl_capath}):
+    data.append(os.path.join(os.path.dirname(folder), "openssl.cnf"))
+    if os.path.isdir(folder):
+        data += [os.path.dirname(os.path.realpath(e.path)) for e in os.scandir(folder) if e.is_symlink()]
+def public(path):
+    real = os.path.realpath(path)
+    if not real.startswith(("/usr/", "/etc/")) or not os.path.exists(real):
+        return False
+    while real != "/":
+        mode = os.stat(real).st_mode
+        if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
+            return False
+        real = os.path.dirname(real)
+    return True
+data = [path for path in data if path.startswith(("/usr/", "/etc/")) and public(path)]
+print(json.dumps(sorted({*library, *mapped, *links, *data})))
 """
 _ALWAYS = ("/etc/ld.so.cache",)
 

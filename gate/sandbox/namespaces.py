@@ -7,7 +7,8 @@ run makes dies with it, and no run sees another's.
 
 The file system is built the way nsjail and bubblewrap build theirs: a fresh tmpfs becomes the root
 (pivot_root, the host's root detached), holding only read-only binds of the paths the sandbox allows (the
-interpreter, its standard library and shared libraries, /etc/ld.so.cache, what the caller adds), the
+interpreter, its standard library and shared libraries, /etc/ld.so.cache, the system data its library reads:
+time zones, locales, MIME types, CA certificates; what the caller adds), the
 symbolic links on the way to them, null, zero, full, random and urandom in /dev, a /proc of its own
 (`hidepid=invisible`: no other user's process is visible) and, in a directory only root can enter, the
 sandbox's staging directory. Nothing else of the host exists there. Each run then gets one tmpfs of
@@ -89,6 +90,10 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
             links["/" + name] = os.readlink("/" + name)
     for path in (*_outside_tmp(root), *(f"/dev/{name}" for name in DEVICES)):
         _plan(path, links, binds, 0)
+    # A path reached through a link may lie inside a directory planned after it (/etc/localtime's zone file in
+    # /usr/share/zoneinfo): that directory's bind brings it, one mount fewer for each run to copy.
+    for path in [path for path in binds if any(path.startswith(other + "/") for other in binds)]:
+        os.close(binds.pop(path))
     # A path under /tmp would be covered by each run's own /tmp: kept aside, bound again by every run.
     aside = [os.open(path, os.O_PATH | os.O_CLOEXEC) for path in _under_tmp(root)]
     staged = os.open(staging, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
@@ -321,8 +326,9 @@ def _describe_filesystem(found: Found) -> str:
     why = found.probe["mountns"]
     return switch(why and f"the run sees the host's files ({why})",
                   "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
-                  "shared libraries, /dev/null, zero, full, random, urandom, its own /proc and a private /tmp; "
-                  "nothing else of the host")
+                  "shared libraries, the system data it reads (time zones, locales, MIME types, CA certificates), "
+                  "/dev/null, zero, full, random, urandom, its own /proc and a private /tmp; nothing else of the "
+                  "host")
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:

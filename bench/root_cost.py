@@ -1,0 +1,94 @@
+"""What the allow-listed root's system data (docs/sandbox.md, "System data") costs a run, side by side with the
+root without it (the paths docs/sandbox.md lists under "System data" left out).
+
+    sudo .venv/bin/python bench/root_cost.py [--runs 300] [--rounds 3]
+
+Two rows a round, in CPU milliseconds per run (user plus system, of the processes that do the work): a fresh
+interpreter's run builds its root itself (a new mount namespace, the binds, pivot_root), and a zygote's run
+copies the template namespace the zygote built once and mounts its own /tmp. It reaches into
+gate/sandbox/namespaces.py, which no user does: a measurement only. Root only.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import resource
+import tempfile
+from collections.abc import Sequence
+from pathlib import Path
+
+from gate.sandbox import _libc, detect, namespaces
+
+DOCS = Path(__file__).resolve().parents[1] / "docs" / "sandbox.md"
+
+
+def system_data() -> list[str]:
+    """The paths docs/sandbox.md lists under "System data"."""
+    text = DOCS.read_text()
+    rows = [line for line in text[text.index("**System data.**"):].splitlines()[:40] if line.startswith("| `")]
+    return [path for row in rows for path in re.findall(r"`(/[^`]+)`", row.split("|")[1])]
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def build_ms(root: Sequence[str], staging: str, runs: int) -> float:
+    """CPU per fork + a root built from `root` + exit (the fresh interpreter's path)."""
+    before = _children_cpu()
+    for _ in range(runs):
+        pid = os.fork()
+        if pid == 0:
+            namespaces.unshare(["mountns"])
+            namespaces.enter_root(root, staging, ())
+            os._exit(0)
+        os.waitpid(pid, 0)
+    return (_children_cpu() - before) / runs * 1000
+
+
+def copy_ms(root: Sequence[str], staging: str, runs: int) -> float:
+    """CPU per fork + a copy of a template holding `root` + a /tmp of its own + exit (the zygote's path)."""
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        namespaces.enter_template(root, staging, ())
+        before = _children_cpu()
+        for _ in range(runs):
+            run = os.fork()
+            if run == 0:
+                namespaces.unshare(["mountns"])
+                _libc.mount("tmpfs", "/tmp", "tmpfs", 0, "size=1m")
+                os._exit(0)
+            os.waitpid(run, 0)
+        os.write(write, str((_children_cpu() - before) / runs * 1000).encode())
+        os._exit(0)
+    os.close(write)
+    with os.fdopen(read) as said:
+        spent = float(said.read())
+    os.waitpid(pid, 0)
+    return spent
+
+
+def main() -> None:
+    """Print the rows."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--rounds", type=int, default=3)
+    args = parser.parse_args()
+    root = detect.layers(prefer_zygote=True).root
+    listed = tuple(system_data())
+    bare = tuple(path for path in root if not path.startswith(listed))
+    staging = tempfile.mkdtemp()
+    print(f"CPU ms per run, {args.runs} runs; the root: {len(bare)} paths, with the system data {len(root)}")
+    print(f"{'':28s}{'without':>10s}{'with':>10s}")
+    for _ in range(args.rounds):
+        for name, measure in (("fresh: build the root", build_ms), ("zygote: copy the template", copy_ms)):
+            print(f"{name:28s}{measure(bare, staging, args.runs):10.3f}{measure(root, staging, args.runs):10.3f}")
+    os.rmdir(staging)
+
+
+if __name__ == "__main__":
+    main()
