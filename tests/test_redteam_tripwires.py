@@ -432,7 +432,7 @@ def test_a_conftest_that_follows_failures_gets_no_false_charge(tmp_path: Path) -
     statuses = suite_statuses(verdict)
     assert statuses["tests/test_steps.py::test_first"] == "failed"
     assert statuses["tests/test_steps.py::test_third"] == "failed"  # (skipped where the base passed)
-    assert "test tests/test_steps.py::test_third was skipped" in " ".join(p.message for p in verdict.penalties)
+    assert "tests/test_steps.py::test_third was skipped" in " ".join(p.message for p in verdict.penalties)
 
 
 # A base conftest that turns every failure into a pass (a quarantine of known failures, done wholesale): the

@@ -10,7 +10,6 @@ rewrites outcomes, skipping or exiting from library code, patching pytest at imp
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from pathlib import Path
 
@@ -18,6 +17,7 @@ import git
 import pytest
 
 from gate.engine import score
+from gate.report.annotations import workflow_commands
 from gate.sources.gitrange import subject_from_commits
 from tests import session_support
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
@@ -61,7 +61,7 @@ def test_a_regression_is_blocked_naming_the_failing_test(tmp_path: Path) -> None
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert verdict.total == 4
     [message] = charged_messages(verdict)
-    assert message.startswith("test tests/test_calc.py::test_mul failed (it passes on the base)")
+    assert message.startswith("tests/test_calc.py::test_mul failed (it passes on the base)")
     [penalty] = verdict.penalties
     assert penalty.locations[0].path == "tests/test_calc.py" and penalty.locations[0].line == 12
 
@@ -84,19 +84,26 @@ def test_thirds(a):
 @pytest.mark.usefixtures("offline_pip")
 def test_a_failure_is_located_where_pytest_says_it_failed(tmp_path: Path) -> None:
     # pytest names the raising call of the test's own file (line 8), not the parametrize decorator (6) nor
-    # the definition (7); and the whole traceback is kept, from its first line.
+    # the definition (7); the whole traceback is kept, from its first line; and the line the change made that
+    # the failure passed through is named, and located (an annotation on the diff).
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_thirds.py": PARAMETRIZED})
     repo.commit("bot: div", {"calc.py": CALC.replace("return a / b", "return a / (b - 3)")})
 
     verdict = score_repo(repo)
 
-    lines = {re.search(r"tests/\S+::\S+", p.message)[0]: p.locations[0]  # type: ignore[index]
-             for p in verdict.penalties}
+    located = {p.message.split(" ")[0]: [str(loc) for loc in p.locations] for p in verdict.penalties}
     for a in (6, 9):
-        assert str(lines[f"tests/test_thirds.py::test_thirds[{a}]"]) == "tests/test_thirds.py:8"
-    assert str(lines["tests/test_calc.py::test_div"]) == "tests/test_calc.py:16"
+        assert located[f"tests/test_thirds.py::test_thirds[{a}]"] == ["tests/test_thirds.py:8", "calc.py:10"]
+    assert located["tests/test_calc.py::test_div"] == ["tests/test_calc.py:16", "calc.py:10"]
+    # pytest.raises saw no error: the failure passed through no changed line.
+    assert located["tests/test_calc.py::test_div_by_zero"] == ["tests/test_calc.py:20"]
+    [message] = [p.message for p in verdict.penalties if "test_thirds[6]" in p.message]
+    assert message == ("tests/test_thirds.py::test_thirds[6] failed (it passes on the base): ZeroDivisionError: "
+                       "division by zero; reached calc.py:10, changed by these commits")
+    # On GitHub, each is an annotation on the changed line of the diff too.
+    assert f"::error file=calc.py,line=10,title=gate tests%3A +4 points::{message}" in workflow_commands(verdict)
     [case] = [c for c in verdict.cases if c.name == "tests/test_thirds.py::test_thirds[6]"]
-    assert "third = div(a, 3)" in case.detail and "ZeroDivisionError" in case.detail
+    assert case.detail.startswith("tests/test_thirds.py:8: in test_thirds\n    third = div(a, 3)\n")
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -270,7 +277,7 @@ def test_tests_the_head_adds_run_apart_and_cost_when_they_fail(tmp_path: Path) -
     assert statuses["tests/test_new.py::test_add_more"] == "failed"
     assert statuses["tests/test_new.py::test_add_zero"] == "passed"
     # The broken base test costs, the new failing test costs, the new passing one makes up for nothing.
-    assert sorted(m.split(" ")[1] for m in charged_messages(verdict)) == [
+    assert sorted(m.split(" ")[0] for m in charged_messages(verdict)) == [
         "tests/test_calc.py::test_mul", "tests/test_new.py::test_add_more"]
 
 
@@ -288,7 +295,7 @@ def test_a_test_failing_on_the_base_too_costs_only_without_a_baseline(tmp_path: 
     verdict = score_repo(repo)
 
     assert suite_statuses(verdict)["tests/test_calc.py::test_div"] == "failed"
-    assert [m.split(" ")[1] for m in charged_messages(verdict)] == charged
+    assert [m.split(" ")[0] for m in charged_messages(verdict)] == charged
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -8,6 +8,8 @@ Tests the head adds cost points when they fail; they never make up for a base te
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.smoke import TIMEOUT
 from gate.errors import GateFailure
@@ -16,7 +18,7 @@ from gate.policy.model import Policy
 from gate.subject import Subject
 from gate.suite.baseline import against_base
 from gate.suite.run import TestOutcome, gist
-from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty
+from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listing
 
 KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
@@ -35,6 +37,9 @@ TESTS = Charge(
     catches="a test of the repository's own suite (`tests:`) that passes on the base and fails, errors or is skipped "
             "on the head; one is above the default budget")
 
+
+# Changed lines a failure's message names (its locations keep every one, each an annotation on the diff).
+_REACHED = 3
 
 _NO_SANDBOX = CheckResult(skipped="code execution is off (no sandbox), so no test ran")
 
@@ -82,7 +87,9 @@ class Tests(Check):
                                isolation=(("pytest", ISOLATION),))
         base = found.base
         first = len(ctx.policy.cases) + len(ctx.subject.cases) + 1
-        cases, penalties = _score(ctx.policy, base, found.head, found.added, first)
+        changed = Changed({file.path: file.added_lines for file in ctx.subject.files},
+                          "this PR" if ctx.subject.kind == "pull_request" else "these commits")
+        cases, penalties = _score(ctx.policy, base, found.head, found.added, first, changed)
         notes = tuple(Note("tests", edit) for edit in suite.edits)
         ran = len(found.head) + len(found.added)
         # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
@@ -103,8 +110,25 @@ def tampered(evidence: tuple[str, ...]) -> str:
             f"{more}; a human must review the change")
 
 
+@dataclass(frozen=True)
+class Changed:
+    """The lines the change adds, by the repository's path (None: the whole file is new), and how a report
+    names the change ("this PR")."""
+
+    lines: dict[str, frozenset[int] | None]
+    name: str
+
+    def reached(self, outcome: TestOutcome) -> list[Location]:
+        """The added lines a test's failure passed through (its traceback's entries in the tree, whose paths
+        are the repository's), each once, in the traceback's order."""
+        found = [Location(path, line) for path, line in outcome.trace if path in self.lines
+                 and (self.lines[path] is None or line in self.lines[path])]  # type: ignore[operator]
+        return list(dict.fromkeys(found))
+
+
 def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, TestOutcome],
-           added: dict[str, TestOutcome], first: int) -> tuple[list[CaseReport], list[Penalty]]:
+           added: dict[str, TestOutcome], first: int, changed: Changed
+           ) -> tuple[list[CaseReport], list[Penalty]]:
     cases: list[CaseReport] = []
     penalties: list[Penalty] = []
     rows = [(nodeid, outcome, base.get(nodeid) if base is not None else None, False)
@@ -123,11 +147,16 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
         if charged:
             charge = TIMEOUT if outcome.status == "timeout" else TESTS
             check, points = charge.name, policy.points[charge]
-            where = (Location(nodeid.split("::")[0], outcome.line),) if "::" in nodeid else ()
+            where = [Location(nodeid.split("::")[0], outcome.line)] if "::" in nodeid else []
+            reached = changed.reached(outcome)
             verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
                     "error": "errored"}.get(outcome.status, "failed")
-            penalties.append(Penalty(check, points, f"test {nodeid} {verb}" + (
-                " (it passes on the base)" if before in _OK else "") + gist(outcome.detail), where, case=index))
+            message = f"{nodeid} {verb}" + (" (it passes on the base)" if before in _OK else "") + \
+                gist(outcome.detail)
+            if reached:
+                message += f"; reached {listing([str(loc) for loc in reached], ', ', _REACHED)}, changed by " \
+                           f"{changed.name}"
+            penalties.append(Penalty(check, points, message, tuple(where + reached), case=index))
     return cases, penalties
 
 
@@ -147,7 +176,7 @@ def _detail(outcome: TestOutcome, before: str | None, charged: bool, new: bool) 
     if charged and outcome.status in ("skipped", "xfailed"):
         parts.append("it passes on the base")
     if outcome.detail and outcome.status not in _OK:
-        parts.append(outcome.detail.strip()[-300:])
+        parts.append(outcome.detail.strip())
     return "; ".join(parts)
 
 

@@ -51,7 +51,7 @@ from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
 # Characters of a failure's report kept: its head (where the traceback starts) and its tail (the error), the middle
-# cut beyond that.
+# cut beyond that (as gate/suite/run.py `clip` cuts it).
 _DETAIL_HEAD, _DETAIL_TAIL = 1500, 3500
 _TRACE = 200  # traceback entries kept of a failure's report
 FAIL, PASS = "fail", "pass"  # the tripwires' kinds: the call must fail, the call must pass

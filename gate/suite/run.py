@@ -235,13 +235,23 @@ def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, 
         found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
     for nodeid, record in checked.outcomes.items():
         found.setdefault(nodeid, TestOutcome(
-            nodeid, str(record.get("status", "failed")), str(record.get("detail", "")),
+            nodeid, str(record.get("status", "failed")), clip(str(record.get("detail", ""))),
             _seconds(record.get("seconds")), _line(record.get("line")), _trace(record.get("trace"))))
     return bool(checked.outcomes)
 
 
 # Traceback entries a test's outcome keeps (the harness sends at most as many).
 _TRACE = 200
+# Characters of a test's report kept: its head (where the traceback starts) and its tail (the error), as the
+# harness cuts them (a record the tests' process wrote itself has no other bound).
+_HEAD, _TAIL = 1500, 3500
+
+
+def clip(detail: str) -> str:
+    """A test's report within _HEAD + _TAIL characters: its middle cut, saying how much."""
+    if len(detail) <= _HEAD + _TAIL:
+        return detail
+    return f"{detail[:_HEAD]}\n[... {len(detail) - _HEAD - _TAIL} characters cut ...]\n{detail[-_TAIL:]}"
 
 
 def _line(value: object) -> int | None:
