@@ -121,8 +121,11 @@ PROJECTS = (
     Project("pluggy", "1.5.0", "src, setuptools-scm, [testing] extra, tox.ini, testing/", ("testing",),
             "{extras: [testing]}", ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
             ("src/pluggy/_version.py",), framework=True),
+    # Its CI's `poetry install` installs every dev-dependency (Poetry's carets as pip reads them), as the
+    # policy's dev group does.
     Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{groups: [dev]}",
-            ("-e", ".", "pytest", "pyyaml"), ("tomlkit/api.py", "dumps")),
+            ("-e", ".", "pytest>=7.2.0,<8", "pytest-cov>=4.0.0,<5", "PyYAML>=6.0,<7", "pre-commit>=2.20.0,<3",
+             "mypy>=0.990,<0.991", "Sphinx>=4.3.2,<5", "furo>=2022.9.29,<2023"), ("tomlkit/api.py", "dumps")),
 )
 
 
@@ -505,7 +508,7 @@ def cold_main(chosen: list[Project], sdists: Path, jobs: int, load: str, out: Pa
 
         def one(project: Project) -> Cold:
             outcome = cold(project, sdists, Path(folder), no_uv)
-            print(cold_table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
+            print(cold_table([outcome]).splitlines()[2], file=sys.stderr, flush=True)
             for problem in outcome.problems:
                 print(f"- {project.label}: {problem}", file=sys.stderr, flush=True)
             return outcome
