@@ -39,8 +39,8 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     shared: list[tuple[str, str]] = []
     tampered: list[Tamper] = []
     for check in pipeline:
-        if not check.enabled(policy):
-            continue  # nobody turned it on: not a skipped check worth a line in every report
+        if not (check.enabled(policy) and check.applies(policy, subject)):
+            continue  # nobody turned it on, or nothing to do: not a skipped check worth a line in every report
         t0 = time.perf_counter()
         unmet = _unmet_need(check, ctx, pipeline)
         result = check.unmet(ctx, unmet) if unmet else check.run(ctx)
@@ -83,8 +83,8 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         blocked_reasons=tuple(blocked_reasons),
         notes=tuple(notes),
         labels=tuple(labels),
-        isolation=_isolation(subject, sandbox, shared),
-        facts=subject.facts,
+        isolation=_isolation(sandbox, shared),
+        facts=_facts(subject),
         untested=subject.untested,
         timings=tuple(timings.items()),
         gate_version=__version__,
@@ -98,7 +98,7 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
     hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
     is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
     the policy requires is missing here."""
-    wanted = [paths for check in all_checks() if check.enabled(policy)
+    wanted = [paths for check in all_checks() if check.enabled(policy) and check.applies(policy, subject)
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
         return run_checks(subject, policy, reproduce=reproduce)
@@ -127,16 +127,19 @@ def score(found: ScoreInput) -> Verdict:
         subject, policy, reproduce=found.reproduce, hide=found.private))
 
 
-def _isolation(subject: Subject, sandbox: Sandbox | None, shared: list[tuple[str, str]]
+def _isolation(sandbox: Sandbox | None, shared: list[tuple[str, str]]
                ) -> tuple[tuple[str, str], ...]:
-    """How the code ran: the sandbox's layers, the repository's environment its runs imported from, and what
-    the checks say shared a process with it."""
+    """How the code ran: the sandbox's layers, and what the checks say shared a process with it."""
     if sandbox is None:
         return (("code execution", "off: not run"),)
-    layers = {**sandbox.isolation, **dict(shared)}
-    if subject.environment is not None:
-        layers["environment"] = subject.environment.describe()
-    return tuple(sorted(layers.items()))
+    return tuple(sorted({**sandbox.isolation, **dict(shared)}.items()))
+
+
+def _facts(subject: Subject) -> tuple[tuple[str, str], ...]:
+    """The source's facts, and the repository's environment the runs imported from."""
+    if subject.environment is None:
+        return subject.facts
+    return (*subject.facts, ("environment", subject.environment.describe()))
 
 
 def _declared(check: Check, made: Analysis) -> Analysis:

@@ -143,11 +143,20 @@ def test_a_check_that_produces_what_it_did_not_declare_is_a_bug() -> None:
 
 def test_a_check_whose_needs_were_not_produced_is_skipped_with_the_producers_reason() -> None:
     files = (SourceFile("solution.py", "print(1)\n", status="extracted"),)
-    verdict = run_checks(subject(files=files), Policy())
+    echo = CaseSpec("stdio", "echo", (("stdin", "hi\n"), ("stdout", "hi")))
+    verdict = run_checks(subject(files=files), Policy(cases=(echo,)))  # (no sandbox: no case runs)
     reports = {c.name: c for c in verdict.checks}
     assert reports["smoke"].status == "skipped"
     assert reports["nondeterminism"].status == "skipped"
     assert reports["nondeterminism"].reason == f"no runs to use ({reports['smoke'].reason})"
+
+
+def test_checks_with_nothing_to_do_are_left_out_as_checks_the_policy_does_not_turn_on() -> None:
+    # No case anywhere (a tests-only policy): smoke and nondeterminism have nothing to do, and no report speaks
+    # of them; nor of the judge, which the policy does not turn on.
+    files = (SourceFile("solution.py", "print(1)\n", status="extracted"),)
+    verdict = run_checks(subject(files=files), Policy())
+    assert [c.name for c in verdict.checks] == ["extract", "parse", "imports", "claims"]
 
 
 def test_the_schedule_is_the_same_in_schema_and_model_and_the_registry_derives_the_static_checks() -> None:

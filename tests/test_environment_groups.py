@@ -102,7 +102,7 @@ def _score(repo: Repo, head: str = "bot") -> Verdict:
 
 
 def _installed(verdict: Verdict) -> str:
-    return dict(verdict.isolation)["environment"]
+    return dict(verdict.facts)["environment"]
 
 
 @pytest.mark.slow

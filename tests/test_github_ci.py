@@ -582,3 +582,52 @@ def test_the_control_plane_is_the_bases_and_a_humans_pr_is_not_gated(
     assert run_ci(own, monkeypatch) == 1
     reasons = json.loads(Path(own.outputs()["verdict"]).read_text())["blocked_reasons"]
     assert len(reasons) == 1 and "adds AGENTS.md" in reasons[0]
+
+
+SUITE_POLICY = "budget: 3\ntests:\n  paths: [tests]\n"
+ENCODING = '''\
+def want_bytes(s, encoding="utf-8"):
+    if isinstance(s, str):
+        s = s.encode(encoding)
+    return s
+'''
+SUITE = '''\
+import pytest
+
+from encoding import want_bytes
+
+
+@pytest.mark.parametrize("value", ["ma\\u00f1ana", b"tomorrow"])
+def test_want_bytes(value):
+    out = want_bytes(value)
+    assert isinstance(out, bytes)
+'''
+
+
+def test_a_failing_test_is_told_in_the_tests_words_at_its_line_and_at_the_changed_line(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    pr = Scenario(fake, tmp_path, {".github/gate.yml": SUITE_POLICY, "encoding.py": ENCODING,
+                                   "tests/test_encoding.py": SUITE},
+                  {"encoding.py": ENCODING.replace("s.encode(encoding)", 's.encode("ascii")')})
+    assert run_ci(pr, monkeypatch) == 1
+    body = shown(fake.repos[REPO].comments[pr.number][0]["body"])
+    verdict = json.loads(Path(pr.outputs()["verdict"]).read_text())
+    blob = f"{verdict['facts']['repo']}/blob/{pr.head_sha}"
+    test = "tests/test_encoding.py::test_want_bytes[ma\\xf1ana]"  # (pytest's own node id)
+    # The penalty names the test by its node id, at pytest's line (the call in the test), and the changed line
+    # its traceback passed through, each linked to the head.
+    assert (f"| tests | 4 | {test} failed at [tests/test_encoding.py:8]({blob}/tests/test_encoding.py#L8) (it "
+            "passes on the base): UnicodeEncodeError: 'ascii' codec can't encode character '\\xf1' in position 2: "
+            f"ordinal not in range(128); reached [encoding.py:3]({blob}/encoding.py#L3), changed by this PR |") in body
+    # Its whole traceback, from its first line, in a fold of the failed tests.
+    assert "<summary>Failed tests: 1 of 2</summary>" in body
+    assert f"**{test}**: failed\n\n```\ntests/test_encoding.py:8: in test_want_bytes\n    out = want_bytes(value)\n" \
+        in body and "\nencoding.py:3: in want_bytes\n" in body
+    # Only what the policy uses, in one vocabulary: no case check, no "test tests/...", no environment among
+    # the isolation layers.
+    for unsaid in ("Skipped checks", "smoke", "nondeterminism", "case", "test tests/", "| environment |"):
+        assert unsaid not in body, unsaid
+    # An annotation on the test's line, and one on the changed line of the diff.
+    [run] = fake.repos[REPO].check_runs.values()
+    assert {(a["path"], a["start_line"]) for a in fake.repos[REPO].annotations[run["id"]]} == {
+        ("tests/test_encoding.py", 8), ("encoding.py", 3)}

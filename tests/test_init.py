@@ -71,7 +71,7 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
     assert not verdict.accepted and verdict.total == 2 * load_policy(None).points[tests_check.TESTS]
     assert {c.name: c.status for c in verdict.cases if c.kind == "pytest"} == {
         "tests/test_calc.py::test_add": "failed", "tests/test_calc.py::test_mul": "failed"}
-    assert [p.message.split(" (")[0] for p in verdict.penalties] == [
+    assert [p.message.split(" at ")[0] for p in verdict.penalties] == [
         "tests/test_calc.py::test_add failed", "tests/test_calc.py::test_mul failed"]
 
 
@@ -325,4 +325,4 @@ def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are
         verdict = score(found)
 
     assert not verdict.accepted and not verdict.untested
-    assert [p.message.split(" (")[0] for p in verdict.penalties] == [f"{path}::test_add failed"]
+    assert [p.message.split(" at ")[0] for p in verdict.penalties] == [f"{path}::test_add failed"]

@@ -87,7 +87,8 @@ def test_a_regression_in_a_built_project_is_blocked_naming_the_failing_test(tmp_
     assert suite_statuses(verdict) == {"tests/test_verpkg.py::test_double": "failed",
                                        "tests/test_verpkg.py::test_version_is_the_metadata": "passed"}
     [message] = charged_messages(verdict)
-    assert message.startswith("tests/test_verpkg.py::test_double failed (it passes on the base)")
+    assert message.startswith("tests/test_verpkg.py::test_double failed at tests/test_verpkg.py:")
+    assert "(it passes on the base)" in message
 
 
 @pytest.mark.slow

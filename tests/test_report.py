@@ -70,7 +70,9 @@ def test_failed_cases_fold_into_details_with_their_diff_and_hidden_ones_are_mark
 
 def test_skipped_checks_isolation_and_footer_are_shown() -> None:
     page = html(render_comment(blocked_verdict()))
-    assert "<li>claims: no claims to judge</li>" in page
+    # A skipped check's reason is its row's, said once.
+    assert "<td>claims</td>\n<td>skipped</td>\n<td align=\"right\">0</td>\n<td>no claims to judge</td>" in page
+    assert page.count("no claims to judge") == 1
     assert "<td>network</td>\n<td>off: needs root</td>" in page
     assert f"Reproduce locally: <code>gate check --base {'a' * 40} --head {HEAD}</code>" in page
     assert page.count(".github/gate.yml@aaaaaaa") == 1  # the policy, once: in the footer

@@ -47,7 +47,7 @@ def test_an_honest_change_is_accepted_with_each_test_a_case(tmp_path: Path) -> N
     assert verdict.accepted and verdict.total == 0
     assert "in-process" in dict(verdict.isolation)["pytest"]
     # The [test] extra's dependency is in the environment; pytest comes from the gate's own copy.
-    assert "checkhelp==1.0" in dict(verdict.isolation)["environment"]
+    assert "checkhelp==1.0" in dict(verdict.facts)["environment"]
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -61,7 +61,7 @@ def test_a_regression_is_blocked_naming_the_failing_test(tmp_path: Path) -> None
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert verdict.total == 4
     [message] = charged_messages(verdict)
-    assert message.startswith("tests/test_calc.py::test_mul failed (it passes on the base)")
+    assert message.startswith("tests/test_calc.py::test_mul failed at tests/test_calc.py:12 (it passes on the base)")
     [penalty] = verdict.penalties
     assert penalty.locations[0].path == "tests/test_calc.py" and penalty.locations[0].line == 12
 
@@ -98,8 +98,8 @@ def test_a_failure_is_located_where_pytest_says_it_failed(tmp_path: Path) -> Non
     # pytest.raises saw no error: the failure passed through no changed line.
     assert located["tests/test_calc.py::test_div_by_zero"] == ["tests/test_calc.py:20"]
     [message] = [p.message for p in verdict.penalties if "test_thirds[6]" in p.message]
-    assert message == ("tests/test_thirds.py::test_thirds[6] failed (it passes on the base): ZeroDivisionError: "
-                       "division by zero; reached calc.py:10, changed by these commits")
+    assert message == ("tests/test_thirds.py::test_thirds[6] failed at tests/test_thirds.py:8 (it passes on the "
+                       "base): ZeroDivisionError: division by zero; reached calc.py:10, changed by these commits")
     # On GitHub, each is an annotation on the changed line of the diff too.
     assert f"::error file=calc.py,line=10,title=gate tests%3A +4 points::{message}" in workflow_commands(verdict)
     [case] = [c for c in verdict.cases if c.name == "tests/test_thirds.py::test_thirds[6]"]
@@ -180,7 +180,7 @@ def test_a_skip_from_library_code_where_the_base_passed_is_a_failure(tmp_path: P
     verdict = score_repo(repo)
 
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
-    assert any("test_mul was skipped (it passes on the base)" in m for m in charged_messages(verdict))
+    assert any("test_mul was skipped at " in m for m in charged_messages(verdict))
     # And the library code reaching for pytest is a human's to review.
     assert any("import pytest at calc.py:1" in reason for reason in verdict.blocked_reasons)
     assert not verdict.accepted
@@ -350,7 +350,7 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
         assert found.subject.suite is not None and found.subject.suite.runner == ()
         verdict = score(found)
 
-    assert f"pytest=={metadata.version('pytest')}" in dict(verdict.isolation)["environment"]
+    assert f"pytest=={metadata.version('pytest')}" in dict(verdict.facts)["environment"]
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
 
@@ -447,5 +447,6 @@ def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_ischarged(tmp_p
     assert suite_statuses(verdict) == {"[api] api/tests/test_api.py::test_add": "passed",
                                   "[web] web/tests/test_web.py::test_mul": "failed"}
     [message] = charged_messages(verdict)
-    assert message.startswith("[web] test web/tests/test_web.py::test_mul failed (it passes on the base)")
+    assert message.startswith("[web] web/tests/test_web.py::test_mul failed at web/tests/test_web.py:")
+    assert "(it passes on the base)" in message
     assert not verdict.accepted

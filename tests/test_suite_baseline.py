@@ -208,7 +208,7 @@ def test_with_the_plugins_loaded_a_regression_is_blocked_and_a_dependencys_plugi
 
     # The stray plugin (it would rewrite every outcome) is installed, as a dependency of the declared one, and
     # not loaded.
-    assert "stray-helper==1.0" in dict(verdict.isolation)["environment"]
+    assert "stray-helper==1.0" in dict(verdict.facts)["environment"]
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert suite_statuses(verdict)["tests/test_calc.py::test_helper"] == "passed"
     assert not verdict.accepted

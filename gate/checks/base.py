@@ -124,6 +124,11 @@ class Check(Protocol):
         reported as skipped (nobody asked for it)."""
         ...
 
+    def applies(self, policy: Policy, subject: Subject) -> bool:
+        """Whether the policy and what is scored give the check, once enabled, anything to do (smoke without a
+        case has nothing): a check that does not apply is left out of the verdict, as one that is off."""
+        return True
+
     def run(self, ctx: CheckContext) -> CheckResult: ...
 
     def unmet(self, ctx: CheckContext, why: str) -> CheckResult:

@@ -7,9 +7,10 @@ once, naming the cases that differed. A hidden case is named only by its number.
 from __future__ import annotations
 
 from gate.checks.base import CaseRuns, Check, CheckContext, CheckResult, Product
-from gate.checks.smoke import hash_seeds
+from gate.checks.smoke import has_cases, hash_seeds
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
+from gate.subject import Subject
 from gate.verdict import Penalty, listing
 
 # The points this check charges: keys of the policy's `points:` (gate/policy/keys.py's `Charge`).
@@ -31,6 +32,10 @@ class Nondeterminism(Check):
 
     def enabled(self, policy: Policy) -> bool:
         return True
+
+    def applies(self, policy: Policy, subject: Subject) -> bool:
+        """With cases to run again (the smoke check's)."""
+        return has_cases(policy, subject)
 
     def run(self, ctx: CheckContext) -> CheckResult:
         differing = [case.label for case in ctx.analysis.runs or () if _differs(case)]

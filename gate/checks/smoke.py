@@ -75,13 +75,17 @@ class Smoke(Check):
     def enabled(self, policy: Policy) -> bool:
         return True
 
+    def applies(self, policy: Policy, subject: Subject) -> bool:
+        """When there are cases to run: the policy's, the task's, hidden ones."""
+        return has_cases(policy, subject)
+
     def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...] | None:
         """The cases run in the sandbox, with nothing of the host beyond it."""
-        return () if policy.cases or subject.cases or subject.hidden_cases else None
+        return () if has_cases(policy, subject) else None
 
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)
-        not_running = _not_running(ctx, cases)
+        not_running = _not_running(ctx)
         if not_running is not None:
             return not_running
         program = _program(ctx)
@@ -128,13 +132,16 @@ class Smoke(Check):
     def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
         """Code that could not run (`why`: "extract failed") passed none of its cases: each costs as not run."""
         cases = _numbered(ctx)
-        return _not_running(ctx, cases) or _not_run(ctx, cases, why)
+        return _not_running(ctx) or _not_run(ctx, cases, why)
 
 
-def _not_running(ctx: CheckContext, cases: list[tuple[int, str, CaseSpec]]) -> CheckResult | None:
-    """Why no case runs whatever the code: there are none, or no sandbox to run them in."""
-    if not cases:
-        return CheckResult(skipped="no cases: the policy, the task and the hidden cases define none")
+def has_cases(policy: Policy, subject: Subject) -> bool:
+    """Whether the policy, the task or the hidden cases define a case (smoke and nondeterminism apply)."""
+    return bool(policy.cases or subject.cases or subject.hidden_cases)
+
+
+def _not_running(ctx: CheckContext) -> CheckResult | None:
+    """Why no case runs whatever the code: no sandbox to run them in."""
     if ctx.sandbox is None:
         return CheckResult(skipped="code execution is off (no sandbox), so no case ran")
     return None

@@ -151,8 +151,8 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
             reached = changed.reached(outcome)
             verb = {"timeout": "ran out of time", "skipped": "was skipped", "xfailed": "was marked xfail",
                     "error": "errored"}.get(outcome.status, "failed")
-            message = f"{nodeid} {verb}" + (" (it passes on the base)" if before in _OK else "") + \
-                gist(outcome.detail)
+            message = f"{nodeid} {verb}" + (f" at {where[0]}" if where and where[0].line else "") + \
+                (" (it passes on the base)" if before in _OK else "") + gist(outcome.detail)
             if reached:
                 message += f"; reached {listing([str(loc) for loc in reached], ', ', _REACHED)}, changed by " \
                            f"{changed.name}"

@@ -34,7 +34,7 @@ class BuiltEnvironment:
         return any(item.split("==")[0] == distribution for item in self.installed)
 
     def describe(self) -> str:
-        """One line for the verdict's isolation."""
+        """One line for the verdict's facts."""
         listed = listing(self.installed, ", ", shown=8)
         left = (f"; left out, as the project itself: {listing(self.left_out, ', ', shown=3)}"
                 if self.left_out else "")

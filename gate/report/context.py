@@ -21,6 +21,10 @@ from gate.verdict import CaseReport, Location, Penalty, Verdict, listing, within
 MARKER = "<!-- gate:report -->"
 
 
+# The kind of the verdict's cases that are the repository's own tests (gate/checks/tests.py), which the reports
+# call tests, keeping "case" for what the policy, a task or the hidden cases define.
+TEST_KIND = "pytest"
+
 # What the headline says beside the status when the repository's tests did not run (Verdict.untested).
 UNTESTED = "no test of the repository ran"
 
@@ -90,10 +94,16 @@ def _literal(text: str) -> Callable[[re.Match[str]], str]:
     return lambda _match: text
 
 
+def _failed(cases: list[CaseReport]) -> list[dict[str, Any]]:
+    return [{"index": c.index, "name": escape(c.name), "kind": escape(c.kind), "hidden": c.hidden,
+             "status": c.status, "detail": fence(c.detail) if c.detail else ""}
+            for c in cases if c.status != "passed"]
+
+
 def _unsaid(case: CaseReport, verdict: Verdict) -> bool:
     """Whether a failed case's detail says more than its penalty's line (a diff over several lines does; the
     one-line `expected int 5, got int 6` already in the table does not)."""
-    said = [p.message for p in verdict.penalties if p.case == case.index and p.check in ("smoke", "timeout")]
+    said = [p.message for p in verdict.penalties if p.case == case.index]
     return bool(case.detail) and ("\n" in case.detail.strip() or not any(case.detail in m for m in said))
 
 
@@ -140,23 +150,18 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "blocked_reasons": [escape(r) for r in verdict.blocked_reasons],
         "head": _head(facts),
         "penalties": [_penalty(p, facts) for p in verdict.penalties],
-        "failed_cases": [
-            {"index": c.index, "name": escape(c.name), "kind": escape(c.kind), "hidden": c.hidden,
-             "status": c.status, "detail": fence(c.detail) if c.detail else ""}
-            for c in verdict.cases if c.status != "passed"
-        ],
-        # The failed cases whose detail the penalty table does not already give in full.
+        # The cases (the policy's, the task's, hidden ones) and the repository's tests (`tests:`) apart.
+        "failed_cases": _failed([c for c in verdict.cases if c.kind != TEST_KIND]),
+        "cases_run": sum(c.kind != TEST_KIND for c in verdict.cases),
+        "failed_tests": _failed([c for c in verdict.cases if c.kind == TEST_KIND]),
+        "tests_run": sum(c.kind == TEST_KIND for c in verdict.cases),
+        # The failed cases and tests whose detail the penalty table does not already give in full.
         "unsaid_cases": [c.index for c in verdict.cases if c.status != "passed" and _unsaid(c, verdict)],
-        "cases_run": len(verdict.cases),
         "checks": [
             {"name": escape(c.name), "status": c.status, "points": c.points, "reason": escape(c.reason)}
             for c in verdict.checks
         ],
         "checks_have_reasons": any(c.reason for c in verdict.checks),
-        "skipped": [
-            {"name": escape(c.name), "reason": escape(c.reason)}
-            for c in verdict.checks if c.status == "skipped"
-        ],
         "notes": [
             {"source": escape(n.source), "message": escape(n.message),
              "where": _locations(n.locations, facts)}
