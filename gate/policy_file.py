@@ -20,7 +20,7 @@ from typing import Any
 from gate.cases.specs import case_specs
 from gate.errors import BadInput, read_input
 from gate.policy.keys import Key, declared, is_section, item_type, section_of, value_of
-from gate.policy.marked_yaml import MarkedMap, line_of, load_marked
+from gate.policy.marked_yaml import MarkedMap, key_lines, line_of, load_marked
 from gate.policy.model import CaseSpec, Policy
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 
@@ -73,7 +73,8 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     merged = deep_merge(base, doc)
     _check_imports(merged, doc, file, extends)
     _check_judge(merged, doc, file)
-    return _build(merged, file=file, source=file, extends=extends)
+    policy = _build(merged, file=file, source=file, extends=extends)
+    return dataclasses.replace(policy, lines=tuple(key_lines(doc).items()))  # the file's own keys, not the preset's
 
 
 def deep_merge(base: MarkedMap, override: MarkedMap) -> MarkedMap:

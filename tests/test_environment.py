@@ -67,7 +67,7 @@ def test_a_call_case_imports_the_dependency_the_base_declares(tmp_path: Path) ->
 
     assert [(c.name, c.status) for c in verdict.cases] == [("accents", "passed"), ("spaces", "passed")], verdict.cases
     assert verdict.accepted and verdict.total == 0
-    assert "text-unidecode==1.0" in dict(verdict.isolation)["environment"]
+    assert "text-unidecode==1.0" in dict(verdict.facts)["environment"]
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -80,7 +80,7 @@ def test_without_an_environment_key_the_dependencies_the_base_declares_are_insta
     verdict = _score(repo)
 
     assert [c.status for c in verdict.cases] == ["passed", "passed"], verdict.cases
-    assert verdict.accepted and "text-unidecode==1.0" in dict(verdict.isolation)["environment"]
+    assert verdict.accepted and "text-unidecode==1.0" in dict(verdict.facts)["environment"]
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -210,7 +210,7 @@ def test_a_dependency_change_is_blocked_for_a_human_and_scored_with_the_base(
     assert any(named in reason and "a human must review" in reason for reason in verdict.blocked_reasons), \
         verdict.blocked_reasons
     # Scored with the base's environment: the new requirement was never installed.
-    assert "requests" not in dict(verdict.isolation)["environment"]
+    assert "requests" not in dict(verdict.facts)["environment"]
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -256,14 +256,15 @@ def test_a_bad_environment_or_tests_key_is_one_line_with_file_line_and_key(
     assert words in error and "\n" not in error
 
 
-def test_extras_without_a_project_in_the_base_is_bad_input(tmp_path: Path) -> None:
-    from gate.environment.build import prepare
+def test_extras_without_a_project_in_the_base_is_bad_input_at_its_line() -> None:
     from gate.errors import BadInput
-    from gate.policy.model import Environment
+    from gate.policy_file import load_policy
+    from gate.sources.trust import check_against_base
 
-    with pytest.raises(BadInput, match="no project"):
-        prepare(Environment(extras=("test",)), lambda path: None, [], lambda target: None, "/usr/bin/python3",
-                tmp_path, {})
+    policy = load_policy(None, text="budget: 3\nenvironment:\n  extras: [test]\n", source="gate.yml@abc")
+    with pytest.raises(BadInput, match="no project") as raised:
+        check_against_base(policy, lambda path: None, lambda path: False)
+    assert raised.value.render().startswith("gate.yml@abc:3: environment.extras: the base commit has no project")
 
 
 POISON = '''\

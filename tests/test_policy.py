@@ -498,3 +498,40 @@ def test_a_planted_state_directory_is_not_used_and_the_policy_still_loads(tmp_pa
     monkeypatch.setattr(memo, "STATE_DIR", str(tmp_path / "state"))
     assert load_policy(None, text="budget: 3\n", source="a.yml").budget == 3
     assert list(victim.iterdir()) == []  # nothing was written through the link
+
+
+REPO_POLICY = """\
+budget: 3
+environment:
+  requirements:
+    - requirements/tests.txt
+tests:
+  paths: [tests, testing]
+"""
+
+
+@pytest.mark.parametrize(("files", "error"), [
+    ({}, "{file}:4: environment.requirements[0]: no file requirements/tests.txt in the base commit"),
+    ({"requirements/tests.txt": "\n"}, "{file}:6: tests.paths[1]: no file or folder testing in the base commit"),
+], ids=["requirements", "test-path"])
+def test_policy_check_checks_the_repository_as_gate_check_does_naming_the_line(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        files: dict[str, str], error: str) -> None:
+    from tests.git_support import Repo
+
+    repo = Repo(tmp_path / "repo")
+    repo.commit("a project", {".github/gate.yml": REPO_POLICY, "calc.py": "def add(a, b):\n    return a + b\n",
+                              "tests/test_calc.py": "def test_add():\n    pass\n", **files})
+    base = repo.git("rev-parse", "HEAD")
+    repo.commit("bot: a change", {"calc.py": "def add(a, b):\n    return b + a\n"})
+    monkeypatch.chdir(repo.root)
+
+    # In the repository, `gate policy check` checks the policy against it: the file, line and key.
+    assert main(["policy", "check"]) == 2
+    assert capsys.readouterr().err.strip() == "gate: error: " + error.format(file=".github/gate.yml")
+    # `gate check` stops on the same line, by the same code, before it builds anything.
+    assert main(["check", "--base", "main~1"]) == 2
+    assert capsys.readouterr().err.strip() == "gate: error: " + error.format(file=f".github/gate.yml@{base[:12]}")
+    # A named file elsewhere is only validated, as before; --repo checks it against that tree.
+    assert main(["policy", "check", ".github/gate.yml"]) == 0
+    assert main(["policy", "check", "--repo", "."]) == 2

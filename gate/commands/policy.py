@@ -23,13 +23,18 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser("policy", help="validate or show a policy file",
                                    description="Validate a policy file, or print the policy in effect.")
     actions = parser.add_subparsers(dest="action", required=True, metavar="ACTION")
-    check = actions.add_parser("check", help="validate FILE (exit 0) or print its first error (exit 2)")
+    check = actions.add_parser("check", help="validate FILE against the repository (exit 0) or print its first "
+                                             "error (exit 2)",
+                               description="Validate a policy file, and check it against the repository it is in "
+                                           "as `gate check` would: the test paths, what environment: names "
+                                           "(extras, requirements files, dependency groups), every case's "
+                                           "function: and module:. Errors are `file:line: key: message`.")
     check.add_argument("file", nargs="?", type=Path, metavar="FILE",
-                       help=f"the policy file (default: {DEFAULT_FILE}; absent: the default preset applies)")
+                       help=f"the policy file (default: {DEFAULT_FILE} of the repository, checked against it; "
+                            "absent: the default preset applies)")
     check.add_argument("--repo", type=Path, metavar="DIR",
-                       help="also check that every case's function: and module: exist in this tree (the base "
-                            "a change will be scored against), and what environment: names (extras, "
-                            "requirements files, dependency groups); FILE is then read inside it")
+                       help="the repository's working tree (the base a change will be scored against; default: "
+                            "the current directory when FILE is not given); FILE is then read inside it")
     check.set_defaults(func=run_check)
     show = actions.add_parser("show", help="print the effective policy after `extends` as YAML")
     show.add_argument("file", nargs="?", type=Path, metavar="FILE",
@@ -53,31 +58,33 @@ def _load(file: Path | None, root: Path = Path()) -> tuple[Policy, str]:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    """Validate the file; errors surface as BadInput (exit 2) through the CLI."""
-    policy, described = _load(args.file, args.repo or Path())
-    if args.repo is not None:
-        _resolve(policy, args.repo, policy.source)  # the file it was read from: gate.yml or gate.yaml
-    print(described if described.startswith("no ") else f"ok: {described}")
+    """Validate the file, and check it against the repository (`--repo`, or the current directory for the
+    default file); errors surface as BadInput (exit 2) through the CLI."""
+    repo = args.repo if args.repo is not None or args.file is not None else Path()
+    policy, described = _load(args.file, repo or Path())
+    if repo is not None:
+        _resolve(policy, repo)
+    if described.startswith("no "):
+        print(described)
+    else:
+        print(f"ok: {described}" + (f", checked against {repo.resolve()}" if repo is not None else ""))
     return EXIT_ACCEPTED
 
 
-def _resolve(policy: Policy, root: Path, source: str) -> None:
-    """BadInput naming what the policy's `environment:` asks for and the tree at `root` does not declare (an
-    extra, a requirements file, a dependency group), else the first case whose function or module it lacks."""
+def _resolve(policy: Policy, root: Path) -> None:
+    """BadInput naming what the policy asks of the tree at `root` that it lacks (`gate check`'s own check:
+    gate/sources/trust.py), else the first case whose function or module it lacks."""
     from gate.cases.hidden import load_hidden
     from gate.cases.resolve import unresolved
-    from gate.environment.declarations import check
+    from gate.sources.trust import check_against_base
 
     def read(path: str) -> str | None:
         target = root / path
         return target.read_text(encoding="utf-8", errors="replace") if target.is_file() else None
 
+    check_against_base(policy, read, lambda path: (root / path).exists())
     spec = policy.repository_environment
-    if spec is not None:
-        try:
-            check(spec, read)
-        except BadInput as exc:
-            raise BadInput(f"{exc.message} (in {root})", file=source, key=exc.key) from None
+    source = policy.source  # the file it was read from: gate.yml or gate.yaml
     roots = ("", *(spec.import_roots((root / "src").is_dir()) if spec is not None else ()))
     found = unresolved(policy.cases, read, roots)
     for index, scope in enumerate(policy.scopes):
@@ -87,7 +94,7 @@ def _resolve(policy: Policy, root: Path, source: str) -> None:
     if found:
         key, why = found[0]
         raise BadInput(f"{why} in {root}: a case the base cannot run would charge every change", file=source,
-                       key=key)
+                       line=policy.line(key) if source == policy.source else None, key=key)
 
 
 def run_show(args: argparse.Namespace) -> int:

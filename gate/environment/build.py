@@ -41,10 +41,9 @@ from gate.suite.trust import FRAMEWORK_MODULES
 def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_base: Callable[[Path], None],
             interpreter: str, where: Path, environ: Mapping[str, str]) -> BuiltEnvironment:
     """The environment `spec` asks for, built from the base commit (its files through `read`, their paths
-    `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`.
-    Raises BadInput (exit 2) for a policy naming what the base lacks, GateFailure (exit 3) when the install
-    fails, naming the requirement and with the installer's last lines."""
-    declarations.check(spec, read)
+    `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`; what
+    `spec` names the caller has checked the base holds (gate/sources/trust.py `check_against_base`). Raises
+    GateFailure (exit 3) when the install fails, naming the requirement and with the installer's last lines."""
     project = declarations.project_files(read) if spec.project else []
     files = key_files(spec, base_paths)
     settings = pip_config.settings(environ, sys.prefix)

@@ -73,16 +73,16 @@ def key(default: Any = _NONE, description: str = "", *, factory: Callable[[], An
         choices: Callable[[], tuple[str, ...]] | None = None, path: bool = False, unset: bool = False,
         nullable: bool | None = None, keyed_by: str | None = None, infers: bool = False,
         internal: bool = False, shown_default: Any = None, problem: Callable[[str], str | None] | None = None,
-        keywords: dict[str, Any] | None = None, **value: Any) -> Any:
+        keywords: dict[str, Any] | None = None, compare: bool = True, **value: Any) -> Any:
     """A dataclass field for one key. `value` holds JSON Schema keywords in Python spelling
     (`exclusive_minimum=0`, `min_length=1`, `expected=...` for `x-expected`, `message=...` for `x-message`),
     `keywords` more of them as JSON Schema spells them; for a list they apply to the list, and `items` to each
-    of its items."""
+    of its items. `compare=False` leaves an internal field out of the policy's equality (where it was read)."""
     meta = {"key": Key(description, {**(keywords or {}), **_keywords(value)}, _keywords(items or {}), schema,
                        choices, path, unset, nullable, keyed_by, infers, internal, shown_default, problem)}
     if factory is not None:
-        return field(default_factory=factory, metadata=meta)
-    return field(default=default, metadata=meta)
+        return field(default_factory=factory, metadata=meta, compare=compare)
+    return field(default=default, metadata=meta, compare=compare)
 
 
 def key_of(item: dataclasses.Field[Any]) -> Key:

@@ -157,6 +157,22 @@ def line_of(root: Any, path: KeyPath) -> int | None:
     return line
 
 
+def key_lines(root: Any, prefix: str = "") -> dict[str, int]:
+    """The line of every key and item under `root`, by its key path (`tests.paths`, `environment.groups[0]`)."""
+    found: dict[str, int] = {}
+    if isinstance(root, MarkedMap):
+        for name, value in root.items():
+            path = f"{prefix}.{format_key(name)}" if prefix else format_key(name)
+            found[path] = root.key_lines.get(name, root.line)
+            found.update(key_lines(value, path))
+    elif isinstance(root, MarkedList):
+        for index, value in enumerate(root):
+            path = f"{prefix}[{index}]"
+            found[path] = root.item_lines[index] if index < len(root.item_lines) else root.line
+            found.update(key_lines(value, path))
+    return found
+
+
 def unmark(value: Any) -> Any:
     """A deep copy made of exact builtin dicts and lists (case values cross into strict comparisons)."""
     if isinstance(value, dict):

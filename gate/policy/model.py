@@ -384,6 +384,18 @@ class Policy:
                                     "paths, with its own budget, points, cases and tests")
     # Where this policy came from, for the report footer: "default preset", ".github/gate.yml@abc1234", ...
     source: str = key("default preset", internal=True)
+    # The line of each key the file itself gives (`tests.paths`, `environment.requirements[0]`), so that what
+    # is checked after loading (against the repository) names it as the loader's own errors do.
+    lines: tuple[tuple[str, int], ...] = key((), internal=True, compare=False)
+
+    def line(self, key: str) -> int | None:
+        """The line of `key` in the file, or of the nearest key above it that the file gives."""
+        found = dict(self.lines)
+        while key:
+            if key in found:
+                return found[key]
+            key = key[:max(key.rfind("."), key.rfind("["), 0)]
+        return None
 
     @property
     def has_cases(self) -> bool:

@@ -34,7 +34,7 @@ from gate.policy.model import CaseSpec, Environment, Policy
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
-from gate.sources.trust import deleted_paths, read_trusted, source_files
+from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
 from gate.suite.selection import SuiteBase, suites
 from gate.verdict import listing
@@ -124,6 +124,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     if runs_code:
+        check_against_base(policy, GitBase(base).read, lambda path: _has(base, path))
         refuse_unresolved(base, head, policy, trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
@@ -374,13 +375,8 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvir
     paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
     # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
     environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": scm_version(repo, base), **os.environ}
-    try:
-        built = environment_build.prepare(
-            spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
-            run_interpreter(), cache_dir(os.environ), environ)
-    except BadInput as exc:  # a key of the policy names what the base lacks: point at the policy
-        raise BadInput(exc.message, file=policy.source, key=exc.key) from None
-    return built
+    return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
+                                     run_interpreter(), cache_dir(os.environ), environ)
 
 
 def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None,
@@ -436,6 +432,15 @@ def _export_all(tree: git.Tree, target: Path) -> None:
     export_tree(tree, target)
 
 
+def _has(commit: git.Commit, path: str) -> bool:
+    """Whether the commit's tree holds a file or folder at `path`."""
+    try:
+        commit.tree / path
+    except KeyError:
+        return False
+    return True
+
+
 def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
     """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
@@ -456,7 +461,7 @@ def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden
              "the policy's to fix")
     if found:
         key, why = found[0]
-        raise BadInput(f"{why} {where}", file=policy.source.split("@")[0], key=key)
+        raise BadInput(f"{why} {where}", file=policy.source.split("@")[0], line=policy.line(key), key=key)
     hidden_found = both(hidden)
     if hidden_found:
         number = int(hidden_found[0][0].split("[")[1].split("]")[0]) + 1

@@ -11,7 +11,7 @@ touches the agent control plane the base's policy names (`control_plane:`), whic
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 
@@ -78,6 +78,28 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
         overrides=Overrides(sources=base.read_folder(OVERRIDE_DIR), origin=f"{OVERRIDE_DIR}@{base.sha[:12]}"),
         reproduce=f"gate check --base {base.sha} --head {head_sha}" + (f" --policy {named}" if named else ""),
     )
+
+
+def check_against_base(policy: Policy, read: Callable[[str], str | None], has: Callable[[str], bool]) -> None:
+    """BadInput (exit 2) naming the policy's file, line and key for the first thing it asks of the base (its files
+    through `read`; `has` tells whether it holds a file or folder) that the base lacks: extras without a project,
+    a requirements file, a dependency group that it lacks or that does not resolve, a test path (`tests.paths`,
+    a scope's). `gate check` and every source that runs code check this before building anything, and `gate
+    policy check` checks a working tree by the same function."""
+    from gate.environment.declarations import check
+
+    try:
+        spec = policy.repository_environment
+        if spec is not None:
+            check(spec, read)
+        suites = [("tests", policy.tests), *((f"scopes[{index}].tests", scope.tests)
+                                             for index, scope in enumerate(policy.scopes))]
+        for where, suite in suites:
+            for index, path in enumerate(suite.paths if suite is not None else ()):
+                if not has(path):
+                    raise BadInput(f"no file or folder {path} in the base commit", key=f"{where}.paths[{index}]")
+    except BadInput as exc:
+        raise BadInput(exc.message, file=policy.source, line=policy.line(exc.key or ""), key=exc.key) from None
 
 
 def untested(base: BaseReader, policy: Policy) -> str:
