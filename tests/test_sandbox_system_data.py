@@ -103,7 +103,8 @@ def box(request: pytest.FixtureRequest, site: Path) -> Iterator[LayeredSandbox]:
     full = detect.layers(prefer_zygote=request.param != "fresh-interpreter")
     layers = dataclasses.replace(full, root=detect.within_none([*full.root, str(site)])) if full.mountns else full
     if request.param == "no mountns":
-        layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(), hide=())
+        layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(), hide=(),
+                                     overlay=False)
     sandbox = LayeredSandbox(registry.BACKENDS["fresh-interpreter" if request.param == "fresh-interpreter"
                                                else "zygote"](layers), layers)
     try:

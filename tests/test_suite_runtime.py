@@ -1,7 +1,9 @@
 """What a repository's suite meets at run time, as in the project's CI: the system data it reads (a time zone at
-import and in a test), gated end to end by `gate check` on a git range, as root with every layer on, on the
-zygote and the fresh-interpreter backends. A test here must pass on the base and catch a regression in the
-head: one that fails on both sides is never charged, and a base that cannot import stops the gate."""
+import and in a test), the interpreter its tests start (`sys.executable -m pkg`, with the head and the
+environment importable, and nothing of the head run as it starts), `site`'s builtins (`exit(2)`, `quit()`).
+Gated end to end by `gate check` on a git range, as root with every layer on, on the zygote and (slow) the
+fresh-interpreter backends. A test here must pass on the base and catch a regression in the head: one that
+fails on both sides is never charged, and a base that cannot import stops the gate."""
 
 from __future__ import annotations
 
@@ -16,9 +18,18 @@ from gate import engine
 from gate.cli import main
 from gate.sandbox import open_sandbox
 from tests.git_support import Repo
-from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, wheelhouse  # noqa: F401
+from tests.projects import (  # noqa: F401
+    BACKEND,
+    UNIDECODE,
+    gate_cache,
+    gate_cache_root,
+    offline_pip,
+    project_repo,
+    pyproject,
+    wheelhouse,
+)
 
-BACKENDS = ("zygote", "fresh-interpreter")
+BACKENDS = ("zygote", pytest.param("fresh-interpreter", marks=pytest.mark.slow))
 POLICY = """\
 budget: 1
 environment: null
@@ -85,3 +96,113 @@ def test_a_time_zone_read_at_import_and_in_a_test_gates_right(backend: str, tmp_
         "tests/test_clock.py::test_paris_in_winter": "passed"}
     assert any("test_chicago_is_five_hours_behind_in_summer failed at " in penalty["message"]
                for penalty in regression["penalties"])
+
+
+# A command-line tool run by its tests as `python -m slugcli`, needing the environment's text_unidecode.
+SLUGCLI = {
+    "pyproject.toml": pyproject("slugcli", ["text-unidecode"]),
+    "slugcli/__init__.py": ("from text_unidecode import unidecode\n\n\n"
+                            "def slugify(text):\n    return '-'.join(unidecode(text).lower().split())\n"),
+    "slugcli/__main__.py": "import sys\n\nfrom slugcli import slugify\n\nprint(slugify(' '.join(sys.argv[1:])))\n",
+    "tests/test_cli.py": (
+        "import subprocess\nimport sys\n\n\n"
+        "def test_the_command_line_slugs():\n"
+        "    done = subprocess.run([sys.executable, '-m', 'slugcli', 'Héllo', 'Wörld'], capture_output=True,\n"
+        "                          text=True)\n"
+        "    assert (done.returncode, done.stdout) == (0, 'hello-world\\n'), done.stderr\n"),
+    ".github/gate.yml": "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 20\n",
+}
+BROKEN_SLUGIFY = SLUGCLI["slugcli/__init__.py"].replace("    return '-'", "    return None\n    '-'")
+# What a head plants so that its code runs as any interpreter of the run starts: the output the test expects.
+FORGE = "import builtins; builtins.print = lambda *args, _print=builtins.print, **kw: _print('hello-world')\n"
+PLANTED = {"sitecustomize.py": FORGE, "usercustomize.py": FORGE, "slugcli_forge.pth": FORGE,
+           "slugcli/forge.pth": FORGE}
+# The head's own build backend, which writes the same into the wheel, so into the build's layer.
+FORGING_BACKEND = BACKEND.replace(
+    '        items += [(f"{info}/METADATA"',
+    f'        items += [("sitecustomize.py", {FORGE.encode()!r}), ("zz_forge.pth", {FORGE.encode()!r})]\n'
+    '        items += [(f"{info}/METADATA"')
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_test_running_sys_executable_m_pkg_passes_on_the_base_and_charges_a_regression(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = project_repo(tmp_path / "repo", SLUGCLI)
+    repo.commit("bot: a comment", {"slugcli/__main__.py": "# The entry point.\n" + SLUGCLI["slugcli/__main__.py"]})
+    code, honest = gate_check(repo, backend, monkeypatch, tmp_path)
+    assert code == 0, honest
+    assert outcomes(honest) == {"tests/test_cli.py::test_the_command_line_slugs": "passed"}
+
+    repo.commit("bot: faster", {"slugcli/__init__.py": BROKEN_SLUGIFY})
+    code, regression = gate_check(repo, backend, monkeypatch, tmp_path)
+    assert code == 1
+    assert outcomes(regression) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
+    assert any("test_the_command_line_slugs failed (it passes on the base)" in penalty["message"]
+               for penalty in regression["penalties"])
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_a_heads_sitecustomize_and_pth_files_never_run_in_the_interpreter_a_test_starts(
+        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The regression, with what would print the expected output as the test's `python -m slugcli` starts: in
+    # the tree (its top, its package) and in what the head's build writes into the layer.
+    repo = project_repo(tmp_path / "repo", SLUGCLI)
+    repo.commit("bot: faster", {"slugcli/__init__.py": BROKEN_SLUGIFY, "_backend/backend.py": FORGING_BACKEND,
+                                **PLANTED})
+    code, verdict = gate_check(repo, backend, monkeypatch, tmp_path)
+    assert code == 1, verdict
+    assert outcomes(verdict) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
+    assert any("test_the_command_line_slugs failed (it passes on the base)" in penalty["message"]
+               for penalty in verdict["penalties"])
+
+
+TOOL = """\
+def main(argv):
+    if not argv:
+        print("usage: tool NAME")
+        exit(2)
+    if argv == ["--version"]:
+        quit()
+    return f"hello {argv[0]}"
+"""
+TOOL_TESTS = """\
+import pytest
+
+from tool import main
+
+
+def test_no_name_exits_with_status_2():
+    with pytest.raises(SystemExit) as stopped:
+        main([])
+    assert stopped.value.code == 2
+
+
+def test_version_quits():
+    with pytest.raises(SystemExit) as stopped:
+        main(["--version"])
+    assert stopped.value.code is None
+
+
+def test_greets():
+    assert main(["ada"]) == "hello ada"
+"""
+
+
+@pytest.mark.usefixtures("gate_cache")
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_code_calling_exit_and_quit_runs_as_in_ci(backend: str, tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = project_repo(tmp_path / "repo", {"tool.py": TOOL, "tests/test_tool.py": TOOL_TESTS,
+                                            ".github/gate.yml": POLICY})
+    repo.commit("bot: a comment", {"tool.py": "# Greets.\n" + TOOL})
+    code, honest = gate_check(repo, backend, monkeypatch, tmp_path)
+    assert code == 0, honest
+    assert set(outcomes(honest).values()) == {"passed"} and len(outcomes(honest)) == 3
+
+    repo.commit("bot: a gentler usage error", {"tool.py": TOOL.replace("exit(2)", "exit(1)")})
+    code, regression = gate_check(repo, backend, monkeypatch, tmp_path)
+    assert code == 1
+    assert outcomes(regression)["tests/test_tool.py::test_no_name_exits_with_status_2"] == "failed"
+    assert outcomes(regression)["tests/test_tool.py::test_version_quits"] == "passed"

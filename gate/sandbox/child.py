@@ -25,7 +25,7 @@ import traceback
 import types
 from collections.abc import Mapping, Sequence
 
-from gate.sandbox import _libc, identity, seccomp, stack
+from gate.sandbox import _libc, identity, interpreter, seccomp, stack
 from gate.sandbox.layer import Run
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
@@ -105,6 +105,18 @@ def _set_environ(env: Mapping[str, str]) -> None:
     for name, value in env.items():
         if os.environ.get(name) != value:
             os.environ[name] = value
+
+
+def add_site_builtins() -> None:
+    """What `site` adds to builtins (`exit`, `quit`, `help`, `copyright`, `credits`, `license`), which the
+    sandbox's interpreter, started with -S, lacks: code calling `exit(2)` runs as in the project's CI. Nothing
+    else of `site` (no site-packages, `.pth` file or `sitecustomize`). Once per interpreter: a zygote's runs
+    inherit them."""
+    import site
+
+    site.setquit()
+    site.setcopyright()
+    site.sethelper()
 
 
 def _exit_code(code: object) -> int:
@@ -201,14 +213,13 @@ def _run_main(script: str, code: CodeType | None) -> None:
 
 
 def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, str],
-                python_path: Sequence[str] = ()) -> int:
-    """Run a Python file as __main__ the way `python script.py` would; returns its exit status. Relative
-    `python_path` roots (RunRequest.python_path) go before the working directory, absolute ones after the
-    standard library."""
+                python_path: Sequence[str], home: str) -> int:
+    """Run a Python file as __main__ the way `python script.py` would, with the run's interpreter (HOME at
+    `home`, gate/sandbox/interpreter.py) as `sys.executable`; returns its exit status. The import path:
+    interpreter.import_path."""
     sys.argv = [script, *args]
-    sys.path[:] = [*(os.path.join(workdir, p) for p in python_path if not os.path.isabs(p)), workdir,
-                   *(p for p in sys.path if p.startswith(sys.base_prefix)),
-                   *(p for p in python_path if os.path.isabs(p))]
+    sys.path[:] = interpreter.import_path(workdir, python_path)
+    sys.executable = interpreter.executable(home)
     sys.dont_write_bytecode = True
     if warm:
         # The modules its zygote imported are there already, as if imported (the import system's own path
@@ -256,7 +267,8 @@ def run_child(config: ChildConfig, sources: Sequence[int]) -> NoReturn:
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    os._exit(_run_script(script, config["args"], workdir, config["warm"], config["python_path"]))
+    home = interpreter.home(config["stage"], "mountns" in config["unshare"])
+    os._exit(_run_script(script, config["args"], workdir, config["warm"], config["python_path"], home))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:
@@ -364,6 +376,7 @@ def main() -> NoReturn:
     with os.fdopen(int(sys.argv[1]), "rb") as source:
         config: FreshConfig = json.load(source)
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
+    add_site_builtins()
     if config["seccomp"]:
         seccomp.prepare()
     reap_one_run(config, config["sources"], config["status_fd"])

@@ -26,7 +26,7 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 
-from gate.sandbox import _libc
+from gate.sandbox import _libc, interpreter
 from gate.sandbox.layer import Layer, Run, switch
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the child imports this module
@@ -110,6 +110,7 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
         for name, target in _DEV_LINKS:
             os.symlink(target, f"{_NEW_ROOT}/dev/{name}")
         _bind(staged, _NEW_ROOT + STAGING, device=False)
+        interpreter.make_home(_NEW_ROOT + interpreter.HOME, interpreter.RUN_SITE)
         for index, fd in enumerate(aside):
             _bind(fd, f"{_NEW_ROOT}{_ASIDE}/{index}", device=False)
         _libc.mount("proc", _NEW_ROOT + "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
@@ -345,13 +346,27 @@ def _filesystem(setup: RunSetup) -> LayerSettings:
 
 def _enter_root(config: ChildConfig, run: Run) -> None:
     """filesystem: with a mount namespace, the run's allow-listed root and its own /tmp holding its working
-    directory (private_tmp); then, with one or not, into the working directory."""
-    if "mountns" in config["unshare"]:
+    directory (private_tmp); then, with one or not, into the working directory; for a Python program, the start
+    of the interpreter it names as `sys.executable` (gate/sandbox/interpreter.py), written before the uid switch
+    so that the run cannot change it: in its /tmp, or beside its working directory without a namespace."""
+    mountns = "mountns" in config["unshare"]
+    if mountns:
         uid, gid = config["uid"], config["gid"]
         owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
         run.workdir = private_tmp(run.workdir, config["tree"], config["disk_bytes"], owner, config["root"],
                                   config["staging"], config["hide"], config["in_template"], config["read_only"])
     os.chdir(run.workdir)
+    if config["script"] is None:
+        return
+    home = interpreter.home(config["stage"], mountns)
+    path = interpreter.import_path(run.workdir, config["python_path"])
+    if mountns:
+        os.mkdir(interpreter.RUN_SITE)
+        os.chmod(interpreter.RUN_SITE, 0o755)
+        interpreter.write_startup(home, path, into=interpreter.RUN_SITE)
+    else:
+        interpreter.make_home(home, None)
+        interpreter.write_startup(home, path)
 
 
 NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up)"), probe=_probe("netns"),

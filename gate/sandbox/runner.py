@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
-from gate.sandbox import rlimits, served, stage, users
+from gate.sandbox import interpreter, rlimits, served, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -229,7 +229,7 @@ class LayeredSandbox:
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             # Nothing else can find this run's detached processes: give it a reaper of its own.
             "own_reaper": cgroup is None and not (who and who.dedicated),
-            "env": stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {}),
+            "env": self._env(request, where, peer),
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
@@ -238,6 +238,14 @@ class LayeredSandbox:
             "preload": list(request.preload),
         }
         return config
+
+    def _env(self, request: RunRequest, where: Path, peer: bool) -> dict[str, str]:
+        """The run's environment (stage.run_env); a Python program's PATH starts with its interpreter's
+        folder (gate/sandbox/interpreter.py), so that `python` there is the one `sys.executable` names."""
+        env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
+        if request.script is not None:
+            env["PATH"] = f"{interpreter.home(self._seen(where), self.layers.mountns)}/bin:{env['PATH']}"
+        return env
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:
         who = self.layers.uids.acquire() if self.layers.uids else None
@@ -455,5 +463,6 @@ class LayeredSandbox:
             cgroup.kill_all()  # empty before its uid (and so the cgroup) goes to the next run
         if where is not None:
             stage.remove(where)
+            stage.clear(interpreter.home(str(where), mountns=False))  # (a run without a mount namespace's)
         if who and self.layers.uids:
             self.layers.uids.release(who)

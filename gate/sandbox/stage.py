@@ -155,7 +155,7 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
         target = os.path.join(stage, relative)
         _make_parents(os.path.dirname(target), made, owner)
         if copied:  # the tree's own entry of that name: the gate's file replaces it
-            _clear(target)
+            clear(target)
         fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC | os.O_NOFOLLOW, 0o644)
         try:
             os.write(fd, request.files[name])
@@ -173,7 +173,7 @@ def _warm_bytecode(name: str, warm: tuple[str, ...]) -> bool:
     return folder == "__pycache__" and file.endswith(".pyc") and f"{file.split('.')[0]}.py" in warm
 
 
-def _clear(path: str) -> None:
+def clear(path: str) -> None:
     """Remove whatever is at `path` (a directory tree, a link, a file, a pipe) without following a link."""
     if os.path.isdir(path) and not os.path.islink(path):
         remove(Path(path))
