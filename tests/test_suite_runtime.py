@@ -73,6 +73,12 @@ def gate_check(repo: Repo, backend: str, monkeypatch: pytest.MonkeyPatch, tmp_pa
     return code, json.loads(out.read_text()) if out.is_file() else {}
 
 
+def charged(verdict: dict[str, Any], test: str) -> bool:
+    """Whether the verdict charges `test` as a regression (it fails on the head, passes on the base)."""
+    return any(f"{test} failed" in penalty["message"] and "(it passes on the base)" in penalty["message"]
+               for penalty in verdict["penalties"])
+
+
 def outcomes(verdict: dict[str, Any]) -> dict[str, str]:
     return {case["name"]: case["status"] for case in verdict["cases"] if case["kind"] == "pytest"}
 
@@ -138,8 +144,7 @@ def test_a_test_running_sys_executable_m_pkg_passes_on_the_base_and_charges_a_re
     code, regression = gate_check(repo, backend, monkeypatch, tmp_path)
     assert code == 1
     assert outcomes(regression) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
-    assert any("test_the_command_line_slugs failed (it passes on the base)" in penalty["message"]
-               for penalty in regression["penalties"])
+    assert charged(regression, "test_the_command_line_slugs")
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -154,8 +159,7 @@ def test_a_heads_sitecustomize_and_pth_files_never_run_in_the_interpreter_a_test
     code, verdict = gate_check(repo, backend, monkeypatch, tmp_path)
     assert code == 1, verdict
     assert outcomes(verdict) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
-    assert any("test_the_command_line_slugs failed (it passes on the base)" in penalty["message"]
-               for penalty in verdict["penalties"])
+    assert charged(verdict, "test_the_command_line_slugs")
 
 
 TOOL = """\
