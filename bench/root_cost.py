@@ -1,12 +1,14 @@
 """What the allow-listed root's system data (docs/sandbox.md, "System data") costs a run, side by side with the
-root without it (the paths docs/sandbox.md lists under "System data" left out).
+root without it (the paths docs/sandbox.md lists under "System data" left out), and what the run's interpreter
+(gate/sandbox/interpreter.py) adds to a run's set-up.
 
     sudo .venv/bin/python bench/root_cost.py [--runs 300] [--rounds 3]
 
 Two rows a round, in CPU milliseconds per run (user plus system, of the processes that do the work): a fresh
 interpreter's run builds its root itself (a new mount namespace, the binds, pivot_root), and a zygote's run
-copies the template namespace the zygote built once and mounts its own /tmp. It reaches into
-gate/sandbox/namespaces.py, which no user does: a measurement only. Root only.
+copies the template namespace the zygote built once and mounts its own /tmp. Then the run's interpreter: the
+start-up file a run with a mount namespace writes, and the whole environment a run without one makes. It
+reaches into gate/sandbox/namespaces.py and interpreter.py, which no user does: a measurement only. Root only.
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ import argparse
 import os
 import re
 import resource
+import shutil
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.sandbox import _libc, detect, namespaces
+from gate.sandbox import _libc, detect, interpreter, namespaces
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sandbox.md"
 
@@ -72,6 +75,29 @@ def copy_ms(root: Sequence[str], staging: str, runs: int) -> float:
     return spent
 
 
+def interpreter_ms(staging: str, runs: int, whole: bool) -> float:
+    """CPU per run's interpreter set-up, as a suite's run has it (the tree's `src`, a layer, an environment,
+    the gate's pytest on its path): its start-up file, or (`whole`) the whole environment, in `staging` (a
+    tmpfs, as a run's /tmp and the sandbox's run directories are)."""
+    python_path = ("src", "/cache/layers/head", "/cache/envs/a1b2/lib/python3.11/site-packages", "/cache/pytest")
+    started = resource.getrusage(resource.RUSAGE_SELF)
+    for index in range(runs):
+        place = f"{staging}/{index}"
+        path = interpreter.import_path("/tmp/work", python_path)
+        if whole:
+            interpreter.make_home(place, None)
+            interpreter.write_startup(place, path)
+        else:
+            os.mkdir(place)
+            os.chmod(place, 0o755)
+            interpreter.write_startup(interpreter.HOME, path, into=place)
+    ended = resource.getrusage(resource.RUSAGE_SELF)
+    spent = ended.ru_utime + ended.ru_stime - started.ru_utime - started.ru_stime
+    shutil.rmtree(staging)
+    os.mkdir(staging)
+    return spent / runs * 1000
+
+
 def main() -> None:
     """Print the rows."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -87,6 +113,11 @@ def main() -> None:
     for _ in range(args.rounds):
         for name, measure in (("fresh: build the root", build_ms), ("zygote: copy the template", copy_ms)):
             print(f"{name:28s}{measure(bare, staging, args.runs):10.3f}{measure(root, staging, args.runs):10.3f}")
+    os.rmdir(staging)
+    staging = tempfile.mkdtemp(dir="/dev/shm")
+    for _ in range(args.rounds):
+        print(f"the run's interpreter: {interpreter_ms(staging, args.runs, False):.3f} a run with a mount namespace, "
+              f"{interpreter_ms(staging, args.runs, True):.3f} without one")
     os.rmdir(staging)
 
 
