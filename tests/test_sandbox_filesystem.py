@@ -70,7 +70,7 @@ def test_nothing_of_the_host_but_the_allow_list_is_in_a_run(sandbox: LayeredSand
     assert SECRET not in repr(found)
     assert all(found[place] == "FileNotFoundError" for place in places), found
     assert set(found["/"]) <= {".gate", "bin", "dev", "etc", "lib", "lib32", "lib64", "libx32", "proc", "sbin",
-                               "tmp", "usr", "var", "venv"}
+                               "tmp", "usr", "var", ".gate-venv"}
     assert "filesystem" in sandbox.isolation and sandbox.isolation["filesystem"].startswith("allow-listed root")
 
 

@@ -13,9 +13,9 @@ never imported (neither the tree's nor the interpreter's: the run's own process,
 either), `usercustomize` is off in a virtual environment without the system's site-packages, and PYTHONSTARTUP
 is dropped.
 
-With a mount namespace, HOME is /venv in the allow-listed root, made once with it, and its site-packages is a
-link to RUN_SITE, in each run's own /tmp, where the run's `.pth` is written as root (the run cannot change it):
-a run pays for one small file. Without one, each run's HOME is a folder beside its working directory, made
+With a mount namespace, HOME is /.gate-venv in the allow-listed root, made once with it, and its site-packages
+is a link to RUN_SITE, in each run's own /tmp, where the run's `.pth` is written as root (the run cannot change
+it): a run pays for one small file. Without one, each run's HOME is a folder beside its working directory, made
 whole. Standard library only: the sandboxed child imports it.
 """
 
@@ -25,14 +25,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-HOME = "/venv"  # in the allow-listed root
+HOME = "/.gate-venv"  # in the allow-listed root (a name no host path bound there has)
 RUN_SITE = "/tmp/.gate-site"  # in the run's own /tmp (a mount namespace's): what HOME's site-packages links to
 STARTUP = "_gate_run.pth"
 _SITE = f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 
 
 def home(stage: str, mountns: bool) -> str:
-    """The run's HOME as the run sees it: /venv with a mount namespace, else beside its working directory
+    """The run's HOME as the run sees it: /.gate-venv with a mount namespace, else beside its working directory
     `stage` (a host path), removed with it."""
     return HOME if mountns else stage + ".venv"
 
