@@ -7,6 +7,7 @@ import difflib
 import importlib
 import os
 import sys
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -73,10 +74,12 @@ def build_parser(command: str | None = None, version_only: bool = False) -> argp
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 accepted, 1 blocked, 2 bad input, 3 the gate failed)."""
+    started = time.perf_counter()  # (a verdict's total time counts from here: `args.started`)
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in words if not word.startswith("-")), None)
     # `gate --version` prints and exits while parsing; other words without a command (`--help`) list them all.
     args = build_parser(command, version_only=words == ["--version"]).parse_args(words)
+    args.started = started
     try:
         code: int = args.func(args)
     except GateError as exc:

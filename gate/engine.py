@@ -4,15 +4,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
+from contextlib import nullcontext
 from dataclasses import replace
 
 from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
-from gate.checks.base import Analysis, Check, CheckContext
+from gate.checks.base import Analysis, Check, CheckContext, CheckResult
 from gate.environment.project import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
+from gate.progress import QUIET, Progress
 from gate.sandbox import open_sandbox
 from gate.sandbox.base import Sandbox
 from gate.scopes import by_scope
@@ -22,29 +24,34 @@ from gate.verdict import CaseReport, CheckReport, Note, Penalty, Tamper, Verdict
 
 
 def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
-               checks: Sequence[Check] | None = None, reproduce: str = "") -> Verdict:
+               checks: Sequence[Check] | None = None, reproduce: str = "", progress: Progress = QUIET) -> Verdict:
     """The verdict of the checks (by default the registry's) over `subject` under `policy`, their points added
-    up. `sandbox` is None when no code may run (static checks only)."""
+    up. `sandbox` is None when no code may run (static checks only). `progress` hears of each check that runs
+    code, as it starts and ends."""
     started = time.perf_counter()
     # No code until the extract check finds some (a reply's block); a change's files are there from the start.
     files = subject.files or None
-    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=files))
+    ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=files),
+                       progress=progress)
     pipeline = list(checks) if checks is not None else all_checks()
     penalties: list[Penalty] = []
     notes: list[Note] = []
     cases: list[CaseReport] = []
     labels: list[str] = []
     blocked_reasons: list[str] = list(subject.blocked_reasons)
-    timings: dict[str, float] = {}
+    timings: dict[str, float] = dict(subject.timings)
     shared: list[tuple[str, str]] = []
     tampered: list[Tamper] = []
     for check in pipeline:
         if not (check.enabled(policy) and check.applies(policy, subject)):
             continue  # nobody turned it on, or nothing to do: not a skipped check worth a line in every report
         t0 = time.perf_counter()
-        unmet = _unmet_need(check, ctx, pipeline)
-        result = check.unmet(ctx, unmet) if unmet else check.run(ctx)
-        ran_hidden = any(case.hidden for case in result.cases)
+        with nullcontext() if check.static else progress.step(check.name) as step:
+            unmet = _unmet_need(check, ctx, pipeline)
+            result = check.unmet(ctx, unmet) if unmet else check.run(ctx)
+            ran_hidden = any(case.hidden for case in result.cases)
+            if step is not None:
+                step.done(_said(result), timed=not ran_hidden)
         ctx.analysis = ctx.analysis.merged(_declared(check, result.made))
         penalties.extend(result.penalties)
         notes.extend(result.notes)
@@ -93,15 +100,16 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     )
 
 
-def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: tuple[str, ...] = ()) -> Verdict:
+def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: tuple[str, ...] = (),
+                  progress: Progress = QUIET) -> Verdict:
     """`run_checks` over `subject`, its cases, tests and checkers run in a sandbox under the policy's limits that
     hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
     is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
-    the policy requires is missing here."""
+    the policy requires is missing here. `progress` hears of the builds and the checks that run code."""
     wanted = [paths for check in all_checks() if check.enabled(policy) and check.applies(policy, subject)
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
-        return run_checks(subject, policy, reproduce=reproduce)
+        return run_checks(subject, policy, reproduce=reproduce, progress=progress)
     # The repository's environment, the layers its project is built into and what the checks' programs need
     # (the gate's pytest copy, the `languages:` checkers) are all a run sees of the host beyond the
     # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
@@ -110,21 +118,31 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
                 *dict.fromkeys(path for paths in wanted for path in paths),
                 *dict.fromkeys(str(layer.path) for layer in subject.layers or ()))  # (base and head: one tree)
+    opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
-        ready = built(subject, sandbox, sandbox_limits(policy.limits))
-        return run_checks(ready, policy, sandbox, reproduce=reproduce)
+        building = time.perf_counter()
+        ready = built(subject, sandbox, sandbox_limits(policy.limits), progress)
+        spent = (("sandbox", round(building - opening, 4)), ("build", round(time.perf_counter() - building, 4)))
+        return run_checks(replace(ready, timings=(*ready.timings, *spent)), policy, sandbox, reproduce=reproduce,
+                          progress=progress)
     finally:
         sandbox.close()
 
 
-def score(found: ScoreInput) -> Verdict:
+def score(found: ScoreInput, progress: Progress = QUIET, started: float | None = None) -> Verdict:
     """The verdict for what a source gives (a git range, a PR), part by part (`scopes:`): what `gate check` prints,
     and what the PR gate posts for the same commits, so that both give the same verdict. Raises GateFailure (exit 3)
-    when a layer the policy requires is missing here."""
-    return by_scope(found.subject, found.policy, lambda subject, policy: run_sandboxed(
-        subject, policy, reproduce=found.reproduce, hide=found.private))
+    when a layer the policy requires is missing here. Its `total` time is the whole run's: from `started` (the
+    command's start, time.perf_counter()), else from when the source started, the environment's build included."""
+    verdict = by_scope(found.subject, found.policy, lambda subject, policy: run_sandboxed(
+        subject, policy, reproduce=found.reproduce, hide=found.private, progress=progress))
+    timings = dict(verdict.timings)
+    if "total" not in timings:  # (a hidden case ran: no time of the whole is told)
+        return verdict
+    timings["total"] = round(time.perf_counter() - min(found.started, started or found.started), 4)
+    return replace(verdict, timings=tuple(timings.items()))
 
 
 def _isolation(sandbox: Sandbox | None, shared: list[tuple[str, str]]
@@ -133,6 +151,15 @@ def _isolation(sandbox: Sandbox | None, shared: list[tuple[str, str]]
     if sandbox is None:
         return (("code execution", "off: not run"),)
     return tuple(sorted({**sandbox.isolation, **dict(shared)}.items()))
+
+
+def _said(result: CheckResult) -> str:
+    """How a check that ran code went, in the words of its progress line."""
+    if result.skipped:
+        return f"skipped ({result.skipped})"
+    points = sum(p.points for p in result.penalties)
+    said = f"failed, +{points} point{'s' * (points != 1)}" if result.penalties else "passed"
+    return said + (f": {result.reason}" if result.reason else "")
 
 
 def _facts(subject: Subject) -> tuple[tuple[str, str], ...]:

@@ -130,3 +130,6 @@ class Subject:
     untested: str = ""
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
     facts: tuple[tuple[str, str], ...] = field(default=())
+    # Seconds spent making it ready before any check runs (the environment's build, the project's), by step: the
+    # verdict's timings start with them.
+    timings: tuple[tuple[str, float], ...] = ()

@@ -139,7 +139,7 @@ def test_a_humans_pr_is_decided_before_anything_of_the_head_is_built(
     assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
     bot = make(fake, tmp_path / "bot", {"util.py": CLEAN}, policy=policy)
     assert run_ci(bot, monkeypatch) == 2
-    assert "none of tests is in the base commit" in fake.repos[REPO].statuses[-1]["description"]
+    assert "tests.paths[0]: no file or folder tests in the base commit" in fake.repos[REPO].statuses[-1]["description"]
 
 
 def test_an_opt_in_label_gates_a_humans_pr(
@@ -389,7 +389,7 @@ def test_a_bug_while_scoring_still_posts_a_failure_status_and_exits_3(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # Simulates a bug in the gate itself: the required check must not stay pending, and the exit code must not
     # read as "blocked".
-    def crash(found: object) -> object:
+    def crash(*found: object) -> object:
         raise RuntimeError("boom")
 
     monkeypatch.setattr("gate.github.pipeline.score", crash)

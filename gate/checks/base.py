@@ -19,6 +19,7 @@ from gate.cases.base import CaseOutcome
 from gate.checks.trees import TreeCache
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
+from gate.progress import QUIET, Progress
 from gate.subject import SourceFile, Subject
 from gate.verdict import CaseReport, CheckReport, Note, Penalty
 
@@ -70,6 +71,7 @@ class CheckContext:
     analysis: Analysis
     reports: dict[str, CheckReport] = field(default_factory=dict)
     trees: TreeCache = field(default_factory=TreeCache)
+    progress: Progress = QUIET  # what a check that runs for long says as it goes (the suite's counts)
 
     @property
     def files(self) -> tuple[SourceFile, ...]:

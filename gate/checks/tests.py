@@ -80,7 +80,7 @@ class Tests(Check):
         if suite is None:
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
                               "actions/checkout with fetch-depth: 0)")
-        found = against_base(ctx.sandbox, ctx.policy, ctx.subject, suite)
+        found = against_base(ctx.sandbox, ctx.policy, ctx.subject, suite, ctx.progress)
         if found.tampered:  # no result: nothing to charge, a human to read what was seen
             return CheckResult(reason="no result: the suite's results were tampered with",
                                blocked_reasons=(tampered(found.tampered),), tampered=found.tampered,

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,7 @@ from gate.github.override import answer_command
 from gate.github.pipeline import GatedPR, Job, Settings, ci_verdict, gate_pull_request, posting_names
 from gate.github.posting import COMMENT_MODES, Names
 from gate.policy.model import DEFAULT_POLICY_PATH
+from gate.progress import add_quiet_option, progress_for
 from gate.sources.pullrequest import MergeGroup, PullRequest, pull_request_from_event, pull_request_of
 
 DEFAULT_VERDICT = "gate-verdict.json"
@@ -50,13 +52,15 @@ def add_publishing_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--verdict", type=Path, default=None, metavar="FILE",
                         help=f"where to write the verdict JSON for upload-artifact (default: "
                              f"{DEFAULT_VERDICT} in $RUNNER_TEMP, else here)")
+    add_quiet_option(parser)
 
 
 def settings(args: argparse.Namespace) -> Settings:
     """The publishing options as the pipeline takes them."""
     verdict = Path(args.verdict) if args.verdict else Path(os.environ.get("RUNNER_TEMP") or ".") / DEFAULT_VERDICT
     return Settings(policy_path=args.policy, comment=args.comment,
-                    names=Names(status=args.status_context, check=args.check_name), verdict_path=verdict)
+                    names=Names(status=args.status_context, check=args.check_name), verdict_path=verdict,
+                    progress=progress_for(sys.stderr, os.environ, args.quiet))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -75,7 +79,8 @@ def run(args: argparse.Namespace) -> int:
         raise job.read_failure(exc) from None
     # A fork's PR, and Dependabot's, run with a read-only token; a merge group's run is the base repository's.
     read_only = pr.read_only_token and group is None
-    return gate_pull_request(job, chosen, GatedPR(pr, group, workspace, read_only=read_only), ci_verdict)
+    return gate_pull_request(job, chosen, GatedPR(pr, group, workspace, read_only=read_only),
+                             lambda found: ci_verdict(found, chosen.progress, args.started))
 
 
 def _pull_request(job: Job, group: MergeGroup | None) -> PullRequest:

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED, BadInput, GateFailure
+from gate.progress import add_quiet_option, progress_for
 
 EXIT_INTERRUPTED = 130  # what a shell reports for a process stopped by Ctrl-C
 
@@ -33,6 +34,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.add_argument("--json", metavar="FILE", type=Path, help="also write the rows and budgets as JSON here")
     parser.add_argument("-j", "--jobs", type=int, default=min(4, os.cpu_count() or 1), metavar="J",
                         help="changes scored at once (default: the cores, at most 4)")
+    add_quiet_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -60,7 +62,8 @@ def run(args: argparse.Namespace) -> int:
     readable(repo)
     report = replay(repo, args.branch, args.last, candidate=candidate,
                     candidate_path=str(args.policy) if args.policy else None,
-                    bots_only=args.bots_only, jobs=args.jobs, progress=sys.stderr)
+                    bots_only=args.bots_only, jobs=args.jobs,
+                    progress=progress_for(sys.stderr, os.environ, args.quiet))
     sys.stdout.write(report.text)
     if args.json:
         try:

@@ -25,7 +25,6 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import time
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
 from importlib import metadata
@@ -35,15 +34,18 @@ from gate.environment import BuiltEnvironment, cache, declarations, installers, 
 from gate.environment.declarations import Reader, key_files
 from gate.errors import GateFailure
 from gate.policy.model import Environment
+from gate.progress import QUIET, Progress
 from gate.suite.trust import FRAMEWORK_MODULES
 
 
 def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_base: Callable[[Path], None],
-            interpreter: str, where: Path, environ: Mapping[str, str]) -> BuiltEnvironment:
+            interpreter: str, where: Path, environ: Mapping[str, str], progress: Progress = QUIET
+            ) -> BuiltEnvironment:
     """The environment `spec` asks for, built from the base commit (its files through `read`, their paths
     `base_paths`, the whole tree through `export_base(target)`), for `interpreter`, cached under `where`; what
     `spec` names the caller has checked the base holds (gate/sources/trust.py `check_against_base`). Raises
-    GateFailure (exit 3) when the install fails, naming the requirement and with the installer's last lines."""
+    GateFailure (exit 3) when the install fails, naming the requirement and with the installer's last lines.
+    A build is a step of `progress`."""
     project = declarations.project_files(read) if spec.project else []
     files = key_files(spec, base_paths)
     settings = pip_config.settings(environ, sys.prefix)
@@ -55,14 +57,20 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     root = where / "envs" / key
     with cache.locked(where / "envs" / f"{key}.lock"):
         if (root / _DONE).is_file():
-            return _load(key, root, cached=True)
-        print(f"gate: {installer.describe()}", file=sys.stderr, flush=True)
-        started = time.perf_counter()
-        _build(spec, bool(project), export_base, interpreter, root, environ, installer)
-        built = _load(key, root, cached=False)
-        print(f"gate: the environment was built by {installer.name} in {time.perf_counter() - started:.1f} s "
-              f"({len(built.installed)} distributions)", file=sys.stderr, flush=True)
+            cached = _load(key, root, cached=True)
+            progress.say(f"gate: environment: {_packages(cached)}, cached")
+            return cached
+        with progress.step(f"environment: {_what(spec, bool(project)) or 'nothing declared'}") as step:
+            progress.say(installer.describe())
+            _build(spec, bool(project), export_base, interpreter, root, environ, installer)
+            built = _load(key, root, cached=False)
+            step.done(f"{_packages(built)} installed by {installer.name}")
     return built
+
+
+def _packages(built: BuiltEnvironment) -> str:
+    count = len(built.installed)
+    return f"{count} package{'s' * (count != 1)}"
 
 
 _DONE = "gate-installed.json"

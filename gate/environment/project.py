@@ -30,6 +30,7 @@ from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
 
 from gate.environment import BuildLayer, cache
+from gate.progress import QUIET, Progress
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
 from gate.subject import SourceFile, Subject
@@ -73,12 +74,25 @@ def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, ex
     return BuildLayer(where / "layers" / key, version)
 
 
-def built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
+def built(subject: Subject, sandbox: Sandbox, limits: Limits, progress: Progress = QUIET) -> Subject:
     """`subject` with its head's project built (and the base's, for the suite's baseline) in `sandbox`, each
     layer on the import path after the tree's roots; a build that fails leaves the tree's roots and says why
-    in the facts."""
+    in the facts. A layer not cached yet is a step of `progress`."""
     if subject.layers is None or subject.tree is None:
         return subject
+    new = [whose for whose, layer in zip(("the head's", "the base's"), subject.layers, strict=True)
+           if not (layer.path / _DONE).is_file()]
+    if not new:
+        return _built(subject, sandbox, limits)
+    with progress.step(f"build: {' and '.join(new)} project{'s' * (len(new) > 1)}, in the sandbox") as step:
+        ready = _built(subject, sandbox, limits)
+        failed = [note for key, note in ready.facts[len(subject.facts):] if key == "build"]
+        step.done("; ".join(failed) if failed else "built")
+    return ready
+
+
+def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
+    assert subject.layers is not None and subject.tree is not None
     head, base = subject.layers
     sites = subject.environment.site_packages if subject.environment else ()
     installed = (*sites, *(subject.suite.runner if subject.suite else ()))

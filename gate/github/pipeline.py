@@ -35,6 +35,7 @@ from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.override import OverrideCheck, find_override, gate_app, group_problem, overridden
 from gate.github.posting import Names, Poster, Target, explain_read, failed_report, report_for
+from gate.progress import QUIET, Progress
 from gate.sandbox import layers_found_ahead
 from gate.sources.base import ScoreInput
 from gate.sources.pullrequest import (
@@ -78,6 +79,7 @@ class Settings:
     comment: str  # a COMMENT_MODES value
     names: Names
     verdict_path: Path
+    progress: Progress = QUIET  # the job's log hears of each long step (`--quiet`: nothing)
 
 
 @dataclass(frozen=True)
@@ -170,7 +172,8 @@ def _gate(job: Job, settings: Settings, gated: GatedPR, scorer: Scorer, delivery
                                  neutral=decision.opted_out, notes=(*gating.labels.ignored, *((note,) if note else ())))
     with layers_found_ahead(), subject_from_pull_request(
             job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path,
-            api_url=job.connection.api_url, checkout_only=gated.group is not None) as found:
+            api_url=job.connection.api_url, checkout_only=gated.group is not None,
+            progress=settings.progress) as found:
         verdict = with_gating_notes(scorer(found), gating)
         if note:
             verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
@@ -201,21 +204,21 @@ def _override(job: Job, names: Names, gated: GatedPR, found: ScoreInput) -> Over
     return OverrideCheck(None, (*check.ignored, problem)) if problem else check
 
 
-def ci_verdict(found: ScoreInput) -> Verdict:
+def ci_verdict(found: ScoreInput, progress: Progress = QUIET, started: float | None = None) -> Verdict:
     """The verdict `gate ci` posts: `score` with the layers that keep the token, the network and the runner's files
     from the code (CI_LAYERS) required on top of the policy's, unless the policy says `allow_weaker_isolation`, which
     every verdict then reports. A missing layer is a GateFailure (exit 3) that says how to get it."""
     _need_checkout_for_cases(found)
     policy = found.policy
     if policy.allow_weaker_isolation:
-        verdict = score(found)
+        verdict = score(found, progress, started)
         off = [name for name, how in verdict.isolation if name in CI_LAYERS and how.startswith("off")]
         note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
                                  + (f"; off here: {', '.join(off)}" if off else ""))
         return replace(verdict, notes=(note, *verdict.notes))
     strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
     try:
-        return score(replace(found, policy=strict))
+        return score(replace(found, policy=strict), progress, started)
     except MissingLayers as missing:
         raise MissingLayers(missing.layers, ci_layers_fix([name for name, _ in missing.layers])) from None
 

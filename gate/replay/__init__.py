@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
+from typing import TYPE_CHECKING
 
 from gate.errors import GateError
+from gate.progress import Progress
 from gate.replay.history import HistoryChange, changes_of, gated, reverts
 from gate.replay.run import INTERRUPTED, Job, Scored, run_all
 from gate.replay.tables import Row, budgets, render, suggestion, to_json, verdict_word
@@ -35,16 +36,17 @@ class Report:
 
 
 def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, candidate_path: str | None,
-           bots_only: bool, jobs: int, progress: TextIO) -> Report:
+           bots_only: bool, jobs: int, progress: Progress) -> Report:
     """Score the last `last` changes of `branch` and report them; Ctrl-C ends the scoring and reports what was
-    done."""
+    done. `progress` hears of each change as it is scored, with a running count."""
     changes = changes_of(repo, branch, last)
     reverted = reverts(changes)
     rows = [_row(repo, change, candidate, reverted.get(change.commit)) for change in changes]
     wanted = [i for i, row in enumerate(rows) if row.gated is not False or not bots_only]
-    progress.write(f"gate replay: {len(wanted)} of the last {len(changes)} changes of {branch} to score"
-                   f"{' (the ones the policy gates)' if bots_only else ''}, {jobs} at a time\n")
+    progress.say(f"gate replay: {len(wanted)} of the last {len(changes)} changes of {branch} to score"
+                 f"{' (the ones the policy gates)' if bots_only else ''}, {jobs} at a time")
     finished = 0
+    count = progress.count("changes", len(wanted))
 
     def done(scored: Scored) -> None:
         nonlocal finished
@@ -56,12 +58,15 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
         if scored.candidate is not None:
             what += f"; candidate {verdict_word(scored.candidate)}, {scored.candidate.total} of " \
                     f"{scored.candidate.budget}"
-        progress.write(f"[{finished}/{len(wanted)}] {row.change.commit[:12]} {what}  {row.change.subject[:50]}\n")
-        progress.flush()
+        progress.say(f"[{finished}/{len(wanted)}] {row.change.commit[:12]} {what}  {row.change.subject[:50]}")
+        count.add()
 
     job = Job(str(repo.working_dir or repo.git_dir), str(Path(candidate_path).resolve()) if candidate_path else None,
               tuple((i, rows[i].change.base, rows[i].change.head) for i in wanted))
-    stopped = run_all(job, jobs, done) if wanted else ""
+    try:
+        stopped = run_all(job, jobs, done) if wanted else ""
+    finally:
+        count.close()
     complete = not stopped
     has_candidate = candidate is not None
     lines = budgets(rows, has_candidate)

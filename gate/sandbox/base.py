@@ -6,7 +6,7 @@ their own modules and are chosen by `gate.sandbox.open_sandbox`.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -68,6 +68,9 @@ class RunRequest:
     # mount namespace only (without one the run's uid owns its copy). For a suite, so that nothing the tests'
     # process writes there (a conftest.py, a pytest.ini) is what pytest reads next.
     read_only_tree: bool = False
+    # Called in the gate's process with each piece of the result channel as it arrives, before the run ends (a
+    # running count of what the program reports); what the run's result carries is the same either way.
+    on_result: Callable[[bytes], None] | None = None
 
 
 @dataclass(frozen=True)

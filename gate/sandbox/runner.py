@@ -401,6 +401,8 @@ class LayeredSandbox:
         if kind == "result":
             room = cap - len(live.result)
             live.result += data[:max(0, room)]
+            if live.request.on_result is not None and room > 0:
+                live.request.on_result(data[:room])
         else:
             room = cap - len(live.stdout) - len(live.stderr)
             (live.stdout if kind == "stdout" else live.stderr).extend(data[:max(0, room)])

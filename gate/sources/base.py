@@ -8,7 +8,8 @@ for both. What the engine and the reporters get from a source is a `ScoreInput`.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
 from gate.policy.model import Policy
@@ -64,6 +65,8 @@ class ScoreInput:
     # Places no run of the code under score may see: the repository's working tree and git directories (they
     # hold the hidden cases, and maybe a token in .git/config), a local hidden-cases file.
     private: tuple[str, ...] = ()
+    # When the source started (time.perf_counter()): the verdict's total time counts from there.
+    started: float = field(default_factory=time.perf_counter)
 
 
 def added_lines(patch: str) -> frozenset[int]:

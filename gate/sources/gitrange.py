@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import stat
+import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
@@ -31,6 +32,7 @@ from gate.environment.declarations import buildable
 from gate.environment.project import layer_for
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy
+from gate.progress import QUIET, Progress
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -96,25 +98,30 @@ class GitBase:
 
 @contextmanager
 def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy_path: str | None = None,
-                         repo_url: str | None = None, candidate: Policy | None = None) -> Iterator[ScoreInput]:
+                         repo_url: str | None = None, candidate: Policy | None = None,
+                         progress: Progress = QUIET) -> Iterator[ScoreInput]:
     """Build what is scored for the commits `base_sha..head_sha` of `repo`.
 
     The changes are those of the head since its merge base with the base (what a PR shows); what is trusted
     comes from `base_sha` (the policy too, unless a `candidate` takes its place: `gate replay --policy`).
     `repo_url` (`https://github.com/OWNER/REPO`) makes report locations links; by default it comes from the
     `origin` remote. The head's tree is exported only when there are cases to run against it, and removed
-    when the context exits.
+    when the context exits. `progress` hears of the environment's build.
     """
+    started = time.perf_counter()
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
-    with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url, candidate) as found:
+    with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url, candidate,
+                  progress, started) as found:
         yield found
 
 
 @contextmanager
 def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
-             repo_url: str | None, candidate: Policy | None = None) -> Iterator[ScoreInput]:
-    """`subject_from_commits` for commits already resolved, `fork` being their merge base."""
+             repo_url: str | None, candidate: Policy | None, progress: Progress, started: float
+             ) -> Iterator[ScoreInput]:
+    """`subject_from_commits` for commits already resolved, `fork` being their merge base; `started` when the
+    source began."""
     changes = git_changes(repo, fork, head)
     trusted = read_trusted(GitBase(base), changes, head.hexsha, policy_path=policy_path,
                            worktree=_worktree(repo), candidate=candidate)
@@ -133,7 +140,9 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
-        environment = _environment(repo, base, policy) if runs_code else None
+        building = time.perf_counter()
+        environment = _environment(repo, base, policy, progress) if runs_code else None
+        timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
                                      environment) if tree else (None, ())
         subject = Subject(
@@ -154,9 +163,10 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             scope_suites=scope_suites,
             base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
                           _import_roots(base, policy)) if tree else None,
+            timings=timings,
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
-        yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private)
+        yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private, started)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
@@ -166,9 +176,10 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
 
 @contextmanager
 def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str = "HEAD", *,
-                       policy_path: str | None = None) -> Iterator[ScoreInput]:
+                       policy_path: str | None = None, progress: Progress = QUIET) -> Iterator[ScoreInput]:
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
     commits, and record a dirty worktree as a fact (its uncommitted changes are not scored)."""
+    started = time.perf_counter()
     # GitPython ran `git version` when it was imported (quietly when there is no git: see gate/cli.py).
     if not git.GIT_OK:
         raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it")
@@ -184,7 +195,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
                        f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
                        "--head", key="--head")
-    with _subject(repo, base_commit, head_commit, fork, policy_path, None) as found:
+    with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started) as found:
         if _is_dirty(repo):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
                                 f"{head_commit.hexsha[:12]})")
@@ -361,7 +372,7 @@ def _refuse_shallow(repo: git.Repo, head: str, base: str) -> None:
                           "history: fetch-depth: 0 (actions/checkout), or `git fetch --unshallow`")
 
 
-def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvironment | None:
+def _environment(repo: git.Repo, base: git.Commit, policy: Policy, progress: Progress) -> BuiltEnvironment | None:
     """The repository's environment the policy asks for, built from the base commit (never the head)."""
     spec = policy.repository_environment
     if spec == Environment():  # the default: what the base declares, nothing when it declares nothing
@@ -376,7 +387,7 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy) -> BuiltEnvir
     # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
     environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": scm_version(repo, base), **os.environ}
     return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
-                                     run_interpreter(), cache_dir(os.environ), environ)
+                                     run_interpreter(), cache_dir(os.environ), environ, progress)
 
 
 def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None,

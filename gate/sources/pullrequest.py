@@ -22,6 +22,7 @@ import github
 from gate.errors import BadInput
 from gate.globs import compile_glob
 from gate.policy.model import Policy
+from gate.progress import QUIET, Progress
 from gate.sources.api import ApiBase, subject_from_api
 from gate.sources.base import BaseReader, ScoreInput
 from gate.sources.gitrange import GitBase, readable, subject_from_commits
@@ -150,7 +151,7 @@ def pr_subject(pr: PullRequest, api_url: str) -> Subject:
 @contextmanager
 def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspace: Path | None,
                               policy_path: str | None, api_url: str = "",
-                              checkout_only: bool = False) -> Iterator[ScoreInput]:
+                              checkout_only: bool = False, progress: Progress = QUIET) -> Iterator[ScoreInput]:
     """The PR's subject: from the checkout when it has both commits, else from the API (unless
     `checkout_only`: a merge group's commit is no PR's head, so the API's PR files are not its changes);
     either way what is trusted is read from the base by `trust.read_trusted`."""
@@ -162,7 +163,7 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
                        "`fetch-depth: 0`", key="GITHUB_WORKSPACE")
     if local is not None:
         with subject_from_commits(local, pr.base_sha, pr.head_sha, policy_path=policy_path,
-                                  repo_url=repo_url) as found:
+                                  repo_url=repo_url, progress=progress) as found:
             yield _as_pull_request(found, pr, "checkout")
         return
     found = subject_from_api(client, pr.repo, pr.number, pr.base_sha, pr.head_sha, policy_path=policy_path,

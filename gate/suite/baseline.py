@@ -23,6 +23,7 @@ from gate.environment import cache
 from gate.errors import GateFailure
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
+from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, confirm, control, gist, run_suite
@@ -44,19 +45,20 @@ class Outcomes:
     tampered: tuple[str, ...] = ()
 
 
-def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees) -> Outcomes:
+def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
+                 progress: Progress = QUIET) -> Outcomes:
     """Run `suite` (the trees of `policy.tests`) on the head, against the base's outcomes when the policy asks
     for a baseline, then the tests the head adds; raises GateFailure when the base's suite does not run in the
-    gate."""
+    gate. `progress` counts each run's tests."""
     assert policy.tests is not None
     head = _run(policy, subject, suite, suite.tree, subject.import_roots, "the head's tests")
-    base, outcomes = _base_and_head(sandbox, policy, subject, suite, head, cache.cache_dir(os.environ))
+    base, outcomes = _base_and_head(sandbox, policy, subject, suite, head, cache.cache_dir(os.environ), progress)
     outcomes = _again(sandbox, head, base, outcomes, time.monotonic() + policy.tests.timeout)
     deadline = time.monotonic() + policy.tests.timeout
     added = SuiteResult({})
     if suite.added and suite.added_tree is not None and not outcomes.tampered:
         added = run_suite(sandbox, replace(head, tree=suite.added_tree, args=suite.added,
-                                           what="the tests the change adds"), None, deadline)
+                                           what="the tests the change adds"), None, deadline, progress)
     return Outcomes(base, outcomes.tests, added.tests,
                     (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite,
                                                                        (*outcomes.suspects, *added.suspects))))
@@ -111,22 +113,22 @@ def _plugins(subject: Subject) -> tuple[str, ...]:
 
 
 def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
-                   where: Path) -> tuple[dict[str, str] | None, SuiteResult]:
+                   where: Path, progress: Progress) -> tuple[dict[str, str] | None, SuiteResult]:
     """(each base test's status on the base, or None without a baseline; each test's outcome on the head).
     A cached baseline gives the head run its tests, shared over the workers; without one (a new base, or a
     cache the gate does not trust) the base runs alongside the head, which runs what it collects, and each
     base test the head did not collect is an error there."""
     assert policy.tests is not None
     if policy.tests.baseline != "base":
-        return None, run_suite(sandbox, head, None, time.monotonic() + policy.tests.timeout)
+        return None, run_suite(sandbox, head, None, time.monotonic() + policy.tests.timeout, progress)
     stored = _stored(subject, suite, where)
     found = cache.read_json(stored)
     if isinstance(found, dict):
         base = {str(nodeid): str(status) for nodeid, status in found.items()}
-        return base, run_suite(sandbox, head, sorted(base), time.monotonic() + policy.tests.timeout)
+        return base, run_suite(sandbox, head, sorted(base), time.monotonic() + policy.tests.timeout, progress)
     with ThreadPoolExecutor(max_workers=2) as pool:
-        on_base = pool.submit(_baseline, sandbox, policy, subject, suite, stored)
-        on_head = pool.submit(run_suite, sandbox, head, None, time.monotonic() + policy.tests.timeout)
+        on_base = pool.submit(_baseline, sandbox, policy, subject, suite, stored, progress)
+        on_head = pool.submit(run_suite, sandbox, head, None, time.monotonic() + policy.tests.timeout, progress)
         base, whole = on_base.result(), on_head.result()
     return base, replace(whole, tests={nodeid: _collected(nodeid, whole.tests) for nodeid in base})
 
@@ -147,13 +149,13 @@ def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
     return where / "baselines" / f"{key}.json"
 
 
-def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, stored: Path
-              ) -> dict[str, str]:
+def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, stored: Path,
+              progress: Progress) -> dict[str, str]:
     """Each base test's status on the base itself, by running it, cached at `stored`. Raises GateFailure
     (exit 3) when the base's suite does not run in the gate (`refusal`); such a baseline is never cached."""
     assert policy.tests is not None and suite.base_tree is not None
     run = _run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests")
-    result = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout)
+    result = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout, progress)
     outcomes = result.tests
     problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
     if result.tampered:  # (never from an honest run: the harness writes every record in turn)

@@ -15,6 +15,7 @@ is evidence of tampering once the base's own suite runs it right (`control`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import secrets
 import time
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from gate.cases.programs import harness
+from gate.progress import QUIET, Count, Progress
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.suite import tripwire
 from gate.suite.tripwire import RunRecords, Suspect, Trip
@@ -93,16 +95,21 @@ def gist(detail: str) -> str:
     return f": {found[:200]}" if found else ""
 
 
-def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float) -> SuiteResult:
+def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float,
+              progress: Progress = QUIET) -> SuiteResult:
     """Every test's outcome, by node id, and what did not add up. With `select` (node ids), exactly those,
     shared over the workers by file; without, whatever pytest collects from `run.args`, in one process.
     `deadline` is a time.monotonic() instant. A run whose records do not add up ends its share of the suite
-    there: nothing it reported is a result."""
-    if select is None:
-        return _shard(sandbox, run, list(run.args), None, deadline)
-    shards = _shards(select, run.workers)
-    with ThreadPoolExecutor(max_workers=max(1, len(shards))) as pool:
-        parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline), shards))
+    there: nothing it reported is a result. `progress` counts the tests as their records arrive."""
+    count = progress.count(run.what, None if select is None else len(select))
+    try:
+        if select is None:
+            return _shard(sandbox, run, list(run.args), None, deadline, count=count)
+        shards = _shards(select, run.workers)
+        with ThreadPoolExecutor(max_workers=max(1, len(shards))) as pool:
+            parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline, count=count), shards))
+    finally:
+        count.close()
     return SuiteResult({nodeid: outcome for part in parts for nodeid, outcome in part.tests.items()},
                        tuple(line for part in parts for line in part.tampered),
                        tuple(suspect for part in parts for suspect in part.suspects),
@@ -125,7 +132,7 @@ def _files(ids: Sequence[str]) -> list[str]:
 
 
 def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float,
-           plan: Callable[[], tuple[Trip, ...]] = tripwire.plan) -> SuiteResult:
+           plan: Callable[[], tuple[Trip, ...]] = tripwire.plan, count: Count | None = None) -> SuiteResult:
     """Run one group to its end, again after each death, until every test has an outcome, time is up, or a
     run's records do not add up. Each run's tripwires are a new `plan`."""
     found: dict[str, TestOutcome] = {}
@@ -151,7 +158,7 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
         runs += 1
         files = args if pending is None else _files(pending)
         trips = plan() if run.tripwires else ()
-        ran, records = _run_once(sandbox, run, files, pending, left, trips)
+        ran, records = _run_once(sandbox, run, files, pending, left, trips, count)
         label = f"{run.what}, run {runs} ({listing(files, ', ', 2)})"
         checked = tripwire.read(records, trips, pending, label)
         suspects += checked.suspects
@@ -208,14 +215,15 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> li
 
 
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
-              trips: Sequence[Trip]) -> tuple[RunResult, list[dict[str, Any]]]:
+              trips: Sequence[Trip], count: Count | None = None) -> tuple[RunResult, list[dict[str, Any]]]:
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
                "key": key, "tripwires": [trip.request() for trip in trips]}
     result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite", _HARNESS), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
-                                    python_path=run.python_path, read_only_tree=True))
+                                    python_path=run.python_path, read_only_tree=True,
+                                    on_result=_Tally(key, count) if count is not None else None))
     records = []
     for line in (result.result or b"").decode("utf-8", "replace").splitlines():
         try:
@@ -225,6 +233,41 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
         if isinstance(record, dict) and record.get("key") == key:
             records.append(record)
     return result, records
+
+
+# The longest line a test's record can be (its report, its traceback's entries), with room to spare.
+_RECORD_BYTES = 256 * 1024
+
+
+class _Tally:
+    """Counts a run's tests as their records arrive on its channel (`RunRequest.on_result`): a line that starts
+    as the harness writes a test's outcome (`{"test": `) and carries the run's key is one more test; the first
+    list of the tests collected gives a total the count did not know. Only a count: the records themselves are
+    read and checked once the run is over (`tripwire.read`)."""
+
+    def __init__(self, key: str, count: Count) -> None:
+        self._key = f'"key": "{key}"'.encode()
+        self._count = count
+        self._rest = b""
+        self._skipping = False  # the rest of a line longer than any record the harness writes
+
+    def __call__(self, data: bytes) -> None:
+        if self._skipping:
+            end = data.find(b"\n")
+            if end < 0:
+                return
+            data, self._skipping = data[end + 1:], False
+        *lines, rest = (self._rest + data).split(b"\n")
+        self._skipping = len(rest) > _RECORD_BYTES
+        self._rest = b"" if self._skipping else rest
+        for line in lines:
+            if self._key not in line:
+                continue
+            if line.startswith(b'{"test": '):
+                self._count.add()
+            elif line.startswith(b'{"collected": ') and self._count.total is None:
+                with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
+                    self._count.expect(len(json.loads(line)["collected"]))
 
 
 def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, str]) -> bool:
