@@ -30,8 +30,10 @@ def test_seed_demo_is_accepted_after_running_its_case(capsys: pytest.CaptureFixt
     out = capsys.readouterr().out
     assert code == 0
     assert out.startswith("ACCEPTED  total 0 / budget 3")
-    assert "five plus seven" in out
+    assert "1 case: 1 passed" in out  # (the short report: each case by its name with --verbose)
     assert "policy: default preset" in out
+    assert main(["score", str(SUM / "reply.md"), "--task", str(SUM / "task.yml"), "--verbose"]) == 0
+    assert "five plus seven: passed" in capsys.readouterr().out
 
 
 def test_json_to_stdout_replaces_the_table(capsys: pytest.CaptureFixture[str]) -> None:

@@ -47,7 +47,7 @@ def test_json_verdict_validates_against_its_schema_and_round_trips() -> None:
 
 
 def test_terminal_report_fits_80_columns_without_colour_when_not_a_tty() -> None:
-    text = render_terminal(_busy_verdict(), color=False)
+    text = render_terminal(_busy_verdict(), color=False, verbose=True)
     assert not ANSI.search(text)
     assert max(len(line) for line in text.splitlines()) <= 80
     lines = text.splitlines()
@@ -60,11 +60,44 @@ def test_terminal_report_fits_80_columns_without_colour_when_not_a_tty() -> None
 
 
 def test_terminal_report_lists_checks_penalties_skips_and_isolation() -> None:
-    text = render_terminal(score_reply(fenced("def broken(:\n")), color=False)
+    text = render_terminal(score_reply(fenced("def broken(:\n")), color=False, verbose=True)
     assert re.search(r"parse\s+failed\s+5", text)
     assert re.search(r"imports\s+skipped\s+-\s+parse failed", text)
     assert "solution.py:1" in text
     assert "Isolation" in text and "code execution: off: not run" in text
+
+
+def test_short_report_is_what_cost_points_what_needs_a_human_and_a_summary_line() -> None:
+    text = render_terminal(_busy_verdict(), color=False)
+    lines = text.splitlines()
+    assert lines[0].startswith("BLOCKED  total 6 / budget 3")
+    assert "Penalties" in text and "imports +3" in text and "claims +3" in text and "smoke +2" in text
+    assert "Needs a human" in text and "edits .github/gate.yml" in text
+    # The rest, in one line and a pointer to --verbose: no check table, case list, note, layer or fact.
+    assert lines[-3].startswith("4 checks: 2 passed, 2 failed · 2 cases: 1 passed, 1 failed · 1 note · no code")
+    assert lines[-1].startswith("--verbose for every check")
+    for left_out in ("check            status", "Cases", "hidden case 1", "Notes", "Isolation", "Facts",
+                     "Reproduce", "x" * 50):
+        assert left_out not in text, left_out
+
+
+def test_a_failing_tests_traceback_is_under_its_penalty_and_passing_tests_only_counted() -> None:
+    traceback = "\n".join([f"frame {n}" for n in range(20)] + ["E   AssertionError: assert 1 == 2"])
+    tests = tuple(CaseReport(n, f"tests/test_a.py::test_{n}", "pytest", False, "passed") for n in range(1, 300))
+    verdict = Verdict(**{**score_reply(DEMO_REPLY).__dict__,
+                         "penalties": (Penalty("tests", 4, "tests/test_a.py::test_0 failed at tests/test_a.py:3",
+                                               (Location("tests/test_a.py", 3),), case=0),),
+                         "cases": (CaseReport(0, "tests/test_a.py::test_0", "pytest", False, "failed", traceback),
+                                   *tests),
+                         "isolation": (("pytest", "in-process, weaker isolation"), ("seccomp", "on"))})
+    text = render_terminal(verdict, color=False)
+    assert "      E   AssertionError: assert 1 == 2" in text and "      frame 19" in text
+    assert "[... 9 lines above: --verbose]" in text and "frame 7\n" not in text  # its end, where it failed
+    assert "test_1" not in text and "300 tests: 299 passed, 1 failed" in text
+    assert "isolation weaker: pytest" in text
+    assert len(text.splitlines()) < 30
+    verbose = render_terminal(verdict, color=False, verbose=True)
+    assert "tests/test_a.py::test_299: passed" in verbose and "frame 0" in verbose
 
 
 def test_colour_only_when_asked() -> None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from gate.engine import score
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
-from gate.report.terminal import add_color_option, render_terminal, use_color
+from gate.progress import add_quiet_option, progress_for
+from gate.report.terminal import add_color_option, add_verbose_option, render_terminal, use_color
 from gate.sandbox import layers_found_ahead
 from gate.sources.gitrange import DEFAULT_BRANCHES, subject_from_range
 
@@ -35,13 +37,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="print GitHub workflow commands (::error file=...,line=...::) for what cost "
                              "points")
     add_color_option(parser)
+    add_verbose_option(parser)
+    add_quiet_option(parser)
     parser.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     """Score the range, write what was asked for, and return the exit code."""
-    with layers_found_ahead(), subject_from_range(args.repo, args.base, args.head, policy_path=args.policy) as found:
-        verdict = score(found)
+    progress = progress_for(sys.stderr, os.environ, args.quiet)
+    with layers_found_ahead(), subject_from_range(args.repo, args.base, args.head, policy_path=args.policy,
+                                                  progress=progress) as found:
+        verdict = score(found, progress, args.started)
         overrides = found.overrides
     # The Markdown reporters and the annotations are imported only when asked for (start-up time).
     if args.comment:
@@ -63,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
 
         for line in workflow_commands(verdict):
             print(line, file=human)
-    human.write(render_terminal(verdict, use_color(human, args.color)))
+    human.write(render_terminal(verdict, use_color(human, args.color), args.verbose))
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 

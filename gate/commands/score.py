@@ -9,7 +9,7 @@ from typing import Any
 
 from gate.engine import run_sandboxed
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
-from gate.report.terminal import add_color_option, render_terminal, use_color
+from gate.report.terminal import add_color_option, add_verbose_option, render_terminal, use_color
 from gate.sources.reply import reply_input
 from gate.verdict import Verdict
 
@@ -27,6 +27,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--json", metavar="FILE",
                         help="also write the verdict as JSON to FILE; '-' writes it to stdout instead of the table")
     add_color_option(parser)
+    add_verbose_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -34,11 +35,11 @@ def run(args: argparse.Namespace) -> int:
     """Score the reply, print the report, write the JSON; the exit code says accepted (0) or blocked (1)."""
     found = reply_input(args.reply, args.task, args.policy)
     verdict = run_sandboxed(found.subject, found.policy, reproduce=found.reproduce, hide=found.private)
-    _emit(verdict, args.json, args.color)
+    _emit(verdict, args.json, args.color, args.verbose)
     return EXIT_ACCEPTED if verdict.accepted else EXIT_BLOCKED
 
 
-def _emit(verdict: Verdict, json_target: str | None, color: str) -> None:
+def _emit(verdict: Verdict, json_target: str | None, color: str, verbose: bool) -> None:
     if json_target == "-":
         sys.stdout.write(verdict.to_json() + "\n")
         return
@@ -48,4 +49,4 @@ def _emit(verdict: Verdict, json_target: str | None, color: str) -> None:
             Path(json_target).write_text(verdict.to_json() + "\n", encoding="utf-8")
         except OSError as exc:
             raise BadInput(f"cannot write the JSON verdict: {exc.strerror}", file=json_target) from None
-    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout, color)))
+    sys.stdout.write(render_terminal(verdict, use_color(sys.stdout, color), verbose))

@@ -50,7 +50,7 @@ class Delivery:
 def deliver(delivery: Delivery, verdict: Verdict, report: Report, overrides: Overrides | None = None) -> int:
     """Write the artifact, summary, outputs and log; publish; return the exit code."""
     written = _write_artifact(delivery, verdict)
-    print(render_terminal(verdict, color=False))
+    print(render_terminal(verdict, color=False, more="the job summary has the whole report"))
     append_summary(delivery.environ, render_summary(verdict, overrides))
     set_outputs(delivery.environ, {"accepted": str(verdict.accepted).lower(), "total": str(verdict.total),
                                    "budget": str(verdict.budget), "verdict": str(delivery.verdict_path),

@@ -1,4 +1,7 @@
-"""The verdict as a table for a terminal: status line first, then checks, penalties, notes and isolation.
+"""The verdict as text for a terminal. Short by default: the status line, what cost points (a failing test's
+traceback under its penalty), what needs a human, and a line that sums up the rest (the checks, cases and
+tests, the notes, the isolation, the time). With `verbose`, everything: every check, case and test, the notes,
+each isolation layer, the facts and the command that reproduces the verdict.
 
 Everything fits 80 columns (long messages wrap); colour is used only when asked for, which the caller decides
 from `--color`, NO_COLOR, FORCE_COLOR and whether the stream is a TTY (`use_color`).
@@ -10,13 +13,13 @@ import argparse
 import os
 import re
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from functools import cache
 from typing import IO, TYPE_CHECKING
 
-from gate.report.context import UNTESTED
+from gate.report.context import TEST_KIND, UNTESTED, weaker
 from gate.report.markdown import visible
-from gate.verdict import Verdict, listing, within_budget
+from gate.verdict import Penalty, Verdict, listing, within_budget
 
 if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered
     import jinja2
@@ -65,11 +68,29 @@ def use_color(stream: IO[str], mode: str = "auto") -> bool:
     return bool(os.environ.get("FORCE_COLOR")) or stream.isatty()
 
 
-def render_terminal(verdict: Verdict, color: bool) -> str:
-    """The verdict as text for a terminal, at most 80 columns wide."""
+def add_verbose_option(parser: argparse.ArgumentParser) -> None:
+    """`-v/--verbose`, for a command that prints the terminal report."""
+    parser.add_argument("-v", "--verbose", action="store_true",
+                        help="the whole report: every check, case and test, the notes, each isolation layer, the "
+                             "facts (by default: what cost points, what needs a human, and a summary line)")
+
+
+# Where the short report's reader finds the rest.
+MORE = "--verbose for every check, case and test, the notes, the isolation and the facts"
+
+
+def render_terminal(verdict: Verdict, color: bool, verbose: bool = False, more: str = MORE) -> str:
+    """The verdict as text for a terminal, at most 80 columns wide: short, ending with where `more` is, or
+    everything with `verbose`."""
     paint = _painter(color)
+    tests = {c.index: c.detail for c in verdict.cases if c.kind == TEST_KIND and not verbose}
+    details: dict[int | None, list[str]] = {p.case: _traceback(tests[p.case]) for p in verdict.penalties
+                                            if p.case is not None and p.case in tests}
     rendered = _environment().get_template("terminal.txt.j2").render(
         v=verdict,
+        verbose=verbose,
+        summary=_wrap(summary(verdict), 0),
+        more=_wrap(more, 0),
         paint=paint,
         status_word=_status_word(verdict),
         status_style=("warn" if verdict.untested else "good") if verdict.accepted else "bad",
@@ -82,7 +103,9 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
         penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
                     "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
-                    if p.locations else []} for p in verdict.penalties],
+                    if p.locations and not _names_all(p) else [],
+                    "detail": [line for text in details.get(p.case, []) for line in _wrap(text, 6)]}
+                   for p in verdict.penalties],
         cases=[{"text": _wrap(f"{f'hidden case {c.index}' if c.hidden else f'#{c.index} {c.name}'}: {c.status}"
                               + (f" - {c.detail}" if c.detail else ""), 2),
                 "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
@@ -95,6 +118,52 @@ def render_terminal(verdict: Verdict, color: bool) -> str:
         reproduce=_wrap(verdict.reproduce, 2) if verdict.reproduce else [],
     )
     return _WORKFLOW_COMMAND.sub(r"\1\\\2", rendered)
+
+
+# Lines of a failing test's traceback the short report shows under its penalty (its end: where it failed).
+_TRACEBACK_LINES = 12
+
+
+def _traceback(detail: str) -> list[str]:
+    lines = [line for line in detail.strip().splitlines() if line.strip()]
+    if len(lines) <= _TRACEBACK_LINES:
+        return lines
+    return [f"[... {len(lines) - _TRACEBACK_LINES} lines above: --verbose]", *lines[-_TRACEBACK_LINES:]]
+
+
+def _names_all(penalty: Penalty) -> bool:
+    """Whether the penalty's message already names each of its places (a test's line, the changed lines)."""
+    return all(str(location) in penalty.message for location in penalty.locations)
+
+
+def summary(verdict: Verdict) -> str:
+    """What the short report leaves out, in one line: the checks, the cases and the tests by outcome, the
+    notes, how the code was isolated, how long it took."""
+    parts = [_counted("check", [c.status for c in verdict.checks])]
+    cases = [c.status for c in verdict.cases if c.kind != TEST_KIND]
+    tests = [c.status for c in verdict.cases if c.kind == TEST_KIND]
+    parts += [_counted("case", cases)] if cases else []
+    parts += [_counted("test", tests)] if tests else []
+    parts += [f"{len(verdict.notes)} note{'s' * (len(verdict.notes) != 1)}"] if verdict.notes else []
+    weak = [layer for layer, how in verdict.isolation if weaker(how)]
+    if verdict.isolation and all(how.startswith("off: not run") for _, how in verdict.isolation):
+        parts.append("no code ran")
+    elif verdict.isolation:
+        parts.append(f"isolation weaker: {', '.join(weak)}" if weak else "every isolation layer on")
+    total = dict(verdict.timings).get("total")
+    if total is not None:
+        parts.append(f"{total:.1f} s")
+    return " · ".join(parts)
+
+
+# The order a summary counts outcomes in.
+_OUTCOMES = ("passed", "failed", "error", "timeout", "not run", "skipped")
+
+
+def _counted(what: str, statuses: Sequence[str]) -> str:
+    counts = {status: statuses.count(status) for status in sorted(set(statuses), key=_OUTCOMES.index)}
+    said = ", ".join(f"{count} {status}" for status, count in counts.items())
+    return f"{len(statuses)} {what}{'s' * (len(statuses) != 1)}" + (f": {said}" if said else "")
 
 
 def _status_word(verdict: Verdict) -> str:
