@@ -174,4 +174,5 @@ def wheel_of_installed(folder: Path, name: str) -> Path:
         if origin.is_file():
             files[file.as_posix()] = origin.read_text(encoding="utf-8", errors="surrogateescape")
     requires = tuple(r for r in dist.requires or () if "extra ==" not in r)
-    return write_wheel(folder, dist.metadata["Name"], files, requires, dist.version)
+    return write_wheel(folder, dist.metadata["Name"], files, requires, dist.version,
+                       dist.read_text("entry_points.txt") or "")

@@ -76,6 +76,7 @@ def _resolve(policy: Policy, root: Path) -> None:
     gate/sources/trust.py), else the first case whose function or module it lacks."""
     from gate.cases.hidden import load_hidden
     from gate.cases.resolve import unresolved
+    from gate.environment import packages
     from gate.sources.trust import check_against_base
 
     def read(path: str) -> str | None:
@@ -85,7 +86,8 @@ def _resolve(policy: Policy, root: Path) -> None:
     check_against_base(policy, read, lambda path: (root / path).exists())
     spec = policy.repository_environment
     source = policy.source  # the file it was read from: gate.yml or gate.yaml
-    roots = ("", *(spec.import_roots((root / "src").is_dir()) if spec is not None else ()))
+    mapped = tuple(folder for folder in packages.import_roots(packages.package_dirs(read)) if (root / folder).is_dir())
+    roots = ("", *(spec.import_roots((root / "src").is_dir(), mapped) if spec is not None else ()))
     found = unresolved(policy.cases, read, roots)
     for index, scope in enumerate(policy.scopes):
         found += unresolved(scope.cases or (), read, roots, f"scopes[{index}].cases")

@@ -44,8 +44,10 @@ class BuiltEnvironment:
 
 @dataclass(frozen=True)
 class BuildLayer:
-    """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), and the
-    version git gives it."""
+    """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), the
+    version git gives it, and where the commit keeps its packages (its build's `package_dir`, name -> folder:
+    gate/environment/packages.py)."""
 
     path: Path
     version: str
+    packages: tuple[tuple[str, str], ...] = ()

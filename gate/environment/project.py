@@ -22,14 +22,15 @@ import functools
 import json
 import os
 import shutil
+import stat
 import tempfile
 import zipfile
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
 
-from gate.environment import BuildLayer, cache
+from gate.environment import BuildLayer, cache, packages
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
@@ -44,7 +45,7 @@ _TAIL_BYTES = 64 * 1024  # of each stream, read for them
 _BLOCK = 4096  # what the smallest file costs of the disk
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 3
+_RULES = 4
 
 _BUILD = b'''\
 import importlib, os, sys, tempfile, tomllib
@@ -65,13 +66,14 @@ with open(os.path.join(out, name), "rb") as wheel, os.fdopen(int(os.environ["GAT
 '''
 
 
-def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None
-              ) -> BuildLayer:
+def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None,
+              mapping: Mapping[str, str] | None = None) -> BuildLayer:
     """The layer of the commit whose tree is `tree_sha`, exported as `export` (JSON data: what the export left
-    out) and built in the environment `environment_key`."""
+    out) and built in the environment `environment_key`; `mapping` is where the tree keeps its packages (its
+    build's `package_dir`, gate/environment/packages.py)."""
     key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES,
                         "export": export})
-    return BuildLayer(where / "layers" / key, version)
+    return BuildLayer(where / "layers" / key, version, tuple(sorted((mapping or {}).items())))
 
 
 def built(subject: Subject, sandbox: Sandbox, limits: Limits, progress: Progress = QUIET) -> Subject:
@@ -105,7 +107,8 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         notes.append(("build", f"head: {failed}"))
     else:
         roots = _relative(subject.import_roots)
-        written = _not_the_trees(head.path, tree, roots)  # (before the overlay adds the build's files to it)
+        # (before the overlay adds the build's files to it)
+        written = _not_the_trees(head.path, tree, roots, dict(head.packages))
         for where in (tree, *(t for s in suites for t in (s.tree, s.added_tree) if t is not None)):
             overlay(head.path, where, tests, roots)
         generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
@@ -165,25 +168,53 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] 
     return copied
 
 
-def _not_the_trees(layer: Path, tree: Path, roots: Sequence[str]) -> dict[str, Path]:
+def _not_the_trees(layer: Path, tree: Path, roots: Sequence[str], mapping: Mapping[str, str]) -> dict[str, Path]:
     """The layer's files that are not the tree's own (the same bytes at the same place under the top or a
-    root `roots`): what the build wrote, which a run may import (from the layer, or as `overlay` copies it), by
-    their path in the tree when a root holds their package, else in the layer; its metadata left out."""
+    root `roots`, or where the build's `package_dir` `mapping` keeps it): what the build wrote, which a run may
+    import (from the layer, or as `overlay` copies it), by their path in the tree when a root or the mapping
+    holds their package, else in the layer; its metadata left out."""
     found = {}
+    homes = list(dict.fromkeys(("", *roots)))
     for parent, _, files in os.walk(layer):
         for name in files:
             source = Path(parent, name)
             relative = source.relative_to(layer)
             if relative.parts[0].endswith(".dist-info") or relative.as_posix() == _DONE:
                 continue
-            homes = list(dict.fromkeys(("", *roots)))
-            if any((tree / root / relative).is_file() and (tree / root / relative).read_bytes() == source.read_bytes()
-                   for root in homes):
+            mapped = packages.tree_path(relative.parts, mapping)
+            places = dict.fromkeys((*(PurePath(root, relative) for root in homes), PurePath(mapped)))
+            if any(_regular(tree / place) and (tree / place).read_bytes() == source.read_bytes() for place in places):
                 continue
             home = next((root for root in homes
                          if len(relative.parts) > 1 and (tree / root / relative.parts[0]).is_dir()), None)
-            found[(relative if home is None else PurePath(home, relative)).as_posix()] = source
+            if home is not None:
+                found[PurePath(home, relative).as_posix()] = source
+            else:
+                found[mapped if (tree / mapped).parent.is_dir() else relative.as_posix()] = source
     return found
+
+
+def _tree_wins(layer: Path, tree: Path, mapping: Mapping[str, str]) -> None:
+    """Give each file of the layer that the tree has where its build's `package_dir` `mapping` keeps it (a
+    regular file) the tree's bytes: what is merged is the tree, whatever the build did to a file on its way
+    into the wheel, also for a package the runs import from the layer (one kept under another folder name,
+    `{"pkg": "source"}`)."""
+    for parent, _, files in os.walk(layer):
+        for name in files:
+            relative = Path(parent, name).relative_to(layer)
+            if relative.parts[0].endswith(".dist-info") or relative.as_posix() == _DONE:
+                continue
+            origin = tree / packages.tree_path(relative.parts, mapping)
+            if _regular(origin):
+                Path(parent, name).write_bytes(origin.read_bytes())
+
+
+def _regular(path: Path) -> bool:
+    """Whether `path` is a regular file reached through no symbolic link of the tree's."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode) and os.path.realpath(path) == os.path.abspath(path)
+    except OSError:
+        return False
 
 
 def _under(path: str, tests: Sequence[str]) -> bool:
@@ -246,6 +277,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         else:
             try:
                 _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed))
+                _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
         if not result.killed_reason:  # a build the sandbox stopped (time, memory) may pass on a quieter machine

@@ -289,10 +289,11 @@ class Environment:
     dependency_changes: Literal["block", "note"] = key("block", "a change to the dependency declarations: block "
                                                        "for a human (default) or only note it")
 
-    def import_roots(self, src_layout: bool) -> tuple[str, ...]:
-        """A tree's own import roots, first on the path: `src` when the tree has a src/ layout, then
+    def import_roots(self, src_layout: bool, mapped: tuple[str, ...] = ()) -> tuple[str, ...]:
+        """A tree's own import roots, first on the path: `src` when the tree has a src/ layout, the folders its
+        build's `package_dir` maps its packages into (`mapped`: gate/environment/packages.py), then
         `python_path`."""
-        return tuple(dict.fromkeys((*(("src",) if src_layout else ()), *self.python_path)))
+        return tuple(dict.fromkeys((*(("src",) if src_layout else ()), *mapped, *self.python_path)))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import git
 from packaging.version import InvalidVersion, Version
 
-from gate.environment import BuildLayer, BuiltEnvironment
+from gate.environment import BuildLayer, BuiltEnvironment, packages
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
 from gate.environment.project import layer_for
@@ -144,7 +144,7 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         environment = _environment(repo, base, policy, progress) if runs_code else None
         timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
-                                     environment) if tree else (None, ())
+                                     environment, _import_roots(head, policy)) if tree else (None, ())
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -399,8 +399,10 @@ def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: Bui
     if environment is None or not buildable(GitBase(head).read):
         return None
     export = {"withheld": sorted(withheld), "bytes": max_bytes}
-    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head), export),
-            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base), export))
+    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head), export,
+                      packages.package_dirs(GitBase(head).read)),
+            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base), export,
+                      packages.package_dirs(GitBase(base).read)))
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:
@@ -481,16 +483,21 @@ def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden
 
 
 def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
-    """A tree's own import roots, first on the path: `src` when it has a src/ layout, then
-    `environment.python_path`."""
+    """A tree's own import roots, first on the path: `src` when it has a src/ layout, the folders its build's
+    `package_dir` maps its packages into, then `environment.python_path`."""
     spec = policy.repository_environment
     if spec is None:
         return ()
+    mapped = tuple(root for root in packages.import_roots(packages.package_dirs(GitBase(commit).read))
+                   if _is_folder(commit, root))
+    return spec.import_roots(_is_folder(commit, "src"), mapped)
+
+
+def _is_folder(commit: git.Commit, path: str) -> bool:
     try:
-        src = isinstance(commit.tree / "src", git.Tree)
+        return isinstance(commit.tree / path, git.Tree)
     except KeyError:
-        src = False
-    return spec.import_roots(src)
+        return False
 
 
 def _suite_base(base: git.Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:

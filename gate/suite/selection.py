@@ -61,29 +61,34 @@ class SuiteBase:
 
 
 def suites(base: SuiteBase, changes: Sequence[Change], policy: Policy, head_tree: Path, withheld: frozenset[str],
-           environment: BuiltEnvironment | None) -> tuple[SuiteTrees | None, tuple[tuple[str, SuiteTrees], ...]]:
+           environment: BuiltEnvironment | None, head_roots: Sequence[str] = ()
+           ) -> tuple[SuiteTrees | None, tuple[tuple[str, SuiteTrees], ...]]:
     """The trees of the policy's suite (`tests:`) and of each scope's own, by scope name, in folders named
     `HEAD_TREE-suite` and `HEAD_TREE-suite-N` next to the head's export `head_tree` (the caller removes
-    them with it). `withheld` are the paths the head's export leaves out (the hidden cases)."""
-    suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, environment, "suite", "tests") \
-        if policy.tests else None
+    them with it). `withheld` are the paths the head's export leaves out (the hidden cases); `head_roots` the
+    head's own import roots (the base's are `base.roots`)."""
+    roots = tuple(dict.fromkeys(("", "src", *(policy.repository_environment or Environment()).python_path,
+                                 *base.roots, *head_roots)))
+    suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, environment, "suite", "tests",
+                   roots) if policy.tests else None
     scope_suites = tuple(
         (scope.name, _trees(base, changes, policy, scope.tests, head_tree, withheld, environment,
-                            f"suite-{index}", f"scopes[{index}].tests"))
+                            f"suite-{index}", f"scopes[{index}].tests", roots))
         for index, scope in enumerate(policy.scopes) if scope.tests)
     return suite, scope_suites
 
 
 def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
-           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str) -> SuiteTrees:
+           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str,
+           roots: Sequence[str]) -> SuiteTrees:
     """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
     base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
     `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
-    the baseline. `key` is where the policy names the suite, for errors."""
+    the baseline. `key` is where the policy names the suite, for errors; `roots` every import root of the
+    base's tree and the head's (a module named like the framework there is the base's)."""
     from gate.environment import build as environment_build  # (importlib.metadata and more: only with a suite)
 
     paths = spec.paths
-    roots = ("", "src", *(policy.repository_environment or Environment()).python_path)
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
     shutil.copytree(head_tree, tree, symlinks=True)
