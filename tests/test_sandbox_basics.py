@@ -148,30 +148,60 @@ def test_only_the_runs_descriptors_are_open(sandbox: Sandbox) -> None:
     assert set(open_fds) - {0, 1, 2, 3} <= {max(open_fds)}  # the listing's own descriptor
 
 
-def test_warm_files_run_and_import_as_usual(sandbox: Sandbox) -> None:
+def test_a_harness_runs_and_imports_as_usual(sandbox: Sandbox) -> None:
     main = b"import helper, sys\nprint(helper.twice(21), __name__, sys.argv[1:])\nraise SystemExit(3)\n"
-    files = {"main.py": main, "helper.py": b"def twice(n):\n    return 2 * n\n"}
-    warm = ("main.py", "helper.py")
-    for _ in range(3):  # the first run compiles them in the zygote, the next ones reuse the code
-        result = sandbox.run(RunRequest(script="main.py", args=("x",), files=files, warm=warm, limits=LIMITS))
-        assert (result.stdout, result.exit_code) == (b"42 __main__ ['x']\n", 3)
-    changed = {**files, "helper.py": b"def twice(n):\n    return -n\n"}
-    result = sandbox.run(RunRequest(script="main.py", args=("x",), files=changed, warm=warm, limits=LIMITS))
+    harness = {"main.py": main, "helper.py": b"def twice(n):\n    return 2 * n\n"}
+    for warm in ((), ("helper.py",)):
+        for _ in range(3):  # the first run compiles them in the zygote, the next ones reuse the code
+            result = sandbox.run(RunRequest(script="main.py", args=("x",), harness=harness, warm=warm, limits=LIMITS))
+            assert (result.stdout, result.exit_code) == (b"42 __main__ ['x']\n", 3), result.stderr
+    changed = {**harness, "helper.py": b"def twice(n):\n    return -n\n"}
+    result = sandbox.run(RunRequest(script="main.py", args=("x",), harness=changed, warm=("helper.py",),
+                                    limits=LIMITS))
     assert result.stdout == b"-21 __main__ ['x']\n"
     failing = {"main.py": b"import helper\n", "helper.py": b"1 / 0\n"}
-    request = RunRequest(script="main.py", files=failing, warm=("helper.py",), limits=LIMITS)
+    request = RunRequest(script="main.py", harness=failing, warm=("helper.py",), limits=LIMITS)
     stderr = sandbox.run(request).stderr
     assert b'helper.py", line 1' in stderr
     assert b"ZeroDivisionError" in stderr
 
 
+def test_a_harness_starts_on_the_standard_library_and_takes_the_trees_path_when_it_says(
+        sandbox: Sandbox, tmp_path: Path) -> None:
+    """No file of the tree or of the working directory is what a harness imports (a module named like the
+    standard library's, like one of the harness's own, a package of that name, bytecode), until it takes the
+    tree's path; then the tree's modules are found as `python main.py` would find them, `src` first."""
+    from gate.sandbox import child
+    from gate.sandbox import tree as tree_module
+
+    assert tree_module.TREE_PATH_ENV == child.TREE_PATH_ENV
+    tree = tmp_path / "tree"
+    for path, text in {"tempfile.py": "raise SystemExit(7)\n", "helper.py": "raise SystemExit(8)\n",
+                       "src/helper/__init__.py": "raise SystemExit(9)\n", "shlex/__init__.py": "raise SystemExit(10)\n",
+                       "src/calc.py": "WHERE = 'src'\n", "calc.py": "WHERE = 'top'\n",
+                       "lib.py": "WHERE = 'top'\n"}.items():
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text(text)
+    main = (b"import json, os, sys, tempfile, shlex, helper\n"
+            b"before = [p for p in sys.path if p.startswith(os.getcwd())]\n"
+            b"sys.path[:] = json.loads(os.environ['GATE_TREE_PATH'])\n"
+            b"import calc, lib\n"
+            b"print(helper.NAME, tempfile.__name__, bool(shlex.split), before, calc.WHERE, lib.WHERE)\n")
+    harness = {"main.py": main, "helper.py": b"NAME = 'the gate helper'\n"}
+    for warm in ((), ("helper.py",)):
+        result = sandbox.run(RunRequest(script="main.py", harness=harness, warm=warm, tree=tree,
+                                        files={"helper.py": b"raise SystemExit(11)\n"}, python_path=("src",),
+                                        limits=LIMITS))
+        assert result.stdout == b"the gate helper tempfile True [] src top\n", result.stderr
+
+
 def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandbox: Sandbox) -> None:
     # A zygote imports a warm module once, before forking its runs (so its top level must not depend on the
     # run); a fresh interpreter imports it in each run.
-    files = {"main.py": b"import os, stamp\nprint(stamp.PID == os.getpid(), stamp.PID)\n",
-             "stamp.py": b"import os\nPID = os.getpid()\n"}
-    warm = ("main.py", "stamp.py")
-    first, second = (sandbox.run(RunRequest(script="main.py", files=files, warm=warm, limits=LIMITS)).stdout
+    harness = {"main.py": b"import os, stamp\nprint(stamp.PID == os.getpid(), stamp.PID)\n",
+               "stamp.py": b"import os\nPID = os.getpid()\n"}
+    warm = ("stamp.py",)
+    first, second = (sandbox.run(RunRequest(script="main.py", harness=harness, warm=warm, limits=LIMITS)).stdout
                      for _ in range(2))
     if sandbox.isolation["zygote"].startswith("on"):
         assert first.startswith(b"False ") and first == second
@@ -180,9 +210,10 @@ def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandb
     # A run that does not name it warm imports its own file of that name, not the zygote's module.
     own = {"main.py": b"import stamp\nprint(stamp.VALUE)\n", "stamp.py": b"VALUE = 'its own'\n"}
     assert sandbox.run(RunRequest(script="main.py", files=own, limits=LIMITS)).stdout == b"its own\n"
+    assert sandbox.run(RunRequest(script="main.py", harness=own, limits=LIMITS)).stdout == b"its own\n"
     # A warm file named like a module the zygote holds never takes that module's place for later runs.
     clash = {"main.py": b"import json\nprint(json.dumps([1]))\n", "json.py": b"raise SystemExit(9)\n"}
-    sandbox.run(RunRequest(script="main.py", files=clash, warm=("main.py", "json.py"), limits=LIMITS))
+    sandbox.run(RunRequest(script="main.py", harness=clash, warm=("json.py",), limits=LIMITS))
     plain = {"main.py": b"import json\nprint(json.dumps([2]))\n"}
     assert sandbox.run(RunRequest(script="main.py", files=plain, limits=LIMITS)).stdout == b"[2]\n"
 
@@ -207,7 +238,9 @@ def test_argv_program_is_found_on_the_runs_path(sandbox: Sandbox) -> None:
 def test_a_bad_request_is_refused_and_leaves_nothing(sandbox: Sandbox) -> None:
     for request in (RunRequest(script="main.py", files={"../outside.py": b""}, limits=LIMITS),
                     RunRequest(limits=LIMITS),
-                    RunRequest(script="main.py", files={"main.py": b""}, warm=("other.py",), limits=LIMITS)):
+                    RunRequest(script="main.py", harness={"main.py": b""}, warm=("other.py",), limits=LIMITS),
+                    RunRequest(script="main.py", harness={"other.py": b""}, limits=LIMITS),
+                    RunRequest(script="main.py", harness={"lib/main.py": b""}, limits=LIMITS)):
         with pytest.raises(ValueError):
             sandbox.run(request)
     assert isinstance(sandbox, LayeredSandbox)

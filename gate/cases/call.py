@@ -70,7 +70,8 @@ class Call:
         target = _target(case, program)
         if isinstance(target, str):
             return CaseOutcome("error", target, fingerprint("error", target))
-        result = sandbox.run(RunRequest(script="_gate_call.py", files=_files("call", program), tree=program.tree,
+        result = sandbox.run(RunRequest(script="_gate_call.py", harness=harness("call"), files=_files(program),
+                                        tree=program.tree,
                                         python_path=program.python_path,
                                         stdin=json.dumps(_call(target, case)).encode(), hash_seed=hash_seed,
                                         limits=limits, preload=program.preload))
@@ -105,7 +106,8 @@ class Call:
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private": sandbox.private_tmp}
         modules = len({call["module"] for call in calls})
-        result = sandbox.run(RunRequest(script="_gate_calls.py", files=_files("calls", program), tree=program.tree,
+        result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), files=_files(program),
+                                        tree=program.tree,
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),
                                         hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
                                         preload=program.preload))
@@ -126,12 +128,9 @@ def _call(target: tuple[str, str], case: CaseSpec) -> dict[str, str]:
             "args": wire.dumps((tuple(case.get("args", [])), dict(case.get("kwargs", {}))))}
 
 
-def _files(name: str, program: Program) -> dict[str, bytes]:
-    """Harness `name`'s files, and the candidate's module when the program is one."""
-    files = harness(name)
-    if program.code is not None:
-        files[CANDIDATE] = program.code.encode()
-    return files
+def _files(program: Program) -> dict[str, bytes]:
+    """The candidate's module when the program is one (a tree is the run's already)."""
+    return {} if program.code is None else {CANDIDATE: program.code.encode()}
 
 
 def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:

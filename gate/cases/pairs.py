@@ -38,13 +38,13 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
     candidate = {CANDIDATE: module.encode()}
     if request.get("in_process"):  # the candidate's code is in this run: never a server that others share
         result = sandbox.run(RunRequest(script="_gate_lead.py", stdin=message, hash_seed=hash_seed,
-                                        limits=limits, files={**harness("lead"), **candidate},
+                                        limits=limits, files=candidate, harness=harness("lead"),
                                         warm=warm_names("lead")))
     else:
         # The tests run in a server that later calls reuse (it keeps nothing of a call; see harness/lead.py's
         # serve), the candidate in a fresh peer.
         server = _server(hash_seed, limits)
-        peer = RunRequest(script="_gate_serve.py", files={**harness("serve"), **candidate},
+        peer = RunRequest(script="_gate_serve.py", files=candidate, harness=harness("serve"),
                           hash_seed=hash_seed, limits=limits, warm=warm_names("serve"), discard_output=True)
         result, candidate_run = sandbox.run_served(server, message, peer)
         if candidate_run.killed_reason == "cpu limit":  # the tests then saw the candidate's process end
@@ -61,7 +61,7 @@ def run_tests(case: CaseSpec, request: dict[str, Any], module: str, sandbox: San
 @functools.lru_cache(maxsize=16)
 def _server(hash_seed: int, limits: Limits) -> RunRequest:
     """The tests' server for a seed and limits: one object, so that the sandbox finds its servers at once."""
-    return RunRequest(script="_gate_lead.py", args=("--serve",), files=harness("lead"), hash_seed=hash_seed,
+    return RunRequest(script="_gate_lead.py", args=("--serve",), harness=harness("lead"), hash_seed=hash_seed,
                       limits=limits, warm=warm_names("lead"))
 
 

@@ -71,16 +71,18 @@ def _request(case: CaseSpec, program: Program, limits: Limits, hash_seed: int) -
     args: tuple[str, ...] = tuple(case.get("args", []))
     module, script = case.get("module"), case.get("program")
     files: dict[str, bytes] = {}
+    runner: dict[str, bytes] = {}
     if module is not None or script is not None:
         if program.tree is None:
             return "a program or module case needs a tree to run in, and this is a single reply"
         if module is not None:
-            script, args, files = "_gate_module.py", (module, *args), harness("module")
+            script, args, runner = "_gate_module.py", (module, *args), harness("module")
     elif program.code is not None:
         script, files = CANDIDATE, {CANDIDATE: program.code.encode()}
     else:
         return "the case names no program or module, and there is no reply's code to run"
-    return RunRequest(script=script, args=args, files=files, tree=program.tree, python_path=program.python_path,
+    return RunRequest(script=script, args=args, files=files, harness=runner, tree=program.tree,
+                      python_path=program.python_path,
                       stdin=str(case.get("stdin", "")).encode(), hash_seed=hash_seed, limits=limits,
                       preload=program.preload)
 

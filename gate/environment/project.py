@@ -32,6 +32,7 @@ from pathlib import Path, PurePath, PurePosixPath
 
 from gate.environment import BuildLayer, cache, packages
 from gate.progress import QUIET, Progress
+from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
 from gate.subject import SourceFile, Subject
@@ -46,24 +47,8 @@ _BLOCK = 4096  # what the smallest file costs of the disk
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
 _RULES = 4
-
-_BUILD = b'''\
-import importlib, os, sys, tempfile, tomllib
-try:
-    with open("pyproject.toml", "rb") as f:
-        system = tomllib.load(f).get("build-system", {})
-except FileNotFoundError:
-    system = {}
-sys.path[:0] = [os.path.abspath(p) for p in system.get("backend-path", [])]
-module, _, attribute = system.get("build-backend", "setuptools.build_meta:__legacy__").partition(":")
-backend = importlib.import_module(module)
-for part in filter(None, attribute.split(".")):
-    backend = getattr(backend, part)
-out = tempfile.mkdtemp()
-name = backend.build_wheel(out)
-with open(os.path.join(out, name), "rb") as wheel, os.fdopen(int(os.environ["GATE_RESULT_FD"]), "wb") as channel:
-    channel.write(wheel.read())
-'''
+# The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
+_BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
 
 
 def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None,
@@ -261,7 +246,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         copy = Path(tempfile.mkdtemp(prefix=f"{source.name}-build-", dir=source.parent))  # (a path no run had)
         shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True)
         try:
-            result = sandbox.run(RunRequest(script="_gate_build.py", files={"_gate_build.py": _BUILD}, tree=copy,
+            result = sandbox.run(RunRequest(script="_gate_build.py", harness=_BUILD(), tree=copy,
                                             env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
                                             limits=replace(limits, output_bytes=_WHEEL_BYTES),
                                             python_path=tuple(sites)))

@@ -39,7 +39,7 @@ class RunRequest:
     under test) is copied there first. Exactly one of `script` and `argv` is set.
     """
 
-    script: str | None = None  # path, relative to the working directory, of a Python program
+    script: str | None = None  # a Python program: one of `harness`, or a path relative to the working directory
     args: tuple[str, ...] = ()
     argv: tuple[str, ...] | None = None  # a non-Python program (looked up on the run's PATH), exec'd
     files: Mapping[str, bytes] = field(default_factory=dict)
@@ -48,10 +48,17 @@ class RunRequest:
     env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
     hash_seed: int = 0
     limits: Limits = field(default_factory=Limits)
-    # Names in `files` of trusted Python sources that many runs share (a harness and its modules; top-level
-    # `.py` files): a zygote compiles each once, and imports each module (all but `script`) once, and its runs
-    # use those instead of doing it again. So a module's top level must not depend on the run (its limits,
-    # environment or directory). Never the code under test: the zygote itself runs what is named here.
+    # The gate's own program (a harness, gate/cases/harness/): its Python files by module file name
+    # (`_gate_calls.py`), `script` one of them. They are never written where the run can see them: the run
+    # imports them from their code (a zygote compiles each once), starting with the standard library alone on
+    # its import path, so that no file of the tree or of the working directory (a `tempfile.py`, a file named
+    # like a harness module, a `__pycache__`) is what the harness imports; the import path the tree's code
+    # has (`python_path`, the working directory) is the harness's to take once it has imported what it needs
+    # (child.TREE_PATH_ENV, gate/sandbox/tree.py).
+    harness: Mapping[str, bytes] = field(default_factory=dict)
+    # Names in `harness` of modules that many runs share: a zygote imports each (all but `script`) once, and its
+    # runs use those instead of importing them again. So a module's top level must not depend on the run (its
+    # limits, environment or directory). Never the code under test: the zygote itself runs what is named here.
     warm: tuple[str, ...] = ()
     # Standard library modules the program imports: a zygote imports, once for all its runs, those of them it
     # knows to be safe to import in itself (zygote_server.PRELOADABLE) and ignores the others. Only names the

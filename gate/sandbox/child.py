@@ -46,10 +46,12 @@ if TYPE_CHECKING:
         sweep_uid: int | None  # a dedicated uid whose every process dies with the run (no cgroup)
         own_reaper: bool  # nothing else can find the run's detached processes: a reaper of its own
         env: dict[str, str]
-        script: str | None  # a Python program, relative to the working directory...
+        script: str | None  # a Python program: one of `harness`, or a file of the working directory...
         args: list[str]
         argv: list[str] | None  # ...or a program exec'd from the run's PATH
-        warm: dict[str, str]  # RunRequest.warm: file name -> sha256 of its source
+        harness: dict[str, str]  # RunRequest.harness: file name -> sha256 of its source
+        harness_sources: dict[str, str]  # sha256 -> source, but those its zygote has (see HARNESS_CODE)
+        warm: list[str]  # RunRequest.warm: the names of `harness` a zygote imports once
         python_path: list[str]
         preload: list[str]
 
@@ -66,10 +68,14 @@ SETUP_FAILED = 125
 # On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
 PID = struct.Struct("q")
 EXIT = struct.Struct("qd")
-# Code of warm files (RunRequest.warm) by the sha256 of their source, and the modules made of them: filled by a
-# zygote before it forks.
-WARM_CODE: dict[str, CodeType] = {}
+# Code of harness files (RunRequest.harness) by the sha256 of their source, and the modules made of the warm ones
+# (RunRequest.warm): filled by a zygote before it forks (it keeps every one: they are the gate's own few
+# programs, and the gate sends a source to a zygote only once), by a fresh interpreter as its run imports them.
+HARNESS_CODE: dict[str, CodeType] = {}
 WARM_IMPORTED: dict[str, ModuleType] = {}
+# Where a harness finds the import path the tree's code runs with (JSON), to take once it has imported all it
+# needs: gate/sandbox/tree.py.
+TREE_PATH_ENV = "GATE_TREE_PATH"
 
 
 def _place_fds(sources: Sequence[int], targets: Sequence[int]) -> None:
@@ -128,30 +134,37 @@ def _exit_code(code: object) -> int:
     return 1
 
 
-class _WarmModules:
-    """Imports a run's warm modules (RunRequest.warm) as the path finder would import them from the working
-    directory: the module its zygote imported already when there is one, else a new one from the code the
-    zygote compiled. `warm` maps a file name to the sha256 of its source."""
+def compile_harness(harness: Mapping[str, str], sources: Mapping[str, str]) -> None:
+    """Compile each file of `harness` (name -> sha256) whose source is among `sources` (sha256 -> source) and
+    not compiled yet, into HARNESS_CODE."""
+    for name, digest in harness.items():
+        if digest not in HARNESS_CODE and digest in sources:
+            HARNESS_CODE[digest] = compile(sources[digest], name, "exec", dont_inherit=True)
 
-    def __init__(self, workdir: str, warm: Mapping[str, str]) -> None:
-        self._workdir = workdir
-        self._warm = warm
+
+class _Harness:
+    """Imports a run's harness modules (RunRequest.harness) from their code, never from a file: the module its
+    zygote imported already when it is warm, else a new one from the code compiled for it. Only top-level
+    names of `harness` (file name -> sha256 of the source)."""
+
+    def __init__(self, harness: Mapping[str, str]) -> None:
+        self._harness = harness
 
     def find_spec(self, name: str, path: object, target: object = None) -> ModuleSpec | None:
-        digest = self._warm.get(f"{name}.py") if path is None else None
-        loader: _WarmLoader | _Imported
+        digest = self._harness.get(f"{name}.py") if path is None else None
+        loader: _HarnessLoader | _Imported
         if digest in WARM_IMPORTED:
             loader = _Imported(WARM_IMPORTED[digest])
-        elif digest in WARM_CODE:
-            loader = _WarmLoader(WARM_CODE[digest])
+        elif digest in HARNESS_CODE:
+            loader = _HarnessLoader(HARNESS_CODE[digest])
         else:
             return None
         # The import system needs only create_module and exec_module (importlib.abc.Loader is slow to import).
-        return importlib.util.spec_from_file_location(name, os.path.join(self._workdir, f"{name}.py"),
-                                                      loader=loader)  # type: ignore[arg-type]
+        # The file name is the one its code was compiled with: no file of that name is read.
+        return importlib.util.spec_from_file_location(name, f"{name}.py", loader=loader)  # type: ignore[arg-type]
 
 
-class _WarmLoader:
+class _HarnessLoader:
     def __init__(self, code: CodeType) -> None:
         self._code = code
 
@@ -175,16 +188,17 @@ class _Imported:
         return None
 
 
-def import_warm(names: Mapping[str, str], script: str | None) -> None:
-    """In a zygote: import the warm modules among `names` (every warm file but `script`) once, into
-    WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name them still
-    imports its own files of those names."""
+def import_warm(harness: Mapping[str, str], warm: Sequence[str], script: str | None) -> None:
+    """In a zygote: import the warm modules (`warm`, names of `harness`, file name -> sha256; `script` never)
+    once, into WARM_IMPORTED, for every run forked afterwards. Not into sys.modules: a run that does not name
+    them still imports its own files of those names."""
+    names = {name: harness[name] for name in warm if name in harness}
     held = {name.removesuffix(".py") for name in names} & sys.modules.keys()  # never replaced, never popped
-    missing = [name for name, digest in names.items() if name != script and digest in WARM_CODE
+    missing = [name for name, digest in names.items() if name != script and digest in HARNESS_CODE
                and digest not in WARM_IMPORTED and name.removesuffix(".py") not in held]
     if not missing:
         return
-    finder = _WarmModules("", names)  # named by their bare file names, as their code is
+    finder = _Harness(names)
     sys.meta_path.insert(0, finder)
     try:
         for name in missing:
@@ -201,7 +215,8 @@ def import_warm(names: Mapping[str, str], script: str | None) -> None:
 
 
 def _run_main(script: str, code: CodeType | None) -> None:
-    """Run the script as __main__: runpy compiles it; warm code runs in a module set up as runpy would."""
+    """Run the script as __main__: runpy compiles a file of the working directory; a harness's code runs in a
+    module set up as runpy would."""
     if code is None:
         runpy.run_path(script, run_name="__main__")
         return
@@ -212,32 +227,48 @@ def _run_main(script: str, code: CodeType | None) -> None:
     exec(code, main.__dict__)
 
 
-def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[str, str],
-                python_path: Sequence[str], home: str) -> int:
-    """Run a Python file as __main__ the way `python script.py` would, with the run's interpreter (HOME at
-    `home`, gate/sandbox/interpreter.py) as `sys.executable`; returns its exit status. The import path:
-    interpreter.import_path."""
-    sys.argv = [script, *args]
-    sys.path[:] = interpreter.import_path(workdir, python_path)
-    sys.executable = interpreter.executable(home)
+def _prepare(config: ChildConfig, script: str, workdir: str) -> CodeType | None:
+    """Set the import path and argv a Python program starts with, the way `python script.py` would; returns
+    the code to run as __main__ for a harness, None for a file of the working directory (runpy reads it).
+
+    The tree's import path: interpreter.import_path. A harness (RunRequest.harness) starts with the standard library
+    alone on it instead (and its own modules, from memory), and that path in TREE_PATH_ENV, for it to take once
+    it has imported all it needs: no module of the tree or of the working directory (a `tempfile.py`, a file
+    named like a harness module, a `__pycache__`) is ever what the gate's own program imports."""
+    harness = config["harness"]
+    library = [p for p in sys.path if p.startswith(sys.base_prefix)]
+    tree = interpreter.import_path(workdir, config["python_path"])
+    sys.argv = [script, *config["args"]]
+    # The run's interpreter (HOME, gate/sandbox/interpreter.py) is what a test that starts a child gets.
+    sys.executable = interpreter.executable(interpreter.home(config["stage"], "mountns" in config["unshare"]))
     sys.dont_write_bytecode = True
-    if warm:
-        # The modules its zygote imported are there already, as if imported (the import system's own path
-        # through a finder costs each run more than the rest of its start); the finder compiles the others.
-        for name, digest in warm.items():
-            if digest in WARM_IMPORTED:
-                sys.modules[name.removesuffix(".py")] = WARM_IMPORTED[digest]
-        sys.meta_path.insert(0, _WarmModules(workdir, warm))
+    if script not in harness:
+        sys.path[:] = tree
+        return None
+    sys.path[:] = library
+    os.environ[TREE_PATH_ENV] = json.dumps(tree)
+    compile_harness(harness, config["harness_sources"])  # (a fresh interpreter's run: a zygote has them already)
+    # The modules its zygote imported are there already, as if imported (the import system's own path through
+    # a finder costs each run more than the rest of its start); the finder makes the others from their code.
+    for name in config["warm"]:
+        if harness.get(name) in WARM_IMPORTED:
+            sys.modules[name.removesuffix(".py")] = WARM_IMPORTED[harness[name]]
+    sys.meta_path.insert(0, _Harness(harness))
+    return HARNESS_CODE[harness[script]]
+
+
+def _run_script(script: str, code: CodeType | None) -> int:
+    """Run the program as __main__ (see _prepare); returns its exit status."""
     # sys.stdin/stdout/stderr already wrap descriptors 0, 1 and 2, now the run's pipes, with empty buffers (a
     # zygote never reads or writes them), so they are used as they are.
     try:
-        _run_main(script, WARM_CODE.get(warm.get(script, "")))
-        code = 0
+        _run_main(script, code)
+        status = 0
     except SystemExit as exc:
-        code = _exit_code(exc.code)
+        status = _exit_code(exc.code)
     except BaseException:  # the program's own failure: report it the way python would
         traceback.print_exc()
-        code = 1
+        status = 1
     # Wait for non-daemon threads, as interpreter exit does, if the program imported threading: the zygote
     # does not (threading's after-fork handler would cost every forked run about 150 copied pages).
     threading = sys.modules.get("threading")
@@ -247,7 +278,7 @@ def _run_script(script: str, args: Sequence[str], workdir: str, warm: Mapping[st
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(OSError, ValueError):  # the program may have closed them
             stream.flush()
-    return code
+    return status
 
 
 def run_child(config: ChildConfig, sources: Sequence[int]) -> NoReturn:
@@ -261,14 +292,14 @@ def run_child(config: ChildConfig, sources: Sequence[int]) -> NoReturn:
         script = config["script"]
         if script is None:
             raise ValueError("the run names neither a script nor an argv")
+        code = _prepare(config, script, workdir)
     except BaseException as exc:  # a layer failed: tell the gate on the setup channel, never run the program
         try:
             os.write(SETUP, f"{type(exc).__name__}: {exc}".encode()[:4000])
         finally:
             os._exit(SETUP_FAILED)
     os.close(SETUP)
-    home = interpreter.home(config["stage"], "mountns" in config["unshare"])
-    os._exit(_run_script(script, config["args"], workdir, config["warm"], config["python_path"], home))
+    os._exit(_run_script(script, code))
 
 
 def reap_ready(waiting: dict[int, tuple[int, int | None]], block: bool) -> None:

@@ -47,8 +47,6 @@ class FreshHandle(StatusHandle):
 class FreshLauncher:
     """Starts each run in a new interpreter."""
 
-    compiles_warm = False
-
     def __init__(self, interpreter: str, import_paths: Sequence[str]) -> None:
         self._interpreter = interpreter
         self._paths = list(import_paths)

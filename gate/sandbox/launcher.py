@@ -35,11 +35,7 @@ class Handle(Protocol):
 
 
 class Launcher(Protocol):
-    """A backend: starts children (thread-safe) and owns whatever helper processes it needs.
-    `compiles_warm`: it compiles a request's warm files itself (a zygote), so their bytecode files need not be
-    staged."""
-
-    compiles_warm: bool
+    """A backend: starts children (thread-safe) and owns whatever helper processes it needs."""
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle: ...
 

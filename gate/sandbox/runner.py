@@ -9,6 +9,7 @@ killed too.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import selectors
@@ -116,14 +117,28 @@ class _Live:
         return self.exited and not any(kind != "stdin" for kind in self.fds.values())
 
 
-def _warm_digests(request: RunRequest) -> dict[str, str]:
-    """name -> sha256 of the source, for each file the request marks warm."""
-    digests = {}
+def _harness(request: RunRequest) -> tuple[dict[str, str], dict[str, str]]:
+    """The request's harness files as (name -> sha256 of the source, sha256 -> source); checks the request."""
+    named: dict[str, str] = {}
+    sources: dict[str, str] = {}
+    for name, data in request.harness.items():
+        if "/" in name or not name.endswith(".py"):
+            raise ValueError(f"harness file {name!r} must be a top-level .py file")
+        digest, text = _source(data)
+        named[name] = digest
+        sources[digest] = text
+    if request.harness and request.script not in request.harness:
+        raise ValueError(f"a harness's script must be one of its files, not {request.script!r}")
     for name in request.warm:
-        if name not in request.files or "/" in name or not name.endswith(".py"):
-            raise ValueError(f"warm file {name!r} must be a top-level .py file among the request's files")
-        digests[name] = hashlib.sha256(request.files[name]).hexdigest()
-    return digests
+        if name not in request.harness:
+            raise ValueError(f"warm file {name!r} must be one of the request's harness files")
+    return named, sources
+
+
+@functools.lru_cache(maxsize=64)
+def _source(data: bytes) -> tuple[str, str]:
+    """(sha256, text) of a harness file: the same few files for every run, each hashed once."""
+    return hashlib.sha256(data).hexdigest(), data.decode()
 
 
 class LayeredSandbox:
@@ -215,6 +230,7 @@ class LayeredSandbox:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         groups = list(range(CGROUPS, CGROUPS + cgroup_fds))
+        harness, sources = _harness(request)
         tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.overlay else None
         setup = RunSetup(self.layers, request, who, groups, str(self._base),
                          self._seen(tree) if tree is not None else None)
@@ -233,7 +249,9 @@ class LayeredSandbox:
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
-            "warm": _warm_digests(request),
+            "harness": harness,
+            "harness_sources": sources,
+            "warm": list(request.warm),
             "python_path": list(request.python_path),
             "preload": list(request.preload),
         }
@@ -257,7 +275,7 @@ class LayeredSandbox:
         kinds: list[str] = []
         try:
             where = stage.make_stage(self._base, request, (who.uid, who.gid) if who else None,
-                                     self.launcher.compiles_warm, copy_tree=not self.layers.overlay)
+                                     copy_tree=not self.layers.overlay)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
                 groups = cgroup.open_procs()

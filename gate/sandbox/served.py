@@ -139,8 +139,9 @@ def request_key(request: RunRequest) -> str:
     """Requests that can share a server: the same program, files, seed and limits."""
     digest = hashlib.sha256(repr((request.script, request.args, request.argv, request.hash_seed,
                                   request.limits, request.warm, sorted(request.env.items()))).encode())
-    for name in sorted(request.files):
-        digest.update(name.encode() + b"\0" + hashlib.sha256(request.files[name]).digest())
+    for kind, files in (("files", request.files), ("harness", request.harness)):
+        for name in sorted(files):
+            digest.update(f"{kind}:{name}".encode() + b"\0" + hashlib.sha256(files[name]).digest())
     return digest.hexdigest()
 
 

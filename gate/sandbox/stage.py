@@ -101,14 +101,11 @@ def _safe_relative(name: str) -> str:
     return str(path)
 
 
-def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, warm_compiled: bool,
-               copy_tree: bool = True) -> Path:
+def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, copy_tree: bool = True) -> Path:
     """A fresh private directory holding the request's files and, with `copy_tree`, its tree, owned by
-    `owner` (uid, gid) if given. With `warm_compiled` (the backend compiles warm files itself) the bytecode
-    of warm modules is left out. Plain os calls: this runs once per run, on the fast path. Raises ValueError
-    for a file outside it."""
-    names = {name: _safe_relative(name) for name in request.files
-             if not (warm_compiled and _warm_bytecode(name, request.warm))}
+    `owner` (uid, gid) if given (never its harness: a run imports that from memory, gate/sandbox/child.py).
+    Plain os calls: this runs once per run, on the fast path. Raises ValueError for a file outside it."""
+    names = {name: _safe_relative(name) for name in request.files}
     stage = tempfile.mkdtemp(prefix="run-", dir=base)
     try:
         _fill(stage, request, names, owner, copy_tree)
@@ -165,12 +162,6 @@ def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[i
             os.close(fd)
     if owner is not None:
         os.chown(stage, *owner)
-
-
-def _warm_bytecode(name: str, warm: tuple[str, ...]) -> bool:
-    """Whether `name` is the bytecode file (__pycache__/MODULE.TAG.pyc) of a warm module."""
-    folder, _, file = name.partition("/")
-    return folder == "__pycache__" and file.endswith(".pyc") and f"{file.split('.')[0]}.py" in warm
 
 
 def clear(path: str) -> None:

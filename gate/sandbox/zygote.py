@@ -73,6 +73,7 @@ class _Zygote:
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
                "PYTHONDONTWRITEBYTECODE": "1"}
+        self.compiled: set[str] = set()  # the sha256 of each harness source sent to it (it compiles and keeps them)
         self.process = subprocess.Popen(
             [interpreter, "-s", "-S", "-P", "-c", _BOOT, str(theirs.fileno()), "-" if bpf is None else bpf.hex(),
              *paths],
@@ -87,8 +88,6 @@ class _Zygote:
 
 class ZygoteLauncher:
     """Starts runs by asking a warm zygote (one per hash seed, started on first use) to fork."""
-
-    compiles_warm = True
 
     def __init__(self, interpreter: str, import_paths: Sequence[str], seccomp_program: bytes | None) -> None:
         """`seccomp_program`: the filter every run loads (see gate/sandbox/seccomp.py), None without it."""
@@ -115,11 +114,15 @@ class ZygoteLauncher:
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked.
-        """
+        The config carries only the harness sources this zygote has not been sent yet (it keeps their code)."""
         status_r, status_w = os.pipe()
         try:
             zygote = self._zygote(hash_seed)
-            socket.send_fds(zygote.control, [json.dumps(config).encode()], [*sources, status_w])
+            new = {digest: text for digest, text in config["harness_sources"].items()
+                   if digest not in zygote.compiled}
+            message = json.dumps({**config, "harness_sources": new}).encode()
+            socket.send_fds(zygote.control, [message], [*sources, status_w])
+            zygote.compiled.update(new)  # (once sent: a run sent after this finds the code there first)
         except OSError as exc:
             os.close(status_r)
             raise GateFailure(f"the sandbox's zygote is gone: {exc}") from exc

@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import contextlib
 import gc
-import hashlib
 import importlib
 import json
 import os
 import selectors
 import signal
 import socket
-import stat
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -43,7 +41,6 @@ PRELOADABLE = frozenset({
     "statistics", "string", "struct", "textwrap", "types", "typing", "unicodedata"})
 _NETWORK_ISOLATED: list[bool] = []  # non-empty once this zygote is in its own network namespace
 _MOUNT_TEMPLATE: list[tuple[Any, ...]] = []  # what the template was made of, once this zygote is in it
-_MAX_WARM = 64  # compiled warm files kept (a few per harness)
 _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
 
@@ -79,8 +76,9 @@ def serve(control_fd: int, bpf: bytes | None) -> None:
                         return
                     config = _in_shared_namespaces(json.loads(message))
                     _preload(config["preload"])
-                    _compile_warm(config)
-                    child.import_warm(config["warm"], config["script"])
+                    with contextlib.suppress(SyntaxError, ValueError):  # (the run then fails its set-up)
+                        child.compile_harness(config["harness"], config["harness_sources"])
+                    child.import_warm(config["harness"], config["warm"], config["script"])
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
                     else:
@@ -100,40 +98,6 @@ def _preload(names: list[str]) -> None:
             importlib.import_module(name)
     if fresh:
         gc.freeze()
-
-
-def _compile_warm(config: ChildConfig) -> None:
-    """Compile the run's warm files (trusted, shared by many runs) that this zygote has not compiled yet, into
-    child.WARM_CODE, which every run forked afterwards inherits."""
-    for name, digest in config["warm"].items():
-        if digest in child.WARM_CODE:
-            continue
-        if len(child.WARM_CODE) >= _MAX_WARM:
-            child.WARM_CODE.clear()
-            child.WARM_IMPORTED.clear()
-        source = _read_regular(os.path.join(config["stage"], name))
-        if source is None or hashlib.sha256(source).hexdigest() != digest:
-            continue
-        try:
-            child.WARM_CODE[digest] = compile(source, name, "exec", dont_inherit=True)
-        except (SyntaxError, ValueError):  # the run compiles it itself and reports the error
-            continue
-
-
-def _read_regular(path: str) -> bytes | None:
-    """A staged regular file's bytes, or None for anything else (a link, a pipe, a device) or a huge one: the
-    zygote is root, and a stage without a mount namespace belongs to the run's uid."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
-    except OSError:
-        return None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode) or info.st_size > _MAX_MESSAGE:
-            return None
-        return os.read(fd, _MAX_MESSAGE + 1)
-    finally:
-        os.close(fd)
 
 
 def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:

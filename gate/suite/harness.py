@@ -26,14 +26,15 @@ test whose process dies (`os._exit(0)`) as failed. Either ends this run: the gat
 run, on the tree as it was exported (never on one the tests' process wrote to). The gate counts a test whose
 record never came (the watcher itself killed) as failed.
 
-The tests and the code under test share the child: the code could look for the key or patch pytest, which
-is why the gate runs the base's tests and conftests only, flags library code that reaches into the test
-framework, and names this in the verdict's isolation. pytest, pluggy and the plugins are imported from the
-environment and the gate's copy before the tree comes first on the path, so no module of the tree named like
-them is what runs. Plugins load only when the gate names them (`plugins`, the base's declared test
-dependencies: registered as the modules imported, never looked up among entry points, which the head's metadata
-can declare) or the base's configuration does (the gate sets PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache
-provider is off.
+The tests and the code under test share the child: the code could look for the key or patch pytest, which is
+why the gate runs the base's tests and conftests only, flags library code that reaches into the test framework,
+and names this in the verdict's isolation. This program is the gate's: it starts with the standard library
+alone on its path (gate/sandbox/child.py), and the watcher never imports anything of the tree's; in the child,
+pytest, pluggy and the plugins are imported from the environment and the gate's copy before the tree comes
+first on the path, so no module of the tree named like them is what runs. Plugins load only when the gate names
+them (`plugins`, the base's declared test dependencies: registered as the modules imported, never looked up
+among entry points, which the head's metadata can declare) or the base's configuration does (the gate sets
+PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
 """
 
 from __future__ import annotations
@@ -463,13 +464,13 @@ FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
 
 
 def _import_framework(plugins: list[str]) -> dict[str, Any]:
-    """Import pytest, what it imports and the plugins with the working directory's roots last on sys.path (a
-    `pytest.py` of the tree would come first otherwise), then put them back first for the tests; returns the
-    plugins' modules that imported, by name."""
+    """Import pytest, what it imports and the plugins from the environment and the gate's copy (the tree's import
+    path without the working directory and its roots: a `pytest.py` of the tree would come first otherwise),
+    then put the tree on the path, as the tests have it; returns the plugins' modules that imported, by name."""
+    import _gate_tree as tree  # (a harness module of the run's: the gate's own process imports this one too)
+
     here = os.getcwd()
-    ours = [path for path in sys.path if path == here or path.startswith(here + os.sep)]
-    rest = [path for path in sys.path if path not in ours]
-    sys.path[:] = rest
+    sys.path[:] = [path for path in tree.path() if path != here and not path.startswith(here + os.sep)]
     imported = {}
     try:
         for module in (*FRAMEWORK, *plugins):
@@ -480,5 +481,5 @@ def _import_framework(plugins: list[str]) -> dict[str, Any]:
             if module in plugins:
                 imported[module] = sys.modules[module]
     finally:
-        sys.path[:] = [*ours, *rest]
+        tree.enter()
     return imported

@@ -220,7 +220,7 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
                "key": key, "tripwires": [trip.request() for trip in trips]}
-    result = sandbox.run(RunRequest(script="_gate_suite.py", files=harness("suite", _HARNESS), tree=run.tree,
+    result = sandbox.run(RunRequest(script="_gate_suite.py", harness=harness("suite", _HARNESS), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True,
                                     on_result=_Tally(key, count) if count is not None else None))

@@ -13,6 +13,7 @@ import json
 import os
 import sys
 
+import _gate_tree as tree
 import _gate_wire as wire
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
@@ -21,6 +22,7 @@ RESULT_FD_ENV = "GATE_RESULT_FD"
 def main() -> None:
     result = os.fdopen(int(os.environ.pop(RESULT_FD_ENV)), "w")
     request = json.loads(sys.stdin.read())
+    tree.enter()
     result.write(json.dumps(_call(request)))
     result.flush()
     os._exit(0)

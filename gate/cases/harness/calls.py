@@ -47,6 +47,7 @@ import time
 from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
 from typing import Any
 
+import _gate_tree as tree
 import _gate_wire as wire
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
@@ -186,6 +187,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     _limit_cpu(request["cpu"])  # the candidate runs this process: a run's own CPU limit
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
+    tree.enter()  # (only in this fork: the process that serves the cases imports nothing of the tree's)
     try:
         loaded: Any = importlib.import_module(module)
         failure = None

@@ -35,6 +35,7 @@ import types
 from collections.abc import Callable
 from typing import Any, NoReturn
 
+import _gate_tree as tree
 import _gate_wire as wire
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
@@ -73,7 +74,8 @@ def main() -> None:
         serve()
     result = os.fdopen(int(os.environ.pop(RESULT_FD_ENV)), "w")
     request = json.loads(sys.stdin.read())
-    if request.get("in_process"):
+    if request.get("in_process"):  # (the candidate's code, then the tests, with the tree's import path)
+        tree.enter()
         record = _tested(request, lambda: _load_in_process(request))
     else:
         channel = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))

@@ -14,6 +14,7 @@ import os
 import socket
 from typing import Any
 
+import _gate_tree as tree
 import _gate_wire as wire
 
 PEER_FD_ENV = "GATE_PEER_FD"
@@ -23,6 +24,7 @@ CANDIDATE = "candidate.py"
 def main() -> None:
     channel = socket.socket(fileno=int(os.environ.pop(PEER_FD_ENV)))
     requests = channel.makefile("rb")  # answers go out with sendall: a writing file would cost each call more
+    tree.enter()
     try:
         namespace = _load()
     except BaseException as exc:
