@@ -14,7 +14,7 @@ from gate.engine import run_checks
 from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BASE_TESTS, CALC, calc_project, framework_flags, score_repo, suite_statuses
+from tests.suite_support import BASE_TESTS, CALC, POLICY, calc_project, framework_flags, score_repo, suite_statuses
 
 # Each binds an always-equal comparison to a class `Product`; `mul` returns one.
 DODGES = {
@@ -115,3 +115,28 @@ def test_a_scopes_suite_alone_turns_the_check_on(path: str, flagged: bool) -> No
     reasons = [reason for reason in run_checks(subject, policy).blocked_reasons if "test framework" in reason]
 
     assert bool(reasons) == flagged, reasons
+
+
+@pytest.mark.parametrize(("path", "status", "flagged"), [
+    ("tempfile.py", "added", True), ("src/tempfile.py", "added", True), ("json/__init__.py", "added", True),
+    ("src/pdb/__init__.py", "renamed", True), ("lib/inspect.py", "added", True),
+    ("calc/tempfile.py", "added", False), ("tests/tempfile.py", "added", False), ("tempfile.py", "modified", False),
+    ("json/helpers.py", "added", False), ("tempfiles.py", "added", False), ("README.md", "added", False)],
+    ids=lambda value: str(value))
+def test_a_module_named_like_the_standard_librarys_at_an_import_root_is_for_a_human(
+        path: str, status: str, flagged: bool) -> None:
+    """The tests' process has the tree first on its path (as `python -m pytest` does): pytest and the standard
+    library would import such a module themselves, whatever calls it (docs/repository.md). One inside a package,
+    under the test paths, or one the base has already is not that."""
+    policy = load_policy(None, text=POLICY, source="gate.yml")
+    source = SourceFile(path, "VALUE = 1\n", status=status)  # type: ignore[arg-type]
+    subject = Subject(kind="range", label="a..b", files=(source,), import_roots=("lib",))
+
+    reasons = [reason for reason in run_checks(subject, policy).blocked_reasons if "standard library" in reason]
+
+    assert bool(reasons) == flagged, reasons
+    if flagged:
+        name = path.removesuffix("/__init__.py").removesuffix(".py").rpartition("/")[2]
+        assert reasons == [f"the change adds {path}, a module named like the standard library's `{name}`: the "
+                           "tests' process has the tree first on its import path (as `python -m pytest` does), so "
+                           "pytest and the standard library import it in place of their own; a human must review it"]

@@ -57,6 +57,33 @@ def _forge():
     channel.flush()
     raise SystemExit(0)
 '''
+# A `pdb` of the head's, which pytest imports as it configures itself (its debugging plugin), long after the
+# tree is first on the path: it makes every report a pass, reaching pytest through `typing.sys`.
+PDB = '''\
+import typing
+
+_reports = typing.sys.modules["_pytest.reports"]
+_made = _reports.TestReport.from_item_and_call.__func__
+
+
+def _passed(cls, item, call):
+    report = _made(cls, item, call)
+    report.outcome, report.longrepr = "passed", None
+    return report
+
+
+_reports.TestReport.from_item_and_call = classmethod(_passed)
+
+
+def set_trace(*args, **kwargs):
+    return None
+
+
+class Pdb:
+    pass
+'''
+
+
 def _suite_pr(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None], layout: str = "flat") -> Scenario:
     """A PR of the calculator project (tests: in its policy) that breaks every function and adds `head`."""
     module = "src/calc.py" if layout == "src" else "calc.py"
@@ -93,6 +120,20 @@ def test_a_standard_library_module_of_the_heads_is_never_what_the_watcher_import
 
     assert state == "failure"
     _failed_honestly(body)
+    assert f"the change adds {where}, a module named like the standard library's `tempfile`" in body, body
+
+
+def test_a_standard_library_module_pytest_imports_late_needs_a_human(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pytest imports `pdb` once the tree is first on its process's path, as `python -m pytest` has it: the
+    head's runs in the tests' process, rewriting every report. It stays so (the project's CI would run it too),
+    but it is for a human."""
+    pr = _suite_pr(fake, tmp_path, {"pdb.py": PDB})
+
+    state, body = _ci(pr, monkeypatch)
+
+    assert state == "failure"
+    assert "the change adds pdb.py, a module named like the standard library's `pdb`" in body, body
 
 
 @pytest.mark.parametrize("where", ["_gate_suite_main/__init__.py", "src/_gate_suite_main.py"])

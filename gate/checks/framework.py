@@ -6,8 +6,10 @@ interpreter's modules, the callers' frames or every class of the process to find
 hold, run code no check reads through a dynamic loader (`exec` of a data file), or return objects whose
 `__eq__` (or `__ne__`) answers without looking at what they are compared with, so that every `assert f(x) == y`
 passes. Such code is rarely what a library change needs, and no run can tell a patched outcome from a real one,
-so a change that adds it (outside the test paths) is blocked for a human, naming each place. It costs no
-points.
+so a change that adds it (outside the test paths) is blocked for a human, naming each place. So is a change that
+adds a module named like one of the standard library's at the top of the tree or of an import root: the tests'
+process has the tree first on its path, as `python -m pytest` does, so pytest itself (and the standard library)
+would import it, whatever calls it. It costs no points.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.imports import find_imports
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
-from gate.subject import SourceFile
-from gate.suite.trust import is_test_code
+from gate.subject import SourceFile, Subject
+from gate.suite.trust import is_test_code, standard_library_named
 from gate.verdict import Location, listing
 
 # Modules of the test framework (and `unittest`'s, which pytest runs too).
@@ -79,12 +81,18 @@ class Framework(Check):
                 continue
             found += [(f"{text} (a file the head's build wrote)", where)
                       for text, where in _findings(ctx, source, tree)]
-        if not found:
+        shadows = _named_like_the_standard_library(ctx.subject, tests)
+        if not found and not shadows:
             return CheckResult()
-        reason = ("the change's library code reaches into the test framework or the interpreter's state ("
-                  + listing([text for text, _ in found]) + "); the repository's tests run in one process with "
-                  "it, so a human must review it")
-        return CheckResult(blocked_reasons=(reason,), reason=f"{len(found)} places")
+        reasons = [f"the change adds {path}, a module named like the standard library's `{name}`: the tests' "
+                   "process has the tree first on its import path (as `python -m pytest` does), so pytest and the "
+                   "standard library import it in place of their own; a human must review it"
+                   for path, name in shadows]
+        if found:
+            reasons.insert(0, "the change's library code reaches into the test framework or the interpreter's "
+                           "state (" + listing([text for text, _ in found]) + "); the repository's tests run in one "
+                           "process with it, so a human must review it")
+        return CheckResult(blocked_reasons=tuple(reasons), reason=f"{len(found) + len(shadows)} places")
 
 
 def _findings(ctx: CheckContext, source: SourceFile, tree: ast.Module) -> list[tuple[str, Location]]:
@@ -106,6 +114,18 @@ def _findings(ctx: CheckContext, source: SourceFile, tree: ast.Module) -> list[t
                                            or any(n in source.added_lines for n in lines)):
             found.append((f"the dynamic loader {loader.text} at {source.path}:{loader.line}",
                           Location(source.path, loader.line)))
+    return found
+
+
+def _named_like_the_standard_library(subject: Subject, tests: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(path, name) of each module the change adds at the top of the tree or of one of its import roots (`src`)
+    that is named like a module of the standard library; test paths aside (the base's files run there)."""
+    roots = tuple(dict.fromkeys(("", "src", *(root for root in subject.import_roots if not root.startswith("/")))))
+    found = []
+    for source in subject.files:
+        name = standard_library_named(source.path, roots)
+        if name and source.status in ("added", "renamed") and not is_test_code(source.path, tests):
+            found.append((source.path, name))
     return found
 
 

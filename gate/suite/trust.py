@@ -10,6 +10,7 @@ environment) asks here, and so does the framework check, which reads what of the
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from pathlib import PurePosixPath
 
@@ -82,3 +83,21 @@ def framework_named(path: str, roots: Sequence[str]) -> bool:
         if (top.removesuffix(".py") if len(inside.parts) == 1 else top) in FRAMEWORK_MODULES:
             return True
     return False
+
+
+def standard_library_named(path: str, roots: Sequence[str]) -> str | None:
+    """The name of the standard library module (`sys.stdlib_module_names`) that `path` would stand in for in
+    the suite's process, which has the tree first on its path: a module (`tempfile.py`) or a package's
+    `__init__.py` (`unittest/__init__.py`) directly under one of `roots` ("" is the tree's top); else None."""
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        if len(parts) == 1 and parts[0].endswith(".py"):
+            name = parts[0].removesuffix(".py")
+        elif len(parts) == 2 and parts[1] == "__init__.py":
+            name = parts[0]
+        else:
+            continue
+        if name in sys.stdlib_module_names:
+            return name
+    return None
