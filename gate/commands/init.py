@@ -133,7 +133,15 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _write(root: Path, files: dict[str, str], *, force: bool) -> None:
-    """Write `files` (path under `root` -> text), none of them unless every one is new or `force` is given."""
+    """Write `files` (path under `root` -> text), none of them unless every one is new or `force` is given, and
+    every one inside the repository: a symbolic link on the way (`.github`, committed by anyone) is never
+    followed out of it."""
+    inside = Path(os.path.realpath(root))
+    for path in files:
+        target = Path(os.path.realpath(root / path))
+        if not target.is_relative_to(inside):
+            raise BadInput(f"a symbolic link on the way leads out of the repository, to {target}: gate init writes "
+                           "only inside it", file=str(root / path))
     there = [path for path in files if (root / path).exists()]
     if there and not force:
         raise BadInput("already there (use --force to overwrite)", file=str(root / there[0]))
