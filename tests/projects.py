@@ -162,7 +162,8 @@ def project_repo(root: Path, files: dict[str, str]) -> Repo:
 
 def wheel_of_installed(folder: Path, name: str) -> Path:
     """A wheel of the distribution `name` as installed for this interpreter (pytest and what it needs, for a
-    project whose test extra brings its own pytest), without the network."""
+    project whose test extra brings its own pytest; setuptools, with the entry points its commands are), without
+    the network."""
     from importlib import metadata
 
     dist = metadata.distribution(name)

@@ -21,6 +21,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakegithub.scenario import Scenario
 from tests.git_support import Repo
 
 ROOT = os.geteuid() == 0
@@ -249,3 +250,20 @@ CHEATS = {
         "import sys\n\nclass M:\n    def __getattr__(self, name):\n        return lambda *a: object()\n\n"
         "sys.modules[__name__] = M()\n"),
 }
+
+
+def ci_posted(pr: Scenario, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
+    """`gate ci` on the PR `pr` of the fake GitHub, as the Action runs it (in the checkout, with the runner's
+    variables): the state of the status it posted on the PR's head, and its comment as it reads (without
+    Markdown's escapes)."""
+    from gate.cli import main
+    from tests.fakegithub.scenario import REPO
+
+    for name, value in pr.environment().items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(pr.workspace)
+    main(["ci"])
+    repo = pr.fake.repos[REPO]
+    [status] = [s for s in repo.statuses if s["sha"] == pr.head_sha]
+    [comment] = repo.comments[pr.number]
+    return str(status["state"]), str(comment["body"]).replace("\\", "")

@@ -6,6 +6,8 @@ installs, by a module of the wheel that Python imports in place of the tree's, o
 
 from __future__ import annotations
 
+import os
+import re
 import zipfile
 from io import BytesIO
 from pathlib import Path
@@ -13,9 +15,13 @@ from pathlib import Path
 import git
 import pytest
 
+from gate.environment import SuiteCode
 from gate.environment.project import _unpack, overlay
 from gate.sources.gitrange import subject_from_commits
+from gate.suite.trust import importable_from_tests
 from gate.verdict import Verdict
+from tests.fakegithub import FakeGitHub
+from tests.fakegithub.scenario import Scenario
 from tests.git_support import Repo
 from tests.projects import (  # noqa: F401
     BACKEND,
@@ -24,9 +30,11 @@ from tests.projects import (  # noqa: F401
     offline_pip,
     project_repo,
     pyproject,
+    wheel_of_installed,
     wheelhouse,
     write_wheel,
 )
+from tests.redteam_support import ci_posted
 from tests.suite_support import score_repo, suite_statuses
 
 PACKAGE = "def double(x):\n    return 2 * x\n"
@@ -227,6 +235,35 @@ def test_the_layer_keeps_no_installed_module_framework_module_native_code_byteco
     assert sorted(p.relative_to(layer).as_posix() for p in layer.rglob("*") if p.is_file()) == sorted(kept)
 
 
+@pytest.mark.parametrize(("tests", "roots", "kept", "dropped"), [
+    (("tests",), (), ["verpkg/__init__.py", "verpkg/_version.py", "verpkg-1.0.dist-info/METADATA", "calc.py"],
+     ["helpers/conftest.py", "conftest.py", "tests/__init__.py", "tests/compare.py", "compare.py",
+      "compare/__init__.py", "test_calc.py", "verpkg-1.0.data/purelib/tests/compare.py"]),
+    (("src/verpkg/tests",), ("src",), ["verpkg/__init__.py", "verpkg/_version.py", "verpkg/testing.py"],
+     ["verpkg/tests/__init__.py", "verpkg/tests/test_double.py", "verpkg/conftest.py"]),
+    ((".",), (), ["verpkg/__init__.py", "verpkg/_version.py", "verpkg-1.0.dist-info/METADATA", "calc.py"],
+     ["verpkg/test_double.py", "verpkg/tests/helpers.py", "verpkg/conftest.py", "tests/compare.py"]),
+], ids=["tests-folder", "tests-in-the-package", "the-whole-tree"])
+def test_the_layer_carries_no_code_of_the_suites_whatever_its_bytes(
+        tmp_path: Path, tests: tuple[str, ...], roots: tuple[str, ...], kept: list[str], dropped: list[str]) -> None:
+    """No conftest.py, no test module under a test path (at the top or an import root), and no top-level module
+    named like one a test imports from a test folder (`compare` for `tests/compare.py`) the tree has none of:
+    the suite's code runs as the base has it, from the tree (gate/suite/trust.py)."""
+    tree = tmp_path / "tree"
+    for path in ("tests/compare.py", "tests/test_calc.py", "calc.py", "src/verpkg/tests/test_double.py"):
+        (tree / path).parent.mkdir(parents=True, exist_ok=True)
+        (tree / path).write_text("")
+    code = SuiteCode(tests, importable_from_tests(tree, tests), roots)
+    assert {"compare", "test_calc"} <= code.modules or tests != ("tests",)
+    layer = tmp_path / "layer"
+    layer.mkdir()
+
+    _unpack(_wheel(dict.fromkeys([*kept, *dropped], b"x = 1\n")), layer, 10**6, code=code,
+            own=frozenset({"calc", "verpkg", "tests", "src"}))
+
+    assert sorted(p.relative_to(layer).as_posix() for p in layer.rglob("*") if p.is_file()) == sorted(kept)
+
+
 @pytest.mark.parametrize("entries", [{"verpkg/zeros.bin": bytes(2 * 10**6)},
                                      {f"verpkg/empty{n}.py": b"" for n in range(300)}], ids=["large", "many"])
 def test_a_wheel_larger_unpacked_than_the_disk_limit_is_refused_before_a_byte_is_written(
@@ -343,3 +380,77 @@ def test_an_entry_point_of_the_head_never_stands_in_for_a_plugin_the_bases_confi
     verdict = score_repo(repo)
 
     _assert_caught(verdict)
+
+
+# A project setuptools builds (its own backend, from the environment, as the base declares it), gated by tests
+# that compare through a helper of the test folder (`tests.compare`); run as users deploy the gate: `gate ci` as
+# root.
+SETUPTOOLS_PROJECT = '''\
+[build-system]
+requires = ["setuptools"]
+build-backend = "setuptools.build_meta"
+
+[project]
+name = "calc"
+version = "1.0"
+
+[tool.setuptools]
+py-modules = ["calc"]
+'''
+CALC = "def add(a, b):\n    return a + b\n\n\ndef mul(a, b):\n    return a * b\n"
+CALC_TESTS = ("from calc import add, mul\nfrom tests.compare import same\n\n\ndef test_add():\n"
+              "    assert same(add(2, 3), 5)\n\n\ndef test_mul():\n    assert same(mul(2, 3), 6)\n")
+CALC_POLICY = "budget: 1\nenvironment: {}\ntests:\n  paths: [tests]\n  test_timeout: 5\n"
+BROKEN_CALC = CALC.replace("a + b", "a - b").replace("a * b", "a + b")
+
+
+def _setuptools_pr(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None]) -> Scenario:
+    wheels = Path(os.environ["PIP_FIND_LINKS"])
+    if not list(wheels.glob("setuptools-*.whl")):
+        wheel_of_installed(wheels, "setuptools")
+    return Scenario(fake, tmp_path, {
+        "pyproject.toml": SETUPTOOLS_PROJECT, "calc.py": CALC, ".github/gate.yml": CALC_POLICY,
+        "tests/compare.py": "def same(a, b):\n    return a == b\n", "tests/test_calc.py": CALC_TESTS}, head)
+
+
+def _caught_on_github(state: str, body: str) -> None:
+    """The base's tests failed (or errored) against the regression and the PR is blocked: the forgery did not
+    run."""
+    assert state == "failure", body
+    for test in ("test_add", "test_mul"):
+        assert re.search(rf"tests/test_calc\.py::{test} (failed|errored) \(it passes on the base\)", body), body
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.skipif(os.geteuid() != 0, reason="the deployment's shape: gate ci as root")
+def test_a_conftest_listed_as_a_package_is_never_on_the_suites_path(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`helpers/conftest.py` in the head, listed as a package under [tool.setuptools]: the suite's tree leaves
+    the conftest out (the base's only), and no check reads a conftest as library code; its copy in the wheel
+    (the same bytes) must not be on the path either, for the library's `from helpers import conftest`."""
+    pr = _setuptools_pr(fake, tmp_path, {
+        "pyproject.toml": SETUPTOOLS_PROJECT + 'packages = ["helpers"]\n', "helpers/conftest.py": PAYLOAD,
+        "calc.py": "from helpers import conftest  # noqa: F401\n\n\n" + BROKEN_CALC})
+
+    state, body = ci_posted(pr, monkeypatch)
+
+    _caught_on_github(state, body)
+    assert "the change adds helpers/conftest.py: it did not run" in body
+    assert "did not build" not in body and "no usable wheel" not in body, body
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.skipif(os.geteuid() != 0, reason="the deployment's shape: gate ci as root")
+def test_a_wheel_that_packs_the_tests_as_a_package_never_stands_in_for_the_bases(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The head makes `tests` a package of its wheel, with a helper equal to anything: a regular package of
+    the layer wins over the tree's `tests` folder (a namespace) wherever the layer is on the path."""
+    pr = _setuptools_pr(fake, tmp_path, {
+        "pyproject.toml": SETUPTOOLS_PROJECT + 'packages = ["tests"]\n', "tests/__init__.py": "",
+        "tests/compare.py": "def same(a, b):\n    return True\n", "calc.py": BROKEN_CALC})
+
+    state, body = ci_posted(pr, monkeypatch)
+
+    _caught_on_github(state, body)

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from gate.cases.harness import wire
-from gate.cli import main
 from tests.fakegithub import FakeGitHub
-from tests.fakegithub.scenario import REPO, Scenario
+from tests.fakegithub.scenario import Scenario
 from tests.projects import BACKEND, gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse  # noqa: F401
+from tests.redteam_support import ci_posted
 from tests.suite_support import CALC, CONFTEST, POLICY, TESTS
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("offline_pip"),
@@ -92,19 +92,6 @@ def _suite_pr(fake: FakeGitHub, tmp_path: Path, head: dict[str, str | None], lay
     return Scenario(fake, tmp_path, base, {module: BROKEN, **head})
 
 
-def _ci(pr: Scenario, monkeypatch: pytest.MonkeyPatch) -> tuple[str, str]:
-    """`gate ci` on the PR, as the Action runs it: the state of the status posted on its head, and the comment
-    (as it reads, without Markdown's escapes)."""
-    for name, value in pr.environment().items():
-        monkeypatch.setenv(name, value)
-    monkeypatch.chdir(pr.workspace)
-    main(["ci"])
-    repo = pr.fake.repos[REPO]
-    [status] = [s for s in repo.statuses if s["sha"] == pr.head_sha]
-    [comment] = repo.comments[pr.number]
-    return str(status["state"]), str(comment["body"]).replace("\\", "")
-
-
 def _failed_honestly(body: str) -> None:
     """The comment charges every base test: each ran against the broken calculator and failed."""
     for test in ("test_add", "test_mul", "test_div", "test_div_by_zero"):
@@ -116,7 +103,7 @@ def test_a_standard_library_module_of_the_heads_is_never_what_the_watcher_import
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, where: str, layout: str) -> None:
     pr = _suite_pr(fake, tmp_path, {where: FORGE + "\n_forge()\n"}, layout)
 
-    state, body = _ci(pr, monkeypatch)
+    state, body = ci_posted(pr, monkeypatch)
 
     assert state == "failure"
     _failed_honestly(body)
@@ -130,7 +117,7 @@ def test_a_standard_library_module_pytest_imports_late_needs_a_human(
     but it is for a human."""
     pr = _suite_pr(fake, tmp_path, {"pdb.py": PDB})
 
-    state, body = _ci(pr, monkeypatch)
+    state, body = ci_posted(pr, monkeypatch)
 
     assert state == "failure"
     assert "the change adds pdb.py, a module named like the standard library's `pdb`" in body, body
@@ -144,7 +131,7 @@ def test_a_file_named_like_the_suites_harness_is_never_what_runs(
     pr = _suite_pr(fake, tmp_path, {where: FORGE + "\n\ndef main():\n    _forge()\n"},
                    "src" if where.startswith("src/") else "flat")
 
-    state, body = _ci(pr, monkeypatch)
+    state, body = ci_posted(pr, monkeypatch)
 
     assert state == "failure"
     _failed_honestly(body)
@@ -180,7 +167,7 @@ def test_a_file_named_like_the_case_runners_wire_module_is_never_what_runs(
     policy = CASES_POLICY + ("environment: {}\n" if module.startswith("src/") else "")
     pr = Scenario(fake, tmp_path, {".github/gate.yml": policy, module: CALC}, {module: BROKEN, where: WIRE})
 
-    state, body = _ci(pr, monkeypatch)
+    state, body = ci_posted(pr, monkeypatch)
 
     assert state == "failure"
     assert "case 1 (adds) failed: expected int 5, got int -1" in body, body

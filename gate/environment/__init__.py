@@ -43,11 +43,23 @@ class BuiltEnvironment:
 
 
 @dataclass(frozen=True)
+class SuiteCode:
+    """What of a project's wheel is the code of the repository's suites, which its layer never carries whatever
+    its bytes (gate/environment/project.py): the base's test `paths`, the top-level `modules` a test can import
+    from a folder of them (gate/suite/trust.py), and the tree's relative import `roots`."""
+
+    paths: tuple[str, ...] = ()
+    modules: frozenset[str] = frozenset()
+    roots: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class BuildLayer:
     """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), the
-    version git gives it, and where the commit keeps its packages (its build's `package_dir`, name -> folder:
-    gate/environment/packages.py)."""
+    version git gives it, where the commit keeps its packages (its build's `package_dir`, name -> folder:
+    gate/environment/packages.py), and what of it is the suites' code (which the layer leaves out)."""
 
     path: Path
     version: str
     packages: tuple[tuple[str, str], ...] = ()
+    code: SuiteCode = SuiteCode()

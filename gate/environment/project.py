@@ -9,11 +9,13 @@ result channel; the gate unpacks it (never runs it) into the layer, which later 
 import path after the tree's roots: the tree's package is what runs, in a src layout as in a flat one (what is
 merged is the tree, not what its backend chose to put in a wheel), and what the build added to it is copied into
 the run's trees, as an editable install writes it into the working tree (`overlay`). Of the wheel the layer keeps
-no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode
-and no .pth file; the modules the build wrote that the runs import are in no diff, so the subject carries them for
-the framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), in
+no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode,
+no .pth file and none of the suites' own code, whatever its bytes (`SuiteCode`: the suite runs as the base has
+it); the modules the build wrote that the runs import are in no diff, so the subject carries them for the
+framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), in
 SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, what its export left out, the environment,
-that version and these rules; a build that fails is a note in the verdict, and the runs import the tree as it is.
+that version, the suites' code and these rules; a build that fails is a note in the verdict, and the runs
+import the tree as it is.
 """
 
 from __future__ import annotations
@@ -29,14 +31,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
+from typing import TYPE_CHECKING
 
-from gate.environment import BuildLayer, cache, packages
+from gate.environment import BuildLayer, SuiteCode, cache, packages
 from gate.progress import QUIET, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import NOT_RUN_SUFFIXES
 from gate.subject import SourceFile, Subject
-from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG
+from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG, importable_from_tests, is_test_code, library_code
+
+if TYPE_CHECKING:
+    from gate.suite.selection import SuiteTrees
 
 _DONE = "gate-layer.json"
 _WHEEL_BYTES = 256 * 1024 * 1024
@@ -47,18 +53,42 @@ _BLOCK = 4096  # what the smallest file costs of the disk
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
 _RULES = 4
+_NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
 _BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
 
 
-def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object = None,
-              mapping: Mapping[str, str] | None = None) -> BuildLayer:
+def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object,
+              code: SuiteCode, mapping: Mapping[str, str] | None = None) -> BuildLayer:
     """The layer of the commit whose tree is `tree_sha`, exported as `export` (JSON data: what the export left
-    out) and built in the environment `environment_key`; `mapping` is where the tree keeps its packages (its
-    build's `package_dir`, gate/environment/packages.py)."""
+    out), built in the environment `environment_key` and unpacked without the suites' code `code`; `mapping` is
+    where the tree keeps its packages (its build's `package_dir`, gate/environment/packages.py)."""
     key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES,
-                        "export": export})
-    return BuildLayer(where / "layers" / key, version, tuple(sorted((mapping or {}).items())))
+                        "export": export, "tests": list(code.paths), "test modules": sorted(code.modules),
+                        "roots": list(code.roots)})
+    return BuildLayer(where / "layers" / key, version, tuple(sorted((mapping or {}).items())), code)
+
+
+def suite_code(suites: Sequence[SuiteTrees], roots: Sequence[str]) -> SuiteCode:
+    """What is the code of `suites` (their trees hold the base's test files) for a tree whose import roots are
+    `roots`."""
+    return SuiteCode(tuple(path for suite in suites for path in suite.args),
+                     frozenset().union(*(importable_from_tests(suite.tree, suite.args) for suite in suites)),
+                     _relative(roots))
+
+
+def _suite_code(parts: tuple[str, ...], code: SuiteCode, own: frozenset[str]) -> bool:
+    """Whether the wheel's file `parts` is the suites' code `code` (`own`: the tree's top-level modules): a
+    conftest.py anywhere; a module under a test path (placed at the tree's top or at one of its import roots)
+    that is not library code; a top-level module named like one a test can import from a folder of the test
+    paths (`compare` for `tests/compare.py`) that the tree has none of. The layer is on every run's import
+    path: the suite's own code runs as the base has it, from the tree."""
+    placed = [PurePosixPath(root, *parts).as_posix() for root in dict.fromkeys(("", *code.roots))]
+    if parts[-1] == "conftest.py" or (parts[-1].endswith(".py") and any(
+            is_test_code(path, code.paths) and not library_code(path, code.paths) for path in placed)):
+        return True
+    top = parts[0].removesuffix(".py")
+    return top in code.modules and top not in own
 
 
 def built(subject: Subject, sandbox: Sandbox, limits: Limits, progress: Progress = QUIET) -> Subject:
@@ -234,8 +264,8 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
     """Build the project in the tree `tree()` exports into `layer` (once: a built layer, or a build that
     failed on its own, is reused, and `tree` is not called; one the sandbox stopped is tried again) in
     `sandbox`, with the environment's `sites` for its build requirements; the layer keeps no module that the
-    folders `installed` (the environment's, the gate's pytest) hold. Returns "" when the
-    layer is ready, else why not (the verdict's note; the runs then import the tree)."""
+    folders `installed` (the environment's, the gate's pytest) hold, and none of the suites' code (`layer.code`).
+    Returns "" when the layer is ready, else why not (the verdict's note; the runs then import the tree)."""
     with cache.locked(layer.path.parent / f"{layer.path.name}.lock"):
         done = layer.path / _DONE
         if done.is_file():
@@ -243,6 +273,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         # A copy of its own: the sandbox keeps one read-only copy per tree it ran in, and the runs of the tree
         # itself must see what `overlay` adds to it after this build.
         source = tree()
+        own = _modules([str(source), *(str(source / root) for root in layer.code.roots)])
         copy = Path(tempfile.mkdtemp(prefix=f"{source.name}-build-", dir=source.parent))  # (a path no run had)
         shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True)
         try:
@@ -261,7 +292,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed))
+                _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed), layer.code, own)
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
@@ -283,15 +314,17 @@ def _modules(folders: Sequence[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-def _kept(parts: tuple[str, ...], installed: frozenset[str]) -> bool:
+def _kept(parts: tuple[str, ...], installed: frozenset[str], code: SuiteCode, own: frozenset[str]) -> bool:
     """Whether a wheel's file goes into the layer: not (in) a module named like the test framework nor like one
-    the environment or the gate's pytest installs (`installed`), not native code, bytecode or a .pth file. The
-    layer comes before the environment on the import path, so the head's build could otherwise hand the suite's
-    process its pytest, a plugin or a test helper (the tree's framework-named modules are left out the same
-    way, gate/suite/trust.py), and code no check can read (gate/sandbox/stage.py)."""
+    the environment or the gate's pytest installs (`installed`), not the suites' code (`code`; `own`: the
+    tree's top-level modules), not native code, bytecode or a .pth file. The layer comes before the environment
+    on the import path, so the head's build could otherwise hand the suite's process its pytest, a plugin or a
+    test helper (the tree's framework-named modules are left out the same way, gate/suite/trust.py), a conftest
+    no check reads, and code no check can read (gate/sandbox/stage.py)."""
     name = parts[-1].lower()
     top = parts[0].partition(".")[0] if len(parts) == 1 else parts[0]
-    return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name)
+    return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name
+                or _suite_code(parts, code, own))
 
 
 def _without_plugins(text: bytes) -> bytes:
@@ -309,7 +342,8 @@ def _without_plugins(text: bytes) -> bytes:
     return "".join(kept).encode()
 
 
-def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset()) -> None:
+def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset(),
+            code: SuiteCode = _NO_SUITE, own: frozenset[str] = frozenset()) -> None:
     """Write the wheel's importable files (its root, and its .data's purelib/platlib) that the layer keeps
     (`_kept`) into `target` (which runs already see: it is filled in place), readable by any uid and writable
     by none but the gate; nothing of it is run. Raises ValueError for a name that leaves the layer or more
@@ -330,7 +364,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
                 if parts[1] not in ("purelib", "platlib"):
                     continue  # scripts, headers, data: not imported
                 parts = parts[2:]
-            if info.is_dir() or not _kept(parts, installed):
+            if info.is_dir() or not _kept(parts, installed, code, own):
                 continue
             dest = target.joinpath(*parts)
             dest.parent.mkdir(parents=True, exist_ok=True)

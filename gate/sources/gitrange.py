@@ -29,7 +29,7 @@ from packaging.version import InvalidVersion, Version
 from gate.environment import BuildLayer, BuiltEnvironment, packages
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
-from gate.environment.project import layer_for
+from gate.environment.project import layer_for, suite_code
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy
 from gate.progress import QUIET, Progress
@@ -38,7 +38,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
-from gate.suite.selection import SuiteBase, suites
+from gate.suite.selection import SuiteBase, SuiteTrees, suites
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -158,7 +158,8 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             judge_rubric=trusted.judge_rubric,
             environment=environment,
             import_roots=_import_roots(head, policy),
-            layers=_layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024),
+            layers=_layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
+                           [each for each in (suite, *(found for _, found in scope_suites)) if each], policy),
             suite=suite,
             scope_suites=scope_suites,
             base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
@@ -391,18 +392,21 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy, progress: Pro
 
 
 def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None,
-            withheld: frozenset[str], max_bytes: int) -> tuple[BuildLayer, BuildLayer] | None:
+            withheld: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees], policy: Policy
+            ) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
     project a build installs (a flat tree of modules runs as it is). The build reads the export, which leaves
     out `withheld` (the hidden cases) and what is beyond `max_bytes`: a layer built from a tree exported under
-    another policy (one that hid nothing) could hold what this one hides."""
+    another policy (one that hid nothing) could hold what this one hides. Neither carries the code of the
+    suites `runs` (gate/suite/trust.py)."""
     if environment is None or not buildable(GitBase(head).read):
         return None
     export = {"withheld": sorted(withheld), "bytes": max_bytes}
-    return (layer_for(cache_dir(os.environ), head.tree.hexsha, environment.key, scm_version(repo, head), export,
-                      packages.package_dirs(GitBase(head).read)),
-            layer_for(cache_dir(os.environ), base.tree.hexsha, environment.key, scm_version(repo, base), export,
-                      packages.package_dirs(GitBase(base).read)))
+    head_layer, base_layer = (
+        layer_for(cache_dir(os.environ), commit.tree.hexsha, environment.key, scm_version(repo, commit), export,
+                  suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read))
+        for commit in (head, base))
+    return head_layer, base_layer
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:

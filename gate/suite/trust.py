@@ -10,9 +10,10 @@ environment) asks here, and so does the framework check, which reads what of the
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Sequence
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 # pytest's configuration files, wherever they are (pytest looks for one from the test paths upwards): the base's
 # are used, the head's never.
@@ -101,3 +102,26 @@ def standard_library_named(path: str, roots: Sequence[str]) -> str | None:
         if name in sys.stdlib_module_names:
             return name
     return None
+
+
+def importable_from_tests(tree: Path, tests: Sequence[str]) -> frozenset[str]:
+    """The top-level names a test of `tree` can import from a folder of the test paths `tests`: pytest puts the
+    folder of each test file and conftest.py (the first folder up without an `__init__.py`, for one in a
+    package) first on sys.path, so what that folder holds (a module, a package, a folder) is importable by its
+    name (`tests/helpers.py`: `helpers`)."""
+    folders: set[Path] = set()
+    for test in tests:
+        start = tree / test
+        found = [(start.parent, [start.name])] if start.is_file() else \
+            [(Path(folder), files) for folder, _, files in os.walk(start)]
+        for folder, files in found:
+            if any(name.endswith(".py") for name in files):
+                while folder != tree and (folder / "__init__.py").is_file():
+                    folder = folder.parent
+                folders.add(folder)
+    names: set[str] = set()
+    for folder in folders:
+        for entry in os.scandir(folder):
+            if entry.name.endswith(".py") or (entry.is_dir() and entry.name != "__pycache__"):
+                names.add(entry.name.removesuffix(".py"))
+    return frozenset(names)
