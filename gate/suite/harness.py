@@ -461,6 +461,9 @@ def _quote_terminal(terminal: int, failure: str) -> None:
 
 # The framework's modules, imported before the tree's modules can stand in for them.
 FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
+# What this program itself imports once pytest runs (the tripwires' checks), imported with the framework: never
+# a module of the tree's (a head `unittest/`).
+_OWN = ("_pytest.python", "_pytest.unittest", "unittest.case")
 
 
 def _import_framework(plugins: list[str]) -> dict[str, Any]:
@@ -473,7 +476,7 @@ def _import_framework(plugins: list[str]) -> dict[str, Any]:
     sys.path[:] = [path for path in tree.path() if path != here and not path.startswith(here + os.sep)]
     imported = {}
     try:
-        for module in (*FRAMEWORK, *plugins):
+        for module in (*FRAMEWORK, *_OWN, *plugins):
             try:
                 __import__(module)
             except ImportError:  # not installed here (`py` before pytest 7.2): pytest says so if it needs it
