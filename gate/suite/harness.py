@@ -10,7 +10,9 @@ with the key (the gate ignores a record without it). A test's `line` is where py
 file (the failing assertion or the raising call: the last entry of its traceback there), else the line of its
 definition; `trace` lists every entry of the failure's traceback, chained exceptions first, as [path, line],
 each path relative to the working directory (the tree) when it is under it. A test's outcome that the watcher
-writes because its process died or ran out of time says `"end": true`: the run ends there.
+writes because its process died or ran out of time says `"end": true`: the run ends there. {"evidence": text} is
+what the harness itself saw go wrong in the tests' process: the gate takes it as evidence of tampering
+(gate/suite/tripwire.py).
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
 positions among the collected items (or, for a control run, node ids) where an item runs once more, right
@@ -27,8 +29,8 @@ run, on the tree as it was exported (never on one the tests' process wrote to). 
 record never came (the watcher itself killed) as failed.
 
 The tests and the code under test share the child: the code could look for the key or patch pytest, which is
-why the gate runs the base's tests and conftests only, flags library code that reaches into the test framework,
-and names this in the verdict's isolation. This program is the gate's: it starts with the standard library
+why the gate runs the base's tests and conftests only, plans tripwires and checks the records outside, flags
+library code that reaches into the test framework, and names this in the verdict's isolation. This program is the gate's: it starts with the standard library
 alone on its path (gate/sandbox/child.py), and the watcher never imports anything of the tree's; in the child,
 pytest, pluggy and the plugins are imported from the environment and the gate's copy before the tree comes
 first on the path, so no module of the tree named like them is what runs. Plugins load only when the gate names
