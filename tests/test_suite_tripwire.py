@@ -143,3 +143,13 @@ def test_a_suspect_is_evidence_once_the_bases_own_run_reads_its_tripwire_right()
 
     assert confirmed([suspect], right) == ["the head's tests, run 1: it read passed"]
     assert confirmed([suspect], wrong) == [] and confirmed([suspect], absent) == []
+
+
+def test_a_run_that_ends_in_a_tripwire_leaves_its_test_to_the_next_run() -> None:
+    records: list[dict[str, Any]] = [{"collected": COLLECTED, "unhostable": []}, {"start": A},
+                                     {"test": A, "status": "timeout", "end": True}, {"done": 0}]
+    found = checked(records)
+    assert not found.tampered and not found.outcomes and found.ended_in_trip
+    assert found.unfinished is None and not found.suspects  # (a timeout is an outcome its test could give)
+    died = checked([*records[:2], {"done": 0}])  # the watcher itself killed there
+    assert died.ended_in_trip and died.unfinished is None

@@ -30,12 +30,13 @@ record never came (the watcher itself killed) as failed.
 
 The tests and the code under test share the child: the code could look for the key or patch pytest, which is
 why the gate runs the base's tests and conftests only, plans tripwires and checks the records outside, flags
-library code that reaches into the test framework, and names this in the verdict's isolation. This program is the gate's: it starts with the standard library
-alone on its path (gate/sandbox/child.py), and the watcher never imports anything of the tree's; in the child,
-pytest, pluggy and the plugins are imported from the environment and the gate's copy before the tree comes
-first on the path, so no module of the tree named like them is what runs. Plugins load only when the gate names
-them (`plugins`, the base's declared test dependencies: registered as the modules imported, never looked up
-among entry points, which the head's metadata can declare) or the base's configuration does (the gate sets
+library code that reaches into the test framework, and names this in the verdict's isolation. This program is
+the gate's: it starts with the standard library alone on its path (gate/sandbox/child.py), and the watcher
+never imports anything of the tree's; in the child, pytest, pluggy and the plugins are imported from the
+environment and the gate's copy before the tree comes first on the path, so no module of the tree named like
+them is what runs. Plugins load only when the gate names them (`plugins`, the base's declared test
+dependencies: registered as the modules imported, never looked up among entry points, which the head's
+metadata can declare) or the base's configuration does (the gate sets
 PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
 """
 

@@ -165,7 +165,7 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
         after_failing |= checked.after_failing
         if checked.tampered:
             return result(*(f"{label}: {line}" for line in checked.tampered))
-        progress = _take(checked, found, errors)
+        progress = _take(checked, found, errors) or checked.ended_in_trip
         if expected is None:
             expected = [*(checked.collected or []), *errors]
             for path, detail in errors.items():  # without a list to expect, a file that fails to collect

@@ -95,6 +95,8 @@ class RunRecords:
     # The tests whose own run came after a tripwire that failed: a conftest that skips or xfails what follows
     # a failure (pytest's "incremental" recipe, pytest-dependency) may have, as it would after a test's.
     after_failing: set[str] = field(default_factory=set)
+    # The run ended in a tripwire (its process died or ran out of time there): its test runs in the next run.
+    ended_in_trip: bool = False
 
 
 @dataclass(frozen=True)
@@ -150,14 +152,16 @@ def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Seque
                                                    found.collected is not None))
                 break
             _took(found, due[at], record, run)
-            started, at = False, at + 1
             ended = record.get("end") is True
+            found.ended_in_trip = ended and due[at].trip is not None
+            started, at = False, at + 1
         else:
             found.tampered.append(f"a record the harness does not write ({_said(record)})")
             break
     if started and not found.tampered:
         current = due[at]
         found.unfinished = current.nodeid if current.trip is None else None
+        found.ended_in_trip = current.trip is not None
     return found
 
 
