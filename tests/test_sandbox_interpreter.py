@@ -88,14 +88,18 @@ def test_a_child_interpreter_has_the_runs_import_path_and_imports_the_tree(box: 
         child = subprocess.run([sys.executable, "-c", "import sys; print(sys.path)"], capture_output=True,
                                text=True)
         module = subprocess.run([sys.executable, "-m", "pkg"], capture_output=True, text=True)
+        bare = subprocess.run([sys.executable, "-c", "import sys; print(sys.path)"], env={}, capture_output=True,
+                              text=True)
         by_name = subprocess.run(["python3", "-m", "pkg"], capture_output=True, text=True)
         report(repr({"executable": sys.executable, "python": shutil.which("python"), "own": sys.path,
-                     "child": eval(child.stdout), "module": (module.returncode, module.stdout, module.stderr),
+                     "child": eval(child.stdout), "bare": eval(bare.stdout),
+                     "module": (module.returncode, module.stdout, module.stderr),
                      "by name": (by_name.returncode, by_name.stdout, by_name.stderr)}))
     """)
     assert result.exit_code == 0, result.stderr.decode()
     assert found["python"] == found["executable"] and str(found["executable"]).endswith("/bin/python")
     assert found["child"] == ["", *found["own"]]  # (-c puts "" first, as `python script.py` puts its folder)
+    assert found["bare"] == found["child"]  # a test's own environment (`env={}`) changes nothing
     assert str(tree / "site-packages") in found["own"]
     assert found["module"] == found["by name"] == (3, "42\n", "")
 
