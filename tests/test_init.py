@@ -117,6 +117,18 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                                     'lint = ["ruff"]\ntest = ["pytest", "pytest-asyncio"]\n', "tests/test_x.py": ""},
                  {"environment": {"groups": ["test"]}, "tests": {"paths": ["tests"]}},
                  id="PDM dev-dependencies: the test group (aiofiles)"),
+    pytest.param({"pyproject.toml": '[project]\nname = "aiofiles"\nversion = "1"\n[tool.pdm.dev-dependencies]\n'
+                                    'lint = ["ruff"]\ntest = ["pytest", "pytest-asyncio"]\n',
+                  "tox.ini": "[tox]\nenvlist = py38, py312, lint\n[testenv:lint]\ncommands =\n    pdm install -G lint\n"
+                             "[testenv]\nallowlist_externals = pdm\ncommands =\n    pdm install -G test\n"
+                             "    coverage run -m pytest tests {posargs}\n", "tests/test_x.py": ""},
+                 {"environment": {"groups": ["test"]}, "tests": {"paths": ["tests"]}},
+                 id="tox whose commands install a PDM group (aiofiles' tox.ini)"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
+                                    'tests = ["pytest"]\n',
+                  "tox.ini": "[testenv]\ncommands = pytest\n", "tests/test_x.py": ""},
+                 {"environment": {"extras": ["tests"]}, "tests": {"paths": ["tests"]}},
+                 id="a tox environment that installs the project alone: the test extra"),
     pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n[project.optional-dependencies]\n'
                                     'speedups = ["ujson"]\n[tool.hatch.envs.default]\ndependencies = ["mypy"]\n'
                                     '[tool.hatch.envs.test]\nfeatures = ["speedups"]\n'
@@ -144,6 +156,14 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "x/__init__.py": "", "x/tests/test_x.py": ""},
                  {"python": "3.9", "environment": {"extras": ["testing"]}, "tests": {"paths": ["x/tests"]}},
                  id="setup.py: extras_require and python_requires, read without running it"),
+    pytest.param({"setup.py": "from setuptools import setup\ntests_require = ['zope.event']\n"
+                              "setup(name='zope.interface', extras_require={'docs': ['Sphinx'],\n"
+                              "      'test': tests_require, 'testing': tests_require + ['coverage']})\n",
+                  "tox.ini": "[testenv]\ncommands =\n    pip install -U -e .[test]\n"
+                             "    coverage run -p -m unittest discover -s src\nextras =\n    test\n    docs\n",
+                  "src/zope/__init__.py": "", "src/zope/interface/tests/test_x.py": ""},
+                 {"environment": {"extras": ["test"]}, "tests": {"paths": ["src/zope/interface/tests"]}},
+                 id="setup.py: extras_require whose values are names (zope.interface)"),
     pytest.param({"requirements/tests.txt": "pytest\n", "requirements/dev.txt": "sphinx\ntox\nmypy\n",
                   "setup.py": "from setuptools import setup\nsetup(name='x')\n", "tests/test_x.py": ""},
                  {"environment": {"requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},

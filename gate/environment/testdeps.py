@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import ast
 import configparser
+import itertools
 import re
+import shlex
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -160,9 +162,38 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
                for e in re.split(r"[\s,]+", line) if e]
     groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
               for g in re.split(r"[\s,]+", line) if g]
+    for kind, value in _command_installs(_tox_lines(_tox_value(sections, env, "commands"), factors)):
+        {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
                    tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)))
+
+
+def _command_installs(commands: list[str]) -> list[tuple[str, str]]:
+    """What an environment's commands install besides its `deps`, as (kind, name): the project's extras and
+    requirements files of `pip install` and `uv pip install` (`-e .[test]`, `-r FILE`), the groups of `pdm
+    install`/`pdm sync` (`-G NAME`), the extras and groups of `uv sync` (`--extra`, `--group`). aiofiles' tox
+    runs `pdm install -G test`; zope.interface's `pip install -U -e .[test]`."""
+    found: list[tuple[str, str]] = []
+    for command in commands:
+        try:
+            words = [w for w in shlex.split(command) if "{" not in w]  # `{envpython}`, `{posargs}`
+        except ValueError:
+            continue
+        while words and re.match(r"^(-|-m|python[\d.]*|py)$", words[0]):  # `- cmd`, `python -m pip ...`
+            words = words[1:]
+        pairs = list(itertools.pairwise(words))
+        if words[:2] in (["pip", "install"], ["pip3", "install"]) or words[:3] == ["uv", "pip", "install"]:
+            found += [("requirements", value) for flag, value in pairs if flag in ("-r", "--requirement")]
+            project = [m.group(1) for m in map(re.compile(r"^\./?\[([^\]]*)\]$").match, words) if m]
+            found += [("extra", extra.strip()) for listed in project for extra in listed.split(",") if extra.strip()]
+        elif words[:1] == ["pdm"] and words[1:2] in (["install"], ["sync"]):
+            found += [("group", name) for flag, value in pairs if flag in ("-G", "--group")
+                      for name in value.split(",") if name and not name.startswith(":")]
+        elif words[:2] == ["uv", "sync"]:
+            found += [("extra" if flag == "--extra" else "group", value) for flag, value in pairs
+                      if flag in ("--extra", "--group")]
+    return found
 
 
 def _tox_lines(text: str, factors: set[str]) -> list[str]:
@@ -249,18 +280,29 @@ def _hatch_resolve(envs: dict[str, Any], where: str, name: str) -> ToolEnv:
 
 # ----- extras, the project's name, a line naming it ------------------------------------------------------
 
-def setup_py_extras(text: str | None) -> dict[str, list[str]]:
-    """`extras_require` of setup.py's `setup(...)` call, read with `ast` (a dict written in the call, or a
-    name bound to one at the module's top); {} when it is computed some other way."""
-    extras = setup_py_literal(text, "extras_require")
-    if not isinstance(extras, dict):
-        return {}
-    return {str(k): [str(r) for r in (v if isinstance(v, list | tuple) else [v])] for k, v in extras.items()}
+def setup_py_extras(text: str | None) -> list[str]:
+    """The names of the extras in `extras_require` of setup.py's `setup(...)` call, read with `ast` (a dict
+    written in the call, or a name bound to one at the module's top; its values may be computed, as
+    zope.interface's `'test': tests_require`); [] when the dict itself is computed some other way."""
+    node = _setup_py_keyword(text, "extras_require")
+    if not isinstance(node, ast.Dict):
+        return []
+    return [key.value for key in node.keys if isinstance(key, ast.Constant) and isinstance(key.value, str)]
 
 
 def setup_py_literal(text: str | None, keyword: str) -> object:
     """The value of `keyword` in setup.py's `setup(...)` call when it is a literal (written in the call, or a
     name bound to one at the module's top), read with `ast`; None otherwise. setup.py never runs."""
+    node = _setup_py_keyword(text, keyword)
+    try:
+        return ast.literal_eval(node) if node is not None else None
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
+    """The expression of `keyword` in setup.py's `setup(...)` call (a name bound at the module's top read
+    through), or None."""
     if not text:
         return None
     try:
@@ -274,11 +316,7 @@ def setup_py_literal(text: str | None, keyword: str) -> object:
             continue
         for item in node.keywords:
             if item.arg == keyword:
-                value = bound.get(item.value.id, item.value) if isinstance(item.value, ast.Name) else item.value
-                try:
-                    return ast.literal_eval(value)
-                except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-                    return None
+                return bound.get(item.value.id, item.value) if isinstance(item.value, ast.Name) else item.value
     return None
 
 
@@ -350,8 +388,10 @@ def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_proje
             kept = tuple(e for e in env.extras if e in extras and has_project)
             present = tuple(p for p in env.requirements if read(p) is not None)
             named = tuple(g for g in env.groups if g in groups)
-            options.append(Choice(kept, (*named, *((env.group,) if env.packages else ())), present,
-                                  f"{env.where}, the environment that runs pytest"))
+            brings = Choice(kept, (*named, *((env.group,) if env.packages else ())), present,
+                            f"{env.where}, the environment that runs pytest")
+            if brings.extras or brings.groups or brings.requirements:  # else it brings the project alone
+                options.append(brings)
     extra = next((e for e in TEST_NAMES if e in extras), None) if has_project else None
     if extra:
         options.append(Choice(extras=(extra,), why=f"the test extra {extra!r}"))
