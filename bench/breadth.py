@@ -2,14 +2,15 @@
 
     sudo .venv/bin/python bench/breadth.py [--cache DIR] [--only NAME ...] [--json FILE] [--cold]
 
-Each project is fetched by pinned version as its sdist (`pip download --no-deps --no-binary :all:`, kept under
+Each project is fetched by pinned version as its sdist (`pip download --no-deps --no-binary NAME`, kept under
 `--cache`, by default `~/.cache/gate-bench/sdists`) and turned into a git repository as its maintainers keep
 it: the files its build generates (a hatch-vcs or setuptools-scm version file) and the sdist's own metadata
-(`PKG-INFO`, `*.egg-info`) left out and git-ignored, the base commit tagged with the version (the scm builds read
-it), and a policy as the README suggests (`environment:` with the project's test extra or requirements file,
-`tests: {paths: [...]}`, nothing else). Two heads branch from the base: an honest change (a comment) that must
-be accepted with about as many passing tests as plain pytest's, and a regression (`return None` as the first
-statement of a function its tests call) that must be blocked, naming a failing test.
+(`PKG-INFO`, `*.egg-info`, bytecode) left out and git-ignored, a file the sdist omits written as the repository
+has it, the base commit tagged with the version (the scm builds read it), and the policy exactly as `gate init`
+writes it on that tree (the real command, nothing added or changed). Two heads branch from the base: an honest
+change (a comment) that must be accepted with about as many passing tests as plain pytest's, and a regression
+that must be blocked, naming a failing test: `return None` as the first statement of a Python function its
+tests call, or `Py_RETURN_NONE;` as the first statement of a C function of its extension.
 
 Times, one sample each (the machine's load is printed with the table):
 - gate cold: `python -m gate check --base main --head honest --json F` with an empty `GATE_CACHE_DIR` (the
@@ -50,7 +51,9 @@ from typing import Any
 from gate.sandbox.detect import run_interpreter
 
 HONEST = "\n# bench: an honest change (a comment)\n"
+HONEST_C = "\n/* bench: an honest change (a comment) */\n"
 REGRESSION = "return None  # bench: a regression"
+REGRESSION_C = "Py_RETURN_NONE;  /* bench: a regression */"
 
 
 @dataclass(frozen=True)
@@ -58,10 +61,11 @@ class Project:
     name: str
     version: str
     shape: str  # layout, build backend, where its test dependencies and pytest configuration live
-    tests: tuple[str, ...]  # the suite's paths
-    environment: str  # the policy's `environment:` value (YAML)
+    pytest: tuple[str, ...]  # what plain pytest's CI job passes to pytest (its paths; none: its configuration's)
     install: tuple[str, ...]  # what plain pytest's CI job installs, after `-e .` (pip arguments)
-    target: tuple[str, str]  # (file, function or Class.method) the regression breaks
+    # (file, function or Class.method) the regression breaks: a Python function, or a C function of the
+    # project's extension returning a `PyObject *` (a `.c` file).
+    target: tuple[str, str]
     generated: tuple[str, ...] = ()  # what the build writes and the real repository git-ignores
     # Files the real repository has and its sdist leaves out (path, text), such as its test requirements.
     repository_files: tuple[tuple[str, str], ...] = ()
@@ -84,48 +88,97 @@ pytest-cov==4.1.0
 tox==4.8.0
 """
 
+MCCABE_TOX = """\
+[tox]
+envlist =
+    py27,py34,py35,py36,py37,py38,py39,pypy,pypy3,flake8
+
+[testenv]
+deps =
+    pytest
+commands =
+    pytest
+
+[testenv:flake8]
+deps =
+    flake8
+commands =
+    flake8
+"""
+
 PROJECTS = (
     Project("humanize", "4.11.0", "src, hatch-vcs, [tests] extra (pytest-cov), pyproject", ("tests",),
-            "{extras: [tests]}", ("-e", ".[tests]"), ("src/humanize/number.py", "ordinal"),
-            ("src/humanize/_version.py",)),
+            ("-e", ".[tests]"), ("src/humanize/number.py", "ordinal"), ("src/humanize/_version.py",)),
     Project("attrs", "24.2.0", "src, hatch-vcs + fancy-readme, [tests] extra, pyproject", ("tests",),
-            "{extras: [tests]}", ("-e", ".[tests]"), ("src/attr/_funcs.py", "asdict")),
-    Project("idna", "3.10", "flat, flit, no test deps, no pytest config", ("tests",), "{}",
-            ("-e", ".", "pytest"), ("idna/core.py", "valid_label_length")),
+            ("-e", ".[tests]"), ("src/attr/_funcs.py", "asdict")),
+    Project("idna", "3.10", "flat, flit, no test deps, no pytest config", ("tests",), ("-e", ".", "pytest"),
+            ("idna/core.py", "valid_label_length")),
     Project("packaging", "24.1", "src, flit, tests/requirements.txt", ("tests",),
-            "{requirements: [tests/requirements.txt]}", ("-e", ".", "-r", "tests/requirements.txt"),
-            ("src/packaging/utils.py", "canonicalize_name")),
-    Project("more-itertools", "10.5.0", "flat, flit, unittest-style", ("tests",), "{}", ("-e", ".", "pytest"),
+            ("-e", ".", "-r", "tests/requirements.txt"), ("src/packaging/utils.py", "canonicalize_name")),
+    Project("more-itertools", "10.5.0", "flat, flit, unittest-style", ("tests",), ("-e", ".", "pytest"),
             ("more_itertools/more.py", "chunked")),
-    Project("six", "1.16.0", "one module, setuptools, setup.cfg [tool:pytest]", ("test_six.py",), "{}",
+    Project("six", "1.16.0", "one module, setuptools, setup.cfg [tool:pytest]", ("test_six.py",),
             ("-e", ".", "pytest"), ("six.py", "add_metaclass")),
     Project("wcwidth", "0.2.13", "flat, setuptools, requirements-tests39.txt, tox.ini (--cov)", ("tests",),
-            "{requirements: [requirements-tests39.txt]}", ("-e", ".", "-r", "requirements-tests39.txt"),
-            ("wcwidth/wcwidth.py", "wcswidth")),
-    Project("toolz", "1.0.0", "flat, setuptools + versioneer, tests in the package", ("toolz/tests",), "{}",
+            ("-e", ".", "-r", "requirements-tests39.txt"), ("wcwidth/wcwidth.py", "wcswidth")),
+    Project("toolz", "1.0.0", "flat, setuptools + versioneer, tests in the package", ("toolz/tests",),
             ("-e", ".", "pytest"), ("toolz/itertoolz.py", "frequencies")),
     Project("boltons", "24.0.0", "flat, setuptools, pytest.ini, requirements-test.txt (pytest 8)", ("tests",),
-            "{requirements: [requirements-test.txt]}", ("-e", ".", "-r", "requirements-test.txt"),
-            ("boltons/strutils.py", "strip_ansi"),
+            ("-e", ".", "-r", "requirements-test.txt"), ("boltons/strutils.py", "strip_ansi"),
             # Its tox.ini installs it, its sdist omits it; as in mahmoud/boltons (its conftest needs pytest < 9).
             repository_files=(("requirements-test.txt", BOLTONS_TEST_REQUIREMENTS),)),
-    Project("cachetools", "5.5.0", "src, setuptools (setup.cfg), tox.ini", ("tests",), "{}",
-            ("-e", ".", "pytest"), ("src/cachetools/keys.py", "hashkey")),
-    Project("tabulate", "0.9.0", "flat, setuptools-scm, test/", ("test",), "{}", ("-e", ".", "pytest"),
+    Project("cachetools", "5.5.0", "src, setuptools (setup.cfg), tox.ini", ("tests",), ("-e", ".", "pytest"),
+            ("src/cachetools/keys.py", "hashkey")),
+    Project("tabulate", "0.9.0", "flat, setuptools-scm, test/", ("test",), ("-e", ".", "pytest"),
             ("tabulate/__init__.py", "_isint"), ("tabulate/version.py",)),
-    Project("isodate", "0.7.2", "src, setuptools-scm, pyproject", ("tests",), "{}", ("-e", ".", "pytest"),
+    Project("isodate", "0.7.2", "src, setuptools-scm, pyproject", ("tests",), ("-e", ".", "pytest"),
             ("src/isodate/isodates.py", "parse_date"), ("src/isodate/version.py",)),
     Project("python-dateutil", "2.9.0.post0", "src, setuptools-scm, requirements-dev.txt, setup.cfg",
-            ("tests",), "{requirements: [requirements-dev.txt]}", ("-e", ".", "-r", "requirements-dev.txt"),
-            ("src/dateutil/easter.py", "easter"), ("src/dateutil/_version.py",)),
+            ("tests",), ("-e", ".", "-r", "requirements-dev.txt"), ("src/dateutil/easter.py", "easter"),
+            ("src/dateutil/_version.py",)),
     Project("pluggy", "1.5.0", "src, setuptools-scm, [testing] extra, tox.ini, testing/", ("testing",),
-            "{extras: [testing]}", ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
+            ("-e", ".[testing]"), ("src/pluggy/_manager.py", "PluginManager.is_registered"),
             ("src/pluggy/_version.py",), framework=True),
-    # Its CI's `poetry install` installs every dev-dependency (Poetry's carets as pip reads them), as the
-    # policy's dev group does.
-    Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",), "{groups: [dev]}",
+    # Its CI's `poetry install` installs every dev-dependency (Poetry's carets as pip reads them).
+    Project("tomlkit", "0.13.2", "flat, poetry-core, poetry dev-dependencies", ("tests",),
             ("-e", ".", "pytest>=7.2.0,<8", "pytest-cov>=4.0.0,<5", "PyYAML>=6.0,<7", "pre-commit>=2.20.0,<3",
              "mypy>=0.990,<0.991", "Sphinx>=4.3.2,<5", "furo>=2022.9.29,<2023"), ("tomlkit/api.py", "dumps")),
+    # Shapes the first fifteen lack. Tests inside the package, and an optional C extension (`_speedups`, with a
+    # pure-Python fallback): the regression is in the C code, which only a built extension runs.
+    Project("simplejson", "3.19.3", "flat, setup.py, tests in the package, optional C ext", ("simplejson/tests",),
+            ("-e", ".", "pytest"), ("simplejson/_speedups.c", "py_encode_basestring_ascii")),
+    # Tests inside the package; nox installs no declared test set; test_cli starts `sys.executable -m jsonschema`.
+    Project("jsonschema", "4.23.0", "flat, hatch-vcs, tests in the package, nox, sys.executable",
+            ("jsonschema/tests",), ("-e", ".", "pytest"), ("jsonschema/_utils.py", "equal")),
+    # C only: no module of it is Python.
+    Project("ujson", "5.10.0", "C extension only, setuptools-scm, tests/", ("tests",), ("-e", ".", "pytest"),
+            ("python/objToJSON.c", "objToJSON"), ("python/version.h",)),
+    # An optional C `_speedups` that its conftest tests beside the pure `_native`; tox installs
+    # requirements/tests.txt.
+    Project("markupsafe", "3.0.2", "src, setuptools, optional C ext, tox -r requirements/tests.txt", ("tests",),
+            ("-e", ".", "-r", "requirements/tests.txt"), ("src/markupsafe/_speedups.c", "escape_unicode")),
+    # `ZoneInfo("America/Chicago")` when tests/base.py is imported; parametrize ids from `datetime.now()`.
+    Project("marshmallow", "3.23.1", "src, flit, [tests] extra, time zones, ids from the clock", ("tests",),
+            ("-e", ".[tests]"), ("src/marshmallow/utils.py", "is_collection")),
+    # pytest-asyncio in `asyncio_mode = auto`, from PDM's dev-dependencies (tox.ini runs `pdm install -G test`).
+    Project("aiofiles", "24.1.0", "src, hatchling, PDM dev group, pytest-asyncio (auto), tox runs pdm",
+            ("tests",), ("-e", ".", "pytest>=8.2.2", "pytest-asyncio>=0.23.7", "coverage>=6.4.4", "tox>=3.25.1"),
+            ("src/aiofiles/threadpool/__init__.py", "open")),
+    # `package_dir={"": "lib"}`; an in-tree PEP 517 backend (`backend-path`); an optional Cython extension
+    # that needs libyaml; tests are a conftest's own items over data files.
+    Project("PyYAML", "6.0.2", "lib/ package_dir, in-tree backend, optional Cython ext, conftest items",
+            ("tests",), ("-e", ".", "pytest"), ("lib/yaml/__init__.py", "dump")),
+    # The test module at the repository's root, beside the module; tox installs pytest (its tox.ini, which
+    # the sdist omits, as in PyCQA/mccabe).
+    Project("mccabe", "0.7.0", "one module, test module at the root, tox deps", (), ("-e", ".", "pytest"),
+            ("mccabe.py", "PathGraph.complexity"), repository_files=(("tox.ini", MCCABE_TOX),)),
+    # A pkg_resources namespace (`zope`) with the tests inside the package, an optional C extension, tox's
+    # `extras = test` and `extras_require` by name in setup.py.
+    Project("zope.interface", "7.2", "src namespace pkg, tests in the package, optional C ext, tox extras",
+            ("src",), ("-e", ".[test]", "pytest"), ("src/zope/interface/verify.py", "verifyObject")),
+    # Hatch's test environment (`features = ["test"]`, a uv installer, a matrix); its tests use pytest-mock.
+    Project("platformdirs", "4.3.6", "src, hatch-vcs, Hatch test env", ("tests",), ("-e", ".[test]"),
+            ("src/platformdirs/unix.py", "Unix.user_data_dir"), ("src/platformdirs/version.py",)),
 )
 
 
@@ -140,6 +193,7 @@ class Outcome:
     tests_pytest: str = "-"
     times: dict[str, float] = field(default_factory=dict)
     problems: list[str] = field(default_factory=list)
+    init: str = ""  # what `gate init` said it found and chose
 
 
 def sdist(project: Project, folder: Path) -> Path:
@@ -148,8 +202,8 @@ def sdist(project: Project, folder: Path) -> Path:
     stem = re.compile(re.sub(r"[-_.]+", "[-_.]", project.name) + rf"-{re.escape(project.version)}\.tar\.gz$",
                       re.IGNORECASE)
     found = [p for p in folder.iterdir() if stem.match(p.name)]
-    if not found:
-        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", ":all:",
+    if not found:  # its sdist, its build requirements as wheels (pip prepares its metadata with them)
+        subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--no-deps", "--no-binary", project.name,
                         "-d", str(folder), f"{project.name}=={project.version}"], check=True)
         found = [p for p in folder.iterdir() if stem.match(p.name)]
     return found[0]
@@ -160,8 +214,12 @@ def git(repo: Path, *args: str) -> str:
 
 
 def regress(path: Path, target: str) -> None:
-    """Insert `return None` as the first statement of `target` (after its docstring) in `path`."""
+    """Insert `return None` as the first statement of `target` (after its docstring) in `path`, or, in a C
+    file, `Py_RETURN_NONE;` as the first statement of the function `target`."""
     text = path.read_text(encoding="utf-8")
+    if path.suffix == ".c":
+        path.write_text(_regress_c(text, target), encoding="utf-8")
+        return
     nodes: list[ast.stmt] = ast.parse(text).body
     found: ast.stmt | None = None
     for part in target.split("."):
@@ -175,13 +233,25 @@ def regress(path: Path, target: str) -> None:
     path.write_text("".join(lines), encoding="utf-8")
 
 
-def repository(project: Project, archive: Path, root: Path) -> Path:
-    """The project as its maintainers' repository: base on `main` (tagged), heads `honest` and `regression`."""
+def _regress_c(text: str, function: str) -> str:
+    """`text` with `Py_RETURN_NONE;` after the opening brace of the definition of `function` (not a
+    prototype: its parameter list is followed by `{`, not `;`)."""
+    for found in re.finditer(rf"^[^;{{}}\n]*\b{re.escape(function)}\s*\(", text, re.MULTILINE):
+        brace = re.compile(r"[;{]").search(text, found.end())
+        if brace is not None and brace.group() == "{":
+            line_end = text.index("\n", brace.end())
+            return text[:line_end + 1] + "    " + REGRESSION_C + "\n" + text[line_end + 1:]
+    raise ValueError(f"no definition of {function}")
+
+
+def repository(project: Project, archive: Path, root: Path) -> tuple[Path, str]:
+    """The project as its maintainers' repository: base on `main` (tagged) with the policy `gate init` wrote
+    there, heads `honest` and `regression`; and what `gate init` said."""
     with tarfile.open(archive) as tar:
         tar.extractall(root / "unpacked", filter="data")
     repo = root / "repo"
     shutil.copytree(next((root / "unpacked").iterdir()), repo)
-    for made in (repo / "PKG-INFO", *repo.glob("*.egg-info"), *repo.glob("src/*.egg-info")):
+    for made in (repo / "PKG-INFO", *repo.glob("*.egg-info"), *repo.glob("*/*.egg-info"), *repo.rglob("__pycache__")):
         shutil.rmtree(made) if made.is_dir() else made.unlink(missing_ok=True)
     for generated in project.generated:
         (repo / generated).unlink(missing_ok=True)
@@ -189,11 +259,13 @@ def repository(project: Project, archive: Path, root: Path) -> Path:
         (repo / path).write_text(text)
     ignore = repo / ".gitignore"
     ignore.write_text((ignore.read_text() if ignore.is_file() else "") + "".join(f"/{g}\n" for g in project.generated))
-    (repo / ".github").mkdir(exist_ok=True)
-    paths = ", ".join(project.tests)
-    (repo / ".github" / "gate.yml").write_text(f"environment: {project.environment}\ntests:\n  paths: [{paths}]\n")
     git(repo, "init", "-q", "-b", "main")
     git(repo, "add", "-A")
+    # The maintainer's first step, on the tree git holds, run from an empty folder (`python -m` puts the
+    # working directory first on the gate's import path: PyYAML's tree has a `packaging/`).
+    (root / "cwd").mkdir(exist_ok=True)
+    said = subprocess.run([sys.executable, "-m", "gate", "init", "--dir", str(repo)], cwd=root / "cwd",
+                          capture_output=True, text=True, check=True).stdout
     git(repo, "add", "-f", ".github/gate.yml")  # tabulate's own .gitignore ignores every dot-file
     git(repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "base")
     git(repo, "tag", f"v{project.version}")
@@ -202,12 +274,12 @@ def repository(project: Project, archive: Path, root: Path) -> Path:
         git(repo, "checkout", "-q", "-b", head, "main")
         if head == "honest":
             with (repo / module).open("a", encoding="utf-8") as handle:
-                handle.write(HONEST)
+                handle.write(HONEST_C if module.endswith(".c") else HONEST)
         else:
             regress(repo / module, function)
         git(repo, "-c", "user.name=bot", "-c", "user.email=bot@example.com", "commit", "-q", "-am", head)
     git(repo, "checkout", "-q", "main")
-    return repo
+    return repo, said
 
 
 ENVIRONMENT_BUILT = re.compile(r"^gate: the environment was built by (\w+) in ([\d.]+) s", re.MULTILINE)
@@ -260,7 +332,7 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
     python = str(venv / "bin" / "python")
     install = subprocess.run([python, "-m", "pip", "install", "-q", *project.install], cwd=checkout,
                              capture_output=True, text=True, check=False, env=env)
-    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.tests]
+    command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.pytest]
     if install.returncode != 0:
         return CiJob(time.perf_counter() - started, {}, "pip install failed: " + install.stderr.strip()[-400:],
                      checkout, command)
@@ -276,8 +348,8 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
 def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
                                                                     dict[str, int], str]:
     """(times, counts on the honest head, counts on the regression, the end of the output when pytest did not
-    run: it passed no test) of a CI job: a checkout, a venv, the install, pytest; then pytest warm and on the
-    regression."""
+    run: it passed no test) of a CI job: a checkout, a venv, the install, pytest; then pytest warm, and the
+    regression installed and run."""
     job = ci_job(project, repo, root)
     if job.broken.startswith("pip install failed"):
         return {}, {}, {}, job.broken
@@ -291,8 +363,20 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     run()
     times["pytest warm"] = time.perf_counter() - started
     git(job.checkout, "checkout", "-q", "origin/regression")
+    # Installed again, as a job on that head would: an editable install's compiled extension is built from the
+    # honest head's C, and only a build sees a regression in it.
+    subprocess.run([job.command[0], "-m", "pip", "install", "-q", *project.install], cwd=job.checkout,
+                   capture_output=True, check=True)
     regressed = run()
     return times, job.counts, pytest_counts(regressed.stdout), job.broken
+
+
+def init_choices(said: str) -> list[str]:
+    """What `gate init` chose for the suite and its dependencies, and what it did not find, from what it
+    printed (the project's own dependencies and the Python left out: every project has them)."""
+    return [line for line in said.splitlines() if line.startswith(("found tests:", "found test dependencies:",
+                                                                   "found left out:", "not found:"))
+            and "requires-python" not in line]
 
 
 def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str, list[str], list[str]]:
@@ -315,7 +399,7 @@ def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str
 def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     outcome = Outcome(project)
     root = work / project.name
-    repo = repository(project, sdist(project, sdists), root)
+    repo, outcome.init = repository(project, sdist(project, sdists), root)
     times, counts, regressed, broken = plain_pytest(project, repo, root) if peer else ({}, {}, {}, "")
     outcome.times |= times
     if broken:
@@ -394,7 +478,7 @@ def cold(project: Project, sdists: Path, work: Path, no_uv: str) -> Cold:
     nothing (fresh caches)."""
     outcome = Cold(project)
     root = work / project.name
-    repo = repository(project, sdist(project, sdists), root)
+    repo, _ = repository(project, sdist(project, sdists), root)
     job = ci_job(project, repo, root / "ci", fresh_caches(root / "ci-caches"))
     outcome.ci = job.seconds
     if job.broken:
@@ -495,11 +579,14 @@ def main() -> None:
     for o in outcomes:
         for problem in o.problems:
             print(f"- {o.project.label}: {problem}")
+    print("\nThe policy `gate init` wrote, in its words:")
+    for o in outcomes:
+        print(f"- {o.project.label}: " + "; ".join(init_choices(o.init)))
     if args.json:
         args.json.write_text(json.dumps([{"project": o.project.label, "shape": o.project.shape, "honest": o.honest,
                                           "regression": o.regression, "tests_gate": o.tests_gate,
                                           "tests_pytest": o.tests_pytest, "times": o.times,
-                                          "problems": o.problems} for o in outcomes], indent=2))
+                                          "problems": o.problems, "init": o.init} for o in outcomes], indent=2))
 
 
 def cold_main(chosen: list[Project], sdists: Path, jobs: int, load: str, out: Path | None) -> None:

@@ -51,9 +51,9 @@ def _sdist(folder: Path) -> Path:
 
 def test_an_sdist_becomes_the_maintainers_repository_with_an_honest_head_and_a_regression(tmp_path: Path) -> None:
     breadth = _breadth()
-    project = breadth.Project("demo", "1.0", "src", ("tests",), "{}", ("-e", "."),
+    project = breadth.Project("demo", "1.0", "src", ("tests",), ("-e", "."),
                               ("src/demo/calc.py", "double"), ("src/demo/_version.py",))
-    repo = breadth.repository(project, _sdist(tmp_path), tmp_path / "work")
+    repo, said = breadth.repository(project, _sdist(tmp_path), tmp_path / "work")
 
     def git(*args: str) -> str:
         return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True).stdout
@@ -62,7 +62,22 @@ def test_an_sdist_becomes_the_maintainers_repository_with_an_honest_head_and_a_r
     base = set(git("ls-tree", "-r", "--name-only", "main").split())
     assert "PKG-INFO" not in base and not any("egg-info" in name for name in base)
     assert "src/demo/_version.py" not in base and "/src/demo/_version.py" in git("show", "main:.gitignore")
-    assert git("show", "main:.github/gate.yml") == "environment: {}\ntests:\n  paths: [tests]\n"
+    # The policy is what `gate init` writes on the base's tree, and nothing else: the same command run again on an
+    # export of the base (without the policy) prints it byte for byte.
+    policy = git("show", "main:.github/gate.yml")
+    export = tmp_path / "export"
+    export.mkdir()
+    archive = subprocess.run(["git", "-C", str(repo), "archive", "main"], check=True, capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(export)], input=archive, check=True)
+    (export / ".github" / "gate.yml").unlink()
+    printed = subprocess.run([sys.executable, "-m", "gate", "init", "--print", "--dir", str(export)], check=True,
+                             capture_output=True, text=True, cwd=tmp_path)
+    assert policy == printed.stdout
+    assert "tests:" in policy and "paths: [tests]" in policy  # init found the suite
+    assert breadth.init_choices(said) == [line for line in printed.stderr.splitlines()
+                                          if line.startswith(("found tests:", "not found: test dependencies"))]
+    assert breadth.init_choices(said)[0].startswith("found tests: tests (1 test file")
+    assert git("diff", "--name-only", "main", "regression").split() == ["src/demo/calc.py"]  # the heads keep it
     assert git("diff", "--name-only", "main", "honest").split() == ["src/demo/calc.py"]
     added = [line[1:] for line in git("diff", "-U0", "main", "honest").splitlines()
              if line.startswith("+") and not line.startswith("+++")]
@@ -74,6 +89,29 @@ def test_an_sdist_becomes_the_maintainers_repository_with_an_honest_head_and_a_r
     assert original["double"](2) == 4  # type: ignore[operator]
     assert regressed["double"](2) is None  # type: ignore[operator]
     assert regressed["double"].__doc__ == "Twice x."
+
+
+C_MODULE = """\
+static PyObject *
+encode(PyObject *self, PyObject *arg);
+
+static PyObject *
+encode(PyObject *self, PyObject *arg)
+{
+    return PyUnicode_FromString("x");
+}
+"""
+
+
+def test_a_c_regression_returns_none_first_in_the_definition_never_the_prototype(tmp_path: Path) -> None:
+    breadth = _breadth()
+    source = tmp_path / "speedups.c"
+    source.write_text(C_MODULE)
+    breadth.regress(source, "encode")
+    lines = source.read_text().splitlines()
+    assert lines[:2] == ["static PyObject *", "encode(PyObject *self, PyObject *arg);"]  # the prototype as it was
+    assert lines[5:8] == ["{", "    Py_RETURN_NONE;  /* bench: a regression */",
+                          '    return PyUnicode_FromString("x");']
 
 
 def test_pytests_summary_and_the_verdict_read_as_the_table_shows_them() -> None:
@@ -94,7 +132,7 @@ def test_pytests_summary_and_the_verdict_read_as_the_table_shows_them() -> None:
 
 def test_the_cold_table_gives_each_ratio_to_the_ci_job_and_the_median_of_the_judged() -> None:
     breadth = _breadth()
-    project = breadth.Project("demo", "1.0", "src", ("tests",), "{}", ("-e", "."), ("src/demo/calc.py", "double"))
+    project = breadth.Project("demo", "1.0", "src", ("tests",), ("-e", "."), ("src/demo/calc.py", "double"))
     rows = [breadth.Cold(project, ci=10.0, gate={"uv": 8.0, "pip": 12.0}, environment={"uv": 2.0, "pip": 6.0},
                          verdicts={"uv": "ACCEPTED 0/3", "pip": "ACCEPTED 0/3"}),
             breadth.Cold(project, ci=20.0, gate={"uv": 30.0, "pip": 40.0}, environment={"uv": 4.0, "pip": 9.0},
