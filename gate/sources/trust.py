@@ -96,7 +96,7 @@ def check_against_base(policy: Policy, read: Callable[[str], str | None], has: C
                                              for index, scope in enumerate(policy.scopes))]
         for where, suite in suites:
             for index, path in enumerate(suite.paths if suite is not None else ()):
-                if not has(path):
+                if path != "." and not has(path):  # (the tree's top is in every commit)
                     raise BadInput(f"no file or folder {path} in the base commit", key=f"{where}.paths[{index}]")
     except BadInput as exc:
         raise BadInput(exc.message, file=policy.source, line=policy.line(exc.key or ""), key=exc.key) from None
