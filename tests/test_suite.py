@@ -366,7 +366,7 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
     assert main(["check", "--repo", str(repo.root), "--base", "main", "--head", "bot"]) == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("gate: error: .github/gate.yml@"), error
-    assert "tests.paths: none of test is in the base commit" in error
+    assert ":5: tests.paths[0]: no file or folder test in the base commit" in error
 
 
 @pytest.mark.usefixtures("offline_pip")
