@@ -13,10 +13,12 @@ from __future__ import annotations
 import argparse
 import os
 import secrets
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 
 from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
+from gate.progress import Progress, add_quiet_option, progress_for
 from gate.sandbox import open_sandbox
 from gate.sandbox.canaries import LIMITS, canaries
 
@@ -29,6 +31,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
                         help="test the fresh-interpreter backend instead of the zygote")
     parser.add_argument("--repo", type=Path, metavar="PATH",
                         help="also run this repository's suite (policy tests:) at its HEAD, as every PR's base")
+    add_quiet_option(parser)
     parser.set_defaults(func=run)
 
 
@@ -55,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     refused = ci_refuses(isolation)
     print(f"gate ci would refuse to run a PR's code here: {refused}" if refused
           else "gate ci would run a PR's code here (every layer it requires is on)")
-    runs = _suite(args.repo) if args.repo is not None else True
+    runs = _suite(args.repo, progress_for(sys.stderr, os.environ, args.quiet)) if args.repo is not None else True
     return EXIT_GATE_FAILED if missed or refused or not runs else EXIT_ACCEPTED
 
 
@@ -69,9 +72,9 @@ def ci_refuses(isolation: Mapping[str, str]) -> str:
     return f"{named}. {ci_layers_fix(off)}" if off else ""
 
 
-def _suite(repo: Path) -> bool:
+def _suite(repo: Path, progress: Progress) -> bool:
     """Score HEAD against itself in `repo`: the base's suite runs (and its baseline is cached) as for every
-    PR into it; print what it found. False when it does not run in the gate."""
+    PR into it (`progress` hears of its steps); print what it found. False when it does not run in the gate."""
     import git
 
     from gate.engine import score
@@ -82,11 +85,11 @@ def _suite(repo: Path) -> bool:
     try:
         handle = git.Repo(repo)
         head = handle.head.commit.hexsha
-        with subject_from_commits(handle, head, head) as found:
+        with subject_from_commits(handle, head, head, progress=progress) as found:
             if not found.policy.has_tests:
                 print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
                 return True
-            verdict = score(found)
+            verdict = score(found, progress)
     except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
         print(f"the repository's suite: {repo} is not a git checkout with a commit")
         return False
