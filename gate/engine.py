@@ -20,7 +20,7 @@ from gate.sandbox.base import Sandbox
 from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.subject import Subject
-from gate.verdict import CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
+from gate.verdict import NO_CODE, CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
 
 
 def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
@@ -149,7 +149,7 @@ def _isolation(sandbox: Sandbox | None, shared: list[tuple[str, str]]
                ) -> tuple[tuple[str, str], ...]:
     """How the code ran: the sandbox's layers, and what the checks say shared a process with it."""
     if sandbox is None:
-        return (("code execution", "off: not run"),)
+        return ((NO_CODE, "off: not run"),)
     return tuple(sorted({**sandbox.isolation, **dict(shared)}.items()))
 
 

@@ -16,7 +16,7 @@ from dataclasses import replace
 from gate.globs import matches
 from gate.policy.model import Policy, Scope
 from gate.subject import SourceFile, Subject
-from gate.verdict import ScopeResult, Verdict
+from gate.verdict import NO_CODE, ScopeResult, Verdict
 
 ROOT = "root"
 
@@ -70,7 +70,7 @@ def combine(policy: Policy, parts: list[tuple[str, int, Verdict]]) -> Verdict:
     def tag(name: str, text: str) -> str:
         return f"[{name}] {text}"
 
-    ran = next((v for _, _, v in parts if dict(v.isolation).get("code execution") is None), first)
+    ran = next((v for _, _, v in parts if dict(v.isolation).get(NO_CODE) is None), first)
     return replace(
         first,
         policy_source=policy.source,

@@ -17,6 +17,9 @@ RunStatus = Literal["passed", "failed", "timeout", "error"]
 CaseStatus = Literal[RunStatus, "not run"]
 
 
+# The verdict's one isolation entry when no code of the change ran (no case, no test): no layer was needed.
+NO_CODE = "code execution"
+
 # Most findings a message or a report lists before "and N more"; a penalty's locations keep every one. A
 # range of 1,500 broken files must still give a message a reviewer can read and a comment that fits GitHub.
 MAX_LISTED = 10

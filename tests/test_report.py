@@ -276,3 +276,14 @@ def test_the_comment_folds_isolation_to_the_layers_off_or_weaker_and_the_summary
     assert "<td>setsid</td>" not in comment and "<td>zygote</td>" not in comment
     assert "The other isolation layers were at full strength: setsid, zygote" in comment
     assert all(f"<td>{name}</td>" in summary for name, _ in layers)
+
+
+def test_when_no_code_ran_no_isolation_layer_is_listed_as_off() -> None:
+    # A static-only policy (no case, no test): the comment and the summary say no code ran, and list no layer.
+    verdict = run_checks(Subject(kind="range", label="a..b", files=(SourceFile("util.py", "x = 1\n"),),
+                                 facts=(("repo", REPO), ("head", HEAD))), Policy())
+    assert dict(verdict.isolation) == {"code execution": "off: not run"}
+    for page in (html(render_comment(verdict)), html(render_summary(verdict))):
+        assert "No code of the change ran (no case or test to run), so no isolation layer was needed." in page
+        assert "code execution" not in page and "isolation layer</th>" not in page
+    assert "no code ran" in render_terminal(verdict, color=False)

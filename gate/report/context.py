@@ -14,7 +14,7 @@ from typing import Any
 
 from gate import HOME
 from gate.report.markdown import blob_url, code, escape, fence
-from gate.verdict import CaseReport, Location, Penalty, Verdict, listing, within_budget
+from gate.verdict import NO_CODE, CaseReport, Location, Penalty, Verdict, listing, within_budget
 
 # The hidden marker that identifies the gate's own PR comment; the GitHub publisher looks for it to edit the
 # comment in place instead of adding a new one.
@@ -167,10 +167,12 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
              "where": _locations(n.locations, facts)}
             for n in verdict.notes
         ],
-        "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation],
+        # No code of the change ran (no case, no test): no layer was needed, and none is listed as off.
+        "no_code_ran": dict(verdict.isolation).get(NO_CODE) is not None,
+        "isolation": [(escape(k), escape(v)) for k, v in verdict.isolation if k != NO_CODE],
         # The comment shows only these; the job summary every layer.
-        "isolation_weaker": [(escape(k), escape(v)) for k, v in verdict.isolation if weaker(v)],
-        "isolation_on": [escape(k) for k, v in verdict.isolation if not weaker(v)],
+        "isolation_weaker": [(escape(k), escape(v)) for k, v in verdict.isolation if weaker(v) and k != NO_CODE],
+        "isolation_on": [escape(k) for k, v in verdict.isolation if not weaker(v) and k != NO_CODE],
         "next": _next_steps(verdict, facts),
         # The override that names the scored head, so a push in the seconds before the gate answers is not
         # taken for it (docs/github.md, "Overrides").

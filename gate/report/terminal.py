@@ -19,7 +19,7 @@ from typing import IO, TYPE_CHECKING
 
 from gate.report.context import TEST_KIND, UNTESTED, weaker
 from gate.report.markdown import visible
-from gate.verdict import Penalty, Verdict, listing, within_budget
+from gate.verdict import NO_CODE, Penalty, Verdict, listing, within_budget
 
 if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered
     import jinja2
@@ -146,7 +146,7 @@ def summary(verdict: Verdict) -> str:
     parts += [_counted("test", tests)] if tests else []
     parts += [f"{len(verdict.notes)} note{'s' * (len(verdict.notes) != 1)}"] if verdict.notes else []
     weak = [layer for layer, how in verdict.isolation if weaker(how)]
-    if verdict.isolation and all(how.startswith("off: not run") for _, how in verdict.isolation):
+    if dict(verdict.isolation).get(NO_CODE) is not None:
         parts.append("no code ran")
     elif verdict.isolation:
         parts.append(f"isolation weaker: {', '.join(weak)}" if weak else "every isolation layer on")
