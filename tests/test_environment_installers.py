@@ -27,6 +27,7 @@ from gate.environment import BuiltEnvironment, installers, pip_config
 from gate.environment.build import prepare, requirement_names
 from gate.errors import GateFailure
 from gate.policy.model import Environment
+from gate.progress import Progress
 from gate.sandbox.detect import run_interpreter
 from tests.projects import (  # noqa: F401
     BACKEND,
@@ -67,7 +68,9 @@ def build(tmp_path: Path, requires: list[str], environ: Mapping[str, str], cache
 
     where = cache or tmp_path / "cache"
     where.mkdir(exist_ok=True)
-    return prepare(spec or Environment(), tree.get, list(tree), export, run_interpreter(), where, environ)
+    # (what the gate says of its installer goes to the command's progress: here stderr, as `gate check` has it)
+    return prepare(spec or Environment(), tree.get, list(tree), export, run_interpreter(), where, environ,
+                   Progress(sys.stderr))
 
 
 def simple_index(root: Path, wheels: list[Path]) -> Path:
