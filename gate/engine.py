@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
 from dataclasses import replace
 
@@ -110,13 +111,24 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
         return run_checks(subject, policy, reproduce=reproduce, progress=progress)
+    with sandboxed(subject, policy, [path for paths in wanted for path in paths], hide, progress) as (ready,
+                                                                                                   sandbox):
+        return run_checks(ready, policy, sandbox, reproduce=reproduce, progress=progress)
+
+
+@contextlib.contextmanager
+def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tuple[str, ...] = (),
+              progress: Progress = QUIET) -> Iterator[tuple[Subject, Sandbox]]:
+    """A sandbox for `subject`'s runs under the policy's limits, with `paths` (what the checks' programs need)
+    read-only, and `subject` with its project built in it (the time the sandbox's start and the build took
+    in its timings); closed on leaving."""
     # The repository's environment, the layers its project is built into and what the checks' programs need
     # (the gate's pytest copy, the `languages:` checkers) are all a run sees of the host beyond the
     # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
     for layer in subject.layers or ():
         layer.path.mkdir(parents=True, exist_ok=True)
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
-                *dict.fromkeys(path for paths in wanted for path in paths),
+                *dict.fromkeys(paths),
                 *dict.fromkeys(str(layer.path) for layer in subject.layers or ()))  # (base and head: one tree)
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
@@ -125,8 +137,7 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
         building = time.perf_counter()
         ready = built(subject, sandbox, sandbox_limits(policy.limits), progress)
         spent = (("sandbox", round(building - opening, 4)), ("build", round(time.perf_counter() - building, 4)))
-        return run_checks(replace(ready, timings=(*ready.timings, *spent)), policy, sandbox, reproduce=reproduce,
-                          progress=progress)
+        yield replace(ready, timings=(*ready.timings, *spent)), sandbox
     finally:
         sandbox.close()
 

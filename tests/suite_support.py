@@ -119,3 +119,49 @@ def pytest_runtest_makereport(item, call):
     report.outcome = "passed"
     report.longrepr = None
 '''
+
+
+def todays_charges(repo: Repo) -> dict[str, str]:
+    """The base tests the strategy before the base ran only where it decides something charges, with each one's
+    status on the head: the base's whole suite run in one process and the head's whole suite in another (both in
+    pytest's order, as the gate ran them without a cached baseline), each base test that passed on the base and
+    does not pass on the head, or was not collected there (an error)."""
+    import time
+
+    from gate.engine import sandboxed
+    from gate.suite.baseline import suite_run
+    from gate.suite.run import run_suite
+
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        policy = found.policy
+        assert found.subject.suite is not None and policy.tests is not None
+        with sandboxed(found.subject, policy, found.subject.suite.runner, found.private) as (ready, sandbox):
+            suite = ready.suite
+            assert suite is not None and suite.base_tree is not None
+            deadline = time.monotonic() + policy.tests.timeout
+            base = run_suite(sandbox, suite_run(policy, ready, suite, suite.base_tree, suite.base_roots, "base"),
+                             None, deadline)
+            head = run_suite(sandbox, suite_run(policy, ready, suite, suite.tree, ready.import_roots, "head"),
+                             None, deadline)
+    assert not base.tampered and not head.tampered
+    on_head = {nodeid: outcome.status for nodeid, outcome in head.tests.items()}
+    return {nodeid: on_head.get(nodeid, "error") for nodeid, outcome in base.tests.items()
+            if "::" in nodeid and outcome.status == "passed" and on_head.get(nodeid) != "passed"}
+
+
+# The verbs of a penalty's message (gate/checks/tests.py) for a test's status on the head.
+_VERBS = {"failed": "failed", "errored": "error", "was skipped": "skipped", "was marked xfail": "xfailed",
+          "ran out of time": "timeout"}
+
+
+def charged_statuses(verdict: Verdict) -> dict[str, str]:
+    """The tests a verdict charges, with each one's status on the head (as its penalty says it)."""
+    import re
+
+    found = {}
+    for penalty in verdict.penalties:
+        said = re.match(r"test (\S+) (failed|errored|was skipped|was marked xfail|ran out of time)", penalty.message)
+        if said:
+            found[said.group(1)] = _VERBS[said.group(2)]
+    return found

@@ -90,7 +90,7 @@ class Tests(Check):
         changed = Changed({file.path: file.added_lines for file in ctx.subject.files},
                           "this PR" if ctx.subject.kind == "pull_request" else "these commits")
         cases, penalties = _score(ctx.policy, base, found.head, found.added, first, changed)
-        notes = tuple(Note("tests", edit) for edit in suite.edits)
+        notes = tuple(Note("tests", line) for line in (*suite.edits, *found.said))
         ran = len(found.head) + len(found.added)
         # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
         untested = tuple(f"the change touches {path}, named like the test framework, which the suite's process "

@@ -1,11 +1,15 @@
-"""The head's run of the repository's suite, against the base's (docs/repository.md).
+"""The head's run of the repository's suite, against the base's outcomes (docs/repository.md).
 
-With `tests.baseline: base` (the default) the suite also runs on the base, cached by the base's SHA and
-environment, and each test's status there is what the head's outcome is compared with (gate/checks/tests.py
-charges the difference); with `none` there is no base run. A base whose suite does not run in the gate (a file
-that fails to collect, a missing fixture, no test, fewer than its files define) stops the gate (exit 3) and is
-never cached. Tests the head adds run apart from the base's (their module code never shares a process with a
-base test).
+With `tests.baseline: base` (the default) each test's status on the base is what the head's outcome is compared
+with (gate/checks/tests.py charges a test that passes on the base and not on the head); with `none` there is no
+base run. The base runs only where its status decides something: pytest collects the base's suite (which tests
+there are, in pytest's order, and whether it runs at all), the head's suite runs in that order, and then the base
+runs the tests the head did not pass (failed, errored, skipped, timed out, not collected), each with the tests
+before it in its file. What the gate learns of the base is cached (`Baseline`), so a later head runs on the base
+only the tests no earlier head needed. A base whose suite does not run in the gate (a file that fails to
+collect, a missing fixture, no test, fewer than its files define, every test skipped) stops the gate (exit 3) and
+is never cached. A test charged is first run again on the head in the base's order (gate/suite/order.py). Tests
+the head adds run apart from the base's (their module code never shares a process with a base test).
 """
 
 from __future__ import annotations
@@ -14,8 +18,8 @@ import ast
 import os
 import re
 import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from gate import __version__
@@ -26,23 +30,68 @@ from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, confirm, control, gist, run_suite
+from gate.suite import order
+from gate.suite.harness import function_of
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite
 from gate.suite.selection import SuiteTrees
 from gate.suite.tripwire import Suspect
 from gate.syntax import parse_python
 from gate.verdict import listing
 
+PASSED = "passed"
+
 
 @dataclass(frozen=True)
 class Outcomes:
-    """What a suite's runs found: each base test's status on the base (None without a baseline), each
-    base test's outcome on the head, and each outcome of the tests the head adds; and the evidence that the
-    head's runs were tampered with, each in one line naming its run (then none of it is a result)."""
+    """What a suite's runs found: each base test's status on the base where the gate needed it (None without a
+    baseline; a test the head passed may have none), each base test's outcome on the head, and each outcome of
+    the tests the head adds; the evidence that the head's runs were tampered with, each in one line naming its
+    run (then none of it is a result); what the gate saw and says (an order-dependent test, ids that change from
+    run to run); and why each base test that did not pass on the base did not (its report's gist)."""
 
     base: dict[str, str] | None
     head: dict[str, TestOutcome]
     added: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
+    said: tuple[str, ...] = ()
+    base_details: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Baseline:
+    """What the gate knows of the base's suite, cached by the base (`_stored`): the tests pytest collects there,
+    in its order; the status of each that ran on the base, and the gist of the report of each that did not pass;
+    the test functions whose parameter ids change from one collection to the next. A test with no status has
+    not run on the base (a head passed it): it runs there when a head does not pass it, so a baseline from a
+    partial run is never taken for a whole one."""
+
+    collected: list[str]
+    statuses: dict[str, str] = field(default_factory=dict)
+    details: dict[str, str] = field(default_factory=dict)
+    unstable: set[str] = field(default_factory=set)
+
+    def to_json(self) -> dict[str, object]:
+        return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
+                "unstable": sorted(self.unstable)}
+
+    @classmethod
+    def from_json(cls, data: object) -> Baseline | None:
+        """The baseline cached as `data`, or None when it is not one (another shape: never read as one)."""
+        if not isinstance(data, dict) or not isinstance(data.get("collected"), list):
+            return None
+        parts = data.get("statuses"), data.get("details"), data.get("unstable")
+        if not isinstance(parts[0], dict) or not isinstance(parts[1], dict) or not isinstance(parts[2], list):
+            return None
+        collected = [str(nodeid) for nodeid in data["collected"]]
+        known = set(collected)
+        return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
+                   {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]})
+
+    def merge(self, other: Baseline) -> None:
+        """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
+        self.statuses = {**other.statuses, **self.statuses}
+        self.details = {**other.details, **self.details}
+        self.unstable |= other.unstable
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -51,32 +100,151 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     for a baseline, then the tests the head adds; raises GateFailure when the base's suite does not run in the
     gate. `progress` counts each run's tests."""
     assert policy.tests is not None
-    head = _run(policy, subject, suite, suite.tree, subject.import_roots, "the head's tests")
-    base, outcomes = _base_and_head(sandbox, policy, subject, suite, head, cache.cache_dir(os.environ), progress)
-    outcomes = _again(sandbox, head, base, outcomes, time.monotonic() + policy.tests.timeout)
-    deadline = time.monotonic() + policy.tests.timeout
+    head = suite_run(policy, subject, suite, suite.tree, subject.import_roots, "the head's tests")
+    if policy.tests.baseline == "base":
+        scored = _against_baseline(sandbox, policy, subject, suite, head, progress)
+    else:
+        scored = _Scored(None, run_suite(sandbox, head, None, _deadline(policy), progress))
+    outcomes = scored.head
     added = SuiteResult({})
     if suite.added and suite.added_tree is not None and not outcomes.tampered:
         added = run_suite(sandbox, replace(head, tree=suite.added_tree, args=suite.added,
-                                           what="the tests the change adds"), None, deadline, progress)
-    return Outcomes(base, outcomes.tests, added.tests,
+                                           what="the tests the change adds"), None, _deadline(policy), progress)
+    base = scored.base
+    return Outcomes(None if base is None else base.statuses, outcomes.tests, added.tests,
                     (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite,
-                                                                       (*outcomes.suspects, *added.suspects))))
+                                                                       (*outcomes.suspects, *added.suspects))),
+                    tuple(scored.said), {} if base is None else base.details)
 
 
-def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str] | None, found: SuiteResult, deadline: float
+@dataclass
+class _Scored:
+    """The base as the head is scored against it (its statuses may hold, for an order-dependent test, its
+    status in the head's order: gate/suite/order.py), the head's outcomes, and what the gate says of them."""
+
+    base: Baseline | None
+    head: SuiteResult
+    said: list[str] = field(default_factory=list)
+
+
+def _deadline(policy: Policy) -> float:
+    assert policy.tests is not None
+    return time.monotonic() + policy.tests.timeout
+
+
+def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
+                      progress: Progress) -> _Scored:
+    """The head's suite in the base's order, then on the base what decides a charge (module docstring)."""
+    assert suite.base_tree is not None
+    stored = _stored(subject, suite, cache.cache_dir(os.environ))
+    base_run = suite_run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests")
+    known = Baseline.from_json(cache.read_json(stored))
+    if known is None:
+        known = _collection(sandbox, suite, base_run, _deadline(policy))
+        _keep(stored, known)
+    found = run_suite(sandbox, head, known.collected, _deadline(policy), progress)
+    if found.tampered:
+        return _Scored(known, found)
+    # The base runs each test the head did not pass, and each the head collected under another parameter id
+    # (unless the base's own ids are known to change), unless an earlier gate ran it there.
+    renamed = {asked: nodeid for asked, nodeid in found.renamed.items() if function_of(asked) not in known.unstable}
+    wanted = [nodeid for nodeid in known.collected if nodeid in renamed or (
+        found.tests[nodeid].status != PASSED and nodeid not in known.statuses)]
+    ran = _on_base(sandbox, base_run, known, wanted, stored, _deadline(policy), progress) if wanted \
+        else SuiteResult({})
+    said = _matched(found, known)
+    _refuse(known, ran.tests, stored,
+            lambda rest: _on_base(sandbox, base_run, known, rest, stored, _deadline(policy), progress).tests)
+    found = _again(sandbox, head, known.statuses, found, _deadline(policy))
+    if found.tampered:
+        return _Scored(known, found)
+    checked = order.check(sandbox, head, base_run, known, ran, found, _deadline(policy), progress)
+    return _Scored(replace(known, statuses=checked.base), checked.head, [*said, *checked.said])
+
+
+def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: float) -> Baseline:
+    """The base's suite as pytest collects it; raises GateFailure (exit 3) when it does not run in the gate."""
+    assert suite.base_tree is not None
+    found = collect(sandbox, base, deadline)
+    problem = ("its records do not add up: " + listing(list(found.tampered), "; ", shown=2) if found.tampered
+               else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base_tree, suite.args)))
+    if problem:
+        raise _refused(problem)
+    return Baseline(list(found.collected))
+
+
+def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str], stored: Path, deadline: float,
+             progress: Progress) -> SuiteResult:
+    """Run `wanted` on the base, each with the tests before it in its file (what a test may need to have run
+    first), and add what that teaches to `known` and to the cache."""
+    result = run_suite(sandbox, base, order.file_prefixes(known.collected, wanted), deadline, progress)
+    if result.tampered:  # (never from an honest run: the harness writes every record in turn)
+        raise _refused("its records do not add up: " + listing(list(result.tampered), "; ", shown=2))
+    known.unstable |= {function for asked in result.renamed if (function := function_of(asked))}
+    for nodeid, outcome in result.tests.items():
+        known.statuses[nodeid] = outcome.status
+        if outcome.status != PASSED:
+            known.details[nodeid] = _why(outcome)
+    _keep(stored, known)
+    return result
+
+
+def _matched(found: SuiteResult, known: Baseline) -> list[str]:
+    """Settle each base test the head collected only under another parameter id: the same test when the
+    base's own ids change from one collection to the next (ids from the clock), said; else the head changed
+    its parameters, and the base's test is not collected there (as such it is charged)."""
+    said: list[str] = []
+    moving: list[str] = []
+    for asked, nodeid in found.renamed.items():
+        if function_of(asked) in known.unstable:
+            moving.append(f"{asked} as {nodeid}")
+            continue
+        found.tests[asked] = TestOutcome(asked, "error", f"not collected on the head: {function_of(asked)} is "
+                                         f"collected there with other parameters ({nodeid}), and the base's own "
+                                         "ids do not change from run to run")
+    if moving:
+        said.append(f"{len(moving)} tests' parameter ids change from one collection to the next (computed at "
+                    "collection time: the clock, a random value), so each was matched to the test of the same "
+                    f"function in the same place: {listing(moving, '; ', shown=3)}")
+    return said
+
+
+def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
+            more: Callable[[list[str]], dict[str, TestOutcome]]) -> None:
+    """Raise GateFailure when what ran on the base shows that its suite does not run in the gate: a test asks
+    for a fixture nothing provides, or every test collected is skipped or xfailed (when every test with a
+    status is, the rest run on the base first: `more`). Such a baseline leaves the cache."""
+    problem = _fixture_refusal(ran)
+    statuses = known.statuses
+    if not problem and statuses and all(status in _SKIPS for status in statuses.values()):
+        rest = [nodeid for nodeid in known.collected if nodeid not in statuses]
+        if rest:
+            ran = {**ran, **more(rest)}
+            problem = _fixture_refusal(ran)
+        if not problem and all(known.statuses.get(nodeid) in _SKIPS for nodeid in known.collected):
+            nodeid = known.collected[0]
+            problem = (f"every test pytest collected was skipped or xfailed ({len(known.collected)}; {nodeid}"
+                       f"{gist(known.details.get(nodeid, ''))})")
+    if problem:
+        stored.unlink(missing_ok=True)
+        raise _refused(problem)
+
+
+_SKIPS = ("skipped", "xfailed")
+
+
+def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteResult, deadline: float
            ) -> SuiteResult:
     """`found` with each test that passes on the base and was skipped or xfailed after a tripwire had failed
     in its run (a conftest that skips or xfails what follows a failure) run once more, away from any
     tripwire's failure (run.confirm): its outcome then is the head's."""
-    if base is None or found.tampered:
-        return found
-    tests = [nodeid for nodeid, outcome in found.tests.items() if base.get(nodeid) == "passed"
-             and outcome.status in ("skipped", "xfailed") and nodeid in found.after_failing]
+    tests = [nodeid for nodeid, outcome in found.tests.items() if base.get(nodeid) == PASSED
+             and outcome.status in _SKIPS and nodeid in found.after_failing]
     if not tests:
         return found
     again = confirm(sandbox, head, tests, list(found.tests), deadline)
-    return SuiteResult({**found.tests, **again.tests}, again.tampered, (*found.suspects, *again.suspects))
+    return replace(found, tests={**found.tests, **again.tests}, tampered=again.tampered,
+                   suspects=(*found.suspects, *again.suspects))
 
 
 def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -88,11 +256,11 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         return []
     if suite.base_tree is None:
         return [f"{suspect.run}: {suspect.seen}" for suspect in suspects]
-    return control(sandbox, _run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests"),
+    return control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests"),
                    suspects)
 
 
-def _run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...], what: str
+def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...], what: str
          ) -> SuiteRun:
     """How the suite runs in `tree` (the head's or the base's, whose own import roots `roots` come first): the
     environment's site-packages next, then the gate's pytest when the environment has none; the plugins the
@@ -112,95 +280,65 @@ def _plugins(subject: Subject) -> tuple[str, ...]:
     return subject.environment.plugins if subject.environment else ()
 
 
-def _base_and_head(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, head: SuiteRun,
-                   where: Path, progress: Progress) -> tuple[dict[str, str] | None, SuiteResult]:
-    """(each base test's status on the base, or None without a baseline; each test's outcome on the head).
-    A cached baseline gives the head run its tests, shared over the workers; without one (a new base, or a
-    cache the gate does not trust) the base runs alongside the head, which runs what it collects, and each
-    base test the head did not collect is an error there."""
-    assert policy.tests is not None
-    if policy.tests.baseline != "base":
-        return None, run_suite(sandbox, head, None, time.monotonic() + policy.tests.timeout, progress)
-    stored = _stored(subject, suite, where)
-    found = cache.read_json(stored)
-    if isinstance(found, dict):
-        base = {str(nodeid): str(status) for nodeid, status in found.items()}
-        return base, run_suite(sandbox, head, sorted(base), time.monotonic() + policy.tests.timeout, progress)
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        on_base = pool.submit(_baseline, sandbox, policy, subject, suite, stored, progress)
-        on_head = pool.submit(run_suite, sandbox, head, None, time.monotonic() + policy.tests.timeout, progress)
-        base, whole = on_base.result(), on_head.result()
-    return base, replace(whole, tests={nodeid: _collected(nodeid, whole.tests) for nodeid in base})
-
-
-def _collected(nodeid: str, whole: dict[str, TestOutcome]) -> TestOutcome:
-    """The head's outcome of the base test `nodeid` from a run of everything the head collected."""
-    if nodeid in whole:
-        return whole[nodeid]
-    failed = whole.get(nodeid.split("::")[0]) or whole.get(".")
-    return TestOutcome(nodeid, "error", f"not collected: {failed.detail}" if failed else "not collected on the head")
-
-
 def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
     """Where the baseline of `suite` is cached: by the base's SHA, the environment and the suite's settings."""
     key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
                         else None, "paths": list(suite.args), "roots": list(suite.base_roots),
-                        "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject))})
+                        "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject)),
+                        "baseline": "collection and statuses"})
     return where / "baselines" / f"{key}.json"
 
 
-def _baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees, stored: Path,
-              progress: Progress) -> dict[str, str]:
-    """Each base test's status on the base itself, by running it, cached at `stored`. Raises GateFailure
-    (exit 3) when the base's suite does not run in the gate (`refusal`); such a baseline is never cached."""
-    assert policy.tests is not None and suite.base_tree is not None
-    run = _run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests")
-    result = run_suite(sandbox, run, None, time.monotonic() + policy.tests.timeout, progress)
-    outcomes = result.tests
-    problem = refusal(outcomes, plain_tests(suite.base_tree, suite.args))
-    if result.tampered:  # (never from an honest run: the harness writes every record in turn)
-        problem = "its records do not add up: " + listing(list(result.tampered), "; ", shown=2)
-    if problem:
-        raise GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
-                          "environment installs: environment.extras, groups or requirements) and see "
-                          "`gate doctor --repo .`")
-    found = {nodeid: outcome.status for nodeid, outcome in outcomes.items()
-             if "::" in nodeid and outcome.status != "deselected"}
-    cache.write_json(stored, found)
-    return found
+def _keep(stored: Path, known: Baseline) -> None:
+    """Cache `known`, with what another gate cached for the same base meanwhile."""
+    with cache.locked(stored.with_suffix(".lock")):
+        there = Baseline.from_json(cache.read_json(stored))
+        if there is not None and there.collected == known.collected:
+            known.merge(there)
+        cache.write_json(stored, known.to_json())
 
 
-def refusal(outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:
-    """Why the base's run `outcomes` cannot be a baseline, in pytest's own words, or "": it did not get to
-    its tests, a file failed to collect, a test errored for want of a fixture (a plugin the environment
-    lacks), it collected no test, every test it collected was skipped or xfailed (nothing would catch a
-    regression), or fewer in all than the files plainly define (`plain`: file -> count)."""
+def _refused(problem: str) -> GateFailure:
+    return GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
+                       "environment installs: environment.extras, groups or requirements) and see "
+                       "`gate doctor --repo .`")
+
+
+def _why(outcome: TestOutcome) -> str:
+    """Why a test did not pass: the end of its report (the error and the calls that led to it), else its
+    status."""
+    return outcome.detail.strip()[-_WHY:] or outcome.status
+
+
+_WHY = 600  # characters of a report a baseline keeps
+
+
+def collection_refusal(collected: tuple[str, ...], outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:
+    """Why the base's collection cannot be a baseline, in pytest's own words, or "": it did not get to its
+    tests, a file failed to collect, it collected no test, or fewer in all than the files plainly define
+    (`plain`: file -> count)."""
     broken = [f"{nodeid}: {outcome.detail.strip()[-500:]}" for nodeid, outcome in sorted(outcomes.items())
               if "::" not in nodeid and outcome.status == "error"]
-    broken += [f"{nodeid}: {gist(outcome.detail).removeprefix(': ')}"
-               for nodeid, outcome in sorted(outcomes.items())
-               if outcome.status == "error" and _FIXTURE.search(outcome.detail)]
     if broken:
         return listing(broken, "; ", shown=3)
-    tests = [nodeid for nodeid in outcomes if "::" in nodeid]
-    if not tests:
+    if not collected:
         return "pytest collected no test"
-    ran = [(nodeid, outcome) for nodeid, outcome in sorted(outcomes.items())
-           if "::" in nodeid and outcome.status != "deselected"]
-    if ran and all(outcome.status in ("skipped", "xfailed") for _, outcome in ran):
-        # A skip where the base passed costs; where nothing passed, no regression would cost anything.
-        nodeid, outcome = ran[0]
-        return (f"every test pytest collected was skipped or xfailed ({len(ran)}; {nodeid}"
-                f"{gist(outcome.detail)})")
-    if len(tests) >= sum(plain.values()):  # (parametrized tests count more; a file the base ignores, less)
+    if len(collected) >= sum(plain.values()):  # (parametrized tests count more; a file the base ignores, less)
         return ""
     counts: dict[str, int] = {}
-    for nodeid in tests:
+    for nodeid in collected:
         counts[nodeid.split("::")[0]] = counts.get(nodeid.split("::")[0], 0) + 1
     short = [f"{path} defines {wanted} tests, pytest collected {counts.get(path, 0)}"
              for path, wanted in sorted(plain.items()) if counts.get(path, 0) < wanted]
-    return f"pytest collected {len(tests)} tests where the files define {sum(plain.values())} (" + \
+    return f"pytest collected {len(collected)} tests where the files define {sum(plain.values())} (" + \
         listing(short, "; ", shown=3) + ")"
+
+
+def _fixture_refusal(ran: dict[str, TestOutcome]) -> str:
+    """The base's tests that asked for a fixture nothing provides (a plugin the environment lacks), or ""."""
+    broken = [f"{nodeid}: {gist(outcome.detail).removeprefix(': ')}" for nodeid, outcome in sorted(ran.items())
+              if outcome.status == "error" and _FIXTURE.search(outcome.detail)]
+    return listing(broken, "; ", shown=3)
 
 
 # pytest's words for a test that asks for a fixture nothing provides (a plugin that did not load).

@@ -1,12 +1,16 @@
 """Run the repository's pytest suite (or part of it) and report each test as it finishes.
 
-Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep (null: all), "test_timeout":
-seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run, "tripwires": the gate's plan
-(`place`)}. Records on the result channel, one JSON object a line, written as each event happens (a process that
-dies mid-suite has reported everything before):
-{"collected": [node ids], "unhostable": [node ids]}, {"deselected": [node ids]}, {"collect_error": path,
-"detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds", "line", "trace"}, {"done": 0}, each
-with the key (the gate ignores a record without it). A test's `line` is where pytest says it failed in its own
+Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep, in the order pytest collects them
+(null: all), "test_timeout": seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run,
+"tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing}. Records on the result
+channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
+everything before):
+{"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}}, {"deselected": [node
+ids]}, {"collect_error": path, "detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds",
+"line", "trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
+pytest did not collect is matched to one it collected and was not asked for, of the same test function with
+other parameters (`match`: ids computed at collection time, from the clock, change from run to run); the gate
+decides whether that match stands. A test's `line` is where pytest says it failed in its own
 file (the failing assertion or the raising call: the last entry of its traceback there), else the line of its
 definition; `trace` lists every entry of the failure's traceback, chained exceptions first, as [path, line],
 each path relative to the working directory (the tree) when it is under it. A test's outcome that the watcher
@@ -82,6 +86,32 @@ def place(collected: list[str], unhostable: set[str], trips: list[dict[str, Any]
     return placed
 
 
+def function_of(nodeid: str) -> str | None:
+    """The test function a parametrized node id names (`path::Class::test_f` of `path::Class::test_f[1-a]`), or
+    None when it has no parameters."""
+    name_at = nodeid.find("::")
+    bracket = nodeid.find("[", name_at) if name_at >= 0 else -1
+    return nodeid[:bracket] if bracket > 0 and nodeid.endswith("]") else None
+
+
+def match(collected: list[str], select: list[str]) -> dict[str, str]:
+    """The node ids of `collected` that stand in for ids of `select` pytest did not collect: by test function, in
+    order (the first id of `select` missing for a function takes the first collected id of that function that
+    `select` does not name), as {collected id: id of `select`}. The gate calls this too, to check a run's."""
+    asked, present = set(select), set(collected)
+    spare: dict[str, list[str]] = {}
+    for nodeid in collected:
+        function = function_of(nodeid)
+        if function is not None and nodeid not in asked:
+            spare.setdefault(function, []).append(nodeid)
+    matched: dict[str, str] = {}
+    for nodeid in select:
+        function = function_of(nodeid)
+        if nodeid not in present and function is not None and spare.get(function):
+            matched[spare[function].pop(0)] = nodeid
+    return matched
+
+
 class _Returned(BaseException):
     """Raised as a tripwire's test function starts, when the tripwire must pass: the call returns there."""
 
@@ -93,7 +123,7 @@ class GatePlugin:
                  trips: list[dict[str, Any]]) -> None:
         self._fd = fd
         self._key = key
-        self._select = None if select is None else set(select)
+        self._asked = select
         self._plugins = plugins
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
@@ -129,15 +159,18 @@ class GatePlugin:
             self.write({"collect_error": report.nodeid, "detail": _text(report)})
 
     def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
-        if self._select is not None:
-            kept = [item for item in items if item.nodeid in self._select]
-            dropped = [item for item in items if item.nodeid not in self._select]
+        matched: dict[str, str] = {}
+        if self._asked is not None:
+            matched = match([item.nodeid for item in items], self._asked)
+            wanted = {*self._asked, *matched}
+            kept = [item for item in items if item.nodeid in wanted]
+            dropped = [item for item in items if item.nodeid not in wanted]
             if dropped:
                 config.hook.pytest_deselected(items=dropped)
             items[:] = kept
         collected = [item.nodeid for item in items]
         unhostable = {item.nodeid for item in items if _codes(item) is None}
-        self.write({"collected": collected, "unhostable": sorted(unhostable)})
+        self.write({"collected": collected, "unhostable": sorted(unhostable), "matched": matched})
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
 
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
@@ -193,7 +226,7 @@ class GatePlugin:
                 outcome.force_result(None)
 
     def pytest_deselected(self, items: list[Any]) -> None:
-        if self._select is None:  # the base's own selection (`-m` in its addopts), not the gate's
+        if self._asked is None:  # the base's own selection (`-m` in its addopts), not the gate's
             self.write({"deselected": [item.nodeid for item in items]})
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -333,7 +366,8 @@ def main() -> None:
     here)."""
     fd = int(os.environ.pop(RESULT_FD_ENV))
     request = json.loads(sys.stdin.read())
-    _one_child(fd, request["key"], request["select"], request["args"], list(request.get("plugins", ())),
+    args = [*request["args"], *(["--collect-only"] if request.get("collect_only") else [])]
+    _one_child(fd, request["key"], request["select"], args, list(request.get("plugins", ())),
                float(request["test_timeout"]), list(request.get("tripwires", ())))
     _write(fd, {"done": 0, "key": request["key"]})
     os._exit(0)

@@ -21,7 +21,7 @@ import secrets
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -85,6 +85,18 @@ class SuiteResult:
     tampered: tuple[str, ...] = ()
     suspects: tuple[Suspect, ...] = ()
     after_failing: frozenset[str] = frozenset()  # tests that ran after a tripwire had failed (`confirm`)
+    # The node ids each run was given, in the order it ran them: what ran before a test in its process.
+    runs: tuple[tuple[str, ...], ...] = ()
+    # Node ids asked for that pytest did not collect, by the id of the same function it collected in their
+    # place (gate/suite/harness.py's `match`): their outcome is that test's.
+    renamed: dict[str, str] = field(default_factory=dict)
+
+    def before(self, nodeid: str) -> list[str]:
+        """The tests that ran before `nodeid` in the process its outcome came from (none known: [])."""
+        for run in reversed(self.runs):
+            if nodeid in run:
+                return list(run[:run.index(nodeid)])
+        return []
 
 
 def gist(detail: str) -> str:
@@ -97,34 +109,50 @@ def gist(detail: str) -> str:
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float,
               progress: Progress = QUIET) -> SuiteResult:
-    """Every test's outcome, by node id, and what did not add up. With `select` (node ids), exactly those,
-    shared over the workers by file; without, whatever pytest collects from `run.args`, in one process.
-    `deadline` is a time.monotonic() instant. A run whose records do not add up ends its share of the suite
-    there: nothing it reported is a result. `progress` counts the tests as their records arrive."""
+    """Every test's outcome, by node id, and what did not add up. With `select` (node ids in the order pytest
+    collects them), exactly those, each worker given contiguous runs of that order (`shares`); without, whatever
+    pytest collects from `run.args`, in one process. `deadline` is a time.monotonic() instant. A run whose
+    records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
+    counts the tests as their records arrive."""
     count = progress.count(run.what, None if select is None else len(select))
     try:
         if select is None:
             return _shard(sandbox, run, list(run.args), None, deadline, count=count)
-        shards = _shards(select, run.workers)
-        with ThreadPoolExecutor(max_workers=max(1, len(shards))) as pool:
-            parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline, count=count), shards))
+        parts_of = shares(select, run.workers)
+        with ThreadPoolExecutor(max_workers=max(1, len(parts_of))) as pool:
+            parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline, count=count),
+                                  parts_of))
     finally:
         count.close()
     return SuiteResult({nodeid: outcome for part in parts for nodeid, outcome in part.tests.items()},
                        tuple(line for part in parts for line in part.tampered),
                        tuple(suspect for part in parts for suspect in part.suspects),
-                       frozenset().union(*(part.after_failing for part in parts)))
+                       frozenset().union(*(part.after_failing for part in parts)),
+                       tuple(ids for part in parts for ids in part.runs),
+                       {asked: found for part in parts for asked, found in part.renamed.items()})
 
 
-def _shards(select: Sequence[str], workers: int) -> list[list[str]]:
-    """The node ids split into at most `workers` groups of whole files, the largest files first."""
-    by_file: dict[str, list[str]] = {}
+def shares(select: Sequence[str], workers: int) -> list[list[str]]:
+    """The node ids cut into at most `workers` contiguous parts of about the same size, a file's tests kept
+    together: each test then runs after the tests pytest's order puts before it in its part, as in a run of
+    the whole suite (a test that needs another file's test to have run first, or not to have, behaves the
+    same unless a cut falls between them)."""
+    files: list[list[str]] = []
     for nodeid in select:
-        by_file.setdefault(nodeid.split("::")[0], []).append(nodeid)
-    groups: list[list[str]] = [[] for _ in range(max(1, min(workers, len(by_file))))]
-    for ids in sorted(by_file.values(), key=len, reverse=True):
-        min(groups, key=len).extend(ids)
-    return [group for group in groups if group]
+        if files and files[-1][0].split("::")[0] == nodeid.split("::")[0]:
+            files[-1].append(nodeid)
+        else:
+            files.append([nodeid])
+    parts = max(1, min(workers, len(files)))
+    cut: list[list[str]] = [[]]
+    done = 0
+    for ids in files:
+        # A new part once this file would end nearer the next part's share than this one's.
+        if cut[-1] and len(cut) < parts and done + len(ids) / 2 > len(select) * len(cut) / parts:
+            cut.append([])
+        cut[-1] += ids
+        done += len(ids)
+    return cut
 
 
 def _files(ids: Sequence[str]) -> list[str]:
@@ -140,10 +168,12 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
     errors: dict[str, str] = {}  # collection errors, by the path pytest could not collect
     suspects: list[Suspect] = []
     after_failing: set[str] = set()
+    sequences: list[tuple[str, ...]] = []
+    renamed: dict[str, str] = {}
     runs = 0
 
     def result(*tampered: str) -> SuiteResult:
-        return SuiteResult(found, tampered, tuple(suspects), frozenset(after_failing))
+        return SuiteResult(found, tampered, tuple(suspects), frozenset(after_failing), tuple(sequences), renamed)
 
     while True:
         left = deadline - time.monotonic()
@@ -160,11 +190,13 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
         trips = plan() if run.tripwires else ()
         ran, records = _run_once(sandbox, run, files, pending, left, trips, count)
         label = f"{run.what}, run {runs} ({listing(files, ', ', 2)})"
-        checked = tripwire.read(records, trips, pending, label)
+        checked = _asked(tripwire.read(records, trips, pending, label))
         suspects += checked.suspects
         after_failing |= checked.after_failing
         if checked.tampered:
             return result(*(f"{label}: {line}" for line in checked.tampered))
+        sequences.append(tuple(checked.collected or ()))
+        renamed |= {asked: nodeid for nodeid, asked in checked.matched.items()}
         progress = _take(checked, found, errors) or checked.ended_in_trip
         if expected is None:
             expected = [*(checked.collected or []), *errors]
@@ -186,18 +218,50 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
             return result()
 
 
+@dataclass(frozen=True)
+class Collection:
+    """What pytest collects in a run that runs nothing: the node ids in its order; by path, each file it could
+    not collect (or "." when pytest stopped before collecting), and what the base's configuration deselected,
+    as outcomes; what did not add up."""
+
+    collected: tuple[str, ...]
+    outcomes: dict[str, TestOutcome]
+    tampered: tuple[str, ...] = ()
+
+
+def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
+    """The tests pytest collects from `run.args`, in its order, in a run that runs none of them (pytest's
+    `--collect-only`; no tripwire: nothing of a test runs)."""
+    ran, records = _run_once(sandbox, run, list(run.args), None, max(1.0, deadline - time.monotonic()), (),
+                             collect_only=True)
+    label = f"{run.what}, their collection"
+    checked = tripwire.read(records, (), None, label)
+    if checked.outcomes or checked.unfinished:
+        checked.tampered.append("a test ran in a run that only collects")
+    if checked.tampered:
+        return Collection((), {}, tuple(f"{label}: {line}" for line in checked.tampered))
+    outcomes: dict[str, TestOutcome] = {}
+    _take(checked, outcomes, {})
+    outcomes |= {path: TestOutcome(path, "error", f"collection failed: {detail}")
+                 for path, detail in checked.errors.items()}
+    if checked.collected is None and not checked.errors:
+        outcomes["."] = TestOutcome(".", "error", _death(ran, "before collecting the tests"))
+    return Collection(tuple(checked.collected or ()), outcomes)
+
+
 def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Sequence[str], deadline: float
             ) -> SuiteResult:
     """`tests` once more (each skipped or xfailed after a tripwire had failed in its run, where a conftest that
     skips what follows a failure would have skipped it) with the rest of their files among `others` (what they
-    may follow), and tripwires on up to three of `others` in other files, so that no tripwire's failure comes
-    before them in their own file; with no other file, tripwires anywhere, as in any run. The outcomes of
-    `tests` only."""
+    may follow, in pytest's order, which the run keeps), and tripwires on up to three of `others` in other
+    files, so that no tripwire's failure comes before them in their own file; with no other file, tripwires
+    anywhere, as in any run. The outcomes of `tests` only."""
     files = set(_files(tests))
     mine = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] in files]
     hosts = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] not in files]
     hosts = _RANDOM.sample(hosts, min(_HOSTS, len(hosts)))
-    select = list(dict.fromkeys([*tests, *mine, *hosts]))
+    chosen = {*tests, *mine, *hosts}
+    select = [nodeid for nodeid in dict.fromkeys([*others, *tests]) if nodeid in chosen]  # (pytest's order)
     found = _shard(sandbox, run, _files(select), select, deadline, lambda: tripwire.plan(hosts))
     return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
@@ -215,11 +279,12 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> li
 
 
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
-              trips: Sequence[Trip], count: Count | None = None) -> tuple[RunResult, list[dict[str, Any]]]:
+              trips: Sequence[Trip], count: Count | None = None, collect_only: bool = False
+              ) -> tuple[RunResult, list[dict[str, Any]]]:
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
-               "key": key, "tripwires": [trip.request() for trip in trips]}
+               "key": key, "tripwires": [trip.request() for trip in trips], "collect_only": collect_only}
     result = sandbox.run(RunRequest(script="_gate_suite.py", harness=harness("suite", _HARNESS), tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True,
@@ -268,6 +333,20 @@ class _Tally:
             elif line.startswith(b'{"collected": ') and self._count.total is None:
                 with contextlib.suppress(ValueError, KeyError, TypeError, RecursionError):
                     self._count.expect(len(json.loads(line)["collected"]))
+
+
+def _asked(checked: RunRecords) -> RunRecords:
+    """`checked` with each matched test (one pytest collected in place of an id asked for) under the id asked
+    for, so that the run's outcomes answer what the gate asked; `matched` still says which was which."""
+    if not checked.matched:
+        return checked
+    named = checked.matched.get
+    checked.collected = [named(nodeid, nodeid) for nodeid in checked.collected or ()]
+    checked.outcomes = {named(nodeid, nodeid): {**record, "test": named(nodeid, nodeid)}
+                        for nodeid, record in checked.outcomes.items()}
+    checked.unfinished = named(checked.unfinished, checked.unfinished) if checked.unfinished else None
+    checked.after_failing = {named(nodeid, nodeid) for nodeid in checked.after_failing}
+    return checked
 
 
 def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, str]) -> bool:

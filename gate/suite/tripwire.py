@@ -27,7 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gate.suite.harness import FAIL, PASS, place
+from gate.suite.harness import FAIL, PASS, function_of, place
 
 _RANDOM = secrets.SystemRandom()
 # A node id that names a test function (a module's `test*` function, a method of a class, parametrized or not):
@@ -82,7 +82,8 @@ class RunRecords:
     said), what failed to collect (by path), what the base's configuration deselected, the records of each
     test's own run, by node id (the tripwires' aside), the test that started last and never ended, the
     tripwires' outcomes, what does not add up (`tampered`), the suspects, and the tests that ran after a
-    tripwire had failed."""
+    tripwire had failed; and which collected node ids stand in for ids asked for that pytest did not collect
+    (the same function with other parameters: {collected: asked}, gate/suite/harness.py's `match`)."""
 
     collected: list[str] | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -97,6 +98,7 @@ class RunRecords:
     after_failing: set[str] = field(default_factory=set)
     # The run ended in a tripwire (its process died or ran out of time there): its test runs in the next run.
     ended_in_trip: bool = False
+    matched: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -171,7 +173,8 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
     collected = [str(nodeid) for nodeid in record.get("collected") or []]
     unhostable = {str(nodeid) for nodeid in record.get("unhostable") or []}
     if select is not None:
-        unasked = [nodeid for nodeid in collected if nodeid not in set(select)]
+        found.matched = _matched(record.get("matched"), collected, select, found)
+        unasked = [nodeid for nodeid in collected if nodeid not in set(select) and nodeid not in found.matched]
         if unasked:
             found.tampered.append(f"the run collected {unasked[0]}, which the gate did not ask for")
     for nodeid in sorted(unhostable):
@@ -186,6 +189,23 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         due.append(_Due(nodeid, None))
         due += [_Due(nodeid, Trip(kind, False, host=nodeid)) for kind in after]
     return collected, due
+
+
+def _matched(said: object, collected: list[str], select: Sequence[str], found: RunRecords) -> dict[str, str]:
+    """The run's matches ({collected id: id asked for}) when each is one the harness's `match` could make: a
+    collected id not asked for, standing in for an id asked for and not collected, of the same test function,
+    one for one; else none, and the run is tampered with."""
+    if not said:
+        return {}
+    asked, present = set(select), set(collected)
+    pairs = [(str(key), str(value)) for key, value in said.items()] if isinstance(said, dict) else []
+    wrong = [(key, value) for key, value in pairs if key not in present or key in asked or value not in asked
+             or value in present or function_of(key) is None or function_of(key) != function_of(value)]
+    if not pairs or wrong or len({value for _, value in pairs}) != len(pairs):
+        key, value = (wrong or pairs or [("?", "?")])[0]
+        found.tampered.append(f"the run matched {key} to {value}, which no rule of the gate matches")
+        return {}
+    return dict(pairs)
 
 
 def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str) -> None:

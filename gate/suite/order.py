@@ -1,0 +1,148 @@
+"""A test that fails only in another order than the base's is said, never charged silently (docs/repository.md).
+
+The head's suite runs in pytest's order, each worker given contiguous runs of it (gate/suite/run.py), and the
+base's tests run each with the tests before it in its file (gate/suite/baseline.py). A test can still depend on
+what ran before it in its process (a file's tearDown that sets the asyncio event loop to None, a registry that a
+module fills as it is imported), and the head's run gave it other tests before it than the base's. So before a
+test that passes on the base costs the head, it runs again on the head in the base's order (its file's tests
+before it, as the base ran it). If it passes there, it failed only after the tests before it in the head's run,
+and the base runs it after those same tests, in one process: if the base passes it there too, the head's code
+made it fail in that order, and it is charged; if the base fails it there too, it fails in that order whatever
+the change, and it costs nothing. Either way the verdict says what happened.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from gate.errors import GateFailure
+from gate.progress import QUIET, Progress
+from gate.sandbox.base import Sandbox
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, gist, run_suite
+from gate.verdict import listing
+
+PASSED = "passed"
+
+
+class Known(Protocol):
+    """What the gate knows of the base's suite (gate/suite/baseline.py's `Baseline`)."""
+
+    collected: list[str]
+    statuses: dict[str, str]
+    details: dict[str, str]
+
+
+@dataclass(frozen=True)
+class Checked:
+    """The base's statuses the head is scored against (an order-dependent test's in the head's order), the
+    head's outcomes (and the evidence of its runs), and what the gate says of the tests run again."""
+
+    base: dict[str, str]
+    head: SuiteResult
+    said: list[str]
+
+
+def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_base: SuiteResult,
+          found: SuiteResult, deadline: float, progress: Progress = QUIET) -> Checked:
+    """Run again, in the base's order, each test the head would be charged for, and on the base in the head's
+    order each that fails on both sides but not the same way (module docstring). A test the base ran in this
+    gate (`on_base`) after the same tests as the head's run needs neither: it ran in the same order there."""
+    same = {nodeid for nodeid in on_base.tests if on_base.before(nodeid) == found.before(nodeid)}
+    failing = [nodeid for nodeid in known.collected if found.tests[nodeid].status != PASSED and nodeid not in same]
+    charged = [nodeid for nodeid in failing if known.statuses.get(nodeid) == PASSED]
+    unlike = [nodeid for nodeid in failing if nodeid in known.statuses and known.statuses[nodeid] != PASSED
+              and _failure(known.statuses[nodeid], gist(known.details.get(nodeid, "")))
+              != _failure(found.tests[nodeid].status, gist(found.tests[nodeid].detail))]
+    alone: list[str] = []
+    if charged:
+        again = run_suite(sandbox, replace(head, what=f"{head.what} again, in the base's order"),
+                          file_prefixes(known.collected, charged), deadline, progress)
+        found = replace(found, tampered=again.tampered, suspects=(*found.suspects, *again.suspects))
+        if again.tampered:
+            return Checked(known.statuses, found, [])
+        alone = [nodeid for nodeid in charged if nodeid in again.tests and again.tests[nodeid].status == PASSED]
+    if not (alone or unlike):
+        return Checked(known.statuses, found, [])
+    there = _in_heads_order(sandbox, base, found, [*alone, *unlike], deadline, progress)
+    statuses, tests = dict(known.statuses), dict(found.tests)
+    kept: list[str] = []
+    spared: list[str] = []
+    for nodeid in [*alone, *unlike]:
+        outcome = there.get(nodeid)
+        passes = outcome is not None and outcome.status == PASSED
+        after = _after(found.before(nodeid))
+        if nodeid in unlike and passes:  # blind only for want of the tests the head's run had before it
+            kept.append(nodeid)
+            statuses[nodeid] = PASSED
+            alone_there = gist(known.details.get(nodeid, "")).removeprefix(": ")
+            tests[nodeid] = _told(tests[nodeid], f"it fails on the base without the tests before it in the head's "
+                                                 f"run ({alone_there}) and passes {after}")
+        elif nodeid in alone and passes:
+            kept.append(nodeid)
+            tests[nodeid] = _told(tests[nodeid], f"it fails {after} and passes when run again in the base's "
+                                                 "order; the base passes it after those same tests")
+        elif nodeid in alone:
+            spared.append(nodeid)
+            statuses[nodeid] = outcome.status if outcome is not None else "failed"
+            tests[nodeid] = _told(tests[nodeid], f"order-dependent: it fails {after} and passes in the base's "
+                                                 "order; the base fails it after those same tests too")
+    said = []
+    if kept:
+        said.append(f"{len(kept)} tests fail on the head in the order its run gave them and pass on the base in "
+                    "that same order (each run again in the other side's order before it was charged), so they are "
+                    f"charged: {listing(kept, ', ', shown=3)}")
+    if spared:
+        said.append(f"{len(spared)} tests are order-dependent: they failed on the head after the tests before them "
+                    "in its run and pass when run again in the base's order, and the base fails them after those "
+                    f"same tests too, so they are not charged: {listing(spared, ', ', shown=3)}")
+    return Checked(statuses, replace(found, tests=tests), said)
+
+
+def _after(before: list[str]) -> str:
+    return f"after the {len(before)} tests before it in the head's run" + (f" (from {before[0]})" if before else "")
+
+
+def _failure(status: str, said: str) -> tuple[str, str]:
+    """How a test did not pass, for telling two sides' failures apart: its status and its report's gist, less
+    what differs from one run to the next (addresses, temporary paths) and where a skip's report is."""
+    said = said.removeprefix(": ")
+    skip = re.search(r"Skipped: (.*)$", said)
+    said = skip.group(1) if skip else said
+    return status, re.sub(r"/tmp/\S*|0x[0-9a-fA-F]+", "", said)
+
+
+def file_prefixes(collected: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The tests of `collected` (pytest's order) from the start of each file of `wanted` to the last of
+    `wanted` in it, in that order: each test of `wanted` with what its file runs before it."""
+    wants = set(wanted)
+    last: dict[str, int] = {}
+    for index, nodeid in enumerate(collected):
+        if nodeid in wants:
+            last[nodeid.split("::")[0]] = index
+    return [nodeid for index, nodeid in enumerate(collected) if index <= last.get(nodeid.split("::")[0], -1)]
+
+
+def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
+                    progress: Progress) -> dict[str, TestOutcome]:
+    """The base's outcome of each of `tests` run after the tests that ran before it in the head's run, in one
+    process (one run for the tests of one of the head's runs)."""
+    ends: dict[tuple[str, ...], int] = {}
+    for nodeid in tests:
+        run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
+        ends[run] = max(ends.get(run, 0), run.index(nodeid) + 1)
+    outcomes: dict[str, TestOutcome] = {}
+    for run, end in ends.items():
+        result = run_suite(sandbox, replace(base, workers=1, what=f"{base.what} in the head's order"),
+                           list(run[:end]), deadline, progress)
+        if result.tampered:  # (never from an honest run: the harness writes every record in turn)
+            raise GateFailure("the base's suite does not run in the gate: its records do not add up: "
+                              + listing(list(result.tampered), "; ", shown=2))
+        outcomes |= {nodeid: result.tests[nodeid] for nodeid in tests if nodeid in result.tests and nodeid in run}
+    return outcomes
+
+
+def _told(outcome: TestOutcome, said: str) -> TestOutcome:
+    return replace(outcome, detail=f"{said}\n{outcome.detail}")

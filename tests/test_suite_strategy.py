@@ -1,0 +1,265 @@
+"""How the suite's runs are scheduled and matched (docs/repository.md, "The suite"): the base runs only where it
+decides something, the head runs in the base's (pytest's) order however it is spread over workers, a test that
+fails only in another order is said, and ids computed at collection time are matched.
+
+The charges must be exactly those of the strategy before (the base's whole suite beside the head's, each in one
+process: `todays_charges`): each test here scores the same repository both ways and compares what is charged,
+without a cached baseline (cold) and with one (warm), for each way a test can be charged and for suites whose
+tests depend on their order. Real projects, real pytest, real sandboxed runs.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from gate.suite.harness import match
+from gate.suite.run import shares
+from tests import session_support
+from tests.git_support import Repo
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import (
+    CALC,
+    CONFTEST,
+    POLICY,
+    calc_project,
+    charged_statuses,
+    score_repo,
+    todays_charges,
+)
+
+CALC_MORE = CALC + '''
+
+def sub(a, b):
+    return a - b
+
+
+def wait(n):
+    return n
+'''
+MORE_FILES = {
+    "tests/conftest.py": CONFTEST + "\n\n@pytest.fixture\ndef six():\n    import calc\n\n    return calc.mul(2, 3)\n",
+    "tests/test_six.py": "def test_six(six):\n    assert six == 6\n",
+    "tests/test_sub.py": "from calc import sub\n\n\ndef test_sub():\n    assert sub(3, 1) == 2\n",
+    "tests/test_wait.py": "from calc import wait\n\n\ndef test_wait():\n    assert wait(1) == 1\n",
+}
+# Each way a test that passes on the base can be charged, by the head's change to calc.py, and what it charges.
+WAYS = {
+    "failed": (CALC_MORE.replace("return a * b", "return a + b"),
+               {"tests/test_calc.py::test_mul": "failed", "tests/test_six.py::test_six": "failed"}),
+    "errored": (CALC_MORE.replace("return a * b", "raise ValueError('no')"),
+                {"tests/test_calc.py::test_mul": "failed", "tests/test_six.py::test_six": "error"}),
+    "skipped": ("import pytest\n" + CALC_MORE.replace("return a / b", "pytest.skip('not now')"),
+                {"tests/test_calc.py::test_div": "skipped", "tests/test_calc.py::test_div_by_zero": "skipped"}),
+    "not collected": (CALC_MORE.replace("def sub(a, b):\n    return a - b\n", ""),
+                      {"tests/test_sub.py::test_sub": "error"}),
+    "timed out": ("import time\n" + CALC_MORE.replace("    return n", "    while True:\n        time.sleep(1)"),
+                  {"tests/test_wait.py::test_wait": "timeout"}),
+}
+
+
+def _more_project(root: Path, policy: str = POLICY) -> Repo:
+    return calc_project(root, policy=policy, extra_files={"calc.py": CALC_MORE, **MORE_FILES,
+                                                         "NOTES": f"{root}\n"})  # (a base of its own: cold)
+
+
+def _both_ways(repo: Repo) -> tuple[dict[str, str], dict[str, str], dict[str, str]]:
+    """What the strategy before charges, then the gate cold (no cached baseline), then warm."""
+    today = todays_charges(repo)
+    cold = charged_statuses(score_repo(repo))
+    warm = charged_statuses(score_repo(repo))
+    return today, cold, warm
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path) -> None:
+    """All five ways at once (each is also a test of its own, among the slow ones)."""
+    repo = _more_project(tmp_path / "repo")
+    head = "import pytest\nimport time\n" + CALC_MORE.replace("return a * b", "raise ValueError('no')").replace(
+        "return a / b", "pytest.skip('not now')").replace("def sub(a, b):\n    return a - b\n", "").replace(
+        "    return n", "    while True:\n        time.sleep(1)")
+    repo.commit("bot: everything at once", {"calc.py": head})
+    wanted = {**WAYS["errored"][1], **WAYS["skipped"][1], **WAYS["not collected"][1], **WAYS["timed out"][1]}
+
+    today, cold, warm = _both_ways(repo)
+
+    assert today == cold == warm == wanted
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("way", list(WAYS))
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_test_charged_one_way_is_charged_the_same_both_ways(tmp_path: Path, way: str, workers: int) -> None:
+    repo = _more_project(tmp_path / "repo", POLICY + f"  workers: {workers}\n")
+    code, wanted = WAYS[way]
+    repo.commit(f"bot: {way}", {"calc.py": code})
+
+    today, cold, warm = _both_ways(repo)
+
+    assert today == cold == warm == wanted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_baseline_cached_from_a_partial_run_charges_a_later_head_right(tmp_path: Path,
+                                                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = Path(tempfile.mkdtemp(dir=session_support.directory()))  # its own: the session's is shared
+    cache.chmod(0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(cache))
+    repo = _more_project(tmp_path / "repo")
+    repo.commit("bot: a comment", {"calc.py": CALC_MORE + "# a comment\n"})
+
+    honest = score_repo(repo)
+
+    assert honest.accepted and not charged_statuses(honest)
+    [stored] = (cache / "baselines").glob("*.json")
+    cached = json.loads(stored.read_text())
+    # The head passed every test: the base collected them, and ran none.
+    assert len(cached["collected"]) == 7 and cached["statuses"] == {}
+    # Another head of the same base, warm: the base runs now what this one fails, and only that.
+    repo.git("checkout", "-q", "-B", "bot", "main")
+    repo.commit("bot: mul", {"calc.py": WAYS["failed"][0]})
+
+    later = charged_statuses(score_repo(repo))
+
+    assert later == todays_charges(repo) == WAYS["failed"][1]
+    cached = json.loads(stored.read_text())
+    assert cached["statuses"] == dict.fromkeys(["tests/test_calc.py::test_add", "tests/test_calc.py::test_mul",
+                                                "tests/test_six.py::test_six"], "passed")
+
+
+# A suite whose tests depend on what ran before them: an unittest file whose tearDown sets the asyncio event loop
+# to None (a test after it in the same process that asks for the loop fails: in pytest's order it comes first), a
+# test that needs its file's earlier test to have run, one that needs another file's (a registry filled at
+# import), one whose outcome depends on the set order (PYTHONHASHSEED: fixed in the gate, alike on both sides).
+ORDERED = {
+    "calc.py": CALC + "\n\nREGISTRY = {}\n\n\ndef lookup(name):\n    return REGISTRY[name]\n",
+    "tests/test_a_register.py": "import calc\n\ncalc.REGISTRY['double'] = lambda x: x * 2\n\n\n"
+                                "def test_register():\n    assert 'double' in calc.REGISTRY\n",
+    "tests/test_b_lookup.py": "import calc\n\n\ndef test_lookup():\n    assert calc.lookup('double')(4) == 8\n",
+    "tests/test_loop.py": "import asyncio\n\n\ndef test_loop():\n"
+                          "    assert asyncio.get_event_loop_policy().get_event_loop() is not None\n",
+    "tests/test_sets.py": "def test_set_order():\n    assert list({'pear', 'apple', 'fig', 'plum'})[0] == 'pear'\n",
+    "tests/test_state.py": "import calc\n\nSTATE = {}\n\n\ndef test_1_store():\n    STATE['x'] = calc.add(1, 2)\n\n\n"
+                           "def test_2_use():\n    assert calc.mul(STATE['x'], 2) == 6\n",
+    "tests/test_teardown.py": "import asyncio\nimport unittest\n\n\nclass Loop(unittest.TestCase):\n"
+                              "    def setUp(self):\n        self.loop = asyncio.new_event_loop()\n"
+                              "        asyncio.set_event_loop(self.loop)\n\n"
+                              "    def tearDown(self):\n        self.loop.close()\n"
+                              "        asyncio.set_event_loop(None)\n\n"
+                              + "".join(f"    def test_{n}(self):\n        assert self.loop\n\n" for n in range(6)),
+}
+HONEST = ORDERED["calc.py"] + "# a comment\n"
+# mul broken (test_mul, test_2_use), and lookup that finds nothing: test_lookup fails on the head after the
+# registry is filled (an assertion), and on the base alone with a KeyError (its registry empty).
+REGRESSION = ORDERED["calc.py"].replace("return a * b", "return a + b").replace(
+    "return REGISTRY[name]", "return REGISTRY.get(name.upper(), lambda x: x)")
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize(("head", "workers"), [
+    (REGRESSION, 2),
+    pytest.param(REGRESSION, 1, marks=pytest.mark.slow),
+    pytest.param(HONEST, 2, marks=pytest.mark.slow),
+    pytest.param(HONEST, 1, marks=pytest.mark.slow),
+], ids=["regression-2", "regression-1", "honest-2", "honest-1"])
+def test_an_order_dependent_suite_is_charged_alike_both_ways_cold_and_warm(tmp_path: Path, head: str,
+                                                                          workers: int) -> None:
+    repo = calc_project(tmp_path / "repo", POLICY + f"  workers: {workers}\n",
+                        extra_files={**ORDERED, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: change", {"calc.py": head})
+
+    today, cold, warm = _both_ways(repo)
+
+    wanted = {"tests/test_calc.py::test_mul": "failed", "tests/test_state.py::test_2_use": "failed",
+              "tests/test_b_lookup.py::test_lookup": "failed"} if head == REGRESSION else {}
+    assert today == cold == warm == wanted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_the_head_runs_in_the_bases_order_so_a_test_after_a_teardown_is_not_charged_warm(tmp_path: Path) -> None:
+    # The tearDown file holds more tests: sharing files largest first put it before test_loop.py, whose test
+    # then failed on the head only, with a cached baseline, every time (`tests.workers: 1` too).
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "tests/test_loop.py": ORDERED["tests/test_loop.py"],
+        "tests/test_teardown.py": ORDERED["tests/test_teardown.py"], "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: a comment", {"calc.py": CALC + "# a comment\n"})
+
+    cold, warm = score_repo(repo), score_repo(repo)
+
+    assert cold.accepted and warm.accepted and warm.total == 0
+
+
+def test_each_worker_is_given_contiguous_runs_of_pytests_order_whole_files() -> None:
+    ids = [f"tests/test_{name}.py::t{n}" for name, count in (("z", 5), ("a", 1), ("m", 3), ("b", 1))
+           for n in range(count)]
+
+    for workers in (1, 2, 3, 8):
+        parts = shares(ids, workers)
+        assert [nodeid for share in parts for nodeid in share] == ids  # the order kept, every test once
+        assert len(parts) == min(workers, 4)
+        files = [{nodeid.split("::")[0] for nodeid in share} for share in parts]
+        assert all(not a & b for i, a in enumerate(files) for b in files[i + 1:])  # no file cut
+    assert [len(share) for share in shares(ids, 2)] == [5, 5]
+
+
+def test_an_id_asked_for_and_not_collected_is_matched_to_the_same_functions_other_id_in_order() -> None:
+    collected = ["t.py::test_when[2024-05-02T10:00:01]", "t.py::test_when[fixed]", "t.py::test_other[1]"]
+    asked = ["t.py::test_when[2024-05-01T09:00:00]", "t.py::test_when[fixed]", "t.py::test_other[2]",
+             "t.py::test_plain"]
+
+    assert match(collected, asked) == {"t.py::test_when[2024-05-02T10:00:01]": "t.py::test_when[2024-05-01T09:00:00]",
+                                       "t.py::test_other[1]": "t.py::test_other[2]"}
+    assert match(["t.py::test_plain2"], ["t.py::test_plain"]) == {}  # not parametrized: never matched
+
+
+CLOCK = '''\
+import datetime
+
+import pytest
+
+from calc import add
+
+
+@pytest.mark.parametrize("when", [datetime.datetime.now().isoformat(), "fixed"])
+def test_when(when):
+    assert add(len(when), 0) == len(when)
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("broken", [False, True], ids=["honest", "regression"])
+def test_ids_computed_at_collection_are_matched_and_said_cold_and_warm(tmp_path: Path, broken: bool) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_clock.py": CLOCK, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: add", {"calc.py": CALC.replace("return a + b", "return a + b + 1") if broken
+                             else CALC + "# a comment\n"})
+
+    for verdict in (score_repo(repo), score_repo(repo)):  # cold, then warm
+        charged = charged_statuses(verdict)
+        if broken:
+            assert {name for name in charged if "test_when" in name} == {
+                name for name in (case.name for case in verdict.cases) if "test_when" in name}
+            assert len([name for name in charged if "test_when" in name]) == 2
+        else:
+            assert verdict.accepted and not charged
+        assert not any("before its outcome reached the gate" in case.detail for case in verdict.cases)
+        assert any("parameter ids change from one collection to the next" in note.message
+                   for note in verdict.notes), verdict.notes
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_head_that_changes_a_tests_parameters_is_charged_as_not_collected_and_says_so(tmp_path: Path) -> None:
+    sizes = ("import pytest\n\nimport calc\n\n\n@pytest.mark.parametrize('n', calc.SIZES)\n"
+             "def test_size(n):\n    assert calc.add(n, 0) == n\n")
+    repo = calc_project(tmp_path / "repo", extra_files={"calc.py": CALC + "\nSIZES = [1, 2]\n",
+                                                        "tests/test_sizes.py": sizes, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: sizes", {"calc.py": CALC + "\nSIZES = [2, 3]\n"})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == todays_charges(repo) == {"tests/test_sizes.py::test_size[1]": "error"}
+    [case] = [case for case in verdict.cases if case.name == "tests/test_sizes.py::test_size[1]"]
+    assert "collected there with other parameters (tests/test_sizes.py::test_size[3])" in case.detail
