@@ -21,7 +21,7 @@ from gate.sandbox.base import Sandbox
 from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.subject import Subject
-from gate.verdict import NO_CODE, CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
+from gate.verdict import NO_CODE, Blind, CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
 
 
 def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
@@ -43,6 +43,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     timings: dict[str, float] = dict(subject.timings)
     shared: list[tuple[str, str]] = []
     tampered: list[Tamper] = []
+    blind: list[Blind] = []
     for check in pipeline:
         if not (check.enabled(policy) and check.applies(policy, subject)):
             continue  # nobody turned it on, or nothing to do: not a skipped check worth a line in every report
@@ -63,6 +64,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         blocked_reasons.extend(result.blocked_reasons)
         shared.extend(result.isolation)
         tampered.extend(Tamper(check.name, seen) for seen in result.tampered)
+        blind.extend([result.blind] if result.blind is not None and result.blind.blind else [])
         points = sum(p.points for p in result.penalties)
         if result.skipped:
             report = CheckReport(check.name, "skipped", reason=result.skipped)
@@ -98,6 +100,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
         gate_version=__version__,
         reproduce=reproduce,
         tampered=tuple(tampered),
+        blind=tuple(blind),
     )
 
 

@@ -87,4 +87,5 @@ def combine(policy: Policy, parts: list[tuple[str, int, Verdict]]) -> Verdict:
         timings=(("total", round(sum(dict(v.timings).get("total", 0.0) for _, _, v in parts), 4)),),
         scopes=tuple(ScopeResult(n, files, v.total, v.budget, v.accepted) for n, files, v in parts),
         tampered=tuple(replace(t, seen=tag(n, t.seen)) for n, _, v in parts for t in v.tampered),
+        blind=tuple(replace(b, suite=n) for n, _, v in parts for b in v.blind),
     )

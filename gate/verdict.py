@@ -154,6 +154,44 @@ class Tamper:
 
 
 @dataclass(frozen=True)
+class BlindCause:
+    """One cause of a suite's blind tests: how many, of which kind ("fail on the base too", "skipped on both
+    sides", "skipped on the base"), why (a common cause named, else the gist of the base's report), and one."""
+
+    tests: int
+    kind: str
+    cause: str
+    example: str
+
+
+@dataclass(frozen=True)
+class Blind:
+    """The repository's tests that could not catch a regression in this change: of the `tests` base tests the
+    head was scored on, `blind` did not pass on the base (and not on the head), so no change to them costs;
+    `suite` is the scope whose suite it is ("" for the policy's `tests:`)."""
+
+    tests: int
+    blind: int
+    causes: tuple[BlindCause, ...] = ()
+    suite: str = ""
+
+    def sentence(self) -> str:
+        """"42 of 71 tests could not catch a regression: 30 fail on the base too (...), 12 skipped on both
+        sides (...)", the three main causes of each kind."""
+        kinds: dict[str, list[BlindCause]] = {}
+        for cause in self.causes:
+            kinds.setdefault(cause.kind, []).append(cause)
+        said = []
+        for kind, causes in kinds.items():
+            shown = [f"{cause.tests}: {cause.cause}" if len(causes) > 1 else cause.cause for cause in causes[:3]]
+            if len(causes) > 3:
+                shown.append(f"{sum(cause.tests for cause in causes[3:])}: other causes")
+            said.append(f"{sum(cause.tests for cause in causes)} {kind} ({'; '.join(shown)})")
+        suite = f" of {self.suite}" if self.suite else ""
+        return f"{self.blind} of {self.tests} tests{suite} could not catch a regression: " + ", ".join(said)
+
+
+@dataclass(frozen=True)
 class ScopeResult:
     """How one scope of a monorepo policy (`scopes:`) went; the verdict's penalties name it."""
 
@@ -190,6 +228,8 @@ class Verdict:
     # headline says so, so that such a verdict never reads as plainly accepted.
     untested: str = ""
     tampered: tuple[Tamper, ...] = ()  # each also a blocked reason
+    # The repository's tests that could not catch a regression, per suite that ran, when any could not.
+    blind: tuple[Blind, ...] = ()
 
     def __post_init__(self) -> None:
         # The one place where texts from the code under score (messages, paths, case details) and from an
@@ -230,6 +270,8 @@ class Verdict:
         )
         d["scopes"] = tuple(ScopeResult(**scope) for scope in d.get("scopes", []))
         d["tampered"] = tuple(Tamper(**tamper) for tamper in d.get("tampered", []))
+        d["blind"] = tuple(Blind(**{**part, "causes": tuple(BlindCause(**cause) for cause in part["causes"])})
+                           for part in d.get("blind", []))
         d["blocked_reasons"] = tuple(d["blocked_reasons"])
         d["labels"] = tuple(d["labels"])
         for key in ("isolation", "facts", "timings"):
@@ -240,7 +282,7 @@ class Verdict:
 # The verdict's parts and their fields that can hold text (`_strings` and `_safe` skip the numbers).
 _PARTS: dict[type, tuple[str, ...]] = {
     cls: tuple(f.name for f in fields(cls) if "str" in str(f.type) or "tuple" in str(f.type))
-    for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Tamper, Verdict)}
+    for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Tamper, BlindCause, Blind, Verdict)}
 
 
 def schema() -> dict[str, Any]:

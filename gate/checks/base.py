@@ -21,7 +21,7 @@ from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
 from gate.subject import SourceFile, Subject
-from gate.verdict import CaseReport, CheckReport, Note, Penalty
+from gate.verdict import Blind, CaseReport, CheckReport, Note, Penalty
 
 if TYPE_CHECKING:
     from gate.sandbox.base import Sandbox
@@ -103,6 +103,8 @@ class CheckResult:
     # Evidence that a run's results were tampered with, each in one line naming the run (the verdict's
     # `tampered`): the check charges nothing for that run, and gives a blocked reason for it.
     tampered: tuple[str, ...] = ()
+    # The repository's tests that could not catch a regression (the tests check), for the verdict's `blind`.
+    blind: Blind | None = None
     made: Analysis = Analysis()
 
 

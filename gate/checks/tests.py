@@ -17,6 +17,7 @@ from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import Subject
 from gate.suite.baseline import against_base
+from gate.suite.blind import blind, compiled_in
 from gate.suite.run import TestOutcome, gist
 from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listing
 
@@ -100,7 +101,9 @@ class Tests(Check):
                           "and files)" for path in suite.library)
         return CheckResult(penalties=tuple(penalties), cases=tuple(cases), notes=notes, blocked_reasons=untested,
                            reason=f"{ran} tests ({'against the base' if base is not None else 'no baseline'})",
-                           isolation=(("pytest", ISOLATION),))
+                           isolation=(("pytest", ISOLATION),),
+                           blind=None if base is None else blind(base, found.base_details, found.head,
+                                                                 compiled_in(suite.tree)))
 
 
 def tampered(evidence: tuple[str, ...]) -> str:

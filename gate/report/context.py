@@ -144,6 +144,8 @@ def report_context(verdict: Verdict) -> dict[str, Any]:
         "status": head.status,
         "status_label": escape(head.label),
         "untested": escape(verdict.untested),
+        # Each suite's tests that could not catch a regression ("42 of 71 tests could not ...").
+        "blind": [escape(part.sentence()) for part in verdict.blind],
         "headline": escape(head.text),
         "subject": code(verdict.subject_label),
         "facts": [(escape(k), code(v)) for k, v in verdict.facts],

@@ -95,6 +95,7 @@ def render_terminal(verdict: Verdict, color: bool, verbose: bool = False, more: 
         status_word=_status_word(verdict),
         status_style=("warn" if verdict.untested else "good") if verdict.accepted else "bad",
         untested=_wrap(f"{UNTESTED}: {verdict.untested}", 0) if verdict.untested else [],
+        blind=[line for part in verdict.blind for line in _wrap(part.sentence(), 0)],
         headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
                   *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
         labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],

@@ -1,0 +1,122 @@
+"""Blind tests are said (docs/repository.md, "The suite"): the tests of a suite that could not catch a regression
+(they fail on the base too, or are skipped there) are counted in the verdict, its JSON and the comment, with the
+main causes read from the base's reports, so that a maintainer sees a suite that gates little."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gate.report.comment import render_comment
+from gate.suite.blind import blind, cause
+from gate.suite.run import TestOutcome as Outcome
+from gate.verdict import Blind, BlindCause, Verdict, validate
+from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
+from tests.suite_support import CALC, calc_project, score_repo
+
+BLIND = '''\
+import socket
+
+import pytest
+
+from calc import add
+
+
+def test_numpy():
+    import numpy_the_gate_lacks
+
+    assert numpy_the_gate_lacks
+
+
+def test_numpy_too():
+    import numpy_the_gate_lacks
+
+    assert numpy_the_gate_lacks
+
+
+def test_writes_beside_itself():
+    with open("result.txt", "w") as out:
+        out.write(str(add(1, 2)))
+
+
+def test_network():
+    socket.create_connection(("127.0.0.1", 9), timeout=1)
+
+
+def test_yaml():
+    pytest.importorskip("yaml_the_gate_lacks")
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_suites_blind_tests_are_counted_with_their_causes_in_the_verdict_and_the_comment(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_blind.py": BLIND, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: a comment", {"calc.py": CALC + "# a comment\n"})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted
+    [found] = verdict.blind
+    assert (found.tests, found.blind) == (9, 5)
+    causes = {(cause.kind, cause.cause): cause.tests for cause in found.causes}
+    assert causes == {
+        ("fail on the base too", "ModuleNotFoundError: No module named 'numpy_the_gate_lacks'"): 2,
+        ("fail on the base too", "the tree is read-only (a test writes beside itself)"): 1,
+        ("fail on the base too", "no network (a refused socket)"): 1,
+        ("skipped on both sides", "could not import 'yaml_the_gate_lacks': No module named 'yaml_the_gate_lacks'"): 1,
+    }
+    sentence = found.sentence()
+    assert sentence.startswith("5 of 9 tests could not catch a regression: 4 fail on the base too (2: "
+                               "ModuleNotFoundError: No module named 'numpy_the_gate_lacks'; 1: "), sentence
+    assert "1 skipped on both sides (could not import 'yaml_the_gate_lacks'" in sentence
+    # The versioned JSON carries it, and reads back the same.
+    data = verdict.to_dict()
+    validate(data)
+    assert data["blind"][0]["blind"] == 5 and Verdict.from_dict(data).blind == verdict.blind
+    assert "**Blind tests:** 5 of 9 tests could not catch a regression" in render_comment(verdict)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_suite_with_no_blind_test_says_nothing_of_it(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: a comment", {"calc.py": CALC + "# a comment\n"})
+
+    verdict = score_repo(repo)
+
+    assert verdict.blind == () and "Blind tests" not in render_comment(verdict)
+
+
+def _out(status: str, detail: str = "") -> Outcome:
+    return Outcome("t.py::t", status, detail)
+
+
+def test_a_test_the_head_passes_or_the_base_passes_is_not_blind() -> None:
+    head = {"t.py::a": _out("passed"), "t.py::b": _out("failed"), "t.py::c": _out("failed"),
+            "t.py::d": _out("skipped"), "t.py::e": _out("failed")}
+    base = {"t.py::b": "passed", "t.py::c": "failed", "t.py::d": "skipped", "t.py::e": "skipped"}
+    details = {"t.py::c": "AssertionError: nope", "t.py::d": "('/x/t.py', 3, 'Skipped: later')",
+               "t.py::e": "('/x/t.py', 3, 'Skipped: later')"}
+
+    found = blind(base, details, head, lambda module: False)
+
+    assert found == Blind(5, 3, (BlindCause(1, "fail on the base too", "AssertionError: nope", "t.py::c"),
+                                 BlindCause(1, "skipped on both sides", "later", "t.py::d"),
+                                 BlindCause(1, "skipped on the base", "later", "t.py::e")))
+
+
+@pytest.mark.parametrize(("status", "detail", "said"), [
+    ("failed", "ModuleNotFoundError: No module named 'pkg._speedups'", "the compiled extension pkg._speedups "
+                                                                            "is not built"),
+    ("failed", "OSError: [Errno 30] Read-only file system: 'out.txt'", "the tree is read-only"),
+    ("error", "ConnectionRefusedError: [Errno 111] Connection refused", "no network"),
+    ("failed", "zoneinfo._common.ZoneInfoNotFoundError: 'No time zone found with key America/Chicago'",
+     "no time-zone database"),
+    ("failed", "FileNotFoundError: [Errno 2] No such file or directory: '/bin/sh'", "a program the sandbox"),
+    ("timeout", "ran out of time (tests.test_timeout: 60 s)", "it runs out of time"),
+    ("failed", "assert 1 == 2", "assert 1 == 2"),
+])
+def test_the_main_causes_are_named_from_the_bases_report(status: str, detail: str, said: str) -> None:
+    found = cause(status, detail, lambda module: module == "pkg._speedups")
+
+    assert found.startswith(said), found
