@@ -161,7 +161,7 @@ def charged_statuses(verdict: Verdict) -> dict[str, str]:
 
     found = {}
     for penalty in verdict.penalties:
-        said = re.match(r"test (\S+) (failed|errored|was skipped|was marked xfail|ran out of time)", penalty.message)
+        said = re.match(r"(\S+) (failed|errored|was skipped|was marked xfail|ran out of time)", penalty.message)
         if said:
             found[said.group(1)] = _VERBS[said.group(2)]
     return found
