@@ -6,8 +6,9 @@ Markdown (cmarkgfm, GitHub's cmark fork, with its extensions) and photographed b
 
 The bot's change (in a fresh repository whose origin is on github.com, so locations are links) "speeds up" a
 function the repository's own tests cover: one test fails, through the line the bot changed, which the comment
-names and links beside the test's own line. Needs `git` and Chromium (`apt-get install chromium`); prints the
-Markdown's path and the screenshot's.
+names and links beside the test's own line. Needs `git` and Chromium (`apt-get install chromium
+fonts-noto-color-emoji`: without the font the status mark is an empty box); prints the Markdown's path and the
+screenshot's.
 """
 
 from __future__ import annotations
