@@ -2,7 +2,8 @@
 dependencies"): library code that patches pytest from the tests' own process without a name the check knew.
 `object.__subclasses__()` lists every class the process has, pytest's `TestReport` among them; a function's
 `__globals__` is its module's namespace; `vars(sys)` is `sys.modules` by another name. A wrong multiplication
-whose module rewrites every report to "passed" must not be accepted.
+whose module rewrites every report to "passed" must not be accepted: the check rejects it before anything runs,
+and the tripwires catch it at run time.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from gate.engine import run_checks
 from gate.policy_file import load_policy
 from gate.subject import SourceFile, Subject
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import BROKEN_MUL, POLICY, calc_project, framework_flags, score_repo, suite_statuses
+from tests.suite_support import BROKEN_MUL, POLICY, calc_project, framework_flags, score_repo
 
 # Finds pytest's report class among every class of the process and makes each report a pass.
 FORGE_BY_SUBCLASSES = '''\
@@ -83,8 +84,8 @@ def test_library_code_that_patches_pytest_through_subclasses_is_blocked(tmp_path
 
     verdict = score_repo(repo)
 
-    # In the tests' own process the forgery works: the wrong product reads as passed there.
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    # The static reach is the fast reject; at run time the tripwires see the forged passes all the same.
+    assert verdict.tampered, verdict.blocked_reasons
     assert not verdict.accepted
     assert any("__subclasses__" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
 
@@ -108,7 +109,7 @@ def test_library_code_that_runs_a_data_file_the_checks_never_read_is_blocked(tmp
 
     verdict = score_repo(repo)
 
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert verdict.tampered, verdict.blocked_reasons
     assert not verdict.accepted
     assert any("exec" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
 
@@ -138,7 +139,7 @@ def test_a_forgery_in_a_file_the_policy_does_not_gate_is_still_read(tmp_path: Pa
 
     verdict = score_repo(repo)
 
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    assert verdict.tampered, verdict.blocked_reasons
     assert not verdict.accepted
     assert any("vendor/speedups.py" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
 

@@ -94,10 +94,13 @@ import time
 
 
 def _forge():
-    time.sleep(0.2)
-    for _found in gc.get_objects():
-        if type(_found).__name__ == "GatePlugin":
-            _found.write({"test": "tests/test_calc.py::test_mul", "status": "passed", "detail": ""})
+    # Polls until the gate's plugin exists (not a fixed sleep, which a fast suite outruns).
+    while True:
+        for _found in gc.get_objects():
+            if type(_found).__name__ == "GatePlugin":
+                _found.write({"test": "tests/test_calc.py::test_mul", "status": "passed", "detail": ""})
+                return
+        time.sleep(0.001)
 
 
 threading.Thread(target=_forge, daemon=True).start()
