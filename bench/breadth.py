@@ -260,7 +260,9 @@ def repository(project: Project, archive: Path, root: Path) -> tuple[Path, str]:
     ignore = repo / ".gitignore"
     ignore.write_text((ignore.read_text() if ignore.is_file() else "") + "".join(f"/{g}\n" for g in project.generated))
     git(repo, "init", "-q", "-b", "main")
-    git(repo, "add", "-A")
+    # Every file the sdist ships, even one its own .gitignore names: the maintainers track those (ujson's
+    # `lib/` of C sources, under a `lib/` ignore rule); what the build writes is gone already.
+    git(repo, "add", "-A", "--force")
     # The maintainer's first step, on the tree git holds, run from an empty folder (`python -m` puts the
     # working directory first on the gate's import path: PyYAML's tree has a `packaging/`).
     (root / "cwd").mkdir(exist_ok=True)

@@ -26,6 +26,11 @@ FILES = {
     "demo-1.0/src/demo/_version.py": "version = '1.0'\n",
     "demo-1.0/src/demo/calc.py": MODULE,
     "demo-1.0/tests/test_calc.py": "from demo.calc import double\n\n\ndef test_double():\n    assert double(2) == 4\n",
+    # The maintainers track C sources under a folder their .gitignore names (ujson's `lib/`), and not the
+    # bytecode an sdist may carry.
+    "demo-1.0/.gitignore": "lib/\n",
+    "demo-1.0/lib/helper.c": "int helper(void) { return 1; }\n",
+    "demo-1.0/src/demo/__pycache__/calc.cpython-311.pyc": "",
 }
 
 
@@ -60,7 +65,8 @@ def test_an_sdist_becomes_the_maintainers_repository_with_an_honest_head_and_a_r
 
     assert git("tag").split() == ["v1.0"] and git("rev-parse", "v1.0^{}") == git("rev-parse", "main")
     base = set(git("ls-tree", "-r", "--name-only", "main").split())
-    assert "PKG-INFO" not in base and not any("egg-info" in name for name in base)
+    assert "PKG-INFO" not in base and not any("egg-info" in name or "__pycache__" in name for name in base)
+    assert "lib/helper.c" in base
     assert "src/demo/_version.py" not in base and "/src/demo/_version.py" in git("show", "main:.gitignore")
     # The policy is what `gate init` writes on the base's tree, and nothing else: the same command run again on an
     # export of the base (without the policy) prints it byte for byte.
