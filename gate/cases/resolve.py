@@ -16,38 +16,54 @@ from collections.abc import Callable, Sequence
 from gate.policy.model import CaseSpec
 
 Reader = Callable[[str], str | None]
+ANY = "*"  # among a module's names: it may bind any name (no name is "*")
 
 
 def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], where: str = "cases"
                ) -> list[tuple[str, str]]:
     """(key, why) for each case of `cases` (under the key `where`) whose `function:` or `module:` the tree
     read through `read` lacks; modules are looked for under each import root of `roots` ("" is the tree's
-    root)."""
+    root). Each module is read and parsed once, however many cases name it."""
     found = []
+    known: dict[tuple[str, str | None], str] = {}
+    names = _Names(read)
     for index, case in enumerate(cases):
-        named = case.get("function")
-        if isinstance(named, str) and ":" in named:
-            module, _, name = named.partition(":")
-            why = _missing(module, name, read, roots)
-            if why:
-                found.append((f"{where}[{index}].function", f"{named}: {why}"))
-        module = case.get("module")
-        if isinstance(module, str):
-            why = _missing(module, None, read, roots)
-            if why:
-                found.append((f"{where}[{index}].module", f"{module}: {why}"))
+        for field in ("function", "module"):
+            named = case.get(field)
+            if not isinstance(named, str) or (field == "function" and ":" not in named):
+                continue
+            module, _, name = named.partition(":") if field == "function" else (named, "", None)
+            if (module, name) not in known:
+                known[module, name] = _missing(module, name, names, roots)
+            if known[module, name]:
+                found.append((f"{where}[{index}].{field}", f"{named}: {known[module, name]}"))
     return found
 
 
-def _missing(module: str, name: str | None, read: Reader, roots: Sequence[str]) -> str:
+class _Names:
+    """The names each module of a tree binds at its top level, read and parsed once per path."""
+
+    def __init__(self, read: Reader) -> None:
+        self._read = read
+        self._found: dict[str, frozenset[str] | None] = {}
+
+    def of(self, path: str) -> frozenset[str] | None:
+        """The names `path` binds (holding ANY when it may bind any), or None when the tree has no such file."""
+        if path not in self._found:
+            text = self._read(path)
+            self._found[path] = None if text is None else _bound(text)
+        return self._found[path]
+
+
+def _missing(module: str, name: str | None, names: _Names, roots: Sequence[str]) -> str:
     """Why `module` (and `name` in it) cannot be found, or ""."""
     stem = module.replace(".", "/")
     for root in roots:
         prefix = f"{root.rstrip('/')}/" if root else ""
         for path in (f"{prefix}{stem}.py", f"{prefix}{stem}/__init__.py"):
-            text = read(path)
-            if text is not None:
-                if name is None or _defines(text, name):
+            bound = names.of(path)
+            if bound is not None:
+                if name is None or name in bound or ANY in bound:
                     return ""
                 return f"{path} defines no {name}"
     if module.split(".")[0] in sys.stdlib_module_names:
@@ -56,31 +72,34 @@ def _missing(module: str, name: str | None, read: Reader, roots: Sequence[str]) 
     return f"no module {module} in the tree (looked under {looked})"
 
 
-def _defines(text: str, name: str) -> bool:
-    """Whether the module's top level binds `name` (in any branch of an `if` or `try` too), or may: it does
-    not parse, defines `__getattr__` or imports `*`."""
+def _bound(text: str) -> frozenset[str]:
+    """The names the module's top level binds (in any branch of an `if` or `try` too), with ANY when it may
+    bind any: it does not parse, defines `__getattr__` or imports `*`."""
     try:
         tree = ast.parse(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return True
-    return _binds(tree.body, name)
+        return frozenset({ANY})
+    found: set[str] = set()
+    return frozenset(found) if _bind(tree.body, found) else frozenset({ANY})
 
 
-def _binds(body: list[ast.stmt], name: str) -> bool:
+def _bind(body: list[ast.stmt], found: set[str]) -> bool:
+    """Add the names `body` binds to `found`; False when it may bind any."""
     for node in body:
         if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef):
-            if node.name in (name, "__getattr__"):
-                return True
+            if node.name == "__getattr__":
+                return False
+            found.add(node.name)
         elif isinstance(node, ast.Assign | ast.AnnAssign | ast.AugAssign):
             targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            if any(isinstance(n, ast.Name) and n.id == name for t in targets for n in ast.walk(t)):
-                return True
+            found.update(n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name))
         elif isinstance(node, ast.Import | ast.ImportFrom):
-            if any(alias.name == "*" or (alias.asname or alias.name).split(".")[0] == name for alias in node.names):
-                return True
+            if any(alias.name == "*" for alias in node.names):
+                return False
+            found.update((alias.asname or alias.name).split(".")[0] for alias in node.names)
         elif isinstance(node, ast.If | ast.Try | ast.With | ast.For | ast.While):
             branches = [node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
                         *(handler.body for handler in getattr(node, "handlers", []))]
-            if any(_binds(branch, name) for branch in branches):
-                return True
-    return False
+            if not all(_bind(branch, found) for branch in branches):
+                return False
+    return True
