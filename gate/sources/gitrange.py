@@ -12,14 +12,17 @@ PR gate for the same commits give the same verdict. Git is reached through GitPy
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import os
 import re
 import shutil
 import stat
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
@@ -57,6 +60,65 @@ _PATCH_CONFIG = {"c": ["core.attributesFile=/dev/null", "core.quotePath=false"]}
 _STATUS: dict[str, ChangeStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}
 
 
+@dataclass(frozen=True)
+class _Entry:
+    """One entry of a commit's tree, as `git ls-tree` lists it."""
+
+    mode: int
+    kind: str  # "blob" (a file or a symbolic link), "tree" (a folder), "commit" (a submodule)
+    sha: str
+    size: int  # a blob's bytes; 0 for the rest
+
+    @property
+    def regular(self) -> bool:
+        """A file whose text can be read (not a link, a folder or a submodule)."""
+        return self.kind == "blob" and not stat.S_ISLNK(self.mode)
+
+
+@functools.lru_cache(maxsize=8)
+def _listing(commit: git.Commit) -> dict[str, _Entry]:
+    """Every entry of the commit's tree (files, links, folders, submodules) by path, in git's order: one `git
+    ls-tree` instead of the round trip to git that GitPython's tree objects take for each folder and file they
+    look up. (A tree is known by its SHA, so what it lists never changes.)"""
+    raw: bytes = commit.repo.git.ls_tree("-r", "-t", "-l", "-z", "--full-tree", commit.hexsha,
+                                         stdout_as_string=False)
+    entries = {}
+    for record in raw.split(b"\0"):
+        meta, _, name = record.partition(b"\t")
+        if not name:
+            continue
+        mode, kind, sha, size = meta.split()
+        # (git allows any bytes in a name: GitPython's names keep those that are not UTF-8 the same way)
+        entries[name.decode("utf-8", "surrogateescape")] = _Entry(
+            int(mode, 8), kind.decode(), sha.decode(), int(size) if size.isdigit() else 0)
+    return entries
+
+
+def _contents(repo: git.Repo, shas: Sequence[str]) -> Iterator[bytes]:
+    """The bytes of each blob of `shas`, in order, from one `git cat-file --batch` sent every name at once
+    (rather than a round trip to git for each)."""
+    if not shas:
+        return
+    with tempfile.TemporaryFile() as names:
+        names.write("".join(f"{sha}\n" for sha in shas).encode())
+        names.seek(0)
+        process = repo.git.cat_file("--batch", istream=names, as_process=True)
+        out = process.proc.stdout
+        try:
+            for sha in shas:
+                header = out.readline().split()
+                if len(header) != 3 or header[0].decode() != sha:
+                    said = b" ".join(header).decode(errors="replace") or "nothing"
+                    raise GateFailure(f"git cat-file gave {said} for the blob {sha}")
+                data = out.read(int(header[2]))
+                out.read(1)  # (the newline after each object)
+                yield data
+        finally:
+            out.close()
+            with contextlib.suppress(git.GitCommandError):  # (what it said is above)
+                process.wait()
+
+
 class GitBase:
     """The base commit of a local repository, read from its tree (never the worktree)."""
 
@@ -66,34 +128,36 @@ class GitBase:
 
     def read(self, path: str) -> str | None:
         """The text of `path` in the commit, or None when it is not a regular file there."""
-        try:
-            item = self.commit.tree / path
-        except KeyError:
-            return None
-        return self._text(item)
+        entry = _listing(self.commit).get(path)
+        return self._text(path, entry) if entry is not None and entry.regular else None
 
     def read_folder(self, folder: str) -> dict[str, str]:
         """The regular files directly inside `folder`, by name."""
-        try:
-            tree = self.commit.tree / folder
-        except KeyError:
-            return {}
-        found = {}
-        for item in tree.blobs if isinstance(tree, git.Tree) else []:
-            text = self._text(item)
-            if text is not None:
-                found[item.name] = text
-        return found
+        prefix = f"{folder}/"
+        inside = {path: entry for path, entry in _listing(self.commit).items()
+                  if path.startswith(prefix) and "/" not in path[len(prefix):] and entry.regular}
+        return {path[len(prefix):]: self._text(path, entry) for path, entry in inside.items()}
 
     def paths(self) -> tuple[str, ...]:
         """Every file of the commit's tree, as git names it."""
-        return tuple(str(item.path) for item in _walk(self.commit.tree) if isinstance(item, git.Blob))
+        return _files(self.commit)
 
-    def _text(self, item: object) -> str | None:
-        if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
-            return None
-        data: bytes = item.data_stream.read()
-        return decode_input(data, f"{item.path}@{self.sha[:12]}")
+    def has(self, path: str) -> bool:
+        """Whether the commit's tree holds a file, folder or submodule at `path`."""
+        return path in _listing(self.commit)
+
+    def is_folder(self, path: str) -> bool:
+        entry = _listing(self.commit).get(path)
+        return entry is not None and entry.kind == "tree"
+
+    def _text(self, path: str, entry: _Entry) -> str:
+        data: bytes = self.commit.repo.odb.stream(bytes.fromhex(entry.sha)).read()
+        return decode_input(data, f"{path}@{self.sha[:12]}")
+
+
+def _files(commit: git.Commit) -> tuple[str, ...]:
+    """The paths of the commit's files (links too), in git's order."""
+    return tuple(path for path, entry in _listing(commit).items() if entry.kind == "blob")
 
 
 @contextmanager
@@ -131,13 +195,13 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     if runs_code:
-        check_against_base(policy, GitBase(base).read, lambda path: _has(base, path))
+        check_against_base(policy, GitBase(base).read, GitBase(base).has)
         refuse_unresolved(base, head, policy, trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
-        skipped = export_tree(head.tree, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
+        skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         building = time.perf_counter()
@@ -233,22 +297,27 @@ def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Cha
     raw = repo.git(**_NO_USER_ATTRIBUTES).diff("--raw", "-z", "-M", "--no-abbrev", *_DIFF_FLAGS, fork.hexsha,
                                               head.hexsha)
     fields = raw.split("\0")
-    changes: list[Change] = []
-    patches: dict[str, str] | None = None
+    records = []
     i = 0
     while i < len(fields) and fields[i].startswith(":"):
         old_mode, new_mode, old_blob, new_blob, letters = fields[i][1:].split(" ")
-        status = _STATUS.get(letters[0], "modified")
         if letters[0] in "RC":
             old_path, new_path, i = fields[i + 1], fields[i + 2], i + 3
         else:
             old_path = new_path = fields[i + 1]
             i += 2
+        records.append((old_mode, new_mode, old_blob, new_blob, letters, old_path, new_path))
+    # The head's bytes of every file it has, read by one git process.
+    read = [new_blob for _, new_mode, _, new_blob, letters, _, _ in records
+            if letters[0] != "D" and new_mode in _REGULAR_MODES]
+    contents = dict(zip(read, _contents(repo, read), strict=True))
+    changes: list[Change] = []
+    patches: dict[str, str] | None = None
+    for old_mode, new_mode, old_blob, new_blob, letters, old_path, new_path in records:
+        status = _STATUS.get(letters[0], "modified")
         if status == "renamed" and old_path == new_path:
             status = "modified"
-        data = None
-        if status != "deleted" and new_mode in _REGULAR_MODES:
-            data = repo.odb.stream(bytes.fromhex(new_blob)).read()
+        data = contents.get(new_blob) if status != "deleted" and new_mode in _REGULAR_MODES else None
         added = None
         if status in ("modified", "renamed") and data is not None:
             if patches is None:
@@ -281,28 +350,28 @@ def _patches(repo: git.Repo, fork: git.Commit, head: git.Commit) -> dict[str, st
     return parts
 
 
-def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozenset(),
+def export_tree(commit: git.Commit, target: Path, withheld: frozenset[str] = frozenset(),
                 max_bytes: int | None = None) -> list[str]:
-    """Write the regular files of `tree` under `target` (which must exist), except the paths in `withheld`.
-    Symbolic links and submodules are not exported, so nothing in the export points outside it, nor the files
-    beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold them, and
-    a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files); returns their
-    paths."""
+    """Write the regular files of `commit`'s tree under `target` (which must exist), except the paths in
+    `withheld`. Symbolic links and submodules are not exported, so nothing in the export points outside it, nor
+    the files beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold
+    them, and a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files);
+    returns their paths."""
     skipped: list[str] = []
     root = target.resolve()
     room = max_bytes
-    for item in _walk(tree):
-        path = str(item.path)
-        if path in withheld:
+    chosen: list[tuple[Path, _Entry]] = []
+    for path, entry in _listing(commit).items():
+        if path in withheld or entry.kind == "tree":
             continue
         # A submodule is a commit of another repository; a link could point anywhere.
-        if not isinstance(item, git.Blob) or stat.S_ISLNK(item.mode):
+        if not entry.regular:
             skipped.append(_printable(path))
             continue
         if room is not None:
             # Each file takes a block of a run's disk however small it is, and costs a copy in every run: a
             # commit of 100000 empty files is as heavy as one of 400 MB.
-            cost = max(item.size, _BLOCK)
+            cost = max(entry.size, _BLOCK)
             if cost > room:
                 skipped.append(f"{_printable(path)} (over the disk limit)")
                 continue
@@ -311,22 +380,16 @@ def export_tree(tree: git.Tree, target: Path, withheld: frozenset[str] = frozens
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
             skipped.append(_printable(path))
             continue
+        chosen.append((dest, entry))
+    for (dest, entry), data in zip(chosen, _contents(commit.repo, [entry.sha for _, entry in chosen]), strict=True):
         dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(item.data_stream.read())
-        dest.chmod(0o755 if item.mode & 0o111 else 0o644)
+        dest.write_bytes(data)
+        dest.chmod(0o755 if entry.mode & 0o111 else 0o644)
     return skipped
 
 
 def _worktree(repo: git.Repo) -> Path | None:
     return None if repo.bare or not repo.working_tree_dir else Path(repo.working_tree_dir)
-
-
-def _walk(tree: git.Tree) -> Iterator[git.Blob | git.Submodule]:
-    for item in tree:
-        if isinstance(item, git.Tree):
-            yield from _walk(item)
-        else:
-            yield item
 
 
 def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
@@ -384,10 +447,10 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy, progress: Pro
         return None
     from gate.environment import build as environment_build  # (importlib.metadata and more: only when built)
 
-    paths = [str(item.path) for item in _walk(base.tree) if isinstance(item, git.Blob)]
+    paths = list(_files(base))
     # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
     environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": scm_version(repo, base), **os.environ}
-    return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base.tree, target),
+    return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base, target),
                                      run_interpreter(), cache_dir(os.environ), environ, progress)
 
 
@@ -440,22 +503,13 @@ def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_by
     def export() -> Path:
         if not target.is_dir():
             target.mkdir()
-            export_tree(commit.tree, target, withheld, max_bytes)
+            export_tree(commit, target, withheld, max_bytes)
         return target
     return export
 
 
-def _export_all(tree: git.Tree, target: Path) -> None:
-    export_tree(tree, target)
-
-
-def _has(commit: git.Commit, path: str) -> bool:
-    """Whether the commit's tree holds a file or folder at `path`."""
-    try:
-        commit.tree / path
-    except KeyError:
-        return False
-    return True
+def _export_all(commit: git.Commit, target: Path) -> None:
+    export_tree(commit, target)
 
 
 def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
@@ -493,38 +547,24 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
     if spec is None:
         return ()
     mapped = tuple(root for root in packages.import_roots(packages.package_dirs(GitBase(commit).read))
-                   if _is_folder(commit, root))
-    return spec.import_roots(_is_folder(commit, "src"), mapped)
-
-
-def _is_folder(commit: git.Commit, path: str) -> bool:
-    try:
-        return isinstance(commit.tree / path, git.Tree)
-    except KeyError:
-        return False
+                   if GitBase(commit).is_folder(root))
+    return spec.import_roots(GitBase(commit).is_folder("src"), mapped)
 
 
 def _suite_base(base: git.Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
     """The base commit as the suite's selection reads it; its export leaves out `withheld`, as the head's does."""
     def files() -> Iterator[tuple[str, Callable[[], bytes] | None]]:
-        for item in _walk(base.tree):
-            if isinstance(item, git.Blob):
-                yield str(item.path), None if stat.S_ISLNK(item.mode) else _reader(item)
+        for path, entry in _listing(base).items():
+            if entry.kind == "blob":
+                yield path, _reader(base.repo, entry.sha) if entry.regular else None
 
-    def has(path: str) -> bool:
-        try:
-            base.tree / path
-        except KeyError:
-            return False
-        return True
-
-    return SuiteBase(base.hexsha, files, has, lambda target: export_tree(base.tree, target, withheld),
+    return SuiteBase(base.hexsha, files, GitBase(base).has, lambda target: export_tree(base, target, withheld),
                      _import_roots(base, policy))
 
 
-def _reader(blob: git.Blob) -> Callable[[], bytes]:
+def _reader(repo: git.Repo, sha: str) -> Callable[[], bytes]:
     def read() -> bytes:
-        data: bytes = blob.data_stream.read()
+        data: bytes = repo.odb.stream(bytes.fromhex(sha)).read()
         return data
     return read
 
