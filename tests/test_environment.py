@@ -332,3 +332,15 @@ def test_the_extras_plugins_are_found_with_every_pip(tmp_path: Path, wheelhouse:
 
     assert len(versions) == 2, versions  # two pips, the system's older one among them
     assert found[0] == found[1] == {"calc", "text-unidecode", "checkhelp"}
+
+
+def test_the_gates_pytest_copy_is_compiled_for_the_runs_that_read_it(gate_cache_root: Path) -> None:  # noqa: F811
+    # The runs see the copy read-only: without its bytecode each suite process would compile pytest again.
+    import importlib.util
+
+    from gate.environment.build import gate_pytest
+
+    copy = Path(gate_pytest(gate_cache_root))
+    sources = list(copy.rglob("*.py"))
+
+    assert sources and not [path for path in sources if not Path(importlib.util.cache_from_source(str(path))).is_file()]

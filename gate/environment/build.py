@@ -17,6 +17,7 @@ plugins load), is read from the environment afterwards, the same way whichever i
 
 from __future__ import annotations
 
+import compileall
 import contextlib
 import json
 import os
@@ -344,6 +345,9 @@ def gate_pytest(where: Path) -> str:
                     dest = building / file
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(origin, dest)
+            # Compiled once here: the runs see the copy read-only, so each would compile pytest again (about
+            # 0.4 s of CPU a process).
+            compileall.compile_dir(building, ddir=target, quiet=2)
             (building / _DONE).write_text(json.dumps({"installed": sorted(names)}))
             _readable(building)
             building.rename(target)
