@@ -50,8 +50,8 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     """Run again, in the base's order, each test the head would be charged for, and on the base in the head's
     order each that fails on both sides but not the same way (module docstring). A test the base ran in this
     gate (`on_base`) after the same tests as the head's run needs neither: it ran in the same order there."""
-    same = {nodeid for nodeid in on_base.tests if on_base.before(nodeid) == found.before(nodeid)}
-    failing = [nodeid for nodeid in known.collected if found.tests[nodeid].status != PASSED and nodeid not in same]
+    failing = [nodeid for nodeid in known.collected if found.tests[nodeid].status != PASSED
+               and not (nodeid in on_base.tests and on_base.same_before(found, nodeid))]
     charged = [nodeid for nodeid in failing if known.statuses.get(nodeid) == PASSED]
     unlike = [nodeid for nodeid in failing if nodeid in known.statuses and known.statuses[nodeid] != PASSED
               and _failure(known.statuses[nodeid], gist(known.details.get(nodeid, "")))
@@ -101,17 +101,18 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     return Checked(statuses, replace(found, tests=tests), said)
 
 
-def _after(before: list[str]) -> str:
+def _after(before: Sequence[str]) -> str:
     return f"after the {len(before)} tests before it in the head's run" + (f" (from {before[0]})" if before else "")
 
 
 def _failure(status: str, said: str) -> tuple[str, str]:
     """How a test did not pass, for telling two sides' failures apart: its status and its report's gist, less
-    what differs from one run to the next (addresses, temporary paths) and where a skip's report is."""
+    what differs from one run to the next (addresses, temporary paths, numbers: a time, a random value) and
+    where a skip's report is."""
     said = said.removeprefix(": ")
     skip = re.search(r"Skipped: (.*)$", said)
     said = skip.group(1) if skip else said
-    return status, re.sub(r"/tmp/\S*|0x[0-9a-fA-F]+", "", said)
+    return status, re.sub(r"/tmp/\S*|0x[0-9a-fA-F]+|\d+", "", said)
 
 
 def file_prefixes(collected: Sequence[str], wanted: Sequence[str]) -> list[str]:

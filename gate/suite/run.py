@@ -16,6 +16,7 @@ is evidence of tampering once the base's own suite runs it right (`control`).
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import secrets
 import time
@@ -91,12 +92,21 @@ class SuiteResult:
     # place (gate/suite/harness.py's `match`): their outcome is that test's.
     renamed: dict[str, str] = field(default_factory=dict)
 
-    def before(self, nodeid: str) -> list[str]:
-        """The tests that ran before `nodeid` in the process its outcome came from (none known: [])."""
-        for run in reversed(self.runs):
-            if nodeid in run:
-                return list(run[:run.index(nodeid)])
-        return []
+    def before(self, nodeid: str) -> tuple[str, ...]:
+        """The tests that ran before `nodeid` in the process its outcome came from (none known: ())."""
+        run, at = self._places.get(nodeid, ((), 0))
+        return run[:at]
+
+    def same_before(self, other: SuiteResult, nodeid: str) -> bool:
+        """Whether `nodeid` ran after the same tests here as in `other` (and ran in both)."""
+        mine, theirs = self._places.get(nodeid), other._places.get(nodeid)
+        return mine is not None and theirs is not None and mine[1] == theirs[1] and \
+            mine[0][:mine[1]] == theirs[0][:theirs[1]]
+
+    @functools.cached_property
+    def _places(self) -> dict[str, tuple[tuple[str, ...], int]]:
+        """Each test's run (the last that was given it: the one its outcome came from) and place in it."""
+        return {nodeid: (run, at) for run in self.runs for at, nodeid in enumerate(run)}
 
 
 def gist(detail: str) -> str:
