@@ -74,29 +74,19 @@ def _both_ways(repo: Repo) -> tuple[dict[str, str], dict[str, str], dict[str, st
     return today, cold, warm
 
 
+# Every way at once: a regression that fails one test, errors one, skips two, drops one and hangs one.
+EVERY_WAY = "import pytest\nimport time\n" + CALC_MORE.replace("return a * b", "raise ValueError('no')").replace(
+    "return a / b", "pytest.skip('not now')").replace("def sub(a, b):\n    return a - b\n", "").replace(
+    "    return n", "    while True:\n        time.sleep(1)")
+
+
 @pytest.mark.usefixtures("offline_pip")
-def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path) -> None:
-    """All five ways at once (each is also a test of its own, among the slow ones)."""
-    repo = _more_project(tmp_path / "repo")
-    head = "import pytest\nimport time\n" + CALC_MORE.replace("return a * b", "raise ValueError('no')").replace(
-        "return a / b", "pytest.skip('not now')").replace("def sub(a, b):\n    return a - b\n", "").replace(
-        "    return n", "    while True:\n        time.sleep(1)")
-    repo.commit("bot: everything at once", {"calc.py": head})
-    wanted = {**WAYS["errored"][1], **WAYS["skipped"][1], **WAYS["not collected"][1], **WAYS["timed out"][1]}
-
-    today, cold, warm = _both_ways(repo)
-
-    assert today == cold == warm == wanted
-
-
-@pytest.mark.slow
-@pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("way", list(WAYS))
-@pytest.mark.parametrize("workers", [1, 2])
-def test_a_test_charged_one_way_is_charged_the_same_both_ways(tmp_path: Path, way: str, workers: int) -> None:
+@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
+def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path, workers: int) -> None:
+    """All five ways in one suite, shared over one process and over two (the default)."""
     repo = _more_project(tmp_path / "repo", POLICY + f"  workers: {workers}\n")
-    code, wanted = WAYS[way]
-    repo.commit(f"bot: {way}", {"calc.py": code})
+    repo.commit("bot: everything at once", {"calc.py": EVERY_WAY})
+    wanted = {way: status for _, charged in WAYS.values() for way, status in charged.items()}
 
     today, cold, warm = _both_ways(repo)
 
