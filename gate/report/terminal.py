@@ -14,15 +14,11 @@ import os
 import re
 import textwrap
 from collections.abc import Callable, Sequence
-from functools import cache
-from typing import IO, TYPE_CHECKING
+from typing import IO
 
 from gate.report.context import TEST_KIND, UNTESTED, weaker
 from gate.report.markdown import visible
 from gate.verdict import NO_CODE, Penalty, Verdict, listing, within_budget
-
-if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered
-    import jinja2
 
 WIDTH = 80
 _NAME, _STATUS, _POINTS = 16, 8, 6
@@ -36,15 +32,6 @@ _STATUS_STYLE = {"passed": "good", "failed": "bad", "skipped": "warn", "timeout"
 # leading spaces (a workflow command: a fake annotation, `::stop-commands::` to silence the gate's own). A line
 # that quotes the candidate's text must never be one: a backslash goes in front.
 _WORKFLOW_COMMAND = re.compile(r"^(\s*)(::|##\[)", re.MULTILINE)
-
-
-@cache
-def _environment() -> jinja2.Environment:
-    import jinja2
-
-    return jinja2.Environment(loader=jinja2.PackageLoader("gate", "report/templates"), autoescape=False,
-                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True,
-                              undefined=jinja2.StrictUndefined)
 
 
 COLOR_MODES = ("auto", "always", "never")
@@ -86,39 +73,56 @@ def render_terminal(verdict: Verdict, color: bool, verbose: bool = False, more: 
     tests = {c.index: c.detail for c in verdict.cases if c.kind == TEST_KIND and not verbose}
     details: dict[int | None, list[str]] = {p.case: _traceback(tests[p.case]) for p in verdict.penalties
                                             if p.case is not None and p.case in tests}
-    rendered = _environment().get_template("terminal.txt.j2").render(
-        v=verdict,
-        verbose=verbose,
-        summary=_wrap(summary(verdict), 0),
-        more=_wrap(more, 0),
-        paint=paint,
-        status_word=_status_word(verdict),
-        status_style=("warn" if verdict.untested else "good") if verdict.accepted else "bad",
-        untested=_wrap(f"{UNTESTED}: {verdict.untested}", 0) if verdict.untested else [],
-        blind=[line for part in verdict.blind for line in _wrap(part.sentence(), 0)],
-        headline=[*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
-                  *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0)],
-        labels=_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [],
-        scopes=[f"  {s.name}: {s.total} / budget {s.budget}" + ("" if s.accepted else "  over its budget")
-                for s in verdict.scopes],
-        checks=[_check_row(c.name, c.status, c.points, c.reason) for c in verdict.checks],
-        penalties=[{"check": p.check, "points": p.points, "message": _wrap(p.message, 4),
-                    "where": _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6)
-                    if p.locations and not _names_all(p) else [],
-                    "detail": [line for text in details.get(p.case, []) for line in _wrap(text, 6)]}
-                   for p in verdict.penalties],
-        cases=[{"text": _wrap(f"{f'hidden case {c.index}' if c.hidden else f'#{c.index} {c.name}'}: {c.status}"
-                              + (f" - {c.detail}" if c.detail else ""), 2),
-                "style": _STATUS_STYLE.get(c.status, "dim")} for c in verdict.cases],
-        notes=[_wrap(f"{n.source}: {n.message}"
-                     + (" (" + listing([str(loc) for loc in n.locations], ", ") + ")" if n.locations else ""), 2)
-               for n in verdict.notes],
-        blocked=[_wrap(reason, 2) for reason in verdict.blocked_reasons],
-        isolation=[_wrap(f"{layer}: {how}", 2) for layer, how in verdict.isolation],
-        facts=[_wrap(f"{key}: {value}", 2) for key, value in verdict.facts],
-        reproduce=_wrap(verdict.reproduce, 2) if verdict.reproduce else [],
-    )
-    return _WORKFLOW_COMMAND.sub(r"\1\\\2", rendered)
+    style = ("warn" if verdict.untested else "good") if verdict.accepted else "bad"
+    out = [f"{paint(_status_word(verdict), style)}  total {verdict.total} / budget {verdict.budget}"]
+    out += [f"  {s.name}: {s.total} / budget {s.budget}" + ("" if s.accepted else "  over its budget")
+            for s in verdict.scopes]
+    out += [paint(line, "dim") for line in (*_wrap(f"{verdict.subject_label} ({verdict.subject_kind})", 0),
+                                            *_wrap(f"policy: {verdict.policy_source} · mode: {verdict.mode}", 0))]
+    warned = [*(_wrap(f"{UNTESTED}: {verdict.untested}", 0) if verdict.untested else []),
+              *(line for part in verdict.blind for line in _wrap(part.sentence(), 0)),
+              *(_wrap("labels: " + ", ".join(verdict.labels), 0) if verdict.labels else [])]
+    out += [paint(line, "warn") for line in warned]
+    if verbose:
+        out += ["", "  " + " ".join(paint(head, "bold") for head in
+                                    ("check".ljust(_NAME), "status".ljust(_STATUS), "points".rjust(_POINTS)))]
+        for c in verdict.checks:
+            out += _check_rows(c.name, c.status, c.points, c.reason, paint)
+    if verdict.penalties:
+        out += ["", paint("Penalties", "bold")]
+        for p in verdict.penalties:
+            out.append("  " + paint(f"{p.check} +{p.points}", "bad"))
+            out += _wrap(p.message, 4)
+            where = _wrap("at " + listing([str(loc) for loc in p.locations], ", "), 6) \
+                if p.locations and not _names_all(p) else []
+            out += [paint(line, "dim") for line in
+                    (*where, *(line for text in details.get(p.case, []) for line in _wrap(text, 6)))]
+    if verbose and verdict.cases:
+        out += ["", paint("Cases", "bold")]
+        for case in verdict.cases:
+            label = f"hidden case {case.index}" if case.hidden else f"#{case.index} {case.name}"
+            out += [paint(line, _STATUS_STYLE.get(case.status, "dim")) for line in
+                    _wrap(f"{label}: {case.status}" + (f" - {case.detail}" if case.detail else ""), 2)]
+    if verdict.blocked_reasons:
+        out += ["", paint("Needs a human, whatever the score", "bad")]
+        out += [line for reason in verdict.blocked_reasons for line in _wrap(reason, 2)]
+    if verbose:
+        out += _section("Notes", [f"{n.source}: {n.message}" + (
+            " (" + listing([str(loc) for loc in n.locations], ", ") + ")" if n.locations else "")
+            for n in verdict.notes], paint)
+        out += ["", paint("Isolation", "bold"),
+                *(line for layer, how in verdict.isolation for line in _wrap(f"{layer}: {how}", 2))]
+        out += _section("Facts", [f"{key}: {value}" for key, value in verdict.facts], paint)
+        out += _section("Reproduce", [verdict.reproduce] if verdict.reproduce else [], paint)
+    out += ["", *(paint(line, "dim") for line in (*_wrap(summary(verdict), 0), *([] if verbose else _wrap(more, 0))))]
+    return _WORKFLOW_COMMAND.sub(r"\1\\\2", "\n".join(out) + "\n")
+
+
+def _section(title: str, items: list[str], paint: Callable[[str, str], str]) -> list[str]:
+    """A titled part of the verbose report, each item wrapped; nothing when there are no items."""
+    if not items:
+        return []
+    return ["", paint(title, "bold"), *(line for item in items for line in _wrap(item, 2))]
 
 
 # Lines of a failing test's traceback the short report shows under its penalty (its end: where it failed).
@@ -176,17 +180,13 @@ def _status_word(verdict: Verdict) -> str:
     return f"{word}, {UNTESTED.upper()}" if verdict.untested else word
 
 
-def _check_row(name: str, status: str, points: int, reason: str) -> dict[str, object]:
+def _check_rows(name: str, status: str, points: int, reason: str, paint: Callable[[str, str], str]) -> list[str]:
+    """A check's row of the verbose table, its reason wrapped under its column."""
     reason_lines = textwrap.wrap(visible(reason), _REASON_WIDTH) if reason else []
-    return {
-        "name": name.ljust(_NAME)[:_NAME],
-        "status": status.ljust(_STATUS),
-        "style": _STATUS_STYLE.get(status, "dim"),
-        "points": (str(points) if status != "skipped" else "-").rjust(_POINTS),
-        "reason": reason_lines[0] if reason_lines else "",
-        "more": reason_lines[1:],
-        "indent": " " * (WIDTH - _REASON_WIDTH),
-    }
+    shown = (str(points) if status != "skipped" else "-").rjust(_POINTS)
+    row = f"  {name.ljust(_NAME)[:_NAME]} {paint(status.ljust(_STATUS), _STATUS_STYLE.get(status, 'dim'))} {shown}"
+    indent = " " * (WIDTH - _REASON_WIDTH)
+    return [row + (f"  {reason_lines[0]}" if reason_lines else ""), *(indent + line for line in reason_lines[1:])]
 
 
 def _wrap(text: str, indent: int) -> list[str]:
