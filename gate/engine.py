@@ -110,21 +110,23 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
     hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
     is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
     the policy requires is missing here. `progress` hears of the builds and the checks that run code."""
-    wanted = [paths for check in all_checks() if check.enabled(policy) and check.applies(policy, subject)
+    wanted = [(check, paths) for check in all_checks() if check.enabled(policy) and check.applies(policy, subject)
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
         return run_checks(subject, policy, reproduce=reproduce, progress=progress)
-    with sandboxed(subject, policy, [path for paths in wanted for path in paths], hide, progress) as (ready,
-                                                                                                   sandbox):
+    seeds = (*((0,) if subject.layers else ()), *(seed for check, _ in wanted for seed in check.hash_seeds(policy)))
+    with sandboxed(subject, policy, [path for _, paths in wanted for path in paths], hide, progress,
+                   tuple(dict.fromkeys(seeds))) as (ready, sandbox):
         return run_checks(ready, policy, sandbox, reproduce=reproduce, progress=progress)
 
 
 @contextlib.contextmanager
 def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tuple[str, ...] = (),
-              progress: Progress = QUIET) -> Iterator[tuple[Subject, Sandbox]]:
+              progress: Progress = QUIET, hash_seeds: Sequence[int] = ()) -> Iterator[tuple[Subject, Sandbox]]:
     """A sandbox for `subject`'s runs under the policy's limits, with `paths` (what the checks' programs need)
     read-only, and `subject` with its project built in it (the time the sandbox's start and the build took
-    in its timings); closed on leaving."""
+    in its timings); closed on leaving. What runs under `hash_seeds` need starts as it opens
+    (Sandbox.prepare)."""
     # The repository's environment, the layers its project is built into and what the checks' programs need
     # (the gate's pytest copy, the `languages:` checkers) are all a run sees of the host beyond the
     # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
@@ -137,6 +139,7 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)
     try:
+        sandbox.prepare(hash_seeds)
         building = time.perf_counter()
         ready = built(subject, sandbox, sandbox_limits(policy.limits), progress)
         spent = (("sandbox", round(building - opening, 4)), ("build", round(time.perf_counter() - building, 4)))

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import subprocess
+import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -260,6 +262,22 @@ def test_a_sandbox_first_used_from_a_thread_outlives_that_thread() -> None:
         assert (again.exit_code, again.stdout) == (0, b"2\n")
     finally:
         box.close()
+
+
+def test_what_is_started_ahead_runs_under_its_seed_and_stops_with_the_sandbox() -> None:
+    # The engine starts the zygotes of the checks' hash seeds as the sandbox opens (Sandbox.prepare): a run
+    # under a seed started ahead has that seed, and one started ahead and never used stops at close too.
+    before = _children()
+    box = open_sandbox(LIMITS)
+    try:
+        box.prepare((3, 4))
+        result = box.run(program("print(hash('gate'))", hash_seed=3))
+        plain = subprocess.run([sys.executable, "-c", "print(hash('gate'))"], env={"PYTHONHASHSEED": "3"},
+                               capture_output=True, check=True)
+        assert (result.exit_code, result.stdout) == (0, plain.stdout)
+    finally:
+        box.close()
+    assert _children() <= before
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")

@@ -145,3 +145,8 @@ class Check(Protocol):
         for a check that runs something), else the host paths its programs need there, read-only (() when the
         sandbox's own are enough)."""
         return None
+
+    def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
+        """The PYTHONHASHSEED of each of its runs, for a check that runs something (`sandbox_paths`): the
+        sandbox starts what runs under them need while the static checks read the code."""
+        return (0,)

@@ -83,6 +83,9 @@ class Smoke(Check):
         """The cases run in the sandbox, with nothing of the host beyond it."""
         return () if has_cases(policy, subject) else None
 
+    def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
+        return self.seeds or hash_seeds(policy.runs)
+
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)
         not_running = _not_running(ctx)
@@ -90,7 +93,7 @@ class Smoke(Check):
             return not_running
         program = _program(ctx)
         limits = sandbox_limits(ctx.policy.limits)
-        seeds = self.seeds or hash_seeds(ctx.policy.runs)
+        seeds = self.hash_seeds(ctx.policy)
         budget = ctx.policy.limits.total_timeout
         plan = Plan.for_machine(limits.wall_s, budget) if self.parallel else Plan.sequential(budget)
         sandbox = ctx.sandbox

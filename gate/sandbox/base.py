@@ -6,7 +6,7 @@ their own modules and are chosen by `gate.sandbox.open_sandbox`.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -133,6 +133,11 @@ class Sandbox(Protocol):
         first result's `result`; the peer is then killed if still running, killed_reason "peer finished"),
         or at the peer's wall limit (timed_out; the server is then replaced). Only for trusted programs that
         keep nothing of one call for the next: the harness, never the code under test."""
+        ...
+
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
+        """Start now, in the background, what runs under `hash_seeds` will need (a zygote's interpreter), so
+        that it starts while the caller does other work; a run never depends on it. Thread-safe."""
         ...
 
     def close(self) -> None: ...

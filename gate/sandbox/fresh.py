@@ -55,6 +55,9 @@ class FreshLauncher:
         # caller's thread that started it.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-fresh-spawner")
 
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
+        """Nothing to start ahead: each run is an interpreter of its own."""
+
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Start one run; `hash_seed` is already in the config's environment, which the interpreter reads."""
         status_r, status_w = os.pipe()

@@ -39,6 +39,10 @@ class Launcher(Protocol):
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle: ...
 
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
+        """Start, without waiting, the helpers that launches under `hash_seeds` will need (Sandbox.prepare)."""
+        ...
+
     def close(self) -> None: ...
 
 

@@ -17,7 +17,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -186,6 +186,10 @@ class LayeredSandbox:
         finally:
             self._servers.release(held, healthy=answer.healthy)
         return served.lead_result(answer, candidate.start), results[0]
+
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
+        """See gate.sandbox.base.Sandbox.prepare."""
+        self.launcher.prepare(hash_seeds)
 
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be

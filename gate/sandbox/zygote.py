@@ -13,7 +13,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
@@ -95,14 +95,28 @@ class ZygoteLauncher:
         self._paths = list(import_paths)
         self._seccomp = seccomp_program
         self._zygotes: dict[int, _Zygote] = {}
+        self._starting: dict[int, Future[_Zygote]] = {}  # (prepare: started, not used yet)
         self._lock = threading.Lock()
         # Zygotes are started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the
         # *thread* that started it exits, and runs may come from short-lived worker threads.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
 
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
+        """Start the zygotes for `hash_seeds` (as many as are kept at once) without waiting for them: their
+        interpreters start and import while the gate reads the code, instead of when its first run asks."""
+        with self._lock:
+            for seed in hash_seeds:
+                if seed not in self._zygotes and seed not in self._starting \
+                        and len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
+                    self._starting[seed] = self._spawner.submit(_Zygote, self._interpreter, self._paths, seed,
+                                                                self._seccomp)
+
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:
             zygote = self._zygotes.pop(hash_seed, None)
+            starting = self._starting.pop(hash_seed, None)
+            if starting is not None:
+                zygote = starting.result()
             if zygote is None or zygote.process.poll() is not None:
                 zygote = self._spawner.submit(_Zygote, self._interpreter, self._paths, hash_seed,
                                               self._seccomp).result()
@@ -133,6 +147,10 @@ class ZygoteLauncher:
     def close(self) -> None:
         """Stop every zygote (told all at once: they finish their runs and exit side by side)."""
         with self._lock:
+            for seed, starting in self._starting.items():  # (started, never used)
+                if starting.exception() is None:
+                    self._zygotes[seed] = starting.result()
+            self._starting.clear()
             for zygote in self._zygotes.values():
                 zygote.control.close()
             for zygote in self._zygotes.values():
