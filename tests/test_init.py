@@ -168,6 +168,10 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "setup.py": "from setuptools import setup\nsetup(name='x')\n", "tests/test_x.py": ""},
                  {"environment": {"requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},
                  id="requirements/tests.txt over requirements/dev.txt"),
+    pytest.param({"pyproject.toml": '[project]\nname = "packaging"\nversion = "1"\n', "tests/test_x.py": "",
+                  "tests/requirements.txt": "pretend\npytest>=6.2.0\n"},
+                 {"environment": {"requirements": ["tests/requirements.txt"]}, "tests": {"paths": ["tests"]}},
+                 id="a requirements file in the test folder (packaging)"),
 ])
 def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],
                                                          expected: dict[str, object]) -> None:

@@ -28,7 +28,9 @@ TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev",)
 TEST_FILES = ("requirements-test.txt", "requirements-tests.txt", "requirements-testing.txt",
               "test-requirements.txt", "tests-requirements.txt", "requirements_test.txt", "requirements/test.txt",
-              "requirements/tests.txt", "requirements/testing.txt", "requirements/test.in", "requirements/tests.in")
+              "requirements/tests.txt", "requirements/testing.txt", "requirements/test.in", "requirements/tests.in",
+              # beside the tests themselves (packaging's nox session installs `-r tests/requirements.txt`)
+              "tests/requirements.txt", "test/requirements.txt")
 DEV_FILES = ("requirements-dev.txt", "dev-requirements.txt", "requirements_dev.txt", "requirements/dev.txt",
              "requirements/development.txt")
 # Tool environments a group name can name: `tox:py`, `hatch:test`.
