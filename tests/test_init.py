@@ -151,6 +151,11 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "tests/test_x.py": ""},
                  {"environment": {"groups": ["tests", "cov"]}, "tests": {"paths": ["tests"]}},
                  id="tox's dependency_groups (tox 4.22)"),
+    pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
+                  "tox.ini": "[tox]\nenvlist = lint, py{37, 38}\n[testenv]\ncommands = pytest\ndeps =\n    pytest\n"
+                             "[testenv:lint]\ndeps = pre-commit\n", "test/test_x.py": ""},
+                 {"environment": {"groups": ["tox:py37"]}, "tests": {"paths": ["test"]}},
+                 id="tox's envlist with factors in braces (tabulate)"),
     pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
                               "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
                   "x/__init__.py": "", "x/tests/test_x.py": ""},

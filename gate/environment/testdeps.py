@@ -107,8 +107,8 @@ def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]
         except configparser.Error:
             return None
         sections = {s: dict(parser.items(s)) for s in parser.sections()}
-        envlist = re.split(r"[\s,]+", sections.get("tox", {}).get("envlist", ""))
-        return where, sections, [e for e in envlist if e]
+        tox = sections.get("tox", {})
+        return where, sections, _tox_envlist(tox.get("env_list", tox.get("envlist", "")))
     doc = _toml(read("tox.toml"))
     if not doc:
         return None
@@ -117,6 +117,17 @@ def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]
         sections[f"testenv:{env}"] = _native_tox(table)
     names = doc.get("env_list")
     return "tox.toml", sections, [str(e) for e in names] if isinstance(names, list) else []
+
+
+def _tox_envlist(text: str) -> list[str]:
+    """tox's `envlist`: names apart by commas or white space, each with its factors in braces expanded as tox
+    does (`py{38, 39}-django` is `py38-django`, `py39-django`)."""
+    names: list[str] = []
+    for part in re.split(r"[\s,]+(?![^{]*\})", text):  # not inside braces
+        pieces = re.split(r"(\{[^}]*\})", part.strip())
+        options = [[o.strip() for o in p[1:-1].split(",")] if p.startswith("{") else [p] for p in pieces]
+        names += ["".join(chosen) for chosen in itertools.product(*options)]
+    return [name for name in names if name]
 
 
 def _native_tox(table: Any) -> dict[str, Any]:
