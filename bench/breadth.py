@@ -244,6 +244,10 @@ def _regress_c(text: str, function: str) -> str:
     raise ValueError(f"no definition of {function}")
 
 
+class InitFailed(Exception):
+    """`gate init` refused the project's tree (a row of the table, not the end of the run)."""
+
+
 def repository(project: Project, archive: Path, root: Path) -> tuple[Path, str]:
     """The project as its maintainers' repository: base on `main` (tagged) with the policy `gate init` wrote
     there, heads `honest` and `regression`; and what `gate init` said."""
@@ -266,8 +270,11 @@ def repository(project: Project, archive: Path, root: Path) -> tuple[Path, str]:
     # The maintainer's first step, on the tree git holds, run from an empty folder (`python -m` puts the
     # working directory first on the gate's import path: PyYAML's tree has a `packaging/`).
     (root / "cwd").mkdir(exist_ok=True)
-    said = subprocess.run([sys.executable, "-m", "gate", "init", "--dir", str(repo)], cwd=root / "cwd",
-                          capture_output=True, text=True, check=True).stdout
+    init = subprocess.run([sys.executable, "-m", "gate", "init", "--dir", str(repo)], cwd=root / "cwd",
+                          capture_output=True, text=True, check=False)
+    if init.returncode != 0:
+        raise InitFailed(f"exit {init.returncode}: " + (init.stderr.strip().splitlines() or ["no output"])[-1])
+    said = init.stdout
     git(repo, "add", "-f", ".github/gate.yml")  # tabulate's own .gitignore ignores every dot-file
     git(repo, "-c", "user.name=bench", "-c", "user.email=bench@example.com", "commit", "-q", "-m", "base")
     git(repo, "tag", f"v{project.version}")
@@ -401,7 +408,12 @@ def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str
 def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     outcome = Outcome(project)
     root = work / project.name
-    repo, outcome.init = repository(project, sdist(project, sdists), root)
+    try:
+        repo, outcome.init = repository(project, sdist(project, sdists), root)
+    except InitFailed as failed:
+        outcome.honest = outcome.regression = "no policy"
+        outcome.problems.append(f"gate init: {failed}")
+        return outcome
     times, counts, regressed, broken = plain_pytest(project, repo, root) if peer else ({}, {}, {}, "")
     outcome.times |= times
     if broken:
@@ -469,7 +481,7 @@ class Cold:
     @property
     def judged(self) -> bool:
         """Whether the gate gave its verdict (a run that stopped with exit 3 is no time to compare)."""
-        return all(not word.startswith("exit") for word in self.verdicts.values())
+        return bool(self.verdicts) and all(not word.startswith("exit") for word in self.verdicts.values())
 
     def ratio(self, installer: str = "uv") -> float:
         return self.gate.get(installer, 0.0) / self.ci if self.ci else 0.0
@@ -480,7 +492,11 @@ def cold(project: Project, sdists: Path, work: Path, no_uv: str) -> Cold:
     nothing (fresh caches)."""
     outcome = Cold(project)
     root = work / project.name
-    repo, _ = repository(project, sdist(project, sdists), root)
+    try:
+        repo, _ = repository(project, sdist(project, sdists), root)
+    except InitFailed as failed:
+        outcome.problems.append(f"gate init: {failed}")
+        return outcome
     job = ci_job(project, repo, root / "ci", fresh_caches(root / "ci-caches"))
     outcome.ci = job.seconds
     if job.broken:

@@ -43,10 +43,10 @@ def _breadth() -> ModuleType:
     return module
 
 
-def _sdist(folder: Path) -> Path:
+def _sdist(folder: Path, files: dict[str, str] = FILES) -> Path:
     archive = folder / "demo-1.0.tar.gz"
     with tarfile.open(archive, "w:gz") as tar:
-        for name, text in FILES.items():
+        for name, text in files.items():
             data = text.encode()
             info = tarfile.TarInfo(name)
             info.size = len(data)
@@ -152,3 +152,15 @@ def test_the_cold_table_gives_each_ratio_to_the_ci_job_and_the_median_of_the_jud
         "median", "2 judged", "15.0", "19.0", "1.15x", "26.0", "1.60x", "3.0/7.5"]
     assert breadth.ENVIRONMENT_BUILT.search("gate: x\ngate: the environment was built by uv in 3.4 s (7 distributions)"
                                             ).groups() == ("uv", "3.4")
+
+
+def test_a_tree_gate_init_refuses_is_a_row_that_says_why_not_the_end_of_the_run(tmp_path: Path) -> None:
+    breadth = _breadth()
+    project = breadth.Project("demo", "1.0", "src", ("tests",), ("-e", "."), ("src/demo/calc.py", "double"))
+    _sdist(tmp_path, {**FILES, "demo-1.0/.github/gate.yml": "extends: default\n"})  # init will not overwrite it
+
+    outcome = breadth.bench(project, tmp_path, tmp_path / "work", peer=False)
+
+    assert (outcome.honest, outcome.regression) == ("no policy", "no policy")
+    assert outcome.problems == [f"gate init: exit 2: gate: error: {tmp_path}/work/demo/repo/.github/gate.yml: "
+                                "already there (use --force to overwrite)"]
