@@ -132,9 +132,12 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
     # interpreter's own files. The layers are filled once the sandbox is open; its runs see them then.
     for layer in subject.layers or ():
         layer.path.mkdir(parents=True, exist_ok=True)
+    # With extension sources to compile, the compiler and the interpreter's headers too (gate/sandbox/toolchain.py).
+    toolchain = subject.layers[0].toolchain if subject.layers else None
     readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
                 *dict.fromkeys(paths),
-                *dict.fromkeys(str(layer.path) for layer in subject.layers or ()))  # (base and head: one tree)
+                *dict.fromkeys(str(layer.path) for layer in subject.layers or ()),  # (base and head: one tree)
+                *(toolchain.paths if toolchain is not None and not toolchain.missing else ()))
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly)

@@ -8,10 +8,12 @@ version against `importlib.metadata`. Without the build neither exists in the tr
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 
+from gate.errors import GateFailure
 from gate.sandbox.runner import LayeredSandbox
 from tests.git_support import Repo
 from tests.projects import (  # noqa: F401
@@ -178,3 +180,28 @@ def test_a_build_the_sandbox_stopped_is_not_remembered(tmp_path: Path, sandbox: 
     assert stopped.startswith("the project did not build in the sandbox (wall timeout)"), stopped
     assert failed.startswith("the project did not build in the sandbox (exit status 4)"), failed
     assert again == failed
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="without root a run sees the host's files: the build would pass")
+@pytest.mark.usefixtures("offline_pip")
+def test_a_base_whose_suite_needs_its_build_and_does_not_build_says_why(tmp_path: Path) -> None:
+    """The base's tests import the version file its build writes; its build reads a file of the machine that the
+    sandbox's root does not hold (it installs fine on the runner), so its suite cannot run: exit 3, and the
+    advice is about the build, not the environment's keys."""
+    broken = VERSIONED_BACKEND.replace(BUILD_WHEEL, BUILD_WHEEL + "    open('/etc/hostname').read()\n")
+    repo = project_repo(tmp_path / "repo", {"_backend/backend.py": broken, ".gitignore": "verpkg/_version.py\n",
+                                            "pyproject.toml": pyproject("verpkg", ["checkhelp"]),
+                                            "verpkg/__init__.py": PACKAGE, "tests/test_verpkg.py": TESTS,
+                                            ".github/gate.yml": POLICY})
+    repo.commit("bot: document double", {"verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    with pytest.raises(GateFailure) as failed:
+        score_repo(repo)
+
+    assert "No module named 'verpkg._version'" in failed.value.message
+    assert "; the base's build failed: the project did not build in the sandbox (exit status 1): " \
+           in failed.value.message
+    assert failed.value.message.endswith("No such file or directory: '/etc/hostname'; fix its build (or what the "
+                                         "environment installs for it) and see `gate doctor --repo .`")

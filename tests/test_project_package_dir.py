@@ -21,25 +21,28 @@ TESTS = ("from libpkg import double\nfrom libpkg.debug import caller\n\n\n"
          "def test_double():\n    assert double(21) == 42\n\n\n"
          "def test_caller():\n    def inner():\n        return caller()\n    assert inner() == 'test_caller'\n")
 
-# How a project declares where its package lives, each with the folder that holds it.
+# How a project declares where its package lives, each with the folder that holds it. The first is a bare
+# setup.py (no pyproject.toml, simplejson's shape): it builds with setuptools, as pip builds it.
 LAYOUTS = {
     "setup.py {'': 'lib'}": ({"setup.py": setup_py("libpkg", "package_dir={'': 'lib'}", "packages=['libpkg']")},
                              "lib/libpkg"),
-    "setup.cfg libpkg = lib/libpkg": ({"setup.cfg": "[metadata]\nname = libpkg\nversion = 1.0\n\n[options]\n"
+    "setup.cfg libpkg = lib/libpkg": ({"pyproject.toml": SETUPTOOLS_PYPROJECT,
+                                       "setup.cfg": "[metadata]\nname = libpkg\nversion = 1.0\n\n[options]\n"
                                                     "packages = libpkg\npackage_dir =\n    libpkg = lib/libpkg\n",
                                        "setup.py": "from setuptools import setup\n\nsetup()\n"}, "lib/libpkg"),
     "pyproject [tool.setuptools] package-dir": (
         {"pyproject.toml": SETUPTOOLS_PYPROJECT + '\n[project]\nname = "libpkg"\nversion = "1.0"\n\n'
                            '[tool.setuptools]\npackages = ["libpkg"]\npackage-dir = {"" = "lib"}\n'}, "lib/libpkg"),
-    "setup.py {'libpkg': 'source'}": ({"setup.py": setup_py("libpkg", "package_dir={'libpkg': 'source'}",
-                                                            "packages=['libpkg']")}, "source"),
+    "setup.py {'libpkg': 'source'}": ({"pyproject.toml": SETUPTOOLS_PYPROJECT,
+                                        "setup.py": setup_py("libpkg", "package_dir={'libpkg': 'source'}",
+                                                             "packages=['libpkg']")}, "source"),
 }
 
 
 def _repo(root: Path, layout: str) -> tuple[Repo, str]:
     files, folder = LAYOUTS[layout]
     repo = Repo(root)
-    repo.commit("base", {"pyproject.toml": SETUPTOOLS_PYPROJECT, **files,
+    repo.commit("base", {**files,
                          f"{folder}/__init__.py": "from libpkg.core import double\n",
                          f"{folder}/core.py": CORE, f"{folder}/debug.py": CALLER,
                          "tests/test_libpkg.py": TESTS, ".github/gate.yml": POLICY})
@@ -61,6 +64,7 @@ def test_a_package_under_package_dir_is_the_trees_honest_change_accepted_regress
     regression = score_repo(repo)
 
     assert "build" not in dict(honest.facts), dict(honest.facts)["build"]
+    assert "compiler" not in dict(honest.facts)  # (no extension source: no compiler looked for nor bound)
     assert honest.blocked_reasons == ()
     assert honest.accepted and set(suite_statuses(honest).values()) == {"passed"}
     assert not regression.accepted

@@ -10,8 +10,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gate.verdict import listing
+
+if TYPE_CHECKING:
+    from gate.sandbox.toolchain import Toolchain
 
 
 @dataclass(frozen=True)
@@ -57,9 +61,12 @@ class SuiteCode:
 class BuildLayer:
     """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), the
     version git gives it, where the commit keeps its packages (its build's `package_dir`, name -> folder:
-    gate/environment/packages.py), and what of it is the suites' code (which the layer leaves out)."""
+    gate/environment/packages.py), what of it is the suites' code (which the layer leaves out), and the
+    compiler its build finds in the sandbox when the head or the base has extension sources
+    (gate/sandbox/toolchain.py; None: neither has, nothing of one is bound)."""
 
     path: Path
     version: str
     packages: tuple[tuple[str, str], ...] = ()
     code: SuiteCode = SuiteCode()
+    toolchain: Toolchain | None = None

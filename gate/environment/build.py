@@ -54,7 +54,9 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
                         "extras": sorted(spec.extras), "requirements": list(spec.requirements),
                         "groups": list(spec.groups), "files": {path: read(path) for path in files},
-                        "installer": installer.name, "index": pip_config.key(settings)})
+                        "installer": installer.name, "index": pip_config.key(settings),
+                        **({"legacy build": LEGACY_BUILD} if project and not declares_build(read("pyproject.toml"))
+                           else {})})
     root = where / "envs" / key
     with cache.locked(where / "envs" / f"{key}.lock"):
         if (root / _DONE).is_file():
@@ -175,15 +177,26 @@ def _declared_requirements(spec: Environment, project: bool, source: Path) -> li
 
 def _build_requirements(source: Path) -> list[str]:
     """The base's `[build-system] requires`: declarations like its dependencies, installed here so that the
-    project builds in the sandbox (gate/environment/project.py), which has no network."""
-    path = source / "pyproject.toml"
-    if not path.is_file():
-        return []
-    try:
-        requires = tomllib.loads(path.read_text()).get("build-system", {}).get("requires", [])
-    except tomllib.TOMLDecodeError:
-        return []
+    project builds in the sandbox (gate/environment/project.py), which has no network. A project that declares
+    none (a bare setup.py: simplejson's) builds with setuptools, as pip builds it (PEP 518's default)."""
+    text = (source / "pyproject.toml").read_text() if (source / "pyproject.toml").is_file() else None
+    if not declares_build(text):
+        return [LEGACY_BUILD]
+    requires = tomllib.loads(text or "")["build-system"]["requires"]
     return [str(item) for item in requires] if isinstance(requires, list) else []
+
+
+# What pip builds a project with when its pyproject.toml declares no build requirements (PEP 518).
+LEGACY_BUILD = "setuptools>=40.8.0"
+
+
+def declares_build(text: str | None) -> bool:
+    """Whether pyproject.toml's `text` declares its build requirements (`[build-system] requires`)."""
+    try:
+        system = tomllib.loads(text).get("build-system") if text else None
+    except tomllib.TOMLDecodeError:
+        return False
+    return isinstance(system, dict) and "requires" in system
 
 
 def _what(spec: Environment, project: bool) -> str:

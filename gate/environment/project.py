@@ -20,11 +20,15 @@ import the tree as it is.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
 import json
 import os
 import shutil
 import stat
+import struct
+import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
@@ -37,11 +41,12 @@ from gate.environment import BuildLayer, SuiteCode, cache, packages
 from gate.progress import QUIET, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
-from gate.sandbox.stage import NOT_RUN_SUFFIXES
+from gate.sandbox.stage import MINIMAL_PATH, NOT_RUN_SUFFIXES, admit_native
 from gate.subject import SourceFile, Subject
 from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG, importable_from_tests, is_test_code, library_code
 
 if TYPE_CHECKING:
+    from gate.sandbox.toolchain import Toolchain
     from gate.suite.selection import SuiteTrees
 
 _DONE = "gate-layer.json"
@@ -50,23 +55,32 @@ _TAIL = 8  # lines of the build's output a failure note shows
 _LINE = 300  # characters of each (the verdict's facts are on every report; the build may print a line of 256 MB)
 _TAIL_BYTES = 64 * 1024  # of each stream, read for them
 _BLOCK = 4096  # what the smallest file costs of the disk
+# Prebuilt objects a build could link into what it hands back as compiled: never in the tree it builds (the
+# sandbox's staging leaves out the tree's shared objects, gate/sandbox/stage.py).
+_OBJECTS = (".o", ".a", ".obj", ".lib")
+# A build's wall and CPU seconds at least: compiling a project's extensions takes minutes where a pure build takes
+# a second (a run's own limits are the policy's).
+_BUILD_S = 600.0
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 4
+_RULES = 5
 _NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
 _BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
 
 
 def layer_for(where: Path, tree_sha: str, environment_key: str, version: str, export: object,
-              code: SuiteCode, mapping: Mapping[str, str] | None = None) -> BuildLayer:
+              code: SuiteCode, mapping: Mapping[str, str] | None = None, toolchain: Toolchain | None = None
+              ) -> BuildLayer:
     """The layer of the commit whose tree is `tree_sha`, exported as `export` (JSON data: what the export left
-    out), built in the environment `environment_key` and unpacked without the suites' code `code`; `mapping` is
-    where the tree keeps its packages (its build's `package_dir`, gate/environment/packages.py)."""
+    out), built in the environment `environment_key` (with the compiler `toolchain` when there are extension
+    sources to compile) and unpacked without the suites' code `code`; `mapping` is where the tree keeps its
+    packages (its build's `package_dir`, gate/environment/packages.py)."""
+    compiler = None if toolchain is None else [*toolchain.identity, toolchain.missing]
     key = cache.digest({"tree": tree_sha, "environment": environment_key, "version": version, "rules": _RULES,
                         "export": export, "tests": list(code.paths), "test modules": sorted(code.modules),
-                        "roots": list(code.roots)})
-    return BuildLayer(where / "layers" / key, version, tuple(sorted((mapping or {}).items())), code)
+                        "roots": list(code.roots), "compiler": compiler})
+    return BuildLayer(where / "layers" / key, version, tuple(sorted((mapping or {}).items())), code, toolchain)
 
 
 def suite_code(suites: Sequence[SuiteTrees], roots: Sequence[str]) -> SuiteCode:
@@ -118,6 +132,7 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     notes = []
     tree = subject.tree
     failed = build(sandbox, lambda: tree, head, sites, limits, installed)
+    notes += [("build", f"head: {why}") for why in refused(head)]
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
@@ -133,11 +148,15 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     if base_tree is None:
         return replace(subject, facts=(*subject.facts, *notes))
     exported = suite.base_tree if suite is not None else None
+    failed_head = failed
     failed = build(sandbox, (lambda: exported) if exported is not None else base_tree.export,
                    base, sites, limits, installed)
+    notes += [("build", f"base: {why}") for why in refused(base)]
     if failed:
         notes.append(("build", f"base: {failed}"))
     else:
+        if not failed_head:
+            subject = replace(subject, blocked_reasons=(*subject.blocked_reasons, *_lost(base, head)))
         roots = _relative(base_tree.roots)
         if exported is not None:
             overlay(base.path, exported, tests, roots)
@@ -173,14 +192,39 @@ def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] 
                 for name in names:
                     source = Path(parent, name)
                     relative = PurePath(root, source.relative_to(layer))
+                    native = _native(name)
                     if (name in ("conftest.py", *PYTEST_CONFIG) or _under(relative.as_posix(), tests)
-                            or not _plain(tree, relative)):
+                            or not (_free_for_native(tree, relative) if native else _plain(tree, relative))):
                         continue
                     dest = tree / relative
                     dest.parent.mkdir(parents=True, exist_ok=True)
                     shutil.copyfile(source, dest)
+                    if native:
+                        admit_native(tree, relative.as_posix())
                     copied.append(relative)
     return copied
+
+
+def _native(name: str) -> bool:
+    """Whether the file `name` is a shared object (an extension module, `x.cpython-311-x86_64-linux-gnu.so`, or a
+    library of the project's, `libx.so.1`)."""
+    return name.lower().endswith(".so") or ".so." in name.lower()
+
+
+def _free_for_native(tree: Path, relative: PurePath) -> bool:
+    """Whether the compiled file `relative` may go into `tree`: every folder on the way is a real folder (or
+    absent), and what is there is nothing or a native file of the tree's own, which is removed (it never runs:
+    the sandbox's staging leaves it out). Beside the tree's `x.py` too: an extension module of that name is what
+    Python imports first, in the project's CI as here."""
+    where = tree
+    for part in relative.parts[:-1]:
+        where = where / part
+        if where.is_symlink() or (where.exists() and not where.is_dir()):
+            return False
+    target = tree / relative
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    return not target.exists()
 
 
 def _not_the_trees(layer: Path, tree: Path, roots: Sequence[str], mapping: Mapping[str, str]) -> dict[str, Path]:
@@ -217,7 +261,7 @@ def _tree_wins(layer: Path, tree: Path, mapping: Mapping[str, str]) -> None:
     for parent, _, files in os.walk(layer):
         for name in files:
             relative = Path(parent, name).relative_to(layer)
-            if relative.parts[0].endswith(".dist-info") or relative.as_posix() == _DONE:
+            if relative.parts[0].endswith(".dist-info") or relative.as_posix() == _DONE or _native(name):
                 continue
             origin = tree / packages.tree_path(relative.parts, mapping)
             if _regular(origin):
@@ -275,15 +319,20 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         source = tree()
         own = _modules([str(source), *(str(source / root) for root in layer.code.roots)])
         copy = Path(tempfile.mkdtemp(prefix=f"{source.name}-build-", dir=source.parent))  # (a path no run had)
-        shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True)
+        shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True, ignore=_objects)
         try:
             result = sandbox.run(RunRequest(script="_gate_build.py", harness=_BUILD(), tree=copy,
-                                            env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version},
-                                            limits=replace(limits, output_bytes=_WHEEL_BYTES),
+                                            env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version,
+                                                 # (an older setuptools reads ~/.pydistutils.cfg and fails
+                                                 # without a home: the run's own /tmp)
+                                                 "HOME": "/tmp", **_compiler_env(layer.toolchain)},
+                                            limits=replace(limits, output_bytes=_WHEEL_BYTES,
+                                                           wall_s=max(limits.wall_s, _BUILD_S),
+                                                           cpu_s=max(limits.cpu_s, _BUILD_S)),
                                             python_path=tuple(sites)))
         finally:
             shutil.rmtree(copy, ignore_errors=True)
-        failed = ""
+        failed, refusals = "", []
         if result.exit_code != 0 or not result.result:
             output = (result.stdout[-_TAIL_BYTES:] + result.stderr[-_TAIL_BYTES:]).decode("utf-8", "replace")
             tail = [line[:_LINE] for line in output.splitlines() if line.strip()][-_TAIL:]
@@ -292,13 +341,57 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed), layer.code, own)
+                refusals = _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed),
+                                   layer.code, own, _Prebuilt((source, *sites)))
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
         if not result.killed_reason:  # a build the sandbox stopped (time, memory) may pass on a quieter machine
-            done.write_text(json.dumps({"failed": failed}))
+            done.write_text(json.dumps({"failed": failed, "refused": refusals}))
         return failed
+
+
+def refused(layer: BuildLayer) -> list[str]:
+    """The native files of the built layer's wheel that it does not keep, each with why (the verdict's notes)."""
+    try:
+        found = json.loads((layer.path / _DONE).read_text()).get("refused", [])
+    except (OSError, ValueError):
+        return []
+    return [str(each) for each in found] if isinstance(found, list) else []
+
+
+def _objects(_folder: str, names: list[str]) -> set[str]:
+    """shutil.copytree's ignore: the prebuilt objects (`_OBJECTS`) a build never sees."""
+    return {name for name in names if name.lower().endswith(_OBJECTS)}
+
+
+def _compiler_env(toolchain: Toolchain | None) -> dict[str, str]:
+    """A build's PATH, with the folders of the compilers the toolchain found outside the run's own PATH."""
+    if toolchain is None or toolchain.missing:
+        return {}
+    return {"PATH": ":".join(dict.fromkeys((*MINIMAL_PATH.split(":"), *toolchain.folders)))}
+
+
+def _lost(base: BuildLayer, head: BuildLayer) -> list[str]:
+    """Why a human must look: an extension module the base's build compiled that the head's, with the same
+    compiler, did not (its C no longer compiles: a project with a pure-Python fallback then passes its tests
+    without it)."""
+    lost = sorted(_extensions(base.path) - _extensions(head.path))
+    if not lost:
+        return []
+    return [f"the head's build compiled no {', '.join(lost)}, which the base's build compiled: the tests ran "
+            "without that extension (an optional one's pure-Python fallback), so a human must review it"]
+
+
+def _extensions(layer: Path) -> set[str]:
+    """The dotted names of the extension modules the layer holds."""
+    found = set()
+    for parent, _, files in os.walk(layer):
+        for name in files:
+            relative = Path(parent, name).relative_to(layer)
+            if _native(name) and name.lower().endswith(".so") and not relative.parts[0].endswith(".dist-info"):
+                found.add(".".join((*relative.parts[:-1], name.split(".")[0])))
+    return found
 
 
 def _modules(folders: Sequence[str]) -> frozenset[str]:
@@ -317,14 +410,16 @@ def _modules(folders: Sequence[str]) -> frozenset[str]:
 def _kept(parts: tuple[str, ...], installed: frozenset[str], code: SuiteCode, own: frozenset[str]) -> bool:
     """Whether a wheel's file goes into the layer: not (in) a module named like the test framework nor like one
     the environment or the gate's pytest installs (`installed`), not the suites' code (`code`; `own`: the
-    tree's top-level modules), not native code, bytecode or a .pth file. The layer comes before the environment
-    on the import path, so the head's build could otherwise hand the suite's process its pytest, a plugin or a
-    test helper (the tree's framework-named modules are left out the same way, gate/suite/trust.py), a conftest
-    no check reads, and code no check can read (gate/sandbox/stage.py)."""
+    tree's top-level modules), not bytecode, a .pth file or native code for another system (`.pyd`, `.dll`,
+    `.dylib`); a shared object is kept once `_unpack` has checked it is one the sandbox compiled
+    (`_compiled`). The layer comes before the environment on the import path, so the head's build could
+    otherwise hand the suite's process its pytest, a plugin or a test helper (the tree's framework-named
+    modules are left out the same way, gate/suite/trust.py), a conftest no check reads, and code no check can
+    read (gate/sandbox/stage.py)."""
     name = parts[-1].lower()
     top = parts[0].partition(".")[0] if len(parts) == 1 else parts[0]
-    return not (top in FRAMEWORK_MODULES or top in installed or name.endswith(NOT_RUN_SUFFIXES) or ".so." in name
-                or _suite_code(parts, code, own))
+    return not (top in FRAMEWORK_MODULES or top in installed
+                or (name.endswith(NOT_RUN_SUFFIXES) and not _native(name)) or _suite_code(parts, code, own))
 
 
 def _without_plugins(text: bytes) -> bytes:
@@ -343,11 +438,14 @@ def _without_plugins(text: bytes) -> bytes:
 
 
 def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset(),
-            code: SuiteCode = _NO_SUITE, own: frozenset[str] = frozenset()) -> None:
+            code: SuiteCode = _NO_SUITE, own: frozenset[str] = frozenset(), prebuilt: _Prebuilt | None = None
+            ) -> list[str]:
     """Write the wheel's importable files (its root, and its .data's purelib/platlib) that the layer keeps
     (`_kept`) into `target` (which runs already see: it is filled in place), readable by any uid and writable
-    by none but the gate; nothing of it is run. Raises ValueError for a name that leaves the layer or more
-    than `max_bytes` unpacked."""
+    by none but the gate; nothing of it is run. Returns the shared objects it did not keep, each with why
+    (`_compiled`, with the tree's and the environment's files `prebuilt`; none kept without it). Raises
+    ValueError for a name that leaves the layer or more than `max_bytes` unpacked."""
+    refusals = []
     for entry in list(target.iterdir()):  # what an interrupted build left
         shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     with zipfile.ZipFile(BytesIO(wheel)) as archive:
@@ -367,12 +465,69 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
             if info.is_dir() or not _kept(parts, installed, code, own):
                 continue
             dest = target.joinpath(*parts)
-            dest.parent.mkdir(parents=True, exist_ok=True)
             data = archive.read(info)
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
                 data = _without_plugins(data)
+            why = _compiled(data, prebuilt) if _native(parts[-1]) else ""
+            if why:
+                refusals.append(f"the wheel's {'/'.join(parts)} is not loaded: {why}")
+                continue
+            dest.parent.mkdir(parents=True, exist_ok=True)
             dest.write_bytes(data)
     for parent, _, files in os.walk(target):
         os.chmod(parent, 0o755)
         for file in files:
             os.chmod(os.path.join(parent, file), 0o644)
+    return refusals
+
+
+class _Prebuilt:
+    """The files of `folders` (the tree the build read, the environment), found by their bytes: a shared
+    object that is one of them was not compiled by the build."""
+
+    def __init__(self, folders: Sequence[str | Path]) -> None:
+        self._by_size: dict[int, list[str]] | None = None
+        self._folders = folders
+
+    def which(self, data: bytes) -> str:
+        """The file whose bytes are `data`, or ""."""
+        if self._by_size is None:
+            self._by_size = {}
+            for folder in self._folders:
+                for parent, _, files in os.walk(folder):
+                    for name in files:
+                        path = os.path.join(parent, name)
+                        with contextlib.suppress(OSError):
+                            if stat.S_ISREG(os.lstat(path).st_mode):
+                                self._by_size.setdefault(os.path.getsize(path), []).append(path)
+        digest = hashlib.sha256(data).digest()
+        for path in self._by_size.get(len(data), ()):
+            with contextlib.suppress(OSError), open(path, "rb") as file:
+                if hashlib.file_digest(file, "sha256").digest() == digest:
+                    return path
+        return ""
+
+
+def _compiled(data: bytes, prebuilt: _Prebuilt | None) -> str:
+    """Why the shared object `data` is not one the sandbox's build compiled for this machine ("" when it may
+    be): not an ELF shared object for the interpreter's machine, or the bytes of a file of the tree or the
+    environment (prebuilt, handed back as compiled)."""
+    if prebuilt is None:
+        return "no shared object is kept from this wheel"
+    if data[:4] != b"\x7fELF" or len(data) < 20:
+        return "it is not an ELF file"
+    kind, machine = struct.unpack_from("<HH" if data[5] == 1 else ">HH", data, 16)
+    if kind != 3:  # ET_DYN
+        return "it is not a shared object"
+    if (data[4], data[5], machine) != _machine():
+        return "it is built for another machine"
+    copy = prebuilt.which(data)
+    return f"it is byte for byte {copy}, prebuilt, not compiled by the build" if copy else ""
+
+
+@functools.cache
+def _machine() -> tuple[int, int, int]:
+    """The ELF class, byte order and machine of the interpreter (the sandbox's runs on this machine too)."""
+    with open(os.path.realpath(sys.executable), "rb") as file:
+        head = file.read(20)
+    return head[4], head[5], struct.unpack_from("<H" if head[5] == 1 else ">H", head, 18)[0]

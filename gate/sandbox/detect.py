@@ -310,9 +310,9 @@ def _machine(interpreter: str, root: bool) -> dict[str, object]:
               if line.startswith(("Cap", "NoNewPrivs", "Seccomp"))]
     return {
         "gate": [__version__, gate_root(), _probes_digest()],  # the gate whose package the runs import
-        "interpreter": [interpreter, _signature(interpreter), real, _signature(real)],
-        "seccomp": [(name, origin, _signature(origin) if origin else None) for name, origin in modules],
-        "libraries": _signature("/etc/ld.so.cache"),
+        "interpreter": [interpreter, signature(interpreter), real, signature(real)],
+        "seccomp": [(name, origin, signature(origin) if origin else None) for name, origin in modules],
+        "libraries": signature("/etc/ld.so.cache"),
         "user": [os.geteuid(), os.getegid(), root],
         "kernel": [_read("/proc/sys/kernel/random/boot_id"),
                    *(_read(f"/proc/sys/user/max_{kind}_namespaces") for kind in ("mnt", "net", "ipc"))],
@@ -333,10 +333,10 @@ def _signatures(paths: Sequence[str]) -> list[list[int] | None]:
     """What changes when a file of a run's root is replaced or a folder's entries change: each path's, and
     that of a `lib-dynload` folder in it (an extension module added there may need another library)."""
     extensions = [os.path.join(path, "lib-dynload") for path in paths]
-    return [_signature(path) for path in (*paths, *filter(os.path.isdir, extensions))]
+    return [signature(path) for path in (*paths, *filter(os.path.isdir, extensions))]
 
 
-def _signature(path: str) -> list[int] | None:
+def signature(path: str) -> list[int] | None:
     try:
         info = os.lstat(path)
     except OSError:

@@ -4,17 +4,21 @@ Each run gets its own directory under one base directory (mode 0711: nobody but 
 the run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token
 there) and without bytecode or native code (NOT_RUN: Python would load a committed `__pycache__/x.pyc` or
 `x.so` instead of the scored `x.py`), so what runs is only the source that was scored, compiled by the run's
-own interpreter. With a mount namespace the tree is copied once per sandbox and every run mounts that copy
-read-only under its own writable layer; without one, each run's directory holds a copy of its own.
+own interpreter; the one native code that does run is what the sandbox compiled from that source, placed in the
+tree by the gate and admitted by it here (`admit_native`). With a mount namespace the tree is copied once per
+sandbox and every run mounts that copy read-only under its own writable layer; without one, each run's
+directory holds a copy of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import shutil
 import stat
 import tempfile
+import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
@@ -33,6 +37,11 @@ EXPORT_PREFIX = "gate-head-"
 # beside the source (what Python or ctypes would load instead of, or next to, the scored .py), and .pth files.
 NOT_RUN_DIRS = (".git", "__pycache__")
 NOT_RUN_SUFFIXES = (".pyc", ".pyo", ".pyd", ".so", ".dylib", ".dll", ".pth")
+# The native files the gate placed in a tree itself (what the sandbox's build compiled from it:
+# gate/environment/project.py), which are staged with it: the tree's real path -> each file's path in it -> the
+# sha256 of the bytes it was admitted with.
+_ADMITTED: dict[str, dict[str, str]] = {}
+_ADMITTED_LOCK = threading.Lock()
 
 
 def make_base(copied_as_root: bool) -> Path:
@@ -121,7 +130,7 @@ def make_shared_tree(base: Path, tree: Path) -> Path:
     own upper layer, never to this copy, which no run's namespace holds in reach (namespaces.private_tmp)."""
     copy = Path(tempfile.mkdtemp(prefix="tree-", dir=base))
     try:
-        shutil.copytree(tree, copy, symlinks=True, dirs_exist_ok=True, ignore=_not_run)
+        shutil.copytree(tree, copy, symlinks=True, dirs_exist_ok=True, ignore=_not_run(tree))
         for parent, _dirs, files in os.walk(copy):
             os.chmod(parent, 0o777)
             for name in files:
@@ -134,17 +143,41 @@ def make_shared_tree(base: Path, tree: Path) -> Path:
     return copy
 
 
-def _not_run(_folder: str, names: list[str]) -> set[str]:
-    """shutil.copytree's ignore: the names NOT_RUN_DIRS and NOT_RUN_SUFFIXES leave out of a run."""
-    return {name for name in names if name in NOT_RUN_DIRS or name.lower().endswith(NOT_RUN_SUFFIXES)
-            or ".so." in name}
+def admit_native(tree: Path, relative: str) -> None:
+    """Stage the native file `relative` of `tree` with it, as long as its bytes are those it has now: the gate
+    placed it there, as the sandbox's build compiled it from the tree. Any other native file of a tree (one
+    the tree holds, one written in it since) is left out as NOT_RUN_SUFFIXES says."""
+    digest = hashlib.sha256((tree / relative).read_bytes()).hexdigest()
+    with _ADMITTED_LOCK:
+        _ADMITTED.setdefault(os.path.realpath(tree), {})[PurePosixPath(relative).as_posix()] = digest
+
+
+def _not_run(tree: Path) -> Callable[[str, list[str]], set[str]]:
+    """shutil.copytree's ignore for `tree`: the names NOT_RUN_DIRS and NOT_RUN_SUFFIXES leave out of a run,
+    but the native files admitted for the tree (`admit_native`) with the bytes they were admitted with."""
+    top = os.path.realpath(tree)
+    with _ADMITTED_LOCK:
+        admitted = dict(_ADMITTED.get(top, {}))
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        return {name for name in names if name in NOT_RUN_DIRS or (
+            (name.lower().endswith(NOT_RUN_SUFFIXES) or ".so." in name) and not _admitted(folder, name))}
+
+    def _admitted(folder: str, name: str) -> bool:
+        path = os.path.join(folder, name)
+        digest = admitted.get(PurePosixPath(os.path.relpath(os.path.realpath(folder), top), name).as_posix())
+        if digest is None or not stat.S_ISREG(os.lstat(path).st_mode):
+            return False
+        with open(path, "rb") as file:
+            return hashlib.file_digest(file, "sha256").hexdigest() == digest
+    return ignore
 
 
 def _fill(stage: str, request: RunRequest, names: dict[str, str], owner: tuple[int, int] | None,
           copy_tree: bool) -> None:
     copied = request.tree is not None and copy_tree
     if request.tree is not None and copy_tree:
-        shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True, ignore=_not_run)
+        shutil.copytree(request.tree, stage, symlinks=True, dirs_exist_ok=True, ignore=_not_run(request.tree))
         if owner is not None:
             _chown_tree(stage, owner)
     made = {stage}

@@ -36,6 +36,7 @@ from gate.environment.project import layer_for, suite_code
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy
 from gate.progress import QUIET, Progress
+from gate.sandbox import toolchain
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
@@ -209,6 +210,10 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
                                      environment, _import_roots(head, policy)) if tree else (None, ())
+        layers = _layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
+                         [each for each in (suite, *(found for _, found in scope_suites)) if each], policy)
+        if layers and layers[0].toolchain is not None:
+            facts.append(("compiler", layers[0].toolchain.describe()))
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
@@ -216,14 +221,13 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             deleted=deleted_paths(changes),
             hidden_cases=trusted.hidden_cases,
             tree=tree,
-            blocked_reasons=trusted.blocked_reasons,
+            blocked_reasons=(*trusted.blocked_reasons, *uncompiled(layers, changes)),
             untested=trusted.untested,
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
             environment=environment,
             import_roots=_import_roots(head, policy),
-            layers=_layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
-                           [each for each in (suite, *(found for _, found in scope_suites)) if each], policy),
+            layers=layers,
             suite=suite,
             scope_suites=scope_suites,
             base=BaseTree(_exporter(base, Path(f"{tree}-base"), withheld, policy.limits.disk_mb * 1024 * 1024),
@@ -458,18 +462,39 @@ def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: Bui
             withheld: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees], policy: Policy
             ) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
-    project a build installs (a flat tree of modules runs as it is). The build reads the export, which leaves
-    out `withheld` (the hidden cases) and what is beyond `max_bytes`: a layer built from a tree exported under
-    another policy (one that hid nothing) could hold what this one hides. Neither carries the code of the
-    suites `runs` (gate/suite/trust.py)."""
+    project a build installs (a flat tree of modules runs as it is), with this machine's compiler when either
+    has extension sources. The build reads the export, which leaves out `withheld` (the hidden cases) and what
+    is beyond `max_bytes`: a layer built from a tree exported under another policy (one that hid nothing)
+    could hold what this one hides. Neither carries the code of the suites `runs` (gate/suite/trust.py)."""
     if environment is None or not buildable(GitBase(head).read):
         return None
     export = {"withheld": sorted(withheld), "bytes": max_bytes}
+    native = any(_extension_sources(commit) for commit in (head, base))
+    found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
         layer_for(cache_dir(os.environ), commit.tree.hexsha, environment.key, scm_version(repo, commit), export,
-                  suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read))
-        for commit in (head, base))
+                  suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read),
+                  found) for commit in (head, base))
     return head_layer, base_layer
+
+
+def _extension_sources(commit: git.Commit) -> list[str]:
+    """The commit's files a compiler reads (C, C++, Cython: gate/sandbox/toolchain.py SOURCES)."""
+    return [path for path in _files(commit) if path.lower().endswith(toolchain.SOURCES)]
+
+
+def uncompiled(layers: tuple[BuildLayer, BuildLayer] | None, changes: Sequence[Change]) -> list[str]:
+    """Why a human must look: the change edits extension sources and this machine has no compiler the
+    sandbox's build can use, so no test runs the code they hold."""
+    found = layers[0].toolchain if layers else None
+    if found is None or not found.missing:
+        return []
+    edited = [path for change in changes for path in change.paths if path.lower().endswith(toolchain.SOURCES)]
+    if not edited:
+        return []
+    return [f"the change edits {listing(edited, ', ', shown=3)}, which the project's build compiles, and no "
+            f"compiler can build it here ({found.missing}): no test ran that code, so a human must review it "
+            "(or give the runner a C compiler and the interpreter's headers)"]
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:

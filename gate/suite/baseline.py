@@ -102,7 +102,10 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     assert policy.tests is not None
     head = suite_run(policy, subject, suite, suite.tree, subject.import_roots, "the head's tests")
     if policy.tests.baseline == "base":
-        scored = _against_baseline(sandbox, policy, subject, suite, head, progress)
+        try:
+            scored = _against_baseline(sandbox, policy, subject, suite, head, progress)
+        except _Refusal as refused:
+            raise GateFailure(f"the base's suite does not run in the gate: {refused}; {_fix(subject)}") from None
     else:
         scored = _Scored(None, run_suite(sandbox, head, None, _deadline(policy), progress))
     outcomes = scored.head
@@ -163,13 +166,13 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
 
 
 def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: float) -> Baseline:
-    """The base's suite as pytest collects it; raises GateFailure (exit 3) when it does not run in the gate."""
+    """The base's suite as pytest collects it; raises _Refusal when it does not run in the gate."""
     assert suite.base_tree is not None
     found = collect(sandbox, base, deadline)
     problem = ("its records do not add up: " + listing(list(found.tampered), "; ", shown=2) if found.tampered
                else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base_tree, suite.args)))
     if problem:
-        raise _refused(problem)
+        raise _Refusal(problem)
     return Baseline(list(found.collected))
 
 
@@ -179,7 +182,7 @@ def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str
     first), and add what that teaches to `known` and to the cache."""
     result = run_suite(sandbox, base, order.file_prefixes(known.collected, wanted), deadline, progress)
     if result.tampered:  # (never from an honest run: the harness writes every record in turn)
-        raise _refused("its records do not add up: " + listing(list(result.tampered), "; ", shown=2))
+        raise _Refusal("its records do not add up: " + listing(list(result.tampered), "; ", shown=2))
     known.unstable |= {function for asked in result.renamed if (function := function_of(asked))}
     for nodeid, outcome in result.tests.items():
         known.statuses[nodeid] = outcome.status
@@ -211,7 +214,7 @@ def _matched(found: SuiteResult, known: Baseline) -> list[str]:
 
 def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
             more: Callable[[list[str]], dict[str, TestOutcome]]) -> None:
-    """Raise GateFailure when what ran on the base shows that its suite does not run in the gate: a test asks
+    """Raise _Refusal when what ran on the base shows that its suite does not run in the gate: a test asks
     for a fixture nothing provides, or every test collected is skipped or xfailed (when every test with a
     status is, the rest run on the base first: `more`). Such a baseline leaves the cache."""
     problem = _fixture_refusal(ran)
@@ -227,7 +230,7 @@ def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
                        f"{gist(known.details.get(nodeid, ''))})")
     if problem:
         stored.unlink(missing_ok=True)
-        raise _refused(problem)
+        raise _Refusal(problem)
 
 
 _SKIPS = ("skipped", "xfailed")
@@ -298,10 +301,25 @@ def _keep(stored: Path, known: Baseline) -> None:
         cache.write_json(stored, known.to_json())
 
 
-def _refused(problem: str) -> GateFailure:
-    return GateFailure(f"the base's suite does not run in the gate: {problem}; fix the base (or what the "
-                       "environment installs: environment.extras, groups or requirements) and see "
-                       "`gate doctor --repo .`")
+class _Refusal(Exception):
+    """The base's suite does not run in the gate, and why (`against_base` says what to do about it)."""
+
+
+def _fix(subject: Subject) -> str:
+    """What to do about a base whose suite does not run: about its compiler or its build when it did not build
+    in the sandbox, else about the environment."""
+    compiler = dict(subject.facts).get("compiler", "")
+    built = [note.removeprefix("base: ") for key, note in subject.facts if key == "build" and note.startswith("base: ")]
+    if compiler.startswith("none: "):
+        return (f"its project's compiled extensions are not built: this machine has no compiler the sandbox's "
+                f"build can use ({compiler.removeprefix('none: ').partition('; ')[0]}); install a C compiler "
+                "and the interpreter's headers where the gate runs (gcc and python3-dev; a hosted runner has "
+                "both), and see `gate doctor --repo .`")
+    if built:
+        return (f"the base's build failed: {built[0]}; fix its build (or what the environment installs for it) "
+                "and see `gate doctor --repo .`")
+    return ("fix the base (or what the environment installs: environment.extras, groups or requirements) and see "
+            "`gate doctor --repo .`")
 
 
 def _why(outcome: TestOutcome) -> str:
