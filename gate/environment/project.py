@@ -108,9 +108,11 @@ def _suite_code(parts: tuple[str, ...], code: SuiteCode, own: frozenset[str]) ->
 def built(subject: Subject, sandbox: Sandbox, limits: Limits, progress: Progress = QUIET) -> Subject:
     """`subject` with its head's project built (and the base's, for the suite's baseline) in `sandbox`, each
     layer on the import path after the tree's roots; a build that fails leaves the tree's roots and says why
-    in the facts. A layer not cached yet is a step of `progress`."""
+    in the facts. Each build has a run's `limits`, with at least `_BUILD_S` of wall and CPU time. A layer not
+    cached yet is a step of `progress`."""
     if subject.layers is None or subject.tree is None:
         return subject
+    limits = replace(limits, wall_s=max(limits.wall_s, _BUILD_S), cpu_s=max(limits.cpu_s, _BUILD_S))
     new = [whose for whose, layer in zip(("the head's", "the base's"), subject.layers, strict=True)
            if not (layer.path / _DONE).is_file()]
     if not new:
@@ -326,9 +328,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
                                                  # (an older setuptools reads ~/.pydistutils.cfg and fails
                                                  # without a home: the run's own /tmp)
                                                  "HOME": "/tmp", **_compiler_env(layer.toolchain)},
-                                            limits=replace(limits, output_bytes=_WHEEL_BYTES,
-                                                           wall_s=max(limits.wall_s, _BUILD_S),
-                                                           cpu_s=max(limits.cpu_s, _BUILD_S)),
+                                            limits=replace(limits, output_bytes=_WHEEL_BYTES),
                                             python_path=tuple(sites)))
         finally:
             shutil.rmtree(copy, ignore_errors=True)
