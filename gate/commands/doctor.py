@@ -102,4 +102,7 @@ def _suite(repo: Path, progress: Progress) -> bool:
     passed = sum(case.status == "passed" for case in cases)
     print(f"the repository's suite runs in the gate at {head[:12]}: {len(cases)} tests, {passed} passed"
           + (f", {len(cases) - passed} not (charged to no PR: they fail on the base)" if passed < len(cases) else ""))
+    for key, note in verdict.facts:  # (how its project was built: the compiler its extensions get here)
+        if key in ("compiler", "build"):
+            print(f"  {key}: {note}")
     return True

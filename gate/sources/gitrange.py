@@ -221,7 +221,8 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
             deleted=deleted_paths(changes),
             hidden_cases=trusted.hidden_cases,
             tree=tree,
-            blocked_reasons=(*trusted.blocked_reasons, *uncompiled(layers, changes)),
+            blocked_reasons=(*trusted.blocked_reasons, *uncompiled(
+                layers, changes, runs_code and environment is None and buildable(GitBase(head).read))),
             untested=trusted.untested,
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
@@ -483,18 +484,25 @@ def _extension_sources(commit: git.Commit) -> list[str]:
     return [path for path in _files(commit) if path.lower().endswith(toolchain.SOURCES)]
 
 
-def uncompiled(layers: tuple[BuildLayer, BuildLayer] | None, changes: Sequence[Change]) -> list[str]:
-    """Why a human must look: the change edits extension sources and this machine has no compiler the
-    sandbox's build can use, so no test runs the code they hold."""
-    found = layers[0].toolchain if layers else None
-    if found is None or not found.missing:
-        return []
+def uncompiled(layers: tuple[BuildLayer, BuildLayer] | None, changes: Sequence[Change], unbuilt: bool = False
+               ) -> list[str]:
+    """Why a human must look: the change edits extension sources and no test runs the code they hold, for
+    this machine has no compiler the sandbox's build can use, or (`unbuilt`) the policy builds no environment,
+    so the project's build never runs (`environment: null`)."""
     edited = [path for change in changes for path in change.paths if path.lower().endswith(toolchain.SOURCES)]
+    found = layers[0].toolchain if layers else None
     if not edited:
         return []
-    return [f"the change edits {listing(edited, ', ', shown=3)}, which the project's build compiles, and no "
-            f"compiler can build it here ({found.missing}): no test ran that code, so a human must review it "
-            "(or give the runner a C compiler and the interpreter's headers)"]
+    if unbuilt:
+        why, fix = "the policy builds no environment (`environment: null`), so the project is never built", (
+            "or let the gate build it: remove `environment: null` from the policy")
+    elif found is not None and found.missing:
+        why, fix = f"no compiler can build it here ({found.missing})", (
+            "or give the runner a C compiler and the interpreter's headers")
+    else:
+        return []
+    return [f"the change edits {listing(edited, ', ', shown=3)}, which the project's build compiles, and {why}: "
+            f"no test ran that code, so a human must review it ({fix})"]
 
 
 def scm_version(repo: git.Repo, commit: git.Commit) -> str:
