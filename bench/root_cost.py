@@ -1,14 +1,17 @@
 """What the allow-listed root's system data (docs/sandbox.md, "System data") costs a run, side by side with the
-root without it (the paths docs/sandbox.md lists under "System data" left out), and what the run's interpreter
-(gate/sandbox/interpreter.py) adds to a run's set-up.
+root without it (the paths docs/sandbox.md lists under "System data" left out), and what the run's user and
+interpreter (gate/sandbox/account.py, interpreter.py, startup.py) add to a run's set-up.
 
     sudo .venv/bin/python bench/root_cost.py [--runs 300] [--rounds 3]
 
 Two rows a round, in CPU milliseconds per run (user plus system, of the processes that do the work): a fresh
 interpreter's run builds its root itself (a new mount namespace, the binds, pivot_root), and a zygote's run
-copies the template namespace the zygote built once and mounts its own /tmp. Then the run's interpreter: the
-start-up file a run with a mount namespace writes, and the whole environment a run without one makes. It
-reaches into gate/sandbox/namespaces.py and interpreter.py, which no user does: a measurement only. Root only.
+copies the template namespace the zygote built once and mounts its own /tmp. Then the run's user and
+interpreter: the files a run with a mount namespace writes (its passwd and group, HOME, the interpreter's `bin`
+with the environment's console scripts, its start-up files), the whole environment a run without one makes,
+and what reading the environment's `.pth` files costs a run's process (the gate's own environment's). It
+reaches into gate/sandbox/namespaces.py, account.py and interpreter.py, which no user does: a measurement
+only. Root only.
 """
 
 from __future__ import annotations
@@ -18,13 +21,17 @@ import os
 import re
 import resource
 import shutil
+import sys
+import sysconfig
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from gate.sandbox import _libc, detect, interpreter, namespaces
+from gate.sandbox import _libc, account, detect, interpreter, namespaces, startup
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sandbox.md"
+SITE = "/cache/envs/a1b2/lib/python3.11/site-packages"
+SCRIPTS = 20  # console scripts in the environment (a dev environment: pytest, ruff, mypy, sphinx, ...)
 
 
 def system_data() -> list[str]:
@@ -75,27 +82,55 @@ def copy_ms(root: Sequence[str], staging: str, runs: int) -> float:
     return spent
 
 
-def interpreter_ms(staging: str, runs: int, whole: bool) -> float:
-    """CPU per run's interpreter set-up, as a suite's run has it (the tree's `src`, a layer, an environment,
-    the gate's pytest on its path): its start-up file, or (`whole`) the whole environment, in `staging` (a
-    tmpfs, as a run's /tmp and the sandbox's run directories are)."""
-    python_path = ("src", "/cache/layers/head", "/cache/envs/a1b2/lib/python3.11/site-packages", "/cache/pytest")
+def setup_ms(staging: str, runs: int, whole: bool) -> float:
+    """CPU per run's user and interpreter set-up, as a suite's run has them (the tree's `src`, a layer, an
+    environment with SCRIPTS console scripts, the gate's pytest on its path), in `staging` (a tmpfs, as a run's
+    /tmp and the sandbox's run directories are): with a mount namespace, its passwd and group files, HOME, and
+    the `bin` and start-up files of its interpreter; without one (`whole`), HOME and the whole interpreter."""
+    python_path = ("src", "/cache/layers/head", SITE, "/cache/pytest")
+    scripts = {f"tool{index}": f"tool{index}.cli:main" for index in range(SCRIPTS)}
+    owner = (os.getuid(), os.getgid())
     started = resource.getrusage(resource.RUSAGE_SELF)
     for index in range(runs):
         place = f"{staging}/{index}"
-        path = interpreter.import_path("/tmp/work", python_path)
+        os.mkdir(place)
         if whole:
-            interpreter.make_home(place, None)
-            interpreter.write_startup(place, path)
+            interpreter.make_home(f"{place}/venv", linked=False)
+            interpreter.fill(f"{place}/venv", python_path, (SITE,), scripts, "/tmp/work")
         else:
-            os.mkdir(place)
-            os.chmod(place, 0o755)
-            interpreter.write_startup(interpreter.HOME, path, into=place)
+            account.DATABASES = f"{place}/etc"  # (its /tmp's, in a run)
+            account.write_databases(995, 995)
+            interpreter.fill(interpreter.HOME, python_path, (SITE,), scripts, "/tmp/work",
+                             into=(f"{place}/bin", f"{place}/site"))
+        account.make_home(f"{place}/home", owner)
     ended = resource.getrusage(resource.RUSAGE_SELF)
     spent = ended.ru_utime + ended.ru_stime - started.ru_utime - started.ru_stime
     shutil.rmtree(staging)
     os.mkdir(staging)
     return spent / runs * 1000
+
+
+def site_ms(site: str, runs: int) -> float:
+    """CPU a run's process spends on the environment's `.pth` files (gate/sandbox/startup.py), with `site` as
+    the environment: a forked process that reads them, less one that does not."""
+    library = interpreter.library()
+
+    def forks(read: bool) -> float:
+        before = _children_cpu()
+        for _ in range(runs):
+            pid = os.fork()
+            if pid == 0:
+                if read:
+                    startup.run_path(["/tmp/work"], library, [site], [site])
+                os._exit(0)
+            os.waitpid(pid, 0)
+        return (_children_cpu() - before) / runs * 1000
+
+    saved = list(sys.path)
+    try:
+        return forks(True) - forks(False)
+    finally:
+        sys.path[:] = saved
 
 
 def main() -> None:
@@ -115,9 +150,12 @@ def main() -> None:
             print(f"{name:28s}{measure(bare, staging, args.runs):10.3f}{measure(root, staging, args.runs):10.3f}")
     os.rmdir(staging)
     staging = tempfile.mkdtemp(dir="/dev/shm")
+    here = sysconfig.get_paths()["purelib"]
+    pth = len([name for name in os.listdir(here) if name.endswith(".pth")])
     for _ in range(args.rounds):
-        print(f"the run's interpreter: {interpreter_ms(staging, args.runs, False):.3f} a run with a mount namespace, "
-              f"{interpreter_ms(staging, args.runs, True):.3f} without one")
+        print(f"the run's user and interpreter ({SCRIPTS} scripts): {setup_ms(staging, args.runs, False):.3f} a run "
+              f"with a mount namespace, {setup_ms(staging, args.runs, True):.3f} without one; the environment's "
+              f".pth files (the gate's own, {pth}): {site_ms(here, args.runs):.3f}")
     os.rmdir(staging)
 
 

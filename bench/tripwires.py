@@ -51,7 +51,8 @@ def main() -> None:
             for layer in subject.layers or ():  # (filled once the sandbox is open, as the engine does)
                 layer.path.mkdir(parents=True, exist_ok=True)
             sandbox = open_sandbox(limits, readonly=(*sites, *subject.suite.runner,
-                                                     *dict.fromkeys(str(layer.path) for layer in subject.layers or ())))
+                                                     *dict.fromkeys(str(layer.path) for layer in subject.layers or ())),
+                                   sites=sites)
             try:
                 ready = built(subject, sandbox, limits)
                 suite = ready.suite

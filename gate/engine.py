@@ -134,13 +134,14 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
         layer.path.mkdir(parents=True, exist_ok=True)
     # With extension sources to compile, the compiler and the interpreter's headers too (gate/sandbox/toolchain.py).
     toolchain = subject.layers[0].toolchain if subject.layers else None
-    readonly = (*(subject.environment.site_packages if subject.environment is not None else ()),
+    sites = subject.environment.site_packages if subject.environment is not None else ()
+    readonly = (*sites,
                 *dict.fromkeys(paths),
                 *dict.fromkeys(str(layer.path) for layer in subject.layers or ()),  # (base and head: one tree)
                 *(toolchain.paths if toolchain is not None and not toolchain.missing else ()))
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
-                           hide=(*hide, *places_to_hide(policy)), readonly=readonly)
+                           hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites)
     try:
         sandbox.prepare(hash_seeds)
         building = time.perf_counter()

@@ -92,7 +92,8 @@ def test_args_files_and_tree(sandbox: Sandbox, tmp_path: Path) -> None:
 def test_environment_is_an_allow_list(sandbox: Sandbox) -> None:
     code = "import os, json\nprint(json.dumps(sorted(os.environ)))"
     result = sandbox.run(program(code, env={"EXTRA": "1"}))
-    allowed = {"PATH", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", RESULT_FD_ENV, "EXTRA"}
+    allowed = {"PATH", "HOME", "USER", "LOGNAME", "LANG", "PYTHONHASHSEED", "PYTHONDONTWRITEBYTECODE", RESULT_FD_ENV,
+               "EXTRA"}
     assert set(json.loads(result.stdout)) <= allowed
 
 

@@ -65,7 +65,7 @@ def home_secret() -> Iterator[Path]:
 @needs_root
 def test_nothing_of_the_host_but_the_allow_list_is_in_a_run(sandbox: LayeredSandbox, home_secret: Path) -> None:
     places = [str(home_secret), str(home_secret.parent.parent), "/home", "/root", "/run", "/run/lock", "/var/lib",
-              "/etc/passwd", "/etc/hostname", "/work", "/opt", "/srv", "/sys", "/boot", str(Path.cwd())]
+              "/etc/shadow", "/etc/hostname", "/work", "/opt", "/srv", "/sys", "/boot", str(Path.cwd())]
     found = ast.literal_eval(run(sandbox, READER, "/", *places))
     assert SECRET not in repr(found)
     assert all(found[place] == "FileNotFoundError" for place in places), found

@@ -31,6 +31,8 @@ PLANTED = {
     "usercustomize.py": "print('FORGED by usercustomize')\n",
     "forge.pth": "import sys; print('FORGED by a .pth')\n",
     "pkg/forge.pth": "import sys; print('FORGED by a .pth')\n",
+    # Named like the gate's own start-up module: found first where a test puts the tree on PYTHONPATH.
+    "_gate_run.py": "print('FORGED by a module named like the gate start-up')\n",
 }
 
 

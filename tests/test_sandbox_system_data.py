@@ -26,8 +26,9 @@ LIMITS = Limits(wall_s=30.0, cpu_s=10.0)
 ROOT = os.geteuid() == 0
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "sandbox.md"
 # Places that must never be in a run's root, whatever the system data brings along.
-SECRET = ("/etc/ssl/private", "/etc/shadow", "/etc/gshadow", "/etc/passwd", "/etc/sudoers", "/etc/hosts",
-          "/etc/resolv.conf", "/root", "/home")
+# (/etc/passwd and /etc/group are the run's own, of the gate's making: tests/test_sandbox_runenv.py.)
+SECRET = ("/etc/ssl/private", "/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/hosts", "/etc/resolv.conf",
+          "/root", "/home")
 # For each path given: "missing", or "ok" once it was read (a file's bytes, a folder's entries, each file of
 # it that is a link followed).
 READER = """

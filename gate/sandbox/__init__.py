@@ -28,7 +28,7 @@ def layers_found_ahead() -> Iterator[None]:
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
                  hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = (),
-                 recall: bool = True) -> Sandbox:
+                 sites: Sequence[str | PathLike[str]] = (), recall: bool = True) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
     `limits` are the defaults the caller will put in its requests (checked here for sanity). With a mount
@@ -36,10 +36,13 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     host): `readonly` adds absolute host paths (directories or files; a repository's installed environment)
     that every run sees read-only at the same path. `hide` names directories and files that no run may see
     (a repository being scored, a hidden cases file): covered wherever they would be in reach (inside a
-    `readonly` directory). Raises gate.errors.MissingLayers (exit 3) naming every layer in `require` that is
-    not available, and gate.errors.BadInput for a name that is not a layer or a `readonly` path that is not
-    an existing absolute path. What the layers' probes found is remembered between gates (as root, while
-    nothing it depends on changes: gate/sandbox/detect.py); `recall=False` probes afresh.
+    `readonly` directory). `sites` are the site directories among them (the repository's environment, built
+    from the base): a run with one on its import path processes its `.pth` files as `site` does
+    (gate/sandbox/startup.py); no other import root is read so. Raises gate.errors.MissingLayers (exit 3)
+    naming every layer in `require` that is not available, and gate.errors.BadInput for a name that is not a
+    layer or a `readonly` path that is not an existing absolute path. What the layers' probes found is
+    remembered between gates (as root, while nothing it depends on changes: gate/sandbox/detect.py);
+    `recall=False` probes afresh.
     """
     import dataclasses
     import os
@@ -59,7 +62,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if wrong:
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
                        key="readonly")
-    layers = detect.layers(prefer_zygote, recall)
+    layers = dataclasses.replace(detect.layers(prefer_zygote, recall), sites=tuple(os.fspath(path) for path in sites))
     if layers.mountns and extra:
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:

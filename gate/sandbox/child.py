@@ -25,7 +25,7 @@ import traceback
 import types
 from collections.abc import Mapping, Sequence
 
-from gate.sandbox import _libc, identity, interpreter, seccomp, stack
+from gate.sandbox import _libc, identity, interpreter, seccomp, stack, startup
 from gate.sandbox.layer import Run
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fresh interpreter milliseconds
@@ -53,6 +53,8 @@ if TYPE_CHECKING:
         harness_sources: dict[str, str]  # sha256 -> source, but those its zygote has (see HARNESS_CODE)
         warm: list[str]  # RunRequest.warm: the names of `harness` a zygote imports once
         python_path: list[str]
+        sites: list[str]  # those of `python_path` read as site directories (gate/sandbox/startup.py)
+        scripts: dict[str, str]  # the run's console scripts: name -> "module:attribute" (interpreter.py)
         preload: list[str]
 
     class FreshConfig(ChildConfig):
@@ -113,16 +115,49 @@ def _set_environ(env: Mapping[str, str]) -> None:
             os.environ[name] = value
 
 
-def add_site_builtins() -> None:
-    """What `site` adds to builtins (`exit`, `quit`, `help`, `copyright`, `credits`, `license`), which the
-    sandbox's interpreter, started with -S, lacks: code calling `exit(2)` runs as in the project's CI. Nothing
-    else of `site` (no site-packages, `.pth` file or `sitecustomize`). Once per interpreter: a zygote's runs
-    inherit them."""
+def start_as_ci() -> None:
+    """What the sandbox's interpreter, started with -s -S -P, lacks to run a program as the project's CI's
+    interpreter does: what `site` adds to builtins (`exit`, `quit`, `help`, `copyright`, `credits`, `license`:
+    code calling `exit(2)` exits with 2 instead of raising NameError), and `sys.flags` as CI's interpreter has
+    them (site imported, no -s, no -P), so that what starts an interpreter with the program's own flags
+    (multiprocessing's spawn and forkserver children, `subprocess._args_from_interpreter_flags`) starts it
+    with `site`, as in CI, instead of passing it -S. Nothing else of `site` (no site-packages, `.pth` file or
+    `sitecustomize` of the machine's). Once per interpreter: a zygote's runs inherit it."""
     import site
 
     site.setquit()
     site.setcopyright()
     site.sethelper()
+    if not isinstance(sys.flags, _Flags):
+        _Flags.real = sys.flags
+        names = _Flags.names()
+        values = [_CI_FLAGS.get(names[index], value) if index < len(names) else value
+                  for index, value in enumerate(sys.flags)]
+        setattr(sys, "flags", _Flags(values))  # noqa: B010 (mypy refuses an assignment to sys.flags)
+
+
+# What CI's interpreter has where the sandbox's, started with -s -S -P, differs.
+_CI_FLAGS = {"no_site": 0, "no_user_site": 0, "safe_path": False}
+
+
+class _Flags(tuple):  # type: ignore[type-arg]
+    """`sys.flags` as CI's interpreter has them: the sandbox interpreter's own (`real`), by index and by name,
+    but for _CI_FLAGS. (The type of `sys.flags` makes no new instance, and its fields vary with the version.)"""
+
+    __slots__ = ()
+    real: object = None
+
+    @classmethod
+    def names(cls) -> tuple[str, ...]:
+        """The fields' names, in order."""
+        names: tuple[str, ...] = getattr(type(cls.real), "__match_args__", ())
+        return names
+
+    def __getattr__(self, name: str) -> object:
+        return _CI_FLAGS[name] if name in _CI_FLAGS else getattr(self.real, name)
+
+    def __repr__(self) -> str:
+        return "sys.flags(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.names()) + ")"
 
 
 def _exit_code(code: object) -> int:
@@ -216,13 +251,14 @@ def import_warm(harness: Mapping[str, str], warm: Sequence[str], script: str | N
 
 def _run_main(script: str, code: CodeType | None) -> None:
     """Run the script as __main__: runpy compiles a file of the working directory; a harness's code runs in a
-    module set up as runpy would."""
+    module set up as runpy would, but with no `__file__`, since it has none: a process that multiprocessing's
+    spawn or forkserver starts from it (a test's pool) then runs no main module first, as under CI's
+    `python -m pytest`, instead of failing to find the harness's file and leaving its pool waiting."""
     if code is None:
         runpy.run_path(script, run_name="__main__")
         return
     main = types.ModuleType("__main__")
-    main.__dict__.update(__file__=script, __cached__=None, __loader__=None, __package__="", __spec__=None,
-                         __builtins__=builtins)
+    main.__dict__.update(__cached__=None, __loader__=None, __package__="", __spec__=None, __builtins__=builtins)
     sys.modules["__main__"] = main
     exec(code, main.__dict__)
 
@@ -231,16 +267,21 @@ def _prepare(config: ChildConfig, script: str, workdir: str) -> CodeType | None:
     """Set the import path and argv a Python program starts with, the way `python script.py` would; returns
     the code to run as __main__ for a harness, None for a file of the working directory (runpy reads it).
 
-    The tree's import path: interpreter.import_path. A harness (RunRequest.harness) starts with the standard library
-    alone on it instead (and its own modules, from memory), and that path in TREE_PATH_ENV, for it to take once
-    it has imported all it needs: no module of the tree or of the working directory (a `tempfile.py`, a file
-    named like a harness module, a `__pycache__`) is ever what the gate's own program imports."""
+    The tree's import path: gate/sandbox/startup.py, the environment's `.pth` files processed as the run's
+    interpreter processes them. A harness (RunRequest.harness) starts with the standard library alone on it
+    instead (and its own modules, from memory), and that path in TREE_PATH_ENV, for it to take once it has
+    imported all it needs: no module of the tree or of the working directory (a `tempfile.py`, a file named
+    like a harness module, a `__pycache__`) is ever what the gate's own program imports."""
     harness = config["harness"]
-    library = [p for p in sys.path if p.startswith(sys.base_prefix)]
-    tree = interpreter.import_path(workdir, config["python_path"])
+    library = interpreter.library()
+    head, roots = interpreter.parts(workdir, config["python_path"])
+    tree = startup.run_path(head, library, roots, config["sites"])
     sys.argv = [script, *config["args"]]
-    # The run's interpreter (HOME, gate/sandbox/interpreter.py) is what a test that starts a child gets.
-    sys.executable = interpreter.executable(interpreter.home(config["stage"], "mountns" in config["unshare"]))
+    # The run's interpreter (HOME, gate/sandbox/interpreter.py) is what a test that starts a child gets, and its
+    # prefix the run's, as in a virtual environment (sysconfig's "scripts" is the folder of its commands).
+    home = interpreter.home(config["stage"], "mountns" in config["unshare"])
+    sys.executable = interpreter.executable(home)
+    sys.prefix = sys.exec_prefix = home
     sys.dont_write_bytecode = True
     if script not in harness:
         sys.path[:] = tree
@@ -407,7 +448,7 @@ def main() -> NoReturn:
     with os.fdopen(int(sys.argv[1]), "rb") as source:
         config: FreshConfig = json.load(source)
     _libc.prctl(_libc.PR_SET_PDEATHSIG, signal.SIGKILL)
-    add_site_builtins()
+    start_as_ci()
     if config["seccomp"]:
         seccomp.prepare()
     reap_one_run(config, config["sources"], config["status_fd"])

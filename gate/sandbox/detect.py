@@ -117,9 +117,13 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
 # /etc/timezone), the compiled locales, the MIME types (mimetypes' files), the CA certificates and OpenSSL's
 # configuration that a default SSL context loads (with the folders the certificates' links point into: public
 # data, such as /usr/share/ca-certificates). Only world-readable paths under /usr and /etc (a link into
-# /etc/ssl/private or a home directory is not followed there).
+# /etc/ssl/private or a home directory is not followed there). Then the two programs every CI runner has that
+# the standard library runs by their path: the shell (`subprocess`'s shell=True, os.system, os.popen) and
+# ldconfig (`ctypes.util.find_library` asks `/sbin/ldconfig -p` for the loader's cache, /etc/ld.so.cache); of one
+# that is a script (Ubuntu's ldconfig wraps ldconfig.real), its interpreter and the programs it names by path;
+# only world-readable ones under /usr, /bin and /sbin.
 _NEEDS = """
-import importlib, json, os, struct, sys
+import importlib, json, os, re, struct, sys
 library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
 for folder in [p for p in library if os.path.basename(p) == "lib-dynload"]:
     for name in sorted(os.listdir(folder)):
@@ -152,9 +156,9 @@ for folder in filter(None, {verify.capath, verify.openssl_capath}):
     data.append(os.path.join(os.path.dirname(folder), "openssl.cnf"))
     if os.path.isdir(folder):
         data += [os.path.dirname(os.path.realpath(e.path)) for e in os.scandir(folder) if e.is_symlink()]
-def public(path):
+def public(path, places=("/usr/", "/etc/")):
     real = os.path.realpath(path)
-    if not real.startswith(("/usr/", "/etc/")) or not os.path.exists(real):
+    if not real.startswith(places) or not os.path.exists(real):
         return False
     while real != "/":
         mode = os.stat(real).st_mode
@@ -163,7 +167,21 @@ def public(path):
         real = os.path.dirname(real)
     return True
 data = [path for path in data if path.startswith(("/usr/", "/etc/")) and public(path)]
-print(json.dumps(sorted({*library, *mapped, *links, *data})))
+programs = ["/bin/sh", "/sbin/ldconfig"]
+for program in programs:
+    try:
+        with open(program, "rb") as file:
+            script = file.read(65536)
+    except OSError:
+        continue
+    if script.startswith(b"#!"):
+        first, _, rest = script[2:].partition(b"\\n")
+        named = [*first.split()[:1], *re.findall(rb"(?<![\\w./-])(/[\\w./+-]+)", rest)]
+        programs += [os.fsdecode(p) for p in named if os.fsdecode(p) not in programs
+                     and os.path.isfile(p) and os.access(p, os.X_OK)]
+places = ("/usr/", "/bin/", "/sbin/")
+programs = [path for path in programs if path.startswith(places) and public(path, places)]
+print(json.dumps(sorted({*library, *mapped, *links, *data, *programs})))
 """
 _ALWAYS = ("/etc/ld.so.cache",)
 

@@ -26,7 +26,7 @@ import os
 import stat
 from collections.abc import Callable, Sequence
 
-from gate.sandbox import _libc, interpreter
+from gate.sandbox import _libc, account, interpreter
 from gate.sandbox.layer import Layer, Run, switch
 
 TYPE_CHECKING = False  # not typing.TYPE_CHECKING: the child imports this module
@@ -110,7 +110,8 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
         for name, target in _DEV_LINKS:
             os.symlink(target, f"{_NEW_ROOT}/dev/{name}")
         _bind(staged, _NEW_ROOT + STAGING, device=False)
-        interpreter.make_home(_NEW_ROOT + interpreter.HOME, interpreter.RUN_SITE)
+        interpreter.make_home(_NEW_ROOT + interpreter.HOME, linked=True)
+        account.link_databases(_NEW_ROOT)
         for index, fd in enumerate(aside):
             _bind(fd, f"{_NEW_ROOT}{_ASIDE}/{index}", device=False)
         _libc.mount("proc", _NEW_ROOT + "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
@@ -328,8 +329,8 @@ def _describe_filesystem(found: Found) -> str:
     return switch(why and f"the run sees the host's files ({why})",
                   "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
                   "shared libraries, the system data it reads (time zones, locales, MIME types, CA certificates), "
-                  "/dev/null, zero, full, random, urandom, its own /proc and a private /tmp; nothing else of the "
-                  "host")
+                  "the shell and ldconfig, /dev/null, zero, full, random, urandom, its own /proc, a private /tmp "
+                  "and the run's own user (passwd and group entries, HOME); nothing else of the host")
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:
@@ -346,27 +347,26 @@ def _filesystem(setup: RunSetup) -> LayerSettings:
 
 def _enter_root(config: ChildConfig, run: Run) -> None:
     """filesystem: with a mount namespace, the run's allow-listed root and its own /tmp holding its working
-    directory (private_tmp); then, with one or not, into the working directory; for a Python program, the start
-    of the interpreter it names as `sys.executable` (gate/sandbox/interpreter.py), written before the uid switch
-    so that the run cannot change it: in its /tmp, or beside its working directory without a namespace."""
+    directory (private_tmp) and its user's entries (gate/sandbox/account.py); then, with one or not, the run's
+    HOME and its working directory; for a Python program, the interpreter it names as `sys.executable`
+    (gate/sandbox/interpreter.py). All written before the uid switch, so that the run cannot change them: in
+    its /tmp, or beside its working directory without a namespace."""
     mountns = "mountns" in config["unshare"]
+    uid, gid = config["uid"], config["gid"]
+    owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
     if mountns:
-        uid, gid = config["uid"], config["gid"]
-        owner = (os.getuid(), os.getgid()) if uid is None or gid is None else (uid, gid)
         run.workdir = private_tmp(run.workdir, config["tree"], config["disk_bytes"], owner, config["root"],
                                   config["staging"], config["hide"], config["in_template"], config["read_only"])
+        account.write_databases(*owner)
+    account.make_home(account.home(config["stage"], mountns), owner)
     os.chdir(run.workdir)
     if config["script"] is None:
         return
     home = interpreter.home(config["stage"], mountns)
-    path = interpreter.import_path(run.workdir, config["python_path"])
-    if mountns:
-        os.mkdir(interpreter.RUN_SITE)
-        os.chmod(interpreter.RUN_SITE, 0o755)
-        interpreter.write_startup(home, path, into=interpreter.RUN_SITE)
-    else:
-        interpreter.make_home(home, None)
-        interpreter.write_startup(home, path)
+    if not mountns:
+        interpreter.make_home(home, linked=False)
+    interpreter.fill(home, config["python_path"], config["sites"], config["scripts"], run.workdir,
+                     into=(interpreter.RUN_BIN, interpreter.RUN_SITE) if mountns else None)
 
 
 NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up)"), probe=_probe("netns"),

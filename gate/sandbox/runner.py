@@ -12,6 +12,7 @@ import contextlib
 import functools
 import hashlib
 import os
+import pwd
 import selectors
 import signal
 import socket
@@ -23,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
-from gate.sandbox import interpreter, rlimits, served, stage, users
+from gate.sandbox import account, interpreter, rlimits, scripts, served, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -65,6 +66,9 @@ class Layers:
     # With mountns: the host paths bound read-only into every run's otherwise empty root (the interpreter, its
     # library, what the caller adds); nothing else of the host is there.
     root: tuple[str, ...] = ()
+    # Absolute import roots that are site directories (the repository's environment): a run that has one on its
+    # import path reads its `.pth` files as `site` does (gate/sandbox/startup.py).
+    sites: tuple[str, ...] = ()
 
     @property
     def mountns(self) -> bool:
@@ -133,6 +137,15 @@ def _harness(request: RunRequest) -> tuple[dict[str, str], dict[str, str]]:
         if name not in request.harness:
             raise ValueError(f"warm file {name!r} must be one of the request's harness files")
     return named, sources
+
+
+@functools.cache
+def _own_name() -> str:
+    """The gate's user's name (a run without a uid of its own runs as that user), else its uid."""
+    try:
+        return pwd.getpwuid(os.getuid()).pw_name
+    except KeyError:
+        return str(os.getuid())
 
 
 @functools.lru_cache(maxsize=64)
@@ -249,7 +262,7 @@ class LayeredSandbox:
             "sweep_uid": who.uid if who and who.dedicated and cgroup is None else None,
             # Nothing else can find this run's detached processes: give it a reaper of its own.
             "own_reaper": cgroup is None and not (who and who.dedicated),
-            "env": self._env(request, where, peer),
+            "env": self._env(request, who, where, peer),
             "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
@@ -257,16 +270,26 @@ class LayeredSandbox:
             "harness_sources": sources,
             "warm": list(request.warm),
             "python_path": list(request.python_path),
+            "sites": [path for path in request.python_path if path in self.layers.sites],
+            "scripts": scripts.of(request.python_path) if request.script is not None else {},
             "preload": list(request.preload),
         }
         return config
 
-    def _env(self, request: RunRequest, where: Path, peer: bool) -> dict[str, str]:
-        """The run's environment (stage.run_env); a Python program's PATH starts with its interpreter's
-        folder (gate/sandbox/interpreter.py), so that `python` there is the one `sys.executable` names."""
-        env = stage.run_env(request, {PEER_FD_ENV: str(PEER)} if peer else {})
+    def _env(self, request: RunRequest, who: users.Identity | None, where: Path, peer: bool) -> dict[str, str]:
+        """The run's environment (stage.run_env) with its user's HOME, USER and LOGNAME (gate/sandbox/account.py:
+        the name of the gate's making in a root of the gate's making, else the host's name of the run's uid); a
+        Python program's PATH starts with its interpreter's folder (gate/sandbox/interpreter.py), so that
+        `python` there is the one `sys.executable` names, and the console scripts beside it are found."""
+        mountns = self.layers.mountns
+        if mountns:
+            name = account.NAME if who is not None and who.uid else "root"
+        else:
+            name = who.name if who is not None else _own_name()
+        user = {"HOME": account.home(self._seen(where), mountns), "USER": name, "LOGNAME": name}
+        env = stage.run_env(request, {**user, **({PEER_FD_ENV: str(PEER)} if peer else {})})
         if request.script is not None:
-            env["PATH"] = f"{interpreter.home(self._seen(where), self.layers.mountns)}/bin:{env['PATH']}"
+            env["PATH"] = f"{interpreter.home(self._seen(where), mountns)}/bin:{env['PATH']}"
         return env
 
     def _start(self, request: RunRequest, peer_fd: int | None) -> _Live:
@@ -487,6 +510,7 @@ class LayeredSandbox:
             cgroup.kill_all()  # empty before its uid (and so the cgroup) goes to the next run
         if where is not None:
             stage.remove(where)
-            stage.clear(interpreter.home(str(where), mountns=False))  # (a run without a mount namespace's)
+            for beside in (interpreter.home(str(where), mountns=False), account.home(str(where), mountns=False)):
+                stage.clear(beside)  # (a run without a mount namespace's)
         if who and self.layers.uids:
             self.layers.uids.release(who)

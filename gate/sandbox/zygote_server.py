@@ -56,7 +56,7 @@ def serve(control_fd: int, bpf: bytes | None) -> None:
         seccomp.prepare(bpf)  # (refuses an empty program: the zygote fails, and so does the gate)
     for name in WARM_MODULES:
         importlib.import_module(name)
-    child.add_site_builtins()
+    child.start_as_ci()
     # Out of the collector's sight: a forked run's collections then do not touch (and copy) every page of
     # the zygote's objects.
     gc.freeze()
