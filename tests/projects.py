@@ -19,7 +19,7 @@ from tests import session_support
 from tests.git_support import Repo
 
 # A PEP 517 backend in the project's own tree: a wheel of every top-level package and module beside
-# pyproject.toml (or under src/), with the [project] table's name, version, dependencies and extras.
+# pyproject.toml (or under src/), with the [project] table's name, version, dependencies, extras and scripts.
 BACKEND = '''\
 import base64, hashlib, os, tomllib, zipfile
 
@@ -58,6 +58,9 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
         items = [(arc, open(path, "rb").read()) for arc, path in _files()]
         wheel_meta = b"Wheel-Version: 1.0\\nGenerator: test\\nRoot-Is-Purelib: true\\nTag: py3-none-any\\n"
         items += [(f"{info}/METADATA", meta.encode()), (f"{info}/WHEEL", wheel_meta)]
+        if project.get("scripts"):
+            lines = "".join(f"{name} = {entry}\\n" for name, entry in project["scripts"].items())
+            items.append((f"{info}/entry_points.txt", f"[console_scripts]\\n{lines}".encode()))
         for arc, data in items:
             zf.writestr(arc, data)
             digest = base64.urlsafe_b64encode(hashlib.sha256(data).digest()).rstrip(b"=").decode()
@@ -116,12 +119,23 @@ SLUGIFY = (
     "    return re.sub(r'[^a-z0-9]+', '-', text).strip('-')\n")
 
 
+# A command-line tool as many are packaged: a console script, and a .pth file that puts a folder of its own on
+# the import path (as an editable install or an old namespace package does).
+ACME_CLI = {
+    "acme_cli.py": ("import sys\n\nimport acme_plugins\n\n\n"
+                    "def main():\n    print(acme_plugins.greet(sys.argv[1]))\n    return 0\n"),
+    "acme_cli.pth": "acme_cli_plugins\n",
+    "acme_cli_plugins/acme_plugins.py": "def greet(name):\n    return f'hello {name}'\n",
+}
+
+
 @pytest.fixture(scope="session")
 def wheelhouse(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The local index: text-unidecode, and a test-only helper `checkhelp` for the [test] extra."""
+    """The local index: text-unidecode, a test-only helper `checkhelp` for the [test] extra, and acme-cli."""
     folder = tmp_path_factory.mktemp("wheelhouse")
     write_wheel(folder, "text-unidecode", UNIDECODE)
     write_wheel(folder, "checkhelp", {"checkhelp.py": "def same(a, b):\n    return a == b\n"})
+    write_wheel(folder, "acme-cli", ACME_CLI, entry_points="[console_scripts]\nacme = acme_cli:main\n")
     return folder
 
 

@@ -1,8 +1,9 @@
 """What a repository's suite meets at run time, as in the project's CI: the system data it reads (a time zone at
 import and in a test), the interpreter its tests start (`sys.executable -m pkg`, with the head and the
-environment importable, and nothing of the head run as it starts), `site`'s builtins (`exit(2)`, `quit()`).
-Gated end to end by `gate check` on a git range, as root with every layer on, on the zygote and (slow) the
-fresh-interpreter backends. A test here must pass on the base and catch a regression in the head: one that
+environment importable), `site`'s builtins (`exit(2)`, `quit()`), its commands, spawned workers and user's home
+(slow), with nothing of the head run as an interpreter starts. Gated end to end by `gate check` on a git range,
+as root with every layer on, on the zygote and (slow) the fresh-interpreter backends (tests/test_sandbox_*.py
+show each on both backends, directly). A test here must pass on the base and catch a regression in the head: one that
 fails on both sides is never charged, and a base that cannot import stops the gate."""
 
 from __future__ import annotations
@@ -118,7 +119,8 @@ SLUGCLI = {
     ".github/gate.yml": "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 20\n",
 }
 BROKEN_SLUGIFY = SLUGCLI["slugcli/__init__.py"].replace("    return '-'", "    return None\n    '-'")
-# What a head plants so that its code runs as any interpreter of the run starts: the output the test expects.
+# What a head plants so that its code runs as any interpreter of the run starts: the output the test expects
+# (the forging head of the last test here).
 FORGE = "import builtins; builtins.print = lambda *args, _print=builtins.print, **kw: _print('hello-world')\n"
 PLANTED = {"sitecustomize.py": FORGE, "usercustomize.py": FORGE, "slugcli_forge.pth": FORGE,
            "slugcli/forge.pth": FORGE}
@@ -144,21 +146,6 @@ def test_a_test_running_sys_executable_m_pkg_passes_on_the_base_and_charges_a_re
     assert code == 1
     assert outcomes(regression) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
     assert charged(regression, "test_the_command_line_slugs")
-
-
-@pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("backend", BACKENDS)
-def test_a_heads_sitecustomize_and_pth_files_never_run_in_the_interpreter_a_test_starts(
-        backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    # The regression, with what would print the expected output as the test's `python -m slugcli` starts: in
-    # the tree (its top, its package) and in what the head's build writes into the layer.
-    repo = project_repo(tmp_path / "repo", SLUGCLI)
-    repo.commit("bot: faster", {"slugcli/__init__.py": BROKEN_SLUGIFY, "_backend/backend.py": FORGING_BACKEND,
-                                **PLANTED})
-    code, verdict = gate_check(repo, backend, monkeypatch, tmp_path)
-    assert code == 1, verdict
-    assert outcomes(verdict) == {"tests/test_cli.py::test_the_command_line_slugs": "failed"}
-    assert charged(verdict, "test_the_command_line_slugs")
 
 
 TOOL = """\
@@ -209,3 +196,80 @@ def test_code_calling_exit_and_quit_runs_as_in_ci(backend: str, tmp_path: Path,
     assert code == 1
     assert outcomes(regression)["tests/test_tool.py::test_no_name_exits_with_status_2"] == "failed"
     assert outcomes(regression)["tests/test_tool.py::test_version_quits"] == "passed"
+
+
+# A command-line project as real suites test one (docs/sandbox.md, "What a run has of CI's"): its own console
+# script run by name, a dependency's command whose module is on a folder its .pth file adds, workers started
+# with multiprocessing's spawn, settings in the user's home, the C library found by ctypes.
+SLUGTOOL = {
+    "pyproject.toml": pyproject("slugtool", ["text-unidecode", "acme-cli"],
+                                extra='\n[project.scripts]\nslugtool = "slugtool.cli:main"\n'),
+    "slugtool/__init__.py": SLUGCLI["slugcli/__init__.py"],
+    "slugtool/cli.py": ("import sys\n\nfrom slugtool import slugify\n\n\n"
+                        "def main():\n    print(slugify(' '.join(sys.argv[1:])))\n    return 0\n"),
+    "tests/test_runtime.py": '''\
+import ctypes.util
+import getpass
+import multiprocessing
+import os
+import pathlib
+import subprocess
+
+from slugtool import slugify
+
+
+def test_the_command_slugs():
+    env = {**os.environ, "PYTHONPATH": os.getcwd()}
+    done = subprocess.run(["slugtool", "Héllo", "Wörld"], env=env, capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "hello-world\\n"), done.stderr
+
+
+def test_workers_slug():
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        assert pool.map(slugify, ["ça va", "élan"]) == ["ca-va", "elan"]
+
+
+def test_a_dependency_command_runs():
+    done = subprocess.run(["acme", "ada"], capture_output=True, text=True)
+    assert (done.returncode, done.stdout) == (0, "hello ada\\n"), done.stderr
+
+
+def test_settings_live_in_the_users_home():
+    settings = pathlib.Path("~/.config/slugtool").expanduser()
+    settings.mkdir(parents=True)
+    (settings / "user").write_text(getpass.getuser())
+    assert (pathlib.Path.home() / ".config/slugtool/user").read_text() == os.environ["USER"]
+
+
+def test_the_c_library_is_found():
+    assert ctypes.CDLL(ctypes.util.find_library("c")).strlen(b"four") == 4
+''',
+    ".github/gate.yml": "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 30\n",
+}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_suite_using_commands_workers_and_a_home_gates_right_and_a_forging_head_does_not_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = project_repo(tmp_path / "repo", SLUGTOOL)
+    repo.commit("bot: a comment", {"slugtool/cli.py": "# The command.\n" + SLUGTOOL["slugtool/cli.py"]})
+    code, honest = gate_check(repo, "zygote", monkeypatch, tmp_path)
+    assert code == 0, honest
+    assert set(outcomes(honest).values()) == {"passed"} and len(outcomes(honest)) == 5, outcomes(honest)
+
+    # The regression, with what would print the expected output as the command's interpreter starts: at the
+    # tree's top (a test that puts the tree on PYTHONPATH would find a module named like the gate's start-up
+    # there first), in its package, and in what the head's build writes into the layer.
+    repo.commit("bot: faster", {"slugtool/__init__.py": BROKEN_SLUGIFY, "_backend/backend.py": FORGING_BACKEND,
+                                "_gate_run.py": "import os\nos.write(1, b'hello-world\\n')\nos._exit(0)\n",
+                                **PLANTED})
+    code, regression = gate_check(repo, "zygote", monkeypatch, tmp_path)
+    assert code == 1, regression
+    assert outcomes(regression) == {
+        "tests/test_runtime.py::test_the_command_slugs": "failed",
+        "tests/test_runtime.py::test_workers_slug": "failed",
+        "tests/test_runtime.py::test_a_dependency_command_runs": "passed",
+        "tests/test_runtime.py::test_settings_live_in_the_users_home": "passed",
+        "tests/test_runtime.py::test_the_c_library_is_found": "passed"}
+    assert charged(regression, "test_the_command_slugs") and charged(regression, "test_workers_slug")
