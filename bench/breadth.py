@@ -291,7 +291,9 @@ def repository(project: Project, archive: Path, root: Path) -> tuple[Path, str]:
     return repo, said
 
 
-ENVIRONMENT_BUILT = re.compile(r"^gate: the environment was built by (\w+) in ([\d.]+) s", re.MULTILINE)
+# The end of the environment's step in the gate's log (gate/environment/build.py, gate/progress.py).
+ENVIRONMENT_BUILT = re.compile(r"^gate: environment: .*: \d+ packages? installed by (\w+) \(([\d.]+) s\)$",
+                               re.MULTILINE)
 
 
 def gate(repo: Path, head: str, cache: Path, out: Path, python: str = sys.executable,
