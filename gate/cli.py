@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import difflib
 import importlib
 import os
 import sys
@@ -46,6 +45,8 @@ class _Parser(argparse.ArgumentParser):
         choices = action.choices
         if choices is None or value in choices or not isinstance(value, str):
             return
+        import difflib  # (only for a word that is wrong)
+
         [*close] = difflib.get_close_matches(value, [str(choice) for choice in choices], n=1, cutoff=0.6)
         if not close:
             super()._check_value(action, value)

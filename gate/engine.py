@@ -12,7 +12,6 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult
-from gate.environment.project import built
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
@@ -145,7 +144,11 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
     try:
         sandbox.prepare(hash_seeds)
         building = time.perf_counter()
-        ready = built(subject, sandbox, sandbox_limits(policy.limits), progress)
+        ready = subject
+        if subject.layers is not None:
+            from gate.environment.project import built  # (zipfile and more: only for a project to build)
+
+            ready = built(subject, sandbox, sandbox_limits(policy.limits), progress)
         spent = (("sandbox", round(building - opening, 4)), ("build", round(time.perf_counter() - building, 4)))
         yield replace(ready, timings=(*ready.timings, *spent)), sandbox
     finally:

@@ -9,6 +9,7 @@ Tests the head adds cost points when they fail; they never make up for a base te
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.smoke import TIMEOUT
@@ -16,10 +17,10 @@ from gate.errors import GateFailure
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import Subject
-from gate.suite.baseline import against_base
-from gate.suite.blind import blind, compiled_in
-from gate.suite.run import TestOutcome, gist
 from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listing
+
+if TYPE_CHECKING:  # the suite's machinery is imported when a suite runs: every gate check loads this check
+    from gate.suite.run import TestOutcome
 
 KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
@@ -81,6 +82,9 @@ class Tests(Check):
         if suite is None:
             raise GateFailure("tests: needs the base and head commits of a git checkout (on GitHub, "
                               "actions/checkout with fetch-depth: 0)")
+        from gate.suite.baseline import against_base
+        from gate.suite.blind import blind, compiled_in
+
         found = against_base(ctx.sandbox, ctx.policy, ctx.subject, suite, ctx.progress)
         if found.tampered:  # no result: nothing to charge, a human to read what was seen
             return CheckResult(reason="no result: the suite's results were tampered with",
@@ -132,6 +136,8 @@ class Changed:
 def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, TestOutcome],
            added: dict[str, TestOutcome], first: int, changed: Changed
            ) -> tuple[list[CaseReport], list[Penalty]]:
+    from gate.suite.run import gist
+
     cases: list[CaseReport] = []
     penalties: list[Penalty] = []
     rows = [(nodeid, outcome, base.get(nodeid) if base is not None else None, False)

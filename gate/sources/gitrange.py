@@ -27,12 +27,10 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
 import git
-from packaging.version import InvalidVersion, Version
 
 from gate.environment import BuildLayer, BuiltEnvironment, packages
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
-from gate.environment.project import layer_for, suite_code
 from gate.errors import BadInput, GateFailure, decode_input
 from gate.policy.model import CaseSpec, Environment, Policy
 from gate.progress import QUIET, Progress
@@ -469,6 +467,8 @@ def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: Bui
     could hold what this one hides. Neither carries the code of the suites `runs` (gate/suite/trust.py)."""
     if environment is None or not buildable(GitBase(head).read):
         return None
+    from gate.environment.project import layer_for, suite_code  # (zipfile and more: only for a build)
+
     export = {"withheld": sorted(withheld), "bytes": max_bytes}
     native = any(_extension_sources(commit) for commit in (head, base))
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
@@ -516,6 +516,8 @@ def scm_version(repo: git.Repo, commit: git.Commit) -> str:
     except git.GitCommandError:
         count = int(repo.git.rev_list("--count", commit.hexsha))
         return f"0.1.dev{count}+g{short}"
+    from packaging.version import InvalidVersion, Version  # (only where a build reads it)
+
     tag, distance, _ = described.rsplit("-", 2)
     try:
         release = str(Version(re.sub(r"^[^0-9]*", "", tag))).partition("+")[0]
