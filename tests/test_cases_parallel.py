@@ -118,6 +118,27 @@ def test_the_outcomes_keep_the_cases_order_and_each_case_its_seeds_order() -> No
     assert sorted(seen) == [(n, seed) for n in range(40) for seed in (1, 2, 3)]
 
 
+def test_every_share_of_cases_served_together_starts_before_any_share_runs_again() -> None:
+    # Two cores, two seeds, the public cases in two shares and the hidden ones in a third: a share's run under
+    # the second seed waits for the hidden share's first, so that each core serves three runs, not one core four
+    # while the other is done after two.
+    started: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def many(members: Any, seed: int) -> Served:
+        with lock:
+            started.append((members[0], seed))
+        return Served({member: CaseOutcome("passed", "", "ok") for member in members})
+
+    def alone(seed: int) -> CaseOutcome:
+        return CaseOutcome("failed", "should have been served", "alone")
+
+    plan = Plan(slots=2, most=4, long_after_s=100, budget_s=60)
+    outcomes = run_cases([alone] * 36, (1, 2), plan, many=many, together=[list(range(32)), list(range(32, 36))])
+    assert [[o.detail for o in found] for found in outcomes] == [["", ""]] * 36
+    assert sorted(started[:3]) == [(0, 1), (16, 1), (32, 1)] and len(started) == 6
+
+
 def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sandbox: Sandbox) -> None:
     # One run at a time, so that which cases are left is certain: the first case hangs for its whole time limit,
     # longer than the budget of all the cases.

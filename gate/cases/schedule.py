@@ -6,11 +6,11 @@ starts at once, and a run that has gone on for a quarter of its time limit stops
 hanging cases overlap instead of adding up (at most `most` runs go at once).
 
 Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split over the cores,
-and each share is served by one run per seed; it holds its core to its end. Such a run leaves to a run of its
-own each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run
-(it may hang, so it holds no core), and the rest of its share is split over the cores again, so that more
-cases that hang overlap. The cases it did not reach are served by a new run. Served or alone, a case's
-outcome is the same (tests/test_cases_together.py).
+and each share is served by one run per seed (its run under the next seed waits for the shares not started
+yet); it holds its core to its end. Such a run leaves to a run of its own each case it cannot vouch for, and a
+case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the
+rest of its share is split over the cores again, so that more cases that hang overlap. The cases it did not
+reach are served by a new run. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -135,9 +135,10 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                         other.exception()  # let the runs going end (each within its own limits)
                     raise error
                 answer = future.result()
-                follow = (_after_many(job, answer, outcomes, len(seeds), plan.slots) if isinstance(answer, Served)
-                          else _after_one(job, answer, outcomes, len(seeds)))
+                follow, later = (_after_many(job, answer, outcomes, len(seeds), plan.slots)
+                                 if isinstance(answer, Served) else (_after_one(job, answer, outcomes, len(seeds)), []))
                 pending.extendleft(reversed(follow))  # what follows a case first: it finishes sooner
+                pending.extend(later)
     return [tuple(found) for found in outcomes]
 
 
@@ -164,8 +165,11 @@ def _after_one(job: _Job, outcome: object, outcomes: list[list[CaseOutcome]], se
 
 
 def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], seeds: int, slots: int
-                ) -> list[_Job]:
-    """Take what a run serving `job.cases` gave; the runs that follow from it."""
+                ) -> tuple[list[_Job], list[_Job]]:
+    """Take what a run serving `job.cases` gave; the runs that follow from it: those to start first, and the run
+    of its cases under the next seed, which waits for the shares that have not started yet (each core then
+    serves as many runs as the others: a share's runs under every seed in a row would leave the last share,
+    such as the hidden cases', to one core after the others are done)."""
     follow = [_Job((case,), job.seed, long=case == served.cut) for case in job.cases if case in served.alone]
     left = tuple(case for case in job.cases if case not in served.outcomes and case not in served.alone)
     if left and not served.outcomes and not served.alone:  # nothing served: the next case goes alone
@@ -179,6 +183,4 @@ def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], se
             outcomes[case].append(served.outcomes[case])
     again = tuple(case for case in job.cases if case in served.outcomes
                   and served.outcomes[case].status not in _LAST)
-    if again and job.seed + 1 < seeds:
-        follow.append(_Job(again, job.seed + 1, together=True))
-    return follow
+    return follow, [_Job(again, job.seed + 1, together=True)] if again and job.seed + 1 < seeds else []
