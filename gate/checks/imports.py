@@ -20,6 +20,7 @@ the policy's deny-list applies either way. With `scope: added` only imports on l
 from __future__ import annotations
 
 import ast
+import weakref
 from dataclasses import dataclass
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
@@ -141,9 +142,20 @@ def under_any(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == p or module.startswith(p + ".") for p in packages)
 
 
-def find_imports(tree: ast.Module, nodes: list[ast.AST]) -> list[Found]:
+# What each tree imports, found once however many checks ask (imports, smoke's preloads, framework).
+_FOUND: weakref.WeakKeyDictionary[ast.Module, tuple[Found, ...]] = weakref.WeakKeyDictionary()
+
+
+def find_imports(tree: ast.Module, nodes: list[ast.AST]) -> tuple[Found, ...]:
     """Every import and dynamic loader in `tree`, in source order; `nodes` are all of the tree's nodes, in
     `ast.walk`'s order."""
+    found = _FOUND.get(tree)
+    if found is None:
+        found = _FOUND[tree] = tuple(_find(tree, nodes))
+    return found
+
+
+def _find(tree: ast.Module, nodes: list[ast.AST]) -> list[Found]:
     scan = _Scan(nodes)
     found = list(scan.imports)
     if scan.may_load():  # most code names no loader at all: then the visit that resolves names is not needed
