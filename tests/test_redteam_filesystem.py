@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from gate.sandbox import stage
 from tests.redteam_support import (
     POLICY,
     assert_not_passed,
@@ -116,22 +117,26 @@ def test_a_killed_gates_head_export_is_removed_by_the_next_gate(tmp_path: Path) 
                     policy=GATE_THAT_HANGS)
     tmpdir = tmp_path / "gate-tmp"
     tmpdir.mkdir()
+
+    def exports(pid: int) -> list[Path]:  # in memory when the machine has it, else under TMPDIR
+        return [*Path(stage._MEMORY).glob(f"gate-head-{pid}-*"), *tmpdir.glob(f"gate-head-{pid}-*")]
+
     killed = subprocess.Popen([sys.executable, "-m", "gate", "check", "--repo", str(repo.root), "--base", "main",
                              "--head", "bot"], cwd=repo.root, env={**os.environ, "TMPDIR": str(tmpdir)},
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         for _ in range(1200):  # until its export is there (not a timing assertion: only a bound on waiting)
-            if list(tmpdir.glob(f"gate-head-{killed.pid}-*")):
+            if exports(killed.pid):
                 break
             time.sleep(0.05)
-        assert list(tmpdir.glob(f"gate-head-{killed.pid}-*"))
+        assert exports(killed.pid)
     finally:
         killed.send_signal(signal.SIGKILL)
         killed.wait()
-    assert list(tmpdir.glob(f"gate-head-{killed.pid}-*"))  # what a killed gate leaves...
+    assert exports(killed.pid)  # what a killed gate leaves...
     repo.git("checkout", "-q", "-b", "honest", "main")
     repo.commit("honest", {"calc.py": "def add(a, b):\n    return a + b\n"})
     after = gate(["check", "--repo", str(repo.root), "--base", "main", "--head", "HEAD"], tmp_path,
                  cwd=repo.root)
     assert after.code == 0, after.reports
-    assert not list(tmpdir.glob(f"gate-head-{killed.pid}-*"))  # ...the next gate removes
+    assert not exports(killed.pid)  # ...the next gate removes

@@ -233,6 +233,7 @@ def test_a_dead_gates_head_export_is_removed_by_the_next(tmp_path: Path, monkeyp
     from gate.sandbox import stage
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    monkeypatch.setattr(stage, "_MEMORY", str(tmp_path))  # (where exports go when the machine has memory)
     dead = subprocess.Popen([sys.executable, "-c", ""])
     dead.wait()
     left = tmp_path / f"gate-head-{dead.pid}-abc"

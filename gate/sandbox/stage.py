@@ -27,8 +27,10 @@ from gate.sandbox.base import RESULT_FD_ENV, RunRequest
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
 
-# Where run directories go: memory (tmpfs) when the machine has it, since a run creates and removes a
-# directory and its files every time (on a disk that costs more than the run); $TMPDIR otherwise.
+# Where run directories and the exports of the trees under test go: memory (tmpfs) when the machine has it,
+# since a run creates and removes a directory and its files every time, and a gate check writes, copies and
+# removes a tree or several (on a disk that costs more than the run, and more than a small suite's tests:
+# docs/benchmarks.md); $TMPDIR otherwise.
 _MEMORY = "/dev/shm"
 BASE_PREFIX = "gate-sandbox-"
 # Exports of a head tree (gate/sources/gitrange.py) are named after the gate's pid too, for the same clean-up.
@@ -61,16 +63,19 @@ def make_base(copied_as_root: bool) -> Path:
 
 
 def new_export() -> Path:
-    """A new private directory (0700) for an export of a tree under test, named after this gate's pid so
-    that the next gate removes it if this one is killed before it does; removes what dead gates left."""
+    """A new private directory (0700) for an export of a tree under test, in memory when the machine has it,
+    named after this gate's pid so that the next gate removes it if this one is killed before it does;
+    removes what dead gates left."""
     _remove_stale_exports()
-    return Path(tempfile.mkdtemp(prefix=f"{EXPORT_PREFIX}{os.getpid()}-"))
+    where = _MEMORY if _usable_by_root(_MEMORY) else None
+    return Path(tempfile.mkdtemp(prefix=f"{EXPORT_PREFIX}{os.getpid()}-", dir=where))
 
 
 def _remove_stale_exports() -> None:
-    for stale in stale_entries(Path(tempfile.gettempdir()), EXPORT_PREFIX):
-        with contextlib.suppress(OSError):
-            remove(stale)
+    for parent in {Path(_MEMORY), Path(tempfile.gettempdir())}:
+        for stale in stale_entries(parent, EXPORT_PREFIX):
+            with contextlib.suppress(OSError):
+                remove(stale)
 
 
 def _usable_by_root(directory: str) -> bool:
