@@ -51,6 +51,8 @@ def test_a_task_with_an_empty_allow_list_allows_nothing() -> None:
     'from builtins import __import__ as load\nload("os")\n',
     'import sys\nsys.modules["os"].system("id")\n',
     'from sys import modules\nmodules.get("os")\n',
+    'import pkgutil\npkgutil.resolve_name("unittest.mock:ANY")\n',
+    'from pkgutil import resolve_name as find\nfind(name)\n',
     '[c for c in ().__class__.__base__.__subclasses__() if c.__name__ == "Popen"]\n',
     'def f():\n    pass\n\nf.__globals__["__builtins__"]\n',
     # Spelled so that the source text never holds the name: the check reads the tree, never the text.
@@ -59,7 +61,8 @@ def test_a_task_with_an_empty_allow_list_allows_nothing() -> None:
 ], ids=["__import__", "import_module", "import_module-alias", "importlib.__import__", "__import__-var",
         "eval", "exec", "compile", "eval-alias", "eval-rebound", "builtins.__import__", "__builtins__-attr",
         "getattr-builtins", "getattr-built-name", "globals-builtins",
-        "from-builtins", "sys.modules", "from-sys-modules", "subclasses-escape", "function-globals",
+        "from-builtins", "sys.modules", "from-sys-modules", "pkgutil.resolve_name", "resolve_name-alias",
+        "subclasses-escape", "function-globals",
         "builtins-split-string", "fullwidth-eval"])
 def test_dynamic_loaders_are_caught(code: str) -> None:
     found = penalty(score_reply(fenced(code), OPEN), "imports")
@@ -69,6 +72,12 @@ def test_dynamic_loaders_are_caught(code: str) -> None:
 
 def test_dunder_import_of_a_constant_name_is_also_checked_against_the_lists() -> None:
     verdict = score_reply(fenced('__import__("os")\n'), Policy(imports=ImportRules(dynamic=False)))
+    assert 'os is in the deny-list' in penalty(verdict, "imports").message
+
+
+def test_the_module_pkgutil_resolves_is_checked_against_the_lists() -> None:
+    code = 'import pkgutil\npkgutil.resolve_name("os:system")("id")\n'
+    verdict = score_reply(fenced(code), Policy(imports=ImportRules(dynamic=False, deny=("os",))))
     assert 'os is in the deny-list' in penalty(verdict, "imports").message
 
 

@@ -140,3 +140,12 @@ def test_a_module_named_like_the_standard_librarys_at_an_import_root_is_for_a_hu
         assert reasons == [f"the change adds {path}, a module named like the standard library's `{name}`: the "
                            "tests' process has the tree first on its import path (as `python -m pytest` does), so "
                            "pytest and the standard library import it in place of their own; a human must review it"]
+
+
+def test_unittest_mock_s_any_resolved_by_pkgutil_is_a_dynamic_loader() -> None:
+    """`pkgutil.resolve_name` imports what a string names and hands out any object of it (`unittest.mock:ANY`,
+    equal to everything): the fast reject names it; the suite's run confirms what it returns
+    (tests/test_redteam_equality.py)."""
+    code = 'import pkgutil\n\n\ndef mul(a, b):\n    return pkgutil.resolve_name("unittest.mock:ANY")\n'
+    flags = _flagged(code)
+    assert flags and 'pkgutil.resolve_name("unittest.mock:ANY") at calc.py:5' in flags[0], flags

@@ -4,7 +4,8 @@ What counts as an import: `import a.b`, `from a import b` (which may name the su
 `__import__("a")` / `importlib.import_module("a")` with a constant name. Relative imports (`from . import x`)
 name the candidate's own package and are not checked; `from __future__ import ...` is a compiler directive.
 
-Dynamic loaders are `__import__`, `importlib.import_module`, `importlib.__import__`, `eval`, `exec` and
+Dynamic loaders are `__import__`, `importlib.import_module`, `importlib.__import__`, `pkgutil.resolve_name` (it
+imports the module a string names and returns any object of it), `eval`, `exec` and
 `compile`, reached directly, under another name (`from importlib import import_module as load`, `f = eval`),
 through `builtins.` / `__builtins__.`, or through `getattr(builtins, ...)`; any use of `__builtins__` itself
 counts too, and so do `sys.modules` (it hands out any loaded module) and the attributes that reach the
@@ -31,12 +32,14 @@ from gate.subject import SourceFile
 from gate.verdict import Location, Penalty, listing
 
 _BUILTIN_PREFIXES = ("builtins.", "__builtins__.")
-# `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says.
-_LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__", "sys.modules"})
+# `sys.modules` hands out any module already loaded (`os` always is), whatever the allow-list says;
+# `pkgutil.resolve_name("unittest.mock:ANY")` imports what a string names and returns any object of it.
+_LOADERS = frozenset({*DYNAMIC_LOADERS, "importlib.__import__", "pkgutil.resolve_name", "sys.modules"})
 # Attributes that reach the interpreter's internals: the classic escape `().__class__.__base__.__subclasses__()`
 # and a function's globals.
 _INTERNALS = frozenset({"__subclasses__", "__globals__", "__builtins__", "__import__", "__loader__"})
-_IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__"})
+_IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "importlib.__import__",
+                                "pkgutil.resolve_name"})
 # The names that a dotted name which reaches a loader starts with, once import aliases are resolved.
 _LOADER_HEADS = frozenset({*(name.split(".")[0] for name in _LOADERS), "builtins", "__builtins__", "getattr"})
 
@@ -61,7 +64,8 @@ IMPORTS = Charge(
     per="once",
     catches="an import outside the allow-list (the task's `allowed_imports` when it has one) or inside the deny-list "
             "(deny `os` catches `os.path` and `from os import path`); a dynamic loader: `__import__`, "
-            "`importlib.import_module`, `eval`, `exec`, `compile`, also through `builtins`, `__builtins__`, "
+            "`importlib.import_module`, `pkgutil.resolve_name`, `eval`, `exec`, `compile`, also through `builtins`, "
+            "`__builtins__`, "
             "`getattr(builtins, ...)` or another name (`f = eval`), and `sys.modules` or "
             "`__subclasses__`/`__globals__`, which reach modules without importing them. Relative imports (`from . "
             "import x`) are the repository's own modules and never count. With `imports.scope: added` (the default) "
@@ -248,7 +252,8 @@ class _Finder(ast.NodeVisitor):
         target = self._loader(node.func)
         if target in _IMPORTING_LOADERS and node.args and _constant_str(node.args[0]):
             name = _constant_str(node.args[0])
-            self._add(node, f'{target}("{name}")', module=name, loader=target)
+            module = name.partition(":")[0] if target == "pkgutil.resolve_name" else name
+            self._add(node, f'{target}("{name}")', module=module, loader=target)
             self._visit_all(node.args[1:], node.keywords)
             return
         getattr_target = self._getattr_on_builtins(node)
