@@ -187,7 +187,7 @@ def wheel_of_installed(folder: Path, name: str) -> Path:
             continue
         origin = Path(str(dist.locate_file(file)))
         if origin.is_file():
-            files[file.as_posix()] = origin.read_text(encoding="utf-8", errors="surrogateescape")
+            files[file.as_posix()] = origin.read_bytes().decode("utf-8", "surrogateescape")  # (binaries too)
     requires = tuple(r for r in dist.requires or () if "extra ==" not in r)
     return write_wheel(folder, dist.metadata["Name"], files, requires, dist.version,
                        dist.read_text("entry_points.txt") or "")

@@ -74,11 +74,12 @@ def test_a_dodging_always_equal_result_passes_the_tests_but_is_blocked(tmp_path:
 
     verdict = score_repo(repo)
 
-    # The object does pass `assert mul(two, 3) == 6` in the tests' process: the check is what stops it.
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    # The object passes `assert mul(two, 3) == 6` in the tests' process: the check names it, and the run's
+    # confirmation of that equality sees an object equal to everything (tests/test_redteam_equality.py).
     assert not verdict.accepted
     assert any("test framework" in reason and "calc.py" in reason for reason in verdict.blocked_reasons), \
         verdict.blocked_reasons
+    assert verdict.tampered and "calc.Product" in verdict.tampered[0].seen, verdict.tampered
 
 
 @pytest.mark.slow

@@ -20,9 +20,13 @@ def ran(nodeid: str, status: str, **more: Any) -> list[dict[str, Any]]:
 
 
 def honest(a: str = "passed") -> list[dict[str, Any]]:
-    """The records of an honest run of COLLECTED under TRIPS, where test_a reads `a`."""
-    return [{"collected": COLLECTED, "unhostable": []}, *ran(A, "failed"), *ran(A, a), *ran(B, "passed"),
-            *ran(B, "failed"), *ran(C, "passed"), *ran(C, "passed"), {"done": 0}]
+    """The records of an honest run of COLLECTED under TRIPS, where test_a reads `a`; the tripwire that must pass
+    reports the gate's always-equal object, through an assertion and assertEqual (gate/suite/equality.py)."""
+    always = [{"equal": C, "site": "tests/test_a.py:9", "operand": "made()", "what": "test_a.Entry", "how": how}
+              for how in ("assert", "assertEqual")]
+    return [{"collected": COLLECTED, "unhostable": [], "always": "Entry"}, *ran(A, "failed"), *ran(A, a),
+            *ran(B, "passed"), *ran(B, "failed"), {"start": C}, *always, {"test": C, "status": "passed"},
+            *ran(C, "passed"), {"done": 0}]
 
 
 def checked(records: list[dict[str, Any]], select: list[str] | None = None) -> RunRecords:
@@ -129,12 +133,12 @@ def test_a_test_function_the_run_says_cannot_host_a_tripwire_is_a_suspect() -> N
 
     found = checked(records)
 
-    assert [suspect.trip.host for suspect in found.suspects] == [C]
+    assert [suspect.host for suspect in found.suspects] == [C]
 
 
 def test_a_suspect_is_evidence_once_the_bases_own_run_reads_its_tripwire_right() -> None:
-    suspect = Suspect("the head's tests, run 1", Trip(FAIL, True, host=A), "it read passed")
-    pinned = (suspect.trip,)
+    pinned = (Trip(FAIL, True, host=A),)
+    suspect = Suspect("the head's tests, run 1", pinned[0], "it read passed")
     right = read([{"collected": [A], "unhostable": []}, *ran(A, "failed"), *ran(A, "failed"), {"done": 0}],
                  pinned, [A], "control")
     wrong = read([{"collected": [A], "unhostable": []}, *ran(A, "passed"), *ran(A, "passed"), {"done": 0}],

@@ -115,8 +115,8 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
                                            what="the tests the change adds"), None, _deadline(policy), progress)
     base = scored.base
     return Outcomes(None if base is None else base.statuses, outcomes.tests, added.tests,
-                    (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite,
-                                                                       (*outcomes.suspects, *added.suspects))),
+                    (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite, (
+                        *outcomes.suspects, *_tripwires(added.suspects)))),
                     tuple(scored.said), {} if base is None else base.details)
 
 
@@ -248,6 +248,12 @@ def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteR
     again = confirm(sandbox, head, tests, list(found.tests), deadline)
     return replace(found, tests={**found.tests, **again.tests}, tampered=again.tampered,
                    suspects=(*found.suspects, *again.suspects))
+
+
+def _tripwires(suspects: tuple[Suspect, ...]) -> tuple[Suspect, ...]:
+    """The tripwires among `suspects` of the tests the change adds: what their own assertions find equal is
+    theirs (gate/suite/equality.py confirms the base's tests)."""
+    return tuple(suspect for suspect in suspects if suspect.equal is None)
 
 
 def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,

@@ -5,9 +5,11 @@ Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep, 
 "tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing}. Records on the result
 channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
 everything before):
-{"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}}, {"deselected": [node
-ids]}, {"collect_error": path, "detail"}, {"start": node id}, {"test": node id, "status", "detail", "seconds",
-"line", "trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
+{"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
+name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
+node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
+found equal: gate/suite/equality.py), {"test": node id, "status", "detail", "seconds", "line", "trace"}, {"done":
+0}, each with the key (the gate ignores a record without it). A node id asked for that
 pytest did not collect is matched to one it collected and was not asked for, of the same test function with
 other parameters (`match`: ids computed at collection time, from the clock, change from run to run); the gate
 decides whether that match stands. A test's `line` is where pytest says it failed in its own
@@ -120,8 +122,9 @@ class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names)."""
 
     def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]],
-                 trips: list[dict[str, Any]]) -> None:
+                 trips: list[dict[str, Any]], equality: Any) -> None:
         self._fd = fd
+        self._equality = equality  # gate/suite/equality.py's Confirmation
         self._key = key
         self._asked = select
         self._plugins = plugins
@@ -170,7 +173,8 @@ class GatePlugin:
             items[:] = kept
         collected = [item.nodeid for item in items]
         unhostable = {item.nodeid for item in items if _codes(item) is None}
-        self.write({"collected": collected, "unhostable": sorted(unhostable), "matched": matched})
+        self.write({"collected": collected, "unhostable": sorted(unhostable), "matched": matched,
+                    "always": self._equality.always})
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
 
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
@@ -213,6 +217,7 @@ class GatePlugin:
             raised = AssertionError()
         elif self._armed == PASS:
             raised = _stop_unittest() if _unittest(item) else _Returned()
+            self._equality.trip(item, item.cls if _unittest(item) else _test_case())
         watch = _watcher(codes, raised)
         sys.setprofile(watch)
         try:
@@ -230,6 +235,7 @@ class GatePlugin:
             self.write({"deselected": [item.nodeid for item in items]})
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
+        self._equality.start(nodeid)
         self._phases[nodeid] = []
         self._started = time.monotonic()
         self.write({"start": nodeid})
@@ -238,6 +244,7 @@ class GatePlugin:
         self._phases.setdefault(report.nodeid, []).append(report)
 
     def pytest_runtest_logfinish(self, nodeid: str, location: Any) -> None:
+        self._equality.start(None)
         reports = self._phases.pop(nodeid, [])
         status, detail = _outcome(reports)
         trace = _trace(reports)
@@ -293,6 +300,12 @@ def _unittest(item: Any) -> bool:
     from _pytest.unittest import TestCaseFunction
 
     return isinstance(item, TestCaseFunction)
+
+
+def _test_case() -> type:
+    import unittest
+
+    return unittest.TestCase
 
 
 def _stop_unittest() -> BaseException:
@@ -465,14 +478,26 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
         # is named with `-p`, for pytest to say why.
+        # Each comparison an assertion finds equal is confirmed (gate/suite/equality.py): in the assertions pytest
+        # rewrites (`--assert=rewrite`, whatever the base's configuration says) and in unittest's.
+        import unittest
+
+        import _gate_equality as equality
+        import _pytest.assertion.rewrite as rewrite
+
+        plugin: GatePlugin | None = None
+        confirmation = equality.Confirmation(lambda record: plugin.write(record) if plugin else None,
+                                             *equality.names(2))
+        equality.hook(rewrite, confirmation)
+        confirmation.wrap_unittest(unittest.TestCase)
         plugin = GatePlugin(fd, key, select, [(name, imported[module]) for name, module in named
-                                              if module in imported], trips)
+                                              if module in imported], trips, confirmation)
         options = [option for _, module in named if module not in imported for option in ("-p", module)]
         if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
             # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The
             # message names the module after ": " or "; " (pytest's versions differ), which `-W` cannot hold.
             options += ["-W", "ignore:Module already imported so cannot be rewritten:pytest.PytestAssertRewriteWarning"]
-        code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q",
+        code = int(pytest.main([*args, *options, "-p", "no:cacheprovider", "--rootdir", ".", "-q", "--assert=rewrite",
                                 "--tb=short", "--continue-on-collection-errors",
                                 "-o", "console_output_style=classic"], plugins=[plugin]))
     except BaseException:  # pytest itself stopped (a conftest's hook it refuses, ...): the last line says why
@@ -498,9 +523,10 @@ def _quote_terminal(terminal: int, failure: str) -> None:
 
 # The framework's modules, imported before the tree's modules can stand in for them.
 FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
-# What this program itself imports once pytest runs (the tripwires' checks), imported with the framework: never
-# a module of the tree's (a head `unittest/`).
-_OWN = ("_pytest.python", "_pytest.unittest", "unittest.case")
+# What this program itself imports once pytest runs (the tripwires' checks, the equality confirmation and what it
+# imports), imported with the framework: never a module of the tree's (a head `unittest/`, `secrets.py`).
+_OWN = ("_pytest.python", "_pytest.unittest", "unittest.case", "_pytest.assertion.rewrite", "unittest",
+        "_gate_equality")
 
 
 def _import_framework(plugins: list[str]) -> dict[str, Any]:

@@ -26,8 +26,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from gate.cases.programs import harness
 from gate.progress import QUIET, Count, Progress
+from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.suite import tripwire
 from gate.suite.tripwire import RunRecords, Suspect, Trip
@@ -40,6 +40,8 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
 # The program each run starts.
 _HARNESS = "gate.suite.harness"
+# The modules it imports by those names: the tree's import path, the confirmation of its assertions' equality.
+_SHARED = {**programs.TREE, "_gate_equality.py": "gate.suite.equality"}
 _RANDOM = secrets.SystemRandom()
 _HOSTS = 3  # tests of other files that carry a confirming run's tripwires (`confirm`)
 # Wall seconds of a control run (gate/suite/tripwire.py) beyond its tests' own: pytest's start and collection.
@@ -278,12 +280,13 @@ def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Seque
 
 def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> list[str]:
     """The suspects that are evidence of tampering: those whose tripwire the base's own suite (`base`) runs
-    right, in a run of their hosts alone, each tripwire pinned to its host (gate/suite/tripwire.py)."""
+    right, or whose test it runs without the object equal to everything there, in a run of their tests alone,
+    each tripwire pinned to its host (gate/suite/tripwire.py)."""
     if not suspects:
         return []
-    hosts = list(dict.fromkeys(str(suspect.trip.host) for suspect in suspects))
-    trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects))
-    seconds = _CONTROL_S + base.test_timeout * 2 * len(trips)
+    hosts = list(dict.fromkeys(suspect.host for suspect in suspects))
+    trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects if suspect.trip is not None))
+    seconds = _CONTROL_S + base.test_timeout * (len(hosts) + len(trips))
     _, records = _run_once(sandbox, base, _files(hosts), hosts, seconds, trips)
     return tripwire.confirmed(suspects, tripwire.read(records, trips, hosts, f"{base.what}, the control run"))
 
@@ -295,7 +298,8 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
                "key": key, "tripwires": [trip.request() for trip in trips], "collect_only": collect_only}
-    result = sandbox.run(RunRequest(script="_gate_suite.py", harness=harness("suite", _HARNESS), tree=run.tree,
+    result = sandbox.run(RunRequest(script="_gate_suite.py", harness=programs.harness("suite", _HARNESS, _SHARED),
+                                    tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True,
                                     on_result=_Tally(key, count) if count is not None else None))

@@ -67,13 +67,39 @@ def plan(hosts: Sequence[str] = ()) -> tuple[Trip, ...]:
 
 
 @dataclass(frozen=True)
+class Equal:
+    """An object equal to everything (or, for `!=`, unequal to nothing) that an assertion of `test` found
+    equal (gate/suite/equality.py): where (`site`, a file and line), the operand as its source writes it, the
+    object's class (`what`), and the assertion (`how`: "assert", or unittest's method)."""
+
+    test: str
+    site: str
+    operand: str
+    what: str
+    how: str
+
+    def words(self) -> str:
+        """The observation in a report's words."""
+        how = "the assertion" if self.how == "assert" else self.how
+        return (f"{how} at {self.site} in {self.test} found {self.operand} equal through an object equal to "
+                f"everything ({self.what}: it equals the gate's probes, which no honest value equals)")
+
+
+@dataclass(frozen=True)
 class Suspect:
-    """A tripwire that read the wrong outcome (or a test the run said could host none): tampering, once the
-    base's own suite runs the same tripwire right. `trip` is pinned to its host."""
+    """A tripwire that read the wrong outcome (or a test the run said could host none), or an object equal to
+    everything that an assertion found equal (`equal`): tampering, once the base's own suite runs the same
+    tripwire right, or runs the same test without that object there. `trip` is pinned to its host."""
 
     run: str
-    trip: Trip
+    trip: Trip | None
     seen: str
+    equal: Equal | None = None
+
+    @property
+    def host(self) -> str:
+        """The test the control run runs on the base."""
+        return self.equal.test if self.equal is not None else str(self.trip.host if self.trip else "")
 
 
 @dataclass
@@ -81,9 +107,10 @@ class RunRecords:
     """What one run's records say, once checked: the collected node ids (None: pytest collected nothing it
     said), what failed to collect (by path), what the base's configuration deselected, the records of each
     test's own run, by node id (the tripwires' aside), the test that started last and never ended, the
-    tripwires' outcomes, what does not add up (`tampered`), the suspects, and the tests that ran after a
-    tripwire had failed; and which collected node ids stand in for ids asked for that pytest did not collect
-    (the same function with other parameters: {collected: asked}, gate/suite/harness.py's `match`)."""
+    tripwires' outcomes, what does not add up (`tampered`), the suspects, the tests that ran after a
+    tripwire had failed, and the objects equal to everything that the tests' assertions found equal; and which
+    collected node ids stand in for ids asked for that pytest did not collect (the same function with other
+    parameters: {collected: asked}, gate/suite/harness.py's `match`)."""
 
     collected: list[str] | None = None
     errors: dict[str, str] = field(default_factory=dict)
@@ -99,6 +126,8 @@ class RunRecords:
     # The run ended in a tripwire (its process died or ran out of time there): its test runs in the next run.
     ended_in_trip: bool = False
     matched: dict[str, str] = field(default_factory=dict)
+    equal: list[Equal] = field(default_factory=list)
+    always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
 @dataclass(frozen=True)
@@ -118,6 +147,7 @@ def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Seque
     at = 0  # the next execution due
     started = False
     done = ended = False  # the watcher said the run is over; it ended the run (a death, a timeout)
+    seen: list[dict[str, Any]] = []  # what the assertions of the execution running now found equal
     for record in records:
         if done or (ended and "done" not in record):
             found.tampered.append(f"a record after the run's end ({_said(record)})")
@@ -137,6 +167,11 @@ def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Seque
             found.deselected += [str(nodeid) for nodeid in record["deselected"]]
         elif "evidence" in record:  # what the harness itself saw go wrong in the tests' process
             found.tampered.append(str(record["evidence"])[:300])
+        elif "equal" in record:
+            if not started or str(record["equal"]) != due[at].nodeid:
+                found.tampered.append(f"an equality seen in {record['equal']} outside its run")
+                break
+            seen.append(record)
         elif "start" in record:
             expected = due[at].nodeid if at < len(due) else None
             if found.collected is None or started or str(record["start"]) != expected:
@@ -153,10 +188,10 @@ def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Seque
                 found.tampered.append(_out_of_turn("reported", record["test"], expected, started,
                                                    found.collected is not None))
                 break
-            _took(found, due[at], record, run)
+            _took(found, due[at], record, run, seen)
             ended = record.get("end") is True
             found.ended_in_trip = ended and due[at].trip is not None
-            started, at = False, at + 1
+            started, at, seen = False, at + 1, []
         else:
             found.tampered.append(f"a record the harness does not write ({_said(record)})")
             break
@@ -172,6 +207,7 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
     """The collected list and the executions it owes, from the record that lists them."""
     collected = [str(nodeid) for nodeid in record.get("collected") or []]
     unhostable = {str(nodeid) for nodeid in record.get("unhostable") or []}
+    found.always = str(record.get("always", ""))
     if select is not None:
         found.matched = _matched(record.get("matched"), collected, select, found)
         unasked = [nodeid for nodeid in collected if nodeid not in set(select) and nodeid not in found.matched]
@@ -208,30 +244,51 @@ def _matched(said: object, collected: list[str], select: Sequence[str], found: R
     return dict(pairs)
 
 
-def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str) -> None:
-    """Take the outcome `record` of the execution `due`."""
+def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str, seen: list[dict[str, Any]]) -> None:
+    """Take the outcome `record` of the execution `due`, and what its assertions found equal (`seen`): the
+    gate's own always-equal object (a tripwire that must pass puts it through an assertion and unittest's
+    assertEqual), or objects of the test's, each a suspect."""
+    mine = {str(each.get("how")) for each in seen if str(each.get("what")).rpartition(".")[2] == found.always}
+    for each in seen:
+        if str(each.get("what")).rpartition(".")[2] != found.always:
+            equal = Equal(due.nodeid, *(str(each.get(name, ""))[:200] for name in ("site", "operand", "what", "how")))
+            if equal not in found.equal:
+                found.equal.append(equal)
+                found.suspects.append(Suspect(run, None, equal.words(), equal))
     if due.trip is None:
         found.outcomes.setdefault(due.nodeid, record)
         if any(trip.kind == FAIL for trip, _ in found.trips):
             found.after_failing.add(due.nodeid)
         return
+    if due.trip.kind == PASS:
+        record = {**record, "confirmed": sorted(mine)}
     found.trips.append((due.trip, record))
     status = str(record.get("status"))
     if not right(due.trip, record):
-        found.suspects.append(Suspect(run, due.trip, f"{due.trip.words(due.nodeid)} read {status}"))
+        words = f"{due.trip.words(due.nodeid)} read {status}"
+        if due.trip.kind == PASS and status == "passed":
+            words = (f"{due.trip.words(due.nodeid)} passed, but the gate's always-equal object it put through an "
+                    "assertion and assertEqual was not reported")
+        found.suspects.append(Suspect(run, due.trip, words))
 
 
 def right(trip: Trip, record: dict[str, Any]) -> bool:
     """Whether a tripwire's outcome is one its own test could give honestly. One that must fail may not pass
     (an error in a fixture, a skip, an expected failure can happen to it as to the test); one that must pass
-    may not fail in its call, unless its process ended there or its test is expected to fail."""
+    may not fail in its call, unless its process ended there or its test is expected to fail, and when it
+    passes, the gate's always-equal object it put through an assertion and unittest's assertEqual must have
+    been reported (gate/suite/equality.py)."""
     status, detail = str(record.get("status")), str(record.get("detail", "")).lstrip()
     if trip.kind == FAIL:
         return status != "passed"
+    if status == "passed":
+        return set(record.get("confirmed", ())) >= _CONFIRMED
     return (status != "failed" or record.get("end") is True
             or detail.startswith(_EXPECTED_TO_FAIL))
 
 
+# The assertions through which a tripwire that must pass puts the gate's always-equal object.
+_CONFIRMED = {"assert", "assertEqual"}
 # How pytest reports a call that passed where the test is expected to fail (a strict xfail, unittest's
 # expectedFailure): a tripwire that must pass fails so honestly.
 _EXPECTED_TO_FAIL = ("[XPASS(strict)]", "Unexpected success")
@@ -255,14 +312,23 @@ def _said(record: dict[str, Any]) -> str:
 
 
 def confirmed(suspects: Sequence[Suspect], control: RunRecords) -> list[str]:
-    """The suspects whose tripwire the base's own run (`control`, run with each suspect's trip pinned to its
-    host) carried out right: the evidence of tampering, each in one line. A suspect whose tripwire the base
-    reads wrong too, or could not run, is the suite's way and no evidence."""
+    """The suspects that the base's own run (`control`, run with each suspect's trip pinned to its host, and
+    each suspect's test) shows are the change's: a tripwire the base carried out right, an object equal to
+    everything where the base's test passed without one there. The evidence of tampering, each in one line. A
+    suspect whose tripwire the base reads wrong too, or could not run, or whose object the base's test shows
+    too (the test's own `ANY` in a variable), is the suite's way and no evidence."""
     if control.tampered:
         return []
     evidence = []
     for suspect in suspects:
+        if suspect.equal is not None:
+            mine = suspect.equal
+            passed = control.outcomes.get(mine.test, {}).get("status") == "passed"
+            if passed and not any((seen.test, seen.site, seen.operand, seen.how)
+                                  == (mine.test, mine.site, mine.operand, mine.how) for seen in control.equal):
+                evidence.append(f"{suspect.run}: {suspect.seen}")
+            continue
         outcomes = [record for trip, record in control.trips if trip == suspect.trip]
-        if outcomes and all(right(suspect.trip, record) for record in outcomes):
+        if suspect.trip is not None and outcomes and all(right(suspect.trip, record) for record in outcomes):
             evidence.append(f"{suspect.run}: {suspect.seen}")
     return evidence

@@ -1,0 +1,404 @@
+"""The suite's equality confirmation (gate/suite/equality.py) in a real pytest process, without the sandbox:
+what it reports of the assertions that find an object equal to everything, what it leaves alone (honest value
+classes, unittest.mock's ANY that the test writes), that pytest's own failure reports stay as they are, and
+the tripwire's always-equal object. gate/suite/tripwire.py's reading of those records is tested with
+hand-made records; the whole gate, with the sandbox, in tests/test_redteam_equality.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from gate.suite.harness import PASS
+from gate.suite.tripwire import Equal, Suspect, Trip, confirmed, read
+
+# Runs pytest with the confirmation installed as the harness installs it; the records go to RECORDS. With
+# `trip` set, each test's call also puts the gate's always-equal object through (the tripwire's part).
+DRIVER = '''\
+import json, os, sys, unittest
+import _pytest.assertion.rewrite as rewrite
+import pytest
+from gate.suite import equality
+
+out = open(os.environ["RECORDS"], "w")
+confirmation = equality.Confirmation(lambda record: (out.write(json.dumps(record) + "\\n"), out.flush()),
+                                     "Record", "Entry")
+if os.environ.get("HOOK") != "off":
+    equality.hook(rewrite, confirmation)
+    confirmation.wrap_unittest(unittest.TestCase)
+
+
+class Plugin:
+    def pytest_runtest_logstart(self, nodeid, location):
+        confirmation.start(nodeid)
+
+    def pytest_runtest_logfinish(self, nodeid, location):
+        confirmation.start(None)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_call(self, item):
+        if os.environ.get("TRIP"):
+            confirmation.trip(item, item.cls if item.cls and issubclass(item.cls, unittest.TestCase)
+                              else unittest.TestCase)
+        yield
+
+
+sys.exit(pytest.main(["-q", "-p", "no:cacheprovider", "--tb=short", "-o", "console_output_style=classic",
+                      "tests"], plugins=[Plugin()]))
+'''
+CALC = '''\
+import pkgutil
+
+ANY = pkgutil.resolve_name("unittest.mock:ANY")
+
+
+class TypeOfOther:
+    def __eq__(self, other):
+        return type(other)
+
+
+class Builtins:
+    """Equal to builtin values, not to objects whose class says it is a probe: a recogniser."""
+
+    def __eq__(self, other):
+        kind = type(other)
+        return kind.__module__ == "builtins" and "probe" not in kind.__name__.lower()
+
+
+class NeverUnequal:
+    def __eq__(self, other):
+        return NotImplemented
+
+    def __ne__(self, other):
+        return type(other) is None
+
+
+class Everything(list):
+    def __contains__(self, item):
+        return True
+
+
+def add(a, b):
+    return TypeOfOther()
+
+
+def mul(a, b):
+    return ANY
+
+
+def pairs(n):
+    return [(ANY, n), {"sum": ANY}]
+
+
+def near(a):
+    return Builtins()
+
+
+def square(n):
+    return NeverUnequal()
+
+
+def digits(n):
+    return Everything()
+'''
+ATTACKED = '''\
+import unittest
+
+from calc import add, digits, mul, near, pairs, square
+
+
+def test_add():
+    assert add(2, 3) == 5
+
+
+def test_mul():
+    assert mul(2, 3) == 6
+
+
+def test_in():
+    assert 6 in [1, mul(2, 3)]
+
+
+def test_nested():
+    assert pairs(2) == [(1, 2), {"sum": 3}]
+
+
+def test_recogniser():
+    assert near(4) == 4
+
+
+def test_ne():
+    assert not square(3) != 9
+
+
+def test_contains():
+    assert 7 in digits(7)
+
+
+class TestUnit(unittest.TestCase):
+    def test_equal(self):
+        self.assertEqual(mul(2, 3), 6)
+
+    def test_in(self):
+        self.assertIn(6, [mul(2, 3)])
+
+    def test_named(self):
+        self.assertIn(member=6, container=[mul(2, 3)])
+'''
+HONEST_CALC = '''\
+import collections
+import dataclasses
+import decimal
+import enum
+
+
+@dataclasses.dataclass(frozen=True)
+class Point:
+    x: int
+    y: int
+
+
+Pair = collections.namedtuple("Pair", "a b")
+
+
+class Color(enum.Enum):
+    RED = 1
+
+
+class Level(enum.IntEnum):
+    LOW = 1
+
+
+class Money:
+    def __init__(self, cents):
+        self.cents = cents
+
+    def __eq__(self, other):
+        if isinstance(other, int):
+            return self.cents == other
+        return isinstance(other, Money) and self.cents == other.cents
+
+
+class Vector:
+    """Like a numpy array: `==` is elementwise, its truth ambiguous."""
+
+    def __init__(self, *items):
+        self.items = list(items)
+
+    def __eq__(self, other):
+        theirs = other.items if isinstance(other, Vector) else [other] * len(self.items)
+        return Vector(*(mine == each for mine, each in zip(self.items, theirs)))
+
+    def __bool__(self):
+        if len(self.items) != 1:
+            raise ValueError("the truth value of a vector is ambiguous")
+        return bool(self.items[0])
+
+    def all(self):
+        return all(self.items)
+
+
+def point():
+    return Point(1, 2)
+
+
+def price():
+    return decimal.Decimal("1.10")
+'''
+HONEST = '''\
+import unittest
+from unittest import mock
+from unittest.mock import ANY, call
+
+import pytest
+
+from calc import Color, Level, Money, Pair, Point, Vector, point, price
+
+
+def test_values():
+    assert point() == Point(1, 2)
+    assert [point(), {"p": point()}] == [Point(1, 2), {"p": Point(1, 2)}]
+    assert Pair(1, 2) == (1, 2)
+    assert Color.RED == Color.RED and Level.LOW == 1
+    assert price() == 1.1 or price() == price()
+    assert Money(300) == 300 and Money(300) == Money(300)
+    assert point() in [Point(0, 0), Point(1, 2)]
+    assert (Vector(1, 2) == Vector(1, 2)).all()
+    assert Vector(3) == Vector(3)
+    assert 0.1 + 0.2 == pytest.approx(0.3)
+    assert [0.1 + 0.2] == pytest.approx([0.3])
+
+
+def test_written_any():
+    m = mock.MagicMock()
+    m(1, 2, key="v")
+    assert m.call_args == call(ANY, 2, key=ANY)
+    assert m.call_args == mock.call(mock.ANY, 2, key="v")
+    assert m == m
+    assert m.mock_calls == [call(1, 2, key="v"), call.__eq__(m)]
+
+
+class TestUnit(unittest.TestCase):
+    def test_values(self):
+        self.assertEqual(point(), Point(1, 2))
+        self.assertEqual({"k": ANY}, {"k": 3})
+        self.assertIn(point(), [point()])
+        self.assertCountEqual([Point(1, 2), Point(2, 1)], [Point(2, 1), Point(1, 2)])
+'''
+FAILING = '''\
+from calc import Point, point
+
+
+def test_fails():
+    x = 3
+    assert point() == Point(x, 2)
+
+
+def test_in_fails():
+    assert Point(5, 5) in [point()]
+'''
+
+
+def _pytest(tmp_path: Path, calc: str, tests: dict[str, str], **env: str) -> tuple[list[dict[str, Any]], str]:
+    """Run pytest on a project of `calc` and `tests` with the confirmation installed; its records and output."""
+    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "calc.py").write_text(calc)
+    (tmp_path / "conftest.py").write_text("")
+    for name, text in tests.items():
+        (tmp_path / "tests" / name).write_text(text)
+    (tmp_path / "driver.py").write_text(DRIVER)
+    records = tmp_path / "records.jsonl"
+    done = subprocess.run([sys.executable, str(tmp_path / "driver.py")], cwd=tmp_path, capture_output=True,
+                          text=True, env={**os.environ, "RECORDS": str(records), "PYTHONDONTWRITEBYTECODE": "1",
+                                          **env}, timeout=120)
+    return [json.loads(line) for line in records.read_text().splitlines()], done.stdout
+
+
+def test_every_object_equal_to_everything_is_reported_with_its_test_and_operand(tmp_path: Path) -> None:
+    records, output = _pytest(tmp_path, CALC, {"test_attacked.py": ATTACKED})
+
+    assert "10 passed" in output, output  # what the confirmation sees, it never changes: the gate decides
+    seen = {record["equal"].partition("::")[2]: (record["operand"], record["what"], record["how"])
+            for record in records}
+    assert seen == {
+        "test_add": ("add(2, 3)", "calc.TypeOfOther", "assert"),
+        "test_mul": ("mul(2, 3)", "unittest.mock._ANY", "assert"),
+        "test_in": ("[1, mul(2, 3)]", "unittest.mock._ANY", "assert"),
+        "test_nested": ("pairs(2)", "unittest.mock._ANY", "assert"),
+        "test_recogniser": ("near(4)", "calc.Builtins", "assert"),
+        "test_ne": ("square(3)", "calc.NeverUnequal", "assert"),
+        "test_contains": ("digits(7)", "calc.Everything", "assert"),
+        "TestUnit::test_equal": ("mul(2, 3)", "unittest.mock._ANY", "assertEqual"),
+        "TestUnit::test_in": ("[mul(2, 3)]", "unittest.mock._ANY", "assertIn"),
+        "TestUnit::test_named": ("right of in", "unittest.mock._ANY", "assertIn"),
+    }, records
+    assert {record["site"] for record in records if record["equal"].endswith("::test_add")} == \
+        {"tests/test_attacked.py:7"}
+
+
+def test_honest_values_and_the_tests_own_any_are_not_reported(tmp_path: Path) -> None:
+    records, output = _pytest(tmp_path, HONEST_CALC, {"test_honest.py": HONEST})
+
+    assert "3 passed" in output, output  # the mock's calls hold no call of the gate's (its `==` was not asked)
+    assert records == []
+
+
+def test_an_any_the_test_holds_in_a_variable_is_reported_for_the_base_to_clear(tmp_path: Path) -> None:
+    """The test's own ANY, out of sight of the assertion's source: the base's run shows it too (`confirmed`)."""
+    test = "from unittest.mock import ANY\n\n\ndef test_held():\n    expected = {'id': ANY}\n" \
+           "    assert {'id': 5} == expected\n"
+    records, _ = _pytest(tmp_path, HONEST_CALC, {"test_held.py": test})
+
+    assert [(record["operand"], record["what"]) for record in records] == [("expected", "unittest.mock._ANY")]
+
+
+def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(tmp_path: Path) -> None:
+    _, hooked = _pytest(tmp_path, HONEST_CALC, {"test_failing.py": FAILING})
+    _, plain = _pytest(tmp_path, HONEST_CALC, {"test_failing.py": FAILING}, HOOK="off")
+
+    def report(output: str) -> list[str]:
+        return [line for line in output.splitlines() if not line.startswith(("2 failed", "="))]
+
+    assert "assert Point(x=1, y=2) == Point(x=3, y=2)" in hooked and "test_failing.py:6: in test_fails" in hooked
+    assert report(hooked) == report(plain)
+
+
+def test_the_gate_s_always_equal_object_is_reported_through_both_assertions(tmp_path: Path) -> None:
+    records, output = _pytest(tmp_path, HONEST_CALC, {"test_honest.py": HONEST}, TRIP="1")
+
+    assert "3 passed" in output, output
+    mine = [(record["equal"], record["how"], record["what"]) for record in records]
+    tests = ["tests/test_honest.py::test_values", "tests/test_honest.py::test_written_any",
+             "tests/test_honest.py::TestUnit::test_values"]
+    assert sorted(mine) == sorted((test, how, f"{module}.Entry") for test in tests
+                                  for how, module in (("assert", "test_honest"), ("assertEqual", "test_honest")))
+
+
+# -- the gate's reading of those records (gate/suite/tripwire.py) ------------------------------------------------
+
+_ADD, _MUL = "tests/test_calc.py::test_add", "tests/test_calc.py::test_mul"
+
+
+def _records(*events: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"collected": [_ADD, _MUL], "unhostable": [], "always": "Entry"}, *events, {"done": 0}]
+
+
+def _seen(test: str, what: str = "calc.Anything", how: str = "assert") -> dict[str, Any]:
+    return {"equal": test, "site": "tests/test_calc.py:7", "operand": "add(2, 3)", "what": what, "how": how}
+
+
+def _ran(test: str, status: str = "passed", *seen: dict[str, Any]) -> list[dict[str, Any]]:
+    return [{"start": test}, *seen, {"test": test, "status": status}]
+
+
+def test_an_object_equal_to_everything_in_a_test_is_a_suspect() -> None:
+    found = read(_records(*_ran(_ADD, "passed", _seen(_ADD)), *_ran(_MUL)), (), None, "run 1")
+
+    equal = Equal(_ADD, "tests/test_calc.py:7", "add(2, 3)", "calc.Anything", "assert")
+    assert not found.tampered and found.equal == [equal]
+    assert found.suspects == [Suspect("run 1", None, equal.words(), equal)]
+    assert "add(2, 3)" in equal.words() and "calc.Anything" in equal.words()
+
+
+def test_an_equality_record_outside_its_test_is_tampering() -> None:
+    found = read(_records(_seen(_ADD), *_ran(_ADD), *_ran(_MUL)), (), None, "run 1")
+
+    assert found.tampered and "outside its run" in found.tampered[0]
+
+
+def test_a_tripwire_that_must_pass_needs_the_gate_s_object_reported_both_ways() -> None:
+    trip = Trip(PASS, False, at=0.0)
+    mine = [_seen(_ADD, "tests.test_calc.Entry", how) for how in ("assert", "assertEqual")]
+
+    reported = read(_records(*_ran(_ADD), *_ran(_ADD, "passed", *mine), *_ran(_MUL)), (trip,), None, "run 1")
+    half = read(_records(*_ran(_ADD), *_ran(_ADD, "passed", mine[0]), *_ran(_MUL)), (trip,), None, "run 1")
+    skipped = read(_records(*_ran(_ADD), *_ran(_ADD, "skipped"), *_ran(_MUL)), (trip,), None, "run 1")
+
+    assert not reported.suspects and not reported.equal  # the gate's own object is no suspect
+    assert [suspect.trip for suspect in half.suspects] == [Trip(PASS, False, host=_ADD)]
+    assert "was not reported" in half.suspects[0].seen
+    assert not skipped.suspects  # its call never ran
+
+
+def test_the_base_clears_an_object_its_own_run_shows_there_and_confirms_the_rest() -> None:
+    head = read(_records(*_ran(_ADD, "passed", _seen(_ADD)), *_ran(_MUL, "passed", _seen(_MUL))), (), None, "run 1")
+    base = read(_records(*_ran(_ADD, "passed", _seen(_ADD)), *_ran(_MUL)), (), None, "control")
+    failed = read(_records(*_ran(_ADD, "failed"), *_ran(_MUL, "failed")), (), None, "control")
+
+    assert confirmed(head.suspects, base) == [f"run 1: {head.suspects[1].seen}"]
+    assert confirmed(head.suspects, failed) == []  # a test the base does not pass: nothing to charge, no forgery
+
+
+def test_a_tripwire_s_control_reads_the_base_s_report_of_the_object() -> None:
+    trip = Trip(PASS, False, host=_ADD)
+    suspect = Suspect("run 1", trip, "not reported")
+    mine = [_seen(_ADD, "tests.test_calc.Entry", how) for how in ("assert", "assertEqual")]
+    right = read(_records(*_ran(_ADD), *_ran(_ADD, "passed", *mine), *_ran(_MUL)), (trip,), [_ADD, _MUL], "c")
+    wrong = read(_records(*_ran(_ADD), *_ran(_ADD, "passed"), *_ran(_MUL)), (trip,), [_ADD, _MUL], "c")
+
+    assert confirmed([suspect], right) == ["run 1: not reported"]
+    assert confirmed([suspect], wrong) == []
