@@ -1,10 +1,13 @@
 """Red-team attacks on the suite's assertions with objects equal to everything (README invariant 17): library
 code that returns a value every `assert f(x) == y` of the base's tests finds equal, in shapes a static reading
 of `__eq__` does not catch, or that turns the gate's confirmation of those assertions off
-(gate/suite/equality.py). Each head breaks a function its test checks and returns such an object instead; `gate
-check` runs as root with every layer on, and the verdict is blocked for a human, "the suite's results were
-tampered with", naming the assertion and the object, and the suite costs no points. Honest value classes (and
-unittest.mock's ANY that a test writes) are accepted with no tamper.
+(gate/suite/equality.py). The project is the suite's calculator (tests/suite_support.py), whose `test_add`
+compares through an installed test library's helper (`same`, which pytest does not rewrite), with more
+functions and tests; each attacked function returns such an object. `gate check` runs as root with every layer
+on, and the verdict is blocked for a human, "the suite's results were tampered with", naming each assertion and
+object, and the suite costs no points. Honest value classes (numpy arrays, an `__eq__` that returns
+NotImplemented, unittest.mock's ANY that a test writes) are accepted with no tamper. The reading of a run's
+records is tested in tests/test_suite_equality.py, and each way of switching the confirmation off there too.
 """
 
 from __future__ import annotations
@@ -19,40 +22,34 @@ from tests.projects import (  # noqa: F401
     gate_cache,
     gate_cache_root,
     offline_pip,
-    project_repo,
     pyproject,
     wheel_of_installed,
     wheelhouse,
 )
 from tests.redteam_support import GateRun, check, leftovers, needs_root
+from tests.suite_support import CALC, POLICY, calc_project
 
 pytestmark = [pytest.mark.slow, needs_root]  # each builds a project's environment, runs the suite as root
 
 # Every layer a policy can require: the deployment's shape (`gate ci` on a hosted runner runs as root).
-POLICY = """\
-budget: 1
-environment:
-  extras: [test]
-tests:
-  paths: [tests]
-  test_timeout: 20
-require: [setsid, rlimits, uid, no-new-privs, netns, mountns, filesystem, ipcns, seccomp, cgroup]
-"""
-CALC = '''\
-def add(a, b):
-    return a + b
+EVERY_LAYER = POLICY.replace("test_timeout: 3", "test_timeout: 20") + (
+    "require: [setsid, rlimits, uid, no-new-privs, netns, mountns, filesystem, ipcns, seccomp, cgroup]\n")
+MORE_CALC = CALC + '''
+
+def cube(n):
+    return n ** 3
 
 
-def mul(a, b):
-    return a * b
-
-
-def div(a, b):
-    return a / b
+def half(n):
+    return n / 2
 
 
 def pairs(n):
     return [(n - 1, n), {"sum": 2 * n - 1}]
+
+
+def near(n):
+    return n
 
 
 def square(n):
@@ -61,138 +58,157 @@ def square(n):
 
 def scale(n):
     return n * 10
+
+
+def third(n):
+    return n // 3
 '''
-TESTS = '''\
+MORE_TESTS = '''\
 import unittest
 
-from calc import add, div, pairs, scale, square
+from calc import cube, half, near, pairs, scale, square, third
 
 
-def test_add():
-    assert add(2, 3) == 5
+def test_cube():
+    assert cube(2) == 8
 
 
-def test_div():
-    assert div(6, 3) in (2, 2.0)
+def test_half():
+    assert half(6) in (3, 3.0)
 
 
 def test_pairs():
     assert pairs(2) == [(1, 2), {"sum": 3}]
 
 
+def test_near():
+    assert near(4) == 4
+
+
 def test_square():
     assert not square(3) != 9
+
+
+def test_third():
+    assert third(9) == 3
 
 
 class TestScale(unittest.TestCase):
     def test_scale(self):
         self.assertEqual(scale(2), 20)
 '''
-# A second file, which pytest rewrites after the first has imported the library.
-MORE = "from calc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"
-BASE_TESTS = 6
 
 # unittest.mock's ANY (equal to everything), reached without a name the scans know.
-ANY = 'import pkgutil\n\nANY = vars(pkgutil)["resolve_" + "name"]("unittest.mock:ANY")\n'
-# Each attack: what replaces which function, and what the tamper's evidence names.
+HIDDEN_ANY = 'import pkgutil\n\n_ANY = vars(pkgutil)["resolve_" + "name"]("unittest.mock:ANY")\n'
+# Each attack redefines one function of MORE_CALC; what the tamper's evidence says of it.
 ATTACKS = {
-    # Reads the operand, so a static reading of `__eq__` calls it dependent; a class is always true.
-    "eq-returns-the-other-s-type": (
+    # Reads the operand, so a static reading of `__eq__` calls it dependent; a class is always true. test_add
+    # compares through checkhelp's `same(a, b)`, which no assertion rewriting reaches: its call is confirmed.
+    "eq-returns-the-other-s-type, through a helper": (
         "class Sum:\n    def __eq__(self, other):\n        return type(other)\n\n\n"
-        "def add(a, b):\n    return Sum()\n", "add(2, 3)", "calc.Sum"),
+        "def add(a, b):\n    return Sum()\n",
+        "in tests/test_calc.py::test_add called a function with add(two, 3), an object equal to everything "
+        "(calc.Sum"),
+    "eq-returns-the-other-s-type": (
+        "class Cube:\n    def __eq__(self, other):\n        return type(other)\n\n\n"
+        "def cube(n):\n    return Cube()\n",
+        "found cube(2) equal through an object equal to everything (calc.Cube"),
     # A standard library object equal to everything, returned from a library function.
     "pkgutil-resolve-name": (
         "import pkgutil\n\n\ndef mul(a, b):\n    return pkgutil.resolve_name(\"unittest.mock:ANY\")\n",
-        "mul(2, 3)", "unittest.mock._ANY"),
-    "mock-any-by-a-name-no-scan-reads": (ANY + "\n\ndef mul(a, b):\n    return ANY\n", "mul(2, 3)",
-                                          "unittest.mock._ANY"),
-    "by-in": (ANY + "\n\ndef div(a, b):\n    return ANY\n", "div(6, 3)", "unittest.mock._ANY"),
-    "nested-in-a-list-dict-tuple": (ANY + "\n\ndef pairs(n):\n    return [(ANY, ANY), {\"sum\": ANY}]\n",
-                                    "pairs(2)", "unittest.mock._ANY"),
+        "found mul(two, 3) equal through an object equal to everything (unittest.mock._ANY"),
+    "by-in": (HIDDEN_ANY + "\n\ndef half(n):\n    return _ANY\n",
+              "found half(6) equal through an object equal to everything (unittest.mock._ANY"),
+    "nested-in-a-list-dict-tuple": (
+        HIDDEN_ANY + "\n\ndef pairs(n):\n    return [(_ANY, _ANY), {\"sum\": _ANY}]\n",
+        "found pairs(2) equal through an object equal to everything (unittest.mock._ANY"),
+    # Answers False to what it takes for the gate's probe (an object of a class made at run time, by its type
+    # or its module's name), True to any builtin value a test could expect.
+    "recognises-the-probe": (
+        "class Near:\n    def __eq__(self, other):\n        kind = type(other)\n"
+        "        return kind.__module__ == 'builtins' and 'probe' not in kind.__name__.lower()\n\n\n"
+        "def near(n):\n    return Near()\n",
+        "found near(4) equal through an object equal to everything (calc.Near"),
     # `!=` that is always False (its `__eq__` honest): `assert not x != y` passes.
     "ne-always-false": (
         "class Nine:\n    def __eq__(self, other):\n        return NotImplemented\n\n"
         "    def __ne__(self, other):\n        return type(other) is None\n\n\n"
-        "def square(n):\n    return Nine()\n", "square(3)", "calc.Nine"),
-    "unittest-assert-equal": (ANY + "\n\ndef scale(n):\n    return ANY\n", "scale(2)", "unittest.mock._ANY"),
-    # Answers False to what it takes for the gate's probe (an object of a class made at run time, by its type
-    # or its module's name), True to any builtin value a test could expect.
-    "recognises-the-probe": (
-        "class Sum:\n    def __eq__(self, other):\n        kind = type(other)\n"
-        "        return kind.__module__ == 'builtins' and 'probe' not in kind.__name__.lower()\n\n\n"
-        "def add(a, b):\n    return Sum()\n", "add(2, 3)", "calc.Sum"),
-}
-# Heads that turn the confirmation off in the tests' process, then return ANY: the tripwire's always-equal
-# object goes unreported.
-SILENCED = "the gate's always-equal object it put through an assertion and assertEqual was not reported"
-DISABLING = {
-    "the-confirmation-patched": ANY + (
-        "import typing\n\n"
-        "typing.sys.modules['_pytest.assertion.rewrite']._gate_equal = lambda result, *args: result\n\n\n"
-        "def mul(a, b):\n    return ANY\n"),
-    # pytest's rewriting of a comparison made its own again, for the files it rewrites after this import.
-    "the-rewriting-restored": ANY + (
-        "import typing\n\n_rewriter = typing.sys.modules['_pytest.assertion.rewrite'].AssertionRewriter\n"
-        "_rewriter.visit_Compare = _rewriter.generic_visit\n\n\ndef mul(a, b):\n    return ANY\n"),
-    "unittest-s-assertion-unwrapped": ANY + (
-        "import typing\n\n_case = typing.sys.modules['unittest'].TestCase\n"
-        "_case.assertEqual = _case.assertEqual.__wrapped__\n\n\ndef scale(n):\n    return ANY\n"),
+        "def square(n):\n    return Nine()\n",
+        "found square(3) equal through an object equal to everything (calc.Nine"),
+    # Equal to the first value it is compared with: the test's expected value, were the gate's probes to come
+    # after the test's comparison only.
+    "equal-to-the-first-value-it-meets": (
+        "class Third:\n    def __init__(self):\n        self.first = []\n\n    def __eq__(self, other):\n"
+        "        if not self.first:\n            self.first.append(other)\n        return self.first[0] == other\n\n\n"
+        "def third(n):\n    return Third()\n",
+        "found third(9) equal through an object equal to everything (calc.Third"),
+    "unittest-assert-equal": (HIDDEN_ANY + "\n\ndef scale(n):\n    return _ANY\n",
+                              "assertEqual at tests/test_more.py:32 in tests/test_more.py::TestScale::test_scale "
+                              "found scale(2) equal through an object equal to everything (unittest.mock._ANY"),
 }
 
 
-def _repo(root: Path, calc: str = CALC, tests: dict[str, str] | None = None, test_extra: tuple[str, ...] = ()
-          ) -> Repo:
-    files = {"tests/test_calc.py": TESTS, "tests/test_more.py": MORE} if tests is None else tests
-    return project_repo(root, {"pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", *test_extra]}),
-                               "calc.py": calc, "tests/conftest.py": "", ".github/gate.yml": POLICY, **files})
+def _repo(root: Path, calc: str = MORE_CALC, tests: str = MORE_TESTS, test_extra: tuple[str, ...] = ()) -> Repo:
+    return calc_project(root, EVERY_LAYER, extra_files={
+        "calc.py": calc, "tests/test_more.py": tests,
+        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", *test_extra]})})
 
 
-def _attacked(tmp_path: Path, attack: str) -> GateRun:
-    repo = _repo(tmp_path / "repo")
-    repo.commit("bot: change", {"calc.py": CALC + "\n\n" + attack})
-    return check(repo, tmp_path)
-
-
-def _assert_tampered(run: GateRun, seen: str) -> None:
-    """Blocked for a human as tampered with, `seen` in the evidence, no points for the suite."""
+def _assert_tampered(run: GateRun, *seen: str) -> None:
+    """Blocked for a human as tampered with, each of `seen` in the evidence, no points for the suite, every
+    layer on, nothing left behind."""
     assert run.code == 1 and not run.verdict["accepted"], run.reports[-3000:]
     isolation = run.verdict["isolation"]
     assert all(isolation[layer].startswith("on") for layer in ("seccomp", "netns", "mountns", "cgroup")), isolation
     tampered = [t["seen"] for t in run.verdict["tampered"]]
-    assert any(seen in line for line in tampered), (tampered, run.verdict["blocked_reasons"])
+    missed = [each for each in seen if not any(each in line for line in tampered)]
+    assert not missed, (missed, tampered, run.verdict["blocked_reasons"])
     reasons = [r for r in run.verdict["blocked_reasons"] if "the suite's results were tampered with" in r]
     assert len(reasons) == 1, run.verdict["blocked_reasons"]
     assert not [p for p in run.verdict["penalties"] if p["check"] in ("tests", "timeout")], run.verdict["penalties"]
 
 
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("name", sorted(ATTACKS))
-def test_an_object_equal_to_everything_is_a_tamper_naming_the_assertion(tmp_path: Path, name: str) -> None:
-    code, operand, what = ATTACKS[name]
+def test_each_object_equal_to_everything_is_a_tamper_naming_its_assertion(tmp_path: Path) -> None:
+    """One head holds every attack, each on a function of its own: each is seen in its own test."""
+    repo = _repo(tmp_path / "repo")
+    repo.commit("bot: change", {"calc.py": MORE_CALC + "".join(f"\n\n{code}" for code, _ in ATTACKS.values())})
 
-    run = _attacked(tmp_path, code)
+    run = check(repo, tmp_path)
 
-    _assert_tampered(run, f"found {operand} equal through an object equal to everything ({what}")
+    _assert_tampered(run, *(seen for _, seen in ATTACKS.values()))
+    assert len(run.verdict["tampered"]) == len(ATTACKS), run.verdict["tampered"]
     assert not leftovers(run, tmp_path)
 
 
+# The confirmation switched off from library code, through `sys` reached as another module's attribute, before
+# the tests compare: then ANY passes `assert mul(two, 3) == 6` unseen, and the gate's own always-equal object,
+# which the tripwire that must pass puts through an assertion, goes unreported too.
+SWITCHED_OFF = HIDDEN_ANY + '''
+import typing
+
+_rewrite = typing.sys.modules["_pytest.assertion.rewrite"]
+_rewrite._gate_ahead, _rewrite._gate_equal = lambda *args: None, lambda result, *args: result
+
+
+def mul(a, b):
+    return _ANY
+'''
+
+
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("name", sorted(DISABLING))
-def test_a_head_that_turns_the_confirmation_off_trips_the_gate(tmp_path: Path, name: str) -> None:
-    run = _attacked(tmp_path, DISABLING[name])
+def test_a_head_that_switches_the_confirmation_off_trips_the_gate(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo")
+    repo.commit("bot: change", {"calc.py": MORE_CALC + "\n\n" + SWITCHED_OFF})
 
-    _assert_tampered(run, SILENCED)
+    run = check(repo, tmp_path)
 
-
-@pytest.mark.usefixtures("offline_pip")
-def test_an_honest_regression_is_charged_and_no_tamper(tmp_path: Path) -> None:
-    run = _attacked(tmp_path, "def mul(a, b):\n    return a + b\n")
-
-    assert run.code == 1 and not run.verdict["tampered"], run.verdict["blocked_reasons"]
-    assert [p["check"] for p in run.verdict["penalties"]] == ["tests"]
+    _assert_tampered(run, "which must pass) passed, but the gate's always-equal object it put through an assertion "
+                          "and assertEqual was not reported (assert)")
 
 
-# Honest value classes, each compared by the base's tests as a suite would: found equal, confirmed, accepted.
+# Honest value classes, each compared by the base's tests as a suite would (`==`, `in`, unittest's assertEqual,
+# a helper that compares, a matcher): found equal, confirmed, accepted.
 VALUES = '''\
 import collections
 import dataclasses
@@ -247,6 +263,21 @@ class Money:
         return isinstance(other, Money) and self.cents == other.cents
 
 
+class Version:
+    """Compares with its own kind only: NotImplemented to anything else (Python then compares by identity)."""
+
+    def __init__(self, *parts):
+        self.parts = parts
+
+    def __eq__(self, other):
+        if not isinstance(other, Version):
+            return NotImplemented
+        return self.parts == other.parts
+
+    def __hash__(self):
+        return hash(self.parts)
+
+
 def point():
     return Point(1, 2)
 
@@ -273,6 +304,10 @@ def total():
 
 def ratio():
     return 0.1 + 0.2
+
+
+def version():
+    return Version(1, 2)
 '''
 HONEST_TESTS = '''\
 import unittest
@@ -281,8 +316,10 @@ from unittest.mock import ANY, call
 
 import numpy
 import pytest
+from checkhelp import same
 
-from calc import Box, Color, Level, Money, Pair, Point, Slot, User, box, grid, point, price, ratio, total, user
+from calc import Box, Color, Level, Money, Pair, Point, Slot, User, Version, box, grid, point, price, ratio, total, \\
+    user, version
 
 
 def test_dataclass_namedtuple_enum_decimal():
@@ -293,12 +330,20 @@ def test_dataclass_namedtuple_enum_decimal():
     assert Color.RED == Color.RED and Level.LOW == 1
     assert price() == decimal_one_ten()
     assert Money(300) == 300 and Money(300) == Money(300)
+    assert same(point(), Point(1, 2)) and same(Money(3), 3)
 
 
 def decimal_one_ten():
     import decimal
 
     return decimal.Decimal("1.1")
+
+
+def test_not_implemented_elsewhere():
+    assert version() == Version(1, 2)
+    assert version() != (1, 2) and version() != "1.2"
+    assert version() in {Version(1, 2): "current"}
+    assert same(version(), Version(1, 2)) and not same(version(), 1)
 
 
 def test_attrs_and_pydantic():
@@ -310,8 +355,10 @@ def test_attrs_and_pydantic():
 
 def test_numpy_elementwise():
     assert (grid() == numpy.array([[1, 2], [3, 4]])).all()
+    assert numpy.array_equal(grid(), numpy.array([[1, 2], [3, 4]]))
+    assert same(grid(), numpy.array([[1, 2], [3, 4]])).all()
     assert grid().tolist() == [[1, 2], [3, 4]]
-    assert total() == 10
+    assert total() == 10 and same(total(), 10)
     assert grid()[0, 1] == 2
 
 
@@ -325,6 +372,7 @@ def test_the_tests_own_any():
     logger.info("saved", point(), id=7)
     assert logger.info.call_args == call("saved", ANY, id=ANY)
     assert logger.info.call_args == mock.call("saved", mock.ANY, id=7)
+    assert same(logger.info.call_args, call("saved", ANY, id=7))
     assert logger == logger
     assert logger.mock_calls == [call.info("saved", Point(1, 2), id=7), call.__eq__(logger)]
 
@@ -338,6 +386,7 @@ class TestValues(unittest.TestCase):
     def test_equal(self):
         self.assertEqual(point(), Point(1, 2))
         self.assertEqual(user(), User(name="ada", roles=["admin"]))
+        self.assertNotEqual(version(), (1, 2))
         self.assertIn(point(), [point()])
         self.assertCountEqual([Point(1, 2), Point(2, 1)], [Point(2, 1), Point(1, 2)])
         self.assertEqual({"k": ANY}, {"k": 3})
@@ -352,12 +401,12 @@ def test_honest_value_classes_are_accepted_with_no_tamper(tmp_path: Path) -> Non
     for name in _VALUE_DISTRIBUTIONS:
         if not list(wheels.glob(f"{name.replace('-', '_')}-*.whl")):
             wheel_of_installed(wheels, name)
-    repo = _repo(tmp_path / "repo", VALUES, {"tests/test_values.py": HONEST_TESTS}, ("attrs", "numpy", "pydantic"))
-    repo.commit("bot: doc", {"calc.py": '"""Values."""\n\n' + VALUES})
+    repo = _repo(tmp_path / "repo", CALC + "\n\n" + VALUES, HONEST_TESTS, ("attrs", "numpy", "pydantic"))
+    repo.commit("bot: doc", {"calc.py": '"""Values."""\n\n' + CALC + "\n\n" + VALUES})
 
     run = check(repo, tmp_path)
 
     assert run.code == 0 and run.verdict.get("accepted"), run.reports[-4000:]
     assert not run.verdict.get("tampered")
     statuses = {case["name"]: case["status"] for case in run.verdict["cases"] if case["kind"] == "pytest"}
-    assert len(statuses) == 7 and set(statuses.values()) == {"passed"}, statuses
+    assert len(statuses) == 4 + 8 and set(statuses.values()) == {"passed"}, statuses

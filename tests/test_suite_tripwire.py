@@ -21,9 +21,10 @@ def ran(nodeid: str, status: str, **more: Any) -> list[dict[str, Any]]:
 
 def honest(a: str = "passed") -> list[dict[str, Any]]:
     """The records of an honest run of COLLECTED under TRIPS, where test_a reads `a`; the tripwire that must pass
-    reports the gate's always-equal object, through an assertion and assertEqual (gate/suite/equality.py)."""
+    reports the gate's always-equal object, through an assertion (a comparison, a call) and assertEqual
+    (gate/suite/equality.py)."""
     always = [{"equal": C, "site": "tests/test_a.py:9", "operand": "made()", "what": "test_a.Entry", "how": how}
-              for how in ("assert", "assertEqual")]
+              for how in ("assert", "call", "assertEqual")]
     return [{"collected": COLLECTED, "unhostable": [], "always": "Entry"}, *ran(A, "failed"), *ran(A, a),
             *ran(B, "passed"), *ran(B, "failed"), {"start": C}, *always, {"test": C, "status": "passed"},
             *ran(C, "passed"), {"done": 0}]

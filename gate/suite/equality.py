@@ -5,12 +5,15 @@ This module runs in the tests' process (the suite's harness, gate/suite/harness.
 imports any module of the tree), on the standard library only. The code under test shares that process, so
 its objects decide what `==` says about them: an object equal to everything (an `__eq__` that returns
 `type(other)`, `unittest.mock.ANY` returned from a library function) passes `assert f(x) == 4` whatever
-`f` computed. So each comparison an assertion finds equal is confirmed here:
+`f` computed. So what an assertion compares is confirmed here:
 
 - `assert` statements of the modules pytest rewrites (the base's test modules and conftests): the rewriting
-  is pytest's, with one more step after each `==`, `!=`, `in` and `not in` (`hook`); its failure messages and
-  line numbers stay as they are. unittest's `assertEqual` family and `assertIn`, which compare inside
-  unittest, are confirmed as they return.
+  is pytest's, with a step before and after each `==`, `!=`, `in` and `not in`, and each call (`hook`); its
+  failure messages and line numbers stay as they are. A call's arguments are confirmed as a comparison's
+  operands: a helper the assertion calls may compare them where nothing is rewritten (`assert same(f(x), 4)`,
+  with `same` in an installed test library or a helper module of the tests). unittest's `assertEqual` family
+  and `assertIn`, which compare inside unittest, are confirmed as they start and as they return. Before as
+  well as after: an object that takes its answer from the first value it meets meets a probe first.
 - Values of exact builtin types, walked through lists, tuples and dicts, need nothing: the interpreter
   compares them. Any other object in them whose class compares its own way is compared once more with probes
   no honest value equals: an instance of a class made for this run, with a plausible name; a random int and
@@ -25,8 +28,8 @@ its objects decide what `==` says about them: an object equal to everything (an 
 
 The code under test can reach this module as it can reach pytest, so the gate checks that it works: every
 run's tripwire that must pass also puts an always-equal object of the gate's through an assertion that
-pytest rewrites as the tripwire runs, and through unittest's `assertEqual`; the gate must see both reported
-(`trip`), or the run was tampered with.
+pytest rewrites as the tripwire runs (its comparison and a call), and through unittest's `assertEqual`; the
+gate must see all three reported (`trip`), or the run was tampered with.
 """
 
 from __future__ import annotations
@@ -36,16 +39,19 @@ import contextlib
 import os
 import secrets
 import sys
+import warnings
 from collections.abc import Callable, Iterator
 from typing import Any
 
 # Operators confirmed, and the truth of their result that means "found equal" (`!=` found equal is False).
 _OPERATORS = {ast.Eq: ("==", True), ast.NotEq: ("!=", False), ast.In: ("in", True), ast.NotIn: ("not in", False)}
-# The rewritten assertions call this attribute of pytest's rewriting module (`@pytest_ar`), as its own helpers.
-HELPER = "_gate_equal"
+# The rewritten assertions call these attributes of pytest's rewriting module (`@pytest_ar`), as its own
+# helpers: before a comparison, after it, around a call.
+AHEAD, HELPER, CALLED = "_gate_ahead", "_gate_equal", "_gate_called"
 # Exact types whose equality is the interpreter's own: nothing to confirm.
 _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), type(...), type(NotImplemented), range,
-                    slice, bytearray, type, type(len), type(_OPERATORS.get), type(lambda: 0)})
+                    slice, bytearray, type, type(len), type(_OPERATORS.get), type(lambda: 0),
+                    type(object.__eq__), type(int.__eq__)})
 # Builtin types whose `==` an object inherits: the interpreter's comparison, of its value or items.
 _BUILTIN_EQ = frozenset({int, float, complex, str, bytes, bool, tuple, list, dict, set, frozenset, bytearray,
                          type(None)})
@@ -88,6 +94,7 @@ class Confirmation:
         self._always = type(always, (), {"__slots__": (), "__eq__": lambda self, other: True,
                                          "__ne__": lambda self, other: False, "__hash__": object.__hash__})
         self._sources: dict[str, tuple[ast.Module, str, dict[str, str]] | None] = {}
+        self._plain_pair: tuple[Any, Any] | None = None  # the operands `ahead` found plain, for `seen` next
 
     def start(self, nodeid: str | None) -> None:
         """The test `nodeid` starts (None: it ended)."""
@@ -96,10 +103,21 @@ class Confirmation:
 
     # -- what assertions call ------------------------------------------------------------------------------
 
+    def ahead(self, left: Any, right: Any, where: tuple[Any, ...]) -> None:
+        """A rewritten assertion's comparison, before it compares (`seen` comes after): its operands meet the
+        probes first, so that an object that takes its answer from what it meets first (equal to the first value
+        it is compared with, or True once it has counted the probes) is seen either way."""
+        # Comparing plain operands runs no code but the interpreter's, which changes neither: `seen`, next, needs
+        # no second look at them.
+        self._plain_pair = (left, right) if _plain(left) and _plain(right) else None
+        if self._plain_pair is None and self.test is not None:
+            self._confirm(left, right, str(where[0]), "assert", sys._getframe(1), where[1:])
+
     def seen(self, result: Any, left: Any, right: Any, equal: bool, where: tuple[Any, ...]) -> Any:
         """A rewritten assertion's comparison: `result` of `left OP right`, which is "found equal" when its
         truth is `equal`; `where` is (OP, each operand's line, column, end line and end column). Returns
         `result`, as it was."""
+        pair, self._plain_pair = self._plain_pair, None
         if type(result) is bool:
             if result is not equal:
                 return result
@@ -109,17 +127,37 @@ class Confirmation:
                     return result
             except Exception:  # (an array's truth: the assertion says so itself)
                 return result
-        if _plain(left) and _plain(right):
+        if (pair is not None and pair[0] is left and pair[1] is right) or (_plain(left) and _plain(right)):
             return result
         self._confirm(left, right, str(where[0]), "assert", sys._getframe(1), where[1:])
+        return result
+
+    def called(self, result: Any, where: tuple[int, ...], *values: Any) -> Any:
+        """A rewritten assertion's call with the arguments `values` (`where`: each one's line, column, end line
+        and end column), before it is made (`result` None) and after (its `result`). Each argument is confirmed
+        as a comparison's operand, for `==` and `!=`: the function may compare it where nothing is rewritten.
+        Returns `result`, as it was."""
+        if self.test is None or all(map(_plain, values)):
+            return result
+        frame = sys._getframe(1)
+        budget = [_MOST, _OBJECTS]
+        try:
+            with _quiet():
+                for index, value in enumerate(values):
+                    found = self._walk(value, _ANY_WAY, None, budget)
+                    if found is not None:
+                        self._report(found, index, "==", "call", frame, where)
+        except Exception:  # (what the code under test raised from a probe: no confirmation, no failure)
+            pass
         return result
 
     def _confirm(self, left: Any, right: Any, operator: str, how: str, frame: Any, where: tuple[Any, ...]) -> None:
         if self.test is None:
             return
         try:
-            for side, found in self._universal(left, right, operator):
-                self._report(found, side, operator, how, frame, where)
+            with _quiet():
+                for side, found in self._universal(left, right, operator):
+                    self._report(found, side, operator, how, frame, where)
         except Exception:  # (what the code under test raised from a probe: no confirmation, no failure)
             pass
 
@@ -147,7 +185,9 @@ class Confirmation:
 
     def _walk(self, value: Any, operator: str, other: Any, budget: list[int]) -> Any:
         """The first object in `value` (items of builtin containers, the fields of an object that compares its
-        own way, nested) equal to a probe, else None. `other` is what `value` was compared with."""
+        own way, nested) equal to a probe, else None. `other` is what `value` was compared with; `operator` is
+        the comparison's, or `_ANY_WAY` (a call's argument): equal to a probe, or unequal to none by its own
+        `__ne__`."""
         stack: list[tuple[Any, int]] = [(value, 0)]
         seen: set[int] = set()
         while stack:
@@ -170,11 +210,15 @@ class Confirmation:
                 continue
             seen.add(id(item))
             compares, method = _compares(kind, "__eq__")
-            if operator == "!=" and _compares(kind, "__ne__")[0] is not _IDENTITY:
+            unequal = _compares(kind, "__ne__")[0] if operator != "==" else _IDENTITY
+            if operator == "!=" and unequal is not _IDENTITY:
                 compares, method = _compares(kind, "__ne__")
-            if compares is _OWN and self._equal_to_probe(item, operator, other if item is value else None):
+            asked = "==" if operator == _ANY_WAY else operator
+            if compares is _OWN and self._equal_to_probe(item, asked, other if item is value else None):
                 return item
-            if compares is _MOCK and _mock_answers(method) and self._equal_to_probe(item, operator, None):
+            if operator == _ANY_WAY and unequal is _OWN and self._equal_to_probe(item, "!=", None):
+                return item
+            if compares is _MOCK and _mock_answers(method) and self._equal_to_probe(item, asked, None):
                 return item
             if compares in (_OWN, _BUILTIN) and depth < _DEPTH:
                 stack.extend((each, depth + 1) for each in _held(item, kind))
@@ -236,13 +280,17 @@ class Confirmation:
         named = code.co_varnames[1:3] if code is not None and code.co_argcount >= 3 else ("first", "second")
 
         def assertion(self: Any, *args: Any, **kwargs: Any) -> Any:
+            operands = [*args[:2], *(kwargs[each] for each in named[len(args):] if each in kwargs)]
+            confirm = not confirmation._nesting and len(operands) == 2 and not (_plain(operands[0])
+                                                                                 and _plain(operands[1]))
+            if confirm:  # before it compares, and after (`Confirmation.ahead`)
+                confirmation._confirm(operands[0], operands[1], operator, name, sys._getframe(1), ())
             confirmation._nesting += 1
             try:
                 result = method(self, *args, **kwargs)
             finally:
                 confirmation._nesting -= 1
-            operands = [*args[:2], *(kwargs[each] for each in named[len(args):] if each in kwargs)]
-            if not confirmation._nesting and len(operands) == 2 and not (_plain(operands[0]) and _plain(operands[1])):
+            if confirm:
                 confirmation._confirm(operands[0], operands[1], operator, name, sys._getframe(1), ())
             return result
 
@@ -302,8 +350,9 @@ class Confirmation:
 
     def trip(self, item: Any, case: type) -> None:
         """The gate's always-equal object through an assertion pytest rewrites now, compiled as `item`'s module
-        would be (its file, its function's name and line), and through `case.assertEqual` (unittest's, or the
-        test's own class): the gate must see both reported while the tripwire runs."""
+        would be (its file, its function's name and line), as a comparison's operand and a call's argument,
+        and through `case.assertEqual` (unittest's, or the test's own class): the gate must see all three
+        reported while the tripwire runs."""
         try:
             self._always.__module__ = getattr(getattr(item, "module", None), "__name__", "conftest")
             always = self._always()
@@ -318,12 +367,22 @@ class Confirmation:
         path = str(getattr(item, "path", None) or item.fspath)
         function = getattr(item, "originalname", None) or item.name.partition("[")[0]
         line = getattr(getattr(getattr(item, "obj", None), "__code__", None), "co_firstlineno", 1)
-        source = "\n" * (line - 1) + f"def {function}(made, expected):\n    assert made() == expected\n"
+        source = "\n" * (line - 1) + (f"def {function}(made, expected, same):\n    assert made() == expected\n"
+                                      "    assert same(made(), expected)\n")
         tree = ast.parse(source)
         rewrite.rewrite_asserts(tree, source.encode(), path, item.config)
         namespace: dict[str, Any] = {"__name__": getattr(getattr(item, "module", None), "__name__", "test")}
         exec(compile(tree, path, "exec", dont_inherit=True), namespace)
-        namespace[function](lambda: always, expected)
+        namespace[function](lambda: always, expected, lambda one, other: one == other)
+
+
+@contextlib.contextmanager
+def _quiet() -> Iterator[None]:
+    """No warning from a probe's comparison (numpy's "elementwise comparison failed") reaches the test: one it
+    records (`pytest.warns`, `recwarn`) or turns into an error (`filterwarnings = error`) is the test's own."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        yield
 
 
 def _plain(value: Any, depth: int = 0) -> bool:
@@ -339,6 +398,8 @@ def _plain(value: Any, depth: int = 0) -> bool:
     return False
 
 
+# The "operator" of a call's argument: whatever the function does with it, `==` or `!=`.
+_ANY_WAY = "== or !="
 # How a class compares: as `object` does (identity), as a builtin type does, its own way, or as a MagicMock does.
 _IDENTITY, _BUILTIN, _OWN, _MOCK = "identity", "builtin", "own", "mock"
 _VIEWS: tuple[type, ...] = (type({}.keys()), type({}.items()))
@@ -356,6 +417,8 @@ def _compares(kind: type, method: str) -> tuple[str, Any]:
             return _IDENTITY, None
         if klass in _BUILTIN_EQ:
             return _BUILTIN, None
+        if type(found) in _PLAIN:  # a function (a class's own `def`), a builtin's slot: no mock
+            return _OWN, found
         if _mock_class(type(found)):  # a MagicMock's method once asked for: a mock, which records each call
             return _MOCK, found
         if type(found).__name__ == "MagicProxy" and type(found).__module__ in _MOCKS:
@@ -496,13 +559,48 @@ def _a_case(case: type) -> Any:
     return instance
 
 
+def _constant(value: tuple[Any, ...]) -> ast.expr:
+    """A tuple of constants as the rewritten code's constant (a fresh node for each place it is used)."""
+    constant: ast.expr = ast.Constant(value)  # type: ignore[arg-type]
+    return constant
+
+
 def hook(rewrite: Any, confirmation: Confirmation) -> None:
     """Have pytest's assertion rewriting (the module `rewrite`) route each `==`, `!=`, `in` and `not in` of
-    an assertion through `confirmation.seen` once it has compared: `left == right` becomes `seen(left ==
-    right, left, right, ...)`, the same operands (pytest's names for them), the result unchanged."""
+    an assertion through `confirmation`: `left == right` becomes `ahead(left, right, ...)`, then `seen(left ==
+    right, left, right, ...)`, the same operands (pytest's names for them), the result unchanged; and each call
+    `f(a, b)` becomes `called(None, ..., a, b)`, then `called(f(a, b), ..., a, b)`."""
+    setattr(rewrite, AHEAD, confirmation.ahead)
     setattr(rewrite, HELPER, confirmation.seen)
+    setattr(rewrite, CALLED, confirmation.called)
     rewriter = rewrite.AssertionRewriter
-    compare = rewriter.visit_Compare
+    compare, visit_call = rewriter.visit_Compare, rewriter.visit_Call
+
+    def visit_Call(self: Any, call: ast.Call) -> tuple[ast.expr, str]:
+        statements = self.statements
+        start = len(statements)
+        res, explanation = visit_call(self, call)
+        for index in range(len(statements) - 1, start - 1, -1):
+            statement = statements[index]
+            if isinstance(statement, ast.Assign) and isinstance(res, ast.Name) and len(statement.targets) == 1 \
+                    and isinstance(statement.targets[0], ast.Name) and statement.targets[0].id == res.id \
+                    and isinstance(statement.value, ast.Call):
+                made = statement.value
+                # The arguments pytest named (an unpacked `*args`, `**kwargs` left out), with their source's span.
+                keywords = [(mine.value, theirs.value) for mine, theirs in zip(made.keywords, call.keywords,
+                                                                                strict=False) if mine.arg]
+                pairs = [*zip(made.args, call.args, strict=False), *keywords]
+                named = [(new, old) for new, old in pairs if isinstance(new, ast.Name)]
+                if named:
+                    where = tuple(position for _, old in named for position in (
+                        old.lineno, old.col_offset, old.end_lineno, old.end_col_offset))
+                    values = [ast.Name(new.id, ast.Load()) for new, _ in named]
+                    ahead = self.helper(CALLED, ast.Constant(None), _constant(where), *values)
+                    statements.insert(index, ast.fix_missing_locations(ast.copy_location(ast.Expr(ahead), made)))
+                    after = self.helper(CALLED, made, _constant(where), *values)
+                    statement.value = ast.fix_missing_locations(ast.copy_location(after, made))
+                break
+        return res, explanation
 
     def visit_Compare(self: Any, comp: ast.Compare) -> tuple[ast.expr, str]:
         statements = self.statements
@@ -524,9 +622,13 @@ def hook(rewrite: Any, confirmation: Confirmation) -> None:
                 continue
             where = (operator[0], *(position for operand in operands[pair - 1:pair + 1] for position in (
                 operand.lineno, operand.col_offset, operand.end_lineno, operand.end_col_offset)))
+            ahead = self.helper(AHEAD, ast.Name(left.id, ast.Load()), ast.Name(right.id, ast.Load()), _constant(where))
+            statements.insert(statements.index(statement), ast.fix_missing_locations(
+                ast.copy_location(ast.Expr(ahead), found)))
             call = self.helper(HELPER, found, ast.Name(left.id, ast.Load()), ast.Name(right.id, ast.Load()),
-                               ast.Constant(operator[1]), ast.Constant(where))  # type: ignore[arg-type]
+                               ast.Constant(operator[1]), _constant(where))
             statement.value = ast.fix_missing_locations(ast.copy_location(call, found))
         return res, explanation
 
+    rewriter.visit_Call = visit_Call
     rewriter.visit_Compare = visit_Compare

@@ -70,7 +70,8 @@ def plan(hosts: Sequence[str] = ()) -> tuple[Trip, ...]:
 class Equal:
     """An object equal to everything (or, for `!=`, unequal to nothing) that an assertion of `test` found
     equal (gate/suite/equality.py): where (`site`, a file and line), the operand as its source writes it, the
-    object's class (`what`), and the assertion (`how`: "assert", or unittest's method)."""
+    object's class (`what`), and the assertion (`how`: "assert", "call" for an argument of a call in an
+    assertion, or unittest's method)."""
 
     test: str
     site: str
@@ -80,9 +81,13 @@ class Equal:
 
     def words(self) -> str:
         """The observation in a report's words."""
+        what = f"({self.what}: it equals the gate's probes, which no honest value equals)"
+        if self.how == "call":
+            return (f"the assertion at {self.site} in {self.test} called a function with {self.operand}, an "
+                    f"object equal to everything {what}")
         how = "the assertion" if self.how == "assert" else self.how
         return (f"{how} at {self.site} in {self.test} found {self.operand} equal through an object equal to "
-                f"everything ({self.what}: it equals the gate's probes, which no honest value equals)")
+                f"everything {what}")
 
 
 @dataclass(frozen=True)
@@ -267,8 +272,9 @@ def _took(found: RunRecords, due: _Due, record: dict[str, Any], run: str, seen: 
     if not right(due.trip, record):
         words = f"{due.trip.words(due.nodeid)} read {status}"
         if due.trip.kind == PASS and status == "passed":
+            missing = ", ".join(sorted(_CONFIRMED - mine))
             words = (f"{due.trip.words(due.nodeid)} passed, but the gate's always-equal object it put through an "
-                    "assertion and assertEqual was not reported")
+                     f"assertion and assertEqual was not reported ({missing})")
         found.suspects.append(Suspect(run, due.trip, words))
 
 
@@ -276,8 +282,8 @@ def right(trip: Trip, record: dict[str, Any]) -> bool:
     """Whether a tripwire's outcome is one its own test could give honestly. One that must fail may not pass
     (an error in a fixture, a skip, an expected failure can happen to it as to the test); one that must pass
     may not fail in its call, unless its process ended there or its test is expected to fail, and when it
-    passes, the gate's always-equal object it put through an assertion and unittest's assertEqual must have
-    been reported (gate/suite/equality.py)."""
+    passes, the gate's always-equal object it put through an assertion (a comparison, a call) and unittest's
+    assertEqual must have been reported (gate/suite/equality.py)."""
     status, detail = str(record.get("status")), str(record.get("detail", "")).lstrip()
     if trip.kind == FAIL:
         return status != "passed"
@@ -287,8 +293,9 @@ def right(trip: Trip, record: dict[str, Any]) -> bool:
             or detail.startswith(_EXPECTED_TO_FAIL))
 
 
-# The assertions through which a tripwire that must pass puts the gate's always-equal object.
-_CONFIRMED = {"assert", "assertEqual"}
+# The assertions through which a tripwire that must pass puts the gate's always-equal object: a comparison and a
+# call's argument in an assertion pytest rewrites, unittest's assertEqual.
+_CONFIRMED = {"assert", "call", "assertEqual"}
 # How pytest reports a call that passed where the test is expected to fail (a strict xfail, unittest's
 # expectedFailure): a tripwire that must pass fails so honestly.
 _EXPECTED_TO_FAIL = ("[XPASS(strict)]", "Unexpected success")
