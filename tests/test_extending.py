@@ -153,6 +153,7 @@ def copy(tmp_path: Path) -> Path:
     where = tmp_path / "copy"
     for folder in ("gate", "docs"):
         shutil.copytree(ROOT / folder, where / folder, ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copyfile(ROOT / ".gitignore", where / ".gitignore")  # (the bytecode the gate's runs write)
     _git(where, "init", "-q")
     _git(where, "add", "-A")
     _git(where, "commit", "-qm", "as it is")
