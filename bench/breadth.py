@@ -54,6 +54,9 @@ HONEST = "\n# bench: an honest change (a comment)\n"
 HONEST_C = "\n/* bench: an honest change (a comment) */\n"
 REGRESSION = "return None  # bench: a regression"
 REGRESSION_C = "Py_RETURN_NONE;  /* bench: a regression */"
+# How far the gate's count of the honest head's passing tests may be from plain pytest's: a test or two that
+# fails on both sides only in the sandbox (one that starts /bin/sh) is said by the verdict, not charged.
+PASSED_WITHIN = 2
 
 
 @dataclass(frozen=True)
@@ -436,7 +439,7 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     outcome.tests_pytest = str(counts.get("passed", "-"))
     if not outcome.honest.startswith("HUMAN" if project.framework else "ACCEPTED"):
         outcome.problems.append("honest change: " + outcome.honest + ": " + "; ".join(said)[:500])
-    elif counts and abs(len(passed) - counts.get("passed", 0)) > max(3, counts.get("passed", 0) // 100):
+    elif counts and abs(len(passed) - counts.get("passed", 0)) > PASSED_WITHIN:
         outcome.problems.append(f"honest change: the gate passed {len(passed)} tests, plain pytest "
                                 f"{counts.get('passed', 0)}")
     _, code, verdict, error = gate(repo, "regression", cache, out)
