@@ -24,6 +24,7 @@ from tests.projects import (  # noqa: F401
     project_repo,
     pyproject,
     wheelhouse,
+    write_wheel,
 )
 from tests.suite_support import REWRITING_PLUGIN, charged_messages, score_repo, suite_statuses
 
@@ -91,6 +92,39 @@ def test_a_regression_in_a_built_project_is_blocked_naming_the_failing_test(tmp_
     [message] = charged_messages(verdict)
     assert message.startswith("tests/test_verpkg.py::test_double failed at tests/test_verpkg.py:")
     assert "(it passes on the base)" in message
+
+
+# zope.interface's shape: its package in a namespace package (`nsp`, declared by its own `__init__.py`) that
+# the environment shares: a test dependency installs another portion of it (zope.testing's `zope/testing/`).
+NAMESPACED_TESTS = TESTS.replace("import verpkg\n", "from nsp import helper, verpkg\n") + (
+    "\n\ndef test_the_environments_portion():\n    assert helper.same(1, 1)\n")
+
+
+@pytest.mark.slow
+def test_a_package_in_a_namespace_the_environment_shares_gets_what_its_build_wrote(
+        tmp_path: Path, offline_pip: Path) -> None:  # noqa: F811
+    """The build writes `src/nsp/verpkg/_version.py`; the environment's `nsp/` holds another distribution's
+    portion only, so what the build wrote for `nsp.verpkg` (a version file, a compiled extension) reaches the
+    tests as in the project's CI, and the environment's `nsp.helper` is still the one they import."""
+    write_wheel(offline_pip, "nsp-helper", {"nsp/helper/__init__.py": "def same(a, b):\n    return a == b\n"})
+    backend = VERSIONED_BACKEND.replace("'src/verpkg' if os.path.isdir('src') else 'verpkg'", "'src/nsp/verpkg'")
+    package = PACKAGE.replace("from verpkg.", "from nsp.verpkg.")
+    repo = project_repo(tmp_path / "repo", {
+        "_backend/backend.py": backend, ".gitignore": "src/nsp/verpkg/_version.py\n",
+        "pyproject.toml": pyproject("verpkg", ["nsp-helper"]),
+        "src/nsp/__init__.py": "__path__ = __import__('pkgutil').extend_path(__path__, __name__)\n",
+        "src/nsp/verpkg/__init__.py": package, "tests/test_verpkg.py": NAMESPACED_TESTS, ".github/gate.yml": POLICY})
+    repo.git("tag", "v1.4.0", "main")
+    repo.commit("bot: document double", {"src/nsp/verpkg/__init__.py": package.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts)
+    assert suite_statuses(verdict) == {"tests/test_verpkg.py::test_double": "passed",
+                                       "tests/test_verpkg.py::test_version_is_the_metadata": "passed",
+                                       "tests/test_verpkg.py::test_the_environments_portion": "passed"}
+    assert verdict.accepted
 
 
 @pytest.mark.slow

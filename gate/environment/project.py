@@ -341,7 +341,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                refusals = _unpack(result.result, layer.path, limits.disk_bytes, _modules(installed),
+                refusals = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
                                    layer.code, own, _Prebuilt((source, *sites)))
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
@@ -407,9 +407,35 @@ def _modules(folders: Sequence[str]) -> frozenset[str]:
     return frozenset(found)
 
 
+def _installed(folders: Sequence[str]) -> frozenset[str]:
+    """The modules and packages the import path's `folders` hold, by dotted name: those at the top, and in a
+    namespace package (a folder without `__init__.py`, which several distributions share: the environment's
+    `zope/` holds zope.event and zope.testing, not zope.interface) those it holds, as deep as it goes."""
+    found: set[str] = set()
+
+    def walk(folder: str, prefix: str) -> None:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            return
+        for entry in entries:
+            if entry.name == "__pycache__" or entry.name.endswith((".dist-info", ".egg-info", ".pth")):
+                continue
+            if entry.is_dir() and entry.name.isidentifier() and not os.path.exists(
+                    os.path.join(entry.path, "__init__.py")):
+                walk(entry.path, f"{prefix}{entry.name}.")
+            else:
+                found.add(prefix + entry.name.partition(".")[0])
+
+    for folder in folders:
+        walk(folder, "")
+    return frozenset(found)
+
+
 def _kept(parts: tuple[str, ...], installed: frozenset[str], code: SuiteCode, own: frozenset[str]) -> bool:
     """Whether a wheel's file goes into the layer: not (in) a module named like the test framework nor like one
-    the environment or the gate's pytest installs (`installed`), not the suites' code (`code`; `own`: the
+    the environment or the gate's pytest installs (`installed`, by dotted name: in a namespace package, the
+    portions it holds), not the suites' code (`code`; `own`: the
     tree's top-level modules), not bytecode, a .pth file or native code for another system (`.pyd`, `.dll`,
     `.dylib`); a shared object is kept once `_unpack` has checked it is one the sandbox compiled
     (`_compiled`). The layer comes before the environment on the import path, so the head's build could
@@ -418,7 +444,9 @@ def _kept(parts: tuple[str, ...], installed: frozenset[str], code: SuiteCode, ow
     read (gate/sandbox/stage.py)."""
     name = parts[-1].lower()
     top = parts[0].partition(".")[0] if len(parts) == 1 else parts[0]
-    return not (top in FRAMEWORK_MODULES or top in installed
+    dotted = [*parts[:-1], parts[-1].partition(".")[0]]
+    return not (top in FRAMEWORK_MODULES or any(".".join(dotted[:depth]) in installed for depth in
+                                                range(1, len(dotted) + 1))
                 or (name.endswith(NOT_RUN_SUFFIXES) and not _native(name)) or _suite_code(parts, code, own))
 
 
