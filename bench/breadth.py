@@ -94,19 +94,39 @@ tox==4.8.0
 MCCABE_TOX = """\
 [tox]
 envlist =
-    py27,py34,py35,py36,py37,py38,py39,pypy,pypy3,flake8
+    ,py36,py37,py38,py39,py310,pypy,pypy3,flake8
 
 [testenv]
 deps =
     pytest
+    hypothesis ; python_version >= "3.6"
+    hypothesmith ; python_version >= "3.6"
 commands =
     pytest
+
+[flake8]
+max-line-length = 88
 
 [testenv:flake8]
 deps =
     flake8
 commands =
     flake8
+
+[testenv:docstrings]
+deps =
+    flake8
+    flake8-docstrings
+commands =
+    flake8
+
+[testenv:release]
+deps =
+    twine >= 1.4.0
+    wheel
+commands =
+    python setup.py sdist bdist_wheel
+    twine upload {posargs:--skip-existing} dist/*
 """
 
 PROJECTS = (
@@ -171,9 +191,10 @@ PROJECTS = (
     # that needs libyaml; tests are a conftest's own items over data files.
     Project("PyYAML", "6.0.2", "lib/ package_dir, in-tree backend, optional Cython ext, conftest items",
             ("tests",), ("-e", ".", "pytest"), ("lib/yaml/__init__.py", "dump")),
-    # The test module at the repository's root, beside the module; tox installs pytest (its tox.ini, which
-    # the sdist omits, as in PyCQA/mccabe).
-    Project("mccabe", "0.7.0", "one module, test module at the root, tox deps", (), ("-e", ".", "pytest"),
+    # The test module at the repository's root, beside the module; tox installs pytest and Hypothesmith (its
+    # tox.ini, which the sdist omits, as PyCQA/mccabe has it at the tag 0.7.0).
+    Project("mccabe", "0.7.0", "one module, test module at the root, tox deps", (),
+            ("-e", ".", "pytest", "hypothesis", "hypothesmith"),
             ("mccabe.py", "PathGraph.complexity"), repository_files=(("tox.ini", MCCABE_TOX),)),
     # A pkg_resources namespace (`zope`) with the tests inside the package, an optional C extension, tox's
     # `extras = test` and `extras_require` by name in setup.py.
@@ -361,16 +382,20 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
 
 def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
                                                                     dict[str, int], str]:
-    """(times, counts on the honest head, counts on the regression, the end of the output when pytest did not
-    run: it passed no test) of a CI job: a checkout, a venv, the install, pytest; then pytest warm, and the
-    regression installed and run."""
+    """(times, counts on the honest head, counts and exit status (`exit`) on the regression, the end of the
+    output when pytest did not run: it passed no test) of a CI job: a checkout, a venv, the install, pytest;
+    then pytest warm, and the regression installed and run."""
     job = ci_job(project, repo, root)
     if job.broken.startswith("pip install failed"):
         return {}, {}, {}, job.broken
 
-    def run() -> subprocess.CompletedProcess[str]:
-        return subprocess.run(job.command, cwd=job.checkout, capture_output=True, text=True, check=False,
-                              timeout=3600)
+    def run(timeout: float = 3600) -> subprocess.CompletedProcess[str]:
+        try:
+            return subprocess.run(job.command, cwd=job.checkout, capture_output=True, text=True, check=False,
+                                  timeout=timeout)
+        except subprocess.TimeoutExpired as late:  # a hang: CI's job timeout would stop it
+            said = late.stdout.decode(errors="replace") if isinstance(late.stdout, bytes) else late.stdout or ""
+            return subprocess.CompletedProcess(job.command, -9, said + "\ntimed out", "")
 
     times = {"pytest cold": job.seconds}
     started = time.perf_counter()
@@ -381,8 +406,10 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     # honest head's C, and only a build sees a regression in it.
     subprocess.run([job.command[0], "-m", "pip", "install", "-q", *project.install], cwd=job.checkout,
                    capture_output=True, check=True)
-    regressed = run()
-    return times, job.counts, pytest_counts(regressed.stdout), job.broken
+    # A regression can hang the suite (aiofiles: a server's handler raises, its client waits for ever).
+    regressed = run(timeout=max(120.0, 10 * times["pytest warm"]))
+    # Its exit status too: a regression that breaks a conftest's import stops pytest before any summary.
+    return times, job.counts, pytest_counts(regressed.stdout) | {"exit": regressed.returncode}, job.broken
 
 
 def init_choices(said: str) -> list[str]:
@@ -423,7 +450,7 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
     outcome.times |= times
     if broken:
         outcome.problems.append(f"plain pytest did not run: {broken}")
-    if counts and not (regressed.get("failed", 0) or regressed.get("error", 0) or regressed.get("errors", 0)):
+    if counts and not regressed.get("exit"):
         outcome.problems.append("the regression fails no test under plain pytest either (a bad bench target)")
     cache = root / "gate-cache"
     out = root / "verdict.json"
@@ -449,7 +476,7 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
         pass  # what no suite can test went to a human
     elif not word.startswith("BLOCKED") or not charged:
         outcome.problems.append("regression: " + word + ": " + ("; ".join(said)[:500] or "no test charged") +
-                                f" (plain pytest: {regressed.get('failed', 0)} failed)")
+                                f" (plain pytest: {regressed.get('failed', 0)} failed, exit {regressed.get('exit')})")
     return outcome
 
 
