@@ -138,8 +138,9 @@ PROJECTS = (
             ("idna/core.py", "valid_label_length")),
     Project("packaging", "24.1", "src, flit, tests/requirements.txt", ("tests",),
             ("-e", ".", "-r", "tests/requirements.txt"), ("src/packaging/utils.py", "canonicalize_name")),
-    Project("more-itertools", "10.5.0", "flat, flit, unittest-style", ("tests",), ("-e", ".", "pytest"),
-            ("more_itertools/more.py", "chunked")),
+    # Its CI's `make requirements` installs its dev set (linters, docs tools, coverage), then the project.
+    Project("more-itertools", "10.5.0", "flat, flit, unittest-style, dev requirements", ("tests",),
+            ("-r", "requirements/development.txt", "-e", ".", "pytest"), ("more_itertools/more.py", "chunked")),
     Project("six", "1.16.0", "one module, setuptools, setup.cfg [tool:pytest]", ("test_six.py",),
             ("-e", ".", "pytest"), ("six.py", "add_metaclass")),
     Project("wcwidth", "0.2.13", "flat, setuptools, requirements-tests39.txt, tox.ini (--cov)", ("tests",),
