@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from gate.suite import order, run
 from gate.suite.harness import match
-from gate.suite.run import shares
+from gate.suite.run import shares, why
 from tests import session_support
 from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
@@ -211,6 +212,22 @@ def test_an_id_asked_for_and_not_collected_is_matched_to_the_same_functions_othe
     assert match(collected, asked) == {"t.py::test_when[2024-05-02T10:00:01]": "t.py::test_when[2024-05-01T09:00:00]",
                                        "t.py::test_other[1]": "t.py::test_other[2]"}
     assert match(["t.py::test_plain2"], ["t.py::test_plain"]) == {}  # not parametrized: never matched
+
+
+def test_a_long_failure_on_both_sides_reads_the_same_from_what_a_baseline_keeps_of_it() -> None:
+    # The base's report is cached cut to its end (run.why); the head's is whole. The same failure, in reports
+    # longer than that, must read the same (else each such test ran again on the base in the head's order:
+    # 498 tests, about a minute, on every check of attrs), and another failure must not.
+    def report(address: str, last: str) -> run.TestOutcome:
+        frames = "".join(f"tests/test_x.py:{n}: in helper\n    value = compute({n})\n" for n in range(40))
+        return run.TestOutcome("tests/test_x.py::test_x", "failed", f"{frames}E   assert None is True\n"
+                           f"E    +  where None = <calc.Thing object at {address}>.check()\nE   {last}\n")
+
+    base = why(report("0x7fd4c11e7880", "AssertionError"))  # as the baseline keeps it
+    same, other = report("0x7f8a8c8bd9c0", "AssertionError"), report("0x7f8a8c8bd9c0", "TypeError: bad")
+    assert len(same.detail) > len(base)
+    assert order._failure("failed", base) == order._failure("failed", why(same))
+    assert order._failure("failed", base) != order._failure("failed", why(other))
 
 
 CLOCK = '''\

@@ -32,7 +32,7 @@ from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.suite import order
 from gate.suite.harness import function_of
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite, why
 from gate.suite.selection import SuiteTrees
 from gate.suite.tripwire import Suspect
 from gate.syntax import parse_python
@@ -187,7 +187,7 @@ def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str
     for nodeid, outcome in result.tests.items():
         known.statuses[nodeid] = outcome.status
         if outcome.status != PASSED:
-            known.details[nodeid] = _why(outcome)
+            known.details[nodeid] = why(outcome)
     _keep(stored, known)
     return result
 
@@ -326,15 +326,6 @@ def _fix(subject: Subject) -> str:
                 "and see `gate doctor --repo .`")
     return ("fix the base (or what the environment installs: environment.extras, groups or requirements) and see "
             "`gate doctor --repo .`")
-
-
-def _why(outcome: TestOutcome) -> str:
-    """Why a test did not pass: the end of its report (the error and the calls that led to it), else its
-    status."""
-    return outcome.detail.strip()[-_WHY:] or outcome.status
-
-
-_WHY = 600  # characters of a report a baseline keeps
 
 
 def collection_refusal(collected: tuple[str, ...], outcomes: dict[str, TestOutcome], plain: dict[str, int]) -> str:

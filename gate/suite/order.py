@@ -21,7 +21,8 @@ from typing import Protocol
 from gate.errors import GateFailure
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, gist, run_suite
+from gate.sandbox.stage import EXPORT_PREFIX
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, gist, run_suite, why
 from gate.verdict import listing
 
 PASSED = "passed"
@@ -54,8 +55,8 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
                and not (nodeid in on_base.tests and on_base.same_before(found, nodeid))]
     charged = [nodeid for nodeid in failing if known.statuses.get(nodeid) == PASSED]
     unlike = [nodeid for nodeid in failing if nodeid in known.statuses and known.statuses[nodeid] != PASSED
-              and _failure(known.statuses[nodeid], gist(known.details.get(nodeid, "")))
-              != _failure(found.tests[nodeid].status, gist(found.tests[nodeid].detail))]
+              and _failure(known.statuses[nodeid], known.details.get(nodeid, ""))
+              != _failure(found.tests[nodeid].status, why(found.tests[nodeid]))]
     alone: list[str] = []
     if charged:
         again = run_suite(sandbox, replace(head, what=f"{head.what} again, in the base's order"),
@@ -105,14 +106,21 @@ def _after(before: Sequence[str]) -> str:
     return f"after the {len(before)} tests before it in the head's run" + (f" (from {before[0]})" if before else "")
 
 
-def _failure(status: str, said: str) -> tuple[str, str]:
-    """How a test did not pass, for telling two sides' failures apart: its status and its report's gist, less
-    what differs from one run to the next (addresses, temporary paths, numbers: a time, a random value) and
-    where a skip's report is."""
-    said = said.removeprefix(": ")
+# What differs in a report from one run to the next: a temporary path, one in the tree the run was in (each side
+# has its own export: gate/sandbox/stage.py, in memory or under $TMPDIR), an address, a number (a time, a
+# random value).
+_VARYING = re.compile(rf"/tmp/\S*|/\S*{re.escape(EXPORT_PREFIX)}\S*|0x[0-9a-fA-F]+|\d+")
+
+
+def _failure(status: str, report: str) -> tuple[str, str]:
+    """How a test did not pass, for telling two sides' failures apart: its status and the last line of the
+    error in the end of its report as a baseline keeps it (run.why; the last `E` line, else the last line, of
+    a skip its reason), less what differs from one run to the next (_VARYING). The last line, not the first:
+    both sides' reports are cut to their end, so the first line of each is wherever its cut fell."""
+    lines = [line.strip() for line in report.splitlines() if line.strip()]
+    said = ([line for line in lines if line.startswith("E ")] or lines or [""])[-1].removeprefix("E").strip()
     skip = re.search(r"Skipped: (.*)$", said)
-    said = skip.group(1) if skip else said
-    return status, re.sub(r"/tmp/\S*|0x[0-9a-fA-F]+|\d+", "", said)
+    return status, _VARYING.sub("", skip.group(1) if skip else said)
 
 
 def file_prefixes(collected: Sequence[str], wanted: Sequence[str]) -> list[str]:

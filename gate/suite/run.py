@@ -111,6 +111,16 @@ class SuiteResult:
         return {nodeid: (run, at) for run in self.runs for at, nodeid in enumerate(run)}
 
 
+# Characters of a report a baseline keeps of a test that did not pass.
+_WHY = 600
+
+
+def why(outcome: TestOutcome) -> str:
+    """Why a test did not pass, as a baseline keeps it: the end of its report (the error and the calls that led
+    to it), else its status."""
+    return outcome.detail.strip()[-_WHY:] or outcome.status
+
+
 def gist(detail: str) -> str:
     """The line of pytest's report that says what went wrong (its first `E` line), else its last line."""
     lines = [line.strip() for line in detail.splitlines() if line.strip()]
