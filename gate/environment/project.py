@@ -32,6 +32,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
@@ -133,7 +134,17 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     tests = tuple(arg for suite in suites for arg in suite.args)
     notes = []
     tree = subject.tree
-    failed = build(sandbox, lambda: tree, head, sites, limits, installed)
+    suite, base_tree = subject.suite, subject.base
+    exported = suite.base_tree if suite is not None else None
+    sources = [(lambda: tree, head)]
+    if base_tree is not None:
+        sources.append(((lambda: exported) if exported is not None else base_tree.export, base))
+    # The two builds are independent: side by side, each on a core, where there are two (a compiled extension's
+    # build is most of a cold check's time; one core would only stretch each build towards its time limit).
+    with ThreadPoolExecutor(max_workers=min(len(sources), _cores())) as pool:
+        builds = [pool.submit(build, sandbox, source, layer, sites, limits, installed) for source, layer in sources]
+        failures = [each.result() for each in builds]
+    failed = failures[0]
     notes += [("build", f"head: {why}") for why in refused(head)]
     if failed:
         notes.append(("build", f"head: {failed}"))
@@ -146,13 +157,9 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         generated = tuple(SourceFile.from_bytes(path, file.read_bytes()) for path, file in sorted(written.items())
                           if path.endswith(".py"))
         subject = replace(subject, import_roots=_in_place(head, subject.import_roots), generated=generated)
-    suite, base_tree = subject.suite, subject.base
     if base_tree is None:
         return replace(subject, facts=(*subject.facts, *notes))
-    exported = suite.base_tree if suite is not None else None
-    failed_head = failed
-    failed = build(sandbox, (lambda: exported) if exported is not None else base_tree.export,
-                   base, sites, limits, installed)
+    failed_head, failed = failed, failures[1]
     notes += [("build", f"base: {why}") for why in refused(base)]
     if failed:
         notes.append(("build", f"base: {failed}"))
@@ -174,6 +181,10 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
                           scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
                                              for name, each in subject.scope_suites))
     return replace(subject, facts=(*subject.facts, *notes))
+
+
+def _cores() -> int:
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
 
 
 def overlay(layer: Path, tree: Path, tests: Sequence[str], roots: Sequence[str] = ()) -> list[PurePath]:
