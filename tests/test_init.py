@@ -154,8 +154,17 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
     pytest.param({"pyproject.toml": '[project]\nname = "x"\nversion = "1"\n',
                   "tox.ini": "[tox]\nenvlist = lint, py{37, 38}\n[testenv]\ncommands = pytest\ndeps =\n    pytest\n"
                              "[testenv:lint]\ndeps = pre-commit\n", "test/test_x.py": ""},
-                 {"environment": {"groups": ["tox:py37"]}, "tests": {"paths": ["test"]}},
+                 {"environment": {"groups": ["tox:py"]}, "tests": {"paths": ["test"]}},
                  id="tox's envlist with factors in braces (tabulate)"),
+    pytest.param({"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+                  "tox.ini": "[tox]\nenvlist = lint, py27, pypy3, "
+                             f"py{{38, {sys.version_info[0]}{sys.version_info[1]}}}\n"
+                             "[testenv]\ndeps = -r ci/tests.txt\ncommands = pytest\n"
+                             "[testenv:py27]\ndeps = -r ci/py27.txt\n[testenv:pypy3]\ndeps = -r ci/pypy.txt\n",
+                  "ci/tests.txt": "pytest\n", "ci/py27.txt": "pytest<5\n", "ci/pypy.txt": "pytest\n",
+                  "tests/test_x.py": ""},
+                 {"environment": {"requirements": ["ci/tests.txt"]}, "tests": {"paths": ["tests"]}},
+                 id="tox's environment for this Python, not the envlist's first (wcwidth's py27)"),
     pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
                               "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
                   "x/__init__.py": "", "x/tests/test_x.py": ""},

@@ -17,6 +17,7 @@ import configparser
 import itertools
 import re
 import shlex
+import sys
 import tomllib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -73,8 +74,10 @@ def is_tool_group(group: str) -> bool:
 # ----- tox -----------------------------------------------------------------------------------------------
 
 def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
-    """The tox environment `name`, or (None) the one that runs the tests: the first of `test`, `tests`,
-    `py`, the envlist's `py*` and the plain `[testenv]` whose commands run pytest."""
+    """The tox environment `name`, or (None) the one that runs the tests, as `tox -e py` does on this Python
+    in CI: the first whose commands run pytest of `test`, `tests`, the envlist's CPython ones for this Python
+    (`py311`, `py311-cov`, then `py3`), `py` (the plain `[testenv]`), then the envlist's other CPython ones
+    (`py27` lists deps that no longer install; `pypy3` is another interpreter)."""
     config = _tox_config(read)
     if config is None:
         return None
@@ -82,7 +85,11 @@ def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
     if name is not None:
         return _tox_resolve(where, sections, name) if name == "testenv" or f"testenv:{name}" in sections \
             or "testenv" in sections else None
-    named = [n for n in (*TEST_NAMES, *[e for e in envlist if e.startswith("py")], "py") if n]
+    pythons = [e for e in envlist if re.fullmatch(r"py[\d.]*", e.split("-")[0])]
+    here = [e for version in (f"{sys.version_info[0]}{sys.version_info[1]}", f"{sys.version_info[0]}"
+                              f".{sys.version_info[1]}", str(sys.version_info[0]))
+            for e in pythons if e.split("-")[0] == f"py{version}"]
+    named = [*TEST_NAMES, *here, "py", *pythons]
     for candidate in dict.fromkeys(named):
         if f"testenv:{candidate}" not in sections and candidate not in ("py", *envlist):
             continue
