@@ -15,7 +15,7 @@ tests call, or `Py_RETURN_NONE;` as the first statement of a C function of its e
 Times, one sample each (the machine's load is printed with the table):
 - gate cold: `python -m gate check --base main --head honest --json F` with an empty `GATE_CACHE_DIR` (the
   environment is built, the base's suite runs for the baseline, then the head's); gate warm: the same again;
-- pytest cold: what a CI job does on a fresh checkout of the head: a virtual environment (the gate's run
+- pytest cold: what a CI job does on a fresh checkout of the head: an active virtual environment (the gate's run
   interpreter), `pip install -e .` with the same test extra or requirements (plus pytest when they do not
   bring it), then `python -m pytest -q -p no:cacheprovider PATHS`; pytest warm: pytest again.
 Both use the machine's pip configuration and its HTTP cache (the first ever run downloads more).
@@ -354,6 +354,7 @@ class CiJob:
     broken: str  # the end of the output when pytest did not run (it passed no test), else ""
     checkout: Path
     command: list[str]
+    environ: dict[str, str]  # the job's variables, its venv active
 
 
 def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | None = None) -> CiJob:
@@ -361,7 +362,10 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
     dependencies (and pytest when they do not bring it), `python -m pytest`."""
     checkout = root / "checkout"
     venv = root / "venv"
-    env = environ or dict(os.environ)
+    # The venv active, as a job's `source venv/bin/activate` (or tox) has it: the tests' commands (attrs' mypy
+    # tests run `mypy`) are its console scripts.
+    env = {**(environ or os.environ), "VIRTUAL_ENV": str(venv),
+           "PATH": f"{venv / 'bin'}:{(environ or os.environ).get('PATH', os.defpath)}"}
     started = time.perf_counter()
     subprocess.run(["git", "clone", "-q", "--branch", "honest", str(repo), str(checkout)], check=True)
     subprocess.run([run_interpreter(), "-m", "venv", str(venv)], check=True, env=env)
@@ -371,14 +375,16 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
     command = [python, "-m", "pytest", "-q", "-p", "no:cacheprovider", *project.pytest]
     if install.returncode != 0:
         return CiJob(time.perf_counter() - started, {}, "pip install failed: " + install.stderr.strip()[-400:],
-                     checkout, command)
+                     checkout, command, env)
     if subprocess.run([python, "-c", "import pytest"], capture_output=True, check=False).returncode != 0:
         subprocess.run([python, "-m", "pip", "install", "-q", "pytest"], check=True, capture_output=True, env=env)
-    first = subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False, timeout=3600)
+    first = subprocess.run(command, cwd=checkout, capture_output=True, text=True, check=False, timeout=3600,
+                           env=env)
     seconds = time.perf_counter() - started
     counts = pytest_counts(first.stdout)
     said = (first.stdout + first.stderr).strip()
-    return CiJob(seconds, counts, "" if counts.get("passed") else said[-400:] or "no output", checkout, command)
+    return CiJob(seconds, counts, "" if counts.get("passed") else said[-400:] or "no output", checkout, command,
+                 env)
 
 
 def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
@@ -393,7 +399,7 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     def run(timeout: float = 3600) -> subprocess.CompletedProcess[str]:
         try:
             return subprocess.run(job.command, cwd=job.checkout, capture_output=True, text=True, check=False,
-                                  timeout=timeout)
+                                  timeout=timeout, env=job.environ)
         except subprocess.TimeoutExpired as late:  # a hang: CI's job timeout would stop it
             said = late.stdout.decode(errors="replace") if isinstance(late.stdout, bytes) else late.stdout or ""
             return subprocess.CompletedProcess(job.command, -9, said + "\ntimed out", "")
@@ -406,7 +412,7 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
     # Installed again, as a job on that head would: an editable install's compiled extension is built from the
     # honest head's C, and only a build sees a regression in it.
     subprocess.run([job.command[0], "-m", "pip", "install", "-q", *project.install], cwd=job.checkout,
-                   capture_output=True, check=True)
+                   capture_output=True, check=True, env=job.environ)
     # A regression can hang the suite (aiofiles: a server's handler raises, its client waits for ever).
     regressed = run(timeout=max(120.0, 10 * times["pytest warm"]))
     # Its exit status too: a regression that breaks a conftest's import stops pytest before any summary.
