@@ -215,10 +215,13 @@ def test_a_result_that_equals_anything_is_blocked_for_a_human(tmp_path: Path) ->
 
     verdict = score_repo(repo)
 
-    # In the tests' own process the object does pass `assert mul(two, 3) == 6`: the static check is what stops it.
-    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "passed"
+    # Both stop it: the static check reads the __eq__, and at run time the assertion's operand equals the gate's
+    # probes, so the suite's results are no result (no test reads "passed") and cost no points.
+    assert "passed" not in suite_statuses(verdict).values()
     assert not verdict.accepted
     assert any("__eq__ whose result does not depend on the other operand at calc.py:5" in reason
+               for reason in verdict.blocked_reasons), verdict.blocked_reasons
+    assert any("found mul(two, 3) equal through an object equal to everything" in reason
                for reason in verdict.blocked_reasons), verdict.blocked_reasons
 
 
