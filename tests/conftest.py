@@ -7,6 +7,7 @@ gate's own environment while the sandbox is open (a secret that no run may be ab
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,6 +23,13 @@ from tests.fakegithub import FakeGitHub, serve
 
 def pytest_configure(config: pytest.Config) -> None:
     session_support.start()
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """`-n auto`: two workers a core. The inner loop's tests spend much of their time waiting on what they
+    test (a hang's timeout, a sandbox's wall limit), so a second worker a core fills that wait. `.ci/run`
+    runs the slow tests, which are busy with builds, one a core (`-n "$(nproc)"`)."""
+    return 2 * (os.cpu_count() or 1)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
