@@ -8,8 +8,9 @@ everything before):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
 name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
 node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
-found equal: gate/suite/equality.py), {"test": node id, "status", "detail", "seconds", "line", "trace"}, {"done":
-0}, each with the key (the gate ignores a record without it). A node id asked for that
+found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test depends on was no longer as
+collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail", "seconds", "line",
+"trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
 pytest did not collect is matched to one it collected and was not asked for, of the same test function with
 other parameters (`match`: ids computed at collection time, from the clock, change from run to run); the gate
 decides whether that match stands. A test's `line` is where pytest says it failed in its own
@@ -122,7 +123,7 @@ class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names)."""
 
     def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]],
-                 trips: list[dict[str, Any]], equality: Any) -> None:
+                 trips: list[dict[str, Any]], equality: Any, guard: Any) -> None:
         self._fd = fd
         self._equality = equality  # gate/suite/equality.py's Confirmation
         self._key = key
@@ -133,6 +134,7 @@ class GatePlugin:
         self._trips = trips
         self._hosts: dict[int, tuple[list[str], list[str]]] = {}  # by id() of the item
         self._armed: str | None = None  # the kind of the tripwire running now
+        self._guard = guard  # gate/suite/guard.py's Guard: what the tests depend on, as collected
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -176,12 +178,14 @@ class GatePlugin:
         self.write({"collected": collected, "unhostable": sorted(unhostable), "matched": matched,
                     "always": self._equality.always})
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
+        self._guard.note(items)
 
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
         """(A wrapper, outermost.) The tripwires the plan puts before `item`, then its own run, then those
         after it; each through the whole protocol, as pytest runs any test (a tripwire's is the same item
         object). One before the item leaves its function's own fixtures torn down and its parents' set up; none
         comes after an item whose run ended the session."""
+        self._changed(item, names=True)
         kinds = None if self._armed else self._hosts.pop(id(item), None)
         for kind in kinds[0] if kinds else ():
             self._trip(item, kind, item.parent)
@@ -205,9 +209,15 @@ class GatePlugin:
             self._armed = None
             session.testsfailed, option.maxfail = failed, most
 
+    def _changed(self, item: Any, names: bool) -> None:
+        """Report what `item` depends on that is no longer as collected (gate/suite/guard.py)."""
+        for change in self._guard.changed(item, names):
+            self.write({"replaced": item.nodeid, "what": change})
+
     def pytest_runtest_call(self, item: Any) -> Any:
         """(A wrapper, innermost.) Watch for the test function's frame while the item's call runs: as it
         starts, a tripwire's call fails there, or returns there; any other test's goes on as it would."""
+        self._changed(item, names=False)
         codes = _codes(item)
         if not codes or sys.getprofile() is not None:  # (another profiler: the tripwire cannot arm)
             yield
@@ -483,6 +493,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         import unittest
 
         import _gate_equality as equality
+        import _gate_guard
         import _pytest.assertion.rewrite as rewrite
 
         plugin: GatePlugin | None = None
@@ -491,7 +502,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         equality.hook(rewrite, confirmation)
         confirmation.wrap_unittest(unittest.TestCase)
         plugin = GatePlugin(fd, key, select, [(name, imported[module]) for name, module in named
-                                              if module in imported], trips, confirmation)
+                                              if module in imported], trips, confirmation, _gate_guard.Guard())
         options = [option for _, module in named if module not in imported for option in ("-p", module)]
         if plugins:  # imported before pytest could (see _import_framework): pytest cannot rewrite their asserts
             # and warns, which the base's `filterwarnings = error` would make an error that stops the run. The
@@ -526,7 +537,7 @@ FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
 # What this program itself imports once pytest runs (the tripwires' checks, the equality confirmation and what it
 # imports), imported with the framework: never a module of the tree's (a head `unittest/`, `secrets.py`).
 _OWN = ("_pytest.python", "_pytest.unittest", "unittest.case", "_pytest.assertion.rewrite", "unittest",
-        "_gate_equality")
+        "_gate_equality", "_gate_guard")
 
 
 def _import_framework(plugins: list[str]) -> dict[str, Any]:

@@ -40,8 +40,9 @@ _OUTPUT_BYTES = 16 * 1024 * 1024
 SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
 # The program each run starts.
 _HARNESS = "gate.suite.harness"
-# The modules it imports by those names: the tree's import path, the confirmation of its assertions' equality.
-_SHARED = {**programs.TREE, "_gate_equality.py": "gate.suite.equality"}
+# The modules it imports by those names: the tree's import path, the confirmation of its assertions' equality,
+# the guard on what the tests depend on.
+_SHARED = {**programs.TREE, "_gate_equality.py": "gate.suite.equality", "_gate_guard.py": "gate.suite.guard"}
 _RANDOM = secrets.SystemRandom()
 _HOSTS = 3  # tests of other files that carry a confirming run's tripwires (`confirm`)
 # Wall seconds of a control run (gate/suite/tripwire.py) beyond its tests' own: pytest's start and collection.

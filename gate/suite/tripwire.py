@@ -91,20 +91,35 @@ class Equal:
 
 
 @dataclass(frozen=True)
+class Replaced:
+    """What a test depends on (its code, a helper's, a name its module binds) that was no longer as collected
+    before `test` ran, as the harness saw it (gate/suite/guard.py)."""
+
+    test: str
+    what: str
+
+
+@dataclass(frozen=True)
 class Suspect:
     """A tripwire that read the wrong outcome (or a test the run said could host none), or an object equal to
-    everything that an assertion found equal (`equal`): tampering, once the base's own suite runs the same
-    tripwire right, or runs the same test without that object there. `trip` is pinned to its host."""
+    everything that an assertion found equal (`equal`), or code a test depends on replaced (`replaced`):
+    tampering, once the base's own suite runs the same tripwire right, or runs the same test without that
+    object or that change there. `trip` is pinned to its host."""
 
     run: str
     trip: Trip | None
     seen: str
     equal: Equal | None = None
+    replaced: Replaced | None = None
 
     @property
     def host(self) -> str:
         """The test the control run runs on the base."""
-        return self.equal.test if self.equal is not None else str(self.trip.host if self.trip else "")
+        if self.equal is not None:
+            return self.equal.test
+        if self.replaced is not None:
+            return self.replaced.test
+        return str(self.trip.host if self.trip else "")
 
 
 @dataclass
@@ -132,6 +147,7 @@ class RunRecords:
     ended_in_trip: bool = False
     matched: dict[str, str] = field(default_factory=dict)
     equal: list[Equal] = field(default_factory=list)
+    replaced: list[Replaced] = field(default_factory=list)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -172,6 +188,14 @@ def read(records: Sequence[dict[str, Any]], trips: Sequence[Trip], select: Seque
             found.deselected += [str(nodeid) for nodeid in record["deselected"]]
         elif "evidence" in record:  # what the harness itself saw go wrong in the tests' process
             found.tampered.append(str(record["evidence"])[:300])
+        elif "replaced" in record:
+            change = Replaced(str(record["replaced"]), str(record.get("what", ""))[:200])
+            if found.collected is None or change.test not in found.collected:
+                found.tampered.append(f"a change seen before {change.test}, which the run did not collect")
+                break
+            found.replaced.append(change)
+            found.suspects.append(Suspect(run, None, f"{change.what}, seen before {change.test} ran",
+                                          replaced=change))
         elif "equal" in record:
             if not started or str(record["equal"]) != due[at].nodeid:
                 found.tampered.append(f"an equality seen in {record['equal']} outside its run")
@@ -321,13 +345,18 @@ def _said(record: dict[str, Any]) -> str:
 def confirmed(suspects: Sequence[Suspect], control: RunRecords) -> list[str]:
     """The suspects that the base's own run (`control`, run with each suspect's trip pinned to its host, and
     each suspect's test) shows are the change's: a tripwire the base carried out right, an object equal to
-    everything where the base's test passed without one there. The evidence of tampering, each in one line. A
+    everything where the base's test passed without one there, a change to what a test depends on that the
+    base's run of that test does not show. The evidence of tampering, each in one line. A
     suspect whose tripwire the base reads wrong too, or could not run, or whose object the base's test shows
     too (the test's own `ANY` in a variable), is the suite's way and no evidence."""
     if control.tampered:
         return []
     evidence = []
     for suspect in suspects:
+        if suspect.replaced is not None:
+            if suspect.replaced.test in control.outcomes and suspect.replaced not in control.replaced:
+                evidence.append(f"{suspect.run}: {suspect.seen}")
+            continue
         if suspect.equal is not None:
             mine = suspect.equal
             passed = control.outcomes.get(mine.test, {}).get("status") == "passed"
