@@ -633,14 +633,17 @@ print(json.dumps({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.acc
 
 
 @pytest.mark.skipif(not ROOT or not has_sudo(), reason="needs root, to run the gate as another user")
-def test_as_a_user_without_root_a_forgery_is_a_tamper_too() -> None:
+@pytest.mark.parametrize(("head", "seen"), [
+    (FORGERIES["runtest-via-typing"] + "\n\n" + BROKEN_MUL, "which must fail) read passed"),
+    tuple(reversed(REPLACED["a-test-s-code-while-the-suite-runs"]))], ids=["report-forged", "test-code-replaced"])
+def test_as_a_user_without_root_a_forgery_is_a_tamper_too(head: str, seen: str) -> None:
     base = {"calc.py": CALC, "tests/test_calc.py": TESTS.replace("from checkhelp import same\n", "").replace(
         "assert same(add(two, 3), 5)", "assert add(two, 3) == 5"), "tests/conftest.py": CONFTEST,
             ".github/gate.yml": POLICY.replace("environment:\n  extras: [test]\n", "environment: null\n")}
-    found = run_as_runner(AS_USER, {}, {"base": base, "head": FORGERIES["runtest-via-typing"] + "\n\n" + BROKEN_MUL})
+    found = run_as_runner(AS_USER, {}, {"base": base, "head": head})
     assert found["uid"].startswith("off"), found
     assert not found["accepted"] and not found["charged"], found
-    assert found["tampered"] and "which must fail) read passed" in found["tampered"][0], found
+    assert found["tampered"] and seen in found["tampered"][0], found
 
 
 # What a determined forger in the tests' process can still do (docs/repository.md): read the gate's plan from
