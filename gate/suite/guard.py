@@ -29,8 +29,8 @@ from typing import Any
 # The framework's helpers that decide a test's outcome from inside it: pytest's approx, raises, warns, fail and
 # skip (in `_pytest.python_api` before pytest 8.4), and unittest's assertions. What runs a test and reports it
 # is the tripwires' to prove (gate/suite/tripwire.py).
-FRAMEWORK = ("_pytest.python_api", "_pytest.approx", "_pytest.raises", "_pytest.recwarn", "_pytest.outcomes",
-             "unittest.case")
+HELPERS = ("_pytest.python_api", "_pytest.approx", "_pytest.raises", "_pytest.recwarn", "_pytest.outcomes",
+           "unittest.case")
 
 
 class Guard:
@@ -47,7 +47,7 @@ class Guard:
     def note(self, items: Iterable[Any]) -> None:
         """Note what the collected `items` depend on, as it is now."""
         seen: set[int] = set()  # (pytest's namespace holds what its modules define: noted once)
-        for name in FRAMEWORK:
+        for name in HELPERS:
             module = sys.modules.get(name)
             if module is not None:
                 self._shared.append(name)
@@ -102,7 +102,7 @@ _GONE = object()
 
 def _standard(module: types.ModuleType) -> bool:
     """A module of the standard library (`os`, `json`: a test module's imports that hold no test helper; the
-    framework's own, unittest's included, are noted as FRAMEWORK)."""
+    framework's own, unittest's included, are noted as HELPERS)."""
     return module.__name__.partition(".")[0] in sys.stdlib_module_names
 
 
