@@ -277,3 +277,98 @@ def test_a_head_that_changes_a_tests_parameters_is_charged_as_not_collected_and_
     assert charged_statuses(verdict) == todays_charges(repo) == {"tests/test_sizes.py::test_size[1]": "error"}
     [case] = [case for case in verdict.cases if case.name == "tests/test_sizes.py::test_size[1]"]
     assert "collected there with other parameters (tests/test_sizes.py::test_size[3])" in case.detail
+
+
+# Tests skipped whatever runs before them (their marks) and one whose skip depends on what ran first (a string
+# condition, evaluated as it starts: skipped after test_store, passing alone).
+MARKS = '''\
+import sys
+import unittest
+
+import pytest
+
+import calc
+
+STATE = {}
+
+
+@pytest.mark.skip(reason="not yet")
+def test_marked():
+    assert calc.add(1, 1) == 2
+
+
+@pytest.mark.skipif(sys.version_info < (3, 0), reason="python 2")
+def test_kept():
+    assert calc.add(2, 2) == 4
+
+
+@pytest.mark.skipif(sys.maxsize > 0, reason="always, by a value")
+def test_by_value():
+    assert calc.add(2, 2) == 4
+
+
+def test_store():
+    STATE["ready"] = True
+
+
+@pytest.mark.skipif("STATE.get('ready')", reason="only after test_store")
+def test_by_string():
+    assert calc.add(3, 3) == 6
+
+
+class Old(unittest.TestCase):
+    @unittest.skip("unittest's skip")
+    def test_method(self):
+        assert calc.add(1, 2) == 3
+
+    def test_plain(self):
+        assert calc.add(1, 2) == 3
+
+
+@unittest.skip("the whole class")
+class Gone(unittest.TestCase):
+    def test_gone(self):
+        assert calc.add(1, 2) == 3
+'''
+BY_MARKS = {f"tests/test_marks.py::{name}": why for name, why in (
+    ("test_marked", "not yet"), ("test_by_value", "always, by a value"), ("Old::test_method", "unittest's skip"),
+    ("Gone::test_gone", "the whole class"))}
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_tests_skipped_by_their_marks_are_known_from_the_collection_and_charged_alike(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The base never runs a test its marks skip (jsonschema: 500 such tests spread over a file of 7,000); one
+    skipped by a string condition, which can depend on what ran first, still runs there."""
+    cache = Path(tempfile.mkdtemp(dir=session_support.directory()))
+    cache.chmod(0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(cache))
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_marks.py": MARKS, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: a comment", {"calc.py": CALC + "# a comment\n"})
+
+    honest = score_repo(repo)
+
+    assert honest.accepted and not charged_statuses(honest)
+    [stored] = (cache / "baselines").glob("*.json")
+    cached = json.loads(stored.read_text())
+    assert set(cached["skipped"]) == set(BY_MARKS)
+    # Every other test passed on the head but the one skipped by its string: that one ran on the base, with the
+    # tests before it in its file; the classes after it did not.
+    assert cached["statuses"] == {**dict.fromkeys(BY_MARKS, "skipped"), "tests/test_marks.py::test_kept": "passed",
+                                  "tests/test_marks.py::test_store": "passed",
+                                  "tests/test_marks.py::test_by_string": "skipped"}
+    for nodeid, reason in BY_MARKS.items():
+        assert f"Skipped: {reason}" in cached["details"][nodeid]  # as pytest reports the skip
+    [found] = honest.blind
+    causes = {cause.cause: cause.tests for cause in found.causes if cause.kind == "skipped on both sides"}
+    assert causes == {"not yet": 1, "always, by a value": 1, "unittest's skip": 1, "the whole class": 1,
+                      "only after test_store": 1}
+    # A regression, cold (its own base) and warm, charged as the base's whole suite run beside the head's does.
+    repo = calc_project(tmp_path / "again", extra_files={"tests/test_marks.py": MARKS, "NOTES": "again\n"})
+    repo.commit("bot: add", {"calc.py": CALC.replace("return a + b", "return a - b")})
+
+    today, cold, warm = _both_ways(repo)
+
+    assert today == cold == warm == {"tests/test_calc.py::test_add": "failed",
+                                     "tests/test_marks.py::test_kept": "failed",
+                                     "tests/test_marks.py::Old::test_plain": "failed"}

@@ -3,13 +3,15 @@
 With `tests.baseline: base` (the default) each test's status on the base is what the head's outcome is compared
 with (gate/checks/tests.py charges a test that passes on the base and not on the head); with `none` there is no
 base run. The base runs only where its status decides something: pytest collects the base's suite (which tests
-there are, in pytest's order, and whether it runs at all), the head's suite runs in that order, and then the base
-runs the tests the head did not pass (failed, errored, skipped, timed out, not collected), each with the tests
-before it in its file. What the gate learns of the base is cached (`Baseline`), so a later head runs on the base
-only the tests no earlier head needed. A base whose suite does not run in the gate (a file that fails to
-collect, a missing fixture, no test, fewer than its files define, every test skipped) stops the gate (exit 3) and
-is never cached. A test charged is first run again on the head in the base's order (gate/suite/order.py). Tests
-the head adds run apart from the base's (their module code never shares a process with a base test).
+there are, in pytest's order, whether it runs at all, and which tests their marks skip whatever runs before
+them: a `skip` mark, a `skipif` on a value, unittest's `skip`; skipped on the base, they never run there), the
+head's suite runs in that order, and then the base runs the tests the head did not pass (failed, errored,
+skipped, timed out, not collected), each with the tests before it in its file. What the gate learns of the base
+is cached (`Baseline`), so a later head runs on the base only the tests no earlier head needed. A base whose
+suite does not run in the gate (a file that fails to collect, a missing fixture, no test, fewer than its files
+define, every test skipped) stops the gate (exit 3) and is never cached. A test charged is first run again on
+the head in the base's order (gate/suite/order.py). Tests the head adds run apart from the base's (their module
+code never shares a process with a base test).
 """
 
 from __future__ import annotations
@@ -63,35 +65,40 @@ class Baseline:
     in its order; the status of each that ran on the base, and the gist of the report of each that did not pass;
     the test functions whose parameter ids change from one collection to the next. A test with no status has
     not run on the base (a head passed it): it runs there when a head does not pass it, so a baseline from a
-    partial run is never taken for a whole one."""
+    partial run is never taken for a whole one. The tests skipped by their marks have their status from the
+    collection (`skipped`: they never ran)."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
     unstable: set[str] = field(default_factory=set)
+    skipped: set[str] = field(default_factory=set)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
-                "unstable": sorted(self.unstable)}
+                "unstable": sorted(self.unstable), "skipped": sorted(self.skipped)}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
         """The baseline cached as `data`, or None when it is not one (another shape: never read as one)."""
         if not isinstance(data, dict) or not isinstance(data.get("collected"), list):
             return None
-        parts = data.get("statuses"), data.get("details"), data.get("unstable")
-        if not isinstance(parts[0], dict) or not isinstance(parts[1], dict) or not isinstance(parts[2], list):
+        parts = data.get("statuses"), data.get("details"), data.get("unstable"), data.get("skipped")
+        if not isinstance(parts[0], dict) or not isinstance(parts[1], dict) or not isinstance(parts[2], list) \
+                or not isinstance(parts[3], list):
             return None
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
-                   {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]})
+                   {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
+                   {str(nodeid) for nodeid in parts[3] if nodeid in known})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
         self.statuses = {**other.statuses, **self.statuses}
         self.details = {**other.details, **self.details}
         self.unstable |= other.unstable
+        self.skipped |= other.skipped
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -173,7 +180,8 @@ def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: f
                else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base_tree, suite.args)))
     if problem:
         raise _Refusal(problem)
-    return Baseline(list(found.collected))
+    return Baseline(list(found.collected), {nodeid: "skipped" for nodeid in found.skips}, dict(found.skips),
+                    skipped=set(found.skips))
 
 
 def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str], stored: Path, deadline: float,
@@ -218,9 +226,10 @@ def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
     for a fixture nothing provides, or every test collected is skipped or xfailed (when every test with a
     status is, the rest run on the base first: `more`). Such a baseline leaves the cache."""
     problem = _fixture_refusal(ran)
-    statuses = known.statuses
-    if not problem and statuses and all(status in _SKIPS for status in statuses.values()):
-        rest = [nodeid for nodeid in known.collected if nodeid not in statuses]
+    ran_there = {nodeid: status for nodeid, status in known.statuses.items() if nodeid not in known.skipped}
+    whole = bool(known.collected) and known.skipped >= set(known.collected)  # every test skipped by its marks
+    if not problem and (ran_there or whole) and all(status in _SKIPS for status in ran_there.values()):
+        rest = [nodeid for nodeid in known.collected if nodeid not in known.statuses]
         if rest:
             ran = {**ran, **more(rest)}
             problem = _fixture_refusal(ran)

@@ -175,8 +175,11 @@ class GatePlugin:
             items[:] = kept
         collected = [item.nodeid for item in items]
         unhostable = {item.nodeid for item in items if _codes(item) is None}
-        self.write({"collected": collected, "unhostable": sorted(unhostable), "matched": matched,
-                    "always": self._equality.always})
+        record: dict[str, Any] = {"collected": collected, "unhostable": sorted(unhostable), "matched": matched,
+                                  "always": self._equality.always}
+        if config.option.collectonly:
+            record["skips"] = {item.nodeid: reason for item in items if (reason := _skipped_alone(item)) is not None}
+        self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)
 
@@ -304,6 +307,31 @@ def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
             entry.tb_next = None
             return
         entry = entry.tb_next
+
+
+def _skipped_alone(item: Any) -> str | None:
+    """Why `item` is skipped whatever runs before it, as pytest reports the skip, or None: a `skip` mark, a
+    `skipif` mark whose conditions are values (not strings, which pytest evaluates as the test starts),
+    unittest's `skip` on its method or class. pytest checks marks before it sets up any fixture, and unittest
+    before `setUp`."""
+    from _pytest.skipping import evaluate_skip_marks
+
+    reason: str | None = None
+    if _unittest(item):
+        owner = next((o for o in (item.obj, item.parent.obj) if getattr(o, "__unittest_skip__", False)), None)
+        reason = None if owner is None else str(getattr(owner, "__unittest_skip_why__", ""))
+    conditions = [value for mark in item.iter_markers(name="skipif")
+                  for value in ((mark.kwargs["condition"],) if "condition" in mark.kwargs else mark.args)]
+    if reason is None and not any(isinstance(value, str) for value in conditions):
+        try:
+            skip = evaluate_skip_marks(item)
+        except Exception:  # a condition that raises: pytest reports an error, not a skip
+            skip = None
+        reason = None if skip is None else str(skip.reason)
+    if reason is None:
+        return None
+    path, line = item.reportinfo()[:2]
+    return str((str(path), (line or 0) + 1, f"Skipped: {reason}"))
 
 
 def _unittest(item: Any) -> bool:

@@ -245,11 +245,13 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
 class Collection:
     """What pytest collects in a run that runs nothing: the node ids in its order; by path, each file it could
     not collect (or "." when pytest stopped before collecting), and what the base's configuration deselected,
-    as outcomes; what did not add up."""
+    as outcomes; what did not add up; the tests skipped whatever runs before them (their marks), with pytest's
+    report of the skip."""
 
     collected: tuple[str, ...]
     outcomes: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
+    skips: dict[str, str] = field(default_factory=dict)
 
 
 def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
@@ -269,7 +271,7 @@ def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
                  for path, detail in checked.errors.items()}
     if checked.collected is None and not checked.errors:
         outcomes["."] = TestOutcome(".", "error", _death(ran, "before collecting the tests"))
-    return Collection(tuple(checked.collected or ()), outcomes)
+    return Collection(tuple(checked.collected or ()), outcomes, skips=checked.skips)
 
 
 def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Sequence[str], deadline: float

@@ -148,6 +148,8 @@ class RunRecords:
     matched: dict[str, str] = field(default_factory=dict)
     equal: list[Equal] = field(default_factory=list)
     replaced: list[Replaced] = field(default_factory=list)
+    # A collection's tests that are skipped whatever runs before them, with pytest's report of the skip.
+    skips: dict[str, str] = field(default_factory=dict)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -242,6 +244,11 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         unasked = [nodeid for nodeid in collected if nodeid not in set(select) and nodeid not in found.matched]
         if unasked:
             found.tampered.append(f"the run collected {unasked[0]}, which the gate did not ask for")
+    skips = record.get("skips") or {}
+    if not isinstance(skips, dict) or not set(skips) <= set(collected):
+        found.tampered.append("skips said of tests the run did not collect")
+    else:
+        found.skips = {str(nodeid): str(said)[-600:] for nodeid, said in skips.items()}
     for nodeid in sorted(unhostable):
         if nodeid in collected and _FUNCTION.search(nodeid):
             found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
