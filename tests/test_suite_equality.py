@@ -386,6 +386,32 @@ def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(t
     assert report(hooked) == report(plain)
 
 
+# A test that takes `sys._getframe` away while its assertions run (attrs' test of its own fallback).
+WITHOUT_GETFRAME = """\
+import sys
+from dataclasses import dataclass
+
+
+@dataclass
+class Point:
+    x: int
+
+
+def test_without_getframe(monkeypatch):
+    monkeypatch.delattr(sys, "_getframe")
+    points = (Point(1),)
+    assert 1 == len(points)
+    assert points[0] == Point(1)
+"""
+
+
+def test_a_test_that_takes_getframe_away_passes_as_it_does_without_the_confirmation(tmp_path: Path) -> None:
+    _, hooked = _pytest(tmp_path, HONEST_CALC, {"test_frames.py": WITHOUT_GETFRAME})
+    _, plain = _pytest(tmp_path, HONEST_CALC, {"test_frames.py": WITHOUT_GETFRAME}, HOOK="off")
+
+    assert "1 passed" in plain and "1 passed" in hooked, hooked
+
+
 # Library code that switches a part of the confirmation off (reaching pytest through `sys` as another module's
 # attribute, as no static reading follows), and the part of the tripwire's report that goes missing.
 _REWRITE = "import typing\n\n_rewrite = typing.sys.modules['_pytest.assertion.rewrite']\n"

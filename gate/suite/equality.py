@@ -55,6 +55,8 @@ _PLAIN = frozenset({int, float, complex, str, bytes, bool, type(None), type(...)
 # Builtin types whose `==` an object inherits: the interpreter's comparison, of its value or items.
 _BUILTIN_EQ = frozenset({int, float, complex, str, bytes, bool, tuple, list, dict, set, frozenset, bytearray,
                          type(None)})
+# Bound as this module loads: a test may take `sys._getframe` away (attrs' tests do) while its assertions run.
+_FRAME = sys._getframe
 _MOST = 1_000_000  # values walked per comparison: a bound on a pathological structure
 _OBJECTS = 64  # objects probed or walked into per comparison
 _DEPTH = 3  # objects walked into, nested
@@ -111,7 +113,7 @@ class Confirmation:
         # no second look at them.
         self._plain_pair = (left, right) if _plain(left) and _plain(right) else None
         if self._plain_pair is None and self.test is not None:
-            self._confirm(left, right, str(where[0]), "assert", sys._getframe(1), where[1:])
+            self._confirm(left, right, str(where[0]), "assert", _FRAME(1), where[1:])
 
     def seen(self, result: Any, left: Any, right: Any, equal: bool, where: tuple[Any, ...]) -> Any:
         """A rewritten assertion's comparison: `result` of `left OP right`, which is "found equal" when its
@@ -129,7 +131,7 @@ class Confirmation:
                 return result
         if (pair is not None and pair[0] is left and pair[1] is right) or (_plain(left) and _plain(right)):
             return result
-        self._confirm(left, right, str(where[0]), "assert", sys._getframe(1), where[1:])
+        self._confirm(left, right, str(where[0]), "assert", _FRAME(1), where[1:])
         return result
 
     def called(self, result: Any, where: tuple[int, ...], *values: Any) -> Any:
@@ -139,7 +141,7 @@ class Confirmation:
         Returns `result`, as it was."""
         if self.test is None or all(map(_plain, values)):
             return result
-        frame = sys._getframe(1)
+        frame = _FRAME(1)
         budget = [_MOST, _OBJECTS]
         try:
             with _quiet():
@@ -284,14 +286,14 @@ class Confirmation:
             confirm = not confirmation._nesting and len(operands) == 2 and not (_plain(operands[0])
                                                                                  and _plain(operands[1]))
             if confirm:  # before it compares, and after (`Confirmation.ahead`)
-                confirmation._confirm(operands[0], operands[1], operator, name, sys._getframe(1), ())
+                confirmation._confirm(operands[0], operands[1], operator, name, _FRAME(1), ())
             confirmation._nesting += 1
             try:
                 result = method(self, *args, **kwargs)
             finally:
                 confirmation._nesting -= 1
             if confirm:
-                confirmation._confirm(operands[0], operands[1], operator, name, sys._getframe(1), ())
+                confirmation._confirm(operands[0], operands[1], operator, name, _FRAME(1), ())
             return result
 
         assertion.__name__ = assertion.__qualname__ = name
