@@ -241,7 +241,8 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
     found.always = str(record.get("always", ""))
     if select is not None:
         found.matched = _matched(record.get("matched"), collected, select, found)
-        unasked = [nodeid for nodeid in collected if nodeid not in set(select) and nodeid not in found.matched]
+        asked = set(select)
+        unasked = [nodeid for nodeid in collected if nodeid not in asked and nodeid not in found.matched]
         if unasked:
             found.tampered.append(f"the run collected {unasked[0]}, which the gate did not ask for")
     skips = record.get("skips") or {}
