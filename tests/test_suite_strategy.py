@@ -202,6 +202,20 @@ def test_each_worker_is_given_contiguous_runs_of_pytests_order_whole_files() -> 
         files = [{nodeid.split("::")[0] for nodeid in share} for share in parts]
         assert all(not a & b for i, a in enumerate(files) for b in files[i + 1:])  # no file cut
     assert [len(share) for share in shares(ids, 2)] == [5, 5]
+    assert shares(ids, 3, cut_files=True) == shares(ids, 3)  # parts too small to cut a file for
+
+
+def test_the_heads_shares_cut_a_file_that_holds_most_of_the_suite_between_two_functions() -> None:
+    # packaging's shape: one file of two functions with thousands of parameters each, then the rest.
+    ids = [f"tests/test_version.py::{name}[{n}]" for name in ("test_true", "test_false") for n in range(9000)]
+    ids += [f"tests/test_{name}.py::test_{n}" for name in ("markers", "tags") for n in range(4400)]
+
+    whole, cut = shares(ids, 2), shares(ids, 2, cut_files=True)
+
+    assert [len(share) for share in whole] == [18000, 8800]  # the base's runs: files whole
+    assert [len(share) for share in cut] == [9000, 17800]
+    assert [nodeid for share in cut for nodeid in share] == ids
+    assert [len(share) for share in shares(ids, 4, cut_files=True)] == [9000, 9000, 4400, 4400]
 
 
 def test_an_id_asked_for_and_not_collected_is_matched_to_the_same_functions_other_id_in_order() -> None:
@@ -372,3 +386,27 @@ def test_tests_skipped_by_their_marks_are_known_from_the_collection_and_charged_
     assert today == cold == warm == {"tests/test_calc.py::test_add": "failed",
                                      "tests/test_marks.py::test_kept": "failed",
                                      "tests/test_marks.py::Old::test_plain": "failed"}
+
+
+# One file that holds most of the suite, each test after the first needing it to have run: the head's two
+# shares cut it (gate/suite/run.py, `shares`), so the second share's tests fail there for want of the first.
+BIG = "import calc\n\nSTATE = {}\n\n\ndef test_000_store():\n    STATE['x'] = calc.add(1, 2)\n" + "".join(
+    f"\n\ndef test_{n:03d}():\n    assert calc.add(STATE['x'], {n}) == {n + 3}\n" for n in range(1, 450))
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("head", ["honest", "regression"])
+def test_a_file_cut_between_the_heads_shares_charges_as_the_whole_suite_does(tmp_path: Path, head: str) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_big.py": BIG, "NOTES": f"{tmp_path}\n"})
+    change = CALC + "# a comment\n" if head == "honest" else CALC.replace("return a * b", "return a + b")
+    repo.commit("bot: change", {"calc.py": change})
+
+    today = todays_charges(repo)
+    verdict = score_repo(repo)  # cold
+    cold, warm = charged_statuses(verdict), charged_statuses(score_repo(repo))
+
+    assert today == cold == warm == ({} if head == "honest" else {"tests/test_calc.py::test_mul": "failed"})
+    # The second share's tests failed on the head without test_000_store before them, and were run again in
+    # the base's order before they could cost: the verdict says so.
+    [said] = [note.message for note in verdict.notes if "order-dependent" in note.message]
+    assert said.startswith("223 tests are order-dependent") and "tests/test_big.py::test_227" in said
