@@ -102,8 +102,26 @@ def test_a_failure_is_located_where_pytest_says_it_failed(tmp_path: Path) -> Non
                        "base): ZeroDivisionError: division by zero; reached calc.py:10, changed by these commits")
     # On GitHub, each is an annotation on the changed line of the diff too.
     assert f"::error file=calc.py,line=10,title=gate tests%3A +4 points::{message}" in workflow_commands(verdict)
-    [case] = [c for c in verdict.cases if c.name == "tests/test_thirds.py::test_thirds[6]"]
-    assert case.detail.startswith("tests/test_thirds.py:8: in test_thirds\n    third = div(a, 3)\n")
+    # Each failure of the file shows its statement (the harness parses a file once for all its reports).
+    for a in (6, 9):
+        [case] = [c for c in verdict.cases if c.name == f"tests/test_thirds.py::test_thirds[{a}]"]
+        assert case.detail.startswith("tests/test_thirds.py:8: in test_thirds\n    third = div(a, 3)\n")
+
+
+def test_a_files_parse_is_kept_for_the_next_report_while_the_file_is_unchanged(tmp_path: Path) -> None:
+    import ast
+
+    from gate.suite.harness import _Parsed
+
+    module = tmp_path / "test_written.py"
+    module.write_text("x = 1\n")
+    parsed = _Parsed()
+    tree = ast.parse(module.read_text())
+    parsed[module] = tree
+
+    assert parsed.get(module) is tree and module in parsed
+    module.write_text("x = 22\ny = 3\n")  # a test that writes the file it then fails in
+    assert parsed.get(module) is None and module not in parsed
 
 
 @pytest.mark.usefixtures("offline_pip")
