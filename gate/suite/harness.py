@@ -457,7 +457,7 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
                 record = _record(line, key)
                 if record is None:
                     continue
-                _write(fd, record)
+                _send(fd, line + b"\n")  # as the child wrote it: the gate parses it the same way
                 if "start" in record:
                     current, deadline = str(record["start"]), time.monotonic() + limit
                 elif "test" in record:
@@ -479,7 +479,10 @@ def _record(line: bytes, key: str) -> dict[str, Any] | None:
 
 
 def _write(fd: int, record: dict[str, Any]) -> None:
-    data = (json.dumps(record) + "\n").encode()
+    _send(fd, (json.dumps(record) + "\n").encode())
+
+
+def _send(fd: int, data: bytes) -> None:
     while data:
         data = data[os.write(fd, data):]
 
