@@ -386,6 +386,42 @@ def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(t
     assert report(hooked) == report(plain)
 
 
+# boltons' test of its total_ordering: a value class found unequal to 1, whose value is near 1 (3 = 1 + 2). The
+# probe near the other operand belongs to `==` only: with it, one run in seven reported Number(3) as equal to
+# everything (its offset drawn 2), and the base's run, drawing another, did not, so the head was "tampered".
+UNEQUAL = """\
+import unittest
+
+
+class Number:
+    def __init__(self, val):
+        self.val = int(val)
+
+    def __eq__(self, other):
+        return self.val == other
+
+
+def test_unequal_to_a_near_value():
+    for near in range(1, 9):
+        number = Number(1 + near)
+        assert number != 1
+        assert number == 1 + near
+
+
+class TestUnit(unittest.TestCase):
+    def test_unequal(self):
+        for near in range(1, 9):
+            self.assertNotEqual(Number(1 + near), 1)
+"""
+
+
+def test_an_honest_value_unequal_to_a_value_near_its_own_is_never_reported(tmp_path: Path) -> None:
+    records, output = _pytest(tmp_path, HONEST_CALC, {"test_unequal.py": UNEQUAL})
+
+    assert "2 passed" in output, output
+    assert records == []
+
+
 # A test that takes `sys._getframe` away while its assertions run (attrs' test of its own fallback).
 WITHOUT_GETFRAME = """\
 import sys

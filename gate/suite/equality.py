@@ -227,7 +227,10 @@ class Confirmation:
         return None
 
     def _equal_to_probe(self, item: Any, operator: str, other: Any) -> bool:
-        for probe in (self._probe, self._int, self._str, *self._altered(other)):
+        # A value near `other` tells only after `==`: an honest object found equal to `other` is not equal to it
+        # too, but one found unequal to `other` may well be (`Number(3) != 1`, with 1 + 2 near 1).
+        near = self._altered(other) if operator == "==" else ()
+        for probe in (self._probe, self._int, self._str, *near):
             try:
                 truth = bool(item != probe) if operator == "!=" else bool(item == probe)
             except Exception:
