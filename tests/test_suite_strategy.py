@@ -395,7 +395,7 @@ BIG = "import calc\n\nSTATE = {}\n\n\ndef test_000_store():\n    STATE['x'] = ca
 
 
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("head", ["honest", "regression"])
+@pytest.mark.parametrize("head", ["honest", pytest.param("regression", marks=pytest.mark.slow)])
 def test_a_file_cut_between_the_heads_shares_charges_as_the_whole_suite_does(tmp_path: Path, head: str) -> None:
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_big.py": BIG, "NOTES": f"{tmp_path}\n"})
     change = CALC + "# a comment\n" if head == "honest" else CALC.replace("return a * b", "return a + b")
