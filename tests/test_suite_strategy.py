@@ -389,24 +389,24 @@ def test_tests_skipped_by_their_marks_are_known_from_the_collection_and_charged_
 
 
 # One file that holds most of the suite, each test after the first needing it to have run: the head's two
-# shares cut it (gate/suite/run.py, `shares`), so the second share's tests fail there for want of the first.
+# shares cut it (gate/suite/run.py, `shares`: 404 tests, two shares of at least 200), so the second share's
+# tests fail there for want of the first.
 BIG = "import calc\n\nSTATE = {}\n\n\ndef test_000_store():\n    STATE['x'] = calc.add(1, 2)\n" + "".join(
-    f"\n\ndef test_{n:03d}():\n    assert calc.add(STATE['x'], {n}) == {n + 3}\n" for n in range(1, 450))
+    f"\n\ndef test_{n:03d}():\n    assert calc.add(STATE['x'], {n}) == {n + 3}\n" for n in range(1, 400))
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("head", ["honest", pytest.param("regression", marks=pytest.mark.slow)])
-def test_a_file_cut_between_the_heads_shares_charges_as_the_whole_suite_does(tmp_path: Path, head: str) -> None:
+def test_a_file_cut_between_the_heads_shares_charges_as_the_whole_suite_does(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_big.py": BIG, "NOTES": f"{tmp_path}\n"})
-    change = CALC + "# a comment\n" if head == "honest" else CALC.replace("return a * b", "return a + b")
-    repo.commit("bot: change", {"calc.py": change})
+    repo.commit("bot: mul", {"calc.py": CALC.replace("return a * b", "return a + b")})
 
     today = todays_charges(repo)
     verdict = score_repo(repo)  # cold
     cold, warm = charged_statuses(verdict), charged_statuses(score_repo(repo))
 
-    assert today == cold == warm == ({} if head == "honest" else {"tests/test_calc.py::test_mul": "failed"})
+    assert today == cold == warm == {"tests/test_calc.py::test_mul": "failed"}
     # The second share's tests failed on the head without test_000_store before them, and were run again in
     # the base's order before they could cost: the verdict says so.
     [said] = [note.message for note in verdict.notes if "order-dependent" in note.message]
-    assert said.startswith("223 tests are order-dependent") and "tests/test_big.py::test_227" in said
+    assert said.startswith("198 tests are order-dependent") and "tests/test_big.py::test_202" in said
