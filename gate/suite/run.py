@@ -167,8 +167,8 @@ def shares(select: Sequence[str], workers: int, cut_files: bool = False) -> list
     `_SHARE` tests (a process's start costs more than a few tests)."""
     files = [index for index in range(1, len(select)) if _file(select[index]) != _file(select[index - 1])]
     parts = max(1, min(workers, max(len(files) + 1, len(select) // _SHARE if cut_files else 0)))
-    functions = [index for index in range(1, len(select))
-                 if _function(select[index]) != _function(select[index - 1])]
+    functions = [index for index in range(1, len(select))  # (only where a file may be cut)
+                 if _function(select[index]) != _function(select[index - 1])] if cut_files else []
     size = len(select) / parts
     bounds = [0]
     for part in range(1, parts):
