@@ -3,12 +3,16 @@ policy that runs them, and how a range of it is scored."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Iterator
 from pathlib import Path
 
 import git
 
 from gate.engine import score
+from gate.sandbox.base import Sandbox
 from gate.sources.gitrange import subject_from_commits
+from gate.suite.run import SuiteRun
 from gate.verdict import Verdict
 from tests.git_support import Repo
 from tests.projects import project_repo, pyproject
@@ -121,16 +125,14 @@ def pytest_runtest_makereport(item, call):
 '''
 
 
-def todays_charges(repo: Repo) -> dict[str, str]:
-    """The base tests the strategy before the base ran only where it decides something charges, with each one's
-    status on the head: the base's whole suite run in one process and the head's whole suite in another (both in
-    pytest's order, as the gate ran them without a cached baseline), each base test that passed on the base and
-    does not pass on the head, or was not collected there (an error)."""
+@contextlib.contextmanager
+def suite_runs(repo: Repo) -> Iterator[tuple[Sandbox, SuiteRun, SuiteRun, float]]:
+    """The sandbox the gate opens for `repo`'s range main..bot, how its base's suite and its head's run there,
+    and the suite's deadline: for calling the suite's runs one by one."""
     import time
 
     from gate.engine import sandboxed
     from gate.suite.baseline import suite_run
-    from gate.suite.run import run_suite
 
     handle = git.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
@@ -139,11 +141,21 @@ def todays_charges(repo: Repo) -> dict[str, str]:
         with sandboxed(found.subject, policy, found.subject.suite.runner, found.private) as (ready, sandbox):
             suite = ready.suite
             assert suite is not None and suite.base_tree is not None
-            deadline = time.monotonic() + policy.tests.timeout
-            base = run_suite(sandbox, suite_run(policy, ready, suite, suite.base_tree, suite.base_roots, "base"),
-                             None, deadline)
-            head = run_suite(sandbox, suite_run(policy, ready, suite, suite.tree, ready.import_roots, "head"),
-                             None, deadline)
+            yield (sandbox, suite_run(policy, ready, suite, suite.base_tree, suite.base_roots, "base"),
+                   suite_run(policy, ready, suite, suite.tree, ready.import_roots, "head"),
+                   time.monotonic() + policy.tests.timeout)
+
+
+def todays_charges(repo: Repo) -> dict[str, str]:
+    """The base tests the strategy before the base ran only where it decides something charges, with each one's
+    status on the head: the base's whole suite run in one process and the head's whole suite in another (both in
+    pytest's order, as the gate ran them without a cached baseline), each base test that passed on the base and
+    does not pass on the head, or was not collected there (an error)."""
+    from gate.suite.run import run_suite
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        base = run_suite(sandbox, base_run, None, deadline)
+        head = run_suite(sandbox, head_run, None, deadline)
     assert not base.tampered and not head.tampered
     on_head = {nodeid: outcome.status for nodeid, outcome in head.tests.items()}
     return {nodeid: on_head.get(nodeid, "error") for nodeid, outcome in base.tests.items()

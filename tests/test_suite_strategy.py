@@ -29,6 +29,7 @@ from tests.suite_support import (
     calc_project,
     charged_statuses,
     score_repo,
+    suite_runs,
     todays_charges,
 )
 
@@ -92,6 +93,25 @@ def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path, w
     today, cold, warm = _both_ways(repo)
 
     assert today == cold == warm == wanted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_confirming_run_never_gives_a_tripwire_to_a_test_that_timed_out(tmp_path: Path) -> None:
+    """A test skipped after a tripwire's failure runs once more with tripwires on tests of other files
+    (run.confirm): one that timed out in the head's run hosts none, and its file is not run, so the run is not
+    held for its timeout again. The hanging test here would hang the confirming run past the suite's limit."""
+    repo = _more_project(tmp_path / "repo")
+    repo.commit("bot: wait", {"calc.py": "import time\n" + CALC_MORE.replace(
+        "    return n", "    while True:\n        time.sleep(1)")})
+    hung, skipped = "tests/test_wait.py::test_wait", "tests/test_calc.py::test_div"
+    with suite_runs(repo) as (sandbox, _, head, deadline):
+        found = run.run_suite(sandbox, head, None, deadline)
+        assert found.tests[hung].status == "timeout"
+
+        again = run.confirm(sandbox, head, [skipped], found.tests, deadline)
+
+    assert again.tests[skipped].status == "passed" and not again.tampered
+    assert hung not in {nodeid for ran in again.runs for nodeid in ran}
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -256,7 +256,7 @@ def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteR
              and outcome.status in _SKIPS and nodeid in found.after_failing]
     if not tests:
         return found
-    again = confirm(sandbox, head, tests, list(found.tests), deadline)
+    again = confirm(sandbox, head, tests, found.tests, deadline)
     return replace(found, tests={**found.tests, **again.tests}, tampered=again.tampered,
                    suspects=(*found.suspects, *again.suspects))
 

@@ -21,7 +21,7 @@ import itertools
 import json
 import secrets
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -294,16 +294,18 @@ def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
     return Collection(tuple(checked.collected or ()), outcomes, skips=checked.skips)
 
 
-def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Sequence[str], deadline: float
-            ) -> SuiteResult:
+def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mapping[str, TestOutcome],
+            deadline: float) -> SuiteResult:
     """`tests` once more (each skipped or xfailed after a tripwire had failed in its run, where a conftest that
-    skips what follows a failure would have skipped it) with the rest of their files among `others` (what they
-    may follow, in pytest's order, which the run keeps), and tripwires on up to three of `others` in other
-    files, so that no tripwire's failure comes before them in their own file; with no other file, tripwires
-    anywhere, as in any run. The outcomes of `tests` only."""
+    skips what follows a failure would have skipped it) with the rest of their files among `others` (the run's
+    outcomes: what they may follow, in pytest's order, which the run keeps), and tripwires on up to three of
+    `others` in other files, so that no tripwire's failure comes before them in their own file; with no other
+    file, tripwires anywhere, as in any run. A test that timed out hosts none: it would only hold the run for
+    its timeout again. The outcomes of `tests` only."""
     files = set(_files(tests))
     mine = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] in files]
-    hosts = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] not in files]
+    hosts = [nodeid for nodeid, outcome in others.items() if "::" in nodeid and nodeid.split("::")[0] not in files
+             and outcome.status != "timeout"]
     hosts = _RANDOM.sample(hosts, min(_HOSTS, len(hosts)))
     chosen = {*tests, *mine, *hosts}
     select = [nodeid for nodeid in dict.fromkeys([*others, *tests]) if nodeid in chosen]  # (pytest's order)
