@@ -26,9 +26,9 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """`-n auto`: two workers a core. The inner loop's tests spend much of their time waiting on what they
-    test (a hang's timeout, a sandbox's wall limit), so a second worker a core fills that wait. `.ci/run`
-    runs the slow tests, which are busy with builds, one a core (`-n "$(nproc)"`)."""
+    """`-n auto`: two workers a core. The tests spend much of their time waiting on what they test (a hang's
+    timeout, a sandbox's wall limit, an install's subprocesses), so a second worker a core fills that wait:
+    the slow tests too (.ci/run), which took 1.2-1.4x as long one worker a core."""
     return 2 * (os.cpu_count() or 1)
 
 

@@ -21,6 +21,10 @@ from gate import __version__
 from gate.commands.init import workflow
 from tests.runner_support import ROOT, dependency_wheels
 
+# One xdist worker for the module under `--dist loadgroup` (.ci/run): its distributions are built and installed
+# once, not once on every worker.
+pytestmark = pytest.mark.xdist_group("release")
+
 RELEASE = yaml.safe_load((ROOT / ".github" / "workflows" / "release.yml").read_text(encoding="utf-8"))
 BIN = Path(sys.executable).parent
 
