@@ -133,7 +133,11 @@ def test_ctrl_c_prints_and_writes_what_was_scored_and_leaves_nothing_behind(hist
     scored, writes the JSON as incomplete, exits 130, and its workers and their exports are gone."""
     out, scratch = tmp_path / "partial.json", tmp_path / "tmp"
     scratch.mkdir()
-    proc = subprocess.Popen([sys.executable, "-m", "gate", "replay", "main", "-j", "1", "--json", str(out)],
+    # As from a terminal, where Ctrl-C is not ignored: a job started in the background by a non-interactive
+    # shell (`.ci/run &`) ignores SIGINT, and so would every process under it.
+    terminal = ("import runpy, signal, sys; signal.signal(signal.SIGINT, signal.default_int_handler); "
+                "sys.argv[0] = 'gate'; runpy.run_module('gate', run_name='__main__')")
+    proc = subprocess.Popen([sys.executable, "-c", terminal, "replay", "main", "-j", "1", "--json", str(out)],
                             cwd=history.root, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "TMPDIR": str(scratch)})
     assert proc.stderr is not None
