@@ -344,3 +344,15 @@ def test_the_gates_pytest_copy_is_compiled_for_the_runs_that_read_it(gate_cache_
     sources = list(copy.rglob("*.py"))
 
     assert sources and not [path for path in sources if not Path(importlib.util.cache_from_source(str(path))).is_file()]
+    # An interpreter that reads the copy uses its bytecode as it is (none is stale), and the code names the copy's
+    # files (pytest's tracebacks and its filtering of its own frames read them), not the gate's installation.
+    probe = ("import sys; sys.dont_write_bytecode = True; sys.path.insert(0, sys.argv[1]); "
+             "import _pytest.python, pygments.lexers.python as lexer; "
+             "print(_pytest.python.Function.__init__.__code__.co_filename); print(lexer.__file__)")
+    done = subprocess.run([sys.executable, "-v", "-c", probe, str(copy)], capture_output=True, text=True, check=True)
+    assert done.stdout.splitlines() == [str(copy / "_pytest" / "python.py"),
+                                        str(copy / "pygments" / "lexers" / "python.py")]
+    read = [line for line in done.stderr.splitlines() if line.startswith("# code object from")]
+    assert any("/_pytest/__pycache__/python." in line for line in read) and all(str(copy) in line for line in read
+                                                                                 if "_pytest" in line)
+    assert "bytecode is stale" not in done.stderr
