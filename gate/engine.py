@@ -138,9 +138,15 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
                 *dict.fromkeys(paths),
                 *dict.fromkeys(str(layer.path) for layer in subject.layers or ()),  # (base and head: one tree)
                 *(toolchain.paths if toolchain is not None and not toolchain.missing else ()))
+    framework: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
+    if subject.suite is not None:  # (the suite's runs import pytest from the environment or the gate's copy)
+        from gate.suite.harness import PREIMPORTED
+
+        framework = (PREIMPORTED, (*sites, *subject.suite.runner))
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
-                           hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites)
+                           hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites,
+                           framework=framework)
     try:
         sandbox.prepare(hash_seeds)
         building = time.perf_counter()

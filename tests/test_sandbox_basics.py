@@ -6,8 +6,10 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -219,6 +221,42 @@ def test_a_warm_module_is_imported_once_and_only_for_the_runs_that_name_it(sandb
     sandbox.run(RunRequest(script="main.py", harness=clash, warm=("json.py",), limits=LIMITS))
     plain = {"main.py": b"import json\nprint(json.dumps([2]))\n"}
     assert sandbox.run(RunRequest(script="main.py", files=plain, limits=LIMITS)).stdout == b"[2]\n"
+
+
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_a_framework_is_imported_once_and_only_for_runs_that_ask_and_find_the_same_files(backend: str) -> None:
+    """A zygote imports the sandbox's framework (open_sandbox's `framework`) once, from its folders alone, for
+    the runs that ask for it; a run that does not ask, or whose import path finds one of its modules in
+    another file first (a folder of the run's own named like it), imports its own; a fresh interpreter
+    imports it in each run."""
+    from tests import session_support
+
+    folder = Path(tempfile.mkdtemp(dir=session_support.directory()))  # (readable by a run's uid)
+    folder.chmod(0o755)
+    framework, shadow = folder / "framework", folder / "shadow"
+    for where, text in ((framework, "import os\nPID = os.getpid()\nWHERE = 'framework'\n"),
+                        (shadow, "import os\nPID = os.getpid()\nWHERE = 'shadow'\n")):
+        (where / "fwmod").mkdir(parents=True)
+        (where / "fwmod" / "__init__.py").write_text(text)
+        where.chmod(0o755)
+        (where / "fwmod").chmod(0o755)
+    main = (b"import json, os, sys\nsys.path[:] = json.loads(os.environ['GATE_TREE_PATH'])\nimport fwmod\n"
+            b"print(fwmod.WHERE, fwmod.PID == os.getpid())\n")
+    box = open_sandbox(LIMITS, prefer_zygote=backend == "zygote", readonly=[framework, shadow],
+                       framework=(("fwmod",), (str(framework),)))
+    try:
+        def run(ask: bool, *path: Path) -> bytes:
+            request = RunRequest(script="main.py", harness={"main.py": main}, framework=ask,
+                                 python_path=tuple(str(p) for p in path), limits=LIMITS)
+            return box.run(request).stdout
+
+        imported = b"framework False\n" if backend == "zygote" else b"framework True\n"
+        assert run(True, framework) == run(True, framework) == imported
+        assert run(False, framework) == b"framework True\n"
+        assert run(True, shadow, framework) == b"shadow True\n"
+    finally:
+        box.close()
+        shutil.rmtree(folder)
 
 
 def test_a_run_whose_output_is_discarded_writes_it_nowhere(sandbox: Sandbox) -> None:

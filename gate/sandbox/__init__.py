@@ -28,7 +28,8 @@ def layers_found_ahead() -> Iterator[None]:
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
                  hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = (),
-                 sites: Sequence[str | PathLike[str]] = (), recall: bool = True) -> Sandbox:
+                 sites: Sequence[str | PathLike[str]] = (), recall: bool = True,
+                 framework: tuple[Sequence[str], Sequence[str]] = ((), ())) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
     `limits` are the defaults the caller will put in its requests (checked here for sanity). With a mount
@@ -38,7 +39,9 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     (a repository being scored, a hidden cases file): covered wherever they would be in reach (inside a
     `readonly` directory). `sites` are the site directories among them (the repository's environment, built
     from the base): a run with one on its import path processes its `.pth` files as `site` does
-    (gate/sandbox/startup.py); no other import root is read so. Raises gate.errors.MissingLayers (exit 3)
+    (gate/sandbox/startup.py); no other import root is read so. `framework` is a test framework many runs
+    import (module names, and the folders among `readonly` it comes from): each zygote imports it once, for
+    the runs that ask for it (RunRequest.framework). Raises gate.errors.MissingLayers (exit 3)
     naming every layer in `require` that is not available, and gate.errors.BadInput for a name that is not a
     layer or a `readonly` path that is not an existing absolute path. What the layers' probes found is
     remembered between gates (as root, while nothing it depends on changes: gate/sandbox/detect.py);
@@ -62,7 +65,8 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if wrong:
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
                        key="readonly")
-    layers = dataclasses.replace(detect.layers(prefer_zygote, recall), sites=tuple(os.fspath(path) for path in sites))
+    layers = dataclasses.replace(detect.layers(prefer_zygote, recall), sites=tuple(os.fspath(path) for path in sites),
+                                 framework=tuple(framework[0]), framework_path=tuple(framework[1]))
     if layers.mountns and extra:
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:

@@ -64,6 +64,10 @@ class RunRequest:
     # knows to be safe to import in itself (zygote_server.PRELOADABLE) and ignores the others. Only names the
     # program would find in the standard library, not its own modules of the same names (the caller checks).
     preload: tuple[str, ...] = ()
+    # The program imports the sandbox's test framework (open_sandbox's `framework`): a run of a zygote gets the
+    # modules the zygote imported once, when its own import path finds each of them in the same file
+    # (child.FRAMEWORKS); other runs never see them.
+    framework: bool = False
     # Stdout, stderr and the result channel go to /dev/null, unread (a served peer, whose answers travel on its
     # channel): the result then has none of them, and no output limit applies.
     discard_output: bool = False

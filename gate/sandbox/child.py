@@ -14,6 +14,7 @@ import atexit
 import builtins
 import contextlib
 import fcntl
+import importlib.machinery
 import importlib.util
 import json
 import os
@@ -56,6 +57,9 @@ if TYPE_CHECKING:
         sites: list[str]  # those of `python_path` read as site directories (gate/sandbox/startup.py)
         scripts: dict[str, str]  # the run's console scripts: name -> "module:attribute" (interpreter.py)
         preload: list[str]
+        framework: list[str]  # the sandbox's framework (open_sandbox): a zygote imports it once...
+        framework_path: list[str]
+        take_framework: bool  # ...for the runs that ask for it (RunRequest.framework)
 
     class FreshConfig(ChildConfig):
         """A fresh interpreter's config: where its descriptors arrive and where it reports the leader."""
@@ -75,6 +79,9 @@ EXIT = struct.Struct("qd")
 # programs, and the gate sends a source to a zygote only once), by a fresh interpreter as its run imports them.
 HARNESS_CODE: dict[str, CodeType] = {}
 WARM_IMPORTED: dict[str, ModuleType] = {}
+# The modules of each framework a zygote imported (RunRequest.framework), by `framework_key`: out of sys.modules
+# (no other run finds them), put there for a run of that framework (`_take_framework`).
+FRAMEWORKS: dict[str, dict[str, ModuleType]] = {}
 # Where a harness finds the import path the tree's code runs with (JSON), to take once it has imported all it
 # needs: gate/sandbox/tree.py.
 TREE_PATH_ENV = "GATE_TREE_PATH"
@@ -288,6 +295,7 @@ def _prepare(config: ChildConfig, script: str, workdir: str) -> CodeType | None:
         return None
     sys.path[:] = library
     os.environ[TREE_PATH_ENV] = json.dumps(tree)
+    _take_framework(config, [path for path in tree if path != workdir and not path.startswith(workdir + os.sep)])
     compile_harness(harness, config["harness_sources"])  # (a fresh interpreter's run: a zygote has them already)
     # The modules its zygote imported are there already, as if imported (the import system's own path through
     # a finder costs each run more than the rest of its start); the finder makes the others from their code.
@@ -296,6 +304,29 @@ def _prepare(config: ChildConfig, script: str, workdir: str) -> CodeType | None:
             sys.modules[name.removesuffix(".py")] = WARM_IMPORTED[harness[name]]
     sys.meta_path.insert(0, _Harness(harness))
     return HARNESS_CODE[harness[script]]
+
+
+def framework_key(names: Sequence[str], path: Sequence[str]) -> str:
+    return json.dumps([list(names), list(path)])
+
+
+def _take_framework(config: ChildConfig, path: list[str]) -> None:
+    """Put in sys.modules the modules of the run's framework that its zygote imported, when the import path the
+    program imports it from (`path`: the tree's, less the working directory and what is under it) finds each
+    top-level one in the file the zygote took it from, and none is imported yet (a `.pth` file's import): a
+    folder of the tree or of the head's build named like one of them keeps them all out."""
+    modules = FRAMEWORKS.get(framework_key(config["framework"], config["framework_path"])) \
+        if config["take_framework"] else None
+    if not modules or not modules.keys().isdisjoint(sys.modules):
+        return
+    for name, module in modules.items():
+        origin = getattr(module, "__file__", None)
+        if "." in name or origin is None or name in sys.stdlib_module_names:  # (the library comes first)
+            continue
+        found = importlib.machinery.PathFinder.find_spec(name, path)
+        if found is None or found.origin != origin:
+            return
+    sys.modules.update(modules)
 
 
 def _run_script(script: str, code: CodeType | None) -> int:

@@ -69,6 +69,11 @@ class Layers:
     # Absolute import roots that are site directories (the repository's environment): a run that has one on its
     # import path reads its `.pth` files as `site` does (gate/sandbox/startup.py).
     sites: tuple[str, ...] = ()
+    # A test framework the runs import (its modules by name) and the read-only folders it comes from, never a
+    # tree's (the environment's site directories, the gate's pytest copy): each zygote imports it once, from
+    # those alone, for the runs that ask for it (RunRequest.framework; child.FRAMEWORKS).
+    framework: tuple[str, ...] = ()
+    framework_path: tuple[str, ...] = ()
 
     @property
     def mountns(self) -> bool:
@@ -273,6 +278,9 @@ class LayeredSandbox:
             "sites": [path for path in request.python_path if path in self.layers.sites],
             "scripts": scripts.of(request.python_path) if request.script is not None else {},
             "preload": list(request.preload),
+            "framework": list(self.layers.framework),
+            "framework_path": list(self.layers.framework_path),
+            "take_framework": request.framework,
         }
         return config
 

@@ -19,7 +19,7 @@ import socket
 import sys
 from typing import TYPE_CHECKING, Any
 
-from gate.sandbox import _libc, child, namespaces, seccomp
+from gate.sandbox import _libc, child, interpreter, namespaces, seccomp
 
 if TYPE_CHECKING:
     from gate.sandbox.child import ChildConfig
@@ -100,6 +100,40 @@ def _preload(names: list[str]) -> None:
         gc.freeze()
 
 
+def _import_framework(names: list[str], path: list[str]) -> None:
+    """Import the framework `names` (open_sandbox's `framework`) from the standard library and `path` alone, once,
+    into child.FRAMEWORKS: out of sys.modules, as is every module they imported, for only the runs of that
+    framework to take (child._take_framework). Once, in the network namespace the runs share and before the
+    mount template (whose root holds none of the folders each run binds in its own), so only from a zygote's
+    first request: never a module of a tree, and the import system's record of what it found is put back as
+    it was. A name that is not there is left to the run to look for; an import that fails otherwise leaves
+    the whole framework to each run."""
+    key = child.framework_key(names, path)
+    if not names or key in child.FRAMEWORKS:
+        return
+    before, finders = set(sys.modules), dict(sys.path_importer_cache)
+    saved, writes, hooks = sys.path[:], sys.dont_write_bytecode, (sys.meta_path[:], sys.path_hooks[:])
+    sys.path[:], sys.dont_write_bytecode = [*interpreter.library(), *path], True
+    failed = False
+    try:
+        for name in names:
+            try:
+                importlib.import_module(name)
+            except ModuleNotFoundError as missing:
+                failed = failed or missing.name != name  # (what it needs is missing: the run says so)
+            except BaseException:
+                failed = True
+    finally:
+        sys.path[:], sys.dont_write_bytecode = saved, writes
+        imported = {name: sys.modules.pop(name) for name in list(sys.modules) if name not in before}
+        # The import system as it was: what the runs' own imports find is theirs to look for.
+        sys.path_importer_cache.clear()
+        sys.path_importer_cache.update(finders)
+        sys.meta_path[:], sys.path_hooks[:] = hooks
+    child.FRAMEWORKS[key] = {} if failed else imported
+    gc.freeze()
+
+
 def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
     """Enter a network namespace and a mount template once, for every run of this zygote, instead of doing it
     all in each run: creating and destroying a network namespace is dear (docs/benchmarks.md), and the
@@ -113,6 +147,8 @@ def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
             namespaces.unshare(["netns"])
             _NETWORK_ISOLATED.append(True)
         config = {**config, "unshare": [name for name in config["unshare"] if name != "netns"]}
+    if not _MOUNT_TEMPLATE:  # (the template's root hides the host's folders the runs have bound in theirs)
+        _import_framework(config["framework"], config["framework_path"])
     if "mountns" in config["unshare"]:
         made = (config["root"], config["staging"], config["hide"])
         if not _MOUNT_TEMPLATE:

@@ -623,6 +623,14 @@ FRAMEWORK = ("pytest", "_pytest", "pluggy", "iniconfig", "py")
 # imports), imported with the framework: never a module of the tree's (a head `unittest/`, `secrets.py`).
 _OWN = ("_pytest.python", "_pytest.unittest", "unittest.case", "_pytest.assertion.rewrite", "unittest",
         "_gate_equality", "_gate_guard")
+# What a zygote imports once for all the runs of this program (RunRequest.framework): the framework, what this
+# program imports of it, and the plugins pytest loads in every run (pytest 7 to 9 name them; a version without
+# one of them does not have it imported).
+PREIMPORTED = (*FRAMEWORK, *(name for name in _OWN if not name.startswith("_gate_")), *(f"_pytest.{name}" for name in (
+    "mark", "main", "runner", "fixtures", "helpconfig", "python", "terminal", "debugging", "unittest", "capture",
+    "skipping", "legacypath", "tmpdir", "monkeypatch", "recwarn", "pastebin", "assertion", "junitxml", "doctest",
+    "setuponly", "setupplan", "stepwise", "unraisableexception", "threadexception", "warnings", "logging",
+    "reports", "python_path", "faulthandler", "subtests", "nose")))
 
 
 def _import_framework(plugins: list[str]) -> dict[str, Any]:
