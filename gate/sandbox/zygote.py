@@ -87,17 +87,15 @@ class _Zygote:
 
 
 class ZygoteLauncher:
-    """Starts runs by asking a warm zygote (one per hash seed, started on first use) to fork; the runs that
-    import the sandbox's test framework (RunRequest.framework) have zygotes of their own, which import it
-    once: no other run carries its modules (their memory counts towards a run's address space)."""
+    """Starts runs by asking a warm zygote (one per hash seed, started on first use) to fork."""
 
     def __init__(self, interpreter: str, import_paths: Sequence[str], seccomp_program: bytes | None) -> None:
         """`seccomp_program`: the filter every run loads (see gate/sandbox/seccomp.py), None without it."""
         self._interpreter = interpreter
         self._paths = list(import_paths)
         self._seccomp = seccomp_program
-        self._zygotes: dict[tuple[int, bool], _Zygote] = {}  # by hash seed, and whether they hold the framework
-        self._starting: dict[tuple[int, bool], Future[_Zygote]] = {}  # (prepare: started, not used yet)
+        self._zygotes: dict[int, _Zygote] = {}
+        self._starting: dict[int, Future[_Zygote]] = {}  # (prepare: started, not used yet)
         self._lock = threading.Lock()
         # Zygotes are started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the
         # *thread* that started it exits, and runs may come from short-lived worker threads.
@@ -108,23 +106,21 @@ class ZygoteLauncher:
         interpreters start and import while the gate reads the code, instead of when its first run asks."""
         with self._lock:
             for seed in hash_seeds:
-                key = (seed, False)
-                if key not in self._zygotes and key not in self._starting \
+                if seed not in self._zygotes and seed not in self._starting \
                         and len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
-                    self._starting[key] = self._spawner.submit(_Zygote, self._interpreter, self._paths, seed,
-                                                               self._seccomp)
+                    self._starting[seed] = self._spawner.submit(_Zygote, self._interpreter, self._paths, seed,
+                                                                self._seccomp)
 
-    def _zygote(self, hash_seed: int, framework: bool) -> _Zygote:
-        key = (hash_seed, framework)
+    def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:
-            zygote = self._zygotes.pop(key, None)
-            starting = self._starting.pop(key, None)
+            zygote = self._zygotes.pop(hash_seed, None)
+            starting = self._starting.pop(hash_seed, None)
             if starting is not None:
                 zygote = starting.result()
             if zygote is None or zygote.process.poll() is not None:
                 zygote = self._spawner.submit(_Zygote, self._interpreter, self._paths, hash_seed,
                                               self._seccomp).result()
-            self._zygotes[key] = zygote  # most recently used last
+            self._zygotes[hash_seed] = zygote  # most recently used last
             if len(self._zygotes) > MAX_ZYGOTES:
                 # Its runs keep going: a zygote whose control socket closes finishes them, then exits.
                 self._zygotes.pop(next(iter(self._zygotes))).control.close()
@@ -135,7 +131,7 @@ class ZygoteLauncher:
         The config carries only the harness sources this zygote has not been sent yet (it keeps their code)."""
         status_r, status_w = os.pipe()
         try:
-            zygote = self._zygote(hash_seed, config["take_framework"])
+            zygote = self._zygote(hash_seed)
             new = {digest: text for digest, text in config["harness_sources"].items()
                    if digest not in zygote.compiled}
             message = json.dumps({**config, "harness_sources": new}).encode()
@@ -151,9 +147,9 @@ class ZygoteLauncher:
     def close(self) -> None:
         """Stop every zygote (told all at once: they finish their runs and exit side by side)."""
         with self._lock:
-            for key, starting in self._starting.items():  # (started, never used)
+            for seed, starting in self._starting.items():  # (started, never used)
                 if starting.exception() is None:
-                    self._zygotes[key] = starting.result()
+                    self._zygotes[seed] = starting.result()
             self._starting.clear()
             for zygote in self._zygotes.values():
                 zygote.control.close()

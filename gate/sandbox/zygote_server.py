@@ -103,11 +103,11 @@ def _preload(names: list[str]) -> None:
 def _import_framework(names: list[str], path: list[str]) -> None:
     """Import the framework `names` (open_sandbox's `framework`) from the standard library and `path` alone, once,
     into child.FRAMEWORKS: out of sys.modules, as is every module they imported, for only the runs of that
-    framework to take (child._take_framework): a zygote that serves only those runs (zygote.ZygoteLauncher).
-    Once, at its first request, in the network namespace the runs share and before the mount template (whose
-    root holds none of the folders each run binds in its own): never a module of a tree, and the import
-    system's record of what it found is put back as it was. A name that is not there is left to the run to
-    look for; an import that fails otherwise leaves the whole framework to each run."""
+    framework to take (child._take_framework). Once, in the network namespace the runs share and before the
+    mount template (whose root holds none of the folders each run binds in its own), so only from a zygote's
+    first request: never a module of a tree, and the import system's record of what it found is put back as
+    it was. A name that is not there is left to the run to look for; an import that fails otherwise leaves
+    the whole framework to each run."""
     key = child.framework_key(names, path)
     if not names or key in child.FRAMEWORKS:
         return
@@ -147,7 +147,7 @@ def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
             namespaces.unshare(["netns"])
             _NETWORK_ISOLATED.append(True)
         config = {**config, "unshare": [name for name in config["unshare"] if name != "netns"]}
-    if config["take_framework"] and not _MOUNT_TEMPLATE:  # (its root holds none of the folders runs bind)
+    if not _MOUNT_TEMPLATE:  # (the template's root hides the host's folders the runs have bound in theirs)
         _import_framework(config["framework"], config["framework_path"])
     if "mountns" in config["unshare"]:
         made = (config["root"], config["staging"], config["hide"])
