@@ -307,6 +307,7 @@ def _prepare(config: ChildConfig, script: str, workdir: str) -> CodeType | None:
 
 
 def framework_key(names: Sequence[str], path: Sequence[str]) -> str:
+    """The key in FRAMEWORKS of the framework `names` imported from `path`."""
     return json.dumps([list(names), list(path)])
 
 
