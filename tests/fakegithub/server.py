@@ -186,7 +186,8 @@ class FakeGitHub:
         self._server.daemon_threads = True
         host, port = self._server.server_address[:2]
         self.url = f"http://{host!s}:{port}{self.prefix}"
-        threading.Thread(target=self._server.serve_forever, daemon=True).start()
+        # Polled every 50 ms rather than 0.5 s: `stop` waits for the poll, once for each of many tests.
+        threading.Thread(target=self._server.serve_forever, args=(0.05,), daemon=True).start()
         return self.url
 
     def stop(self) -> None:
@@ -777,6 +778,9 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
 def _handler_for(fake: FakeGitHub) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
+        # A response's headers and body are two writes: with Nagle's algorithm the body waits for the client's
+        # delayed ACK of the headers (about 40 ms a request on Linux), as GitHub's servers do not make it wait.
+        disable_nagle_algorithm = True
 
         def _serve(self) -> None:
             length = int(self.headers.get("Content-Length") or 0)
