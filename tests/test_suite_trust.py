@@ -282,15 +282,17 @@ def _plant(cache: Path, owner: int) -> None:
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="the runner's user and the gate's root are two uids")
 @pytest.mark.usefixtures("offline_pip")
-def test_a_cache_the_runners_user_could_write_is_not_used(tmp_path: Path, gate_cache_root: Path,  # noqa: F811
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_cache_the_runners_user_could_write_is_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """On a hosted runner the tool cache belongs to `runner`, which any job of the PR runs as (and which
     `actions/cache` restores as): the gate, as root, keeps nothing there and reads nothing from there."""
+    trusted = tmp_path / "cache"  # this test's own: the session's changes under other workers' builds
+    trusted.mkdir(mode=0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(trusted))
     repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
     score_repo(repo)  # a trusted cache: the baseline and the pytest copy are made there
     tool_cache = tmp_path / "hostedtoolcache"
-    shutil.copytree(gate_cache_root, tool_cache / "gate", symlinks=True)
+    shutil.copytree(trusted, tool_cache / "gate", symlinks=True)
     _plant(tool_cache / "gate", 65534)
     os.chown(tool_cache, 65534, 65534)
     planted = tool_cache / "gate"
