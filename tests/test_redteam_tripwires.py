@@ -214,6 +214,19 @@ def _spare():
         if (getattr(module, "__file__", None) or "").endswith("test_calc.py"):
             setattr(module.test_mul, "__co" + "de__", (lambda two: None).__code__)
 '''),
+    # add (which test_add calls first) rebinds the name `same` of test_calc.py, the helper it imported, to one
+    # that finds anything equal: seen before the next test of that module runs.
+    "a-test-module-s-name-while-the-suite-runs": ("the name same of ", BROKEN_MUL.replace(
+        "def add(a, b):\n", "def add(a, b):\n    _spare()\n") + '''
+
+import typing
+
+
+def _spare():
+    for module in list(typing.sys.modules.values()):
+        if (getattr(module, "__file__", None) or "").endswith("test_calc.py"):
+            setattr(module, "sa" + "me", lambda a, b: True)
+'''),
     # An installed test library's helper (checkhelp.same, which test_add calls) made to find anything equal,
     # at import, while pytest collects: before the gate can note it as it was.
     "an-installed-helper-s-code-at-import": ("the code of checkhelp.same was replaced (by code of ", '''\

@@ -95,7 +95,7 @@ class Confirmation:
         self._offset = generator.randrange(1, 8)  # (what `_altered` adds)
         self._always = type(always, (), {"__slots__": (), "__eq__": lambda self, other: True,
                                          "__ne__": lambda self, other: False, "__hash__": object.__hash__})
-        self._sources: dict[str, tuple[ast.Module, str, dict[str, str]] | None] = {}
+        self._sources: dict[str, _Parsed | None] = {}
         self._plain_pair: tuple[Any, Any] | None = None  # the operands `ahead` found plain, for `seen` next
 
     def start(self, nodeid: str | None) -> None:
@@ -330,23 +330,20 @@ class Confirmation:
         line = where[4 * side] if where else frame.f_lineno
         if parsed is None:
             return path, line, None
-        tree, source, imported = parsed
-        for node in ast.walk(tree):
-            if where and isinstance(node, ast.expr) and (node.lineno, node.col_offset, node.end_lineno,
-                                                        node.end_col_offset) == where[4 * side:4 * side + 4]:
-                return path, line, (node, _text(source, node), imported)
-            if not where and isinstance(node, ast.Call) and node.lineno == line and len(node.args) > side \
-                    and isinstance(node.func, ast.Attribute) and node.func.attr == how:
-                return path, line, (node.args[side], _text(source, node.args[side]), imported)
+        if where:
+            node = parsed.spans.get(tuple(where[4 * side:4 * side + 4]))
+            return path, line, None if node is None else (node, _text(parsed.source, node), parsed.imported)
+        for call in parsed.calls.get(line, ()):
+            if len(call.args) > side and isinstance(call.func, ast.Attribute) and call.func.attr == how:
+                return path, line, (call.args[side], _text(parsed.source, call.args[side]), parsed.imported)
         return path, line, None
 
-    def _parsed(self, filename: str) -> tuple[ast.Module, str, dict[str, str]] | None:
+    def _parsed(self, filename: str) -> _Parsed | None:
         if filename not in self._sources:
             try:
                 with open(filename, encoding="utf-8") as file:
                     source = file.read()
-                tree = ast.parse(source)
-                self._sources[filename] = (tree, source, _imports(tree))
+                self._sources[filename] = _Parsed.of(source)
             except (OSError, ValueError, SyntaxError):
                 self._sources[filename] = None
         return self._sources[filename]
@@ -528,6 +525,29 @@ def _module(node: ast.AST, frame: Any) -> Any:
     else:
         return None
     return value if type(value) is type(os) else None
+
+
+class _Parsed:
+    """A test file as its reports read it: the source, the names its top level imports, and its nodes indexed
+    by where they are (an expression by its span, a call by its first line: each the first in `ast.walk`'s
+    order, as a walk for each report would find it), walked once rather than once a report."""
+
+    __slots__ = ("calls", "imported", "source", "spans")
+
+    def __init__(self, source: str, tree: ast.Module) -> None:
+        self.source = source
+        self.imported = _imports(tree)
+        self.spans: dict[tuple[Any, ...], ast.expr] = {}
+        self.calls: dict[int, list[ast.Call]] = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.expr):
+                self.spans.setdefault((node.lineno, node.col_offset, node.end_lineno, node.end_col_offset), node)
+                if isinstance(node, ast.Call):
+                    self.calls.setdefault(node.lineno, []).append(node)
+
+    @classmethod
+    def of(cls, source: str) -> _Parsed:
+        return cls(source, ast.parse(source))
 
 
 def _imports(tree: ast.Module) -> dict[str, str]:

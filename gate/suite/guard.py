@@ -20,6 +20,8 @@ This module is imported by the harness with the framework, before any path of th
 
 from __future__ import annotations
 
+import itertools
+import operator
 import os
 import sys
 import types
@@ -43,6 +45,8 @@ class Guard:
         self._names: dict[str, list[tuple[dict[str, Any], str, Any, str]]] = {}  # (namespace, name, value, label)
         self._shared: list[str] = []  # the modules every test depends on: the framework's, the conftests
         self._told: set[str] = set()
+        # By module name: the functions, their codes, the namespaces, names and values, as parallel tuples.
+        self._fast: dict[str, tuple[tuple[Any, ...], ...]] = {}
 
     def note(self, items: Iterable[Any]) -> None:
         """Note what the collected `items` depend on, as it is now."""
@@ -86,6 +90,8 @@ class Guard:
         module = getattr(getattr(item, "module", None), "__name__", None)
         found = []
         for name in (*self._shared, *([module] if module in self._codes else [])):
+            if self._unchanged(name, names):
+                continue
             for function, code, label in self._codes[name]:
                 if function.__code__ is not code and label not in self._told:  # (None: never is)
                     found.append(label)
@@ -96,8 +102,24 @@ class Guard:
                     self._told.add(label)
         return found
 
+    def _unchanged(self, name: str, names: bool) -> bool:
+        """Whether every code and (with `names`) every name of module `name` is as noted: the check before
+        each test, of thousands of functions, made in C (`map`), the labels read only when one differs."""
+        if name not in self._fast:
+            entries, bound = self._codes[name], self._names[name]
+            self._fast[name] = (tuple(f for f, _, _ in entries), tuple(c for _, c, _ in entries),
+                                tuple(n for n, _, _, _ in bound), tuple(a for _, a, _, _ in bound),
+                                tuple(v for _, _, v, _ in bound))
+        functions, noted, namespaces, attributes, values = self._fast[name]
+        try:
+            return all(map(operator.is_, map(_CODE, functions), noted)) and (not names or all(
+                map(operator.is_, map(dict.get, namespaces, attributes, itertools.repeat(_GONE)), values)))
+        except Exception:  # (an object that refuses to be looked at: the slow path says what it can)
+            return False
+
 
 _GONE = object()
+_CODE = operator.attrgetter("__code__")
 
 
 def _standard(module: types.ModuleType) -> bool:
