@@ -8,7 +8,6 @@ validators and editors ignore, carry our wording: `x-expected` (what a string pa
 
 from __future__ import annotations
 
-import difflib
 import hashlib
 import json
 from collections.abc import Iterable
@@ -79,6 +78,8 @@ def join_key(prefix: str, path: KeyPath) -> str:
 
 def did_you_mean(word: str, choices: Iterable[str]) -> str:
     """`; did you mean `x`?` when a choice is close to `word`, else the empty string."""
+    import difflib  # (only for a policy with a mistake: not on every gate's start)
+
     close = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
     return f"; did you mean `{close[0]}`?" if close else ""
 
