@@ -32,6 +32,24 @@ def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     return 2 * (os.cpu_count() or 1)
 
 
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """`--dist loadgroup` (.ci/run's slow tests): keep each `xdist_group` on one worker, so that a group's
+    module fixtures (an attacked runner, a release's install, a native build) are made once. xdist marks a
+    group by a suffix to the node id written to `_nodeid`, which pytest 9.2 no longer reads (node ids became
+    structured: pytest-dev/pytest-xdist#1386), and the groups spread over every worker; write it where the id
+    now lives. A no-op where xdist's own suffix took (older pytest) and outside a loadgroup worker."""
+    if not getattr(config.option, "loadgroup", False):
+        return
+    for item in items:
+        groups = sorted({str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+                         for mark in item.iter_markers("xdist_group")})
+        if groups and "@" not in item.nodeid.rpartition("]")[2] and hasattr(item, "_id"):
+            from _pytest.nodeid import NodeId  # pytest >= 9.2, where `_id` holds the node id
+
+            item._id = NodeId.parse(f"{item.nodeid}@{'_'.join(groups)}")
+
+
 def pytest_unconfigure(config: pytest.Config) -> None:
     session_support.finish()
 
