@@ -148,6 +148,15 @@ ATTACKS = {
 }
 
 
+# What the gate's progress says when the base's own suite runs the tests a head's run made suspects.
+CONTROL_RUN = "the base's tests, the control run"
+
+
+def _observed(seen: str) -> str:
+    """A piece of evidence without the name of the run it came from (a warm run may run a test twice)."""
+    return seen.split("): ", 1)[1]
+
+
 def _repo(root: Path, calc: str = MORE_CALC, tests: str = MORE_TESTS, test_extra: tuple[str, ...] = ()) -> Repo:
     return calc_project(root, EVERY_LAYER, extra_files={
         "calc.py": calc, "tests/test_more.py": tests,
@@ -179,6 +188,14 @@ def test_each_object_equal_to_everything_is_a_tamper_naming_its_assertion(tmp_pa
     _assert_tampered(run, *(seen for _, seen in ATTACKS.values()))
     assert len(run.verdict["tampered"]) == len(ATTACKS), run.verdict["tampered"]
     assert not leftovers(run, tmp_path)
+    assert CONTROL_RUN in run.reports
+    # Again: the base's control runs are kept with its baseline, and what they showed convicts the head as the
+    # runs did, without a run.
+    again = check(repo, tmp_path, out_name="again")
+    assert CONTROL_RUN not in again.reports, again.reports[-3000:]
+    _assert_tampered(again, *(seen for _, seen in ATTACKS.values()))
+    assert {_observed(t["seen"]) for t in again.verdict["tampered"]} == {
+        _observed(t["seen"]) for t in run.verdict["tampered"]}
 
 
 # The confirmation switched off from library code, through `sys` reached as another module's attribute, before
@@ -410,3 +427,9 @@ def test_honest_value_classes_are_accepted_with_no_tamper(tmp_path: Path) -> Non
     assert not run.verdict.get("tampered")
     statuses = {case["name"]: case["status"] for case in run.verdict["cases"] if case["kind"] == "pytest"}
     assert len(statuses) == 4 + 8 and set(statuses.values()) == {"passed"}, statuses
+    # The tests' own ANY is the suite's way, as the base's control run showed; the next head's run judges it by
+    # what that run showed, kept with the baseline, without a run of its own.
+    assert CONTROL_RUN in run.reports
+    again = check(repo, tmp_path, out_name="again")
+    assert again.code == 0 and again.verdict.get("accepted") and not again.verdict.get("tampered"), again.reports
+    assert CONTROL_RUN not in again.reports

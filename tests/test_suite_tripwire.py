@@ -158,3 +158,19 @@ def test_a_run_that_ends_in_a_tripwire_leaves_its_test_to_the_next_run() -> None
     assert found.unfinished is None and not found.suspects  # (a timeout is an outcome its test could give)
     died = checked([*records[:2], {"done": 0}])  # the watcher itself killed there
     assert died.ended_in_trip and died.unfinished is None
+
+
+def test_a_kept_control_is_read_back_as_it_was_and_a_malformed_one_is_not() -> None:
+    """The base's control runs are cached with its baseline (gate/suite/baseline.py): read back, they judge a
+    suspect as the run did; an entry of another shape, or for a test the base does not collect, is not one (the
+    test's control runs again)."""
+    from gate.suite.baseline import Baseline
+
+    kept = Baseline(COLLECTED, controls={A: [("tests/test_a.py:3", "x", "assert")], B: []})
+    again = Baseline.from_json(kept.to_json())
+    assert again is not None and again.controls == kept.controls
+    odd = {**kept.to_json(), "controls": {A: [["tests/test_a.py:3", "x"]], C: "passed", "tests/test_z.py::t": []}}
+    read_back = Baseline.from_json(odd)
+    assert read_back is not None and read_back.controls == {}
+    older = {key: value for key, value in kept.to_json().items() if key != "controls"}
+    assert Baseline.from_json(older) == Baseline(COLLECTED)

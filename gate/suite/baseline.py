@@ -36,7 +36,7 @@ from gate.suite import order
 from gate.suite.harness import function_of
 from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite, why
 from gate.suite.selection import SuiteTrees
-from gate.suite.tripwire import Suspect
+from gate.suite.tripwire import Equal, RunRecords, Suspect, confirmed
 from gate.syntax import parse_python
 from gate.verdict import listing
 
@@ -66,17 +66,22 @@ class Baseline:
     the test functions whose parameter ids change from one collection to the next. A test with no status has
     not run on the base (a head passed it): it runs there when a head does not pass it, so a baseline from a
     partial run is never taken for a whole one. The tests skipped by their marks have their status from the
-    collection (`skipped`: they never ran)."""
+    collection (`skipped`: they never ran). `controls`: what the base's own run of a test showed when a head's
+    assertion there found an object equal to everything (gate/suite/tripwire.py's `confirmed`), the objects
+    its assertions found equal there, (site, operand, how) each; kept only from a control run where the test
+    passed, so that a later head's suspect there is judged as that run would judge it, without a run."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
     details: dict[str, str] = field(default_factory=dict)
     unstable: set[str] = field(default_factory=set)
     skipped: set[str] = field(default_factory=set)
+    controls: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
-                "unstable": sorted(self.unstable), "skipped": sorted(self.skipped)}
+                "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
+                "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()}}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -89,9 +94,14 @@ class Baseline:
             return None
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
+        controls = data.get("controls", {})
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
-                   {str(nodeid) for nodeid in parts[3] if nodeid in known})
+                   {str(nodeid) for nodeid in parts[3] if nodeid in known},
+                   {str(nodeid): [(str(seen[0]), str(seen[1]), str(seen[2])) for seen in found]
+                    for nodeid, found in (controls.items() if isinstance(controls, dict) else ())
+                    if nodeid in known and isinstance(found, list)
+                    and all(isinstance(seen, list) and len(seen) == 3 for seen in found)})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -99,6 +109,7 @@ class Baseline:
         self.details = {**other.details, **self.details}
         self.unstable |= other.unstable
         self.skipped |= other.skipped
+        self.controls = {**other.controls, **self.controls}
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -123,7 +134,7 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     base = scored.base
     return Outcomes(None if base is None else base.statuses, outcomes.tests, added.tests,
                     (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite, (
-                        *outcomes.suspects, *_tripwires(added.suspects)))),
+                        *outcomes.suspects, *_tripwires(added.suspects)), base, progress)),
                     tuple(scored.said), {} if base is None else base.details)
 
 
@@ -268,16 +279,40 @@ def _tripwires(suspects: tuple[Suspect, ...]) -> tuple[Suspect, ...]:
 
 
 def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
-               suspects: tuple[Suspect, ...]) -> list[str]:
+               suspects: tuple[Suspect, ...], known: Baseline | None, progress: Progress) -> list[str]:
     """The evidence among the head's tripwires that read the wrong outcome: each that the base's own suite runs
     right. Without the base's tree (`baseline: none`) nothing can tell the suite's way from tampering: each is
-    evidence."""
+    evidence. An object equal to everything in a test whose control the baseline `known` keeps is judged by
+    what that control showed; the rest by a control run, whose passing tests' findings are kept."""
     if not suspects:
         return []
     if suite.base_tree is None:
         return [f"{suspect.run}: {suspect.seen}" for suspect in suspects]
-    return control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots, "the base's tests"),
-                   suspects)
+    kept = known.controls if known is not None else {}
+    cached = [suspect for suspect in suspects if suspect.equal is not None and suspect.equal.test in kept]
+    rest = [suspect for suspect in suspects if suspect not in cached]
+    evidence = set(confirmed(cached, _kept_control(cached, kept)))
+    if rest:
+        records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
+                                             "the base's tests"), rest, progress)
+        evidence.update(confirmed(rest, records))
+        learned = {suspect.equal.test: [(seen.site, seen.operand, seen.how) for seen in records.equal
+                                        if seen.test == suspect.equal.test]
+                   for suspect in rest if suspect.equal is not None
+                   and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
+        if known is not None and learned and not records.tampered:
+            _keep_controls(_stored(subject, suite, cache.cache_dir(os.environ)), known, learned)
+    return [line for line in dict.fromkeys(f"{suspect.run}: {suspect.seen}" for suspect in suspects)
+            if line in evidence]
+
+
+def _kept_control(suspects: list[Suspect], kept: dict[str, list[tuple[str, str, str]]]) -> RunRecords:
+    """The control run the baseline keeps for the tests of `suspects`, as its records read: each passed, with
+    the objects equal to everything its assertions found there."""
+    tests = {suspect.equal.test for suspect in suspects if suspect.equal is not None}
+    return RunRecords(outcomes={nodeid: {"status": PASSED} for nodeid in tests},
+                      equal=[Equal(nodeid, site, operand, "", how) for nodeid in tests
+                             for site, operand, how in kept[nodeid]])
 
 
 def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...], what: str
@@ -316,6 +351,15 @@ def _keep(stored: Path, known: Baseline) -> None:
         if there is not None and there.collected == known.collected:
             known.merge(there)
         cache.write_json(stored, known.to_json())
+
+
+def _keep_controls(stored: Path, known: Baseline, learned: dict[str, list[tuple[str, str, str]]]) -> None:
+    """Add the controls `learned` to the baseline cached for the same collection as `known` (and only to it)."""
+    with cache.locked(stored.with_suffix(".lock")):
+        there = Baseline.from_json(cache.read_json(stored))
+        if there is not None and there.collected == known.collected:
+            there.controls.update(learned)
+            cache.write_json(stored, there.to_json())
 
 
 class _Refusal(Exception):

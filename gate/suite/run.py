@@ -313,17 +313,20 @@ def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mappi
     return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
 
-def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect]) -> list[str]:
-    """The suspects that are evidence of tampering: those whose tripwire the base's own suite (`base`) runs
-    right, or whose test it runs without the object equal to everything there, in a run of their tests alone,
-    each tripwire pinned to its host (gate/suite/tripwire.py)."""
-    if not suspects:
-        return []
+def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progress: Progress = QUIET
+            ) -> RunRecords:
+    """The base's own suite (`base`) on the suspects' tests alone, each tripwire pinned to its host: what tells
+    tampering from the suite's way (gate/suite/tripwire.py's `confirmed`)."""
     hosts = list(dict.fromkeys(suspect.host for suspect in suspects))
     trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects if suspect.trip is not None))
     seconds = _CONTROL_S + base.test_timeout * (len(hosts) + len(trips))
-    _, records = _run_once(sandbox, base, _files(hosts), hosts, seconds, trips)
-    return tripwire.confirmed(suspects, tripwire.read(records, trips, hosts, f"{base.what}, the control run"))
+    what = f"{base.what}, the control run"
+    count = progress.count(what, len(hosts))
+    try:
+        _, records = _run_once(sandbox, base, _files(hosts), hosts, seconds, trips, count)
+    finally:
+        count.close()
+    return tripwire.read(records, trips, hosts, what)
 
 
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
