@@ -225,6 +225,22 @@ def test_each_worker_is_given_contiguous_runs_of_pytests_order_whole_files() -> 
     assert shares(ids, 3, cut_files=True) == shares(ids, 3)  # parts too small to cut a file for
 
 
+def test_with_the_files_last_times_each_worker_is_given_about_the_same_time_files_whole() -> None:
+    # boltons' shape: a file of a few slow tests before many quick ones; by count it shares a part with 40 more.
+    ids = [f"tests/test_{name}.py::t{n}" for name, count in (("a", 2), ("b", 40), ("c", 40), ("d", 40))
+           for n in range(count)]
+    seconds = {"tests/test_a.py": 0.8, "tests/test_b.py": 0.2, "tests/test_c.py": 0.2, "tests/test_d.py": 0.2}
+
+    assert [len(share) for share in shares(ids, 2)] == [42, 80]  # by count
+    timed = shares(ids, 2, seconds=seconds)
+    assert [len(share) for share in timed] == [2, 120]  # test_a.py alone is about half the time
+    assert [nodeid for share in timed for nodeid in share] == ids
+    assert shares(ids, 2, cut_files=True, seconds=seconds) == timed  # parts too small to cut a file for
+    # A file with no time yet (new, or renamed) counts as many tests of the average timed file.
+    assert shares(ids, 2, seconds={"tests/test_b.py": 0.2}) == shares(ids, 2)
+    assert shares(ids, 2, seconds={}) == shares(ids, 2)
+
+
 def test_the_heads_shares_cut_a_file_that_holds_most_of_the_suite_between_two_functions() -> None:
     # packaging's shape: one file of two functions with thousands of parameters each, then the rest.
     ids = [f"tests/test_version.py::{name}[{n}]" for name in ("test_true", "test_false") for n in range(9000)]

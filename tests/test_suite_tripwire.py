@@ -160,7 +160,7 @@ def test_a_run_that_ends_in_a_tripwire_leaves_its_test_to_the_next_run() -> None
     assert died.ended_in_trip and died.unfinished is None
 
 
-def test_a_kept_control_is_read_back_as_it_was_and_a_malformed_one_is_not() -> None:
+def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_malformed_entry_is_not() -> None:
     """The base's control runs are cached with its baseline (gate/suite/baseline.py): read back, they judge a
     suspect as the run did; an entry of another shape, or for a test the base does not collect, is not one (the
     test's control runs again)."""
@@ -172,5 +172,11 @@ def test_a_kept_control_is_read_back_as_it_was_and_a_malformed_one_is_not() -> N
     odd = {**kept.to_json(), "controls": {A: [["tests/test_a.py:3", "x"]], C: "passed", "tests/test_z.py::t": []}}
     read_back = Baseline.from_json(odd)
     assert read_back is not None and read_back.controls == {}
-    older = {key: value for key, value in kept.to_json().items() if key != "controls"}
+    older = {key: value for key, value in kept.to_json().items() if key not in ("controls", "seconds")}
     assert Baseline.from_json(older) == Baseline(COLLECTED)
+    # The seconds each file's tests took (to share the next run out): a number of seconds, for a collected file.
+    timed = {**kept.to_json(), "seconds": {"tests/test_a.py": 0.5, "tests/test_z.py": 1.0}}
+    assert Baseline.from_json(timed).seconds == {"tests/test_a.py": 0.5}  # type: ignore[union-attr]
+    for odd_time in (-1, float("nan"), float("inf"), "1.0"):
+        skewed = {**kept.to_json(), "seconds": {"tests/test_a.py": odd_time}}
+        assert Baseline.from_json(skewed).seconds == {}  # type: ignore[union-attr]

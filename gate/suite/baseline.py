@@ -17,6 +17,7 @@ code never shares a process with a base test).
 from __future__ import annotations
 
 import ast
+import math
 import os
 import re
 import time
@@ -69,7 +70,9 @@ class Baseline:
     collection (`skipped`: they never ran). `controls`: what the base's own run of a test showed when a head's
     assertion there found an object equal to everything (gate/suite/tripwire.py's `confirmed`), the objects
     its assertions found equal there, (site, operand, how) each; kept only from a control run where the test
-    passed, so that a later head's suspect there is judged as that run would judge it, without a run."""
+    passed, so that a later head's suspect there is judged as that run would judge it, without a run.
+    `seconds`: how long each file's tests took in the last head's run that added up, to share the next head's
+    run out evenly over the workers (run.shares): a head can only make the next run slower by it."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
@@ -77,11 +80,13 @@ class Baseline:
     unstable: set[str] = field(default_factory=set)
     skipped: set[str] = field(default_factory=set)
     controls: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
+    seconds: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
                 "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
-                "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()}}
+                "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()},
+                "seconds": self.seconds}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -94,14 +99,17 @@ class Baseline:
             return None
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
-        controls = data.get("controls", {})
+        controls, seconds = data.get("controls", {}), data.get("seconds", {})
+        files = {nodeid.split("::")[0] for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
                    {str(nodeid) for nodeid in parts[3] if nodeid in known},
                    {str(nodeid): [(str(seen[0]), str(seen[1]), str(seen[2])) for seen in found]
                     for nodeid, found in (controls.items() if isinstance(controls, dict) else ())
                     if nodeid in known and isinstance(found, list)
-                    and all(isinstance(seen, list) and len(seen) == 3 for seen in found)})
+                    and all(isinstance(seen, list) and len(seen) == 3 for seen in found)},
+                   {str(name): float(taken) for name, taken in (seconds.items() if isinstance(seconds, dict) else ())
+                    if name in files and isinstance(taken, (int, float)) and 0 <= taken < math.inf})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -110,6 +118,7 @@ class Baseline:
         self.unstable |= other.unstable
         self.skipped |= other.skipped
         self.controls = {**other.controls, **self.controls}
+        self.seconds = self.seconds or other.seconds
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -165,9 +174,12 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
         _keep(stored, known)
     # The head's shares may cut a file that holds most of the suite: a test that fails there for want of the
     # tests before it runs again in the base's order before it costs (order.check).
-    found = run_suite(sandbox, head, known.collected, _deadline(policy), progress, cut_files=True)
+    found = run_suite(sandbox, head, known.collected, _deadline(policy), progress, cut_files=True,
+                      seconds=known.seconds)
     if found.tampered:
         return _Scored(known, found)
+    known.seconds = _seconds(found, known, head.test_timeout)
+    _learn(stored, known, seconds=known.seconds)
     # The base runs each test the head did not pass, and each the head collected under another parameter id
     # (unless the base's own ids are known to change), unless an earlier gate ran it there.
     renamed = {asked: nodeid for asked, nodeid in found.renamed.items() if function_of(asked) not in known.unstable}
@@ -301,7 +313,7 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
                    for suspect in rest if suspect.equal is not None
                    and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
         if known is not None and learned and not records.tampered:
-            _keep_controls(_stored(subject, suite, cache.cache_dir(os.environ)), known, learned)
+            _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known, controls=learned)
     return [line for line in dict.fromkeys(f"{suspect.run}: {suspect.seen}" for suspect in suspects)
             if line in evidence]
 
@@ -353,13 +365,27 @@ def _keep(stored: Path, known: Baseline) -> None:
         cache.write_json(stored, known.to_json())
 
 
-def _keep_controls(stored: Path, known: Baseline, learned: dict[str, list[tuple[str, str, str]]]) -> None:
-    """Add the controls `learned` to the baseline cached for the same collection as `known` (and only to it)."""
+def _learn(stored: Path, known: Baseline, controls: dict[str, list[tuple[str, str, str]]] | None = None,
+           seconds: dict[str, float] | None = None) -> None:
+    """Add `controls`, and put `seconds`, in the baseline cached for the same collection as `known` (and only in
+    it: what a run of the head taught is never a status of the base's)."""
     with cache.locked(stored.with_suffix(".lock")):
         there = Baseline.from_json(cache.read_json(stored))
         if there is not None and there.collected == known.collected:
-            there.controls.update(learned)
+            there.controls.update(controls or {})
+            there.seconds = seconds if seconds is not None else there.seconds
             cache.write_json(stored, there.to_json())
+
+
+def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[str, float]:
+    """How long each file's base tests took in the head's run `found` (each test at most its timeout)."""
+    taken: dict[str, float] = {}
+    for nodeid in known.collected:
+        outcome = found.tests.get(nodeid)
+        if outcome is not None:
+            name = nodeid.split("::")[0]
+            taken[name] = round(taken.get(name, 0.0) + min(max(outcome.seconds, 0.0), test_timeout), 4)
+    return taken
 
 
 class _Refusal(Exception):

@@ -15,6 +15,7 @@ is evidence of tampering once the base's own suite runs it right (`control`).
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import functools
 import itertools
@@ -133,17 +134,19 @@ def gist(detail: str) -> str:
 
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float,
-              progress: Progress = QUIET, cut_files: bool = False) -> SuiteResult:
+              progress: Progress = QUIET, cut_files: bool = False, seconds: Mapping[str, float] | None = None
+              ) -> SuiteResult:
     """Every test's outcome, by node id, and what did not add up. With `select` (node ids in the order pytest
     collects them), exactly those, each worker given contiguous runs of that order (`shares`: whole files unless
-    `cut_files`); without, whatever pytest collects from `run.args`, in one process. `deadline` is a
-    time.monotonic() instant. A run whose records do not add up ends its share of the suite there: nothing it
-    reported is a result. `progress` counts the tests as their records arrive."""
+    `cut_files`, of about the same time by `seconds`, what each file's tests took when they last ran); without,
+    whatever pytest collects from `run.args`, in one process. `deadline` is a time.monotonic() instant. A run
+    whose records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
+    counts the tests as their records arrive."""
     count = progress.count(run.what, None if select is None else len(select))
     try:
         if select is None:
             return _shard(sandbox, run, list(run.args), None, deadline, count=count)
-        parts_of = shares(select, run.workers, cut_files)
+        parts_of = shares(select, run.workers, cut_files, seconds)
         with ThreadPoolExecutor(max_workers=max(1, len(parts_of))) as pool:
             parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline, count=count),
                                   parts_of))
@@ -157,37 +160,54 @@ def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, dea
                        {asked: found for part in parts for asked, found in part.renamed.items()})
 
 
-def shares(select: Sequence[str], workers: int, cut_files: bool = False) -> list[list[str]]:
+def shares(select: Sequence[str], workers: int, cut_files: bool = False, seconds: Mapping[str, float] | None = None
+           ) -> list[list[str]]:
     """The node ids cut into at most `workers` contiguous parts of about the same size. A cut falls between two
     files, the nearest to where an even cut would fall: each test then runs after the tests pytest's order puts
     before it in its part, as in a run of the whole suite. With `cut_files`, when no file ends within a quarter
     of a part's size of there (a file that holds most of the suite: packaging's test_version.py, 18,000 of its
     27,000 tests), the cut falls inside a file, between two test functions, never between one function's
     parameters (whose ids are matched by function: harness.match), and only when each part holds at least
-    `_SHARE` tests (a process's start costs more than a few tests)."""
+    `_SHARE` tests (a process's start costs more than a few tests). A part's size is its count of tests, or
+    with `seconds` (a file's tests' seconds when they last ran) the time they are expected to take: a file's
+    time shared evenly among its tests, each with _TEST_S more (what a test costs the run beside its own time),
+    a file not timed yet as many tests of the average timed one."""
     files = [index for index in range(1, len(select)) if _file(select[index]) != _file(select[index - 1])]
     parts = max(1, min(workers, max(len(files) + 1, len(select) // _SHARE if cut_files else 0)))
     functions = [index for index in range(1, len(select))  # (only where a file may be cut)
                  if _function(select[index]) != _function(select[index - 1])] if cut_files else []
-    size = len(select) / parts
+    at = [0.0, *itertools.accumulate(_weights(select, seconds))]  # the size of select[:i] is at[i]
+    size = at[-1] / parts
     bounds = [0]
     for part in range(1, parts):
-        even = bounds[-1] + (len(select) - bounds[-1]) / (parts - part + 1)  # what is left, shared evenly
-        near = _nearest(files, even, bounds[-1])
-        if cut_files and (near is None or abs(near - even) > size / 4) and size >= _SHARE:
-            near = _nearest(functions, even, bounds[-1])
+        even = at[bounds[-1]] + (at[-1] - at[bounds[-1]]) / (parts - part + 1)  # what is left, shared evenly
+        near = _nearest(files, at, even, bounds[-1])
+        if cut_files and (near is None or abs(at[near] - even) > size / 4) and len(select) / parts >= _SHARE:
+            near = _nearest(functions, at, even, bounds[-1])
         if near is not None:
             bounds.append(near)
     bounds.append(len(select))
     return [list(select[start:stop]) for start, stop in itertools.pairwise(bounds)]
 
 
+def _weights(select: Sequence[str], seconds: Mapping[str, float] | None) -> list[float]:
+    """Each test's expected share of a run (`shares`): 1 each without `seconds`."""
+    if not seconds:
+        return [1.0] * len(select)
+    counts = collections.Counter(_file(nodeid) for nodeid in select)
+    timed = [seconds[name] / count for name, count in counts.items() if name in seconds]
+    usual = sum(timed) / len(timed) if timed else 0.0
+    return [_TEST_S + (seconds[name] / counts[name] if name in seconds else usual)
+            for name in map(_file, select)]
+
+
 _SHARE = 200  # tests a part holds at least when it cuts a file
+_TEST_S = 0.002  # what a test costs a run beside its own time (its records, the harness's checks, pytest's)
 
 
-def _nearest(cuts: list[int], even: float, after: int) -> int | None:
-    """The index of `cuts` past `after` nearest `even`, or None."""
-    return min((cut for cut in cuts if cut > after), key=lambda cut: abs(cut - even), default=None)
+def _nearest(cuts: list[int], at: list[float], even: float, after: int) -> int | None:
+    """The index of `cuts` past `after` whose size `at` is nearest `even`, or None."""
+    return min((cut for cut in cuts if cut > after), key=lambda cut: abs(at[cut] - even), default=None)
 
 
 def _file(nodeid: str) -> str:
