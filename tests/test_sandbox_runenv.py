@@ -295,3 +295,25 @@ def test_the_shell_and_find_library_work_as_in_ci(box: LayeredSandbox, place: Pa
     assert names["c"] == "libc.so.6" and names["no-such-library"] is None
     assert str(names["ssl"]).startswith("libssl.so") and str(names["ffi"]).startswith("libffi.so")
     assert (found["strlen"], found["shell"], found["system"]) == (4, "42\n", 3)
+
+
+def test_the_console_scripts_are_what_pip_wrote_for_each_distribution_first_by_name(tmp_path: Path) -> None:
+    """Read as importlib.metadata reads an environment's metadata folders (a `.dist-info` and an old `.egg-info`):
+    a name two distributions declare is the first's by name as pip normalizes it, and a distribution whose
+    `entry_points.txt` does not parse declares nothing."""
+    from gate.sandbox import scripts
+
+    declared = {
+        "Zeta_Tool-2.0.dist-info": "[console_scripts]\nshared = zeta.cli:main\nzeta = zeta.cli:main\n",
+        "alpha.tool-1.0-py3.11.egg-info": "# comment\n[console_scripts]\nshared = alpha.cli:main\n"
+                                          "[gui_scripts]\nalpha-gui = alpha.gui:run\n",
+        "broken-1.0.dist-info": "[console_scripts]\nbroken = broken.cli:main\nno equals sign here\n",
+        "plain-1.0.dist-info": None,  # no entry_points.txt at all
+    }
+    for folder, text in declared.items():
+        (tmp_path / folder).mkdir()
+        if text is not None:
+            (tmp_path / folder / "entry_points.txt").write_text(text)
+
+    assert scripts.of([str(tmp_path), "relative/roots/are/the/trees"]) == {
+        "shared": "alpha.cli:main", "zeta": "zeta.cli:main", "alpha-gui": "alpha.gui:run"}

@@ -16,6 +16,7 @@ import functools
 import os
 import re
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._+-]*")
@@ -28,11 +29,15 @@ _GROUPS = ("console_scripts", "gui_scripts")
 def of(python_path: Sequence[str]) -> dict[str, str]:
     """The console scripts of a run whose import roots are `python_path`: name -> "module:attribute"."""
     found: dict[str, str] = {}
-    for root in python_path:
-        if os.path.isabs(root):
-            for name, entry in _in(root, _stamp(root)).items():
-                found.setdefault(name, entry)
+    with _READING:  # (runs start from several threads at once: each root is read once)
+        for root in python_path:
+            if os.path.isabs(root):
+                for name, entry in _in(root, _stamp(root)).items():
+                    found.setdefault(name, entry)
     return found
+
+
+_READING = threading.Lock()
 
 
 def _stamp(root: str) -> tuple[int, int] | None:
@@ -50,18 +55,49 @@ def _in(root: str, stamp: tuple[int, int] | None) -> Mapping[str, str]:
     """The console scripts the distributions in `root` declare (as of `stamp`)."""
     if stamp is None:
         return {}
-    from importlib import metadata  # (with the email package it brings: 15-25 ms of every gate's start)
-
     found: dict[str, str] = {}
-    distributions = sorted(metadata.distributions(path=[root]), key=lambda dist: str(dist.metadata["Name"] or ""))
-    for dist in distributions:
-        try:
-            entries = list(dist.entry_points)
-        except ValueError:  # metadata that does not parse declares nothing
-            continue
-        for entry in entries:
-            matched = _OBJECT.fullmatch(entry.value.strip())
-            if (entry.group in _GROUPS and matched and _NAME.fullmatch(entry.name)
-                    and entry.name not in _INTERPRETER):
-                found.setdefault(entry.name, f"{matched[1]}:{matched[2]}")
+    for _, text in sorted(_declared(root)):
+        for group, name, value in _entries(text):
+            matched = _OBJECT.fullmatch(value)
+            if group in _GROUPS and matched and _NAME.fullmatch(name) and name not in _INTERPRETER:
+                found.setdefault(name, f"{matched[1]}:{matched[2]}")
     return found
+
+
+def _declared(root: str) -> list[tuple[str, str]]:
+    """(name, `entry_points.txt`) of each distribution whose metadata folder is in `root`, its name as pip
+    normalizes it, read from the folder's name (`NAME-VERSION.dist-info`, `NAME[-VERSION...].egg-info`): what
+    importlib.metadata finds there, without parsing every distribution's METADATA for its name."""
+    found = []
+    try:
+        folders = [entry for entry in os.scandir(root) if entry.name.endswith((".dist-info", ".egg-info"))]
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            with open(os.path.join(folder.path, "entry_points.txt"), encoding="utf-8") as declared:
+                text = declared.read()
+        except (OSError, UnicodeDecodeError):
+            continue
+        name = folder.name.rsplit(".", 1)[0].split("-")[0]
+        found.append((re.sub(r"[-_.]+", "-", name).lower(), text))
+    return found
+
+
+def _entries(text: str) -> list[tuple[str, str, str]]:
+    """(group, name, value) of each entry point of an `entry_points.txt`, read as importlib.metadata reads it:
+    none when a line of a group is not `name = value` (metadata that does not parse declares nothing)."""
+    entries = []
+    group: str | None = None
+    for line in map(str.strip, text.splitlines()):
+        if not line or line.startswith("#"):
+            continue
+        if line.startswith("[") and line.endswith("]"):
+            group = line[1:-1].strip()
+            continue
+        name, equals, value = line.partition("=")
+        if not equals:
+            return []
+        if group is not None:
+            entries.append((group, name.strip(), value.strip()))
+    return entries
