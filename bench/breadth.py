@@ -43,6 +43,7 @@ import sysconfig
 import tarfile
 import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -387,11 +388,12 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
                  env)
 
 
-def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, float], dict[str, int],
-                                                                    dict[str, int], str]:
+def plain_pytest(project: Project, repo: Path, root: Path, warm: int = 1, between: Callable[[], object] = list
+                 ) -> tuple[dict[str, float], dict[str, int], dict[str, int], str]:
     """(times, counts on the honest head, counts and exit status (`exit`) on the regression, the end of the
     output when pytest did not run: it passed no test) of a CI job: a checkout, a venv, the install, pytest;
-    then pytest warm, and the regression installed and run."""
+    then pytest warm (the median of `warm` runs, `between` called after each: the gate's, so that both see the
+    same load), and the regression installed and run."""
     job = ci_job(project, repo, root)
     if job.broken.startswith("pip install failed"):
         return {}, {}, {}, job.broken
@@ -405,9 +407,13 @@ def plain_pytest(project: Project, repo: Path, root: Path) -> tuple[dict[str, fl
             return subprocess.CompletedProcess(job.command, -9, said + "\ntimed out", "")
 
     times = {"pytest cold": job.seconds}
-    started = time.perf_counter()
-    run()
-    times["pytest warm"] = time.perf_counter() - started
+    warm_runs = []
+    for _ in range(max(1, warm)):
+        started = time.perf_counter()
+        run()
+        warm_runs.append(time.perf_counter() - started)
+        between()
+    times["pytest warm"] = statistics.median(warm_runs)
     git(job.checkout, "checkout", "-q", "origin/regression")
     # Installed again, as a job on that head would: an editable install's compiled extension is built from the
     # honest head's C, and only a build sees a regression in it.
@@ -444,7 +450,7 @@ def describe(code: int, verdict: dict[str, Any] | None, error: str) -> tuple[str
     return f"{word} {verdict['total']}/{verdict['budget']}", charged, [p["message"] for p in verdict["penalties"]]
 
 
-def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
+def bench(project: Project, sdists: Path, work: Path, peer: bool, warm: int = 1) -> Outcome:
     outcome = Outcome(project)
     root = work / project.name
     try:
@@ -453,17 +459,26 @@ def bench(project: Project, sdists: Path, work: Path, peer: bool) -> Outcome:
         outcome.honest = outcome.regression = "no policy"
         outcome.problems.append(f"gate init: {failed}")
         return outcome
-    times, counts, regressed, broken = plain_pytest(project, repo, root) if peer else ({}, {}, {}, "")
+    cache = root / "gate-cache"
+    out = root / "verdict.json"
+    outcome.times["gate cold"] = gate(repo, "honest", cache, out)[0]
+    warm_runs = []  # (seconds, exit code, verdict, stderr) of each warm run: the first one's verdict is reported
+
+    def gate_warm() -> None:
+        warm_runs.append(gate(repo, "honest", cache, out))
+
+    # Each warm run of the gate right after one of plain pytest's.
+    times, counts, regressed, broken = plain_pytest(project, repo, root, warm, gate_warm) if peer \
+        else ({}, {}, {}, "")
+    while len(warm_runs) < max(1, warm):
+        gate_warm()
     outcome.times |= times
     if broken:
         outcome.problems.append(f"plain pytest did not run: {broken}")
     if counts and not regressed.get("exit"):
         outcome.problems.append("the regression fails no test under plain pytest either (a bad bench target)")
-    cache = root / "gate-cache"
-    out = root / "verdict.json"
-    seconds, code, verdict, error = gate(repo, "honest", cache, out)
-    outcome.times["gate cold"] = seconds
-    outcome.times["gate warm"], code, verdict, error = gate(repo, "honest", cache, out)
+    outcome.times["gate warm"] = statistics.median(seconds for seconds, *_ in warm_runs)
+    _, code, verdict, error = warm_runs[0]
     outcome.honest, _, said = describe(code, verdict, error)
     # A skipped or xfailed test did not fail, so its case passed; its detail says which (plain pytest counts
     # neither as passed).
@@ -607,6 +622,9 @@ def main() -> None:
     parser.add_argument("--cold", action="store_true",
                         help="a hosted runner's job from nothing: the CI job, the gate with uv and with pip, side by "
                              "side on the honest head (see the module's docstring)")
+    parser.add_argument("--warm", type=int, default=1, metavar="N",
+                        help="warm runs of the gate and of plain pytest each, one after the other, their medians "
+                             "reported (default 1)")
     parser.add_argument("--jobs", type=int, default=1,
                         help="projects benched at once (more than 1 finds the verdicts sooner; the times then "
                              "share the machine)")
@@ -622,7 +640,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="gate-breadth-") as folder:
 
         def one(project: Project) -> Outcome:
-            outcome = bench(project, sdists, Path(folder), not args.no_pytest)
+            outcome = bench(project, sdists, Path(folder), not args.no_pytest, args.warm)
             print(table([outcome]).splitlines()[-1], file=sys.stderr, flush=True)
             for problem in outcome.problems:
                 print(f"- {project.label}: {problem}", file=sys.stderr, flush=True)
