@@ -125,6 +125,17 @@ def test_markdown_inside_a_docstring_is_not_a_chat_reply() -> None:
     assert score_files([SourceFile("src/f.py", text)]).total == 0
 
 
+@pytest.mark.parametrize("python", ["3.9", "3.11"])
+def test_markdown_in_a_docstring_of_code_newer_than_the_policys_python_is_only_a_parse_failure(python: str) -> None:
+    """The file parses as the gate's Python, not as the policy's 3.9: it does not parse (the parse check's),
+    and is no chat reply (extract's), whichever version it is read as first."""
+    text = ('"""Usage:\n\nHere is the code:\n"""\n\n\ndef f(x):\n    match x:\n        case 1:\n'
+            '            return 1\n    return 0\n')
+    scored = score_files([SourceFile("src/f.py", text)], Policy(python=python))
+    assert not [p for p in scored.penalties if p.check == "extract"], scored.penalties
+    assert [p.check for p in scored.penalties] == (["parse"] if python == "3.9" else [])
+
+
 @pytest.mark.parametrize(("path", "pattern", "expected"), [
     ("a.py", "**/*.py", True),
     ("src/pkg/a.py", "**/*.py", True),

@@ -20,7 +20,7 @@ import re
 import sys
 
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
-from gate.checks.trees import refusal
+from gate.checks.trees import feature_version, refusal
 from gate.errors import BadInput
 from gate.fences import Block, find_blocks, split_lines
 from gate.globs import is_gated
@@ -143,13 +143,17 @@ def _chat_lines(ctx: CheckContext, source: SourceFile) -> list[Location]:
 
 
 def _parses(ctx: CheckContext, source: SourceFile) -> bool:
-    """Whether the file parses as this interpreter's Python; the tree is kept for the parse check, which
-    reuses it when the policy targets the same version."""
-    try:
-        ctx.trees.parse(source, _THIS_PYTHON, ctx.policy)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return False
-    return True
+    """Whether the file parses as this interpreter's Python. It is parsed as the policy's version first, when
+    that is not newer, and the parse check reuses that tree: a file that parses there parses here too (a
+    feature version only takes newer syntax away), so a file of a big change is parsed once, not twice."""
+    target = feature_version(ctx.policy.python)
+    for version in dict.fromkeys((target, _THIS_PYTHON) if target <= _THIS_PYTHON else (_THIS_PYTHON,)):
+        try:
+            ctx.trees.parse(source, version, ctx.policy)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return True
+    return False
 
 
 def _unclosed_note(block: Block, where: str) -> tuple[Note, ...]:

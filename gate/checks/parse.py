@@ -13,6 +13,7 @@ from __future__ import annotations
 import ast
 
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult, Product
+from gate.checks.trees import feature_version
 from gate.policy.keys import Charge
 from gate.policy.model import Policy
 from gate.subject import SourceFile
@@ -86,18 +87,13 @@ def _is_python(source: SourceFile) -> bool:
     return source.status == "extracted" or source.path.endswith((".py", ".pyi"))
 
 
-def _feature_version(python: str) -> tuple[int, int]:
-    major, minor = python.split(".")[:2]
-    return int(major), int(minor)
-
-
 def _parse_python(ctx: CheckContext, source: SourceFile,
                   python: str) -> tuple[ast.Module | None, tuple[str, Location] | None]:
     if source.undecodable:  # Python refuses the file's bytes before it parses anything
         message, line = source.undecodable
         return None, (f"{message} (Python {python})", Location(source.path, line))
     try:
-        tree = ctx.trees.parse(source, _feature_version(python), ctx.policy)
+        tree = ctx.trees.parse(source, feature_version(python), ctx.policy)
     except SyntaxError as exc:
         message = f"{exc.msg} (Python {python})"
         return None, (message, Location(source.path, exc.lineno or None, exc.offset))

@@ -58,6 +58,12 @@ def refusal(source: SourceFile, policy: Policy) -> str:
     return f"{math.ceil(size / 1024)} KiB, over paths.max_file_kb ({policy.paths.max_file_kb}): not parsed"
 
 
+def feature_version(python: str) -> tuple[int, int]:
+    """The `feature_version` of ast.parse for a policy's `python` ("3.9")."""
+    major, minor = python.split(".")[:2]
+    return int(major), int(minor)
+
+
 @dataclass
 class TreeCache:
     """The trees and node lists one scoring built, by file."""
