@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -126,7 +127,8 @@ def test_markdown_inside_a_docstring_is_not_a_chat_reply() -> None:
 
 
 @pytest.mark.parametrize("python", ["3.9", "3.11"])
-def test_markdown_in_a_docstring_of_code_newer_than_the_policys_python_is_only_a_parse_failure(python: str) -> None:
+def test_markdown_in_a_docstring_of_code_newer_than_the_policys_python_is_only_a_parse_failure(
+        python: Literal["3.9", "3.11"]) -> None:
     """The file parses as the gate's Python, not as the policy's 3.9: it does not parse (the parse check's),
     and is no chat reply (extract's), whichever version it is read as first."""
     text = ('"""Usage:\n\nHere is the code:\n"""\n\n\ndef f(x):\n    match x:\n        case 1:\n'

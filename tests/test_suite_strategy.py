@@ -225,20 +225,32 @@ def test_each_worker_is_given_contiguous_runs_of_pytests_order_whole_files() -> 
     assert shares(ids, 3, cut_files=True) == shares(ids, 3)  # parts too small to cut a file for
 
 
-def test_with_the_files_last_times_each_worker_is_given_about_the_same_time_files_whole() -> None:
+def test_with_the_functions_last_times_each_worker_is_given_about_the_same_time_files_whole() -> None:
     # boltons' shape: a file of a few slow tests before many quick ones; by count it shares a part with 40 more.
-    ids = [f"tests/test_{name}.py::t{n}" for name, count in (("a", 2), ("b", 40), ("c", 40), ("d", 40))
+    ids = [f"tests/test_{name}.py::test[{n}]" for name, count in (("a", 2), ("b", 40), ("c", 40), ("d", 40))
            for n in range(count)]
-    seconds = {"tests/test_a.py": 0.8, "tests/test_b.py": 0.2, "tests/test_c.py": 0.2, "tests/test_d.py": 0.2}
+    seconds = {"tests/test_a.py::test": 0.8, "tests/test_b.py::test": 0.2, "tests/test_c.py::test": 0.2,
+               "tests/test_d.py::test": 0.2}
 
     assert [len(share) for share in shares(ids, 2)] == [42, 80]  # by count
     timed = shares(ids, 2, seconds=seconds)
     assert [len(share) for share in timed] == [2, 120]  # test_a.py alone is about half the time
     assert [nodeid for share in timed for nodeid in share] == ids
     assert shares(ids, 2, cut_files=True, seconds=seconds) == timed  # parts too small to cut a file for
-    # A file with no time yet (new, or renamed) counts as many tests of the average timed file.
-    assert shares(ids, 2, seconds={"tests/test_b.py": 0.2}) == shares(ids, 2)
+    # A test with no time yet (new, or renamed) counts as the average timed one.
+    assert shares(ids, 2, seconds={"tests/test_b.py::test": 0.2}) == shares(ids, 2)
     assert shares(ids, 2, seconds={}) == shares(ids, 2)
+
+
+def test_a_file_cut_for_the_heads_shares_is_cut_by_its_functions_last_times() -> None:
+    # more-itertools' shape: one big file whose first function is slow, then a small file.
+    ids = [f"tests/test_more.py::{name}[{n}]" for name in ("test_slow", "test_quick", "test_other") for n in range(300)]
+    ids += [f"tests/test_recipes.py::test_{n}" for n in range(100)]
+    seconds = {"tests/test_more.py::test_slow": 3.0, "tests/test_more.py::test_quick": 0.3,
+               "tests/test_more.py::test_other": 0.3, **{f"tests/test_recipes.py::test_{n}": 0.001 for n in range(100)}}
+
+    assert [len(share) for share in shares(ids, 2, cut_files=True)] == [600, 400]  # by count
+    assert [len(share) for share in shares(ids, 2, cut_files=True, seconds=seconds)] == [300, 700]
 
 
 def test_the_heads_shares_cut_a_file_that_holds_most_of_the_suite_between_two_functions() -> None:

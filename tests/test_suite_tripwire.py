@@ -174,9 +174,10 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
     assert read_back is not None and read_back.controls == {}
     older = {key: value for key, value in kept.to_json().items() if key not in ("controls", "seconds")}
     assert Baseline.from_json(older) == Baseline(COLLECTED)
-    # The seconds each file's tests took (to share the next run out): a number of seconds, for a collected file.
-    timed = {**kept.to_json(), "seconds": {"tests/test_a.py": 0.5, "tests/test_z.py": 1.0}}
-    assert Baseline.from_json(timed).seconds == {"tests/test_a.py": 0.5}  # type: ignore[union-attr]
+    # The seconds each test function took (to share the next run out): a number of seconds, for a collected one.
+    function = "tests/test_a.py::test_b"  # (B's function, for all its parameters)
+    timed = {**kept.to_json(), "seconds": {function: 0.5, A: 0.25, "tests/test_z.py::test_z": 1.0}}
+    assert Baseline.from_json(timed).seconds == {function: 0.5, A: 0.25}  # type: ignore[union-attr]
     for odd_time in (-1, float("nan"), float("inf"), "1.0"):
-        skewed = {**kept.to_json(), "seconds": {"tests/test_a.py": odd_time}}
+        skewed = {**kept.to_json(), "seconds": {function: odd_time}}
         assert Baseline.from_json(skewed).seconds == {}  # type: ignore[union-attr]

@@ -71,8 +71,9 @@ class Baseline:
     assertion there found an object equal to everything (gate/suite/tripwire.py's `confirmed`), the objects
     its assertions found equal there, (site, operand, how) each; kept only from a control run where the test
     passed, so that a later head's suspect there is judged as that run would judge it, without a run.
-    `seconds`: how long each file's tests took in the last head's run that added up, to share the next head's
-    run out evenly over the workers (run.shares): a head can only make the next run slower by it."""
+    `seconds`: how long each test function took (all its parameters) in the last head's run that added up, to
+    share the next head's run out evenly over the workers (run.shares): a head can only make the next run
+    slower by it."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
@@ -100,7 +101,7 @@ class Baseline:
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         controls, seconds = data.get("controls", {}), data.get("seconds", {})
-        files = {nodeid.split("::")[0] for nodeid in collected}
+        functions = {function_of(nodeid) or nodeid for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
                    {str(nodeid) for nodeid in parts[3] if nodeid in known},
@@ -109,7 +110,7 @@ class Baseline:
                     if nodeid in known and isinstance(found, list)
                     and all(isinstance(seen, list) and len(seen) == 3 for seen in found)},
                    {str(name): float(taken) for name, taken in (seconds.items() if isinstance(seconds, dict) else ())
-                    if name in files and isinstance(taken, (int, float)) and 0 <= taken < math.inf})
+                    if name in functions and isinstance(taken, (int, float)) and 0 <= taken < math.inf})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -378,12 +379,13 @@ def _learn(stored: Path, known: Baseline, controls: dict[str, list[tuple[str, st
 
 
 def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[str, float]:
-    """How long each file's base tests took in the head's run `found` (each test at most its timeout)."""
+    """How long each of the base's test functions took in the head's run `found` (each test at most its
+    timeout)."""
     taken: dict[str, float] = {}
     for nodeid in known.collected:
         outcome = found.tests.get(nodeid)
         if outcome is not None:
-            name = nodeid.split("::")[0]
+            name = function_of(nodeid) or nodeid
             taken[name] = round(taken.get(name, 0.0) + min(max(outcome.seconds, 0.0), test_timeout), 4)
     return taken
 

@@ -138,7 +138,7 @@ def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, dea
               ) -> SuiteResult:
     """Every test's outcome, by node id, and what did not add up. With `select` (node ids in the order pytest
     collects them), exactly those, each worker given contiguous runs of that order (`shares`: whole files unless
-    `cut_files`, of about the same time by `seconds`, what each file's tests took when they last ran); without,
+    `cut_files`, of about the same time by `seconds`, what each test function took when it last ran); without,
     whatever pytest collects from `run.args`, in one process. `deadline` is a time.monotonic() instant. A run
     whose records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
     counts the tests as their records arrive."""
@@ -169,9 +169,9 @@ def shares(select: Sequence[str], workers: int, cut_files: bool = False, seconds
     27,000 tests), the cut falls inside a file, between two test functions, never between one function's
     parameters (whose ids are matched by function: harness.match), and only when each part holds at least
     `_SHARE` tests (a process's start costs more than a few tests). A part's size is its count of tests, or
-    with `seconds` (a file's tests' seconds when they last ran) the time they are expected to take: a file's
-    time shared evenly among its tests, each with _TEST_S more (what a test costs the run beside its own time),
-    a file not timed yet as many tests of the average timed one."""
+    with `seconds` (each test function's seconds when it last ran, all its parameters') the time they are
+    expected to take: a function's time shared evenly among its parameters, each test with _TEST_S more (what
+    a test costs the run beside its own time), a test not timed yet as the average timed one."""
     files = [index for index in range(1, len(select)) if _file(select[index]) != _file(select[index - 1])]
     parts = max(1, min(workers, max(len(files) + 1, len(select) // _SHARE if cut_files else 0)))
     functions = [index for index in range(1, len(select))  # (only where a file may be cut)
@@ -194,11 +194,11 @@ def _weights(select: Sequence[str], seconds: Mapping[str, float] | None) -> list
     """Each test's expected share of a run (`shares`): 1 each without `seconds`."""
     if not seconds:
         return [1.0] * len(select)
-    counts = collections.Counter(_file(nodeid) for nodeid in select)
+    counts = collections.Counter(map(_function, select))
     timed = [seconds[name] / count for name, count in counts.items() if name in seconds]
     usual = sum(timed) / len(timed) if timed else 0.0
     return [_TEST_S + (seconds[name] / counts[name] if name in seconds else usual)
-            for name in map(_file, select)]
+            for name in map(_function, select)]
 
 
 _SHARE = 200  # tests a part holds at least when it cuts a file
@@ -215,6 +215,7 @@ def _file(nodeid: str) -> str:
 
 
 def _function(nodeid: str) -> str:
+    """The test function of a node id: itself, unless it is one of a parametrized function's."""
     return function_of(nodeid) or nodeid
 
 
