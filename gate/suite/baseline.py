@@ -309,9 +309,11 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
                                              "the base's tests"), rest, progress)
         evidence.update(confirmed(rest, records))
+        # Kept: what a test that passed showed with no tripwire pinned to it (a later control may pin none).
+        pinned = {suspect.trip.host for suspect in rest if suspect.trip is not None}
         learned = {suspect.equal.test: [(seen.site, seen.operand, seen.how) for seen in records.equal
                                         if seen.test == suspect.equal.test]
-                   for suspect in rest if suspect.equal is not None
+                   for suspect in rest if suspect.equal is not None and suspect.equal.test not in pinned
                    and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
         if known is not None and learned and not records.tampered:
             _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known, controls=learned)
