@@ -50,6 +50,7 @@ class Guard:
 
     def note(self, items: Iterable[Any]) -> None:
         """Note what the collected `items` depend on, as it is now."""
+        self._fast.clear()  # (made from what is noted)
         seen: set[int] = set()  # (pytest's namespace holds what its modules define: noted once)
         for name in HELPERS:
             module = sys.modules.get(name)
