@@ -34,7 +34,7 @@ from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.suite import order
-from gate.suite.harness import function_of
+from gate.suite.harness import function_key, function_of
 from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite, why
 from gate.suite.selection import SuiteTrees
 from gate.suite.tripwire import Equal, RunRecords, Suspect, confirmed
@@ -101,7 +101,7 @@ class Baseline:
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         controls, seconds = data.get("controls", {}), data.get("seconds", {})
-        functions = {function_of(nodeid) or nodeid for nodeid in collected}
+        functions = {function_key(nodeid) for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
                    {str(nodeid) for nodeid in parts[3] if nodeid in known},
@@ -387,7 +387,7 @@ def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[s
     for nodeid in known.collected:
         outcome = found.tests.get(nodeid)
         if outcome is not None:
-            name = function_of(nodeid) or nodeid
+            name = function_key(nodeid)
             taken[name] = round(taken.get(name, 0.0) + min(max(outcome.seconds, 0.0), test_timeout), 4)
     return taken
 

@@ -97,6 +97,11 @@ def function_of(nodeid: str) -> str | None:
     return nodeid[:bracket] if bracket > 0 and nodeid.endswith("]") else None
 
 
+def function_key(nodeid: str) -> str:
+    """The test function a node id runs: `function_of`, or the node id itself when it has no parameters."""
+    return function_of(nodeid) or nodeid
+
+
 def match(collected: list[str], select: list[str]) -> dict[str, str]:
     """The node ids of `collected` that stand in for ids of `select` pytest did not collect: by test function, in
     order (the first id of `select` missing for a function takes the first collected id of that function that

@@ -32,7 +32,7 @@ from gate.progress import QUIET, Count, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.suite import tripwire
-from gate.suite.harness import function_of
+from gate.suite.harness import function_key
 from gate.suite.tripwire import RunRecords, Suspect, Trip
 from gate.verdict import listing
 
@@ -175,7 +175,7 @@ def shares(select: Sequence[str], workers: int, cut_files: bool = False, seconds
     files = [index for index in range(1, len(select)) if _file(select[index]) != _file(select[index - 1])]
     parts = max(1, min(workers, max(len(files) + 1, len(select) // _SHARE if cut_files else 0)))
     functions = [index for index in range(1, len(select))  # (only where a file may be cut)
-                 if _function(select[index]) != _function(select[index - 1])] if cut_files else []
+                 if function_key(select[index]) != function_key(select[index - 1])] if cut_files else []
     at = [0.0, *itertools.accumulate(_weights(select, seconds))]  # the size of select[:i] is at[i]
     size = at[-1] / parts
     bounds = [0]
@@ -194,11 +194,11 @@ def _weights(select: Sequence[str], seconds: Mapping[str, float] | None) -> list
     """Each test's expected share of a run (`shares`): 1 each without `seconds`."""
     if not seconds:
         return [1.0] * len(select)
-    counts = collections.Counter(map(_function, select))
+    counts = collections.Counter(map(function_key, select))
     timed = [seconds[name] / count for name, count in counts.items() if name in seconds]
     usual = sum(timed) / len(timed) if timed else 0.0
     return [_TEST_S + (seconds[name] / counts[name] if name in seconds else usual)
-            for name in map(_function, select)]
+            for name in map(function_key, select)]
 
 
 _SHARE = 200  # tests a part holds at least when it cuts a file
@@ -212,11 +212,6 @@ def _nearest(cuts: list[int], at: list[float], even: float, after: int) -> int |
 
 def _file(nodeid: str) -> str:
     return nodeid.split("::")[0]
-
-
-def _function(nodeid: str) -> str:
-    """The test function of a node id: itself, unless it is one of a parametrized function's."""
-    return function_of(nodeid) or nodeid
 
 
 def _files(ids: Sequence[str]) -> list[str]:
