@@ -319,6 +319,34 @@ def test_what_is_started_ahead_runs_under_its_seed_and_stops_with_the_sandbox() 
     assert _children() <= before
 
 
+_SEEN = """
+import json, os
+interfaces = [line.split(":")[0].strip() for line in open("/proc/net/dev").read().splitlines()[2:]]
+print(json.dumps({"root": sorted(os.listdir("/")), "interfaces": interfaces,
+                  "tmp": os.listdir("/tmp"),
+                  "mounts": len(open("/proc/self/mountinfo").read().splitlines())}))
+"""
+
+
+def test_a_run_of_a_zygote_prepared_ahead_sees_what_any_run_sees() -> None:
+    # A zygote started ahead (Sandbox.prepare) makes its runs' network namespace and mount template before the
+    # first run asks; a run of it must see no more of the host, and no more network, than a run of a zygote
+    # that made them on its first request.
+    box = open_sandbox(LIMITS)
+    if "mountns" not in box.layers.on or "netns" not in box.layers.on:
+        box.close()
+        pytest.skip("no mount or network namespace here")
+    try:
+        box.prepare((5,))
+        ahead = box.run(program(_SEEN, hash_seed=5))
+        asked = box.run(program(_SEEN, hash_seed=6))
+    finally:
+        box.close()
+    assert (ahead.exit_code, asked.exit_code) == (0, 0), (ahead.stderr, asked.stderr)
+    seen = json.loads(ahead.stdout)
+    assert seen == json.loads(asked.stdout)
+    assert seen["interfaces"] == ["lo"] and "root" not in seen["root"] and "work" not in seen["root"]
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")
 @pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
 def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str) -> None:

@@ -37,7 +37,14 @@ if TYPE_CHECKING:
 
     from gate.sandbox.stack import LayerSettings
 
-    class ChildConfig(LayerSettings):
+    class SharedConfig(LayerSettings):
+        """What every run of a sandbox carries the same (the runner's `_shared`): what a zygote makes once for
+        all its runs, on its first request or ahead of it (zygote_server)."""
+
+        framework: list[str]  # the sandbox's framework (open_sandbox): a zygote imports it once...
+        framework_path: list[str]
+
+    class ChildConfig(SharedConfig):
         """What the gate tells a run's child (gate/sandbox/runner.py builds it; JSON to a zygote or a fresh
         interpreter): what each layer's step reads (LayerSettings, set by the layers' records), then the run's
         own descriptors, directory and reaper, and what to run."""
@@ -57,9 +64,7 @@ if TYPE_CHECKING:
         sites: list[str]  # those of `python_path` read as site directories (gate/sandbox/startup.py)
         scripts: dict[str, str]  # the run's console scripts: name -> "module:attribute" (interpreter.py)
         preload: list[str]
-        framework: list[str]  # the sandbox's framework (open_sandbox): a zygote imports it once...
-        framework_path: list[str]
-        take_framework: bool  # ...for the runs that ask for it (RunRequest.framework)
+        take_framework: bool  # the run takes the sandbox's framework that its zygote imported (SharedConfig)
 
     class FreshConfig(ChildConfig):
         """A fresh interpreter's config: where its descriptors arrive and where it reports the leader."""

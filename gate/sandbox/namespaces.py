@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from gate.sandbox.child import ChildConfig
     from gate.sandbox.detect import Found
     from gate.sandbox.layer import Probe
-    from gate.sandbox.runner import RunSetup
+    from gate.sandbox.runner import Layers, RunSetup
     from gate.sandbox.stack import LayerSettings
 
 # The layers that are each a namespace of the run's own, by name: the unshare(2) flag of each. Their records
@@ -306,8 +306,16 @@ def _probe_mountns(root: bool) -> dict[str, str]:
     return found
 
 
+def shared(layers: Layers, staging: str) -> LayerSettings:
+    """What every run of a sandbox over `layers` (its run directories in `staging`) has the same: the
+    namespaces it enters and the allow-listed root's making, which a zygote does once for all its runs
+    (zygote_server)."""
+    return {"unshare": [name for name in NAMESPACES if name in layers.on], "hide": list(layers.hide),
+            "root": list(layers.root), "staging": staging}
+
+
 def _entered(setup: RunSetup) -> LayerSettings:
-    return {"unshare": [name for name in NAMESPACES if name in setup.layers.on]}
+    return {"unshare": shared(setup.layers, setup.staging)["unshare"]}
 
 
 def _enter(name: str) -> Callable[[ChildConfig, Run], None]:
@@ -334,11 +342,12 @@ def _describe_filesystem(found: Found) -> str:
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:
+    made = shared(setup.layers, setup.staging)
     return {
         "disk_bytes": setup.request.limits.disk_bytes,
-        "hide": list(setup.layers.hide),
-        "root": list(setup.layers.root),
-        "staging": setup.staging,
+        "hide": made["hide"],
+        "root": made["root"],
+        "staging": made["staging"],
         "in_template": False,  # a zygote sets it when it made the run's mount template (zygote_server)
         "tree": setup.tree,
         "read_only": setup.request.read_only_tree,

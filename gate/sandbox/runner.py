@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
-from gate.sandbox import account, interpreter, rlimits, scripts, served, stage, users
+from gate.sandbox import account, interpreter, namespaces, rlimits, scripts, served, stage, users
 from gate.sandbox.base import PEER_FD_ENV, RunRequest, RunResult
 from gate.sandbox.cgroups import CgroupRun, Cgroups
 from gate.sandbox.child import CGROUPS, PEER, RESULT, SETUP, STDERR, STDIN, STDOUT
@@ -33,7 +33,7 @@ from gate.sandbox.namespaces import STAGING
 from gate.sandbox.stack import RECORDS
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
     from gate.sandbox.stack import LayerSettings
 
 _CHUNK = 65536
@@ -207,7 +207,13 @@ class LayeredSandbox:
 
     def prepare(self, hash_seeds: Sequence[int]) -> None:
         """See gate.sandbox.base.Sandbox.prepare."""
-        self.launcher.prepare(hash_seeds)
+        self.launcher.prepare(hash_seeds, self._shared())
+
+    def _shared(self) -> SharedConfig:
+        """What every run's config carries the same: the namespaces and root (namespaces.shared) and the
+        framework."""
+        return {**namespaces.shared(self.layers, str(self._base)), "framework": list(self.layers.framework),
+                "framework_path": list(self.layers.framework_path)}
 
     def leftovers(self) -> list[str]:
         """What past runs left behind: run directories, run cgroups (a cgroup with a live process cannot be
@@ -261,6 +267,7 @@ class LayeredSandbox:
             if layer.settings is not None:
                 settings.update(layer.settings(setup))
         config: ChildConfig = {
+            **self._shared(),
             **settings,
             "targets": [STDIN, STDOUT, STDERR, RESULT, SETUP, *([PEER] if peer else []), *groups],
             "stage": self._seen(where),
@@ -278,8 +285,6 @@ class LayeredSandbox:
             "sites": [path for path in request.python_path if path in self.layers.sites],
             "scripts": scripts.of(request.python_path) if request.script is not None else {},
             "preload": list(request.preload),
-            "framework": list(self.layers.framework),
-            "framework_path": list(self.layers.framework_path),
             "take_framework": request.framework,
         }
         return config

@@ -7,6 +7,7 @@ PYTHONHASHSEED needs a zygote started with it. A zygote is started with nothing 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import socket
@@ -22,7 +23,7 @@ from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 # argv: the control socket's descriptor, the seccomp filter's BPF program in hex ("-" without the layer), the
 # import paths.
@@ -69,7 +70,10 @@ class StatusHandle:
 
 
 class _Zygote:
-    def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, bpf: bytes | None) -> None:
+    def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, bpf: bytes | None,
+                 shared: SharedConfig | None = None) -> None:
+        """Start a zygote; with `shared`, it makes what its runs share (zygote_server.make_shared) at once,
+        before the first run asks."""
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -80,6 +84,9 @@ class _Zygote:
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), env=env,
             start_new_session=True, close_fds=True)
         theirs.close()
+        if shared is not None:
+            with contextlib.suppress(OSError):  # (it died: the first launch finds out, and starts another)
+                self.control.send(json.dumps({"shared": shared}).encode())
 
     def stop(self) -> None:
         self.control.close()
@@ -101,15 +108,16 @@ class ZygoteLauncher:
         # *thread* that started it exits, and runs may come from short-lived worker threads.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
 
-    def prepare(self, hash_seeds: Sequence[int]) -> None:
+    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Start the zygotes for `hash_seeds` (as many as are kept at once) without waiting for them: their
-        interpreters start and import while the gate reads the code, instead of when its first run asks."""
+        interpreters start, import, and make what the runs share (`shared`: their network namespace, mount
+        template and framework) while the gate reads the code, instead of when its first run asks."""
         with self._lock:
             for seed in hash_seeds:
                 if seed not in self._zygotes and seed not in self._starting \
                         and len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
                     self._starting[seed] = self._spawner.submit(_Zygote, self._interpreter, self._paths, seed,
-                                                                self._seccomp)
+                                                                self._seccomp, shared)
 
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from gate.sandbox import _libc, child, interpreter, namespaces, seccomp
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 # Modules that dataset solutions and the harnesses commonly import, loaded once here so that a forked run finds
 # them ready; pkgutil is what runpy needs to start a script. Not the rarely used heavy ones (dataclasses pulls
@@ -74,7 +74,11 @@ def serve(control_fd: int, bpf: bytes | None) -> None:
                     if not message:  # the gate is done: finish the runs still going, then exit
                         child.reap_ready(waiting, block=True)
                         return
-                    config = _in_shared_namespaces(json.loads(message))
+                    config = json.loads(message)
+                    if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare)
+                        make_shared(config["shared"])
+                        continue
+                    config = _in_shared_namespaces(config)
                     _preload(config["preload"])
                     with contextlib.suppress(SyntaxError, ValueError):  # (the run then fails its set-up)
                         child.compile_harness(config["harness"], config["harness_sources"])
@@ -134,27 +138,33 @@ def _import_framework(names: list[str], path: list[str]) -> None:
     gc.freeze()
 
 
-def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
+def make_shared(shared: SharedConfig) -> None:
     """Enter a network namespace and a mount template once, for every run of this zygote, instead of doing it
     all in each run: creating and destroying a network namespace is dear (docs/benchmarks.md), and the
     template saves each run a third of its mount work (namespaces.enter_template). The runs share one network
     namespace with no interface up (they still cannot reach anything; the seccomp layer also keeps them from
     opening network sockets) and each still gets a mount namespace of its own, copied from the template.
-    A zygote serves one sandbox, so every run asks for the same root; one that asked for another would get
-    a root of its own."""
-    if "netns" in config["unshare"]:
-        if not _NETWORK_ISOLATED:
-            namespaces.unshare(["netns"])
-            _NETWORK_ISOLATED.append(True)
-        config = {**config, "unshare": [name for name in config["unshare"] if name != "netns"]}
+    Done on the first request, or before it when the gate sends what its runs share ahead."""
+    if "netns" in shared["unshare"] and not _NETWORK_ISOLATED:
+        namespaces.unshare(["netns"])
+        _NETWORK_ISOLATED.append(True)
     if not _MOUNT_TEMPLATE:  # (the template's root hides the host's folders the runs have bound in theirs)
-        _import_framework(config["framework"], config["framework_path"])
+        _import_framework(shared["framework"], shared["framework_path"])
+    if "mountns" in shared["unshare"] and not _MOUNT_TEMPLATE:
+        namespaces.enter_template(shared["root"], shared["staging"], shared["hide"])
+        _MOUNT_TEMPLATE.append((shared["root"], shared["staging"], shared["hide"]))
+
+
+def _in_shared_namespaces(config: ChildConfig) -> ChildConfig:
+    """`config` for a run in this zygote's shared namespaces (make_shared): it enters no network namespace of
+    its own, and copies the mount template when it asks for the root the template was made of. A zygote
+    serves one sandbox, so every run asks for the same root; one that asked for another would get a root of
+    its own."""
+    make_shared(config)
+    if "netns" in config["unshare"]:
+        config = {**config, "unshare": [name for name in config["unshare"] if name != "netns"]}
     if "mountns" in config["unshare"]:
-        made = (config["root"], config["staging"], config["hide"])
-        if not _MOUNT_TEMPLATE:
-            namespaces.enter_template(config["root"], config["staging"], config["hide"])
-            _MOUNT_TEMPLATE.append(made)
-        config = {**config, "in_template": _MOUNT_TEMPLATE[0] == made}
+        config = {**config, "in_template": _MOUNT_TEMPLATE[0] == (config["root"], config["staging"], config["hide"])}
     return config
 
 
