@@ -9,6 +9,7 @@ rewrites outcomes, skipping or exiting from library code, patching pytest at imp
 
 from __future__ import annotations
 
+import json
 import os
 import tempfile
 from pathlib import Path
@@ -346,6 +347,29 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path, monkeypatch: pytest.
 
     assert len(made) == 1
     assert first.penalties == second.penalties
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_what_each_test_added_to_the_heads_run_is_kept_to_share_the_next_run(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hook of the suite's around test_mul's run, outside its own setup, call and teardown, takes 0.4 s: the
+    # time kept to share the next head's run out over the workers (run.shares) counts it.
+    cache = Path(tempfile.mkdtemp(dir=session_support.directory()))
+    cache.chmod(0o755)
+    monkeypatch.setenv("GATE_CACHE_DIR", str(cache))
+    slow = CONFTEST + (
+        "\n\nimport time\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_protocol(item, nextitem):\n"
+        "    if item.name == 'test_mul':\n        time.sleep(0.4)\n    yield\n")
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/conftest.py": slow, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: a comment", {"calc.py": CALC + "# a comment\n"})
+
+    assert score_repo(repo).accepted
+    [kept] = (cache / "baselines").glob("*.json")
+    seconds = json.loads(kept.read_text())["seconds"]
+
+    assert set(seconds) == set(BASE_TESTS)
+    assert seconds["tests/test_calc.py::test_mul"] >= 0.4
+    assert all(taken < 0.4 for nodeid, taken in seconds.items() if not nodeid.endswith("::test_mul"))
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -242,6 +242,25 @@ def test_with_the_functions_last_times_each_worker_is_given_about_the_same_time_
     assert shares(ids, 2, seconds={}) == shares(ids, 2)
 
 
+def test_a_small_suite_by_time_is_cut_inside_a_file_of_a_few_slow_tests() -> None:
+    # tabulate's shape: 272 tests, but test_cli.py's seven (each runs the command) are 60% of the time: by
+    # whole files one part has 0.66 s and the other 0.42; cut between test_cli's functions, 0.57 and 0.51.
+    files = (("api", 5, 0.005), ("cli", 7, 0.09), ("input", 60, 0.002), ("output", 200, 0.0015))
+    ids = [f"test/test_{name}.py::test_{n}" for name, count, _ in files for n in range(count)]
+    seconds = {f"test/test_{name}.py::test_{n}": each for name, count, each in files for n in range(count)}
+
+    cut = shares(ids, 2, cut_files=True, seconds=seconds)
+    assert [len(share) for share in cut] == [11, 261]  # after six of test_cli.py's functions
+    assert [nodeid for share in cut for nodeid in share] == ids
+    assert [len(share) for share in shares(ids, 2, seconds=seconds)] == [12, 260]  # files whole
+    # Where a file's end is nearly as even (within what a file cut in two costs), the files stay whole.
+    seconds |= {f"test/test_output.py::test_{n}": 0.002 for n in range(200)}
+    assert [len(share) for share in shares(ids, 2, cut_files=True, seconds=seconds)] == [12, 260]
+    # A suite too short for a file to be cut: a second process's start would cost more than it saves.
+    quick = {name: taken / 4 for name, taken in seconds.items()}
+    assert [len(share) for share in shares(ids, 2, cut_files=True, seconds=quick)] == [12, 260]
+
+
 def test_a_file_cut_for_the_heads_shares_is_cut_by_its_functions_last_times() -> None:
     # more-itertools' shape: one big file whose first function is slow, then a small file.
     ids = [f"tests/test_more.py::{name}[{n}]" for name in ("test_slow", "test_quick", "test_other") for n in range(300)]

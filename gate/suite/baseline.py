@@ -71,7 +71,7 @@ class Baseline:
     assertion there found an object equal to everything (gate/suite/tripwire.py's `confirmed`), the objects
     its assertions found equal there, (site, operand, how) each; kept only from a control run where the test
     passed, so that a later head's suspect there is judged as that run would judge it, without a run.
-    `seconds`: how long each test function took (all its parameters) in the last head's run that added up, to
+    `seconds`: what each test function added to the last head's run that added up (all its parameters), to
     share the next head's run out evenly over the workers (run.shares): a head can only make the next run
     slower by it."""
 
@@ -381,14 +381,15 @@ def _learn(stored: Path, known: Baseline, controls: dict[str, list[tuple[str, st
 
 
 def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[str, float]:
-    """How long each of the base's test functions took in the head's run `found` (each test at most its
+    """What each of the base's test functions added to the head's run `found` (each test at most its
     timeout)."""
     taken: dict[str, float] = {}
     for nodeid in known.collected:
         outcome = found.tests.get(nodeid)
         if outcome is not None:
             name = function_key(nodeid)
-            taken[name] = round(taken.get(name, 0.0) + min(max(outcome.seconds, 0.0), test_timeout), 4)
+            added = min(max(outcome.seconds, outcome.span, 0.0), test_timeout)
+            taken[name] = round(taken.get(name, 0.0) + added, 4)
     return taken
 
 

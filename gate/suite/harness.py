@@ -9,17 +9,18 @@ everything before):
 name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
 node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
 found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test depends on was no longer as
-collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail", "seconds", "line",
-"trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
+collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail", "seconds", "span",
+"line", "trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
 pytest did not collect is matched to one it collected and was not asked for, of the same test function with
 other parameters (`match`: ids computed at collection time, from the clock, change from run to run); the gate
-decides whether that match stands. A test's `line` is where pytest says it failed in its own
-file (the failing assertion or the raising call: the last entry of its traceback there), else the line of its
-definition; `trace` lists every entry of the failure's traceback, chained exceptions first, as [path, line],
-each path relative to the working directory (the tree) when it is under it. A test's outcome that the watcher
-writes because its process died or ran out of time says `"end": true`: the run ends there. {"evidence": text} is
-what the harness itself saw go wrong in the tests' process: the gate takes it as evidence of tampering
-(gate/suite/tripwire.py).
+decides whether that match stands. A test's `seconds` are its own (from its start to its report), its `span`
+what it added to the run (from the end of the test before it, or of the collection). A test's `line` is where
+pytest says it failed in its own file (the failing assertion or the raising call: the last entry of its
+traceback there), else the line of its definition; `trace` lists every entry of the failure's traceback,
+chained exceptions first, as [path, line], each path relative to the working directory (the tree) when it is
+under it. A test's outcome that the watcher writes because its process died or ran out of time says `"end":
+true`: the run ends there. {"evidence": text} is what the harness itself saw go wrong in the tests' process:
+the gate takes it as evidence of tampering (gate/suite/tripwire.py).
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
 positions among the collected items (or, for a control run, node ids) where an item runs once more, right
@@ -136,6 +137,7 @@ class GatePlugin:
         self._plugins = plugins
         self._phases: dict[str, list[Any]] = {}
         self._started = 0.0
+        self._finished = 0.0  # when the last test (or the collection) ended
         self._trips = trips
         self._hosts: dict[int, tuple[list[str], list[str]]] = {}  # by id() of the item
         self._armed: str | None = None  # the kind of the tripwire running now
@@ -187,6 +189,7 @@ class GatePlugin:
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)
+        self._finished = time.monotonic()
 
     def pytest_runtest_protocol(self, item: Any, nextitem: Any) -> Any:
         """(A wrapper, outermost.) The tripwires the plan puts before `item`, then its own run, then those
@@ -267,8 +270,10 @@ class GatePlugin:
         status, detail = _outcome(reports)
         trace = _trace(reports)
         line = _line(location, trace)
-        self.write({"test": nodeid, "status": status, "detail": detail,
-                    "seconds": round(time.monotonic() - self._started, 4), "line": line, "trace": trace})
+        now = time.monotonic()
+        self.write({"test": nodeid, "status": status, "detail": detail, "seconds": round(now - self._started, 4),
+                    "span": round(now - (self._finished or self._started), 4), "line": line, "trace": trace})
+        self._finished = now
 
 
 def _codes(item: Any) -> set[Any] | None:

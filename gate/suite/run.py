@@ -54,9 +54,10 @@ _CONTROL_S = 60.0
 
 @dataclass(frozen=True)
 class TestOutcome:
-    """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report; the line
-    of its file pytest names for it, and where its failure's traceback went ((path, line): a path relative to
-    the tree is the repository's; the harness's record, which the tests' process could have written)."""
+    """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report; its own
+    seconds and what it added to its run's (`span`: since the test before it ended); the line of its file
+    pytest names for it, and where its failure's traceback went ((path, line): a path relative to the tree is
+    the repository's; the harness's record, which the tests' process could have written)."""
 
     nodeid: str
     status: str
@@ -64,6 +65,7 @@ class TestOutcome:
     seconds: float = 0.0
     line: int | None = None
     trace: tuple[tuple[str, int], ...] = ()
+    span: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -164,26 +166,33 @@ def shares(select: Sequence[str], workers: int, cut_files: bool = False, seconds
            ) -> list[list[str]]:
     """The node ids cut into at most `workers` contiguous parts of about the same size. A cut falls between two
     files, the nearest to where an even cut would fall: each test then runs after the tests pytest's order puts
-    before it in its part, as in a run of the whole suite. With `cut_files`, when no file ends within a quarter
-    of a part's size of there (a file that holds most of the suite: packaging's test_version.py, 18,000 of its
-    27,000 tests), the cut falls inside a file, between two test functions, never between one function's
-    parameters (whose ids are matched by function: harness.match), and only when each part holds at least
-    `_SHARE` tests (a process's start costs more than a few tests). A part's size is its count of tests, or
-    with `seconds` (each test function's seconds when it last ran, all its parameters') the time they are
-    expected to take: a function's time shared evenly among its parameters, each test with _TEST_S more (what
-    a test costs the run beside its own time), a test not timed yet as the average timed one."""
+    before it in its part, as in a run of the whole suite. A part's size is its count of tests, or with
+    `seconds` (what each test function added to its last run, all its parameters) the time it is expected to
+    take: a function's time shared evenly among its parameters, a test not timed yet as the average timed one.
+    With `cut_files`, a cut may fall inside a file, between two test functions (never between one function's
+    parameters, whose ids are matched by function: harness.match): by count, when no file ends within a quarter
+    of a part's size of the even cut (a file that holds most of the suite: packaging's test_version.py, 18,000
+    of its 27,000 tests); by time, when that is nearer the even cut than the nearest file's end by more than
+    a file collected twice costs, _FILE_S (tabulate's test_cli.py, 0.6 s of its suite's 1.1 in seven tests).
+    Only when each part is at least _SHARE tests, or _SHARE_S seconds: a process's start costs more than a
+    few tests."""
     files = [index for index in range(1, len(select)) if _file(select[index]) != _file(select[index - 1])]
-    parts = max(1, min(workers, max(len(files) + 1, len(select) // _SHARE if cut_files else 0)))
-    functions = [index for index in range(1, len(select))  # (only where a file may be cut)
-                 if function_key(select[index]) != function_key(select[index - 1])] if cut_files else []
     at = [0.0, *itertools.accumulate(_weights(select, seconds))]  # the size of select[:i] is at[i]
+    least = _SHARE_S if seconds else _SHARE
+    parts = max(1, min(workers, max(len(files) + 1, int(at[-1] // least) if cut_files else 0)))
     size = at[-1] / parts
+    functions = [index for index in range(1, len(select))  # (only where a file may be cut)
+                 if function_key(select[index]) != function_key(select[index - 1])] \
+        if cut_files and size >= least else []
     bounds = [0]
     for part in range(1, parts):
         even = at[bounds[-1]] + (at[-1] - at[bounds[-1]]) / (parts - part + 1)  # what is left, shared evenly
         near = _nearest(files, at, even, bounds[-1])
-        if cut_files and (near is None or abs(at[near] - even) > size / 4) and len(select) / parts >= _SHARE:
-            near = _nearest(functions, at, even, bounds[-1])
+        inside = _nearest(functions, at, even, bounds[-1])
+        if inside is not None and (near is None or (
+                abs(at[near] - even) - abs(at[inside] - even) > _FILE_S if seconds
+                else abs(at[near] - even) > size / 4)):
+            near = inside
         if near is not None:
             bounds.append(near)
     bounds.append(len(select))
@@ -197,12 +206,14 @@ def _weights(select: Sequence[str], seconds: Mapping[str, float] | None) -> list
     counts = collections.Counter(map(function_key, select))
     timed = [seconds[name] / count for name, count in counts.items() if name in seconds]
     usual = sum(timed) / len(timed) if timed else 0.0
-    return [_TEST_S + (seconds[name] / counts[name] if name in seconds else usual)
+    return [max(_TEST_S, seconds[name] / counts[name] if name in seconds else usual)
             for name in map(function_key, select)]
 
 
 _SHARE = 200  # tests a part holds at least when it cuts a file
-_TEST_S = 0.002  # what a test costs a run beside its own time (its records, the harness's checks, pytest's)
+_SHARE_S = 0.3  # seconds a part is expected to take at least when it cuts a file
+_FILE_S = 0.05  # what a file cut in two costs beside a cut between files: its collection, its module's fixtures
+_TEST_S = 0.0005  # the least a test adds to a run (its records, pytest's reports)
 
 
 def _nearest(cuts: list[int], at: list[float], even: float, after: int) -> int | None:
@@ -427,7 +438,8 @@ def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, 
     for nodeid, record in checked.outcomes.items():
         found.setdefault(nodeid, TestOutcome(
             nodeid, str(record.get("status", "failed")), clip(str(record.get("detail", ""))),
-            _seconds(record.get("seconds")), _line(record.get("line")), _trace(record.get("trace"))))
+            _seconds(record.get("seconds")), _line(record.get("line")), _trace(record.get("trace")),
+            _seconds(record.get("span"))))
     return bool(checked.outcomes)
 
 
