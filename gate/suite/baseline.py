@@ -17,6 +17,7 @@ code never shares a process with a base test).
 from __future__ import annotations
 
 import ast
+import hashlib
 import math
 import os
 import re
@@ -33,9 +34,20 @@ from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from gate.suite import order
+from gate.suite import order, rewritten
 from gate.suite.harness import function_key, function_of
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, collect, confirm, control, gist, run_suite, why
+from gate.suite.run import (
+    SuiteResult,
+    SuiteRun,
+    TestOutcome,
+    collect,
+    confirm,
+    control,
+    gist,
+    harness_files,
+    run_suite,
+    why,
+)
 from gate.suite.selection import SuiteTrees
 from gate.suite.tripwire import Equal, RunRecords, Suspect, confirmed
 from gate.syntax import parse_python
@@ -336,10 +348,13 @@ def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, r
     environment's site-packages next, then the gate's pytest when the environment has none; the plugins the
     base declares loaded. `what` names its runs in a report; the base's own runs carry no tripwires."""
     assert policy.tests is not None
+    kept = rewritten.store(cache.cache_dir(os.environ), {
+        "environment": subject.environment.key if subject.environment else None, "runner": list(suite.runner),
+        "harness": cache.digest({name: hashlib.sha256(code).hexdigest() for name, code in harness_files().items()})})
     return SuiteRun(tree=tree, args=suite.args, python_path=(*roots, *_sites(subject), *suite.runner),
                     limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
                     workers=policy.tests.workers, plugins=_plugins(subject), what=what,
-                    tripwires=tree != suite.base_tree)
+                    tripwires=tree != suite.base_tree, rewritten=kept, keeps=tree == suite.base_tree)
 
 
 def _sites(subject: Subject) -> tuple[str, ...]:

@@ -2,7 +2,8 @@
 
 Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep, in the order pytest collects them
 (null: all), "test_timeout": seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run,
-"tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing}. Records on the result
+"tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing, "rewritten": {path:
+[sha256, magic, code]} and "keep": true (`_rewritten`)}. Records on the result
 channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
 everything before):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
@@ -10,17 +11,17 @@ name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_er
 node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
 found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test depends on was no longer as
 collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail", "seconds", "span",
-"line", "trace"}, {"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that
-pytest did not collect is matched to one it collected and was not asked for, of the same test function with
-other parameters (`match`: ids computed at collection time, from the clock, change from run to run); the gate
-decides whether that match stands. A test's `seconds` are its own (from its start to its report), its `span`
-what it added to the run (from the end of the test before it, or of the collection). A test's `line` is where
-pytest says it failed in its own file (the failing assertion or the raising call: the last entry of its
-traceback there), else the line of its definition; `trace` lists every entry of the failure's traceback,
-chained exceptions first, as [path, line], each path relative to the working directory (the tree) when it is
-under it. A test's outcome that the watcher writes because its process died or ran out of time says `"end":
-true`: the run ends there. {"evidence": text} is what the harness itself saw go wrong in the tests' process:
-the gate takes it as evidence of tampering (gate/suite/tripwire.py).
+"line", "trace"}, {"rewritten": path, "magic", "code"} (`_rewritten`), {"done": 0}, each with the key (the gate
+ignores a record without it). A node id asked for that pytest did not collect is matched to one it collected and
+was not asked for, of the same test function with other parameters (`match`: ids computed at collection time,
+from the clock, change from run to run); the gate decides whether that match stands. A test's `seconds` are its
+own (from its start to its report), its `span` what it added to the run (from the end of the test before it, or
+of the collection). A test's `line` is where pytest says it failed in its own file (the failing assertion or the
+raising call: the last entry of its traceback there), else the line of its definition; `trace` lists every
+entry of the failure's traceback, chained exceptions first, as [path, line], each path relative to the working
+directory (the tree) when it is under it. A test's outcome that the watcher writes because its process died or
+ran out of time says `"end": true`: the run ends there. {"evidence": text} is what the harness itself saw go
+wrong in the tests' process: the gate takes it as evidence of tampering (gate/suite/tripwire.py).
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
 positions among the collected items (or, for a control run, node ids) where an item runs once more, right
@@ -50,6 +51,7 @@ PYTEST_DISABLE_PLUGIN_AUTOLOAD); the cache provider is off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select as select_module
@@ -429,20 +431,21 @@ def main() -> None:
     request = json.loads(sys.stdin.read())
     args = [*request["args"], *(["--collect-only"] if request.get("collect_only") else [])]
     _one_child(fd, request["key"], request["select"], args, list(request.get("plugins", ())),
-               float(request["test_timeout"]), list(request.get("tripwires", ())))
+               float(request["test_timeout"]), list(request.get("tripwires", ())), request.get("rewritten", {}),
+               bool(request.get("keep")))
     _write(fd, {"done": 0, "key": request["key"]})
     os._exit(0)
 
 
 def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str], limit: float,
-               trips: list[dict[str, Any]]) -> None:
+               trips: list[dict[str, Any]], given: dict[str, list[str]], keep: bool) -> None:
     """Run one pytest child to its end or its death (a test past its limit is killed with it)."""
     read, write = os.pipe()
     pid = os.fork()
     if pid == 0:
         os.close(read)
         os.close(fd)
-        _child(write, key, select, args, plugins, trips)
+        _child(write, key, select, args, plugins, trips, given, keep)
     os.close(write)
     current: str | None = None
     deadline = None
@@ -498,7 +501,7 @@ def _send(fd: int, data: bytes) -> None:
 
 
 def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins: list[str],
-           trips: list[dict[str, Any]]) -> None:
+           trips: list[dict[str, Any]], given: dict[str, list[str]], keep: bool) -> None:
     """The pytest process: its records go to the watcher on `fd`; never returns."""
     # pytest's terminal output is not read for outcomes (each travels on the channel), but when pytest stops
     # without running the suite (a usage or internal error, a hook that fails), its last lines say why: they
@@ -542,6 +545,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         confirmation = equality.Confirmation(lambda record: plugin.write(record) if plugin else None,
                                              *equality.names(2))
         equality.hook(rewrite, confirmation)
+        _rewritten(rewrite, given, (lambda record: plugin.write(record) if plugin else None) if keep else None)
         confirmation.wrap_unittest(unittest.TestCase)
         plugin = GatePlugin(fd, key, select, [(name, imported[module]) for name, module in named
                                               if module in imported], trips, confirmation, _gate_guard.Guard())
@@ -559,6 +563,43 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         if code not in (0, 1):  # OK, TESTS_FAILED: anything else did not run the suite as asked
             _quote_terminal(terminal, failure)
         os._exit(0)
+
+
+def _rewritten(rewrite: Any, given: dict[str, list[str]], keep: Callable[[dict[str, Any]], None] | None) -> None:
+    """Have pytest (its assertion rewriting module `rewrite`) take the code `given` for a file of the tree, by
+    its path, instead of rewriting it, when the file is the source that code was made of (its sha256) by an
+    interpreter of this one's bytecode (its magic number); with `keep` (the base's own runs), hand each module it
+    rewrites there to the gate, up to _KEPT bytes (gate/suite/rewritten.py)."""
+    import base64
+    import hashlib
+    import importlib.util
+    import marshal
+
+    rewrite_test = rewrite._rewrite_test
+    magic = importlib.util.MAGIC_NUMBER.hex()
+    room = [_KEPT]
+
+    def rewritten(fn: Any, config: Any) -> tuple[os.stat_result, Any]:
+        path = os.path.relpath(os.fspath(fn))
+        entry = given.get(path)
+        if isinstance(entry, list) and len(entry) == 3 and entry[1] == magic:
+            with open(fn, "rb") as source:
+                if hashlib.sha256(source.read()).hexdigest() == entry[0]:
+                    with contextlib.suppress(ValueError, EOFError, TypeError):
+                        return os.stat(fn), marshal.loads(base64.b64decode(entry[2]))
+        made: tuple[os.stat_result, Any] = rewrite_test(fn, config)
+        if keep is not None and not path.startswith(os.pardir):
+            code = base64.b64encode(marshal.dumps(made[1])).decode()
+            if len(code) <= room[0]:
+                room[0] -= len(code)
+                keep({"rewritten": path, "magic": magic, "code": code})
+        return made
+
+    rewrite._rewrite_test = rewritten
+
+
+# What a run hands back of the modules it rewrote, at most: a share of its channel (gate/suite/run.py).
+_KEPT = 6 * 1024 * 1024
 
 
 def _share_parsed_sources() -> None:

@@ -31,7 +31,7 @@ from typing import Any
 from gate.progress import QUIET, Count, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
-from gate.suite import tripwire
+from gate.suite import rewritten, tripwire
 from gate.suite.harness import function_key
 from gate.suite.tripwire import RunRecords, Suspect, Trip
 from gate.verdict import listing
@@ -83,6 +83,11 @@ class SuiteRun:
     # Tripwires in each run (gate/suite/tripwire.py): where the change's code runs. The base's own runs, which
     # nothing of the change reaches, have none; their records must add up all the same.
     tripwires: bool = True
+    # The store of test modules as the base's own runs rewrote them (gate/suite/rewritten.py): each run's pytest
+    # takes those whose file is unchanged instead of rewriting it; `keeps`: the runs keep what they rewrite
+    # there (the base's own runs alone: nothing of a run of the change is ever kept).
+    rewritten: Path | None = None
+    keeps: bool = False
 
 
 @dataclass(frozen=True)
@@ -362,8 +367,9 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
-               "key": key, "tripwires": [trip.request() for trip in trips], "collect_only": collect_only}
-    result = sandbox.run(RunRequest(script="_gate_suite.py", harness=programs.harness("suite", _HARNESS, _SHARED),
+               "key": key, "tripwires": [trip.request() for trip in trips], "collect_only": collect_only,
+               "rewritten": rewritten.given(run.rewritten, run.tree) if run.rewritten else {}, "keep": run.keeps}
+    result = sandbox.run(RunRequest(script="_gate_suite.py", harness=harness_files(),
                                     tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True,
@@ -377,7 +383,15 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
             continue
         if isinstance(record, dict) and record.get("key") == key:
             records.append(record)
+    if run.rewritten and run.keeps:  # (a head's run writes none: one there is a record the harness does not write)
+        rewritten.keep(run.rewritten, run.tree, [record for record in records if "rewritten" in record])
+        records = [record for record in records if "rewritten" not in record]
     return result, records
+
+
+def harness_files() -> dict[str, bytes]:
+    """The files of the program each run starts, by name."""
+    return programs.harness("suite", _HARNESS, _SHARED)
 
 
 # The longest line a test's record can be (its report, its traceback's entries), with room to spare.
