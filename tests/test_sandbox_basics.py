@@ -333,6 +333,7 @@ def test_a_run_of_a_zygote_prepared_ahead_sees_what_any_run_sees() -> None:
     # first run asks; a run of it must see no more of the host, and no more network, than a run of a zygote
     # that made them on its first request.
     box = open_sandbox(LIMITS)
+    assert isinstance(box, LayeredSandbox)
     if "mountns" not in box.layers.on or "netns" not in box.layers.on:
         box.close()
         pytest.skip("no mount or network namespace here")
