@@ -17,7 +17,7 @@ import pytest
 from gate.cli import main
 from gate.suite import rewritten
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import CALC, TESTS, calc_project, score_repo, suite_statuses
+from tests.suite_support import CALC, TESTS, calc_project, score_repo
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("offline_pip")]  # each builds an environment, runs a suite
 
@@ -73,11 +73,15 @@ def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own
     # The kept code is what runs: made (as the gate's own user could) of a test_add that fails, the next
     # verdict's runs take it for tests/test_calc.py, whose content it was kept for.
     failing = TESTS.replace("assert same(add(two, 3), 5)", "assert False")
-    code = marshal.dumps(compile(failing, "tests/test_calc.py", "exec"))
+    code = marshal.dumps(compile(failing, "/elsewhere/tests/test_calc.py", "exec"))
     [store] = (cache / "rewritten").glob("*.json")
     store.write_text(json.dumps({**kept, "tests/test_calc.py": [
         kept["tests/test_calc.py"][0], kept["tests/test_calc.py"][1], base64.b64encode(code).decode()]}))
-    assert suite_statuses(score_repo(repo))["tests/test_calc.py::test_add"] == "failed"
+    verdict = score_repo(repo)
+    [case] = [case for case in verdict.cases if case.name == "tests/test_calc.py::test_add"]
+    assert case.status == "failed"
+    # Made for another tree's path, its failure is still told at this tree's file and line.
+    assert "tests/test_calc.py:8: in test_add" in case.detail, case.detail
 
     # For another content (or an interpreter of other bytecode), the run's own pytest rewrites the file.
     for changed in ([hashlib.sha256(b"another content").hexdigest(), kept["tests/test_calc.py"][1]],

@@ -60,6 +60,7 @@ import sys
 import tempfile
 import time
 import traceback
+import types
 from collections.abc import Callable
 from typing import Any
 
@@ -586,7 +587,7 @@ def _rewritten(rewrite: Any, given: dict[str, list[str]], keep: Callable[[dict[s
             with open(fn, "rb") as source:
                 if hashlib.sha256(source.read()).hexdigest() == entry[0]:
                     with contextlib.suppress(ValueError, EOFError, TypeError):
-                        return os.stat(fn), marshal.loads(base64.b64decode(entry[2]))
+                        return os.stat(fn), _named(marshal.loads(base64.b64decode(entry[2])), os.fspath(fn))
         made: tuple[os.stat_result, Any] = rewrite_test(fn, config)
         if keep is not None and not path.startswith(os.pardir):
             code = base64.b64encode(marshal.dumps(made[1])).decode()
@@ -600,6 +601,17 @@ def _rewritten(rewrite: Any, given: dict[str, list[str]], keep: Callable[[dict[s
 
 # What a run hands back of the modules it rewrote, at most: a share of its channel (gate/suite/run.py).
 _KEPT = 6 * 1024 * 1024
+
+
+def _named(code: Any, filename: str) -> Any:
+    """`code` (a module's, and each code object in it) as compiled from `filename`: where its tracebacks point
+    when it was kept from a run that had the same file elsewhere."""
+    if not isinstance(code, types.CodeType):
+        raise TypeError("not a module's code")
+    if code.co_filename == filename:
+        return code
+    return code.replace(co_filename=filename, co_consts=tuple(
+        _named(const, filename) if isinstance(const, types.CodeType) else const for const in code.co_consts))
 
 
 def _share_parsed_sources() -> None:
