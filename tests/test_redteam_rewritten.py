@@ -89,9 +89,12 @@ def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own
         store.write_text(json.dumps({**kept, "tests/test_calc.py": [*changed, base64.b64encode(code).decode()]}))
         assert score_repo(repo).accepted
     store.write_text(json.dumps(kept))
-    assert rewritten.given(store, repo.root) == kept
+    assert rewritten.given(store, repo.root, ["tests"]) == kept
+    # A run of other files is given the conftests alone (a `conftest.py` may be imported by any run).
+    conftest, test_calc = ({path: kept[path]} for path in ("tests/conftest.py", "tests/test_calc.py"))
+    assert rewritten.given(store, repo.root, ["tests/test_other.py"]) == conftest
     (repo.root / "tests" / "conftest.py").write_text("# changed\n")
-    assert rewritten.given(store, repo.root) == {"tests/test_calc.py": kept["tests/test_calc.py"]}
+    assert rewritten.given(store, repo.root, ["tests/test_calc.py"]) == test_calc
 
 
 def test_a_head_cannot_put_code_in_what_the_next_runs_take(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,

@@ -30,15 +30,23 @@ def store(where: Path, parts: Mapping[str, object]) -> Path:
     return where / "rewritten" / f"{cache.digest({**parts, 'gate': __version__, 'kept': 'rewritten'})}.json"
 
 
-def given(kept: Path, tree: Path) -> dict[str, list[str]]:
-    """What a run in `tree` is given of the store `kept`: each entry ([sha256, magic, code]) whose file is in
-    `tree` with that content."""
+def given(kept: Path, tree: Path, paths: Sequence[str]) -> dict[str, list[str]]:
+    """What a run in `tree` of pytest on `paths` (files or folders of the tree) is given of the store `kept`:
+    each entry ([sha256, magic, code]) for a file of those paths, or a `conftest.py`, that is in `tree` with
+    that content."""
     try:
         info = kept.stat()
     except OSError:
         return {}
     entries = _read(kept, (info.st_mtime_ns, info.st_size, info.st_ino))
-    return {path: entry for path, entry in entries.items() if _digest(tree, path) == entry[0]}
+    return {path: entry for path, entry in entries.items() if _asked(path, paths) and _digest(tree, path) == entry[0]}
+
+
+def _asked(path: str, paths: Sequence[str]) -> bool:
+    """Whether pytest on `paths` may import the file `path`: one of them or under one, or a `conftest.py`."""
+    return Path(path).name == "conftest.py" or any(
+        folder in ("", ".") or path == folder or path.startswith(folder + "/")
+        for folder in (asked.rstrip("/") for asked in paths))
 
 
 @functools.lru_cache(maxsize=4)

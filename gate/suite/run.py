@@ -368,7 +368,8 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
                "key": key, "tripwires": [trip.request() for trip in trips], "collect_only": collect_only,
-               "rewritten": rewritten.given(run.rewritten, run.tree) if run.rewritten else {}, "keep": run.keeps}
+               "rewritten": rewritten.given(run.rewritten, run.tree, args) if run.rewritten else {},
+               "keep": run.keeps}
     result = sandbox.run(RunRequest(script="_gate_suite.py", harness=harness_files(),
                                     tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
