@@ -17,7 +17,6 @@ code never shares a process with a base test).
 from __future__ import annotations
 
 import ast
-import hashlib
 import math
 import os
 import re
@@ -44,7 +43,7 @@ from gate.suite.run import (
     confirm,
     control,
     gist,
-    harness_files,
+    harness_digest,
     run_suite,
     why,
 )
@@ -350,7 +349,7 @@ def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, r
     assert policy.tests is not None
     kept = rewritten.store(cache.cache_dir(os.environ), {
         "environment": subject.environment.key if subject.environment else None, "runner": list(suite.runner),
-        "harness": cache.digest({name: hashlib.sha256(code).hexdigest() for name, code in harness_files().items()})})
+        "harness": harness_digest()})
     return SuiteRun(tree=tree, args=suite.args, python_path=(*roots, *_sites(subject), *suite.runner),
                     limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
                     workers=policy.tests.workers, plugins=_plugins(subject), what=what,

@@ -18,6 +18,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import functools
+import hashlib
 import itertools
 import json
 import secrets
@@ -393,6 +394,14 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
 def harness_files() -> dict[str, bytes]:
     """The files of the program each run starts, by name."""
     return programs.harness("suite", _HARNESS, _SHARED)
+
+
+def harness_digest() -> str:
+    """The sha256 of the program each run starts, all its files: what the code a run makes depends on."""
+    digest = hashlib.sha256()
+    for name, code in sorted(harness_files().items()):
+        digest.update(name.encode() + b"\0" + hashlib.sha256(code).digest())
+    return digest.hexdigest()
 
 
 # The longest line a test's record can be (its report, its traceback's entries), with room to spare.
