@@ -16,6 +16,7 @@ import pytest
 
 from gate.cli import main
 from gate.suite import rewritten
+from gate.verdict import Verdict
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
 from tests.suite_support import CALC, TESTS, calc_project, score_repo
 
@@ -57,6 +58,11 @@ def _kept(cache: Path) -> dict[str, list[str]]:
     return entries
 
 
+def _status(verdict: Verdict, nodeid: str) -> str:
+    [case] = [case for case in verdict.cases if case.name == nodeid]
+    return case.status
+
+
 def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own_source(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     cache = _private_cache(tmp_path, monkeypatch)
@@ -78,8 +84,8 @@ def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own
     store.write_text(json.dumps({**kept, "tests/test_calc.py": [
         kept["tests/test_calc.py"][0], kept["tests/test_calc.py"][1], base64.b64encode(code).decode()]}))
     verdict = score_repo(repo)
+    assert _status(verdict, "tests/test_calc.py::test_add") == "failed"
     [case] = [case for case in verdict.cases if case.name == "tests/test_calc.py::test_add"]
-    assert case.status == "failed"
     # Made for another tree's path, its failure is still told at this tree's file and line.
     assert "tests/test_calc.py:8: in test_add" in case.detail, case.detail
 
@@ -87,7 +93,7 @@ def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own
     for changed in ([hashlib.sha256(b"another content").hexdigest(), kept["tests/test_calc.py"][1]],
                     [kept["tests/test_calc.py"][0], "00000000"]):
         store.write_text(json.dumps({**kept, "tests/test_calc.py": [*changed, base64.b64encode(code).decode()]}))
-        assert score_repo(repo).accepted
+        assert _status(score_repo(repo), "tests/test_calc.py::test_add") == "passed"
     store.write_text(json.dumps(kept))
     assert rewritten.given(store, repo.root, ["tests"]) == kept
     # A run of other files is given the conftests alone (a `conftest.py` may be imported by any run).
