@@ -310,12 +310,15 @@ def shared(layers: Layers, staging: str) -> LayerSettings:
     """What every run of a sandbox over `layers` (its run directories in `staging`) has the same: the
     namespaces it enters and the allow-listed root's making, which a zygote does once for all its runs
     (zygote_server)."""
-    return {"unshare": [name for name in NAMESPACES if name in layers.on], "hide": list(layers.hide),
-            "root": list(layers.root), "staging": staging}
+    return {"unshare": _unshared(layers), "hide": list(layers.hide), "root": list(layers.root), "staging": staging}
+
+
+def _unshared(layers: Layers) -> list[str]:
+    return [name for name in NAMESPACES if name in layers.on]
 
 
 def _entered(setup: RunSetup) -> LayerSettings:
-    return {"unshare": shared(setup.layers, setup.staging)["unshare"]}
+    return {"unshare": _unshared(setup.layers)}
 
 
 def _enter(name: str) -> Callable[[ChildConfig, Run], None]:

@@ -146,7 +146,7 @@ def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, dea
               ) -> SuiteResult:
     """Every test's outcome, by node id, and what did not add up. With `select` (node ids in the order pytest
     collects them), exactly those, each worker given contiguous runs of that order (`shares`: whole files unless
-    `cut_files`, of about the same time by `seconds`, what each test function took when it last ran); without,
+    `cut_files`, of about the same time by `seconds`, what each test function added to its last run); without,
     whatever pytest collects from `run.args`, in one process. `deadline` is a time.monotonic() instant. A run
     whose records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
     counts the tests as their records arrive."""
@@ -396,6 +396,7 @@ def harness_files() -> dict[str, bytes]:
     return programs.harness("suite", _HARNESS, _SHARED)
 
 
+@functools.cache
 def harness_digest() -> str:
     """The sha256 of the program each run starts, all its files: what the code a run makes depends on."""
     digest = hashlib.sha256()
