@@ -222,9 +222,9 @@ def test_peer_cannot_read_the_served_lead(sandbox: LayeredSandbox) -> None:
         seen.append(f'ptrace={libc.ptrace(16, int(pid), 0, 0)}')  # PTRACE_ATTACH
         channel.sendall(('|'.join(seen).replace('\\n', ' ') + '\\n').encode())
     """
-    lead_result, _ = sandbox.run_served(RunRequest(script="main.py", files={"main.py": lead.encode()},
-                                                   limits=LIMITS), b"", hostile(peer))
-    assert lead_result.result is not None
+    lead_result, peer_result = sandbox.run_served(RunRequest(script="main.py", files={"main.py": lead.encode()},
+                                                             limits=LIMITS), b"", hostile(peer))
+    assert lead_result.result is not None, peer_result
     assert b"EXPECTED-VALUE" not in lead_result.result
     assert b"ptrace=-1" in lead_result.result, lead_result.result
 
