@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gate.sandbox import canaries, detect, open_sandbox, registry
+from gate.sandbox import canaries, detect, open_sandbox, registry, served
 from gate.sandbox.base import Limits, RunRequest
 from gate.sandbox.canaries import DAEMON, REPORT
 from gate.sandbox.runner import LayeredSandbox
@@ -227,6 +227,56 @@ def test_peer_cannot_read_the_served_lead(sandbox: LayeredSandbox) -> None:
     assert lead_result.result is not None, peer_result
     assert b"EXPECTED-VALUE" not in lead_result.result
     assert b"ptrace=-1" in lead_result.result, lead_result.result
+
+
+@needs_root
+def test_a_process_that_got_the_pid_of_a_collected_run_is_never_signalled(sandbox: LayeredSandbox) -> None:
+    # A served lead answers, says it keeps serving, and dies while idle; the next call finds it dead and ends
+    # it. Its reaper collected it long before, so its pid is free: here a process of root's, in a session of
+    # its own (as the runner's agent would be), has it by then. Ending the dead run must not touch it.
+    lead = textwrap.dedent(f"""
+        import os, signal, socket, struct
+        length = struct.Struct("!Q")
+        control = socket.socket(fileno=int(os.environ['GATE_PEER_FD']))
+        _, fds, _, _ = socket.recv_fds(control, length.size, 1)
+        with socket.socket(fileno=fds[0]) as peer:
+            idle = peer.makefile('rb').readline().strip() == b'idle'
+        reply = ({served.KEEP!r} if idle else {served.RETIRE!r}) + str(os.getpid()).encode()
+        control.sendall(length.pack(len(reply)) + reply)
+        if idle:  # says it keeps serving, then SIGALRM ends it while it is idle
+            signal.setitimer(signal.ITIMER_REAL, 0.1)
+            signal.pause()
+    """)
+    request = RunRequest(script="main.py", files={"main.py": lead.encode()}, limits=LIMITS)
+
+    def call(word: str) -> int:
+        peer = f"import socket\nsocket.socket(fileno=int(os.environ['GATE_PEER_FD'])).sendall(b'{word}\\n')"
+        result, _ = sandbox.run_served(request, b"", hostile(peer))
+        assert result.result is not None, result
+        return int(result.result)
+
+    pid = call("idle")
+    assert settled(lambda: not os.path.exists(f"/proc/{pid}"))
+    bystander = _started_at(pid)
+    try:
+        assert call("retire") != pid  # (the dead one ended, another answered and retired)
+        assert bystander.poll() is None, "the gate killed a process that was never its run's"
+    finally:
+        bystander.kill()
+        bystander.wait()
+
+
+def _started_at(pid: int) -> subprocess.Popen[bytes]:
+    """A process of this uid in a session of its own, started at `pid` (free) by setting the last pid the
+    kernel gave out; skips when other processes keep taking it first."""
+    for _ in range(100):
+        Path("/proc/sys/kernel/ns_last_pid").write_text(str(pid - 1))
+        process = subprocess.Popen(["sleep", "60"], start_new_session=True)
+        if process.pid == pid:
+            return process
+        process.kill()
+        process.wait()
+    pytest.skip(f"pid {pid} kept going to other processes")
 
 
 @pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])

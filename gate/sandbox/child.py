@@ -76,8 +76,8 @@ if TYPE_CHECKING:
 # cgroups' `cgroup.procs` files, opened by the gate (a run's root has no /sys), closed before the program.
 STDIN, STDOUT, STDERR, RESULT, PEER, SETUP, CGROUPS = 0, 1, 2, 3, 4, 5, 6
 SETUP_FAILED = 125
-# On a run's status descriptor: first its leader's pid, then its raw wait status and CPU seconds.
-PID = struct.Struct("q")
+# On a run's status socket: first STARTED with a pidfd of its leader, then its raw wait status and CPU seconds.
+STARTED = b"+"
 EXIT = struct.Struct("qd")
 # Code of harness files (RunRequest.harness) by the sha256 of their source, and the modules made of the warm ones
 # (RunRequest.warm): filled by a zygote before it forks (it keeps every one: they are the gate's own few
@@ -465,17 +465,27 @@ def abandon_on_parent_death() -> dict[int, tuple[int, int | None]]:
 
 
 def fork_run(config: ChildConfig, sources: Sequence[int], status_fd: int) -> int:
-    """Fork a run's leader (the caller must be a subreaper); tells its pid on `status_fd`. Returns the pid.
-    The leader keeps no other descriptor of the caller's: run_child closes all but `sources`."""
+    """Fork a run's leader (the caller must be a subreaper); sends a pidfd of it on `status_fd` (a Unix
+    socket): the gate signals the leader only through that, so that a kill sent after this reaper collected
+    it cannot reach a process that got its pid since. Returns the pid. The leader keeps no other descriptor of
+    the caller's: run_child closes all but `sources`."""
     pid = os.fork()
     if pid == 0:
         signal.set_wakeup_fd(-1)
         for signum in (signal.SIGCHLD, signal.SIGTERM):  # the program gets the defaults, not the reaper's
             signal.signal(signum, signal.SIG_DFL)
         run_child(config, sources)
+    import socket  # (the reaper's alone: a run's leader is forked without it)
+
     for fd in sources:
         os.close(fd)
-    os.write(status_fd, PID.pack(pid))
+    pidfd = os.pidfd_open(pid)  # (not reaped yet: only this process reaps it)
+    status = socket.socket(fileno=status_fd)
+    try:
+        socket.send_fds(status, [STARTED], [pidfd])
+    finally:
+        status.detach()
+        os.close(pidfd)
     return pid
 
 

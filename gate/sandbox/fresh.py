@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gate.sandbox.launcher import Handle, stop
-from gate.sandbox.zygote import StatusHandle
+from gate.sandbox.zygote import StatusHandle, status_pair
 
 if TYPE_CHECKING:
     from gate.sandbox.child import ChildConfig, SharedConfig
@@ -60,7 +60,7 @@ class FreshLauncher:
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Start one run; `hash_seed` is already in the config's environment, which the interpreter reads."""
-        status_r, status_w = os.pipe()
+        status_r, status_w = status_pair()
         config_r, config_w = os.pipe()
         # subprocess puts the first three on 0, 1 and 2; the others keep their numbers.
         data = json.dumps({**config, "sources": [0, 1, 2, *sources[3:]], "status_fd": status_w}).encode()

@@ -21,12 +21,16 @@ if TYPE_CHECKING:
 class Handle(Protocol):
     """A started child. `exit_fd` becomes readable when the child has exited."""
 
-    pid: int
     exit_fd: int
 
     def reap(self) -> tuple[int, float]:
         """The child's (raw wait status, CPU seconds), once its reaper has killed what was left of its process
         group and collected it. Blocks until then; call once `exit_fd` is readable or after killing it."""
+        ...
+
+    def kill(self) -> None:
+        """SIGKILL the leader if its reaper has not collected it yet; never another process, even one that has
+        its pid since (its reaper then kills its group too)."""
         ...
 
     def close(self) -> None:

@@ -8,7 +8,6 @@ killed too.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -476,14 +475,13 @@ class LayeredSandbox:
             os.close(fd)
 
     def _kill(self, live: _Live, reason: str) -> None:
-        """Kill the whole run now: its process group, its cgroup, its uid (the leader is reaped as it exits).
-        """
+        """Kill the whole run now: its leader, whose reaper then kills its process group (and, without a
+        cgroup, its uid) before collecting it; and its cgroup. Never by pid: the leader may be collected
+        already, its pid another process's."""
         if not live.killed_reason:
             live.killed_reason = reason
             live.timed_out = reason == "wall timeout"
-        for kill in (os.killpg, os.kill):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                kill(live.handle.pid, signal.SIGKILL)
+        live.handle.kill()
         if live.cgroup:  # what left the process group; waiting for them to go is the exit's and release's job
             live.cgroup.signal_all()
 

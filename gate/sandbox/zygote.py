@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import signal
 import socket
 import subprocess
 import threading
@@ -18,7 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
-from gate.sandbox.child import EXIT, PID
+from gate.sandbox.child import EXIT, STARTED
 from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
@@ -44,17 +45,30 @@ def read_exact(fd: int, size: int) -> bytes:
     return data
 
 
+def status_pair() -> tuple[int, int]:
+    """A run's status socket: (the gate's end, the reaper's end)."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    return ours.detach(), theirs.detach()
+
+
 class StatusHandle:
     """A run leader forked by a reaper (a zygote, or a fresh interpreter's first process), known by the status
-    pipe on which the reaper reports its pid and, later, its exit."""
+    socket on which the reaper sends a pidfd of it and, later, reports its exit."""
 
     def __init__(self, status_fd: int, who: str) -> None:
         self.exit_fd = status_fd
-        raw = read_exact(status_fd, PID.size)
-        if len(raw) != PID.size:
-            os.close(status_fd)
+        with socket.socket(fileno=os.dup(status_fd)) as status:
+            raw, fds, _, _ = socket.recv_fds(status, len(STARTED), 1)
+        if raw != STARTED or len(fds) != 1:
+            for fd in (*fds, status_fd):
+                os.close(fd)
             raise GateFailure(f"the sandbox's {who} died before starting the run")
-        (self.pid,) = PID.unpack(raw)
+        self._pidfd = fds[0]
+
+    def kill(self) -> None:
+        """See launcher.Handle: through the pidfd, which never names another process."""
+        with contextlib.suppress(ProcessLookupError):
+            signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
     def reap(self) -> tuple[int, float]:
         """See launcher.Handle (the reaper killed the leader's group before reaping it)."""
@@ -65,8 +79,9 @@ class StatusHandle:
         return int(status), float(cpu)
 
     def close(self) -> None:
-        """Release the status pipe."""
+        """Release the status socket and the pidfd."""
         os.close(self.exit_fd)
+        os.close(self._pidfd)
 
 
 class _Zygote:
@@ -137,7 +152,7 @@ class ZygoteLauncher:
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Send the config and descriptors to the zygote for `hash_seed`; returns once the leader is forked.
         The config carries only the harness sources this zygote has not been sent yet (it keeps their code)."""
-        status_r, status_w = os.pipe()
+        status_r, status_w = status_pair()
         try:
             zygote = self._zygote(hash_seed)
             new = {digest: text for digest, text in config["harness_sources"].items()
