@@ -1,7 +1,8 @@
 """Red-team attack on the baseline (README "Gating with your own tests and dependencies"): a base suite that
 collects but whose every test is skipped in the gate (a `pytest.importorskip` of a module the environment
-lacks, a module-wide skip mark) protects nothing, and a regression read as "4 tests (against the base)" was
-accepted. What did not run never counts as passed: such a base stops the gate like one that collects nothing.
+lacks, a module-wide skip mark), or fails there (a fixture every test uses imports such a module), protects
+nothing, and a regression read as "4 tests (against the base)" was accepted. What did not run, or never
+passes, never counts as passed: such a base stops the gate like one that collects nothing.
 """
 
 from __future__ import annotations
@@ -26,8 +27,11 @@ def _check(repo_root: Path) -> int:
     ("import pytest\n\nnumpy = pytest.importorskip('numpy_the_gate_lacks')\n", "pytest collected no test"),
     ("import pytest\n\npytestmark = pytest.mark.skip(reason='slow')\n", "every test pytest collected was skipped"),
     ("import pytest\n\npytestmark = pytest.mark.xfail(reason='flaky', run=False)\n", "skipped or xfailed"),
-], ids=["importorskip", "skip-mark", "xfail-not-run"])
-def test_a_base_suite_whose_every_test_skips_stops_the_gate(
+    ("import pytest\n\n\n@pytest.fixture(autouse=True)\ndef needs_numpy():\n    import numpy_the_gate_lacks\n",
+     "none of the 4 tests it collects passes there, nor on the head (4 fail on the base too: ModuleNotFoundError: "
+     "No module named 'numpy_the_gate_lacks')"),
+], ids=["importorskip", "skip-mark", "xfail-not-run", "every-test-fails"])
+def test_a_base_suite_whose_every_test_skips_or_fails_stops_the_gate(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], header: str,
         said: str) -> None:
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_calc.py": header + TESTS})

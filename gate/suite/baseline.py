@@ -9,9 +9,9 @@ head's suite runs in that order, and then the base runs the tests the head did n
 skipped, timed out, not collected), each with the tests before it in its file. What the gate learns of the base
 is cached (`Baseline`), so a later head runs on the base only the tests no earlier head needed. A base whose
 suite does not run in the gate (a file that fails to collect, a missing fixture, no test, fewer than its files
-define, every test skipped) stops the gate (exit 3) and is never cached. A test charged is first run again on
-the head in the base's order (gate/suite/order.py). Tests the head adds run apart from the base's (their module
-code never shares a process with a base test).
+define, every test skipped, no test passing there nor on the head) stops the gate (exit 3) and is never
+cached. A test charged is first run again on the head in the base's order (gate/suite/order.py). Tests the head
+adds run apart from the base's (their module code never shares a process with a base test).
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.suite import order, rewritten
+from gate.suite.blind import blind, compiled_in
 from gate.suite.harness import function_key, function_of
 from gate.suite.run import (
     SuiteResult,
@@ -202,6 +203,7 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
     said = _matched(found, known)
     _refuse(known, ran.tests, stored,
             lambda rest: _on_base(sandbox, base_run, known, rest, stored, _deadline(policy), progress).tests)
+    _refuse_none_passing(known, found, stored, suite.base_tree)
     found = _again(sandbox, head, known.statuses, found, _deadline(policy))
     if found.tampered:
         return _Scored(known, found)
@@ -280,6 +282,21 @@ def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
 
 
 _SKIPS = ("skipped", "xfailed")
+
+
+def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, tree: Path) -> None:
+    """Raise _Refusal when no test passes, on the head or on the base (where, the head having passed none,
+    every test ran): a suite that fails whole in the gate (a module every test needs that the environment
+    lacks) would read "fails on the base too" for every test, and charge nothing. Such a baseline leaves the
+    cache. A head that passes tests shows that the suite runs here."""
+    if not found.tests or any(outcome.status == PASSED for outcome in found.tests.values()) \
+            or any(known.statuses.get(nodeid) == PASSED for nodeid in known.collected):
+        return
+    stored.unlink(missing_ok=True)
+    seen = blind(known.statuses, known.details, found.tests, compiled_in(tree))
+    causes = "; ".join(f"{cause.tests} {cause.kind}: {cause.cause}" for cause in seen.causes[:3])
+    raise _Refusal(f"none of the {len(known.collected)} tests it collects passes there, nor on the head"
+                   + (f" ({causes})" if causes else ""))
 
 
 def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteResult, deadline: float
