@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from gate import memo
-from gate.errors import GateFailure
+from gate.errors import BadInput, GateFailure
 from gate.sandbox import canaries, open_sandbox, users
 from gate.sandbox.base import Limits, RunRequest
 from gate.sandbox.canaries import REPORT
@@ -182,6 +182,32 @@ def test_bytecode_and_native_files_beside_the_source_never_run(sandbox: LayeredS
         report([calc.add(2, 3), sorted(os.listdir("."))])
     """
     assert run(sandbox, code, tree=tree) == "[5, ['calc.py', 'main.py']]"
+
+
+@needs_root
+def test_a_cache_inside_the_gates_working_directory_is_refused_before_any_run(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The working directory (maybe a checkout, a token in its .git/config) is covered in every run, and with
+    # it whatever lies inside: an environment kept there would be missing from every run, its tests failing
+    # for want of pytest. The gate says so at once (exit 2) instead.
+    site = tmp_path / "cache" / "envs" / "site-packages"
+    site.mkdir(parents=True)
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(BadInput, match="no run may see") as raised:
+        open_sandbox(LIMITS, readonly=[str(site)], sites=[str(site)])
+    assert str(site) in str(raised.value) and raised.value.exit_code == 2
+    outside = tmp_path / "elsewhere"  # (from elsewhere it opens, and a run reads the environment)
+    outside.mkdir()
+    monkeypatch.chdir(outside)
+    box = open_sandbox(LIMITS, readonly=[str(site)], sites=[str(site)])
+    try:
+        (site / "probe_module.py").write_text("VALUE = 7\n")
+        code = b"import probe_module\nprint(probe_module.VALUE)"
+        result = box.run(RunRequest(script="main.py", files={"main.py": code}, python_path=(str(site),),
+                                    limits=LIMITS))
+        assert (result.exit_code, result.stdout) == (0, b"7\n"), result.stderr
+    finally:
+        box.close()
 
 
 def test_the_state_directory_refuses_a_planted_link(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ from os import PathLike
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from gate.sandbox.base import Limits, Sandbox
+    from gate.sandbox.runner import Layers
 
 
 @contextmanager
@@ -71,13 +72,26 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:
         layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
+    covered = [(path, place) for path in extra for place in layers.hide
+               if os.path.commonpath([os.path.realpath(path), place]) == place]
+    if covered:
+        _release(layers)
+        path, place = covered[0]
+        raise BadInput(f"{path} is inside {place}, which no run may see (the gate's working directory, the "
+                       "checkout or the repository scored), so no run could read it: run the gate from another "
+                       "directory, or keep its cache elsewhere", key="GATE_CACHE_DIR")
     missing = tuple((name, layers.isolation[name].removeprefix("off: ")) for name in require
                     if layers.isolation[name].startswith("off"))
     if missing:
-        if layers.cgroups:
-            layers.cgroups.close()
-        if layers.uids:
-            layers.uids.close()
+        _release(layers)
         raise MissingLayers(missing)
     backend = "zygote" if prefer_zygote else "fresh-interpreter"
     return runner.LayeredSandbox(registry.BACKENDS[backend](layers), layers)
+
+
+def _release(layers: Layers) -> None:
+    """Give back what detecting the layers took (the uids' locks, the cgroups) when no sandbox opens."""
+    if layers.cgroups:
+        layers.cgroups.close()
+    if layers.uids:
+        layers.uids.close()
