@@ -118,6 +118,7 @@ def _forge():
     for _found in gc.get_objects():
         if type(_found).__name__ == "GatePlugin":
             _found.write({"test": "tests/test_calc.py::test_mul", "status": "passed", "detail": ""})
+            _found.flush()  # (the plugin holds a test's outcome back for the next record: out now)
 
 
 atexit.register(_forge)

@@ -224,6 +224,24 @@ def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_pa
     assert any(flagged in reason for reason in verdict.blocked_reasons)
 
 
+@pytest.mark.usefixtures("offline_pip")
+def test_a_plugin_that_ends_the_process_as_the_session_ends_loses_no_outcome(tmp_path: Path) -> None:
+    # The harness sends a test's outcome with the next record (one write a test); the last one goes out
+    # before any other plugin's end of the session, here one that ends the process there, on both sides.
+    ending = CONFTEST + "\n\ndef pytest_sessionfinish(session, exitstatus):\n    import os\n    os._exit(0)\n"
+    repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n",
+                        extra_files={"tests/conftest.py": ending})
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict) == {name: "failed" if name.endswith("test_mul") else "passed"
+                                       for name in BASE_TESTS}
+    [message] = [p.message for p in verdict.penalties if p.check == "tests"]
+    assert "test_mul" in message and "during this test" not in message, message
+    assert not verdict.accepted
+
+
 PATCHING_PYTEST = '''\
 import _pytest.reports
 

@@ -4,8 +4,10 @@ Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep, 
 (null: all), "test_timeout": seconds, "plugins": "NAME=MODULE" for pytest to load, "key": a secret of this run,
 "tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing, "rewritten": {path:
 [sha256, magic, code]} and "keep": true (`_rewritten`)}. Records on the result
-channel, one JSON object a line, written as each event happens (a process that dies mid-suite has reported
-everything before):
+channel, one JSON object a line, written as each event happens, but for a test's outcome, which goes out with
+the record after it (the next test's start, mostly: one write a test) and before any other plugin's end of the
+session (a process that dies mid-suite has reported everything before; killed right after a test, that test
+reads as the one it died in):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
 name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
 node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
@@ -129,7 +131,8 @@ class _Returned(BaseException):
 
 
 class GatePlugin:
-    """Writes one record per event on the result channel (a descriptor only this object names)."""
+    """Writes one record per event on the result channel (a descriptor only this object names); a test's
+    outcome with the record after it."""
 
     def __init__(self, fd: int, key: str, select: list[str] | None, plugins: list[tuple[str, Any]],
                  trips: list[dict[str, Any]], equality: Any, guard: Any) -> None:
@@ -145,6 +148,11 @@ class GatePlugin:
         self._hosts: dict[int, tuple[list[str], list[str]]] = {}  # by id() of the item
         self._armed: str | None = None  # the kind of the tripwire running now
         self._guard = guard  # gate/suite/guard.py's Guard: what the tests depend on, as collected
+        # A test's outcome goes out with the next record (the next test's start, mostly): one write, one wake-up
+        # of the watcher and of the gate a test instead of two. Sent before this process ends, however it ends
+        # but killed; killed, the watcher says the process ended during that test (as it does for one killed
+        # before it wrote).
+        self._held = b""
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -165,7 +173,18 @@ class GatePlugin:
         pluginmanager.consider_env = register_then_read_environment
 
     def write(self, record: dict[str, Any]) -> None:
+        """Send `record`, after a test's outcome held back for it (`_held`); a test's outcome is held back."""
         data = (json.dumps({**record, "key": self._key}) + "\n").encode()
+        if "test" in record:
+            self._held += data
+            return
+        data, self._held = self._held + data, b""
+        while data:
+            data = data[os.write(self._fd, data):]
+
+    def flush(self) -> None:
+        """Send the test's outcome held back, if any (the session ends, or this process)."""
+        data, self._held = self._held, b""
         while data:
             data = data[os.write(self._fd, data):]
 
@@ -277,6 +296,9 @@ class GatePlugin:
         self.write({"test": nodeid, "status": status, "detail": detail, "seconds": round(now - self._started, 4),
                     "span": round(now - (self._finished or self._started), 4), "line": line, "trace": trace})
         self._finished = now
+
+    def pytest_sessionfinish(self, session: Any, exitstatus: Any) -> None:
+        self.flush()
 
 
 def _codes(item: Any) -> set[Any] | None:
@@ -467,15 +489,17 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
             buffer += data
             lines = buffer.split(b"\n")
             buffer = lines.pop()
+            forwarded = []
             for line in lines:
                 record = _record(line, key)
                 if record is None:
                     continue
-                _send(fd, line + b"\n")  # as the child wrote it: the gate parses it the same way
+                forwarded.append(line + b"\n")  # as the child wrote it: the gate parses it the same way
                 if "start" in record:
                     current, deadline = str(record["start"]), time.monotonic() + limit
                 elif "test" in record:
                     current, deadline = None, None
+            _send(fd, b"".join(forwarded))  # (what one read brought: one write, one wake-up of the gate)
     _, status = os.waitpid(pid, 0)
     if current is not None:  # the process ended during a test: that test's outcome never came
         code = os.waitstatus_to_exitcode(status)
@@ -514,6 +538,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
     os.dup2(terminal, 1)
     code: int | None = None
     failure = ""
+    plugin: GatePlugin | None = None
     try:
         named = [(name, module or name) for name, _, module in (entry.partition("=") for entry in plugins)]
         imported = _import_framework([module for _, module in named])
@@ -530,6 +555,9 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
             hookwrapper=True, tryfirst=True)(GatePlugin.pytest_runtest_protocol)
         GatePlugin.pytest_runtest_call = pytest.hookimpl(  # type: ignore[method-assign]
             hookwrapper=True, trylast=True)(GatePlugin.pytest_runtest_call)
+        # The last test's outcome out before any other plugin's end of the session runs.
+        GatePlugin.pytest_sessionfinish = pytest.hookimpl(  # type: ignore[method-assign]
+            tryfirst=True)(GatePlugin.pytest_sessionfinish)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import
@@ -542,7 +570,6 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         import _gate_guard
         import _pytest.assertion.rewrite as rewrite
 
-        plugin: GatePlugin | None = None
         confirmation = equality.Confirmation(lambda record: plugin.write(record) if plugin else None,
                                              *equality.names(2))
         equality.hook(rewrite, confirmation)
@@ -561,6 +588,8 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
     except BaseException:  # pytest itself stopped (a conftest's hook it refuses, ...): the last line says why
         failure = "".join(traceback.format_exc().splitlines(keepends=True)[-6:])
     finally:
+        if plugin is not None:
+            plugin.flush()
         if code not in (0, 1):  # OK, TESTS_FAILED: anything else did not run the suite as asked
             _quote_terminal(terminal, failure)
         os._exit(0)
