@@ -195,7 +195,8 @@ def test_a_cache_inside_the_gates_working_directory_is_refused_before_any_run(
     monkeypatch.chdir(tmp_path)
     with pytest.raises(BadInput, match="no run may see") as raised:
         open_sandbox(LIMITS, readonly=[str(site)], sites=[str(site)])
-    assert str(site) in str(raised.value) and raised.value.exit_code == 2
+    assert str(site) in str(raised.value) and "(the gate's working directory)" in str(raised.value)
+    assert raised.value.exit_code == 2
     outside = tmp_path / "elsewhere"  # (from elsewhere it opens, and a run reads the environment)
     outside.mkdir()
     monkeypatch.chdir(outside)

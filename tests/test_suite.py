@@ -224,13 +224,23 @@ def test_an_exit_from_library_code_fails_that_test_and_the_rest_still_run(tmp_pa
     assert any(flagged in reason for reason in verdict.blocked_reasons)
 
 
+# A plugin's end of the session: one that ends the process; one that takes longer than a test may (pytest-cov
+# writes its report after the last test, before the session's end).
+_ENDINGS = {
+    "exit": "\n\ndef pytest_sessionfinish(session, exitstatus):\n    import os\n    os._exit(0)\n",
+    "slow-report": "\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtestloop(session):\n    yield\n"
+                   "    import time\n    time.sleep(4)\n",
+}
+
+
 @pytest.mark.usefixtures("offline_pip")
-def test_a_plugin_that_ends_the_process_as_the_session_ends_loses_no_outcome(tmp_path: Path) -> None:
-    # The harness sends a test's outcome with the next record (one write a test); the last one goes out
-    # before any other plugin's end of the session, here one that ends the process there, on both sides.
-    ending = CONFTEST + "\n\ndef pytest_sessionfinish(session, exitstatus):\n    import os\n    os._exit(0)\n"
+@pytest.mark.parametrize("ending", sorted(_ENDINGS))
+def test_a_plugins_end_of_the_session_loses_no_outcome(tmp_path: Path, ending: str) -> None:
+    # The harness sends a test's outcome with the next record (one write a test); the last one goes out as its
+    # protocol ends, before any plugin's end of the session, on both sides.
+    conftest = ("import pytest\n" if "pytest." in _ENDINGS[ending] else "") + CONFTEST + _ENDINGS[ending]
     repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n",
-                        extra_files={"tests/conftest.py": ending})
+                        extra_files={"tests/conftest.py": conftest})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
 
     verdict = score_repo(repo)

@@ -51,7 +51,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     import dataclasses
     import os
 
-    from gate.errors import BadInput, MissingLayers
+    from gate.errors import BadInput, GateFailure, MissingLayers
     from gate.sandbox import detect, registry, runner
     from gate.sandbox.base import LAYERS
 
@@ -72,14 +72,22 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:
         layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
+    try:  # (the runs are killed through pidfds: gate/sandbox/zygote.py's StatusHandle)
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError as exc:
+        _release(layers)
+        raise GateFailure(f"pidfd_open fails here ({exc.strerror}): the sandbox kills a run only through a pidfd "
+                          "of it, so that no kill reaches a process that got the run's pid since; it needs Linux "
+                          "5.3 or later, with pidfd_open and pidfd_send_signal allowed by the container's seccomp "
+                          "profile") from exc
     covered = [(path, place) for path in extra for place in layers.hide
                if os.path.commonpath([os.path.realpath(path), place]) == place]
     if covered:
         _release(layers)
         path, place = covered[0]
-        raise BadInput(f"{path} is inside {place}, which no run may see (the gate's working directory, the "
-                       "checkout or the repository scored), so no run could read it: run the gate from another "
-                       "directory, or keep its cache elsewhere", key="GATE_CACHE_DIR")
+        raise BadInput(f"{path} is inside {place} ({_hidden_as(place)}), which no run may see, so no run could "
+                       "read it: keep the gate's cache elsewhere, or run the gate from another directory",
+                       key="GATE_CACHE_DIR")
     missing = tuple((name, layers.isolation[name].removeprefix("off: ")) for name in require
                     if layers.isolation[name].startswith("off"))
     if missing:
@@ -95,3 +103,15 @@ def _release(layers: Layers) -> None:
         layers.cgroups.close()
     if layers.uids:
         layers.uids.close()
+
+
+def _hidden_as(place: str) -> str:
+    """What a place hidden from every run is, in the words of the refusal of a path inside it."""
+    import os
+
+    if place == os.path.realpath(os.getcwd()):
+        return "the gate's working directory"
+    for name in ("GITHUB_WORKSPACE", "RUNNER_TEMP"):
+        if os.environ.get(name) and place == os.path.realpath(os.environ[name]):
+            return f"${name}"
+    return "the repository scored, or the folder of a hidden-cases file"

@@ -479,13 +479,18 @@ def fork_run(config: ChildConfig, sources: Sequence[int], status_fd: int) -> int
 
     for fd in sources:
         os.close(fd)
-    pidfd = os.pidfd_open(pid)  # (not reaped yet: only this process reaps it)
     status = socket.socket(fileno=status_fd)
     try:
-        socket.send_fds(status, [STARTED], [pidfd])
+        pidfd = os.pidfd_open(pid)  # (not reaped yet: only this process reaps it)
+        try:
+            socket.send_fds(status, [STARTED], [pidfd])
+        finally:
+            os.close(pidfd)
+    except OSError:
+        os.kill(pid, signal.SIGKILL)  # (still unreaped, so still this run's): no run the gate cannot kill
+        raise
     finally:
         status.detach()
-        os.close(pidfd)
     return pid
 
 

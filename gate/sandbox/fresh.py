@@ -35,6 +35,7 @@ class FreshHandle(StatusHandle):
         try:
             super().__init__(status_fd, "fresh interpreter")
         except BaseException:
+            popen.kill()  # (a run it started may be going, and its reaper waits for it: both go)
             popen.wait()
             raise
 

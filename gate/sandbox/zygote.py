@@ -57,17 +57,23 @@ class StatusHandle:
 
     def __init__(self, status_fd: int, who: str) -> None:
         self.exit_fd = status_fd
-        with socket.socket(fileno=os.dup(status_fd)) as status:
-            raw, fds, _, _ = socket.recv_fds(status, len(STARTED), 1)
+        raw, fds = b"", list[int]()
+        try:
+            with socket.socket(fileno=os.dup(status_fd)) as status:
+                raw, fds, _, _ = socket.recv_fds(status, len(STARTED), 1)
+        except OSError:
+            pass
         if raw != STARTED or len(fds) != 1:
             for fd in (*fds, status_fd):
                 os.close(fd)
-            raise GateFailure(f"the sandbox's {who} died before starting the run")
+            raise GateFailure(f"the sandbox's {who} died before starting the run, or its run cannot be killed "
+                              "(no pidfd of it came)")
         self._pidfd = fds[0]
+        os.set_inheritable(self._pidfd, False)  # (recv_fds leaves it inheritable)
 
     def kill(self) -> None:
         """See launcher.Handle: through the pidfd, which never names another process."""
-        with contextlib.suppress(ProcessLookupError):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
     def reap(self) -> tuple[int, float]:

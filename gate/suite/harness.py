@@ -5,9 +5,9 @@ Request on stdin (JSON): {"args": paths for pytest, "select": node ids to keep, 
 "tripwires": the gate's plan (`place`), "collect_only": true to collect and run nothing, "rewritten": {path:
 [sha256, magic, code]} and "keep": true (`_rewritten`)}. Records on the result
 channel, one JSON object a line, written as each event happens, but for a test's outcome, which goes out with
-the record after it (the next test's start, mostly: one write a test) and before any other plugin's end of the
-session (a process that dies mid-suite has reported everything before; killed right after a test, that test
-reads as the one it died in):
+the record after it (the next test's start, mostly: one write a test), the last one as its protocol ends (a
+process that dies mid-suite has reported everything before; killed right after a test, that test reads as the
+one it died in):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
 name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
 node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
@@ -183,7 +183,7 @@ class GatePlugin:
             data = data[os.write(self._fd, data):]
 
     def flush(self) -> None:
-        """Send the test's outcome held back, if any (the session ends, or this process)."""
+        """Send the test's outcome held back, if any (the last test ended, the session, or this process)."""
         data, self._held = self._held, b""
         while data:
             data = data[os.write(self._fd, data):]
@@ -227,6 +227,8 @@ class GatePlugin:
             return
         for kind in kinds[1] if kinds else ():
             self._trip(item, kind, nextitem)
+        if nextitem is None and not self._armed:  # the last test: its outcome out before the session's end
+            self.flush()
 
     def _trip(self, item: Any, kind: str, nextitem: Any) -> None:
         """Run `item` once more as a tripwire of `kind`: its failure counts towards nothing of the session
@@ -555,7 +557,7 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
             hookwrapper=True, tryfirst=True)(GatePlugin.pytest_runtest_protocol)
         GatePlugin.pytest_runtest_call = pytest.hookimpl(  # type: ignore[method-assign]
             hookwrapper=True, trylast=True)(GatePlugin.pytest_runtest_call)
-        # The last test's outcome out before any other plugin's end of the session runs.
+        # (And, should the last item's protocol not end, before the other plugins' own end of the session.)
         GatePlugin.pytest_sessionfinish = pytest.hookimpl(  # type: ignore[method-assign]
             tryfirst=True)(GatePlugin.pytest_sessionfinish)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
@@ -589,7 +591,8 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         failure = "".join(traceback.format_exc().splitlines(keepends=True)[-6:])
     finally:
         if plugin is not None:
-            plugin.flush()
+            with contextlib.suppress(OSError):  # (the channel closed by a test: os._exit all the same)
+                plugin.flush()
         if code not in (0, 1):  # OK, TESTS_FAILED: anything else did not run the suite as asked
             _quote_terminal(terminal, failure)
         os._exit(0)
