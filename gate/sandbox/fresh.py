@@ -40,7 +40,8 @@ class FreshHandle(StatusHandle):
             raise
 
     def close(self) -> None:
-        """Release the status pipe and collect the reaper (it exits once the run's processes are gone)."""
+        """Release the status socket and the pidfd, and collect the reaper (it exits once the run's processes
+        are gone)."""
         super().close()
         stop(self._popen)
 
