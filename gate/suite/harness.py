@@ -174,19 +174,14 @@ class GatePlugin:
 
     def write(self, record: dict[str, Any]) -> None:
         """Send `record`, after a test's outcome held back for it (`_held`); a test's outcome is held back."""
-        data = (json.dumps({**record, "key": self._key}) + "\n").encode()
-        if "test" in record:
-            self._held += data
-            return
-        data, self._held = self._held + data, b""
-        while data:
-            data = data[os.write(self._fd, data):]
+        self._held += (json.dumps({**record, "key": self._key}) + "\n").encode()
+        if "test" not in record:
+            self.flush()
 
     def flush(self) -> None:
         """Send the test's outcome held back, if any (the last test ended, the session, or this process)."""
         data, self._held = self._held, b""
-        while data:
-            data = data[os.write(self._fd, data):]
+        _send(self._fd, data)
 
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
