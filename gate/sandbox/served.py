@@ -116,6 +116,7 @@ class Server:
     control: socket.socket
     key: str
     calls: int = 0
+    ended: bool = False
 
     def send(self, message: bytes, channel_fd: int) -> bool:
         """Start a call: the message and the server's end of the peer's channel. False if the server is gone.
@@ -224,5 +225,10 @@ class Servers:
         return Server(live, ours, key)
 
     def _end(self, server: Server) -> None:
+        # Once: a call whose server was gone twice ends it, then its release would again (and a second retire
+        # would close descriptor numbers, or signal a pidfd number, that other runs have since).
+        if server.ended:
+            return
+        server.ended = True
         server.control.close()
         self._retire(server.live)
