@@ -110,7 +110,8 @@ def test_a_candidate_cannot_find_an_earlier_calls_expected_value(fresh: Sandbox)
 
 def test_a_call_that_times_out_does_not_spoil_the_next(fresh: Sandbox) -> None:
     spin = "def f():\n    while True:\n        pass\n"
-    assert run(fresh, _five(), spin, limits=SHORT).status == "timeout"
+    spun = run(fresh, _five(), spin, limits=SHORT)
+    assert spun.status == "timeout", spun
     assert run(fresh, _five(), "def f():\n    return 5\n", limits=SHORT).status == "passed"
 
 

@@ -224,7 +224,7 @@ def test_peer_cannot_read_the_served_lead(sandbox: LayeredSandbox) -> None:
     """
     lead_result, peer_result = sandbox.run_served(RunRequest(script="main.py", files={"main.py": lead.encode()},
                                                              limits=LIMITS), b"", hostile(peer))
-    assert lead_result.result is not None, peer_result
+    assert lead_result.result is not None, (lead_result, peer_result)
     assert b"EXPECTED-VALUE" not in lead_result.result
     assert b"ptrace=-1" in lead_result.result, lead_result.result
 

@@ -121,7 +121,7 @@ def test_served_lead_talks_to_its_peer_over_the_socket(sandbox: Sandbox) -> None
             "n = int(s.makefile().readline())\ns.sendall(f'{n * 2}\\n'.encode())\n"
             "import time\ntime.sleep(1000)")
     lead_result, peer_result = sandbox.run_served(program(lead), b"", program(peer))
-    assert (lead_result.exit_code, lead_result.result) == (0, b"42")
+    assert (lead_result.exit_code, lead_result.result) == (0, b"42"), (lead_result, peer_result)
     assert peer_result.killed_reason == "peer finished"
 
 

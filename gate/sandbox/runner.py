@@ -201,8 +201,8 @@ class LayeredSandbox:
         try:
             results = self._supervise([candidate], answer=answer)
         finally:
-            self._servers.release(held, healthy=answer.healthy)
-        return served.lead_result(answer, candidate.start), results[0]
+            ended = self._servers.release(held, healthy=answer.healthy)
+        return served.lead_result(answer, candidate.start, ended), results[0]
 
     def prepare(self, hash_seeds: Sequence[int]) -> None:
         """See gate.sandbox.base.Sandbox.prepare."""
@@ -358,10 +358,10 @@ class LayeredSandbox:
 
     # Supervising
 
-    def _retire(self, live: _Live) -> None:
+    def _retire(self, live: _Live) -> RunResult:
         """End a server run (served.Servers): kill it, read what is left of it, release what it held."""
         self._kill(live, "retired")
-        self._supervise([live])
+        return self._supervise([live])[0]
 
     def _supervise(self, runs: list[_Live], answer: served.Answer | None = None) -> list[RunResult]:
         try:

@@ -100,12 +100,17 @@ class Answer:
         return self.timed_out
 
 
-def lead_result(answer: Answer, started: float) -> RunResult:
-    """What the server did for one call, as a run's result: its answer is the result channel."""
-    how = "wall timeout" if answer.timed_out else "" if answer.reply is not None else "server ended"
-    return RunResult(exit_code=0 if answer.reply is not None else None, signal=None, timed_out=answer.timed_out,
-                     stdout=b"", stderr=b"", result=answer.reply or None, killed_reason=how,
-                     wall_s=time.monotonic() - started)
+def lead_result(answer: Answer, started: float, ended: RunResult | None) -> RunResult:
+    """What the server did for one call, as a run's result: its answer is the result channel. Without an
+    answer, the server was ended (`ended`, its own run's result): its exit and stderr say why."""
+    wall_s = time.monotonic() - started
+    if answer.reply is not None and not answer.timed_out:  # (an answer read after the deadline is too late)
+        return RunResult(exit_code=0, signal=None, timed_out=False, stdout=b"", stderr=b"",
+                         result=answer.reply or None, wall_s=wall_s)
+    how = "wall timeout" if answer.timed_out else "server ended"
+    exit_code, signal, stderr = (ended.exit_code, ended.signal, ended.stderr) if ended else (None, None, b"")
+    return RunResult(exit_code=exit_code, signal=signal, timed_out=answer.timed_out, stdout=b"", stderr=stderr,
+                     result=None, killed_reason=how, wall_s=wall_s)
 
 
 @dataclass
@@ -116,7 +121,7 @@ class Server:
     control: socket.socket
     key: str
     calls: int = 0
-    ended: bool = False
+    ended: RunResult | None = None  # its run's result, once ended
 
     def send(self, message: bytes, channel_fd: int) -> bool:
         """Start a call: the message and the server's end of the peer's channel. False if the server is gone.
@@ -149,7 +154,7 @@ def request_key(request: RunRequest) -> str:
 class Servers:
     """Idle servers by request, for one sandbox. Thread-safe: a call holds its server alone."""
 
-    def __init__(self, start: Callable[[RunRequest, int], Any], retire: Callable[[Any], None]) -> None:
+    def __init__(self, start: Callable[[RunRequest, int], Any], retire: Callable[[Any], RunResult]) -> None:
         self._start = start
         self._retire = retire
         self._idle: dict[str, list[Server]] = {}
@@ -180,14 +185,15 @@ class Servers:
                 return server
             self._end(server)
 
-    def release(self, server: Server, healthy: bool) -> None:
-        """Return a server after a call; one that failed the call or has served enough is ended."""
+    def release(self, server: Server, healthy: bool) -> RunResult | None:
+        """Return a server after a call; one that failed the call or has served enough is ended, and its run's
+        result returned."""
         if healthy and server.calls < MAX_CALLS:
             with self._lock:
                 if sum(len(idle) for idle in self._idle.values()) < MAX_IDLE:
                     self._idle.setdefault(server.key, []).append(server)
-                    return
-        self._end(server)
+                    return None
+        return self._end(server)
 
     def close(self) -> None:
         """End every idle server."""
@@ -224,11 +230,11 @@ class Servers:
                 del live.fds[fd]
         return Server(live, ours, key)
 
-    def _end(self, server: Server) -> None:
+    def _end(self, server: Server) -> RunResult | None:
         # Once: a call whose server was gone twice ends it, then its release would again (and a second retire
         # would close descriptor numbers, or signal a pidfd number, that other runs have since).
-        if server.ended:
-            return
-        server.ended = True
+        if server.ended is not None:
+            return server.ended
         server.control.close()
-        self._retire(server.live)
+        server.ended = self._retire(server.live)
+        return server.ended
