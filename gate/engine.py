@@ -119,6 +119,13 @@ def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: t
         return run_checks(ready, policy, sandbox, reproduce=reproduce, progress=progress)
 
 
+def likely_hash_seeds(policy: Policy) -> tuple[int, ...]:
+    """The hash seeds that runs under `policy` may use, as `run_sandboxed` asks for them (a project's build,
+    each check that is on): the zygotes for them start ahead (gate.sandbox.layers_found_ahead)."""
+    return tuple(dict.fromkeys((0, *(seed for check in all_checks() if check.enabled(policy)
+                                     for seed in check.hash_seeds(policy)))))
+
+
 @contextlib.contextmanager
 def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tuple[str, ...] = (),
               progress: Progress = QUIET, hash_seeds: Sequence[int] = ()) -> Iterator[tuple[Subject, Sandbox]]:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 import tempfile
 import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -372,8 +373,11 @@ def _children() -> set[int]:
     """The processes this one started that are still there (zombies too)."""
     found: set[int] = set()
     for task in os.listdir("/proc/self/task"):
-        with open(f"/proc/self/task/{task}/children") as listed:
-            found.update(int(pid) for pid in listed.read().split())
+        try:
+            with open(f"/proc/self/task/{task}/children") as listed:
+                found.update(int(pid) for pid in listed.read().split())
+        except FileNotFoundError:  # a thread that has just ended (its children went to another of ours)
+            continue
     return found
 
 
@@ -395,3 +399,23 @@ def test_layers_found_ahead_are_the_same_and_nothing_of_the_search_outlives_its_
         pass  # a gate that had no code to run
     assert not any(thread.name.startswith("gate-layers") for thread in threading.enumerate())
     assert _children() <= before
+
+
+def test_zygotes_started_ahead_serve_the_runs_and_none_outlives_the_block() -> None:
+    before = _children()
+    with layers_found_ahead(hash_seeds=(5, 6)):
+        deadline = time.monotonic() + 30
+        while len(_children() - before) < 2 and time.monotonic() < deadline:
+            time.sleep(0.01)  # (they start once the layers are found, while the caller reads its input)
+        started = _children() - before
+        box = open_sandbox(LIMITS)
+        assert isinstance(box, LayeredSandbox)
+        box.prepare((5,))
+        result = box.run(program("print(hash('gate'))", hash_seed=5))
+        serving = _children() - before
+        box.close()
+    expected = subprocess.run([box.layers.interpreter, "-c", "print(hash('gate'))"], env={"PYTHONHASHSEED": "5"},
+                              capture_output=True, check=True).stdout
+    assert (result.exit_code, result.stdout) == (0, expected)  # the zygote of its seed served it
+    assert len(started) == 2 and serving == started  # it started no interpreter of its own
+    assert _children() <= before  # the one for seed 6, which nothing took, ended with the block

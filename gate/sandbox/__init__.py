@@ -18,13 +18,19 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def layers_found_ahead() -> Iterator[None]:
+def layers_found_ahead(hash_seeds: Sequence[int] = ()) -> Iterator[None]:
     """A block in which the isolation layers are already being found out (in a thread of its own) for the
-    `open_sandbox` called in it: the probes run while the caller reads its input (gate/sandbox/detect.py)."""
-    from gate.sandbox import detect
+    `open_sandbox` called in it, and then the zygotes for `hash_seeds` started: the probes and the zygotes'
+    interpreters start while the caller reads its input (gate/sandbox/detect.py, gate/sandbox/zygote.py). The
+    zygotes no sandbox took are stopped on leaving it."""
+    from gate.sandbox import detect, zygote
 
-    with detect.found_ahead():
-        yield
+    try:
+        with detect.found_ahead(lambda interpreter, paths, seccomp_program: zygote.start_ahead(
+                interpreter, paths, seccomp_program, hash_seeds)):
+            yield
+    finally:
+        zygote.stop_ahead()
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,

@@ -32,6 +32,55 @@ _BOOT = ("import sys; sys.path[:0] = sys.argv[3:]; from gate.sandbox.zygote_serv
          "serve(int(sys.argv[1]), None if sys.argv[2] == '-' else bytes.fromhex(sys.argv[2]))")
 # Zygotes kept at once (a case usually runs under two seeds); the oldest is stopped beyond that.
 MAX_ZYGOTES = 4
+# Every zygote is started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the *thread*
+# that started it exits, and runs, sandboxes and `start_ahead` may come from short-lived threads.
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
+# Zygotes started ahead of any sandbox (`start_ahead`), by (interpreter, import paths, filter, hash seed).
+_Key = tuple[str, tuple[str, ...], bytes | None, int]
+_AHEAD: dict[_Key, Future[_Zygote]] = {}
+_AHEAD_LOCK = threading.Lock()
+
+
+def start_ahead(interpreter: str, import_paths: Sequence[str], seccomp_program: bytes | None,
+                hash_seeds: Sequence[int]) -> None:
+    """Start zygotes for `hash_seeds` before any sandbox asks for them, so that their interpreters start while
+    the gate reads its input: a launcher of the same interpreter, paths and filter takes them instead of
+    starting its own. `stop_ahead` stops those that none took."""
+    with _AHEAD_LOCK:
+        for seed in hash_seeds:
+            key = (interpreter, tuple(import_paths), seccomp_program, seed)
+            if key not in _AHEAD:
+                _AHEAD[key] = _SPAWNER.submit(_Zygote, interpreter, import_paths, seed, seccomp_program)
+
+
+def stop_ahead() -> None:
+    """Stop the zygotes `start_ahead` started that no launcher took."""
+    with _AHEAD_LOCK:
+        left = list(_AHEAD.values())
+        _AHEAD.clear()
+    for starting in left:
+        if starting.exception() is None:
+            starting.result().stop()
+
+
+def _taken_ahead(key: _Key) -> Future[_Zygote] | None:
+    """The zygote started ahead for `key`, taken (no other launcher gets it), or None."""
+    with _AHEAD_LOCK:
+        return _AHEAD.pop(key, None)
+
+
+def _adopted(ahead: Future[_Zygote], key: _Key, shared: SharedConfig | None) -> _Zygote:
+    """The zygote started ahead, told `shared`; a new one if it did not start or has died. (On the spawner,
+    after the start it waits for.)"""
+    zygote = ahead.result() if ahead.exception() is None else None
+    if zygote is not None and zygote.process.poll() is None:
+        if shared is not None:
+            zygote.share(shared)
+        return zygote
+    if zygote is not None:
+        zygote.stop()
+    interpreter, paths, seccomp, seed = key
+    return _Zygote(interpreter, paths, seed, seccomp, shared)
 
 
 def read_exact(fd: int, size: int) -> bytes:
@@ -106,8 +155,12 @@ class _Zygote:
             start_new_session=True, close_fds=True)
         theirs.close()
         if shared is not None:
-            with contextlib.suppress(OSError):  # (it died: the first launch finds out, and starts another)
-                self.control.send(json.dumps({"shared": shared}).encode())
+            self.share(shared)
+
+    def share(self, shared: SharedConfig) -> None:
+        """Have it make what its runs share (zygote_server.make_shared) now, before the first run asks."""
+        with contextlib.suppress(OSError):  # (it died: the first launch finds out, and starts another)
+            self.control.send(json.dumps({"shared": shared}).encode())
 
     def stop(self) -> None:
         self.control.close()
@@ -125,9 +178,6 @@ class ZygoteLauncher:
         self._zygotes: dict[int, _Zygote] = {}
         self._starting: dict[int, Future[_Zygote]] = {}  # (prepare: started, not used yet)
         self._lock = threading.Lock()
-        # Zygotes are started from this one long-lived thread: a zygote's PR_SET_PDEATHSIG fires when the
-        # *thread* that started it exits, and runs may come from short-lived worker threads.
-        self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
 
     def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Start the zygotes for `hash_seeds` (as many as are kept at once) without waiting for them: their
@@ -137,8 +187,11 @@ class ZygoteLauncher:
             for seed in hash_seeds:
                 if seed not in self._zygotes and seed not in self._starting \
                         and len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
-                    self._starting[seed] = self._spawner.submit(_Zygote, self._interpreter, self._paths, seed,
-                                                                self._seccomp, shared)
+                    key = self._key(seed)
+                    ahead = _taken_ahead(key)
+                    self._starting[seed] = (
+                        _SPAWNER.submit(_adopted, ahead, key, shared) if ahead is not None else
+                        _SPAWNER.submit(_Zygote, self._interpreter, self._paths, seed, self._seccomp, shared))
 
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:
@@ -146,9 +199,12 @@ class ZygoteLauncher:
             starting = self._starting.pop(hash_seed, None)
             if starting is not None:
                 zygote = starting.result()
+            ahead = _taken_ahead(self._key(hash_seed)) if zygote is None else None
+            if ahead is not None:
+                zygote = _SPAWNER.submit(_adopted, ahead, self._key(hash_seed), None).result()
             if zygote is None or zygote.process.poll() is not None:
-                zygote = self._spawner.submit(_Zygote, self._interpreter, self._paths, hash_seed,
-                                              self._seccomp).result()
+                zygote = _SPAWNER.submit(_Zygote, self._interpreter, self._paths, hash_seed,
+                                         self._seccomp).result()
             self._zygotes[hash_seed] = zygote  # most recently used last
             if len(self._zygotes) > MAX_ZYGOTES:
                 # Its runs keep going: a zygote whose control socket closes finishes them, then exits.
@@ -185,4 +241,6 @@ class ZygoteLauncher:
             for zygote in self._zygotes.values():
                 zygote.stop()
             self._zygotes.clear()
-        self._spawner.shutdown()
+
+    def _key(self, hash_seed: int) -> _Key:
+        return (self._interpreter, tuple(self._paths), self._seccomp, hash_seed)
