@@ -75,6 +75,26 @@ def test_nothing_of_the_host_but_the_allow_list_is_in_a_run(sandbox: LayeredSand
 
 
 @needs_root
+def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(sandbox: LayeredSandbox) -> None:
+    # A pager of `cat` and an editor of `sed`, as click's own tests set them; then every program in reach.
+    piped = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "printf 'a\\nb\\n' | sed s/b/c/ | sort -r | cat"),
+                                   limits=LIMITS))
+    assert (piped.exit_code, piped.stdout) == (0, b"c\na\n"), piped.stderr
+    code = """
+        found = {}
+        for folder in ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"):
+            for name in (os.listdir(folder) if os.path.isdir(folder) else ()):
+                mode = os.stat(os.path.join(folder, name)).st_mode
+                found[name] = bool(mode & (stat.S_ISUID | stat.S_ISGID))
+        report(repr(found))
+    """
+    found = ast.literal_eval(run(sandbox, "import stat\n" + textwrap.dedent(code)))
+    assert {"cat", "sed", "grep", "find", "diff", "sh"} <= set(found)
+    assert not any(found.values()), found  # no set-user-ID or set-group-ID program
+    assert not set(found) & {"sudo", "su", "mount", "passwd", "curl", "wget", "git", "ssh", "gcc", "cc", "apt"}
+
+
+@needs_root
 def test_the_root_is_read_only_and_the_staging_directory_out_of_reach(sandbox: LayeredSandbox) -> None:
     code = """
         found = []

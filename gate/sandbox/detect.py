@@ -119,9 +119,11 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
 # data, such as /usr/share/ca-certificates). Only world-readable paths under /usr and /etc (a link into
 # /etc/ssl/private or a home directory is not followed there). Then the two programs every CI runner has that
 # the standard library runs by their path: the shell (`subprocess`'s shell=True, os.system, os.popen) and
-# ldconfig (`ctypes.util.find_library` asks `/sbin/ldconfig -p` for the loader's cache, /etc/ld.so.cache); of one
-# that is a script (Ubuntu's ldconfig wraps ldconfig.real), its interpreter and the programs it names by path;
-# only world-readable ones under /usr, /bin and /sbin.
+# ldconfig (`ctypes.util.find_library` asks `/sbin/ldconfig -p` for the loader's cache, /etc/ld.so.cache); and
+# the common POSIX tools that test suites run by name (a pager of `cat`, an editor of `sed`: TOOLS), those in
+# /usr/bin or /bin; of one that is a script (Ubuntu's ldconfig wraps ldconfig.real), its interpreter and the
+# programs it names by path; only world-readable ones under /usr, /bin and /sbin, and none set-user-ID or
+# set-group-ID (no_new_privs would keep it from gaining anything; it is left out all the same).
 _NEEDS = """
 import importlib, json, os, re, struct, sys
 library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
@@ -160,6 +162,8 @@ def public(path, places=("/usr/", "/etc/")):
     real = os.path.realpath(path)
     if not real.startswith(places) or not os.path.exists(real):
         return False
+    if os.stat(real).st_mode & (stat.S_ISUID | stat.S_ISGID):
+        return False
     while real != "/":
         mode = os.stat(real).st_mode
         if not mode & stat.S_IROTH or (stat.S_ISDIR(mode) and not mode & stat.S_IXOTH):
@@ -167,7 +171,9 @@ def public(path, places=("/usr/", "/etc/")):
         real = os.path.dirname(real)
     return True
 data = [path for path in data if path.startswith(("/usr/", "/etc/")) and public(path)]
-programs = ["/bin/sh", "/sbin/ldconfig"]
+tools = [next((f"{folder}/{name}" for folder in ("/usr/bin", "/bin") if os.path.isfile(f"{folder}/{name}")), "")
+         for name in sys.argv[2].split()]
+programs = ["/bin/sh", "/sbin/ldconfig", *filter(None, tools)]
 for program in programs:
     try:
         with open(program, "rb") as file:
@@ -184,6 +190,13 @@ programs = [path for path in programs if path.startswith(places) and public(path
 print(json.dumps(sorted({*library, *mapped, *links, *data, *programs})))
 """
 _ALWAYS = ("/etc/ld.so.cache",)
+# The tools a run's root holds besides the shell, by name: what test suites commonly run (coreutils, the
+# text tools, find and diff), found where the host has them. Nothing that reaches the network, builds
+# code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or changes privileges.
+TOOLS = ("awk", "basename", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env", "expr",
+         "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nproc", "od", "printf",
+         "pwd", "readlink", "realpath", "rm", "rmdir", "sed", "seq", "sleep", "sort", "stat", "tail", "tar", "tee",
+         "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
@@ -267,7 +280,7 @@ class _Findings:
 def _found(interpreter: str, root: bool) -> _Findings:
     """Run the probes under `interpreter`, side by side (the root's, as root only: without it there is no
     mount namespace, so no root to list)."""
-    needs = _start(interpreter, _NEEDS, os.path.realpath(interpreter)) if root else None
+    needs = _start(interpreter, _NEEDS, os.path.realpath(interpreter), " ".join(TOOLS)) if root else None
     try:
         paths = [gate_root()]
         try:
@@ -342,7 +355,7 @@ def _machine(interpreter: str, root: bool) -> dict[str, object]:
 def _probes_digest() -> str:
     """The probes' own code: the scripts and the modules they import."""
     modules = {_libc, layer, stack, *(sys.modules[record.probe.__module__] for record in RECORDS if record.probe)}
-    text = _PROBE + _NEEDS + "".join(Path(module.__file__ or "").read_text()
+    text = _PROBE + _NEEDS + " ".join(TOOLS) + "".join(Path(module.__file__ or "").read_text()
                                      for module in sorted(modules, key=lambda module: module.__name__))
     return hashlib.sha256(text.encode()).hexdigest()
 

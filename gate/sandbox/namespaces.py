@@ -340,8 +340,9 @@ def _describe_filesystem(found: Found) -> str:
     return switch(why and f"the run sees the host's files ({why})",
                   "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
                   "shared libraries, the system data it reads (time zones, locales, MIME types, CA certificates), "
-                  "the shell and ldconfig, /dev/null, zero, full, random, urandom, its own /proc, a private /tmp "
-                  "and the run's own user (passwd and group entries, HOME); nothing else of the host")
+                  "the shell, ldconfig and the common POSIX tools (cat, sed, grep, find, diff, ...), /dev/null, "
+                  "zero, full, random, urandom, its own /proc, a private /tmp and the run's own user (passwd and "
+                  "group entries, HOME); nothing else of the host")
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:
