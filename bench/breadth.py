@@ -202,6 +202,9 @@ PROJECTS = (
     # `extras = test` and `extras_require` by name in setup.py.
     Project("zope.interface", "7.2", "src namespace pkg, tests in the package, optional C ext, tox extras",
             ("src",), ("-e", ".[test]", "pytest"), ("src/zope/interface/verify.py", "verifyObject")),
+    # Tests that run programs by name through the shell: a pager of `cat`, an editor of `sed`.
+    Project("click", "8.1.7", "src, setuptools (setup.cfg), requirements/tests.txt, tests run cat and sed",
+            ("tests",), ("-e", ".", "-r", "requirements/tests.txt"), ("src/click/utils.py", "make_default_short_help")),
     # Hatch's test environment (`features = ["test"]`, a uv installer, a matrix); its tests use pytest-mock.
     Project("platformdirs", "4.3.6", "src, hatch-vcs, Hatch test env", ("tests",), ("-e", ".[test]"),
             ("src/platformdirs/unix.py", "Unix.user_data_dir"), ("src/platformdirs/version.py",)),
