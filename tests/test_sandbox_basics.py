@@ -6,7 +6,9 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -401,21 +403,60 @@ def test_layers_found_ahead_are_the_same_and_nothing_of_the_search_outlives_its_
     assert _children() <= before
 
 
+def _zygotes() -> set[int]:
+    """This process's children that are zygotes (not the layer probes, which may run beside them)."""
+    found = set()
+    for pid in _children():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as cmdline:
+                if b"zygote_server" in cmdline.read():
+                    found.add(pid)
+        except FileNotFoundError:
+            continue
+    return found
+
+
 def test_zygotes_started_ahead_serve_the_runs_and_none_outlives_the_block() -> None:
-    before = _children()
+    before = _zygotes()
     with layers_found_ahead(hash_seeds=(5, 6)):
-        deadline = time.monotonic() + 30
-        while len(_children() - before) < 2 and time.monotonic() < deadline:
+        deadline = time.monotonic() + 60
+        while len(_zygotes() - before) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)  # (they start once the layers are found, while the caller reads its input)
-        started = _children() - before
+        started = _zygotes() - before
         box = open_sandbox(LIMITS)
         assert isinstance(box, LayeredSandbox)
         box.prepare((5,))
         result = box.run(program("print(hash('gate'))", hash_seed=5))
-        serving = _children() - before
+        serving = _zygotes() - before
         box.close()
     expected = subprocess.run([box.layers.interpreter, "-c", "print(hash('gate'))"], env={"PYTHONHASHSEED": "5"},
                               capture_output=True, check=True).stdout
     assert (result.exit_code, result.stdout) == (0, expected)  # the zygote of its seed served it
     assert len(started) == 2 and serving == started  # it started no interpreter of its own
-    assert _children() <= before  # the one for seed 6, which nothing took, ended with the block
+    assert _zygotes() <= before  # the one for seed 6, which nothing took, ended with the block
+
+
+def test_a_sandbox_opened_in_a_forked_gate_process_starts_its_own_zygotes(sandbox: Sandbox) -> None:
+    # This process has run sandboxes (its zygotes' spawner thread is up); a fork of it has no such thread.
+    assert sandbox.run(program("print(1)")).exit_code == 0
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            box = open_sandbox(LIMITS)
+            code = 0 if box.run(program("print(6 * 7)")).stdout == b"42\n" else 1
+            box.close()
+        finally:
+            os.write(write, bytes([code]))
+            os._exit(code)
+    os.close(write)
+    try:
+        ready = select.select([read], [], [], 60)[0]
+        said = os.read(read, 1) if ready else b""
+    finally:
+        os.close(read)
+        if not said:
+            os.kill(pid, signal.SIGKILL)
+        os.waitpid(pid, 0)
+    assert said == b"\0", "the forked process's sandbox never ran its program"

@@ -5,6 +5,7 @@ asserts what it got (a planted secret, another run's segment, a changed file) an
 from __future__ import annotations
 
 import ast
+import json
 import os
 import shutil
 import stat
@@ -17,7 +18,7 @@ import pytest
 
 from gate import memo
 from gate.errors import BadInput, GateFailure
-from gate.sandbox import canaries, open_sandbox, users
+from gate.sandbox import canaries, detect, open_sandbox, users
 from gate.sandbox.base import Limits, RunRequest
 from gate.sandbox.canaries import REPORT
 from gate.sandbox.runner import LayeredSandbox
@@ -76,7 +77,8 @@ def test_nothing_of_the_host_but_the_allow_list_is_in_a_run(sandbox: LayeredSand
 
 @needs_root
 def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(sandbox: LayeredSandbox) -> None:
-    # A pager of `cat` and an editor of `sed`, as click's own tests set them; then every program in reach.
+    # A pager of `cat` and an editor of `sed`, as click's own tests set them; then every program in the folders
+    # a shell looks in (every bind is nosuid besides, and each run has no_new_privs).
     piped = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "printf 'a\\nb\\n' | sed s/b/c/ | sort -r | cat"),
                                    limits=LIMITS))
     assert (piped.exit_code, piped.stdout) == (0, b"c\na\n"), piped.stderr
@@ -92,6 +94,23 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
     assert {"cat", "sed", "grep", "find", "diff", "sh"} <= set(found)
     assert not any(found.values()), found  # no set-user-ID or set-group-ID program
     assert not set(found) & {"sudo", "su", "mount", "passwd", "curl", "wget", "git", "ssh", "gcc", "cc", "apt"}
+
+
+SET_USER_ID = [path for path in ("/usr/bin/su", "/usr/bin/mount", "/usr/bin/passwd")
+               if os.path.isfile(path) and os.stat(path).st_mode & stat.S_ISUID]
+
+
+@needs_root
+@pytest.mark.skipif(not SET_USER_ID, reason="no set-user-ID su, mount or passwd on this machine")
+def test_a_listed_tool_that_is_set_user_id_stays_out_of_the_root() -> None:
+    # The probe that lists the root, asked for these names as it is for TOOLS: the set-user-ID ones are refused.
+    interpreter = detect._interpreter(True)[0]
+    names = " ".join(os.path.basename(path) for path in (*SET_USER_ID, "cat"))
+    code, out, err = detect._finish(detect._start(interpreter, detect._NEEDS, os.path.realpath(interpreter), names))
+    assert code == 0, err
+    listed = set(json.loads(out))
+    assert listed & {"/usr/bin/cat", "/bin/cat"}
+    assert not listed & {*SET_USER_ID, *(path.replace("/usr/bin/", "/bin/") for path in SET_USER_ID)}
 
 
 @needs_root

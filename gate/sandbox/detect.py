@@ -162,7 +162,8 @@ def public(path, places=("/usr/", "/etc/")):
     real = os.path.realpath(path)
     if not real.startswith(places) or not os.path.exists(real):
         return False
-    if os.stat(real).st_mode & (stat.S_ISUID | stat.S_ISGID):
+    mode = os.stat(real).st_mode
+    if stat.S_ISREG(mode) and mode & (stat.S_ISUID | stat.S_ISGID):
         return False
     while real != "/":
         mode = os.stat(real).st_mode

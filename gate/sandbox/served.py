@@ -121,6 +121,7 @@ class Server:
     control: socket.socket
     key: str
     calls: int = 0
+    ending: bool = False  # set before its run is retired: whatever that raises, never a second retire
     ended: RunResult | None = None  # its run's result, once ended
 
     def send(self, message: bytes, channel_fd: int) -> bool:
@@ -233,8 +234,9 @@ class Servers:
     def _end(self, server: Server) -> RunResult | None:
         # Once: a call whose server was gone twice ends it, then its release would again (and a second retire
         # would close descriptor numbers, or signal a pidfd number, that other runs have since).
-        if server.ended is not None:
+        if server.ending:
             return server.ended
+        server.ending = True
         server.control.close()
         server.ended = self._retire(server.live)
         return server.ended

@@ -47,20 +47,33 @@ def start_ahead(interpreter: str, import_paths: Sequence[str], seccomp_program: 
     the gate reads its input: a launcher of the same interpreter, paths and filter takes them instead of
     starting its own. `stop_ahead` stops those that none took."""
     with _AHEAD_LOCK:
-        for seed in hash_seeds:
+        for seed in hash_seeds[:MAX_ZYGOTES]:  # (a launcher keeps no more)
             key = (interpreter, tuple(import_paths), seccomp_program, seed)
             if key not in _AHEAD:
                 _AHEAD[key] = _SPAWNER.submit(_Zygote, interpreter, import_paths, seed, seccomp_program)
 
 
 def stop_ahead() -> None:
-    """Stop the zygotes `start_ahead` started that no launcher took."""
+    """Stop the zygotes `start_ahead` started that no launcher took (told all at once: they exit side by side)."""
     with _AHEAD_LOCK:
-        left = list(_AHEAD.values())
+        left = [starting.result() for starting in _AHEAD.values() if starting.exception() is None]
         _AHEAD.clear()
-    for starting in left:
-        if starting.exception() is None:
-            starting.result().stop()
+    for zygote in left:
+        zygote.control.close()
+    for zygote in left:
+        zygote.stop()
+
+
+def _after_fork_in_child() -> None:
+    """A forked gate process has no spawner thread (the executor would wait for it for ever) and does not own
+    its parent's zygotes: a spawner of its own, and none started ahead."""
+    global _SPAWNER, _AHEAD_LOCK
+    _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-zygote-spawner")
+    _AHEAD_LOCK = threading.Lock()  # (another thread may have held it at the fork)
+    _AHEAD.clear()
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def _taken_ahead(key: _Key) -> Future[_Zygote] | None:
