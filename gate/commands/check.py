@@ -9,7 +9,7 @@ from pathlib import Path
 
 from gate.engine import likely_hash_seeds, score
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
-from gate.policy.model import DEFAULT_POLICY_PATH, Policy
+from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.progress import add_quiet_option, progress_for
 from gate.report.terminal import add_color_option, add_verbose_option, render_terminal, use_color
 from gate.sandbox import layers_found_ahead
@@ -45,9 +45,10 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Score the range, write what was asked for, and return the exit code."""
     progress = progress_for(sys.stderr, os.environ, args.quiet)
-    # (The policy is not read yet: the zygotes started ahead are those of the default policy's seeds.)
-    with layers_found_ahead(likely_hash_seeds(Policy())), subject_from_range(
-            args.repo, args.base, args.head, policy_path=args.policy, progress=progress) as found:
+    # The zygotes for the policy's seeds start as soon as it is read, while the gate reads the range and the code.
+    with layers_found_ahead() as start_zygotes, subject_from_range(
+            args.repo, args.base, args.head, policy_path=args.policy, progress=progress,
+            on_policy=lambda policy: start_zygotes(likely_hash_seeds(policy))) as found:
         verdict = score(found, progress, args.started)
         overrides = found.overrides
     # The Markdown reporters and the annotations are imported only when asked for (start-up time).

@@ -6,31 +6,48 @@ sandboxed child imports modules of this package under a bare interpreter and mus
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from os import PathLike
 
 # Not typing.TYPE_CHECKING: the sandboxed child imports this package and must start fast.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from concurrent.futures import Future
+
     from gate.sandbox.base import Limits, Sandbox
+    from gate.sandbox.detect import ZygoteNeeds
     from gate.sandbox.runner import Layers
 
 
 @contextmanager
-def layers_found_ahead(hash_seeds: Sequence[int] = ()) -> Iterator[None]:
+def layers_found_ahead(hash_seeds: Sequence[int] = ()) -> Iterator[Callable[[Sequence[int]], None]]:
     """A block in which the isolation layers are already being found out (in a thread of its own) for the
-    `open_sandbox` called in it, and then the zygotes for `hash_seeds` started: the probes and the zygotes'
-    interpreters start while the caller reads its input (gate/sandbox/detect.py, gate/sandbox/zygote.py). The
-    zygotes no sandbox took are stopped on leaving it."""
+    `open_sandbox` called in it, and the zygotes for `hash_seeds` start once they are found: the probes and the
+    zygotes' interpreters start while the caller reads its input (gate/sandbox/detect.py,
+    gate/sandbox/zygote.py). Yields a function that starts the zygotes for more seeds, once the caller knows
+    them (the policy read). The zygotes no sandbox took are stopped on leaving the block."""
     from gate.sandbox import detect, zygote
 
     try:
-        with detect.found_ahead(lambda interpreter, paths, seccomp_program: zygote.start_ahead(
-                interpreter, paths, seccomp_program, hash_seeds)):
-            yield
+        with detect.found_ahead() as needs:
+            def start(seeds: Sequence[int]) -> None:
+                needs.add_done_callback(lambda done: _start_zygotes(done, seeds))
+
+            start(hash_seeds)
+            yield start
     finally:
         zygote.stop_ahead()
+
+
+def _start_zygotes(needs: Future[ZygoteNeeds], seeds: Sequence[int]) -> None:
+    """Start the zygotes for `seeds` with what the layers found (none when finding them failed: `open_sandbox`
+    says why)."""
+    from gate.sandbox import zygote
+
+    if seeds and needs.exception() is None:
+        interpreter, paths, seccomp_program = needs.result()
+        zygote.start_ahead(interpreter, paths, seccomp_program, seeds)
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,

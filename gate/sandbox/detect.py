@@ -9,7 +9,7 @@ import os
 import subprocess
 import sys
 import tempfile
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -396,22 +396,26 @@ _AHEAD: ContextVar[tuple[tuple[str, bool], Future[_Findings]] | None] = ContextV
                                                                                    default=None)
 
 
+# What a zygote needs of the layers found: the interpreter, the import paths, the seccomp filter (None without
+# the layer), as the registry hands them to a launcher.
+ZygoteNeeds = tuple[str, tuple[str, ...], bytes | None]
+
+
 @contextmanager
-def found_ahead(then: Callable[[str, Sequence[str], bytes | None], None]) -> Iterator[None]:
+def found_ahead() -> Iterator[Future[ZygoteNeeds]]:
     """Start finding out which layers work (`_remembered`) in a thread of its own, so that the probes run while
     the gate does something else (reads the range, asks GitHub), and let `layers` called in this block use
-    what they found. Once they are found, `then` hears what a zygote needs: the interpreter, the import paths
-    and the seccomp filter (None without the layer). On exit the thread is waited for: nothing of it outlives
-    the block."""
+    what they found. Yields what a zygote will need of them, once found. On exit the thread is waited for:
+    nothing of it outlives the block."""
     root = os.geteuid() == 0
     interpreter = _interpreter(root)[0]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-layers") as pool:
         found = pool.submit(_remembered, interpreter, root, True)
-        pool.submit(lambda: then(interpreter, found.result().paths,
-                                 None if found.result().probe["seccomp"] else found.result().bpf))
+        needs = pool.submit(lambda: (interpreter, tuple(found.result().paths),
+                                     None if found.result().probe["seccomp"] else found.result().bpf))
         token = _AHEAD.set(((interpreter, root), found))
         try:
-            yield
+            yield needs
         finally:
             _AHEAD.reset(token)
 

@@ -181,14 +181,15 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
 
 @contextmanager
 def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
-             repo_url: str | None, candidate: Policy | None, progress: Progress, started: float
-             ) -> Iterator[ScoreInput]:
+             repo_url: str | None, candidate: Policy | None, progress: Progress, started: float,
+             on_policy: Callable[[Policy], None] = lambda _: None) -> Iterator[ScoreInput]:
     """`subject_from_commits` for commits already resolved, `fork` being their merge base; `started` when the
-    source began."""
+    source began. `on_policy` hears the policy as soon as it is read."""
     changes = git_changes(repo, fork, head)
     trusted = read_trusted(GitBase(base), changes, head.hexsha, policy_path=policy_path,
                            worktree=_worktree(repo), candidate=candidate)
     policy = trusted.policy
+    on_policy(policy)
     facts = _facts(repo, base, head, fork, repo_url)
     facts += [("dependencies", note) for note in trusted.dependency_notes]
     facts += [("ignored", note) for note in trusted.ignored]
@@ -244,9 +245,11 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
 
 @contextmanager
 def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str = "HEAD", *,
-                       policy_path: str | None = None, progress: Progress = QUIET) -> Iterator[ScoreInput]:
+                       policy_path: str | None = None, progress: Progress = QUIET,
+                       on_policy: Callable[[Policy], None] = lambda _: None) -> Iterator[ScoreInput]:
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
-    commits, and record a dirty worktree as a fact (its uncommitted changes are not scored)."""
+    commits, and record a dirty worktree as a fact (its uncommitted changes are not scored). `on_policy` hears
+    the base's policy as soon as it is read (the sandbox starts what its runs need)."""
     started = time.perf_counter()
     # GitPython ran `git version` when it was imported (quietly when there is no git: see gate/cli.py).
     if not git.GIT_OK:
@@ -263,7 +266,8 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
                        f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
                        "--head", key="--head")
-    with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started) as found:
+    with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started,
+                  on_policy) as found:
         if _is_dirty(repo):
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
                                 f"{head_commit.hexsha[:12]})")
