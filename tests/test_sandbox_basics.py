@@ -460,3 +460,14 @@ def test_a_sandbox_opened_in_a_forked_gate_process_starts_its_own_zygotes(sandbo
             os.kill(pid, signal.SIGKILL)
         os.waitpid(pid, 0)
     assert said == b"\0", "the forked process's sandbox never ran its program"
+
+
+def test_the_zygotes_started_ahead_are_for_the_seeds_the_policys_runs_use() -> None:
+    from gate.engine import likely_hash_seeds
+    from gate.policy_file import load_policy
+
+    suite = load_policy(None, text="tests: {paths: [tests]}\n", source="gate.yml")
+    cases = load_policy(None, text="runs: 3\ncases:\n  - {kind: call, function: 'm:f', args: [1], expect: 1}\n",
+                        source="gate.yml")
+    assert likely_hash_seeds(suite) == (0,)  # a build and the suite: no zygote for cases it does not have
+    assert likely_hash_seeds(cases) == (0, 1, 2, 3)  # and the cases' three runs
