@@ -418,7 +418,8 @@ def _zygotes() -> set[int]:
 
 def test_zygotes_started_ahead_serve_the_runs_and_none_outlives_the_block() -> None:
     before = _zygotes()
-    with layers_found_ahead(hash_seeds=(5, 6)):
+    with layers_found_ahead() as start_zygotes:
+        start_zygotes((5, 6))
         deadline = time.monotonic() + 60
         while len(_zygotes() - before) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)  # (they start once the layers are found, while the caller reads its input)

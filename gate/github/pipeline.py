@@ -170,17 +170,19 @@ def _gate(job: Job, settings: Settings, gated: GatedPR, scorer: Scorer, delivery
     if not decision.gated:
         return deliver_not_gated(delivery, pr_subject(gated.scored, job.connection.api_url), policy, decision.reason,
                                  neutral=decision.opted_out, notes=(*gating.labels.ignored, *((note,) if note else ())))
-    with layers_found_ahead(likely_hash_seeds(policy)), subject_from_pull_request(
-            job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path,
-            api_url=job.connection.api_url, checkout_only=gated.group is not None,
-            progress=settings.progress) as found:
-        verdict = with_gating_notes(scorer(found), gating)
-        if note:
-            verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
-        if gated.group:
-            verdict = replace(verdict, facts=(*verdict.facts, ("merge group", gated.group.head_ref)))
-        check = _override(job, delivery.names, gated, found) if gated.overrides and not verdict.accepted \
-            else OverrideCheck()
+    with layers_found_ahead() as start_zygotes:
+        start_zygotes(likely_hash_seeds(policy))  # (the policy is read: its runs' zygotes start now)
+        with subject_from_pull_request(
+                job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path,
+                api_url=job.connection.api_url, checkout_only=gated.group is not None,
+                progress=settings.progress) as found:
+            verdict = with_gating_notes(scorer(found), gating)
+            if note:
+                verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))
+            if gated.group:
+                verdict = replace(verdict, facts=(*verdict.facts, ("merge group", gated.group.head_ref)))
+            check = _override(job, delivery.names, gated, found) if gated.overrides and not verdict.accepted \
+                else OverrideCheck()
     verdict = replace(verdict, notes=(*verdict.notes, *(Note("gate", n) for n in check.ignored)))
     report = report_for(verdict, found.overrides, comment="false" if gated.group else settings.comment,
                         gated_by=decision.reason)

@@ -21,21 +21,17 @@ if TYPE_CHECKING:
 
 
 @contextmanager
-def layers_found_ahead(hash_seeds: Sequence[int] = ()) -> Iterator[Callable[[Sequence[int]], None]]:
+def layers_found_ahead() -> Iterator[Callable[[Sequence[int]], None]]:
     """A block in which the isolation layers are already being found out (in a thread of its own) for the
-    `open_sandbox` called in it, and the zygotes for `hash_seeds` start once they are found: the probes and the
-    zygotes' interpreters start while the caller reads its input (gate/sandbox/detect.py,
-    gate/sandbox/zygote.py). Yields a function that starts the zygotes for more seeds, once the caller knows
-    them (the policy read). The zygotes no sandbox took are stopped on leaving the block."""
+    `open_sandbox` called in it. Yields a function that starts the zygotes for hash seeds the caller knows its
+    runs will use (from the policy), once the layers are found: the probes and the zygotes' interpreters
+    start while the caller reads its input (gate/sandbox/detect.py, gate/sandbox/zygote.py). The zygotes no
+    sandbox took are stopped on leaving the block."""
     from gate.sandbox import detect, zygote
 
     try:
         with detect.found_ahead() as needs:
-            def start(seeds: Sequence[int]) -> None:
-                needs.add_done_callback(lambda done: _start_zygotes(done, seeds))
-
-            start(hash_seeds)
-            yield start
+            yield lambda seeds: needs.add_done_callback(lambda done: _start_zygotes(done, seeds))
     finally:
         zygote.stop_ahead()
 

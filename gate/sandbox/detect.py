@@ -411,13 +411,18 @@ def found_ahead() -> Iterator[Future[ZygoteNeeds]]:
     interpreter = _interpreter(root)[0]
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-layers") as pool:
         found = pool.submit(_remembered, interpreter, root, True)
-        needs = pool.submit(lambda: (interpreter, tuple(found.result().paths),
-                                     None if found.result().probe["seccomp"] else found.result().bpf))
+        needs = pool.submit(_zygote_needs, interpreter, found)
         token = _AHEAD.set(((interpreter, root), found))
         try:
             yield needs
         finally:
             _AHEAD.reset(token)
+
+
+def _zygote_needs(interpreter: str, found: Future[_Findings]) -> ZygoteNeeds:
+    """What a zygote needs of the layers `found` (after them, on the same thread)."""
+    findings = found.result()
+    return interpreter, tuple(findings.paths), None if findings.probe["seccomp"] else findings.bpf
 
 
 def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
