@@ -471,4 +471,8 @@ def test_the_zygotes_started_ahead_are_for_the_seeds_the_policys_runs_use() -> N
     cases = load_policy(None, text="runs: 3\ncases:\n  - {kind: call, function: 'm:f', args: [1], expect: 1}\n",
                         source="gate.yml")
     assert likely_hash_seeds(suite) == (0,)  # a build and the suite: no zygote for cases it does not have
-    assert likely_hash_seeds(cases) == (0, 1, 2, 3)  # and the cases' three runs
+    assert likely_hash_seeds(cases) == (1, 2, 3)  # the cases' three runs, and no suite to run under seed 0
+    both = load_policy(None, text="tests: {paths: [tests]}\ncases:\n  - {kind: call, function: 'm:f', args: [1], "
+                       "expect: 1}\n", source="gate.yml")
+    assert likely_hash_seeds(both) == (1, 2, 0)  # in the pipeline's order: the cases run first
+    assert likely_hash_seeds(load_policy(None, text="{}\n", source="gate.yml")) == ()  # nothing to run

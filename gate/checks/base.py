@@ -147,6 +147,7 @@ class Check(Protocol):
         return None
 
     def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
-        """The PYTHONHASHSEED of each of its runs, for a check that runs something (`sandbox_paths`): the
-        sandbox starts what runs under them need while the static checks read the code."""
-        return (0,)
+        """The PYTHONHASHSEED of each of its runs, for a check that runs something (`sandbox_paths`; none for
+        one that runs nothing): the sandbox starts what runs under them need while the static checks read the
+        code."""
+        return ()

@@ -54,6 +54,9 @@ class Compile(Check):
             return None
         return checker_paths(policy) or None
 
+    def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
+        return (0,)  # (each checker runs once, under 0)
+
     def run(self, ctx: CheckContext) -> CheckResult:
         failures: list[tuple[str, Location]] = []
         notes: list[Note] = []

@@ -67,6 +67,9 @@ class Tests(Check):
             return None
         return subject.suite.runner if subject.suite is not None else ()
 
+    def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
+        return (0,)  # (the suite runs under 0, as plain pytest's does)
+
     def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
         """A suite not run is never a suite passed, and its size is unknown until it runs: a human decides."""
         if ctx.sandbox is None:
