@@ -118,10 +118,9 @@ def test_the_outcomes_keep_the_cases_order_and_each_case_its_seeds_order() -> No
     assert sorted(seen) == [(n, seed) for n in range(40) for seed in (1, 2, 3)]
 
 
-def test_every_share_of_cases_served_together_starts_before_any_share_runs_again() -> None:
-    # Two cores, two seeds, the public cases in two shares and the hidden ones in a third: a share's run under
-    # the second seed waits for the hidden share's first, so that each core serves three runs, not one core four
-    # while the other is done after two.
+def test_a_share_of_cases_served_together_runs_under_every_seed_side_by_side() -> None:
+    # Two cores, two seeds: the public cases in one share and the hidden ones in another, each share's runs
+    # under both seeds at once (each core serves two runs, and each run imports a module once for its cases).
     started: list[tuple[int, int]] = []
     lock = threading.Lock()
 
@@ -136,7 +135,36 @@ def test_every_share_of_cases_served_together_starts_before_any_share_runs_again
     plan = Plan(slots=2, most=4, long_after_s=100, budget_s=60)
     outcomes = run_cases([alone] * 36, (1, 2), plan, many=many, together=[list(range(32)), list(range(32, 36))])
     assert [[o.detail for o in found] for found in outcomes] == [["", ""]] * 36
-    assert sorted(started[:3]) == [(0, 1), (16, 1), (32, 1)] and len(started) == 6
+    assert sorted(started[:2]) == [(0, 1), (0, 2)] and sorted(started[2:]) == [(32, 1), (32, 2)]
+    # Four cores: each seed has two, and the public cases two shares.
+    started.clear()
+    run_cases([alone] * 36, (1, 2), replace(plan, slots=4), many=many, together=[list(range(32)), list(range(32, 36))])
+    assert sorted(started[:4]) == [(0, 1), (0, 2), (16, 1), (16, 2)] and len(started) == 6
+
+
+def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed() -> None:
+    # Under every seed the share's run leaves case 0 to a run of its own (it went on too long) and serves case
+    # 1; under seed 1 case 0's own run times out. Its run under seed 2 waits for that outcome, and never starts:
+    # the outcomes are those of seeds run one after the other.
+    runs: list[tuple[int, int]] = []
+    lock = threading.Lock()
+
+    def many(members: Any, seed: int) -> Served:
+        outcomes = {member: CaseOutcome("passed", "", f"{seed}") for member in members if member != 0}
+        return Served(outcomes, frozenset({0} & set(members)), cut=0 if 0 in members else None)
+
+    def hangs(seed: int) -> CaseOutcome:
+        with lock:
+            runs.append((0, seed))
+        return CaseOutcome("timeout", "ran out of time", "timeout")
+
+    def alone(seed: int) -> CaseOutcome:
+        return CaseOutcome("failed", "should have been served", "alone")
+
+    plan = Plan(slots=2, most=4, long_after_s=100, budget_s=60)
+    outcomes = run_cases([hangs, *[alone] * 9], (1, 2, 3), plan, many=many, together=[list(range(10))])
+    assert runs == [(0, 1)]
+    assert [[o.fingerprint for o in found] for found in outcomes] == [["timeout"]] + [["1", "2", "3"]] * 9
 
 
 def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sandbox: Sandbox) -> None:

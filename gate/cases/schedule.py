@@ -5,12 +5,16 @@ again: its next run would only cost another limit). Different cases run in paral
 starts at once, and a run that has gone on for a quarter of its time limit stops holding its core, so that
 hanging cases overlap instead of adding up (at most `most` runs go at once).
 
-Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split over the cores,
-and each share is served by one run per seed (its run under the next seed waits for the shares not started
-yet); it holds its core to its end. Such a run leaves to a run of its own each case it cannot vouch for, and a
-case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the
-rest of its share is split over the cores again, so that more cases that hang overlap. The cases it did not
-reach are served by a new run. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
+Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split in shares, and
+each share is served by one run per seed, its runs under every seed side by side: as many shares as leave a
+core to each of its seeds (one share on two cores and two seeds), so that a run serves more cases and imports
+each module once for them. Such a run holds its core to its end, and leaves to a run of its own each case it
+cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it
+holds no core), and the rest of its share is split over the cores again, so that more cases that hang
+overlap. The cases it did not reach are served by a new run. A case's run of its own under a seed waits for
+its outcome under the seed before (which ends it, as above, when it timed out); its outcomes under later seeds
+that a run served beside that one are dropped then. Served or alone, a case's outcome is the same
+(tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -88,6 +92,7 @@ class _Job:
     seed: int
     together: bool = False
     long: bool = False  # known to go on long (it may hang): it holds no core
+    of_a_share: bool = False  # one case a served run left: its run under the next seed is that run's share's
 
 
 def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many | None = None,
@@ -96,11 +101,13 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
     a case that never started before the budget was spent. `many` serves the cases of each group in
     `together`; every other case runs alone. An exception of a run (the sandbox failed) stops every other
     start and is raised once the runs going have ended."""
-    outcomes: list[list[CaseOutcome]] = [[] for _ in cases]
+    found = _Found(len(cases))
     served = {case for group in together for case in group} if many is not None else set()
     pending = deque(_Job((case,), 0) for case in range(len(cases)) if case not in served)
     if many is not None:
-        shares = [_Job(share, 0, together=True) for group in together for share in _shares(group, plan.slots)]
+        per_seed = max(1, plan.slots // len(seeds))  # (shares, each with a core for every seed's run)
+        shares = [_Job(share, seed, together=True) for group in together for share in _shares(group, per_seed)
+                  for seed in range(len(seeds))]
         pending.extendleft(reversed(shares))
     going: dict[Future[object], tuple[_Job, float]] = {}
     deadline = time.monotonic() + plan.budget_s
@@ -135,11 +142,61 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                         other.exception()  # let the runs going end (each within its own limits)
                     raise error
                 answer = future.result()
-                follow, later = (_after_many(job, answer, outcomes, len(seeds), plan.slots)
-                                 if isinstance(answer, Served) else (_after_one(job, answer, outcomes, len(seeds)), []))
-                pending.extendleft(reversed(follow))  # what follows a case first: it finishes sooner
-                pending.extend(later)
-    return [tuple(found) for found in outcomes]
+                follow = (_after_many(job, answer, found, plan.slots) if isinstance(answer, Served)
+                          else _after_one(job, answer, found, len(seeds)))
+                _ahead(pending, [*follow, *found.released()])
+    return [found.in_order(case, len(seeds)) for case in range(len(cases))]
+
+
+class _Found:
+    """Each case's outcome under each seed (by the seed's index) as the runs give them, and the runs of one
+    case that wait for its outcome under the seed before theirs."""
+
+    def __init__(self, count: int) -> None:
+        self.outcomes: list[dict[int, CaseOutcome]] = [{} for _ in range(count)]
+        self.waiting: list[_Job] = []
+
+    def add(self, case: int, seed: int, outcome: CaseOutcome) -> None:
+        self.outcomes[case][seed] = outcome
+
+    def ended(self, case: int, seed: int) -> bool:
+        """Whether the case runs no more from `seed` on: under an earlier seed it timed out or could not run."""
+        return any(outcome.status in _LAST for at, outcome in self.outcomes[case].items() if at < seed)
+
+    def after_the_seed_before(self, job: _Job) -> list[_Job]:
+        """`job` (one case) to start now, when the case has its outcome under the seed before; else it waits."""
+        case = job.cases[0]
+        if job.seed > 0 and job.seed - 1 not in self.outcomes[case]:
+            self.waiting.append(job)
+            return []
+        return [] if self.ended(case, job.seed) else [job]
+
+    def released(self) -> list[_Job]:
+        """The waiting runs that may start now (those of a case that ended are dropped)."""
+        ready = [job for job in self.waiting if job.seed - 1 in self.outcomes[job.cases[0]]]
+        self.waiting = [job for job in self.waiting if job not in ready]
+        return [job for job in ready if not self.ended(job.cases[0], job.seed)]
+
+    def in_order(self, case: int, seeds: int) -> tuple[CaseOutcome, ...]:
+        """The case's outcomes in seed order, up to the first it does not have and after the one that ended it."""
+        kept: list[CaseOutcome] = []
+        for seed in range(seeds):
+            outcome = self.outcomes[case].get(seed)
+            if outcome is None:
+                break
+            kept.append(outcome)
+            if outcome.status in _LAST:
+                break
+        return tuple(kept)
+
+
+def _ahead(pending: deque[_Job], jobs: list[_Job]) -> None:
+    """Queue the runs that follow from a run: each before those pending under its seed or a later one, so that a
+    case finishes sooner, and an earlier seed's runs after a cut (which may hang, and are then not run again
+    under later seeds) start before a later seed's."""
+    for job in reversed(jobs):
+        at = next((n for n, other in enumerate(pending) if other.seed >= job.seed), len(pending))
+        pending.insert(at, job)
 
 
 def _holds_core(job: _Job, started: float, now: float, plan: Plan) -> bool:
@@ -155,32 +212,30 @@ def _shares(group: Sequence[int], slots: int, least: int = _MIN_SHARE) -> list[t
     return [tuple(group[at:at + size]) for at in range(0, len(group), size)]
 
 
-def _after_one(job: _Job, outcome: object, outcomes: list[list[CaseOutcome]], seeds: int) -> list[_Job]:
+def _after_one(job: _Job, outcome: object, found: _Found, seeds: int) -> list[_Job]:
+    """Take what a run of one case gave; the run of it under the next seed, unless that one is a served run's
+    or the case ended."""
     if not isinstance(outcome, CaseOutcome):
         raise TypeError(f"a run of one case gave {type(outcome).__name__}")
-    outcomes[job.cases[0]].append(outcome)
-    if outcome.status in _LAST or job.seed + 1 >= seeds:
+    found.add(job.cases[0], job.seed, outcome)
+    if job.of_a_share or outcome.status in _LAST or job.seed + 1 >= seeds:
         return []
     return [_Job(job.cases, job.seed + 1, long=job.long)]
 
 
-def _after_many(job: _Job, served: Served, outcomes: list[list[CaseOutcome]], seeds: int, slots: int
-                ) -> tuple[list[_Job], list[_Job]]:
-    """Take what a run serving `job.cases` gave; the runs that follow from it: those to start first, and the run
-    of its cases under the next seed, which waits for the shares that have not started yet (each core then
-    serves as many runs as the others: a share's runs under every seed in a row would leave the last share,
-    such as the hidden cases', to one core after the others are done)."""
-    follow = [_Job((case,), job.seed, long=case == served.cut) for case in job.cases if case in served.alone]
+def _after_many(job: _Job, served: Served, found: _Found, slots: int) -> list[_Job]:
+    """Take what a run serving `job.cases` gave; the runs that follow from it under its seed (those of one case
+    once the case has its outcome under the seed before: `_Found`)."""
+    follow = [_Job((case,), job.seed, long=case == served.cut, of_a_share=True)
+              for case in job.cases if case in served.alone]
     left = tuple(case for case in job.cases if case not in served.outcomes and case not in served.alone)
     if left and not served.outcomes and not served.alone:  # nothing served: the next case goes alone
-        follow.append(_Job(left[:1], job.seed))
+        follow.append(_Job(left[:1], job.seed, of_a_share=True))
         left = left[1:]
-    # After a cut the share may hold more cases that hang: it is split over the cores, so that they overlap.
-    follow += [_Job(share, job.seed, together=True)
-               for share in _shares(left, slots, least=1 if served.cut is not None else _MIN_SHARE)]
     for case in job.cases:
         if case in served.outcomes:
-            outcomes[case].append(served.outcomes[case])
-    again = tuple(case for case in job.cases if case in served.outcomes
-                  and served.outcomes[case].status not in _LAST)
-    return follow, [_Job(again, job.seed + 1, together=True)] if again and job.seed + 1 < seeds else []
+            found.add(case, job.seed, served.outcomes[case])
+    ready = [start for alone in follow for start in found.after_the_seed_before(alone)]
+    # After a cut the share may hold more cases that hang: it is split over the cores, so that they overlap.
+    return ready + [_Job(share, job.seed, together=True)
+                    for share in _shares(left, slots, least=1 if served.cut is not None else _MIN_SHARE)]
