@@ -167,6 +167,31 @@ def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed
     assert [[o.fingerprint for o in found] for found in outcomes] == [["timeout"]] + [["1", "2", "3"]] * 9
 
 
+def test_cases_that_hang_are_cut_from_one_seeds_shares_only() -> None:
+    # Every served run goes on too long on its first case (each hangs), and each case's run of its own times
+    # out. Under the second seed only the first share ran, beside the first seed's: the shares it would split
+    # off wait for the first seed to have cut their cases, and those cases are not run again.
+    shares: list[tuple[tuple[int, ...], int]] = []
+    runs: list[int] = []
+    lock = threading.Lock()
+
+    def many(members: Any, seed: int) -> Served:
+        with lock:
+            shares.append((tuple(members), seed))
+        return Served({}, frozenset({members[0]}), cut=members[0])
+
+    def hangs(seed: int) -> CaseOutcome:
+        with lock:
+            runs.append(seed)
+        return CaseOutcome("timeout", "ran out of time", "timeout")
+
+    plan = Plan(slots=2, most=8, long_after_s=100, budget_s=60)
+    outcomes = run_cases([hangs] * 5, (1, 2), plan, many=many, together=[list(range(5))])
+    assert [[o.status for o in found] for found in outcomes] == [["timeout"]] * 5
+    assert [members for members, seed in shares if seed == 2] == [(0, 1, 2, 3, 4)]
+    assert runs == [1] * 5
+
+
 def test_cases_left_when_the_wall_budget_is_spent_are_not_run_and_cost_points(sandbox: Sandbox) -> None:
     # One run at a time, so that which cases are left is certain: the first case hangs for its whole time limit,
     # longer than the budget of all the cases.

@@ -11,10 +11,12 @@ core to each of its seeds (one share on two cores and two seeds), so that a run 
 each module once for them. Such a run holds its core to its end, and leaves to a run of its own each case it
 cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it
 holds no core), and the rest of its share is split over the cores again, so that more cases that hang
-overlap. The cases it did not reach are served by a new run. A case's run of its own under a seed waits for
-its outcome under the seed before (which ends it, as above, when it timed out); its outcomes under later seeds
-that a run served beside that one are dropped then. Served or alone, a case's outcome is the same
-(tests/test_cases_together.py).
+overlap. The cases it did not reach are served by a new run. Beyond the first runs, what runs under a seed
+waits for the seed before: a case's run of its own for the case's outcome there (which ends it, as above, when
+it timed out), and a share split off for each of its cases to be served or left there (a case left to a run
+of its own under an earlier seed runs alone under the later ones too: it may hang). A case's outcomes under
+later seeds that a run served beside the one that ended it are dropped. Served or alone, a case's outcome is
+the same (tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -29,7 +31,7 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from gate.cases.base import CaseOutcome
 
@@ -119,6 +121,11 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
             young = [started for job, started in going.values() if _holds_core(job, started, now, plan)]
             while pending and (len(young) < plan.slots or pending[0].long) and len(going) < plan.most:
                 job = pending.popleft()
+                if job.together and job.seed > 0:
+                    job, apart = found.apart(job)
+                    _ahead(pending, apart)
+                    if not job.cases:
+                        continue
                 if job.together and many is not None:
                     going[pool.submit(many, job.cases, seeds[job.seed])] = (job, now)
                 else:
@@ -149,33 +156,55 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
 
 
 class _Found:
-    """Each case's outcome under each seed (by the seed's index) as the runs give them, and the runs of one
-    case that wait for its outcome under the seed before theirs."""
+    """Each case's outcome under each seed (by the seed's index) as the runs give them, and the runs that wait
+    for what the seed before gives their cases."""
 
     def __init__(self, count: int) -> None:
         self.outcomes: list[dict[int, CaseOutcome]] = [{} for _ in range(count)]
+        self.alone: list[set[int]] = [set() for _ in range(count)]  # the seeds a served run left the case under
         self.waiting: list[_Job] = []
 
     def add(self, case: int, seed: int, outcome: CaseOutcome) -> None:
         self.outcomes[case][seed] = outcome
 
+    def queued(self, jobs: list[_Job]) -> list[_Job]:
+        """Of runs that follow from a run, those that may start now; the others wait (`released`). Under a
+        later seed, a run of one case waits for the case's outcome under the seed before (it is not run again
+        once it timed out or could not run), and a share for the seed before to have served or left each of
+        its cases (those left may hang: `apart`)."""
+        going_on = [job for job in jobs if job.together or not self.ended(job.cases[0], job.seed)]
+        ready = [job for job in going_on if self._known_before(job)]
+        self.waiting += [job for job in going_on if job not in ready]
+        return ready
+
+    def released(self) -> list[_Job]:
+        """The waiting runs that may start now (those of a case that ended are dropped)."""
+        waiting, self.waiting = self.waiting, []
+        return self.queued(waiting)
+
+    def apart(self, share: _Job) -> tuple[_Job, list[_Job]]:
+        """`share` (about to start) without its cases that ended, nor those a served run left to runs of their
+        own under an earlier seed (one that went on too long may hang): each of those has a run of its own
+        under the share's seed (`queued`)."""
+        ended = {case for case in share.cases if self.ended(case, share.seed)}
+        apart = [case for case in share.cases if case not in ended
+                 and any(seed < share.seed for seed in self.alone[case])]
+        kept = tuple(case for case in share.cases if case not in ended and case not in apart)
+        return replace(share, cases=kept), self.queued([_Job((case,), share.seed, of_a_share=True)
+                                                         for case in apart])
+
     def ended(self, case: int, seed: int) -> bool:
         """Whether the case runs no more from `seed` on: under an earlier seed it timed out or could not run."""
         return any(outcome.status in _LAST for at, outcome in self.outcomes[case].items() if at < seed)
 
-    def after_the_seed_before(self, job: _Job) -> list[_Job]:
-        """`job` (one case) to start now, when the case has its outcome under the seed before; else it waits."""
-        case = job.cases[0]
-        if job.seed > 0 and job.seed - 1 not in self.outcomes[case]:
-            self.waiting.append(job)
-            return []
-        return [] if self.ended(case, job.seed) else [job]
-
-    def released(self) -> list[_Job]:
-        """The waiting runs that may start now (those of a case that ended are dropped)."""
-        ready = [job for job in self.waiting if job.seed - 1 in self.outcomes[job.cases[0]]]
-        self.waiting = [job for job in self.waiting if job not in ready]
-        return [job for job in ready if not self.ended(job.cases[0], job.seed)]
+    def _known_before(self, job: _Job) -> bool:
+        before = job.seed - 1
+        if before < 0:
+            return True
+        if job.together:
+            return all(before in self.outcomes[case] or before in self.alone[case] or self.ended(case, job.seed)
+                       for case in job.cases)
+        return before in self.outcomes[job.cases[0]]
 
     def in_order(self, case: int, seeds: int) -> tuple[CaseOutcome, ...]:
         """The case's outcomes in seed order, up to the first it does not have and after the one that ended it."""
@@ -224,8 +253,8 @@ def _after_one(job: _Job, outcome: object, found: _Found, seeds: int) -> list[_J
 
 
 def _after_many(job: _Job, served: Served, found: _Found, slots: int) -> list[_Job]:
-    """Take what a run serving `job.cases` gave; the runs that follow from it under its seed (those of one case
-    once the case has its outcome under the seed before: `_Found`)."""
+    """Take what a run serving `job.cases` gave; the runs that follow from it under its seed that may start now
+    (the others wait: `_Found.queued`)."""
     follow = [_Job((case,), job.seed, long=case == served.cut, of_a_share=True)
               for case in job.cases if case in served.alone]
     left = tuple(case for case in job.cases if case not in served.outcomes and case not in served.alone)
@@ -235,7 +264,8 @@ def _after_many(job: _Job, served: Served, found: _Found, slots: int) -> list[_J
     for case in job.cases:
         if case in served.outcomes:
             found.add(case, job.seed, served.outcomes[case])
-    ready = [start for alone in follow for start in found.after_the_seed_before(alone)]
+    for alone in follow:
+        found.alone[alone.cases[0]].add(job.seed)
     # After a cut the share may hold more cases that hang: it is split over the cores, so that they overlap.
-    return ready + [_Job(share, job.seed, together=True)
-                    for share in _shares(left, slots, least=1 if served.cut is not None else _MIN_SHARE)]
+    return found.queued(follow + [_Job(share, job.seed, together=True)
+                                  for share in _shares(left, slots, least=1 if served.cut is not None else _MIN_SHARE)])
