@@ -259,6 +259,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
     except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
     readable(repo)
+    dirty = _dirty(repo)
     head_commit = _commit(repo, head, "--head")
     base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
     fork = _merge_base(repo, base_commit, head_commit)
@@ -268,7 +269,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                        "--head", key="--head")
     with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started,
                   on_policy) as found:
-        if _is_dirty(repo):
+        if dirty():
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
                                 f"{head_commit.hexsha[:12]})")
             found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
@@ -292,10 +293,19 @@ def _git_words(exc: git.GitCommandError) -> str:
     return " ".join(text.split())
 
 
-def _is_dirty(repo: git.Repo) -> bool:
-    """Whether the worktree has staged, unstaged or untracked changes: one `git status` (GitPython's
-    `is_dirty` runs three git commands for the same answer)."""
-    return not repo.bare and bool(repo.git.status("--porcelain", "--untracked-files=normal"))
+def _dirty(repo: git.Repo) -> Callable[[], bool]:
+    """Whether the worktree has staged, unstaged or untracked changes, when asked: one `git status` (GitPython's
+    `is_dirty` runs three git commands for the same answer), started now, so that it runs while the gate reads
+    the range (in a large checkout it takes a while)."""
+    if repo.bare:
+        return lambda: False
+    status = repo.git.status("--porcelain", "--untracked-files=normal", as_process=True)
+
+    def dirty() -> bool:
+        found = status.stdout.read()
+        status.wait()  # (GitCommandError when git failed, as a call that waits raises)
+        return bool(found.strip())
+    return dirty
 
 
 def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Change, ...]:
