@@ -140,6 +140,10 @@ def test_a_share_of_cases_served_together_runs_under_every_seed_side_by_side() -
     started.clear()
     run_cases([alone] * 36, (1, 2), replace(plan, slots=4), many=many, together=[list(range(32)), list(range(32, 36))])
     assert sorted(started[:4]) == [(0, 1), (0, 2), (16, 1), (16, 2)] and len(started) == 6
+    # Two cores, three seeds: two shares of the public cases, so that each core serves three of their runs.
+    started.clear()
+    run_cases([alone] * 36, (1, 2, 3), plan, many=many, together=[list(range(32)), list(range(32, 36))])
+    assert sorted(started) == [(first, seed) for first in (0, 16, 32) for seed in (1, 2, 3)]
 
 
 def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed() -> None:

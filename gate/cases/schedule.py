@@ -5,18 +5,18 @@ again: its next run would only cost another limit). Different cases run in paral
 starts at once, and a run that has gone on for a quarter of its time limit stops holding its core, so that
 hanging cases overlap instead of adding up (at most `most` runs go at once).
 
-Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split in shares, and
-each share is served by one run per seed, its runs under every seed side by side: as many shares as leave a
-core to each of its seeds (one share on two cores and two seeds), so that a run serves more cases and imports
-each module once for them. Such a run holds its core to its end, and leaves to a run of its own each case it
-cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it
-holds no core), and the rest of its share is split over the cores again, so that more cases that hang
-overlap. The cases it did not reach are served by a new run. Beyond the first runs, what runs under a seed
-waits for the seed before: a case's run of its own for the case's outcome there (which ends it, as above, when
-it timed out), and a share split off for each of its cases to be served or left there (a case left to a run
-of its own under an earlier seed runs alone under the later ones too: it may hang). A case's outcomes under
-later seeds that a run served beside the one that ended it are dropped. Served or alone, a case's outcome is
-the same (tests/test_cases_together.py).
+Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split in shares, and each
+share is served by one run per seed, its runs under every seed side by side: the fewest shares whose runs make as
+many on each core (one share on two cores and two seeds, two on two cores and three seeds), so that a run serves
+more cases and imports each module once for them. Such a run holds its core to its end, and leaves to a run of
+its own each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run
+(it may hang, so it holds no core), and the rest of its share is split over the cores again, so that more cases
+that hang overlap. The cases it did not reach are served by a new run. Beyond the first runs, what runs under a
+seed waits for the seed before: a case's run of its own for the case's outcome there (which ends it, as above,
+when it timed out), and a share split off for each of its cases to be served or left there (a case left to a run
+of its own under an earlier seed runs alone under the later ones too: it may hang). A case's outcomes under later
+seeds that a run served beside the one that ended it are dropped. Served or alone, a case's outcome is the same
+(tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -26,6 +26,7 @@ own limits.
 
 from __future__ import annotations
 
+import math
 import os
 import time
 from collections import deque
@@ -107,8 +108,9 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
     served = {case for group in together for case in group} if many is not None else set()
     pending = deque(_Job((case,), 0) for case in range(len(cases)) if case not in served)
     if many is not None:
-        per_seed = max(1, plan.slots // len(seeds))  # (shares, each with a core for every seed's run)
-        shares = [_Job(share, seed, together=True) for group in together for share in _shares(group, per_seed)
+        # The fewest shares whose runs under every seed keep each core as busy as the others.
+        count = plan.slots // math.gcd(plan.slots, len(seeds))
+        shares = [_Job(share, seed, together=True) for group in together for share in _shares(group, count)
                   for seed in range(len(seeds))]
         pending.extendleft(reversed(shares))
     going: dict[Future[object], tuple[_Job, float]] = {}
