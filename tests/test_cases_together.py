@@ -283,7 +283,7 @@ def test_without_root_cases_served_together_get_the_verdict_of_a_run_each() -> N
     assert [status for _, status, _ in found["True"]] == [
         "passed", "failed", "passed", "passed", "failed", "passed", "passed", "passed", "failed", "timeout",
         "failed", "passed", "passed", "passed", "passed", "passed"]
-    # Forty ordinary cases: a run per core and hash seed, whatever else this user runs meanwhile (or a few
+    # Forty ordinary cases: a run per core a hash seed has, whatever else this user runs meanwhile (or a few
     # more, for a case that the machine's load holds past the cut).
     accepted, runs = found["ordinary"]
-    assert accepted and 2 * 2 <= runs < 12
+    assert accepted and 2 <= runs < 12
