@@ -214,8 +214,9 @@ def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]
 
 def within_none(paths: Sequence[str]) -> tuple[str, ...]:
     """`paths` without those inside another of them (a bound directory brings what it holds)."""
-    return tuple(path for path in paths if not any(path.startswith(other.rstrip("/") + "/") for other in paths
-                                                  if other != path and os.path.isdir(other)))
+    folders = [(other, other.rstrip("/") + "/") for other in dict.fromkeys(paths) if os.path.isdir(other)]
+    return tuple(path for path in paths if not any(path.startswith(inside) for other, inside in folders
+                                                  if other != path))
 
 
 # Where a checkout or a job's secrets may sit: the gate's working directory, and on GitHub the workspace and
