@@ -337,11 +337,14 @@ def test_the_extras_plugins_are_found_with_every_pip(tmp_path: Path, wheelhouse:
 def test_the_gates_pytest_copy_is_compiled_for_the_runs_that_read_it(gate_cache_root: Path) -> None:  # noqa: F811
     # The runs see the copy read-only: without its bytecode each suite process would compile pytest again.
     import importlib.util
+    from importlib import metadata
 
     from gate.environment.build import gate_pytest
 
     copy = Path(gate_pytest(gate_cache_root))
     sources = list(copy.rglob("*.py"))
+    # (named by the version installed, as importlib.metadata reads it: a new pytest gets a copy of its own)
+    assert copy.name.startswith(f"gate-pytest-{metadata.version('pytest')}-py")
 
     assert sources and not [path for path in sources if not Path(importlib.util.cache_from_source(str(path))).is_file()]
     # An interpreter that reads the copy uses its bytecode as it is (none is stale), and the code names the copy's
@@ -356,3 +359,21 @@ def test_the_gates_pytest_copy_is_compiled_for_the_runs_that_read_it(gate_cache_
     assert any("/_pytest/__pycache__/python." in line for line in read) and all(str(copy) in line for line in read
                                                                                  if "_pytest" in line)
     assert "bytecode is stale" not in done.stderr
+
+
+def test_the_interpreters_identity_follows_its_file(tmp_path: Path) -> None:
+    # Part of every environment's key: remembered (as root) while the interpreter's file is the same, and found
+    # again once the file changes (an upgrade in place).
+    from gate import memo
+    from gate.environment.build import _interpreter_id
+    from gate.sandbox.detect import signature
+
+    interpreter = tmp_path / "python3"
+    interpreter.write_text("#!/bin/sh\necho '3.11.2 (main)'\n")
+    interpreter.chmod(0o755)
+    first = _interpreter_id(str(interpreter))
+    assert first == f"{interpreter} 3.11.2 (main)"
+    if os.geteuid() == 0:
+        assert memo.recall("interpreter", [str(interpreter), signature(str(interpreter))]) == first
+    interpreter.write_text("#!/bin/sh\necho '3.11.9 (main, upgraded)'\n")
+    assert _interpreter_id(str(interpreter)) == f"{interpreter} 3.11.9 (main, upgraded)"

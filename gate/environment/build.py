@@ -29,15 +29,20 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from importlib import metadata
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
+from gate import memo
 from gate.environment import BuiltEnvironment, cache, declarations, installers, pip_config, testdeps
 from gate.environment.declarations import Reader, key_files
 from gate.errors import GateFailure
 from gate.policy.model import Environment
 from gate.progress import QUIET, Progress
+from gate.sandbox.detect import signature
 from gate.suite.trust import FRAMEWORK_MODULES
+
+if TYPE_CHECKING:
+    from importlib import metadata
 
 
 def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_base: Callable[[Path], None],
@@ -81,9 +86,19 @@ _DONE = "gate-installed.json"
 
 
 def _interpreter_id(interpreter: str) -> str:
+    """The interpreter's real path and version, as it prints it; remembered until a reboot while its file is the
+    same (gate/memo.py: a run of it costs every verdict about 7 ms)."""
+    real = os.path.realpath(interpreter)
+    key = [real, signature(real)]
+    kept = memo.recall("interpreter", key)
+    if isinstance(kept, str):
+        return kept
     done = subprocess.run([interpreter, "-S", "-c", "import sys; print(sys.version)"], capture_output=True,
                           text=True, check=False, timeout=60, env={"PATH": "/usr/bin:/bin"})
-    return f"{os.path.realpath(interpreter)} {done.stdout.strip()}"
+    found = f"{real} {done.stdout.strip()}"
+    if done.returncode == 0:
+        memo.remember("interpreter", key, found)
+    return found
 
 
 def _build(spec: Environment, project: bool, export_base: Callable[[Path], None], interpreter: str,
@@ -211,6 +226,8 @@ def _what(spec: Environment, project: bool) -> str:
 
 def _distributions(venv: Path) -> list[metadata.Distribution]:
     """The distributions installed in the virtual environment `venv`."""
+    from importlib import metadata  # (only for a build: about 10 ms of every verdict's start otherwise)
+
     sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
     return [dist for dist in metadata.distributions(path=sites) if dist.metadata["Name"]]
 
@@ -300,6 +317,8 @@ def requirement_names(path: Path, root: Path, seen: frozenset[Path] = frozenset(
 def _plugins(declared: set[str], venv: Path) -> list[str]:
     """The pytest plugins ("NAME=MODULE": their `pytest11` entry points) of the installed distributions the
     base declares: what pytest's autoload would load in the project's CI, less what only a dependency brings."""
+    from importlib import metadata
+
     sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
     found = {f"{entry.name}={entry.module}" for dist in metadata.distributions(path=sites)
              if _normalise(dist.metadata["Name"] or "") in declared
@@ -337,9 +356,8 @@ def gate_pytest(where: Path) -> str:
     """A directory holding the gate's own copy of pytest and what it needs (its installed files, copied once
     into the cache): the suite's runner when the repository's environment has no pytest. Offline: nothing is
     downloaded."""
-    try:
-        version = metadata.version("pytest")
-    except metadata.PackageNotFoundError:
+    version = _installed_version("pytest")
+    if version is None:
         raise GateFailure("the repository's environment has no pytest and neither has the gate: add pytest to "
                           "the project's test extra (environment.extras) or install pytest beside the gate"
                           ) from None
@@ -349,6 +367,8 @@ def gate_pytest(where: Path) -> str:
             return str(target)
         building = Path(tempfile.mkdtemp(prefix=f".build-{target.name}-", dir=where))
         try:
+            from importlib import metadata  # (once, for the copy)
+
             names = _closure("pytest")
             for name in names:
                 dist = metadata.distribution(name)
@@ -368,6 +388,24 @@ def gate_pytest(where: Path) -> str:
             with contextlib.suppress(FileNotFoundError):
                 shutil.rmtree(building)
     return str(target)
+
+
+def _installed_version(name: str) -> str | None:
+    """The version of the distribution `name` installed beside the gate, or None: read from the name of its
+    `.dist-info` folder beside its package, as installers write it, when there is one; else from its metadata
+    (importlib.metadata, whose import costs a warm verdict about 10 ms)."""
+    spec = importlib.util.find_spec(name)
+    places = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if len(places) == 1:
+        found = list(Path(places[0]).parent.glob(f"{name}-*.dist-info"))
+        if len(found) == 1:
+            return found[0].name.removeprefix(f"{name}-").removesuffix(".dist-info")
+    from importlib import metadata
+
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def _bytecode(origin: Path, copy: Path, named: Path) -> None:
@@ -393,6 +431,8 @@ def _bytecode(origin: Path, copy: Path, named: Path) -> None:
 
 def _closure(name: str) -> list[str]:
     """`name` and the distributions it requires here (markers evaluated for this interpreter), by name."""
+    from importlib import metadata
+
     from packaging.requirements import Requirement
 
     seen: dict[str, None] = {}
