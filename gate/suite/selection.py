@@ -86,7 +86,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
     the baseline. `key` is where the policy names the suite, for errors; `roots` every import root of the
     base's tree and the head's (a module named like the framework there is the base's)."""
-    from gate.environment import build as environment_build  # (importlib.metadata and more: only with a suite)
+    from gate.environment import build as environment_build  # (the builder: only with a suite)
 
     paths = spec.paths
     folder = Path(f"{head_tree}-{name}")
