@@ -368,8 +368,10 @@ def ci_job(project: Project, repo: Path, root: Path, environ: dict[str, str] | N
     venv = root / "venv"
     # The venv active, as a job's `source venv/bin/activate` (or tox) has it: the tests' commands (attrs' mypy
     # tests run `mypy`) are its console scripts.
-    env = {**(environ or os.environ), "VIRTUAL_ENV": str(venv),
-           "PATH": f"{venv / 'bin'}:{(environ or os.environ).get('PATH', os.defpath)}"}
+    # (and bytecode written, as a job's interpreter does: a machine that sets PYTHONDONTWRITEBYTECODE would have
+    # every warm run of it compile the project and rewrite its tests again, which no CI job does twice)
+    env = {**{key: value for key, value in (environ or os.environ).items() if key != "PYTHONDONTWRITEBYTECODE"},
+           "VIRTUAL_ENV": str(venv), "PATH": f"{venv / 'bin'}:{(environ or os.environ).get('PATH', os.defpath)}"}
     started = time.perf_counter()
     subprocess.run(["git", "clone", "-q", "--branch", "honest", str(repo), str(checkout)], check=True)
     subprocess.run([run_interpreter(), "-m", "venv", str(venv)], check=True, env=env)

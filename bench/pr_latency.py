@@ -291,7 +291,9 @@ def time_pytest(row: Row) -> float:
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_cases.py"]
     if row.hanging:
         command += ["-p", "pytest_timeout", "--timeout", "5"]
-    env = {**_gate_env(None), "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    # (with its bytecode kept, as plain pytest's second run on a machine has it: not PYTHONDONTWRITEBYTECODE)
+    env = {**{key: value for key, value in _gate_env(None).items() if key != "PYTHONDONTWRITEBYTECODE"},
+           "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
     return _timed(command, env, row.peer, lambda code: code == (1 if row.hanging else 0))
 
 
