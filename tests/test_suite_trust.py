@@ -386,3 +386,18 @@ def test_pytest_9s_own_configuration_files_of_the_heads_are_not_read(tmp_path: P
 
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert not verdict.accepted
+
+
+def test_a_base_test_file_is_never_written_through_a_link_the_head_planted(tmp_path: Path) -> None:
+    # The head's tree has its test folder as a link to a place outside it: the base's test files, written into
+    # the suite's tree in its place, go nowhere rather than through the link.
+    from gate.suite.selection import _write
+
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "tests").symlink_to(outside)
+    _write(tree.resolve(), "tests/test_calc.py", lambda: b"def test_it():\n    pass\n")
+    _write(tree.resolve(), "conftest.py", lambda: b"")
+    assert list(outside.iterdir()) == [] and (tree / "conftest.py").is_file()

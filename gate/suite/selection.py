@@ -98,9 +98,10 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
             full = Path(parent, file)
             if is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
                 full.unlink()
+    real = tree.resolve()
     for path, read in ours:
         if path not in withheld and read is not None:
-            _write(tree, path, read)
+            _write(real, path, read)
     present = tuple(p for p in paths if (tree / p).exists())
     if not present:
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.sha[:12]}",
@@ -133,10 +134,10 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
 
 
 def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
-    """The base's file `path` into the tree `root`, unless it resolves outside it (a crafted tree entry such as
-    `../x`)."""
+    """The base's file `path` into the tree `root` (its real path), unless it resolves outside it (a crafted tree
+    entry such as `../x`)."""
     dest = (root / path).resolve()
-    if not dest.is_relative_to(root.resolve()):
+    if not dest.is_relative_to(root):
         return
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(read())
