@@ -359,8 +359,7 @@ def gate_pytest(where: Path) -> str:
     version = _installed_version("pytest")
     if version is None:
         raise GateFailure("the repository's environment has no pytest and neither has the gate: add pytest to "
-                          "the project's test extra (environment.extras) or install pytest beside the gate"
-                          ) from None
+                          "the project's test extra (environment.extras) or install pytest beside the gate")
     target = where / f"gate-pytest-{version}-py{sys.version_info[0]}{sys.version_info[1]}"
     with cache.locked(where / f"{target.name}.lock"):
         if (target / _DONE).is_file():
