@@ -96,9 +96,11 @@ def test_a_warm_verdict_runs_the_modules_its_base_rewrote_and_only_for_their_own
         assert _status(score_repo(repo), "tests/test_calc.py::test_add") == "passed"
     store.write_text(json.dumps(kept))
     assert rewritten.given(store, repo.root, ["tests"]) == kept
-    # A run of other files is given the conftests alone (a `conftest.py` may be imported by any run).
+    # A run of other files is given the conftests first (a `conftest.py` may be imported by any run), then the
+    # rest while there is room: a test module may import another one, which pytest rewrites as it imports it.
     conftest, test_calc = ({path: kept[path]} for path in ("tests/conftest.py", "tests/test_calc.py"))
-    assert rewritten.given(store, repo.root, ["tests/test_other.py"]) == conftest
+    assert rewritten.given(store, repo.root, ["tests/test_other.py"]) == kept
+    assert rewritten.given(store, repo.root, ["tests/test_other.py"], room=0) == conftest
     (repo.root / "tests" / "conftest.py").write_text("# changed\n")
     assert rewritten.given(store, repo.root, ["tests/test_calc.py"]) == test_calc
 
