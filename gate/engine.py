@@ -130,6 +130,14 @@ def likely_hash_seeds(policy: Policy) -> tuple[int, ...]:
     return tuple(dict.fromkeys(seed for check in checks for seed in check.hash_seeds(policy)))
 
 
+def suite_framework() -> tuple[str, ...]:
+    """The modules of the test framework a suite's runs import, which a zygote imports once for all of them
+    (open_sandbox's `framework`; where from: gate.suite.selection.framework_path)."""
+    from gate.suite.harness import PREIMPORTED
+
+    return PREIMPORTED
+
+
 @contextlib.contextmanager
 def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tuple[str, ...] = (),
               progress: Progress = QUIET, hash_seeds: Sequence[int] = ()) -> Iterator[tuple[Subject, Sandbox]]:
@@ -151,9 +159,7 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
                 *(toolchain.paths if toolchain is not None and not toolchain.missing else ()))
     framework: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     if subject.suite is not None:  # (the suite's runs import pytest from the environment or the gate's copy)
-        from gate.suite.harness import PREIMPORTED
-
-        framework = (PREIMPORTED, (*sites, *subject.suite.runner))
+        framework = (suite_framework(), (*sites, *subject.suite.runner))
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites,

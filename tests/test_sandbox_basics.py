@@ -418,8 +418,8 @@ def _zygotes() -> set[int]:
 
 def test_zygotes_started_ahead_serve_the_runs_and_none_outlives_the_block() -> None:
     before = _zygotes()
-    with layers_found_ahead() as start_zygotes:
-        start_zygotes((5, 6))
+    with layers_found_ahead() as ahead:
+        ahead.zygotes((5, 6))
         deadline = time.monotonic() + 60
         while len(_zygotes() - before) < 2 and time.monotonic() < deadline:
             time.sleep(0.01)  # (they start once the layers are found, while the caller reads its input)
@@ -435,6 +435,46 @@ def test_zygotes_started_ahead_serve_the_runs_and_none_outlives_the_block() -> N
     assert (result.exit_code, result.stdout) == (0, expected)  # the zygote of its seed served it
     assert len(started) == 2 and serving == started  # it started no interpreter of its own
     assert _zygotes() <= before  # the one for seed 6, which nothing took, ended with the block
+
+
+def test_a_zygote_started_ahead_imports_the_framework_before_the_sandbox_opens_in_its_runs_network() -> None:
+    """The suite's zygote imports pytest as soon as the gate knows where from, not as the sandbox opens: its
+    import is most of the zygote's start, which the suite's first runs would wait for. It is imported there
+    once, in the network namespace the runs share, and the runs that ask take it."""
+    from tests import session_support
+
+    folder = Path(tempfile.mkdtemp(dir=session_support.directory()))  # (readable by a run's uid)
+    folder.chmod(0o777)
+    framework, marker = folder / "framework", folder / "imported"
+    (framework / "fwmod").mkdir(parents=True)
+    (framework / "fwmod" / "__init__.py").write_text(
+        "import os\nPID = os.getpid()\n"
+        f"with open({str(marker)!r}, 'a') as f:\n    f.write(f\"{{PID}} {{os.readlink('/proc/self/ns/net')}}\\n\")\n")
+    for each in (framework, framework / "fwmod"):
+        each.chmod(0o755)
+    main = (b"import json, os, sys\nsys.path[:] = json.loads(os.environ['GATE_TREE_PATH'])\nimport fwmod\n"
+            b"print(fwmod.PID, os.readlink('/proc/self/ns/net'))\n")
+    try:
+        with layers_found_ahead() as ahead:
+            ahead.zygotes((0,))
+            ahead.framework(("fwmod",), (str(framework),))
+            deadline = time.monotonic() + 60
+            while not marker.exists() and time.monotonic() < deadline:
+                time.sleep(0.01)
+            imported_ahead = marker.read_text()  # before any sandbox opens
+            box = open_sandbox(LIMITS, readonly=[framework], framework=(("fwmod",), (str(framework),)))
+            try:
+                box.prepare((0,))
+                said = box.run(RunRequest(script="main.py", harness={"main.py": main}, framework=True,
+                                          python_path=(str(framework),), limits=LIMITS)).stdout.decode()
+            finally:
+                box.close()
+        [(pid, network)] = [line.split() for line in imported_ahead.splitlines()]
+        assert said.split() == [pid, network]  # the run took the zygote's import, in the network it runs in
+        assert marker.read_text() == imported_ahead  # and the sandbox's opening imported nothing again
+        assert network != os.readlink("/proc/self/ns/net") or "netns" not in box.layers.on
+    finally:
+        shutil.rmtree(folder)
 
 
 def test_a_sandbox_opened_in_a_forked_gate_process_starts_its_own_zygotes(sandbox: Sandbox) -> None:

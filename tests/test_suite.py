@@ -416,8 +416,13 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
 
     handle = git.Repo(repo.root)
-    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+    heard: list[tuple[str, ...]] = []
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha,
+                              on_framework=heard.append) as found:
         assert found.subject.suite is not None and found.subject.suite.runner == ()
+        assert found.subject.environment is not None
+        # Where the suite's zygote imports pytest from ahead of the sandbox: where the sandbox has it imported.
+        assert heard == [found.subject.environment.site_packages]
         verdict = score(found)
 
     assert f"pytest=={metadata.version('pytest')}" in dict(verdict.facts)["environment"]

@@ -7,7 +7,7 @@ import os
 import sys
 from pathlib import Path
 
-from gate.engine import likely_hash_seeds, score
+from gate.engine import likely_hash_seeds, score, suite_framework
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, BadInput
 from gate.policy.model import DEFAULT_POLICY_PATH
 from gate.progress import add_quiet_option, progress_for
@@ -45,10 +45,12 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 def run(args: argparse.Namespace) -> int:
     """Score the range, write what was asked for, and return the exit code."""
     progress = progress_for(sys.stderr, os.environ, args.quiet)
-    # The zygotes for the policy's seeds start as soon as it is read, while the gate reads the range and the code.
-    with layers_found_ahead() as start_zygotes, subject_from_range(
+    # The zygotes for the policy's seeds start as soon as it is read, and the suite's imports its pytest as soon as
+    # the environment is known, while the gate reads the range and the code.
+    with layers_found_ahead() as ahead, subject_from_range(
             args.repo, args.base, args.head, policy_path=args.policy, progress=progress,
-            on_policy=lambda policy: start_zygotes(likely_hash_seeds(policy))) as found:
+            on_policy=lambda policy: ahead.zygotes(likely_hash_seeds(policy)),
+            on_framework=lambda path: ahead.framework(suite_framework(), path)) as found:
         verdict = score(found, progress, args.started)
         overrides = found.overrides
     # The Markdown reporters and the annotations are imported only when asked for (start-up time).

@@ -27,7 +27,7 @@ from github.GithubException import GithubException
 from requests import RequestException
 
 from gate import DISTRIBUTION
-from gate.engine import likely_hash_seeds, score
+from gate.engine import likely_hash_seeds, score, suite_framework
 from gate.errors import BadInput, GateError, GateFailure, MissingLayers
 from gate.github.actions import append_summary, read_event
 from gate.github.client import Connection, connect
@@ -170,12 +170,13 @@ def _gate(job: Job, settings: Settings, gated: GatedPR, scorer: Scorer, delivery
     if not decision.gated:
         return deliver_not_gated(delivery, pr_subject(gated.scored, job.connection.api_url), policy, decision.reason,
                                  neutral=decision.opted_out, notes=(*gating.labels.ignored, *((note,) if note else ())))
-    with layers_found_ahead() as start_zygotes:
-        start_zygotes(likely_hash_seeds(policy))  # (the policy is read: its runs' zygotes start now)
+    with layers_found_ahead() as ahead:
+        ahead.zygotes(likely_hash_seeds(policy))  # (the policy is read: its runs' zygotes start now)
         with subject_from_pull_request(
                 job.client, gated.scored, workspace=gated.workspace, policy_path=settings.policy_path,
                 api_url=job.connection.api_url, checkout_only=gated.group is not None,
-                progress=settings.progress) as found:
+                progress=settings.progress,
+                on_framework=lambda path: ahead.framework(suite_framework(), path)) as found:
             verdict = with_gating_notes(scorer(found), gating)
             if note:
                 verdict = replace(verdict, notes=(*verdict.notes, Note("gate", note)))

@@ -6,7 +6,7 @@ sandboxed child imports modules of this package under a bare interpreter and mus
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from os import PathLike
 
@@ -20,18 +20,36 @@ if TYPE_CHECKING:
     from gate.sandbox.runner import Layers
 
 
+class Ahead:
+    """What starts before the sandbox opens, once the isolation layers are found (`layers_found_ahead`): the
+    zygotes for the hash seeds the runs will use, and what they share that needs no sandbox yet."""
+
+    def __init__(self, needs: Future[ZygoteNeeds]) -> None:
+        self._needs = needs
+
+    def zygotes(self, seeds: Sequence[int]) -> None:
+        """Start the zygotes for `seeds`, which the caller knows its runs will use (from the policy): their
+        interpreters start while the caller reads its input (gate/sandbox/zygote.py)."""
+        self._needs.add_done_callback(lambda done: _start_zygotes(done, seeds))
+
+    def framework(self, names: Sequence[str], path: Sequence[str], seed: int = 0) -> None:
+        """Have the zygote started for `seed` (by `zygotes`; the suite's runs have seed 0) import the test
+        framework `names` from `path`, in the network namespace its runs will share, as `open_sandbox`'s
+        `framework` asks once it opens: its import (pytest's: most of a zygote's start) goes while the gate
+        makes the suite's trees, not while the suite's first runs wait for it."""
+        self._needs.add_done_callback(lambda done: _share_framework(done, names, path, seed))
+
+
 @contextmanager
-def layers_found_ahead() -> Iterator[Callable[[Sequence[int]], None]]:
+def layers_found_ahead() -> Iterator[Ahead]:
     """A block in which the isolation layers are already being found out (in a thread of its own) for the
-    `open_sandbox` called in it. Yields a function that starts the zygotes for hash seeds the caller knows its
-    runs will use (from the policy), once the layers are found: the probes and the zygotes' interpreters
-    start while the caller reads its input (gate/sandbox/detect.py, gate/sandbox/zygote.py). The zygotes no
-    sandbox took are stopped on leaving the block."""
+    `open_sandbox` called in it (gate/sandbox/detect.py), with what can start before it opens (`Ahead`). The
+    zygotes no sandbox took are stopped on leaving the block."""
     from gate.sandbox import detect, zygote
 
     try:
         with detect.found_ahead() as needs:
-            yield lambda seeds: needs.add_done_callback(lambda done: _start_zygotes(done, seeds))
+            yield Ahead(needs)
     finally:
         zygote.stop_ahead()
 
@@ -42,8 +60,17 @@ def _start_zygotes(needs: Future[ZygoteNeeds], seeds: Sequence[int]) -> None:
     from gate.sandbox import zygote
 
     if seeds and needs.exception() is None:
-        interpreter, paths, seccomp_program = needs.result()
+        interpreter, paths, seccomp_program, _ = needs.result()
         zygote.start_ahead(interpreter, paths, seccomp_program, seeds)
+
+
+def _share_framework(needs: Future[ZygoteNeeds], names: Sequence[str], path: Sequence[str], seed: int) -> None:
+    from gate.sandbox import namespaces, zygote
+
+    if needs.exception() is None:
+        interpreter, paths, seccomp_program, on = needs.result()
+        zygote.share_ahead(interpreter, paths, seccomp_program, seed,
+                           {**namespaces.before_root(on), "framework": list(names), "framework_path": list(path)})
 
 
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,

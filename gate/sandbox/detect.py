@@ -398,8 +398,8 @@ _AHEAD: ContextVar[tuple[tuple[str, bool], Future[_Findings]] | None] = ContextV
 
 
 # What a zygote needs of the layers found: the interpreter, the import paths, the seccomp filter (None without
-# the layer), as the registry hands them to a launcher.
-ZygoteNeeds = tuple[str, tuple[str, ...], bytes | None]
+# the layer), as the registry hands them to a launcher; and the layers that are on (its namespaces).
+ZygoteNeeds = tuple[str, tuple[str, ...], bytes | None, tuple[str, ...]]
 
 
 @contextmanager
@@ -423,7 +423,13 @@ def found_ahead() -> Iterator[Future[ZygoteNeeds]]:
 def _zygote_needs(interpreter: str, found: Future[_Findings]) -> ZygoteNeeds:
     """What a zygote needs of the layers `found` (after them, on the same thread)."""
     findings = found.result()
-    return interpreter, tuple(findings.paths), None if findings.probe["seccomp"] else findings.bpf
+    return (interpreter, tuple(findings.paths), None if findings.probe["seccomp"] else findings.bpf,
+            _on(findings.probe))
+
+
+def _on(probe: Mapping[str, str]) -> tuple[str, ...]:
+    """The probed layers that work (their probe found nothing wrong)."""
+    return tuple(name for name in _PROBED if not probe[name])
 
 
 def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
@@ -448,7 +454,7 @@ def layers(prefer_zygote: bool, recall: bool = True) -> Layers:
     isolation = {record.name: record.describe(here) for record in RECORDS}
     mountns = not probe["mountns"]
     return Layers(interpreter=interpreter, import_paths=tuple(paths), isolation=isolation, uids=uids,
-                  on=tuple(name for name in _PROBED if not probe[name]),
+                  on=_on(probe),
                   overlay=mountns and not probe["overlay"],
                   seccomp_program=found.bpf, cgroups=cgroup_manager,
                   hide=_hidden(interpreter) if mountns else (), root=found.root if mountns else ())

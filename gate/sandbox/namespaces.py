@@ -313,6 +313,14 @@ def shared(layers: Layers, staging: str) -> LayerSettings:
     return {"unshare": _unshared(layers), "hide": list(layers.hide), "root": list(layers.root), "staging": staging}
 
 
+def before_root(on: Sequence[str]) -> LayerSettings:
+    """`shared` as far as a zygote can make it before the sandbox that takes it opens, with the layers `on`: its
+    network namespace (and the framework imported there: zygote_server.make_shared), not the mount template,
+    whose root the sandbox's opening decides (`shared` then)."""
+    return {"unshare": [name for name in NAMESPACES if name in on and name != "mountns"], "hide": [], "root": [],
+            "staging": ""}
+
+
 def _unshared(layers: Layers) -> list[str]:
     return [name for name in NAMESPACES if name in layers.on]
 

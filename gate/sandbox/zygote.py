@@ -53,6 +53,22 @@ def start_ahead(interpreter: str, import_paths: Sequence[str], seccomp_program: 
                 _AHEAD[key] = _SPAWNER.submit(_Zygote, interpreter, import_paths, seed, seccomp_program)
 
 
+def share_ahead(interpreter: str, import_paths: Sequence[str], seccomp_program: bytes | None, hash_seed: int,
+                shared: SharedConfig) -> None:
+    """Have the zygote `start_ahead` started for `hash_seed` make `shared` now (zygote_server.make_shared),
+    before the sandbox that takes it opens; nothing when there is none."""
+    with _AHEAD_LOCK:
+        starting = _AHEAD.get((interpreter, tuple(import_paths), seccomp_program, hash_seed))
+    if starting is not None:
+        _SPAWNER.submit(_told, starting, shared)
+
+
+def _told(starting: Future[_Zygote], shared: SharedConfig) -> None:
+    """(On the spawner, after the start it waits for.)"""
+    if starting.exception() is None:
+        starting.result().share(shared)
+
+
 def stop_ahead() -> None:
     """Stop the zygotes `start_ahead` started that no launcher took (told all at once: they exit side by side)."""
     with _AHEAD_LOCK:

@@ -40,7 +40,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
-from gate.suite.selection import SuiteBase, SuiteTrees, suites
+from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, suites
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -162,29 +162,33 @@ def _files(commit: git.Commit) -> tuple[str, ...]:
 @contextmanager
 def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy_path: str | None = None,
                          repo_url: str | None = None, candidate: Policy | None = None,
-                         progress: Progress = QUIET) -> Iterator[ScoreInput]:
+                         progress: Progress = QUIET,
+                         on_framework: Callable[[tuple[str, ...]], None] = lambda _: None) -> Iterator[ScoreInput]:
     """Build what is scored for the commits `base_sha..head_sha` of `repo`.
 
     The changes are those of the head since its merge base with the base (what a PR shows); what is trusted
     comes from `base_sha` (the policy too, unless a `candidate` takes its place: `gate replay --policy`).
     `repo_url` (`https://github.com/OWNER/REPO`) makes report locations links; by default it comes from the
     `origin` remote. The head's tree is exported only when there are cases to run against it, and removed
-    when the context exits. `progress` hears of the environment's build.
+    when the context exits. `progress` hears of the environment's build, `on_framework` where the suite's runs
+    import pytest from (`_subject`).
     """
     started = time.perf_counter()
     base = _commit(repo, base_sha, "--base")
     head = _commit(repo, head_sha, "--head")
     with _subject(repo, base, head, _merge_base(repo, base, head), policy_path, repo_url, candidate,
-                  progress, started) as found:
+                  progress, started, on_framework=on_framework) as found:
         yield found
 
 
 @contextmanager
 def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
              repo_url: str | None, candidate: Policy | None, progress: Progress, started: float,
-             on_policy: Callable[[Policy], None] = lambda _: None) -> Iterator[ScoreInput]:
+             on_policy: Callable[[Policy], None] = lambda _: None,
+             on_framework: Callable[[tuple[str, ...]], None] = lambda _: None) -> Iterator[ScoreInput]:
     """`subject_from_commits` for commits already resolved, `fork` being their merge base; `started` when the
-    source began. `on_policy` hears the policy as soon as it is read."""
+    source began. `on_policy` hears the policy as soon as it is read; `on_framework`, when the policy runs a
+    suite, where its runs import pytest from, as soon as the environment is known."""
     changes = git_changes(repo, fork, head)
     trusted = read_trusted(GitBase(base), changes, head.hexsha, policy_path=policy_path,
                            worktree=_worktree(repo), candidate=candidate)
@@ -199,14 +203,16 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         refuse_unresolved(base, head, policy, trusted.hidden_cases)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
+        building = time.perf_counter()
+        environment = _environment(repo, base, policy, progress) if runs_code else None
+        timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
+        if tree and policy.tests:
+            on_framework(framework_path(environment))
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
-        building = time.perf_counter()
-        environment = _environment(repo, base, policy, progress) if runs_code else None
-        timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
                                      environment, _import_roots(head, policy)) if tree else (None, ())
         layers = _layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
@@ -246,10 +252,12 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
 @contextmanager
 def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str = "HEAD", *,
                        policy_path: str | None = None, progress: Progress = QUIET,
-                       on_policy: Callable[[Policy], None] = lambda _: None) -> Iterator[ScoreInput]:
+                       on_policy: Callable[[Policy], None] = lambda _: None,
+                       on_framework: Callable[[tuple[str, ...]], None] = lambda _: None) -> Iterator[ScoreInput]:
     """`gate check`: resolve the refs (the base defaults to the merge base with the default branch), score the
     commits, and record a dirty worktree as a fact (its uncommitted changes are not scored). `on_policy` hears
-    the base's policy as soon as it is read (the sandbox starts what its runs need)."""
+    the base's policy as soon as it is read, `on_framework` where the suite's runs import pytest from (the
+    sandbox starts what its runs need: `_subject`)."""
     started = time.perf_counter()
     # GitPython ran `git version` when it was imported (quietly when there is no git: see gate/cli.py).
     if not git.GIT_OK:
@@ -268,7 +276,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
                        f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
                        "--head", key="--head")
     with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started,
-                  on_policy) as found:
+                  on_policy, on_framework) as found:
         if dirty():
             note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
                                 f"{head_commit.hexsha[:12]})")

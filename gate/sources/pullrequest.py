@@ -10,7 +10,7 @@ base at the base SHA. Both go through `trust.read_trusted`.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -151,10 +151,13 @@ def pr_subject(pr: PullRequest, api_url: str) -> Subject:
 @contextmanager
 def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspace: Path | None,
                               policy_path: str | None, api_url: str = "",
-                              checkout_only: bool = False, progress: Progress = QUIET) -> Iterator[ScoreInput]:
+                              checkout_only: bool = False, progress: Progress = QUIET,
+                              on_framework: Callable[[tuple[str, ...]], None] = lambda _: None
+                              ) -> Iterator[ScoreInput]:
     """The PR's subject: from the checkout when it has both commits, else from the API (unless
     `checkout_only`: a merge group's commit is no PR's head, so the API's PR files are not its changes);
-    either way what is trusted is read from the base by `trust.read_trusted`."""
+    either way what is trusted is read from the base by `trust.read_trusted`. `on_framework`: see
+    gitrange.subject_from_commits."""
     repo_url = f"{_web_url(api_url)}/{pr.repo}"
     local = _checkout_with(workspace, pr) if workspace else None
     if local is None and checkout_only:
@@ -163,7 +166,7 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
                        "`fetch-depth: 0`", key="GITHUB_WORKSPACE")
     if local is not None:
         with subject_from_commits(local, pr.base_sha, pr.head_sha, policy_path=policy_path,
-                                  repo_url=repo_url, progress=progress) as found:
+                                  repo_url=repo_url, progress=progress, on_framework=on_framework) as found:
             yield _as_pull_request(found, pr, "checkout")
         return
     found = subject_from_api(client, pr.repo, pr.number, pr.base_sha, pr.head_sha, policy_path=policy_path,

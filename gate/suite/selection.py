@@ -86,8 +86,6 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
     the baseline. `key` is where the policy names the suite, for errors; `roots` every import root of the
     base's tree and the head's (a module named like the framework there is the base's)."""
-    from gate.environment import build as environment_build  # (the builder: only with a suite)
-
     paths = spec.paths
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
@@ -129,8 +127,22 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
-                      runner=() if environment is not None and environment.has("pytest")
-                      else (environment_build.gate_pytest(cache_dir(os.environ)),))
+                      runner=runner(environment))
+
+
+def runner(environment: BuiltEnvironment | None) -> tuple[str, ...]:
+    """Where a suite's pytest comes from beyond the environment: nowhere when it has pytest, else the gate's own
+    copy (made on first use)."""
+    if environment is not None and environment.has("pytest"):
+        return ()
+    from gate.environment import build as environment_build  # (the builder: only with a suite)
+
+    return (environment_build.gate_pytest(cache_dir(os.environ)),)
+
+
+def framework_path(environment: BuiltEnvironment | None) -> tuple[str, ...]:
+    """Where a suite's runs import pytest from: the environment's site-packages, then `runner`'s."""
+    return (*(environment.site_packages if environment is not None else ()), *runner(environment))
 
 
 def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
