@@ -20,7 +20,9 @@ import pytest
 from gate.engine import score
 from gate.report.annotations import workflow_commands
 from gate.sources.gitrange import subject_from_commits
+from gate.verdict import Verdict
 from tests import session_support
+from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
 from tests.suite_support import (
     BASE_TESTS,
@@ -369,12 +371,24 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path, monkeypatch: pytest.
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
     before = set((cache / "baselines").glob("*.json")) if (cache / "baselines").exists() else set()
 
-    first = score_repo(repo)
+    first, exported = _scored_and_base_exported(repo)
     made = set((cache / "baselines").glob("*.json")) - before
-    second = score_repo(repo)
+    second, exported_again = _scored_and_base_exported(repo)
 
     assert len(made) == 1
     assert first.penalties == second.penalties
+    # The base's tree is exported for the base's runs (its collection, test_mul on the base); the second
+    # verdict, which runs nothing there (the failure on the head was known to pass on the base), never
+    # exports it.
+    assert exported and not exported_again
+
+
+def _scored_and_base_exported(repo: Repo) -> tuple[Verdict, bool]:
+    handle = git.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        verdict = score(found)
+        assert found.subject.suite is not None and found.subject.suite.base_tree is not None
+        return verdict, found.subject.suite.base_tree.exists()
 
 
 @pytest.mark.usefixtures("offline_pip")

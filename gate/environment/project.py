@@ -44,6 +44,7 @@ from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import MINIMAL_PATH, NOT_RUN_SUFFIXES, admit_native
 from gate.subject import SourceFile, Subject
+from gate.suite.selection import once
 from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG, importable_from_tests, is_test_code, library_code
 
 if TYPE_CHECKING:
@@ -135,10 +136,10 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     notes = []
     tree = subject.tree
     suite, base_tree = subject.suite, subject.base
-    exported = suite.base_tree if suite is not None else None
+    exported = suite.base if suite is not None else None  # (the suite's own base, made once something needs it)
     sources = [(lambda: tree, head)]
     if base_tree is not None:
-        sources.append(((lambda: exported) if exported is not None else base_tree.export, base))
+        sources.append((exported if exported is not None else base_tree.export, base))
     # The two builds are independent: side by side, each on a core, where there are two (a compiled extension's
     # build is most of a cold check's time; one core would only stretch each build towards its time limit).
     with ThreadPoolExecutor(max_workers=min(len(sources), _cores())) as pool:
@@ -167,17 +168,17 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         if not failed_head:
             subject = replace(subject, blocked_reasons=(*subject.blocked_reasons, *_lost(base, head)))
         roots = _relative(base_tree.roots)
-        if exported is not None:
-            overlay(base.path, exported, tests, roots)
-        export = base_tree.export
 
-        def overlaid() -> Path:
-            found = export()
-            overlay(base.path, found, tests, roots)
-            return found
-        base_tree = replace(base_tree, export=functools.cache(overlaid))
+        def overlaid(export: Callable[[], Path]) -> Callable[[], Path]:
+            def made() -> Path:
+                found = export()
+                overlay(base.path, found, tests, roots)
+                return found
+            return once(made)
+        base_tree = replace(base_tree, export=overlaid(base_tree.export))
         subject = replace(subject, base=replace(base_tree, roots=_in_place(base, base_tree.roots)),
-                          suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots)),
+                          suite=suite and replace(suite, base_roots=_in_place(base, suite.base_roots),
+                                                  base=overlaid(exported) if exported is not None else None),
                           scope_suites=tuple((name, replace(each, base_roots=_in_place(base, each.base_roots)))
                                              for name, each in subject.scope_suites))
     return replace(subject, facts=(*subject.facts, *notes))

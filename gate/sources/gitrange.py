@@ -40,7 +40,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
-from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, suites
+from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, suites
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -558,11 +558,11 @@ def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_by
     """A function that exports `commit`'s tree to `target` the first time it is called (as the head's is,
     `withheld` left out, within `max_bytes`), and returns it."""
     def export() -> Path:
-        if not target.is_dir():
-            target.mkdir()
-            export_tree(commit, target, withheld, max_bytes)
+        shutil.rmtree(target, ignore_errors=True)  # (what an export that failed half-way left)
+        target.mkdir()
+        export_tree(commit, target, withheld, max_bytes)
         return target
-    return export
+    return once(export)
 
 
 def _export_all(commit: git.Commit, target: Path) -> None:

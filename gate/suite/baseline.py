@@ -203,7 +203,7 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
     said = _matched(found, known)
     _refuse(known, ran.tests, stored,
             lambda rest: _on_base(sandbox, base_run, known, rest, stored, _deadline(policy), progress).tests)
-    _refuse_none_passing(known, found, stored, suite.base_tree)
+    _refuse_none_passing(known, found, stored, suite)
     found = _again(sandbox, head, known.statuses, found, _deadline(policy))
     if found.tampered:
         return _Scored(known, found)
@@ -213,10 +213,10 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
 
 def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: float) -> Baseline:
     """The base's suite as pytest collects it; raises _Refusal when it does not run in the gate."""
-    assert suite.base_tree is not None
+    assert suite.base is not None
     found = collect(sandbox, base, deadline)
     problem = ("its records do not add up: " + listing(list(found.tampered), "; ", shown=2) if found.tampered
-               else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base_tree, suite.args)))
+               else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base(), suite.args)))
     if problem:
         raise _Refusal(problem)
     return Baseline(list(found.collected), {nodeid: "skipped" for nodeid in found.skips}, dict(found.skips),
@@ -284,7 +284,7 @@ def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
 _SKIPS = ("skipped", "xfailed")
 
 
-def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, tree: Path) -> None:
+def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, suite: SuiteTrees) -> None:
     """Raise _Refusal when no test passes, on the head or on the base (where, the head having passed none,
     every test ran): a suite that fails whole in the gate (a module every test needs that the environment
     lacks) would read "fails on the base too" for every test, and charge nothing. Such a baseline leaves the
@@ -293,7 +293,8 @@ def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, tree
             or any(known.statuses.get(nodeid) == PASSED for nodeid in known.collected):
         return
     stored.unlink(missing_ok=True)
-    seen = blind(known.statuses, known.details, found.tests, compiled_in(tree))
+    assert suite.base is not None
+    seen = blind(known.statuses, known.details, found.tests, compiled_in(suite.base()))
     causes = "; ".join(f"{cause.tests} {cause.kind}: {cause.cause}" for cause in seen.causes[:3])
     raise _Refusal(f"none of the {len(known.collected)} tests it collects passes there, nor on the head"
                    + (f" ({causes})" if causes else ""))
@@ -370,7 +371,8 @@ def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, r
     return SuiteRun(tree=tree, args=suite.args, python_path=(*roots, *_sites(subject), *suite.runner),
                     limits=sandbox_limits(policy.limits), test_timeout=policy.tests.test_timeout,
                     workers=policy.tests.workers, plugins=_plugins(subject), what=what,
-                    tripwires=tree != suite.base_tree, rewritten=kept, keeps=tree == suite.base_tree)
+                    tripwires=tree != suite.base_tree, rewritten=kept, keeps=tree == suite.base_tree,
+                    made=suite.base if tree == suite.base_tree else None)
 
 
 def _sites(subject: Subject) -> tuple[str, ...]:

@@ -89,6 +89,9 @@ class SuiteRun:
     # there (the base's own runs alone: nothing of a run of the change is ever kept).
     rewritten: Path | None = None
     keeps: bool = False
+    # Makes `tree` before its first run, when it is made only if a run needs it (the base's own export:
+    # gate/suite/selection.py, `SuiteTrees.base`).
+    made: Callable[[], object] | None = None
 
 
 @dataclass(frozen=True)
@@ -365,6 +368,8 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progr
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
               trips: Sequence[Trip], count: Count | None = None, collect_only: bool = False
               ) -> tuple[RunResult, list[dict[str, Any]]]:
+    if run.made is not None:
+        run.made()
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import threading
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
@@ -37,7 +38,10 @@ class SuiteTrees:
     args: tuple[str, ...]  # the test paths of the base that exist (for pytest)
     added: tuple[str, ...] = ()  # test files the head adds, run apart from the base's
     added_tree: Path | None = None  # `tree` plus those files
-    base_tree: Path | None = None  # the base commit as it is, for the baseline (None: baseline none)
+    # Where the base commit is as it is, for the baseline (None: baseline none), once `base` made it: a verdict
+    # whose baseline is kept runs nothing on the base, and never pays for its export.
+    base_tree: Path | None = None
+    base: Callable[[], Path] | None = None  # makes `base_tree` on its first call (then does nothing) and returns it
     base_roots: tuple[str, ...] = ()  # the base tree's own import roots
     edits: tuple[str, ...] = ()  # what the change does to the tests, which the base's versions replace
     # Modules named like the test framework that the change touches: left out of the run, so never tested.
@@ -116,18 +120,37 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
                 target = added_tree / change.path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(change.data)
-    base_tree = None
-    if spec.baseline == "base":
-        base_tree = folder / "base"
-        base_tree.mkdir()
-        base.export(base_tree)
+    base_tree = folder / "base" if spec.baseline == "base" else None
     return SuiteTrees(base_sha=base.sha, tree=tree, args=present, added=added, added_tree=added_tree,
-                      base_tree=base_tree, base_roots=base.roots,
+                      base_tree=base_tree, base=once(lambda: _exported(base, folder / "base")) if base_tree else None,
+                      base_roots=base.roots,
                       edits=_edits(changes, paths, roots, set(added)),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
                       runner=runner(environment))
+
+
+def once(make: Callable[[], Path]) -> Callable[[], Path]:
+    """`make` called on the first call only, by whichever thread comes first (the others wait for it), and
+    what it returned on every call: a tree exported the first time something needs it. One that raised is
+    called again."""
+    lock = threading.Lock()
+    made: list[Path] = []
+
+    def made_once() -> Path:
+        with lock:
+            if not made:
+                made.append(make())
+            return made[0]
+    return made_once
+
+
+def _exported(base: SuiteBase, folder: Path) -> Path:
+    shutil.rmtree(folder, ignore_errors=True)  # (what an export that failed half-way left)
+    folder.mkdir()
+    base.export(folder)
+    return folder
 
 
 def runner(environment: BuiltEnvironment | None) -> tuple[str, ...]:
