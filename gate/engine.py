@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
@@ -12,6 +13,7 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult
+from gate.environment import cache
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
@@ -163,7 +165,7 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites,
-                           framework=framework)
+                           framework=framework, bytecode=cache.cache_dir(os.environ) / "bytecode")
     try:
         sandbox.prepare(hash_seeds)
         building = time.perf_counter()
