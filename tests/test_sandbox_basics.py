@@ -463,6 +463,7 @@ def test_a_zygote_started_ahead_imports_the_framework_before_the_sandbox_opens_i
                 time.sleep(0.01)
             imported_ahead = marker.read_text()  # before any sandbox opens
             box = open_sandbox(LIMITS, readonly=[framework], framework=(("fwmod",), (str(framework),)))
+            assert isinstance(box, LayeredSandbox)
             try:
                 box.prepare((0,))
                 said = box.run(RunRequest(script="main.py", harness={"main.py": main}, framework=True,
