@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
@@ -13,7 +12,6 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult
-from gate.environment import cache
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
@@ -165,7 +163,7 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites,
-                           framework=framework, bytecode=cache.cache_dir(os.environ) / "bytecode")
+                           framework=framework)
     try:
         sandbox.prepare(hash_seeds)
         building = time.perf_counter()

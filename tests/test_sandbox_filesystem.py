@@ -9,7 +9,6 @@ import json
 import os
 import shutil
 import stat
-import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -341,65 +340,3 @@ def test_without_overlayfs_each_run_gets_a_copy_of_the_tree(backend: str, tmp_pa
     finally:
         box.close()
     assert (tree / "calc.py").read_text() == "VALUE = 1\n"
-
-
-def _checked_pyc(source: bytes, code_of: bytes) -> bytes:
-    """A checked hash-based pyc that says it was made of `source` and holds the code of `code_of`."""
-    import importlib.util
-    import marshal
-
-    code = compile(code_of, "calc.py", "exec", dont_inherit=True)
-    return importlib.util.MAGIC_NUMBER + (3).to_bytes(4, "little") + importlib.util.source_hash(source) \
-        + marshal.dumps(code)
-
-
-@needs_root
-def test_a_staged_tree_runs_the_gates_bytecode_of_its_own_source_and_nothing_else(tmp_path: Path) -> None:
-    """The gate compiles a staged tree's modules into a store and puts that bytecode beside them; a run's
-    interpreter takes it only for the source it was made of. What runs is the store's (forged here as the
-    gate's own user could), so a store anyone else could write is not read; bytecode the tree holds is never
-    staged, and nothing is written through a link of the tree."""
-    import hashlib
-
-    source = b"def add(a, b):\n    return a + b\n"
-    tree, store, outside = tmp_path / "tree", tmp_path / "store", tmp_path / "outside"
-    (tree / "pkg").mkdir(parents=True)
-    (tree / "pkg" / "calc.py").write_bytes(source)
-    (tree / "pkg" / "test_calc.py").write_text("import pkg.calc\n")  # pytest's to rewrite: no bytecode
-    committed = tree / "pkg" / "__pycache__" / f"calc.{sys.implementation.cache_tag}.pyc"
-    committed.parent.mkdir()
-    committed.write_bytes(_checked_pyc(source, b"def add(a, b):\n    return 'the tree\\'s bytecode ran'\n"))
-    outside.mkdir()
-    (outside / "lib.py").write_text("def add(a, b):\n    return a + b\n")
-    (tree / "linked").symlink_to(outside)  # a folder of the tree that is a link out of it
-    (tree / "pkg" / "alias.py").symlink_to(outside / "lib.py")
-    code = "import pkg.calc\nreport(pkg.calc.add(2, 3))\n"
-
-    def staged_run() -> str:
-        box = open_sandbox(LIMITS, bytecode=store)
-        try:
-            assert isinstance(box, LayeredSandbox)
-            if not box.layers.overlay:
-                pytest.skip("no shared tree here (overlayfs): each run compiles what it imports")
-            return run(box, code, tree=tree)
-        finally:
-            box.close()
-
-    assert staged_run() == "5"  # the committed bytecode never ran; the gate's, of the same source, did
-    kept = store / f"{hashlib.sha256(source).hexdigest()}-{_magic()}.pyc"
-    assert sorted(p.name for p in store.iterdir()) == [kept.name]  # calc.py only: not the test, not the links
-    assert sorted(p.name for p in outside.iterdir()) == ["lib.py"]
-
-    kept.write_bytes(_checked_pyc(source, b"def add(a, b):\n    return 'the store ran'\n"))
-    assert staged_run() == "the store ran"  # the store's bytecode is what the runs take
-    kept.chmod(0o664)  # one another user could have written
-    assert staged_run() == "5"
-    kept.chmod(0o644)
-    kept.write_bytes(_checked_pyc(b"another source\n", b"def add(a, b):\n    return 'stale'\n"))
-    assert staged_run() == "5"  # made of another source: the run's interpreter compiles the file's own
-
-
-def _magic() -> str:
-    import importlib.util
-
-    return importlib.util.MAGIC_NUMBER.hex()

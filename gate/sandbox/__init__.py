@@ -14,7 +14,6 @@ from os import PathLike
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from concurrent.futures import Future
-    from pathlib import Path
 
     from gate.sandbox.base import Limits, Sandbox
     from gate.sandbox.detect import ZygoteNeeds
@@ -77,7 +76,7 @@ def _share_framework(needs: Future[ZygoteNeeds], names: Sequence[str], path: Seq
 def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: bool = True,
                  hide: Sequence[str] = (), readonly: Sequence[str | PathLike[str]] = (),
                  sites: Sequence[str | PathLike[str]] = (), recall: bool = True,
-                 framework: tuple[Sequence[str], Sequence[str]] = ((), ()), bytecode: Path | None = None) -> Sandbox:
+                 framework: tuple[Sequence[str], Sequence[str]] = ((), ())) -> Sandbox:
     """Detect the isolation layers that work here and return a sandbox using the best of them.
 
     `limits` are the defaults the caller will put in its requests (checked here for sanity). With a mount
@@ -89,12 +88,11 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     from the base): a run with one on its import path processes its `.pth` files as `site` does
     (gate/sandbox/startup.py); no other import root is read so. `framework` is a test framework many runs
     import (module names, and the folders among `readonly` it comes from): each zygote imports it once, for
-    the runs that ask for it (RunRequest.framework). `bytecode` is where the bytecode the gate compiles from a
-    staged tree's modules is kept (gate/sandbox/bytecode.py; None: each run compiles what it imports). Raises
-    gate.errors.MissingLayers (exit 3) naming every layer in `require` that is not available, and
-    gate.errors.BadInput for a name that is not a layer or a `readonly` path that is not an existing absolute
-    path. What the layers' probes found is remembered between gates (as root, while nothing it depends on
-    changes: gate/sandbox/detect.py); `recall=False` probes afresh.
+    the runs that ask for it (RunRequest.framework). Raises gate.errors.MissingLayers (exit 3)
+    naming every layer in `require` that is not available, and gate.errors.BadInput for a name that is not a
+    layer or a `readonly` path that is not an existing absolute path. What the layers' probes found is
+    remembered between gates (as root, while nothing it depends on changes: gate/sandbox/detect.py);
+    `recall=False` probes afresh.
     """
     import dataclasses
     import os
@@ -115,8 +113,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
                        key="readonly")
     layers = dataclasses.replace(detect.layers(prefer_zygote, recall), sites=tuple(os.fspath(path) for path in sites),
-                                 framework=tuple(framework[0]), framework_path=tuple(framework[1]),
-                                 bytecode=bytecode)
+                                 framework=tuple(framework[0]), framework_path=tuple(framework[1]))
     if layers.mountns and extra:
         layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:

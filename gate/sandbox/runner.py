@@ -73,9 +73,6 @@ class Layers:
     # those alone, for the runs that ask for it (RunRequest.framework; child.FRAMEWORKS).
     framework: tuple[str, ...] = ()
     framework_path: tuple[str, ...] = ()
-    # Where bytecode the gate compiled from the trees' modules is kept (gate/sandbox/bytecode.py): each staged tree
-    # gets it; None: none, each run compiles what it imports.
-    bytecode: Path | None = None
 
     @property
     def mountns(self) -> bool:
@@ -248,7 +245,7 @@ class LayeredSandbox:
         """The read-only copy of `tree` that every run of this sandbox shares, staged on first use."""
         with self._trees_lock:
             if tree not in self._trees:
-                self._trees[tree] = stage.make_shared_tree(self._base, tree, self.layers.bytecode)
+                self._trees[tree] = stage.make_shared_tree(self._base, tree)
             return self._trees[tree]
 
     def _seen(self, path: Path) -> str:

@@ -4,9 +4,8 @@ Each run gets its own directory under one base directory (mode 0711: nobody but 
 the run's uid, removed after the run. A tree is copied without `.git` (checkout may have stored a token
 there) and without bytecode or native code (NOT_RUN: Python would load a committed `__pycache__/x.pyc` or
 `x.so` instead of the scored `x.py`), so what runs is only the source that was scored, compiled by the run's
-own interpreter or by the gate (bytecode.py: checked against the source beside it by the run's import); the one
-native code that does run is what the sandbox compiled from that source, placed in the tree by the gate and
-admitted by it here (`admit_native`). With a mount namespace the tree is copied once per
+own interpreter; the one native code that does run is what the sandbox compiled from that source, placed in the
+tree by the gate and admitted by it here (`admit_native`). With a mount namespace the tree is copied once per
 sandbox and every run mounts that copy read-only under its own writable layer; without one, each run's
 directory holds a copy of its own.
 """
@@ -24,7 +23,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path, PurePosixPath
 
 from gate.sandbox.base import RESULT_FD_ENV, RunRequest
-from gate.sandbox.bytecode import place as placed_bytecode
 
 MINIMAL_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -131,10 +129,9 @@ def make_stage(base: Path, request: RunRequest, owner: tuple[int, int] | None, c
     return Path(stage)
 
 
-def make_shared_tree(base: Path, tree: Path, bytecode: Path | None = None) -> Path:
+def make_shared_tree(base: Path, tree: Path) -> Path:
     """One copy of `tree` (without what NOT_RUN leaves out) that many runs mount read-only as the lower layer
-    of their working directory, with the gate's bytecode of its modules from the store `bytecode`
-    (gate/sandbox/bytecode.py). Its directories and files are writable by anyone: a run's writes go to its
+    of their working directory. Its directories and files are writable by anyone: a run's writes go to its
     own upper layer, never to this copy, which no run's namespace holds in reach (namespaces.private_tmp)."""
     copy = Path(tempfile.mkdtemp(prefix="tree-", dir=base))
     try:
@@ -145,8 +142,6 @@ def make_shared_tree(base: Path, tree: Path, bytecode: Path | None = None) -> Pa
                 path = os.path.join(parent, name)
                 if not os.path.islink(path):
                     os.chmod(path, 0o777 if os.stat(path).st_mode & stat.S_IXUSR else 0o666)
-        if bytecode is not None:
-            placed_bytecode(copy, bytecode)
     except BaseException:
         remove(copy)
         raise
