@@ -23,8 +23,9 @@ from typing import Any
 from gate import __version__
 from gate.environment import cache
 
-# What a run is given of the store beyond the entries of the files it runs, at most (bytes of code).
-GIVEN_BYTES = 4 * 1024 * 1024
+# What a run is given of the store beyond the entries of the files it runs, at most (characters of the code's
+# base64, as the request carries it).
+GIVEN_CHARS = 4 * 1024 * 1024
 
 
 def store(where: Path, parts: Mapping[str, object]) -> Path:
@@ -33,10 +34,10 @@ def store(where: Path, parts: Mapping[str, object]) -> Path:
     return where / "rewritten" / f"{cache.digest({**parts, 'gate': __version__, 'kept': 'rewritten'})}.json"
 
 
-def given(kept: Path, tree: Path, paths: Sequence[str], room: int = GIVEN_BYTES) -> dict[str, list[str]]:
+def given(kept: Path, tree: Path, paths: Sequence[str], room: int = GIVEN_CHARS) -> dict[str, list[str]]:
     """What a run in `tree` of pytest on `paths` (files or folders of the tree) is given of the store `kept`:
     each entry ([sha256, magic, code]) for a file that is in `tree` with that content: those of the files it
-    runs and every `conftest.py` first, then the others while their code fits in `room` bytes (a test module
+    runs and every `conftest.py` first, then the others while their code fits in `room` characters (a test module
     may import another one, which pytest rewrites as it is imported: zope.interface's test_declarations.py
     imports its 270 kB test_interface.py)."""
     try:
@@ -44,13 +45,13 @@ def given(kept: Path, tree: Path, paths: Sequence[str], room: int = GIVEN_BYTES)
     except OSError:
         return {}
     entries = _read(kept, (info.st_mtime_ns, info.st_size, info.st_ino))
-    asked = {path: entry for path, entry in entries.items() if _asked(path, paths)}
+    asked = [path for path in entries if _asked(path, paths)]
+    found = {path: entries[path] for path in asked if _digest(tree, path) == entries[path][0]}
     for path in sorted(set(entries) - set(asked)):
-        room -= len(entries[path][2])
-        if room < 0:
-            break
-        asked[path] = entries[path]
-    return {path: entry for path, entry in asked.items() if _digest(tree, path) == entry[0]}
+        if len(entries[path][2]) <= room and _digest(tree, path) == entries[path][0]:
+            found[path] = entries[path]
+            room -= len(entries[path][2])
+    return found
 
 
 def _asked(path: str, paths: Sequence[str]) -> bool:

@@ -368,8 +368,10 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progr
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
               trips: Sequence[Trip], count: Count | None = None, collect_only: bool = False
               ) -> tuple[RunResult, list[dict[str, Any]]]:
-    if run.made is not None:
+    if run.made is not None:  # (its time is the suite's: the run has what is left of `seconds`)
+        began = time.monotonic()
         run.made()
+        seconds = max(1.0, seconds - (time.monotonic() - began))
     limits = replace(run.limits, wall_s=seconds, cpu_s=seconds, output_bytes=_OUTPUT_BYTES)
     key = secrets.token_hex(16)
     request = {"args": args, "select": select, "test_timeout": run.test_timeout, "plugins": list(run.plugins),
