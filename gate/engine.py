@@ -20,6 +20,7 @@ from gate.sandbox.base import Sandbox
 from gate.scopes import by_scope
 from gate.sources.base import ScoreInput
 from gate.subject import Subject
+from gate.suite.selection import framework_path
 from gate.verdict import NO_CODE, Blind, CaseReport, CheckReport, Note, Penalty, Tamper, Verdict, is_accepted
 
 
@@ -132,7 +133,7 @@ def likely_hash_seeds(policy: Policy) -> tuple[int, ...]:
 
 def suite_framework() -> tuple[str, ...]:
     """The modules of the test framework a suite's runs import, which a zygote imports once for all of them
-    (open_sandbox's `framework`; where from: gate.suite.selection.framework_path)."""
+    (open_sandbox's `framework`; where from: `framework_path`)."""
     from gate.suite.harness import PREIMPORTED
 
     return PREIMPORTED
@@ -159,7 +160,7 @@ def sandboxed(subject: Subject, policy: Policy, paths: Sequence[str], hide: tupl
                 *(toolchain.paths if toolchain is not None and not toolchain.missing else ()))
     framework: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())
     if subject.suite is not None:  # (the suite's runs import pytest from the environment or the gate's copy)
-        framework = (suite_framework(), (*sites, *subject.suite.runner))
+        framework = (suite_framework(), framework_path(subject.environment, subject.suite.runner))
     opening = time.perf_counter()
     sandbox = open_sandbox(sandbox_limits(policy.limits), require=policy.require,
                            hide=(*hide, *places_to_hide(policy)), readonly=readonly, sites=sites,

@@ -44,7 +44,7 @@ from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import MINIMAL_PATH, NOT_RUN_SUFFIXES, admit_native
 from gate.subject import SourceFile, Subject
-from gate.suite.selection import once
+from gate.suite.selection import framework_path, once
 from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG, importable_from_tests, is_test_code, library_code
 
 if TYPE_CHECKING:
@@ -130,7 +130,7 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     assert subject.layers is not None and subject.tree is not None
     head, base = subject.layers
     sites = subject.environment.site_packages if subject.environment else ()
-    installed = (*sites, *(subject.suite.runner if subject.suite else ()))
+    installed = framework_path(subject.environment, subject.suite.runner if subject.suite else ())
     suites = [suite for suite in (subject.suite, *(each for _, each in subject.scope_suites)) if suite]
     tests = tuple(arg for suite in suites for arg in suite.args)
     notes = []

@@ -40,7 +40,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
-from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, suites
+from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, runner, suites
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -206,15 +206,17 @@ def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commi
         building = time.perf_counter()
         environment = _environment(repo, base, policy, progress) if runs_code else None
         timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
+        suited = bool(tree) and (policy.tests is not None or any(scope.tests for scope in policy.scopes))
+        pytest_runner = runner(environment) if suited else ()
         if tree and policy.tests:
-            on_framework(framework_path(environment))
+            on_framework(framework_path(environment, pytest_runner))
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
-                                     environment, _import_roots(head, policy)) if tree else (None, ())
+                                     pytest_runner, _import_roots(head, policy)) if tree else (None, ())
         layers = _layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
                          [each for each in (suite, *(found for _, found in scope_suites)) if each], policy)
         if layers and layers[0].toolchain is not None:

@@ -65,25 +65,26 @@ class SuiteBase:
 
 
 def suites(base: SuiteBase, changes: Sequence[Change], policy: Policy, head_tree: Path, withheld: frozenset[str],
-           environment: BuiltEnvironment | None, head_roots: Sequence[str] = ()
+           runner: tuple[str, ...], head_roots: Sequence[str] = ()
            ) -> tuple[SuiteTrees | None, tuple[tuple[str, SuiteTrees], ...]]:
     """The trees of the policy's suite (`tests:`) and of each scope's own, by scope name, in folders named
     `HEAD_TREE-suite` and `HEAD_TREE-suite-N` next to the head's export `head_tree` (the caller removes
-    them with it). `withheld` are the paths the head's export leaves out (the hidden cases); `head_roots` the
-    head's own import roots (the base's are `base.roots`)."""
+    them with it). `withheld` are the paths the head's export leaves out (the hidden cases); `runner` where
+    their pytest comes from beyond the environment (`runner`); `head_roots` the head's own import roots (the
+    base's are `base.roots`)."""
     roots = tuple(dict.fromkeys(("", "src", *(policy.repository_environment or Environment()).python_path,
                                  *base.roots, *head_roots)))
-    suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, environment, "suite", "tests",
+    suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, runner, "suite", "tests",
                    roots) if policy.tests else None
     scope_suites = tuple(
-        (scope.name, _trees(base, changes, policy, scope.tests, head_tree, withheld, environment,
+        (scope.name, _trees(base, changes, policy, scope.tests, head_tree, withheld, runner,
                             f"suite-{index}", f"scopes[{index}].tests", roots))
         for index, scope in enumerate(policy.scopes) if scope.tests)
     return suite, scope_suites
 
 
 def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
-           withheld: frozenset[str], environment: BuiltEnvironment | None, name: str, key: str,
+           withheld: frozenset[str], runner: tuple[str, ...], name: str, key: str,
            roots: Sequence[str]) -> SuiteTrees:
     """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
     base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
@@ -128,7 +129,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
-                      runner=runner(environment))
+                      runner=runner)
 
 
 def once(make: Callable[[], Path]) -> Callable[[], Path]:
@@ -163,9 +164,9 @@ def runner(environment: BuiltEnvironment | None) -> tuple[str, ...]:
     return (environment_build.gate_pytest(cache_dir(os.environ)),)
 
 
-def framework_path(environment: BuiltEnvironment | None) -> tuple[str, ...]:
-    """Where a suite's runs import pytest from: the environment's site-packages, then `runner`'s."""
-    return (*(environment.site_packages if environment is not None else ()), *runner(environment))
+def framework_path(environment: BuiltEnvironment | None, runner: Sequence[str]) -> tuple[str, ...]:
+    """Where a suite's runs import pytest from: the environment's site-packages, then its `runner`."""
+    return (*(environment.site_packages if environment is not None else ()), *runner)
 
 
 def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
