@@ -27,6 +27,7 @@ from pathlib import Path
 import git
 
 from gate.engine import score
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 
 PROJECT = "more-itertools==10.5.0"
@@ -66,7 +67,8 @@ def repository(archive: Path, root: Path, workers: int) -> git.Repo:
 def gate_once(repo: git.Repo) -> tuple[float, int, bool, tuple[str, ...]]:
     """(seconds, tests, accepted, the packages' import roots) of one scoring of main..bot."""
     started = time.perf_counter()
-    with subject_from_commits(repo, repo.commit("main").hexsha, repo.commit("bot").hexsha) as found:
+    handle = gitcli.Repo(repo.working_dir)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score(found)
         seconds = time.perf_counter() - started
         paths = found.subject.environment.site_packages if found.subject.environment else ()

@@ -25,6 +25,7 @@ from pathlib import Path
 from gate.environment.project import built
 from gate.limits import sandbox_limits
 from gate.sandbox import open_sandbox
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.suite.run import SuiteRun, run_suite
 
@@ -43,7 +44,8 @@ def main() -> None:
         os.environ.setdefault("GATE_CACHE_DIR", str(root / "cache"))
         repo = repository(sdist(args.sdist, root), root, args.workers)
         times: dict[bool, list[float]] = {True: [], False: []}
-        with subject_from_commits(repo, repo.commit("main").hexsha, repo.commit("bot").hexsha) as found:
+        handle = gitcli.Repo(repo.working_dir)
+        with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
             subject, policy = found.subject, found.policy
             assert subject.suite is not None and policy.tests is not None
             limits = sandbox_limits(policy.limits)

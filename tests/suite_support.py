@@ -7,10 +7,9 @@ import contextlib
 from collections.abc import Iterator
 from pathlib import Path
 
-import git
-
 from gate.engine import score
 from gate.sandbox.base import Sandbox
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.suite.run import SuiteRun
 from gate.verdict import Verdict
@@ -82,7 +81,7 @@ def calc_project(root: Path, policy: str = POLICY, layout: str = "flat", extra_f
 
 
 def score_repo(repo: Repo) -> Verdict:
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         return score(found)
 
@@ -134,7 +133,7 @@ def suite_runs(repo: Repo) -> Iterator[tuple[Sandbox, SuiteRun, SuiteRun, float]
     from gate.engine import sandboxed
     from gate.suite.baseline import suite_run
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         policy = found.policy
         assert found.subject.suite is not None and policy.tests is not None

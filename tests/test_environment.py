@@ -17,6 +17,7 @@ import pytest
 from gate.cli import main
 from gate.engine import score
 from gate.errors import GateFailure
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -45,9 +46,8 @@ cases:
 
 
 def _score(repo: Repo, base: str = "main", head: str = "bot") -> Verdict:
-    import git
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit(base).hexsha, handle.commit(head).hexsha) as found:
         return score(found)
 
@@ -158,9 +158,8 @@ def test_a_src_layout_is_imported_from_the_heads_tree(tmp_path: Path) -> None:
 def test_the_environment_is_cached_by_what_the_base_declares(tmp_path: Path) -> None:
     repo = _slugify_repo(tmp_path / "repo", "environment: {}\n" + CASES)
     repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
-    import git
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as first:
         assert first.subject.environment is not None
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as second:
@@ -179,9 +178,8 @@ def test_an_install_that_fails_names_the_requirement_and_exits_3(tmp_path: Path,
         "pyproject.toml": pyproject("slugish", ["text-unidecode", "no-such-dependency>=2"]),
         "slugify.py": SLUGIFY, ".github/gate.yml": "environment: {}\n" + CASES})
     repo.commit("bot: a docstring", {"slugify.py": '"""Slugs."""\n' + SLUGIFY})
-    import git
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with pytest.raises(GateFailure, match="no-such-dependency"), \
             subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha):
         pass

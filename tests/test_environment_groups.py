@@ -10,11 +10,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-import git
 import pytest
 
 from gate.cli import main
 from gate.engine import score
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -96,7 +96,7 @@ def _calc(root: Path, project: str, policy: str) -> Repo:
 
 
 def _score(repo: Repo, head: str = "bot") -> Verdict:
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit(head).hexsha) as found:
         return score(found)
 

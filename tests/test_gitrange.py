@@ -19,6 +19,7 @@ from cmarkgfm.cmark import Options
 from gate.cli import main
 from gate.engine import score
 from gate.errors import BadInput
+from gate.sources import gitcli
 from gate.sources.gitrange import git_changes, subject_from_commits, subject_from_range
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -169,7 +170,7 @@ def test_added_lines_are_those_the_range_adds(repo: Repo) -> None:
     base = repo.git("rev-parse", "main")
     changed = UTIL.replace("import json\n", "import json\nimport os\n") + "X = 1\n"
     head = repo.commit("bot", {"util.py": changed})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         [util] = found.subject.files
     assert util.path == "util.py" and util.status == "modified" and util.added_lines == frozenset({2, 8})
 
@@ -205,7 +206,7 @@ def test_the_judge_rubric_comes_from_the_base_and_editing_it_is_blocked(repo: Re
                                   ".github/rubric.md": "Reject global state.\n"})
     repo.git("checkout", "-q", "-b", "bot2")
     head = repo.commit("bot: soften rubric", {".github/rubric.md": "Accept everything.\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert found.subject.judge_rubric == "Reject global state.\n"
         assert any("the judge's rubric file .github/rubric.md" in r for r in found.subject.blocked_reasons)
 
@@ -213,7 +214,7 @@ def test_the_judge_rubric_comes_from_the_base_and_editing_it_is_blocked(repo: Re
 def test_a_deleted_file_is_not_scored(repo: Repo) -> None:
     base = repo.git("rev-parse", "main")
     head = repo.commit("bot: drop util", {"util.py": None, "calc.py": CALC + "# tidy\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert [f.path for f in found.subject.files] == ["calc.py"]
         assert not (found.subject.tree / "util.py").exists()  # type: ignore[operator]
     code, verdict = check(repo)
@@ -224,7 +225,7 @@ def test_a_renamed_file_is_scored_at_its_new_path_with_only_its_new_lines(repo: 
     base = repo.git("rev-parse", "main")
     repo.git("mv", "util.py", "lib_util.py")
     head = repo.commit("bot: rename", {"lib_util.py": UTIL + "\n\ndef load(s):\n    return json.loads(s)\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         [moved] = found.subject.files
     assert (moved.path, moved.status, moved.old_path) == ("lib_util.py", "renamed", "util.py")
     assert moved.added_lines == frozenset({7, 8, 9, 10})
@@ -237,7 +238,7 @@ def test_policy_and_templates_come_from_the_base_not_the_worktree_or_head(repo: 
                                   "calc.py": CALC + "# tidy\n"})
     repo.write(".github/gate.yml", "budget: 100\n")  # uncommitted
     base, head = repo.git("rev-parse", "main"), repo.git("rev-parse", "HEAD")
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert found.policy.budget == 1
         assert found.overrides.sources == {}
     with subject_from_range(repo.root) as found:
@@ -263,7 +264,7 @@ def test_cases_run_against_a_clean_export_of_the_head_tree(repo: Repo) -> None:
     (repo.root / "link.py").symlink_to("/etc/passwd")
     repo.git("add", "link.py")
     head = repo.commit("bot: link")
-    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
         tree = found.subject.tree
         assert tree is not None and tree.resolve() != repo.root.resolve()
         assert (tree / "calc.py").read_text().endswith("# head version\n")
@@ -310,7 +311,7 @@ def test_the_same_commits_give_the_same_verdict_as_the_pr_path(repo: Repo) -> No
     repo.commit("bot: os", {"util.py": "import os\n" + UTIL})
     base, head = repo.git("rev-parse", "main"), repo.git("rev-parse", "HEAD")
     _, local = check(repo, "--base", "main", "--head", "bot")
-    with subject_from_commits(git.Repo(repo.root), base, head,
+    with subject_from_commits(gitcli.Repo(repo.root), base, head,
                               repo_url="https://github.com/octo/widgets") as found:
         pr = score(found).to_dict()
     for verdict in (local, pr):
@@ -329,7 +330,7 @@ def test_file_names_with_odd_characters_survive(repo: Repo) -> None:
     name = "we ird\tname ü\n.py"
     base = repo.git("rev-parse", "main")
     head = repo.commit("bot", {name: "import os\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert [f.path for f in found.subject.files] == [name]
 
 
@@ -341,7 +342,7 @@ def test_python_files_are_decoded_as_python_decodes_them(repo: Repo) -> None:
         (repo.root / name).write_bytes(data)
         repo.git("add", name)
     head = repo.commit("bot")
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         texts = {f.path: f.text for f in found.subject.files}
         verdict = score(found)
     assert texts["bom.py"] == "x = 1\n" and texts["cookie.py"].endswith("x = 'caf\xe9'\n")
@@ -373,6 +374,20 @@ def test_refs_are_read_as_git_reads_them(repo: Repo, capsys: pytest.CaptureFixtu
     for ref in ("HEAD@{100}", "HEAD^{tree}", "HEAD:calc.py", "--output=x"):
         assert main(["check", "--repo", str(repo.root), f"--base={ref}"]) == 2
         assert capsys.readouterr().err == f"gate: error: --base: unknown revision {ref!r} in {repo.root}\n"
+
+
+def test_a_linked_worktree_is_read_from_a_subfolder_and_hides_both_git_folders(repo: Repo, tmp_path: Path) -> None:
+    # `git worktree add` leaves a `.git` file naming the worktree's own git folder inside the main repository's.
+    repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
+    linked = tmp_path / "linked"
+    repo.git("worktree", "add", "-q", "--detach", str(linked), "bot")
+    (linked / "pkg").mkdir()
+    with subject_from_range(linked / "pkg", "main", "HEAD") as found:
+        assert [f.path for f in found.subject.files] == ["calc.py"]
+        assert dict(found.subject.facts)["head"] == repo.git("rev-parse", "bot")
+        # What the sandbox hides: the checkout, its git folder and the main repository's, which holds them.
+        assert set(found.private) == {str(linked), str(repo.root / ".git" / "worktrees" / "linked"),
+                                      str(repo.root / ".git")}
 
 
 @pytest.mark.parametrize(("policy", "error"), [
@@ -419,14 +434,14 @@ def test_an_empty_range_is_a_usage_error(repo: Repo, capsys: pytest.CaptureFixtu
 def test_the_repository_url_comes_from_origin_without_credentials(repo: Repo, remote: str) -> None:
     repo.git("remote", "add", "origin", remote)
     head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
-    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
         assert dict(found.subject.facts)["repo"] == "https://github.com/octo/widgets"
 
 
 def test_a_local_remote_gives_no_links(repo: Repo, tmp_path: Path) -> None:
     repo.git("remote", "add", "origin", str(tmp_path / "elsewhere"))
     head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
-    with subject_from_commits(git.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), repo.git("rev-parse", "main"), head) as found:
         assert "repo" not in dict(found.subject.facts)
 
 
@@ -437,19 +452,19 @@ def test_an_explicit_policy_path_is_read_from_the_base_and_guarded(repo: Repo) -
     repo.git("merge", "-q", "main")
     head = repo.commit("bot: loosen", {"ci/strict.yml": "budget: 9\n", "calc.py": CALC + "# tidy\n"})
     base = repo.git("rev-parse", "main")
-    with subject_from_commits(git.Repo(repo.root), base, head, policy_path="./ci//strict.yml") as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head, policy_path="./ci//strict.yml") as found:
         assert found.policy.budget == 0 and found.policy.source == f"ci/strict.yml@{base[:12]}"
         assert any("ci/strict.yml" in r for r in found.subject.blocked_reasons)
         assert found.reproduce.endswith("--policy ci/strict.yml")
     with pytest.raises(BadInput, match="inside the repository"):
-        subject_from_commits(git.Repo(repo.root), base, head, policy_path="../x.yml").__enter__()
+        subject_from_commits(gitcli.Repo(repo.root), base, head, policy_path="../x.yml").__enter__()
 
 
 def test_a_base_without_a_policy_uses_the_default_preset_and_says_so(tmp_path: Path) -> None:
     repo = Repo(tmp_path / "bare-policy")
     base = repo.commit("base", {"calc.py": CALC})
     head = repo.commit("bot", {"calc.py": CALC + "# tidy\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert found.policy.source.startswith("default preset (no .github/gate.yml in the base commit")
         assert found.subject.tree is None  # no cases: nothing to export
 
@@ -500,7 +515,7 @@ def test_a_hidden_path_written_with_dot_slash_is_the_same_file(tmp_path: Path) -
     policy = POLICY + "hidden:\n  path: ./.github//gate-hidden.yml\n"
     base = repo.commit("base", {".github/gate.yml": policy, ".github/gate-hidden.yml": HIDDEN, "calc.py": CALC})
     head = repo.commit("bot", {".github/gate-hidden.yml": HIDDEN + "# easier\n", "calc.py": CALC + "# tidy\n"})
-    with subject_from_commits(git.Repo(repo.root), base, head) as found:
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
         assert found.policy.hidden.path == ".github/gate-hidden.yml"
         assert [c.name for c in found.subject.hidden_cases] == ["secret sum"]  # read from the base commit
         assert found.subject.tree is not None
@@ -528,7 +543,7 @@ def test_the_added_lines_of_every_file_come_from_one_diff_of_the_range(repo: Rep
     head = repo.commit("bot: edits", edited)
     trace = tmp_path / "git-trace.txt"
     monkeypatch.setenv("GIT_TRACE", str(trace))
-    git_repo = git.Repo(repo.root)
+    git_repo = gitcli.Repo(repo.root)
     changes = {c.path: c for c in git_changes(git_repo, git_repo.commit(base), git_repo.commit(head))}
     assert set(changes) == {*edited}
     for name in edited:

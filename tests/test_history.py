@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 
 from gate.cli import main
+from gate.sources import gitcli
 from tests.fakegithub import FakeGitHub
 from tests.fakegithub.scenario import Scenario
 from tests.git_support import Repo
@@ -193,14 +194,13 @@ def test_gate_ci_on_a_checkout_owned_by_another_uid_says_why(
 
 def test_a_version_from_git_is_the_one_setuptools_scm_gives(tmp_path: Path) -> None:
     """The base's build gets it as SETUPTOOLS_SCM_PRETEND_VERSION (an export has no .git to read it from)."""
-    import git
 
     from gate.sources.gitrange import scm_version
 
     repo = Repo(tmp_path / "repo")
     first = repo.commit("one", {"a.py": "x = 1\n"})
     second = repo.commit("two", {"a.py": "x = 2\n"})
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     assert scm_version(handle, handle.commit(second)) == f"0.1.dev2+g{second[:7]}"
     repo.git("tag", "v1.4.0", first)
     assert scm_version(handle, handle.commit(first)) == "1.4.0"

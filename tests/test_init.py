@@ -7,7 +7,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import git
 import pytest
 import yaml
 
@@ -15,6 +14,7 @@ from gate.checks import tests as tests_check
 from gate.engine import score
 from gate.policy.model import CONTROL_PLANE
 from gate.policy_file import load_policy
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from tests.git_support import Repo
 from tests.projects import BACKEND, gate_cache, gate_cache_root, offline_pip, pyproject, wheelhouse  # noqa: F401
@@ -63,7 +63,7 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
     repo.git("checkout", "-q", "-b", "bot")
     repo.commit("bot: rewrite calc", {"calc.py": CALC.replace("a + b", "a - b").replace("a * b", "a ** b")})
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score(found)
 
@@ -319,7 +319,7 @@ def test_the_control_plane_gate_init_writes_sends_a_bots_edit_of_agents_md_to_a_
         ".github/workflows/ci.yml": "on: push\n", "app.py": "X = 2\n",
         ".github/gate.yml": text.replace("control_plane: [", "control_plane: [] # [")})
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score(found)
 
@@ -358,7 +358,7 @@ def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are
     source = next(name for name in code if name.endswith((".py",)) and "tests" not in name)
     repo.commit("bot: return None", {source: ADD.replace("    return a + b", "    return None\n    return a + b")})
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score(found)
 

@@ -18,13 +18,13 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-import git
 import pytest
 
 from gate.cli import main
 from gate.engine import score
 from gate.errors import GateFailure
 from gate.sandbox.detect import run_interpreter
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests.git_support import Repo
@@ -116,7 +116,7 @@ class Heads:
     @functools.cache  # noqa: B019 (the module's only instances: each head is scored once)
     def verdict(self, name: str) -> Verdict | GateFailure:
         """The verdict on head `name`, or why the gate stopped."""
-        handle = git.Repo(self.repo.root)
+        handle = gitcli.Repo(self.repo.root)
         with pytest.MonkeyPatch.context() as patch:
             patch.delenv("PIP_CONSTRAINT", raising=False)
             for key, value in self.environ.items():

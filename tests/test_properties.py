@@ -11,7 +11,6 @@ from collections.abc import Iterator
 from datetime import timedelta
 from pathlib import Path
 
-import git
 import pytest
 import yaml
 from hypothesis import HealthCheck, given, settings
@@ -19,6 +18,7 @@ from hypothesis import strategies as st
 
 from gate.cli import main
 from gate.fences import split_lines
+from gate.sources import gitcli
 from gate.sources.base import added_lines
 from gate.sources.gitrange import git_changes
 from gate.sources.trust import source_files
@@ -91,13 +91,13 @@ def test_any_patch_text_gives_line_numbers(patch: str) -> None:
 
 
 @pytest.fixture(scope="module")
-def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[git.Repo]:
+def scratch(tmp_path_factory: pytest.TempPathFactory) -> Iterator[gitcli.Repo]:
     root = tmp_path_factory.mktemp("diffs")
     subprocess.run(["git", "init", "-q", str(root)], check=True)
-    yield git.Repo(root)
+    yield gitcli.Repo(root)
 
 
-def _commit(repo: git.Repo, data: bytes) -> git.Commit:
+def _commit(repo: gitcli.Repo, data: bytes) -> gitcli.Commit:
     """A commit whose tree holds `data` as calc.py (plumbing: the worktree is never touched)."""
     def run(*args: str, stdin: bytes = b"") -> str:
         done = subprocess.run(["git", *args], cwd=repo.working_dir, input=stdin, capture_output=True, check=True,
@@ -120,7 +120,7 @@ _FILE = st.lists(st.tuples(_LINE, _END), max_size=12).map(lambda rows: "".join(a
 @settings(max_examples=120, deadline=timedelta(seconds=10),
           suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(old=_FILE, new=_FILE)
-def test_every_line_the_base_does_not_have_counts_as_added(scratch: git.Repo, old: str, new: str) -> None:
+def test_every_line_the_base_does_not_have_counts_as_added(scratch: gitcli.Repo, old: str, new: str) -> None:
     # `imports.scope: added` charges only imports on added lines: a line of the head that is nowhere in the base
     # must be one, in the numbering the checks use (Python's: a lone CR ends a line, U+001C does not).
     changes = git_changes(scratch, _commit(scratch, old.encode()), _commit(scratch, new.encode()))

@@ -12,11 +12,11 @@ import zipfile
 from io import BytesIO
 from pathlib import Path
 
-import git
 import pytest
 
 from gate.environment import SuiteCode
 from gate.environment.project import _unpack, overlay
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.suite.trust import importable_from_tests
 from gate.verdict import Verdict
@@ -347,7 +347,7 @@ def test_a_head_built_under_a_policy_that_hides_nothing_is_built_again_where_a_f
     repo = _repo(tmp_path / "repo", {"verpkg/__init__.py": PACKAGE, "secret/hidden.yml": "[]\n",
                                      "ci/hiding.yml": POLICY + "hidden:\n  path: secret/hidden.yml\n"})
     repo.commit("bot: speed up double", {"verpkg/__init__.py": BROKEN})
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
 
     layers = []
     for policy in (None, "ci/hiding.yml"):

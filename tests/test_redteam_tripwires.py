@@ -622,6 +622,7 @@ from pathlib import Path
 import git
 
 from gate.engine import score
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 
 spec = json.loads(sys.stdin.read())
@@ -638,7 +639,8 @@ repo.git.checkout("-q", "-b", "bot")
 (root / "calc.py").write_text(spec["head"])
 repo.git.add("-A")
 repo.index.commit("bot")
-with subject_from_commits(repo, repo.commit("main").hexsha, repo.commit("bot").hexsha) as found:
+handle = gitcli.Repo(root)
+with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
     verdict = score(found)
 print(json.dumps({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.accepted,
                   "tampered": [t.seen for t in verdict.tampered],

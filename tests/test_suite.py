@@ -14,11 +14,11 @@ import os
 import tempfile
 from pathlib import Path
 
-import git
 import pytest
 
 from gate.engine import score
 from gate.report.annotations import workflow_commands
+from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
 from tests import session_support
@@ -384,7 +384,7 @@ def test_the_baseline_is_cached_by_the_base(tmp_path: Path, monkeypatch: pytest.
 
 
 def _scored_and_base_exported(repo: Repo) -> tuple[Verdict, bool]:
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
         verdict = score(found)
         assert found.subject.suite is not None and found.subject.suite.base_tree is not None
@@ -429,7 +429,7 @@ def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Pat
         "calc.py": CALC, "tests/test_calc.py": TESTS, "tests/conftest.py": CONFTEST, ".github/gate.yml": POLICY})
     repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
 
-    handle = git.Repo(repo.root)
+    handle = gitcli.Repo(repo.root)
     heard: list[tuple[str, ...]] = []
     with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha,
                               on_framework=heard.append) as found:

@@ -11,6 +11,7 @@ is off: the output names it and the fix, or the base's suite does not run in the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import secrets
 import sys
@@ -75,22 +76,22 @@ def ci_refuses(isolation: Mapping[str, str]) -> str:
 def _suite(repo: Path, progress: Progress) -> bool:
     """Score HEAD against itself in `repo`: the base's suite runs (and its baseline is cached) as for every
     PR into it (`progress` hears of its steps); print what it found. False when it does not run in the gate."""
-    import git
-
     from gate.engine import score
     from gate.errors import BadInput, GateError
+    from gate.sources.gitcli import GitError, NotARepository, Repo
     from gate.sources.gitrange import subject_from_commits
 
     head = "HEAD"
     try:
-        handle = git.Repo(repo)
-        head = handle.head.commit.hexsha
-        with subject_from_commits(handle, head, head, progress=progress) as found:
-            if not found.policy.has_tests:
-                print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
-                return True
-            verdict = score(found, progress)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        handle = Repo(repo)
+        with contextlib.closing(handle):
+            head = handle.commit("HEAD").hexsha
+            with subject_from_commits(handle, head, head, progress=progress) as found:
+                if not found.policy.has_tests:
+                    print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
+                    return True
+                verdict = score(found, progress)
+    except (NotARepository, GitError):
         print(f"the repository's suite: {repo} is not a git checkout with a commit")
         return False
     except BadInput:

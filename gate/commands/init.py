@@ -193,12 +193,12 @@ def discover(root: Path) -> Found:
 def _files(root: Path) -> list[str]:
     """The repository's files, relative to `root`: what git tracks or would (the base a PR is scored on
     holds no ignored file), else every file but a `.git` folder's."""
-    import git  # (GitPython runs `git version` when imported: only here)
+    from gate.sources.gitcli import GitError, NotARepository, Repo
 
     try:
-        repo = git.Repo(root, search_parent_directories=True)
-        listed = repo.git.ls_files("--cached", "--others", "--exclude-standard", "-z", str(root.resolve()))
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.GitCommandError):
+        repo = Repo(root, search_parent_directories=True)
+        listed = repo.run("ls-files", "--cached", "--others", "--exclude-standard", "-z", str(root.resolve()))
+    except (NotARepository, GitError):
         listed = None
     if listed is not None:
         top = Path(repo.working_tree_dir or root).resolve()

@@ -4,6 +4,7 @@ repository's own history (docs/replay.md)."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
 from pathlib import Path
@@ -40,10 +41,9 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def run(args: argparse.Namespace) -> int:
     """Walk, decide, score in parallel, and report; Ctrl-C reports what was scored (exit 130)."""
-    import git
-
     from gate.policy_file import load_policy
     from gate.replay import replay
+    from gate.sources.gitcli import NotARepository, Repo, available
     from gate.sources.gitrange import readable
 
     if args.last <= 0:
@@ -53,17 +53,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json and not args.json.parent.is_dir():  # said now, not after the changes are scored
         raise BadInput("no such folder to write it in", file=str(args.json), key="--json")
     candidate = load_policy(args.policy) if args.policy else None  # a broken one stops here: file, line, key
-    if not git.GIT_OK:
+    if not available():
         raise GateFailure("git is not installed (or not on PATH); gate replay reads the history with it")
     try:
-        repo = git.Repo(args.repo, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        repo = Repo(args.repo, search_parent_directories=True)
+    except NotARepository as exc:
         raise BadInput("not a git repository", file=str(args.repo), key="--repo") from exc
-    readable(repo)
-    report = replay(repo, args.branch, args.last, candidate=candidate,
-                    candidate_path=str(args.policy) if args.policy else None,
-                    bots_only=args.bots_only, jobs=args.jobs,
-                    progress=progress_for(sys.stderr, os.environ, args.quiet))
+    with contextlib.closing(repo):
+        readable(repo)
+        report = replay(repo, args.branch, args.last, candidate=candidate,
+                        candidate_path=str(args.policy) if args.policy else None,
+                        bots_only=args.bots_only, jobs=args.jobs,
+                        progress=progress_for(sys.stderr, os.environ, args.quiet))
     sys.stdout.write(report.text)
     if args.json:
         try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import json
 import re
 from collections.abc import Callable, Mapping
@@ -29,14 +30,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import git
-
 from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary
 from gate.github.authority import Actor, refusal
 from gate.github.client import token_login
 from gate.github.posting import CHECK_TEXT_LIMIT, FULL_REPORT_NOTE, Names, Poster, Report, Target, status_line
 from gate.report.markdown import cut, escape
+from gate.sources.gitcli import GitError, NotARepository, Repo
 from gate.sources.pullrequest import PullRequest
 
 if TYPE_CHECKING:
@@ -241,10 +241,11 @@ def group_problem(workspace: Path | None, base_sha: str, group_sha: str, head_sh
     if workspace is None:
         return "the override does not reach this merge group: there is no checkout to compare its commit with"
     try:
-        local = git.Repo(workspace)
-        merged = local.git.merge_tree("--write-tree", base_sha, head_sha).split("\n", 1)[0]
-        holds_only = merged == local.commit(group_sha).tree.hexsha
-    except (git.GitCommandError, git.InvalidGitRepositoryError, git.NoSuchPathError, ValueError):
+        local = Repo(workspace)
+        with contextlib.closing(local):
+            merged = local.run("merge-tree", "--write-tree", base_sha, head_sha).split("\n", 1)[0]
+            holds_only = merged == local.commit(group_sha).tree_sha
+    except (GitError, NotARepository):
         holds_only = False
     return "" if holds_only else (
         f"the override of head {head_sha[:12]} does not reach this merge group: its commit holds more than that "

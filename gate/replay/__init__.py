@@ -20,9 +20,8 @@ from gate.sources.gitrange import GitBase
 from gate.sources.trust import read_policy
 
 if TYPE_CHECKING:
-    import git
-
     from gate.policy.model import Policy
+    from gate.sources.gitcli import Repo
 
 
 @dataclass(frozen=True)
@@ -35,11 +34,11 @@ class Report:
     failed: bool  # a change could not be scored because the gate could not do its job (exit 3)
 
 
-def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, candidate_path: str | None,
+def replay(repo: Repo, branch: str, last: int, *, candidate: Policy | None, candidate_path: str | None,
            bots_only: bool, jobs: int, progress: Progress) -> Report:
     """Score the last `last` changes of `branch` and report them; Ctrl-C ends the scoring and reports what was
     done. `progress` hears of each change as it is scored, with a running count."""
-    changes = changes_of(repo, branch, last)
+    changes = changes_of(repo.working_dir, branch, last)
     reverted = reverts(changes)
     rows = [_row(repo, change, candidate, reverted.get(change.commit)) for change in changes]
     wanted = [i for i, row in enumerate(rows) if row.gated is not False or not bots_only]
@@ -61,7 +60,7 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
         progress.say(f"[{finished}/{len(wanted)}] {row.change.commit[:12]} {what}  {row.change.subject[:50]}")
         count.add()
 
-    job = Job(str(repo.working_dir or repo.git_dir), str(Path(candidate_path).resolve()) if candidate_path else None,
+    job = Job(repo.working_dir, str(Path(candidate_path).resolve()) if candidate_path else None,
               tuple((i, rows[i].change.base, rows[i].change.head) for i in wanted))
     try:
         stopped = run_all(job, jobs, done) if wanted else ""
@@ -84,7 +83,7 @@ def replay(repo: git.Repo, branch: str, last: int, *, candidate: Policy | None, 
     return Report(text, data, stopped == INTERRUPTED, failed)
 
 
-def _row(repo: git.Repo, change: HistoryChange, candidate: Policy | None, reverted_by: str | None) -> Row:
+def _row(repo: Repo, change: HistoryChange, candidate: Policy | None, reverted_by: str | None) -> Row:
     """A change before it is scored, with the policy's bots decision (the candidate's when there is one)."""
     try:
         policy = candidate or read_policy(GitBase(repo.commit(change.base)), None)

@@ -51,18 +51,20 @@ class HistoryChange:
     title: str = ""  # the pull request's title (a GitHub merge's second paragraph), else the subject
 
 
-def changes_of(repo: git.Repo, branch: str, last: int) -> tuple[HistoryChange, ...]:
-    """The last `last` changes of `branch`, newest first (a root commit, which has no base, is not one)."""
-    try:
-        tip = repo.commit(branch)
-    except (git.BadName, ValueError, git.GitCommandError):
-        raise BadInput(f"no such branch or commit in {repo.working_dir or repo.git_dir}", key=branch) from None
-    found = []
-    for commit in repo.iter_commits(tip.hexsha, first_parent=True, max_count=last):
-        if not commit.parents:
-            break
-        found.append(_change(repo, commit))
-    return tuple(found)
+def changes_of(folder: str, branch: str, last: int) -> tuple[HistoryChange, ...]:
+    """The last `last` changes of `branch` in the repository at `folder`, newest first (a root commit, which
+    has no base, is not one)."""
+    with git.Repo(folder) as repo:
+        try:
+            tip = repo.commit(branch)
+        except (git.BadName, ValueError, git.GitCommandError):
+            raise BadInput(f"no such branch or commit in {folder}", key=branch) from None
+        found = []
+        for commit in repo.iter_commits(tip.hexsha, first_parent=True, max_count=last):
+            if not commit.parents:
+                break
+            found.append(_change(repo, commit))
+        return tuple(found)
 
 
 def _change(repo: git.Repo, commit: git.Commit) -> HistoryChange:

@@ -2,10 +2,10 @@
 
 Each worker scores one change at a time with the engine, exactly as `gate check --base B --head H` would
 (`subject_from_commits`, `engine.score`), so the environments and suite baselines of the gate's cache serve
-every change that shares a base's dependencies. Workers are processes (the sandbox and GitPython each hold
-state a thread must not share) that leave Ctrl-C to the parent: on an interrupt the parent stops taking
-results, ends each worker by SIGTERM (which unwinds its runs and exports like an error would) and reports
-what was done.
+every change that shares a base's dependencies. Workers are processes (the sandbox and the repository's git
+processes each hold state a thread must not share) that leave Ctrl-C to the parent: on an interrupt the
+parent stops taking results, ends each worker by SIGTERM (which unwinds its runs and exports like an error
+would) and reports what was done.
 """
 
 from __future__ import annotations
@@ -20,12 +20,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
-import git
-
 from gate.engine import score
 from gate.errors import GateError, GateFailure
 from gate.policy.model import Policy
 from gate.policy_file import load_policy
+from gate.sources.gitcli import Repo
 from gate.sources.gitrange import subject_from_commits
 
 INTERRUPTED = "interrupted"
@@ -125,7 +124,7 @@ def _worker(repo_dir: str, candidate: str | None, tasks: Any, results: Any) -> N
     """A worker's loop: Ctrl-C is the parent's; SIGTERM unwinds the change being scored."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, _unwind)
-    repo = git.Repo(repo_dir)
+    repo = Repo(repo_dir)
     policy = load_policy(Path(candidate)) if candidate else None
     while (task := tasks.get()) is not None:
         index, base, head = task
@@ -138,7 +137,7 @@ def _unwind(signum: int, frame: FrameType | None) -> None:
     raise SystemExit(128 + signum)
 
 
-def score_change(repo: git.Repo, index: int, base: str, head: str, candidate: Policy | None) -> Scored:
+def score_change(repo: Repo, index: int, base: str, head: str, candidate: Policy | None) -> Scored:
     """The change `base..head` of `repo` under its base's policy, and under `candidate` when given."""
     try:
         current = _outcome(repo, base, head, None)
@@ -150,7 +149,7 @@ def score_change(repo: git.Repo, index: int, base: str, head: str, candidate: Po
         return Scored(index, error=f"internal error: {type(exc).__name__}: {exc}", failed=True)
 
 
-def _outcome(repo: git.Repo, base: str, head: str, policy: Policy | None) -> Outcome:
+def _outcome(repo: Repo, base: str, head: str, policy: Policy | None) -> Outcome:
     with subject_from_commits(repo, base, head, candidate=policy) as found:
         verdict = score(found)
     points = tuple((check.name, check.points) for check in verdict.checks if check.points)

@@ -7,7 +7,8 @@ suite is selected from the base and that export by gate/suite/selection.py, whic
 `SuiteBase`.
 
 `subject_from_commits` is the one function both inputs use, so that `gate check --base B --head H` and the
-PR gate for the same commits give the same verdict. Git is reached through GitPython only here, at the edge.
+PR gate for the same commits give the same verdict. Git is reached through gate/sources/gitcli.py only here, at
+the edge.
 """
 
 from __future__ import annotations
@@ -26,8 +27,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
-import git
-
 from gate.environment import BuildLayer, BuiltEnvironment, packages
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
@@ -38,6 +37,7 @@ from gate.sandbox import toolchain
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
+from gate.sources.gitcli import Commit, GitError, NotARepository, Repo, available, read_object
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, Subject
 from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, runner, suites
@@ -52,10 +52,10 @@ _BLOCK = 4096  # what the smallest file costs of a run's disk
 # `.git/info/attributes`) makes git report a changed file as binary, which has no added lines to check.
 _DIFF_FLAGS = ("--no-color", "--no-ext-diff", "--no-textconv", "--text", "--inter-hunk-context=0")
 # Nor the user's own attributes file.
-_NO_USER_ATTRIBUTES = {"c": "core.attributesFile=/dev/null"}
+_NO_USER_ATTRIBUTES = ("core.attributesFile=/dev/null",)
 # ... and the paths in a patch's headers as they are (only a name with a quote, a backslash or a control
 # character is still quoted), so that a header can be matched with the raw listing's name.
-_PATCH_CONFIG = {"c": ["core.attributesFile=/dev/null", "core.quotePath=false"]}
+_PATCH_CONFIG = ("core.attributesFile=/dev/null", "core.quotePath=false")
 _STATUS: dict[str, ChangeStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}
 
 
@@ -75,25 +75,23 @@ class _Entry:
 
 
 @functools.lru_cache(maxsize=8)
-def _listing(commit: git.Commit) -> dict[str, _Entry]:
+def _listing(commit: Commit) -> dict[str, _Entry]:
     """Every entry of the commit's tree (files, links, folders, submodules) by path, in git's order: one `git
-    ls-tree` instead of the round trip to git that GitPython's tree objects take for each folder and file they
-    look up. (A tree is known by its SHA, so what it lists never changes.)"""
-    raw: bytes = commit.repo.git.ls_tree("-r", "-t", "-l", "-z", "--full-tree", commit.hexsha,
-                                         stdout_as_string=False)
+    ls-tree` for every lookup. (A tree is known by its SHA, so what it lists never changes.)"""
+    raw = commit.repo.run_bytes("ls-tree", "-r", "-t", "-l", "-z", "--full-tree", commit.hexsha)
     entries = {}
     for record in raw.split(b"\0"):
         meta, _, name = record.partition(b"\t")
         if not name:
             continue
         mode, kind, sha, size = meta.split()
-        # (git allows any bytes in a name: GitPython's names keep those that are not UTF-8 the same way)
+        # (git allows any bytes in a name: those that are not UTF-8 are kept as lone surrogates)
         entries[name.decode("utf-8", "surrogateescape")] = _Entry(
             int(mode, 8), kind.decode(), sha.decode(), int(size) if size.isdigit() else 0)
     return entries
 
 
-def _contents(repo: git.Repo, shas: Sequence[str]) -> Iterator[bytes]:
+def _contents(repo: Repo, shas: Sequence[str]) -> Iterator[bytes]:
     """The bytes of each blob of `shas`, in order, from one `git cat-file --batch` sent every name at once
     (rather than a round trip to git for each)."""
     if not shas:
@@ -101,27 +99,24 @@ def _contents(repo: git.Repo, shas: Sequence[str]) -> Iterator[bytes]:
     with tempfile.TemporaryFile() as names:
         names.write("".join(f"{sha}\n" for sha in shas).encode())
         names.seek(0)
-        process = repo.git.cat_file("--batch", istream=names, as_process=True)
-        out = process.proc.stdout
+        process = repo.start("cat-file", "--batch", stdin=names)
         try:
             for sha in shas:
-                header = out.readline().split()
-                if len(header) != 3 or header[0].decode() != sha:
-                    said = b" ".join(header).decode(errors="replace") or "nothing"
-                    raise GateFailure(f"git cat-file gave {said} for the blob {sha}")
-                data = out.read(int(header[2]))
-                out.read(1)  # (the newline after each object)
+                try:
+                    data = read_object(process.stdout, sha)
+                except GitError as exc:
+                    raise GateFailure(exc.stderr) from None
                 yield data
         finally:
-            out.close()
-            with contextlib.suppress(git.GitCommandError):  # (what it said is above)
+            process.stdout.close()
+            with contextlib.suppress(GitError):  # (what it said is above)
                 process.wait()
 
 
 class GitBase:
     """The base commit of a local repository, read from its tree (never the worktree)."""
 
-    def __init__(self, commit: git.Commit) -> None:
+    def __init__(self, commit: Commit) -> None:
         self.commit = commit
         self.sha = commit.hexsha
 
@@ -150,17 +145,16 @@ class GitBase:
         return entry is not None and entry.kind == "tree"
 
     def _text(self, path: str, entry: _Entry) -> str:
-        data: bytes = self.commit.repo.odb.stream(bytes.fromhex(entry.sha)).read()
-        return decode_input(data, f"{path}@{self.sha[:12]}")
+        return decode_input(self.commit.repo.blob(entry.sha), f"{path}@{self.sha[:12]}")
 
 
-def _files(commit: git.Commit) -> tuple[str, ...]:
+def _files(commit: Commit) -> tuple[str, ...]:
     """The paths of the commit's files (links too), in git's order."""
     return tuple(path for path, entry in _listing(commit).items() if entry.kind == "blob")
 
 
 @contextmanager
-def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy_path: str | None = None,
+def subject_from_commits(repo: Repo, base_sha: str, head_sha: str, *, policy_path: str | None = None,
                          repo_url: str | None = None, candidate: Policy | None = None,
                          progress: Progress = QUIET,
                          on_framework: Callable[[tuple[str, ...]], None] = lambda _: None) -> Iterator[ScoreInput]:
@@ -182,7 +176,7 @@ def subject_from_commits(repo: git.Repo, base_sha: str, head_sha: str, *, policy
 
 
 @contextmanager
-def _subject(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit, policy_path: str | None,
+def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: str | None,
              repo_url: str | None, candidate: Policy | None, progress: Progress, started: float,
              on_policy: Callable[[Policy], None] = lambda _: None,
              on_framework: Callable[[tuple[str, ...]], None] = lambda _: None) -> Iterator[ScoreInput]:
@@ -261,68 +255,62 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
     the base's policy as soon as it is read, `on_framework` where the suite's runs import pytest from (the
     sandbox starts what its runs need: `_subject`)."""
     started = time.perf_counter()
-    # GitPython ran `git version` when it was imported (quietly when there is no git: see gate/cli.py).
-    if not git.GIT_OK:
+    if not available():
         raise GateFailure("git is not installed (or not on PATH); gate check reads the range with it")
     try:
-        repo = git.Repo(repo_dir, search_parent_directories=True)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError) as exc:
+        repo = Repo(repo_dir, search_parent_directories=True)
+    except NotARepository as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
-    readable(repo)
-    dirty = _dirty(repo)
-    head_commit = _commit(repo, head, "--head")
-    base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
-    fork = _merge_base(repo, base_commit, head_commit)
-    if fork == head_commit:
-        raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
-                       f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
-                       "--head", key="--head")
-    with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started,
-                  on_policy, on_framework) as found:
-        if dirty():
-            note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
-                                f"{head_commit.hexsha[:12]})")
-            found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
-        yield found
+    with contextlib.closing(repo):
+        readable(repo)
+        dirty = _dirty(repo)
+        head_commit = _commit(repo, head, "--head")
+        base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
+        fork = _merge_base(repo, base_commit, head_commit)
+        if fork == head_commit:
+            raise BadInput(f"nothing to check: {head} ({head_commit.hexsha[:12]}) has no commits that the base "
+                           f"{base_commit.hexsha[:12]} lacks; check out the bot's branch or name --base and "
+                           "--head", key="--head")
+        with _subject(repo, base_commit, head_commit, fork, policy_path, None, None, progress, started,
+                      on_policy, on_framework) as found:
+            if dirty():
+                note = ("worktree", f"has uncommitted changes, which are not scored (the range ends at commit "
+                                    f"{head_commit.hexsha[:12]})")
+                found = replace(found, subject=replace(found.subject, facts=(*found.subject.facts, note)))
+            yield found
 
 
-def readable(repo: git.Repo) -> None:
+def readable(repo: Repo) -> None:
     """Raise GateFailure with git's own words when git refuses the repository (a checkout owned by another
-    uid: "detected dubious ownership", fixed by `safe.directory`); GitPython opens such a repository, and
-    every later git command fails with a message that hides why."""
+    uid: "detected dubious ownership", fixed by `safe.directory`), before any other command fails with a
+    message that hides why."""
     try:
-        repo.git.rev_parse("--git-dir")
-    except git.GitCommandError as exc:
-        raise GateFailure(f"git cannot read the repository at {repo.working_dir}: {_git_words(exc)}") from None
+        repo.layout  # noqa: B018 (the first command git runs there)
+    except GitError as exc:
+        raise GateFailure(f"git cannot read the repository at {repo.working_dir}: "
+                          f"{' '.join(exc.stderr.split())}") from None
 
 
-def _git_words(exc: git.GitCommandError) -> str:
-    """What git printed on its standard error, without GitPython's framing."""
-    text = exc.stderr if isinstance(exc.stderr, str) else str(exc)
-    text = text.strip().removeprefix("stderr:").strip().strip("'")
-    return " ".join(text.split())
-
-
-def _dirty(repo: git.Repo) -> Callable[[], bool]:
-    """Whether the worktree has staged, unstaged or untracked changes, when asked: one `git status` (GitPython's
-    `is_dirty` runs three git commands for the same answer), started now, so that it runs while the gate reads
-    the range (in a large checkout it takes a while)."""
+def _dirty(repo: Repo) -> Callable[[], bool]:
+    """Whether the worktree has staged, unstaged or untracked changes, when asked: one `git status`, started
+    now, so that it runs while the gate reads the range (in a large checkout it takes a while)."""
     if repo.bare:
         return lambda: False
-    status = repo.git.status("--porcelain", "--untracked-files=normal", as_process=True)
+    status = repo.start("status", "--porcelain", "--untracked-files=normal")
 
     def dirty() -> bool:
         found = status.stdout.read()
-        status.wait()  # (GitCommandError when git failed, as a call that waits raises)
+        status.stdout.close()
+        status.wait()  # (GitError when git failed)
         return bool(found.strip())
     return dirty
 
 
-def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Change, ...]:
+def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
     """The files that differ between `fork` and `head`, renames detected, from NUL-separated raw output (file
     names may hold any character)."""
-    raw = repo.git(**_NO_USER_ATTRIBUTES).diff("--raw", "-z", "-M", "--no-abbrev", *_DIFF_FLAGS, fork.hexsha,
-                                              head.hexsha)
+    raw = repo.run("diff", "--raw", "-z", "-M", "--no-abbrev", *_DIFF_FLAGS, fork.hexsha, head.hexsha,
+                   config=_NO_USER_ATTRIBUTES)
     fields = raw.split("\0")
     records = []
     i = 0
@@ -352,19 +340,19 @@ def git_changes(repo: git.Repo, fork: git.Commit, head: git.Commit) -> tuple[Cha
             patch = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
                 and old_mode in _REGULAR_MODES else None
             if patch is None:  # a name git quotes in the header, a type change: this file's own diff
-                patch = repo.git(**_NO_USER_ATTRIBUTES).diff("--unified=0", *_DIFF_FLAGS, old_blob, new_blob)
+                patch = repo.run("diff", "--unified=0", *_DIFF_FLAGS, old_blob, new_blob, config=_NO_USER_ATTRIBUTES)
             added = added_lines(patch)
         changes.append(Change(status, _printable(new_path), None if status == "added" else _printable(old_path),
                               added, data))
     return tuple(changes)
 
 
-def _patches(repo: git.Repo, fork: git.Commit, head: git.Commit) -> dict[str, str]:
+def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
     """The range's patch (`git diff --unified=0`, renames detected as for the raw listing), one git run for
     every file instead of one per file (docs/benchmarks.md), split into each file's part by
     its `diff --git a/OLD b/NEW` header line. A header that comes twice (a type change is two parts) is left
     out, so that no file takes another's lines; a name git quotes there does not match its raw name."""
-    text = repo.git(**_PATCH_CONFIG).diff("--unified=0", "-M", *_DIFF_FLAGS, fork.hexsha, head.hexsha)
+    text = repo.run("diff", "--unified=0", "-M", *_DIFF_FLAGS, fork.hexsha, head.hexsha, config=_PATCH_CONFIG)
     parts: dict[str, str] = {}
     seen: set[str] = set()
     for part in re.split(r"^(?=diff --git )", text, flags=re.MULTILINE):
@@ -377,7 +365,7 @@ def _patches(repo: git.Repo, fork: git.Commit, head: git.Commit) -> dict[str, st
     return parts
 
 
-def export_tree(commit: git.Commit, target: Path, withheld: frozenset[str] = frozenset(),
+def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozenset(),
                 max_bytes: int | None = None) -> list[str]:
     """Write the regular files of `commit`'s tree under `target` (which must exist), except the paths in
     `withheld`. Symbolic links and submodules are not exported, so nothing in the export points outside it, nor
@@ -415,25 +403,23 @@ def export_tree(commit: git.Commit, target: Path, withheld: frozenset[str] = fro
     return skipped
 
 
-def _worktree(repo: git.Repo) -> Path | None:
+def _worktree(repo: Repo) -> Path | None:
     return None if repo.bare or not repo.working_tree_dir else Path(repo.working_tree_dir)
 
 
-def _commit(repo: git.Repo, ref: str, option: str) -> git.Commit:
-    """The commit `ref` names, in all of git's revision syntax (`HEAD@{yesterday}`, `@{u}`, `v1.0^{}`), which
-    GitPython's own parser only partly knows; so git itself resolves it."""
+def _commit(repo: Repo, ref: str, option: str) -> Commit:
+    """The commit `ref` names, in all of git's revision syntax (`HEAD@{yesterday}`, `@{u}`, `v1.0^{}`)."""
     try:
-        sha = repo.git.rev_parse("--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
-    except git.GitCommandError:
+        return repo.commit(ref)
+    except GitError:
         raise BadInput(f"unknown revision {ref!r} in {repo.working_dir}", key=option) from None
-    return repo.commit(sha)
 
 
-def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
+def _default_base(repo: Repo, head: Commit) -> Commit:
     for branch in DEFAULT_BRANCHES:
         try:
             candidate = repo.commit(branch)
-        except (git.BadName, ValueError):
+        except GitError:
             continue
         found = repo.merge_base(candidate, head)
         if found:
@@ -444,7 +430,7 @@ def _default_base(repo: git.Repo, head: git.Commit) -> git.Commit:
                    "name the base with --base REF", key="--base")
 
 
-def _merge_base(repo: git.Repo, base: git.Commit, head: git.Commit) -> git.Commit:
+def _merge_base(repo: Repo, base: Commit, head: Commit) -> Commit:
     """The commit the head forked from, whose diff to the head is what the change does. Without one the range
     has no meaning: scoring from the base's tip would charge the head for every change only the base made."""
     found = repo.merge_base(base, head)
@@ -456,14 +442,14 @@ def _merge_base(repo: git.Repo, base: git.Commit, head: git.Commit) -> git.Commi
                    key="--base")
 
 
-def _refuse_shallow(repo: git.Repo, head: str, base: str) -> None:
+def _refuse_shallow(repo: Repo, head: str, base: str) -> None:
     """GateFailure when the clone is shallow: the merge base may be in the history it did not fetch."""
-    if repo.git.rev_parse("--is-shallow-repository") == "true":
+    if repo.run("rev-parse", "--is-shallow-repository") == "true":
         raise GateFailure(f"the clone is shallow and holds no merge base of {head} and {base}: fetch the "
                           "history: fetch-depth: 0 (actions/checkout), or `git fetch --unshallow`")
 
 
-def _environment(repo: git.Repo, base: git.Commit, policy: Policy, progress: Progress) -> BuiltEnvironment | None:
+def _environment(repo: Repo, base: Commit, policy: Policy, progress: Progress) -> BuiltEnvironment | None:
     """The repository's environment the policy asks for, built from the base commit (never the head)."""
     spec = policy.repository_environment
     if spec == Environment():  # the default: what the base declares, nothing when it declares nothing
@@ -481,7 +467,7 @@ def _environment(repo: git.Repo, base: git.Commit, policy: Policy, progress: Pro
                                      run_interpreter(), cache_dir(os.environ), environ, progress)
 
 
-def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: BuiltEnvironment | None,
+def _layers(repo: Repo, base: Commit, head: Commit, environment: BuiltEnvironment | None,
             withheld: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees], policy: Policy
             ) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
@@ -497,13 +483,13 @@ def _layers(repo: git.Repo, base: git.Commit, head: git.Commit, environment: Bui
     native = any(_extension_sources(commit) for commit in (head, base))
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
-        layer_for(cache_dir(os.environ), commit.tree.hexsha, environment.key, scm_version(repo, commit), export,
+        layer_for(cache_dir(os.environ), commit.tree_sha, environment.key, scm_version(repo, commit), export,
                   suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read),
                   found) for commit in (head, base))
     return head_layer, base_layer
 
 
-def _extension_sources(commit: git.Commit) -> list[str]:
+def _extension_sources(commit: Commit) -> list[str]:
     """The commit's files a compiler reads (C, C++, Cython: gate/sandbox/toolchain.py SOURCES)."""
     return [path for path in _files(commit) if path.lower().endswith(toolchain.SOURCES)]
 
@@ -529,16 +515,16 @@ def uncompiled(layers: tuple[BuildLayer, BuildLayer] | None, changes: Sequence[C
             f"no test ran that code, so a human must review it ({fix})"]
 
 
-def scm_version(repo: git.Repo, commit: git.Commit) -> str:
+def scm_version(repo: Repo, commit: Commit) -> str:
     """The version setuptools-scm and hatch-vcs would give `commit` from the real repository's history (an
     export has no .git): the nearest tag, its distance and the commit, in their default scheme
     (`1.2.3`, `1.2.4.dev5+g1a2b3c4`, `0.1.dev5+g1a2b3c4` without a tag). Passed to the base's build as
     SETUPTOOLS_SCM_PRETEND_VERSION, which both read."""
     short = commit.hexsha[:7]
     try:
-        described = repo.git.describe("--tags", "--long", "--match", "*[0-9]*", commit.hexsha)
-    except git.GitCommandError:
-        count = int(repo.git.rev_list("--count", commit.hexsha))
+        described = repo.run("describe", "--tags", "--long", "--match", "*[0-9]*", commit.hexsha)
+    except GitError:
+        count = int(repo.run("rev-list", "--count", commit.hexsha))
         return f"0.1.dev{count}+g{short}"
     from packaging.version import InvalidVersion, Version  # (only where a build reads it)
 
@@ -555,7 +541,7 @@ def scm_version(repo: git.Repo, commit: git.Commit) -> str:
     return f"{bumped}.dev{distance}+g{short}"
 
 
-def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_bytes: int
+def _exporter(commit: Commit, target: Path, withheld: frozenset[str], max_bytes: int
               ) -> Callable[[], Path]:
     """A function that exports `commit`'s tree to `target` the first time it is called (as the head's is,
     `withheld` left out, within `max_bytes`), and returns it."""
@@ -567,11 +553,11 @@ def _exporter(commit: git.Commit, target: Path, withheld: frozenset[str], max_by
     return once(export)
 
 
-def _export_all(commit: git.Commit, target: Path) -> None:
+def _export_all(commit: Commit, target: Path) -> None:
     export_tree(commit, target)
 
 
-def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
+def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
     """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
     head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
@@ -601,7 +587,7 @@ def refuse_unresolved(base: git.Commit, head: git.Commit, policy: Policy, hidden
                        file=policy.hidden.path or policy.hidden.env)
 
 
-def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
+def _import_roots(commit: Commit, policy: Policy) -> tuple[str, ...]:
     """A tree's own import roots, first on the path: `src` when it has a src/ layout, the folders its build's
     `package_dir` maps its packages into, then `environment.python_path`."""
     spec = policy.repository_environment
@@ -612,7 +598,7 @@ def _import_roots(commit: git.Commit, policy: Policy) -> tuple[str, ...]:
     return spec.import_roots(GitBase(commit).is_folder("src"), mapped)
 
 
-def _suite_base(base: git.Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
+def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
     """The base commit as the suite's selection reads it; its export leaves out `withheld`, as the head's does."""
     def files() -> Iterator[tuple[str, Callable[[], bytes] | None]]:
         for path, entry in _listing(base).items():
@@ -623,11 +609,8 @@ def _suite_base(base: git.Commit, policy: Policy, withheld: frozenset[str]) -> S
                      _import_roots(base, policy))
 
 
-def _reader(repo: git.Repo, sha: str) -> Callable[[], bytes]:
-    def read() -> bytes:
-        data: bytes = repo.odb.stream(bytes.fromhex(sha)).read()
-        return data
-    return read
+def _reader(repo: Repo, sha: str) -> Callable[[], bytes]:
+    return lambda: repo.blob(sha)
 
 
 def _printable(path: str) -> str:
@@ -636,7 +619,7 @@ def _printable(path: str) -> str:
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
 
 
-def _facts(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit,
+def _facts(repo: Repo, base: Commit, head: Commit, fork: Commit,
            repo_url: str | None) -> list[tuple[str, str]]:
     facts = []
     url = repo_url or _origin_url(repo)
@@ -648,11 +631,10 @@ def _facts(repo: git.Repo, base: git.Commit, head: git.Commit, fork: git.Commit,
     return facts
 
 
-def _origin_url(repo: git.Repo) -> str | None:
+def _origin_url(repo: Repo) -> str | None:
     """`https://HOST/OWNER/REPO` from the `origin` remote (HTTPS or SSH form), without any credentials."""
-    try:
-        remote = repo.remote("origin").url
-    except ValueError:
+    remote = repo.config("remote.origin.url")
+    if remote is None:
         return None
     scp = re.fullmatch(r"[\w.-]+@([\w.-]+):/?([\w.-]+/[\w.-]+?)(?:\.git)?/?", remote)
     if scp:

@@ -9,6 +9,7 @@ base at the base SHA. Both go through `trust.read_trusted`.
 
 from __future__ import annotations
 
+import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -16,7 +17,6 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-import git
 import github
 
 from gate.errors import BadInput
@@ -25,6 +25,7 @@ from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
 from gate.sources.api import ApiBase, subject_from_api
 from gate.sources.base import BaseReader, ScoreInput
+from gate.sources.gitcli import GitError, NotARepository, Repo
 from gate.sources.gitrange import GitBase, readable, subject_from_commits
 from gate.sources.trust import read_policy
 from gate.subject import Subject
@@ -124,8 +125,11 @@ def trusted_policy(client: github.Github, pr: PullRequest, *, workspace: Path | 
     """The policy of the PR's base commit, read from the checkout when it holds that commit, else through the
     API: all a run needs to decide whether the PR is gated, before anything of the head is read or built."""
     local = _checkout_with(workspace, pr) if workspace else None
-    base: BaseReader = GitBase(local.commit(pr.base_sha)) if local else ApiBase(client.get_repo(pr.repo), pr.base_sha)
-    return read_policy(base, policy_path)
+    if local is None:
+        return read_policy(ApiBase(client.get_repo(pr.repo), pr.base_sha), policy_path)
+    with contextlib.closing(local):
+        base: BaseReader = GitBase(local.commit(pr.base_sha))
+        return read_policy(base, policy_path)
 
 
 def protected_target(client: github.Github, pr: PullRequest, *, policy_path: str | None) -> bool:
@@ -165,8 +169,9 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
                        "merge group's head with `ref: ${{ github.event.merge_group.head_sha }}` and "
                        "`fetch-depth: 0`", key="GITHUB_WORKSPACE")
     if local is not None:
-        with subject_from_commits(local, pr.base_sha, pr.head_sha, policy_path=policy_path,
-                                  repo_url=repo_url, progress=progress, on_framework=on_framework) as found:
+        with contextlib.closing(local), subject_from_commits(
+                local, pr.base_sha, pr.head_sha, policy_path=policy_path, repo_url=repo_url, progress=progress,
+                on_framework=on_framework) as found:
             yield _as_pull_request(found, pr, "checkout")
         return
     found = subject_from_api(client, pr.repo, pr.number, pr.base_sha, pr.head_sha, policy_path=policy_path,
@@ -174,16 +179,17 @@ def subject_from_pull_request(client: github.Github, pr: PullRequest, *, workspa
     yield _as_pull_request(found, pr, "API")
 
 
-def _checkout_with(workspace: Path, pr: PullRequest) -> git.Repo | None:
+def _checkout_with(workspace: Path, pr: PullRequest) -> Repo | None:
     try:
-        repo = git.Repo(workspace)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError):
+        repo = Repo(workspace)
+    except NotARepository:
         return None
     readable(repo)  # a checkout git refuses (another uid's) is the workflow's to fix, not the API's to replace
     try:
         repo.commit(pr.base_sha)
         repo.commit(pr.head_sha)
-    except (git.InvalidGitRepositoryError, git.NoSuchPathError, git.BadName, ValueError):
+    except GitError:
+        repo.close()
         return None
     return repo
 
