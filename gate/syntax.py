@@ -11,6 +11,11 @@ import ast
 import threading
 
 _ONE_AT_A_TIME = threading.Lock()
+# Text up to this many characters of a change may be parsed in the gate's own process: a tree takes at most a
+# few hundred bytes per character of source (a 585 KiB tuple of ones took 300 MiB; 21 MB of `x = 1` lines,
+# 8 GB), so even this stays small. Longer text is parsed in a child under the policy's limits
+# (gate/checks/trees.py), or not at all.
+IN_PROCESS_CHARS = 64 * 1024
 
 
 def parse_python(source: str | bytes, filename: str = "<unknown>", feature_version: tuple[int, int] | None = None) \

@@ -576,6 +576,26 @@ def test_a_21_mb_gated_file_is_not_parsed_and_costs_parse_points(repo: Repo, tmp
     assert "table.py: 20508 KiB, over paths.max_file_kb (1024): not parsed" in penalty["message"]
 
 
+def test_a_huge_module_a_case_names_is_not_parsed_in_the_gates_own_process(tmp_path: Path) -> None:
+    # The base's case names a module only the head has: the gate reads it to check the case can run. 21 MB of
+    # Python take about 8 GB to parse, more than a hosted runner has: the gate, killed, would post nothing.
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": POLICY.replace('"calc:add"', '"big:f"', 1), "calc.py": CALC})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: big", {"big.py": "x = 1\n" * 3_500_000 + "\n\ndef f(a, b):\n    return a + b\n"})
+    out = tmp_path / "verdict.json"
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)")
+    done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "gate", "check", "--repo",
+                           str(repo.root), "--json", str(out)], capture_output=True, text=True, timeout=300,
+                          check=False, preexec_fn=_limited(3 * 1024**3))
+    assert done.returncode == 1, done.stderr  # the parse check charges the file it does not parse
+    peak_kib = int(done.stdout.split()[-1])  # the largest process the gate ran, itself included
+    assert peak_kib < 512 * 1024, f"a process of the gate held {peak_kib // 1024} MiB"
+    verdict = json.loads(out.read_text())  # the case's run imports it under the sandbox's limits
+    assert [p["check"] for p in verdict["penalties"]] == ["parse", "timeout"]
+
+
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:
     # Under the size cap, yet its tree would take about 300 MiB: it is parsed in a child under limits.memory_mb,
     # never in the gate's own process.

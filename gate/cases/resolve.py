@@ -4,7 +4,7 @@ tree that defines `name`, each `module: "pkg.mod"` a module of the tree (or of t
 A case that names what the base lacks is the policy's mistake, not the change's: it would fail on every head
 and charge each one. `gate policy check --repo DIR` and every range or PR (exit 2, naming the case) say so.
 A module whose names cannot be read from its text (it does not parse, it defines `__getattr__` or imports
-`*`) is taken as having them.
+`*`, or it is too long to parse in the gate's own process: gate/syntax.py) is taken as having them.
 """
 
 from __future__ import annotations
@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from gate.policy.model import CaseSpec
+from gate.syntax import IN_PROCESS_CHARS, parse_python
 
 Reader = Callable[[str], str | None]
 ANY = "*"  # among a module's names: it may bind any name (no name is "*")
@@ -74,9 +75,12 @@ def _missing(module: str, name: str | None, names: _Names, roots: Sequence[str])
 
 def _bound(text: str) -> frozenset[str]:
     """The names the module's top level binds (in any branch of an `if` or `try` too), with ANY when it may
-    bind any: it does not parse, defines `__getattr__` or imports `*`."""
+    bind any: it does not parse, defines `__getattr__` or imports `*`, or it is too long to parse here (a
+    change's module a case names, which the gate's process must survive whatever its size)."""
+    if len(text) > IN_PROCESS_CHARS:
+        return frozenset({ANY})
     try:
-        tree = ast.parse(text)
+        tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset({ANY})
     found: set[str] = set()

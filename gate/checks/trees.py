@@ -17,12 +17,8 @@ from dataclasses import dataclass, field
 
 from gate.policy.model import Policy
 from gate.subject import SourceFile
-from gate.syntax import parse_python
+from gate.syntax import IN_PROCESS_CHARS, parse_python
 
-# Text up to this many characters is parsed in the gate's own process: a tree takes at most a few hundred bytes
-# per character of source (a 585 KiB tuple of ones took 300 MiB), so even this stays small. Longer text is
-# parsed in a child under the policy's limits first, and again here only when it fit.
-IN_PROCESS_CHARS = 64 * 1024
 _MIB = 1024 * 1024
 # The child: limits itself, parses what it reads, and reports a syntax error as JSON; exit 3 when it ran out.
 _BOUNDED_PARSE = """
@@ -82,7 +78,7 @@ class TreeCache:
         too_large = refusal(source, policy)
         if too_large:
             raise Unparsable(too_large)
-        if len(source.text) > IN_PROCESS_CHARS:
+        if len(source.text) > IN_PROCESS_CHARS:  # parsed here again only when it fit there
             _parse_in_child(source, version, policy)
         with warnings.catch_warnings():
             # An invalid escape sequence is a warning, not a parse failure; keep it off the user's terminal.
