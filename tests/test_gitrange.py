@@ -576,24 +576,35 @@ def test_a_21_mb_gated_file_is_not_parsed_and_costs_parse_points(repo: Repo, tmp
     assert "table.py: 20508 KiB, over paths.max_file_kb (1024): not parsed" in penalty["message"]
 
 
-def test_a_huge_module_a_case_names_is_not_parsed_in_the_gates_own_process(tmp_path: Path) -> None:
-    # The base's case names a module only the head has: the gate reads it to check the case can run. 21 MB of
-    # Python take about 8 GB to parse, more than a hosted runner has: the gate, killed, would post nothing.
+_HUGE = "x = 1\n" * 3_500_000  # 21 MB of Python: about 8 GB to parse, more than a hosted runner has
+
+
+@pytest.mark.parametrize(("policy", "head", "charged"), [
+    # The base's case names a module only the head has: the gate reads it to check that the case can run.
+    (POLICY.replace('"calc:add"', '"big:f"', 1), {"big.py": _HUGE + "\n\ndef f(a, b):\n    return a + b\n"},
+     ["parse", "timeout"]),
+    # The head's setup.py, which the gate reads for where the build maps its packages.
+    (POLICY, {"setup.py": _HUGE + "setup(package_dir={'': 'lib'})\n"}, ["parse", "timeout"]),
+], ids=["module-a-case-names", "setup-py"])
+def test_a_huge_file_of_the_head_is_not_parsed_in_the_gates_own_process(tmp_path: Path, policy: str,
+                                                                         head: dict[str, str],
+                                                                         charged: list[str]) -> None:
+    # Killed for its memory, the gate would post nothing.
     repo = Repo(tmp_path / "repo")
-    repo.commit("base", {".github/gate.yml": POLICY.replace('"calc:add"', '"big:f"', 1), "calc.py": CALC})
+    repo.commit("base", {".github/gate.yml": policy, "calc.py": CALC})
     repo.git("checkout", "-q", "-b", "bot")
-    repo.commit("bot: big", {"big.py": "x = 1\n" * 3_500_000 + "\n\ndef f(a, b):\n    return a + b\n"})
+    repo.commit("bot: big", head)
     out = tmp_path / "verdict.json"
     probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
              "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)")
     done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "gate", "check", "--repo",
                            str(repo.root), "--json", str(out)], capture_output=True, text=True, timeout=300,
                           check=False, preexec_fn=_limited(3 * 1024**3))
-    assert done.returncode == 1, done.stderr  # the parse check charges the file it does not parse
+    assert done.returncode == 1, done.stderr
     peak_kib = int(done.stdout.split()[-1])  # the largest process the gate ran, itself included
     assert peak_kib < 512 * 1024, f"a process of the gate held {peak_kib // 1024} MiB"
-    verdict = json.loads(out.read_text())  # the case's run imports it under the sandbox's limits
-    assert [p["check"] for p in verdict["penalties"]] == ["parse", "timeout"]
+    # The parse check charges the file it does not parse; the cases then do not run.
+    assert [p["check"] for p in json.loads(out.read_text())["penalties"]] == charged
 
 
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:

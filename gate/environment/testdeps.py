@@ -23,6 +23,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from gate.syntax import IN_PROCESS_CHARS, parse_python
+
 Reader = Callable[[str], str | None]
 
 TEST_NAMES = ("test", "tests", "testing")
@@ -312,7 +314,8 @@ def setup_py_extras(text: str | None) -> list[str]:
 
 def setup_py_literal(text: str | None, keyword: str) -> object:
     """The value of `keyword` in setup.py's `setup(...)` call when it is a literal (written in the call, or a
-    name bound to one at the module's top), read with `ast`; None otherwise. setup.py never runs."""
+    name bound to one at the module's top), read with `ast`; None otherwise (or when setup.py is too long to
+    parse in the gate's own process: gate/syntax.py). setup.py never runs."""
     node = _setup_py_keyword(text, keyword)
     try:
         return ast.literal_eval(node) if node is not None else None
@@ -323,11 +326,11 @@ def setup_py_literal(text: str | None, keyword: str) -> object:
 def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
     """The expression of `keyword` in setup.py's `setup(...)` call (a name bound at the module's top read
     through), or None."""
-    if not text:
+    if not text or len(text) > IN_PROCESS_CHARS:  # (a change's setup.py: the gate's process must survive it)
         return None
     try:
-        module = ast.parse(text)
-    except (SyntaxError, ValueError):
+        module = parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
         return None
     bound = {target.id: node.value for node in module.body if isinstance(node, ast.Assign)
              for target in node.targets if isinstance(target, ast.Name)}
