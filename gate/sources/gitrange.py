@@ -198,7 +198,8 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         building = time.perf_counter()
-        environment = _environment(repo, base, policy, progress) if runs_code else None
+        version = functools.cache(lambda commit: scm_version(repo, commit))  # (each commit's once: git twice)
+        environment = _environment(version, base, policy, progress) if runs_code else None
         timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
         suited = bool(tree) and (policy.tests is not None or any(scope.tests for scope in policy.scopes))
         pytest_runner = runner(environment) if suited else ()
@@ -211,7 +212,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
                                      pytest_runner, _import_roots(head, policy)) if tree else (None, ())
-        layers = _layers(repo, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
+        layers = _layers(version, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
                          [each for each in (suite, *(found for _, found in scope_suites)) if each], policy)
         if layers and layers[0].toolchain is not None:
             facts.append(("compiler", layers[0].toolchain.describe()))
@@ -449,7 +450,8 @@ def _refuse_shallow(repo: Repo, head: str, base: str) -> None:
                           "history: fetch-depth: 0 (actions/checkout), or `git fetch --unshallow`")
 
 
-def _environment(repo: Repo, base: Commit, policy: Policy, progress: Progress) -> BuiltEnvironment | None:
+def _environment(version: Callable[[Commit], str], base: Commit, policy: Policy, progress: Progress
+                 ) -> BuiltEnvironment | None:
     """The repository's environment the policy asks for, built from the base commit (never the head)."""
     spec = policy.repository_environment
     if spec == Environment():  # the default: what the base declares, nothing when it declares nothing
@@ -462,12 +464,12 @@ def _environment(repo: Repo, base: Commit, policy: Policy, progress: Progress) -
 
     paths = list(_files(base))
     # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
-    environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": scm_version(repo, base), **os.environ}
+    environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": version(base), **os.environ}
     return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base, target),
                                      run_interpreter(), cache_dir(os.environ), environ, progress)
 
 
-def _layers(repo: Repo, base: Commit, head: Commit, environment: BuiltEnvironment | None,
+def _layers(version: Callable[[Commit], str], base: Commit, head: Commit, environment: BuiltEnvironment | None,
             withheld: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees], policy: Policy
             ) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
@@ -483,7 +485,7 @@ def _layers(repo: Repo, base: Commit, head: Commit, environment: BuiltEnvironmen
     native = any(_extension_sources(commit) for commit in (head, base))
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
-        layer_for(cache_dir(os.environ), commit.tree_sha, environment.key, scm_version(repo, commit), export,
+        layer_for(cache_dir(os.environ), commit.tree_sha, environment.key, version(commit), export,
                   suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read),
                   found) for commit in (head, base))
     return head_layer, base_layer
@@ -593,9 +595,15 @@ def _import_roots(commit: Commit, policy: Policy) -> tuple[str, ...]:
     spec = policy.repository_environment
     if spec is None:
         return ()
-    mapped = tuple(root for root in packages.import_roots(packages.package_dirs(GitBase(commit).read))
-                   if GitBase(commit).is_folder(root))
-    return spec.import_roots(GitBase(commit).is_folder("src"), mapped)
+    return spec.import_roots(GitBase(commit).is_folder("src"), _mapped_roots(commit))
+
+
+@functools.lru_cache(maxsize=8)
+def _mapped_roots(commit: Commit) -> tuple[str, ...]:
+    """The folders of the commit's tree its build's `package_dir` maps its packages into (read once a commit:
+    a verdict asks of each commit several times)."""
+    return tuple(root for root in packages.import_roots(packages.package_dirs(GitBase(commit).read))
+                 if GitBase(commit).is_folder(root))
 
 
 def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
