@@ -36,6 +36,14 @@ def test_the_mapping_is_read_as_each_build_declares_it(files: dict[str, str], ma
     assert package_dirs(_reader(files)) == mapping
 
 
+def test_a_build_file_too_long_to_read_declares_nothing() -> None:
+    # A change's pyproject.toml is read in the gate's own process: a long one is not parsed.
+    declared = '[tool.setuptools]\npackage-dir = {"" = "lib"}\n'
+    padding = ["".join(f"k{n} = {n}\n" for n in range(count)) for count in (100_000, 1_000)]
+    assert package_dirs(_reader({"pyproject.toml": declared + padding[0]})) == {}  # 1.5 MB
+    assert package_dirs(_reader({"pyproject.toml": declared + padding[1]})) == {"": "lib"}
+
+
 def test_the_import_roots_are_the_folders_above_the_packages_of_their_own_name() -> None:
     assert import_roots({"": "lib"}) == ("lib",)
     assert import_roots({"p": "lib/p", "q": "lib/q"}) == ("lib",)

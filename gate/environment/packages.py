@@ -6,7 +6,9 @@ package_dir`; pyproject.toml's `[tool.setuptools] package-dir`), and the same ma
 PDM's `package-dir`, maturin's `python-source`): a package name ("" for the top) to the tree's folder that holds
 it. From it come the tree's import roots (`lib` for `{"": "lib"}` or `{"pkg": "lib/pkg"}`: the runs import the
 tree's package, not the wheel's copy) and, for each file of a wheel, the tree's file it was built from
-(gate/environment/project.py). A folder that leaves the tree (absolute, `..`) is not a mapping.
+(gate/environment/project.py). A folder that leaves the tree (absolute, `..`) is not a mapping. A file longer
+than METADATA_CHARS is read as absent: a change's own files are read here, and parsing a long one would cost
+the gate's process seconds and hundreds of megabytes (26 MB of TOML: 7 s, 270 MB).
 """
 
 from __future__ import annotations
@@ -20,11 +22,13 @@ from typing import Any
 from gate.environment.testdeps import setup_py_literal
 
 Reader = Callable[[str], str | None]
+METADATA_CHARS = 1024 * 1024  # the longest pyproject.toml, setup.cfg or setup.py read (the largest known: 100 kB)
 
 
 def package_dirs(read: Reader) -> dict[str, str]:
     """The tree's mapping of package names ("" for the top, dotted for a subpackage) to its folders (relative,
     "" for the tree's top), as its build declares it; {} for a flat or src layout that declares none."""
+    read = _short(read)
     found: dict[str, str] = {}
     doc = _toml(read("pyproject.toml"))
     tool = doc.get("tool", {}) if isinstance(doc.get("tool"), dict) else {}
@@ -35,6 +39,14 @@ def package_dirs(read: Reader) -> dict[str, str]:
     found |= _mapping(_setup_cfg(read("setup.cfg")))
     found |= _mapping(setup_py_literal(read("setup.py"), "package_dir"))
     return found
+
+
+def _short(read: Reader) -> Reader:
+    """`read`, with a file longer than METADATA_CHARS read as absent."""
+    def shorter(path: str) -> str | None:
+        text = read(path)
+        return text if text is None or len(text) <= METADATA_CHARS else None
+    return shorter
 
 
 def import_roots(mapping: Mapping[str, str]) -> tuple[str, ...]:
