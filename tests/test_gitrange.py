@@ -587,7 +587,7 @@ _HUGE = "x = 1\n" * 3_500_000  # 21 MB of Python: about 8 GB to parse, more than
     (POLICY, {"setup.py": _HUGE + "setup(package_dir={'': 'lib'})\n"}, ["parse", "timeout"]),
 ], ids=["module-a-case-names", "setup-py"])
 def test_a_huge_file_of_the_head_is_not_parsed_in_the_gates_own_process(tmp_path: Path, policy: str,
-                                                                         head: dict[str, str],
+                                                                         head: dict[str, str | None],
                                                                          charged: list[str]) -> None:
     # Killed for its memory, the gate would post nothing.
     repo = Repo(tmp_path / "repo")

@@ -4,7 +4,8 @@ tree that defines `name`, each `module: "pkg.mod"` a module of the tree (or of t
 A case that names what the base lacks is the policy's mistake, not the change's: it would fail on every head
 and charge each one. `gate policy check --repo DIR` and every range or PR (exit 2, naming the case) say so.
 A module whose names cannot be read from its text (it does not parse, it defines `__getattr__` or imports
-`*`, or it is too long to parse in the gate's own process: gate/syntax.py) is taken as having them.
+`*`, or it is a change's own module too long to parse in the gate's process: gate/syntax.py) is taken as
+having them.
 """
 
 from __future__ import annotations
@@ -20,14 +21,15 @@ Reader = Callable[[str], str | None]
 ANY = "*"  # among a module's names: it may bind any name (no name is "*")
 
 
-def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], where: str = "cases"
-               ) -> list[tuple[str, str]]:
+def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], where: str = "cases",
+               changed: bool = False) -> list[tuple[str, str]]:
     """(key, why) for each case of `cases` (under the key `where`) whose `function:` or `module:` the tree
     read through `read` lacks; modules are looked for under each import root of `roots` ("" is the tree's
-    root). Each module is read and parsed once, however many cases name it."""
+    root). Each module is read and parsed once, however many cases name it; a `changed` tree's (a head's)
+    only when it is short enough to parse in the gate's process."""
     found = []
     known: dict[tuple[str, str | None], str] = {}
-    names = _Names(read)
+    names = _Names(read, IN_PROCESS_CHARS if changed else None)
     for index, case in enumerate(cases):
         for field in ("function", "module"):
             named = case.get(field)
@@ -44,15 +46,21 @@ def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], wh
 class _Names:
     """The names each module of a tree binds at its top level, read and parsed once per path."""
 
-    def __init__(self, read: Reader) -> None:
+    def __init__(self, read: Reader, longest: int | None) -> None:
         self._read = read
+        self._longest = longest  # the most characters parsed (None: any)
         self._found: dict[str, frozenset[str] | None] = {}
 
     def of(self, path: str) -> frozenset[str] | None:
         """The names `path` binds (holding ANY when it may bind any), or None when the tree has no such file."""
         if path not in self._found:
             text = self._read(path)
-            self._found[path] = None if text is None else _bound(text)
+            if text is None:
+                self._found[path] = None
+            elif self._longest is not None and len(text) > self._longest:
+                self._found[path] = frozenset({ANY})
+            else:
+                self._found[path] = _bound(text)
         return self._found[path]
 
 
@@ -75,10 +83,7 @@ def _missing(module: str, name: str | None, names: _Names, roots: Sequence[str])
 
 def _bound(text: str) -> frozenset[str]:
     """The names the module's top level binds (in any branch of an `if` or `try` too), with ANY when it may
-    bind any: it does not parse, defines `__getattr__` or imports `*`, or it is too long to parse here (a
-    change's module a case names, which the gate's process must survive whatever its size)."""
-    if len(text) > IN_PROCESS_CHARS:
-        return frozenset({ANY})
+    bind any: it does not parse, defines `__getattr__` or imports `*`."""
     try:
         tree = parse_python(text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):

@@ -79,21 +79,27 @@ def _suite(repo: Path, progress: Progress) -> bool:
     from gate.engine import score
     from gate.errors import BadInput, GateError
     from gate.sources.gitcli import GitError, NotARepository, Repo
-    from gate.sources.gitrange import subject_from_commits
+    from gate.sources.gitrange import readable, subject_from_commits
 
-    head = "HEAD"
     try:
         handle = Repo(repo)
+    except NotARepository:
+        print(f"the repository's suite: {repo} is not a git checkout")
+        return False
+    head = "HEAD"
+    try:
         with contextlib.closing(handle):
-            head = handle.commit("HEAD").hexsha
+            readable(handle)  # (a checkout git refuses says so: GateError below)
+            try:
+                head = handle.commit("HEAD").hexsha
+            except GitError:
+                print(f"the repository's suite: {repo} has no commit")
+                return False
             with subject_from_commits(handle, head, head, progress=progress) as found:
                 if not found.policy.has_tests:
                     print(f"the repository's suite: none (its policy has no tests:) at {head[:12]}")
                     return True
                 verdict = score(found, progress)
-    except (NotARepository, GitError):
-        print(f"the repository's suite: {repo} is not a git checkout with a commit")
-        return False
     except BadInput:
         raise  # the policy names what the repository lacks (a dependency group): exit 2, naming the key
     except GateError as exc:

@@ -23,9 +23,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from gate.syntax import IN_PROCESS_CHARS, parse_python
+from gate.syntax import parse_python
 
 Reader = Callable[[str], str | None]
+# The longest setup.py read with `ast` (a change's own is read too): its tree takes at most a few hundred bytes a
+# character (128 MiB at worst); the largest known setup.py is under 100 kB.
+SETUP_PY_CHARS = 256 * 1024
 
 TEST_NAMES = ("test", "tests", "testing")
 DEV_NAMES = ("dev",)
@@ -314,8 +317,8 @@ def setup_py_extras(text: str | None) -> list[str]:
 
 def setup_py_literal(text: str | None, keyword: str) -> object:
     """The value of `keyword` in setup.py's `setup(...)` call when it is a literal (written in the call, or a
-    name bound to one at the module's top), read with `ast`; None otherwise (or when setup.py is too long to
-    parse in the gate's own process: gate/syntax.py). setup.py never runs."""
+    name bound to one at the module's top), read with `ast`; None otherwise (or when setup.py is longer than
+    SETUP_PY_CHARS). setup.py never runs."""
     node = _setup_py_keyword(text, keyword)
     try:
         return ast.literal_eval(node) if node is not None else None
@@ -326,7 +329,7 @@ def setup_py_literal(text: str | None, keyword: str) -> object:
 def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
     """The expression of `keyword` in setup.py's `setup(...)` call (a name bound at the module's top read
     through), or None."""
-    if not text or len(text) > IN_PROCESS_CHARS:  # (a change's setup.py: the gate's process must survive it)
+    if not text or len(text) > SETUP_PY_CHARS:
         return None
     try:
         module = parse_python(text)

@@ -5,21 +5,22 @@ verdict's fixed part, docs/benchmarks.md), and a range needs a dozen git command
 as this module does. So the range and the PR gate reach git here; `gate replay` still walks history with
 GitPython. As GitPython does, every command runs in the repository's top folder with git's messages in
 English (LC_ALL=C), its output decoded as UTF-8 with undecodable bytes kept as lone surrogates (a file name
-may be any bytes), less one trailing newline.
+may be any bytes), less one trailing newline. A git that cannot run (none on PATH) fails as a command does
+(GitError, status 127).
 """
 
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import threading
 import weakref
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import IO
+
+_NOT_FOUND = 127  # a command's status when it cannot run (the shell's)
 
 
 class GitError(Exception):
@@ -32,11 +33,13 @@ class GitError(Exception):
 
 
 class NotARepository(Exception):
-    """A path that is no git repository (nor inside one, when the folders above it were searched)."""
+    """A path where git finds no repository (nor above it, when the folders above it were searched)."""
 
 
 def available() -> bool:
     """Whether a `git` program is on PATH."""
+    import shutil
+
     return shutil.which("git") is not None
 
 
@@ -53,41 +56,53 @@ class Commit:
         return self.repo.run("rev-parse", f"{self.hexsha}^{{tree}}")
 
 
+@dataclass(frozen=True)
+class _Layout:
+    """Where git found the repository: bare or not, its git directory, its common directory (a linked
+    worktree's is the main repository's), and the folder its commands run in (the worktree's top)."""
+
+    bare: bool
+    git_dir: str
+    common_dir: str
+    top: str
+
+
 class Repo:
-    """A local repository: a worktree (its top folder holds `.git`) or a bare one. Opening it runs nothing;
-    the first command says whether git will read it (`layout`)."""
+    """A local repository as git finds it from `path`: a worktree (`working_dir` its top folder) or a bare one
+    (`working_dir` its own folder). Only `path` itself is looked at, unless `search_parent_directories` (then
+    the folders above it too, as git does); a worktree's `.git` folder stands for the worktree.
+    NotARepository when git finds none there; when git refuses the one it finds (one owned by another uid:
+    "detected dubious ownership") or cannot run, `layout` raises the GitError."""
 
     def __init__(self, path: str | os.PathLike[str], search_parent_directories: bool = False) -> None:
-        start = Path(path)
-        if not start.exists():
-            raise NotARepository(f"{path}: no such file or folder")
-        folders = [start, *start.absolute().parents] if search_parent_directories else [start]
-        found = next((folder for folder in folders if _holds_git(folder)), None)
-        if found is None:
-            raise NotARepository(f"{path}: not a git repository")
-        self.working_dir = str(found.absolute())
+        start = Path(path).absolute()
+        if start.name == ".git" and start.is_dir():
+            start = start.parent
+        if not start.is_dir():
+            raise NotARepository(f"{path}: no such folder")
+        self._found = _find(start, search_parent_directories)
+        self.working_dir = self._found.top if isinstance(self._found, _Layout) else str(start)
         self._lock = threading.Lock()
         self._objects: subprocess.Popen[bytes] | None = None
 
-    @cached_property
-    def layout(self) -> tuple[bool, str, str]:
-        """(bare, git directory, common directory), from git: GitError when git refuses the repository (one
-        owned by another uid: "detected dubious ownership")."""
-        bare, git_dir, common = self.run("rev-parse", "--is-bare-repository", "--absolute-git-dir",
-                                         "--git-common-dir").split("\n")
-        return bare == "true", git_dir, str((Path(self.working_dir) / common).resolve())
+    @property
+    def layout(self) -> _Layout:
+        """Where git found the repository; GitError when git refused it or could not run."""
+        if isinstance(self._found, GitError):
+            raise self._found
+        return self._found
 
     @property
     def bare(self) -> bool:
-        return self.layout[0]
+        return self.layout.bare
 
     @property
     def git_dir(self) -> str:
-        return self.layout[1]
+        return self.layout.git_dir
 
     @property
     def common_dir(self) -> str:
-        return self.layout[2]
+        return self.layout.common_dir
 
     @property
     def working_tree_dir(self) -> str | None:
@@ -101,8 +116,11 @@ class Repo:
     def run_bytes(self, *args: str, config: Sequence[str] = ()) -> bytes:
         """`run`, undecoded."""
         command = _command(args, config)
-        done = subprocess.run(command, cwd=self.working_dir, env=_environment(), stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
+        try:
+            done = subprocess.run(command, cwd=self.working_dir, env=_environment(), stdin=subprocess.DEVNULL,
+                                  capture_output=True, check=False)
+        except OSError as exc:
+            raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
         if done.returncode != 0:
             raise GitError(command[1:], done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout.removesuffix(b"\n")
@@ -110,9 +128,12 @@ class Repo:
     def start(self, *args: str, stdin: IO[bytes] | None = None) -> Started:
         """`git ARGS` started, reading `stdin` (nothing when None), its output to read as it comes."""
         command = _command(args, ())
-        process = subprocess.Popen(command, cwd=self.working_dir, env=_environment(),
-                                   stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                   stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        try:
+            process = subprocess.Popen(command, cwd=self.working_dir, env=_environment(),
+                                       stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        except OSError as exc:
+            raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
         return Started(command[1:], process)
 
     def commit(self, ref: str) -> Commit:
@@ -120,11 +141,11 @@ class Repo:
         return Commit(self, self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"))
 
     def merge_base(self, one: Commit, other: Commit) -> list[Commit]:
-        """Their best common ancestor, or none (unrelated histories)."""
+        """Their best common ancestor, or none (unrelated histories: git's status 1)."""
         try:
             found = self.run("merge-base", one.hexsha, other.hexsha)
         except GitError as exc:
-            if exc.status == 1 and not exc.stderr.strip():
+            if exc.status == 1:
                 return []
             raise
         return [Commit(self, found)]
@@ -140,17 +161,27 @@ class Repo:
 
     def blob(self, sha: str) -> bytes:
         """The bytes of the object `sha`, from one `git cat-file --batch` this repository keeps for every read
-        (one process, however many files the gate reads)."""
+        (one process, however many files the gate reads); a read that fails or is cut short ends it (the next
+        read starts another)."""
         with self._lock:
             if self._objects is None:
-                self._objects = subprocess.Popen(_command(("cat-file", "--batch"), ()), cwd=self.working_dir,
-                                                  env=_environment(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                                  stderr=subprocess.DEVNULL)
+                try:
+                    self._objects = subprocess.Popen(
+                        _command(("cat-file", "--batch"), ()), cwd=self.working_dir, env=_environment(),
+                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+                except OSError as exc:
+                    raise GitError(("cat-file", "--batch"), _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
                 weakref.finalize(self, _stop, self._objects)
-            assert self._objects.stdin is not None and self._objects.stdout is not None
-            self._objects.stdin.write(f"{sha}\n".encode())
-            self._objects.stdin.flush()
-            return read_object(self._objects.stdout, sha)
+            objects = self._objects
+            assert objects.stdin is not None and objects.stdout is not None
+            try:
+                objects.stdin.write(f"{sha}\n".encode())
+                objects.stdin.flush()
+                return read_object(objects.stdout, sha)
+            except BaseException:
+                _stop(objects)
+                self._objects = None
+                raise
 
     def close(self) -> None:
         """End the process `blob` keeps, if any."""
@@ -162,7 +193,7 @@ class Repo:
 
 @dataclass(frozen=True)
 class Started:
-    """A git command going on: its output (`stdout`) to read, then `wait`."""
+    """A git command going on: its output (`stdout`) to read, then `wait`; or `stop` it."""
 
     args: Sequence[str]
     process: subprocess.Popen[bytes]
@@ -180,6 +211,15 @@ class Started:
         if self.process.wait() != 0:
             raise GitError(self.args, self.process.returncode, said.decode("utf-8", "replace"))
 
+    def stop(self) -> None:
+        """End it, whatever it was doing, and collect it (its output unread)."""
+        if self.process.poll() is None:
+            self.process.kill()
+        for stream in (self.process.stdout, self.process.stderr):
+            if stream is not None:
+                stream.close()
+        self.process.wait()
+
 
 def read_object(out: IO[bytes], sha: str) -> bytes:
     """One object from `git cat-file --batch`'s output: its header, its bytes and the newline after them."""
@@ -192,6 +232,27 @@ def read_object(out: IO[bytes], sha: str) -> bytes:
     return data
 
 
+def _find(start: Path, search: bool) -> _Layout | GitError:
+    """Where git finds the repository from `start` (NotARepository when it finds none), or why it cannot say."""
+    command = ["git", "rev-parse", "--is-bare-repository", "--absolute-git-dir", "--git-common-dir", "--show-cdup"]
+    # Without the search, git looks no further up than `start` (a folder in a repository is no repository).
+    ceiling = {} if search else {"GIT_CEILING_DIRECTORIES": str(start.parent)}
+    try:
+        done = subprocess.run(command, cwd=start, env={**_environment(), **ceiling}, stdin=subprocess.DEVNULL,
+                              capture_output=True, check=False)
+    except OSError as exc:
+        return GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}")
+    said = done.stderr.decode("utf-8", "replace")
+    if done.returncode != 0:
+        if "not a git repository" in said or "invalid gitfile" in said:
+            raise NotARepository(f"{start}: {' '.join(said.split())}")
+        return GitError(command[1:], done.returncode, said)
+    # (a bare repository has no top folder: git prints no line for --show-cdup)
+    bare, git_dir, common, cdup = [*done.stdout.decode("utf-8", "surrogateescape").split("\n"), "", "", ""][:4]
+    common_dir = str((start / common).resolve())
+    return _Layout(bare == "true", git_dir, common_dir, git_dir if bare == "true" else str((start / cdup).resolve()))
+
+
 def _command(args: Sequence[str], config: Sequence[str]) -> list[str]:
     return ["git", *(part for setting in config for part in ("-c", setting)), *args]
 
@@ -199,12 +260,6 @@ def _command(args: Sequence[str], config: Sequence[str]) -> list[str]:
 def _environment() -> dict[str, str]:
     """The gate's environment (read at each command), with git's messages in English."""
     return {**os.environ, "LC_ALL": "C", "LANGUAGE": "C"}
-
-
-def _holds_git(folder: Path) -> bool:
-    """A worktree's top folder (`.git`, a folder or a file naming one) or a repository's own folder (bare)."""
-    return (folder / ".git").exists() or ((folder / "HEAD").is_file() and (folder / "objects").is_dir()
-                                          and (folder / "refs").is_dir())
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:

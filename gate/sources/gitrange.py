@@ -262,9 +262,7 @@ def subject_from_range(repo_dir: str | Path, base: str | None = None, head: str 
         repo = Repo(repo_dir, search_parent_directories=True)
     except NotARepository as exc:
         raise BadInput("not a git repository", file=str(repo_dir), key="--repo") from exc
-    with contextlib.closing(repo):
-        readable(repo)
-        dirty = _dirty(repo)
+    with contextlib.closing(repo), _status(repo) as dirty:
         head_commit = _commit(repo, head, "--head")
         base_commit = _commit(repo, base, "--base") if base else _default_base(repo, head_commit)
         fork = _merge_base(repo, base_commit, head_commit)
@@ -292,19 +290,25 @@ def readable(repo: Repo) -> None:
                           f"{' '.join(exc.stderr.split())}") from None
 
 
-def _dirty(repo: Repo) -> Callable[[], bool]:
+@contextmanager
+def _status(repo: Repo) -> Iterator[Callable[[], bool]]:
     """Whether the worktree has staged, unstaged or untracked changes, when asked: one `git status`, started
-    now, so that it runs while the gate reads the range (in a large checkout it takes a while)."""
+    as the block begins (once git is known to read the repository), so that it runs while the gate reads the
+    range (in a large checkout it takes a while); stopped at the block's end when it was never asked."""
+    readable(repo)
     if repo.bare:
-        return lambda: False
+        yield lambda: False
+        return
     status = repo.start("status", "--porcelain", "--untracked-files=normal")
 
     def dirty() -> bool:
         found = status.stdout.read()
-        status.stdout.close()
         status.wait()  # (GitError when git failed)
         return bool(found.strip())
-    return dirty
+    try:
+        yield dirty
+    finally:
+        status.stop()
 
 
 def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
@@ -571,7 +575,7 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
         if not at_base:  # (the usual case: the head's modules are not read at all)
             return []
         at_head = {key for key, _ in unresolved(cases, GitBase(head).read, ("", *_import_roots(head, policy)),
-                                                where)}
+                                                where, changed=True)}
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
