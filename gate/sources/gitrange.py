@@ -21,7 +21,8 @@ import shutil
 import stat
 import tempfile
 import time
-from collections.abc import Callable, Iterator, Sequence
+import types
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -284,7 +285,7 @@ def readable(repo: Repo) -> None:
     uid: "detected dubious ownership", fixed by `safe.directory`), before any other command fails with a
     message that hides why."""
     try:
-        repo.layout  # noqa: B018 (the first command git runs there)
+        repo.layout  # noqa: B018 (what git said of it when it was found)
     except GitError as exc:
         raise GateFailure(f"git cannot read the repository at {repo.working_dir}: "
                           f"{' '.join(exc.stderr.split())}") from None
@@ -294,7 +295,7 @@ def readable(repo: Repo) -> None:
 def _status(repo: Repo) -> Iterator[Callable[[], bool]]:
     """Whether the worktree has staged, unstaged or untracked changes, when asked: one `git status`, started
     as the block begins (once git is known to read the repository), so that it runs while the gate reads the
-    range (in a large checkout it takes a while); stopped at the block's end when it was never asked."""
+    range (in a large checkout it takes a while); stopped at the block's end (the range may stop first)."""
     readable(repo)
     if repo.bare:
         yield lambda: False
@@ -490,8 +491,8 @@ def _layers(version: Callable[[Commit], str], base: Commit, head: Commit, enviro
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
         layer_for(cache_dir(os.environ), commit.tree_sha, environment.key, version(commit), export,
-                  suite_code(runs, _import_roots(commit, policy)), packages.package_dirs(GitBase(commit).read),
-                  found) for commit in (head, base))
+                  suite_code(runs, _import_roots(commit, policy)), _package_dirs(commit), found)
+        for commit in (head, base))
     return head_layer, base_layer
 
 
@@ -599,15 +600,15 @@ def _import_roots(commit: Commit, policy: Policy) -> tuple[str, ...]:
     spec = policy.repository_environment
     if spec is None:
         return ()
-    return spec.import_roots(GitBase(commit).is_folder("src"), _mapped_roots(commit))
+    mapped = tuple(root for root in packages.import_roots(_package_dirs(commit)) if GitBase(commit).is_folder(root))
+    return spec.import_roots(GitBase(commit).is_folder("src"), mapped)
 
 
 @functools.lru_cache(maxsize=8)
-def _mapped_roots(commit: Commit) -> tuple[str, ...]:
-    """The folders of the commit's tree its build's `package_dir` maps its packages into (read once a commit:
-    a verdict asks of each commit several times)."""
-    return tuple(root for root in packages.import_roots(packages.package_dirs(GitBase(commit).read))
-                 if GitBase(commit).is_folder(root))
+def _package_dirs(commit: Commit) -> Mapping[str, str]:
+    """The `package_dir` mapping the commit's build declares (packages.package_dirs), read once a commit: a
+    verdict asks of each commit several times."""
+    return types.MappingProxyType(packages.package_dirs(GitBase(commit).read))
 
 
 def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
