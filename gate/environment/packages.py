@@ -22,7 +22,8 @@ from typing import Any
 from gate.environment.testdeps import setup_py_literal
 
 Reader = Callable[[str], str | None]
-METADATA_CHARS = 1024 * 1024  # the longest pyproject.toml, setup.cfg or setup.py read (the largest known: 100 kB)
+# The longest pyproject.toml or setup.cfg read (the largest known: 100 kB; setup.py: testdeps.SETUP_PY_CHARS).
+METADATA_CHARS = 1024 * 1024
 
 
 def package_dirs(read: Reader) -> dict[str, str]:

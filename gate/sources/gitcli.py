@@ -15,7 +15,7 @@ import os
 import subprocess
 import threading
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -116,11 +116,7 @@ class Repo:
     def run_bytes(self, *args: str, config: Sequence[str] = ()) -> bytes:
         """`run`, undecoded."""
         command = _command(args, config)
-        try:
-            done = subprocess.run(command, cwd=self.working_dir, env=_environment(), stdin=subprocess.DEVNULL,
-                                  capture_output=True, check=False)
-        except OSError as exc:
-            raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
+        done = _ran(command, self.working_dir)
         if done.returncode != 0:
             raise GitError(command[1:], done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout.removesuffix(b"\n")
@@ -128,13 +124,7 @@ class Repo:
     def start(self, *args: str, stdin: IO[bytes] | None = None) -> Started:
         """`git ARGS` started, reading `stdin` (nothing when None), its output to read as it comes."""
         command = _command(args, ())
-        try:
-            process = subprocess.Popen(command, cwd=self.working_dir, env=_environment(),
-                                       stdin=stdin if stdin is not None else subprocess.DEVNULL,
-                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        except OSError as exc:
-            raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
-        return Started(command[1:], process)
+        return Started(command[1:], _started(command, self.working_dir, stdin, subprocess.PIPE))
 
     def commit(self, ref: str) -> Commit:
         """The commit `ref` names, in all of git's revision syntax. GitError when it names none."""
@@ -165,12 +155,8 @@ class Repo:
         read starts another)."""
         with self._lock:
             if self._objects is None:
-                try:
-                    self._objects = subprocess.Popen(
-                        _command(("cat-file", "--batch"), ()), cwd=self.working_dir, env=_environment(),
-                        stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
-                except OSError as exc:
-                    raise GitError(("cat-file", "--batch"), _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
+                self._objects = _started(_command(("cat-file", "--batch"), ()), self.working_dir, subprocess.PIPE,
+                                         subprocess.DEVNULL)
                 weakref.finalize(self, _stop, self._objects)
             objects = self._objects
             assert objects.stdin is not None and objects.stdout is not None
@@ -238,10 +224,9 @@ def _find(start: Path, search: bool) -> _Layout | GitError:
     # Without the search, git looks no further up than `start` (a folder in a repository is no repository).
     ceiling = {} if search else {"GIT_CEILING_DIRECTORIES": str(start.parent)}
     try:
-        done = subprocess.run(command, cwd=start, env={**_environment(), **ceiling}, stdin=subprocess.DEVNULL,
-                              capture_output=True, check=False)
-    except OSError as exc:
-        return GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}")
+        done = _ran(command, str(start), ceiling)
+    except GitError as exc:
+        return exc
     said = done.stderr.decode("utf-8", "replace")
     if done.returncode != 0:
         if "not a git repository" in said or "invalid gitfile" in said:
@@ -251,6 +236,28 @@ def _find(start: Path, search: bool) -> _Layout | GitError:
     bare, git_dir, common, cdup = [*done.stdout.decode("utf-8", "surrogateescape").split("\n"), "", "", ""][:4]
     common_dir = str((start / common).resolve())
     return _Layout(bare == "true", git_dir, common_dir, git_dir if bare == "true" else str((start / cdup).resolve()))
+
+
+def _ran(command: list[str], where: str, more: Mapping[str, str] | None = None
+         ) -> subprocess.CompletedProcess[bytes]:
+    """`command` run to its end in the folder `where`, its output captured; GitError when git cannot run."""
+    try:
+        return subprocess.run(command, cwd=where, env={**_environment(), **(more or {})},
+                              stdin=subprocess.DEVNULL, capture_output=True, check=False)
+    except OSError as exc:
+        raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
+
+
+def _started(command: list[str], where: str, stdin: IO[bytes] | int | None, stderr: int
+             ) -> subprocess.Popen[bytes]:
+    """`command` started in the folder `where`, reading `stdin` (nothing when None), its output to a pipe;
+    GitError when git cannot run."""
+    try:
+        return subprocess.Popen(command, cwd=where, env=_environment(),
+                                stdin=stdin if stdin is not None else subprocess.DEVNULL,
+                                stdout=subprocess.PIPE, stderr=stderr)
+    except OSError as exc:
+        raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
 
 
 def _command(args: Sequence[str], config: Sequence[str]) -> list[str]:
