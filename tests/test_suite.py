@@ -477,6 +477,27 @@ def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeou
     assert any("import faulthandler" in reason for reason in verdict.blocked_reasons)
 
 
+@pytest.mark.usefixtures("offline_pip")
+def test_a_hang_that_keeps_writing_to_the_watchers_channel_still_costs_only_its_timeout(tmp_path: Path) -> None:
+    """The watcher reads the tests' records between waits: a test that cancels the alarm in its process and
+    writes on the records' channel all the time it hangs is still killed at its limit, and the tests after it
+    run."""
+    policy = POLICY.replace("test_timeout: 3", "test_timeout: 2\n  timeout: 30\n  workers: 1")
+    repo = calc_project(tmp_path / "repo", policy=policy)
+    repo.commit("bot: add", {"calc.py": "import faulthandler\nimport gc\nimport os\n\n" + CALC.replace(
+        "    return a + b", "    faulthandler.cancel_dump_traceback_later()\n"
+        "    channel = next(o for o in gc.get_objects() if type(o).__name__ == 'GatePlugin')._fd\n"
+        "    while True:\n        os.write(channel, b'{}\\n')")})
+
+    verdict = score_repo(repo)
+
+    statuses = suite_statuses(verdict)
+    timed_out = next(case for case in verdict.cases if case.name == "tests/test_calc.py::test_add")
+    assert (timed_out.status, timed_out.detail) == ("timeout", "ran out of time (tests.test_timeout: 2 s)")
+    assert set(statuses.values()) == {"passed", "timeout"} and list(statuses.values()).count("timeout") == 1
+    assert [p.check for p in verdict.penalties].count("timeout") == 1
+
+
 @pytest.mark.parametrize(("code", "named"), [
     ("import sys\n\n\ndef f():\n    return sys.modules['calc']\n", "sys.modules at lib.py:5"),
     ("import sys\n\n\ndef f():\n    return sys._getframe(1).f_locals\n", "sys._getframe at lib.py:5"),
