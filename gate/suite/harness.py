@@ -483,7 +483,8 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
         while not ended:
             wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
             ended = bool(select_module.select([handle], [], [], wait)[0])
-            buffer += _available(read)  # (after the child's end: all it wrote)
+            with contextlib.suppress(BlockingIOError):  # (one read takes all the pipe holds: its end's too)
+                buffer += os.read(read, _PIPE_BYTES)
             lines = buffer.split(b"\n")
             buffer = lines.pop()
             forwarded = []
@@ -518,15 +519,6 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
 # for what the child writes meanwhile.
 _POLL_S = 0.01
 _PIPE_BYTES = 1 << 20
-
-
-def _available(read: int) -> bytes:
-    """Everything the pipe `read` (non-blocking) holds now."""
-    chunks = []
-    with contextlib.suppress(BlockingIOError):
-        while chunk := os.read(read, 1 << 20):
-            chunks.append(chunk)
-    return b"".join(chunks)
 
 
 def _record(line: bytes, key: str) -> dict[str, Any] | None:
