@@ -106,3 +106,15 @@ def test_without_git_a_repository_is_found_and_says_git_cannot_run(repo: Repo, t
     assert raised.value.status == 127 and "git cannot run" in raised.value.stderr
     with pytest.raises(gitcli.GitError, match="git cannot run"):
         found.layout  # noqa: B018
+
+
+def test_a_repository_missing_an_object_is_a_gate_failure_with_gits_words(repo: Repo, tmp_path: Path) -> None:
+    # A checkout that lost the base's policy blob (a broken clone, a cache restored half-way): the gate cannot read
+    # the range, says what git said, and exits 3 as any failure to do its job, never as a bug of its own.
+    blob = repo.git("rev-parse", "main:.github/gate.yml")
+    (repo.root / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo.root), "--base", "main",
+                           "--head", "bot"], capture_output=True, text=True, check=False, cwd=tmp_path)
+    assert done.returncode == 3, done.stderr
+    assert f"gate: error: git cat-file --batch exited with 0: git cat-file gave {blob} missing" in done.stderr
+    assert "Traceback" not in done.stderr and "internal error" not in done.stderr

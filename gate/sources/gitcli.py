@@ -20,14 +20,18 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from gate.errors import GateFailure
+
 _NOT_FOUND = 127  # a command's status when it cannot run (the shell's)
 
 
-class GitError(Exception):
-    """A git command that failed: its exit status and what git printed on its standard error."""
+class GitError(GateFailure):
+    """A git command that failed: its exit status and what git printed on its standard error. The gate cannot
+    read the range then (a repository missing objects, refused, half-cloned): exit 3 with git's words, unless
+    the caller knows better (an unknown revision is the user's, exit 2)."""
 
     def __init__(self, args: Sequence[str], status: int, stderr: str) -> None:
-        super().__init__(f"git {' '.join(args)} exited with {status}: {stderr.strip()}")
+        super().__init__(f"git {' '.join(args)} exited with {status}: {' '.join(stderr.split())}")
         self.status = status
         self.stderr = stderr
 
