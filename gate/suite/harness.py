@@ -478,8 +478,9 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
     deadline = None
     buffer = b""
     ended = False
-    handle = os.pidfd_open(pid)
+    handle = -1
     try:
+        handle = os.pidfd_open(pid)
         while not ended:
             wait = _POLL_S if deadline is None else max(0.0, min(_POLL_S, deadline - time.monotonic()))
             ended = bool(select_module.select([handle], [], [], wait)[0])
@@ -505,7 +506,8 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
                 current = None
                 break
     finally:
-        os.close(handle)
+        if handle >= 0:
+            os.close(handle)
         os.close(read)
     _, status = os.waitpid(pid, 0)
     if current is not None:  # the process ended during a test: that test's outcome never came
