@@ -118,3 +118,23 @@ def test_a_repository_missing_an_object_is_a_gate_failure_with_gits_words(repo: 
     assert done.returncode == 3, done.stderr
     assert f"gate: error: git cat-file --batch exited with 0: git cat-file gave {blob} missing" in done.stderr
     assert "Traceback" not in done.stderr and "internal error" not in done.stderr
+
+
+def test_a_full_sha_is_looked_up_once_a_repository_and_names_its_commit(repo: Repo, tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    # A PR's verdict names its base and head by SHA from several places: git is asked once for each. An annotated
+    # tag's SHA names the commit it tags; a SHA the repository lacks is looked up (and refused) every time.
+    repo.git("tag", "-a", "-m", "release", "v1", "main")
+    tag, commit = repo.git("rev-parse", "v1"), repo.git("rev-parse", "main")
+    found = gitcli.Repo(repo.root)
+    assert found.commit(tag).hexsha == commit and found.commit(commit).hexsha == commit
+    missing = "0" * 40
+    with pytest.raises(gitcli.GitError):
+        found.commit(missing)
+    again = gitcli.Repo(repo.root / ".git")  # (another handle on the same repository)
+    monkeypatch.setenv("PATH", str(tmp_path))  # no git from here on
+    assert again.commit(tag).hexsha == commit and again.commit(commit).hexsha == commit
+    with pytest.raises(gitcli.GitError, match="git cannot run"):
+        again.commit(missing)
+    with pytest.raises(gitcli.GitError, match="git cannot run"):
+        again.commit("main")

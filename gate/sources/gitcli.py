@@ -12,6 +12,7 @@ may be any bytes), less one trailing newline. A git that cannot run (none on PAT
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import threading
 import weakref
@@ -23,6 +24,10 @@ from typing import IO
 from gate.errors import GateFailure
 
 _NOT_FOUND = 127  # a command's status when it cannot run (the shell's)
+# The commit each full SHA names, by repository (its common folder): an object a repository has stays there for
+# the gate's run, and a PR's verdict names its two SHAs from several places (the policy, the checkout, the range).
+_NAMED: dict[tuple[str, str], str] = {}
+_FULL_SHA = re.compile(r"[0-9a-f]{40}")
 
 
 class GitError(GateFailure):
@@ -131,8 +136,15 @@ class Repo:
         return Started(command[1:], _started(command, self.working_dir, stdin, subprocess.PIPE))
 
     def commit(self, ref: str) -> Commit:
-        """The commit `ref` names, in all of git's revision syntax. GitError when it names none."""
-        return Commit(self, self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}"))
+        """The commit `ref` names, in all of git's revision syntax. GitError when it names none. A full SHA is
+        looked up once a repository (`_NAMED`)."""
+        key = (self.common_dir, ref)
+        found = _NAMED.get(key)
+        if found is None:
+            found = self.run("rev-parse", "--verify", "--quiet", "--end-of-options", f"{ref}^{{commit}}")
+            if _FULL_SHA.fullmatch(ref):
+                _NAMED[key] = found
+        return Commit(self, found)
 
     def merge_base(self, one: Commit, other: Commit) -> list[Commit]:
         """Their best common ancestor, or none (unrelated histories: git's status 1)."""
