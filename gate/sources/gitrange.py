@@ -202,7 +202,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
         version = functools.cache(lambda commit: scm_version(repo, commit))  # (each commit's once: git twice)
         environment = _environment(version, base, policy, progress) if runs_code else None
         timings = (("environment", round(time.perf_counter() - building, 4)),) if environment is not None else ()
-        suited = bool(tree) and (policy.tests is not None or any(scope.tests for scope in policy.scopes))
+        suited = bool(tree) and policy.has_tests
         pytest_runner = runner(environment) if suited else ()
         if tree and policy.tests:
             on_framework(framework_path(environment, pytest_runner))
