@@ -307,26 +307,28 @@ class Confirmation:
     # -- the report ----------------------------------------------------------------------------------------
 
     def _report(self, found: Any, side: int, operator: str, how: str, frame: Any, where: tuple[Any, ...]) -> None:
-        path, line, operand = self._operand(frame, side, how, where)
+        mine = isinstance(found, self._always)
+        # The gate's own object is told by its class and counted by how it was seen (gate/suite/tripwire.py): its
+        # operand is not looked up in the test's source (a parse of the whole file, in every run's tripwire).
+        path, line, operand = self._operand(frame, side, how, where, read=not mine)
         if operand is not None and _named(operand[0], found, frame, operand[2]):
             return  # the test wrote it
         text = operand[1] if operand is not None else ("left" if side == 0 else "right") + f" of {operator}"
         site = f"{path}:{line}"
-        mine = isinstance(found, self._always)
         if self.test is None or (site, text, how) in self._reported or (len(self._reported) >= _REPORTS
                                                                         and not mine):
             return
         self._reported.add((site, text, how))
         self._write({"equal": self.test, "site": site, "operand": text, "what": _what(found), "how": how})
 
-    def _operand(self, frame: Any, side: int, how: str, where: tuple[Any, ...]
+    def _operand(self, frame: Any, side: int, how: str, where: tuple[Any, ...], read: bool = True
                  ) -> tuple[str, int, tuple[ast.expr, str, dict[str, str]] | None]:
-        """The operand's file (relative to the working directory) and line, and when the source has it, its
-        node, its text and the names the module imports (`where`: a rewritten assertion's operands' spans;
-        else unittest's arguments, at the caller's line)."""
+        """The operand's file (relative to the working directory) and line, and when the source has it (and is
+        `read`), its node, its text and the names the module imports (`where`: a rewritten assertion's
+        operands' spans; else unittest's arguments, at the caller's line)."""
         filename = frame.f_code.co_filename
         path = os.path.relpath(filename) if os.path.isabs(filename) else filename
-        parsed = self._parsed(filename)
+        parsed = self._parsed(filename) if read else None
         line = where[4 * side] if where else frame.f_lineno
         if parsed is None:
             return path, line, None
