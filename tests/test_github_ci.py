@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -631,3 +632,36 @@ def test_a_failing_test_is_told_in_the_tests_words_at_its_line_and_at_the_change
     [run] = fake.repos[REPO].check_runs.values()
     assert {(a["path"], a["start_line"]) for a in fake.repos[REPO].annotations[run["id"]]} == {
         ("tests/test_encoding.py", 8), ("encoding.py", 3)}
+
+
+def test_a_checkout_missing_an_object_fails_with_gits_words_and_a_failure_status(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+    # The runner's checkout lost the head's blob (a cache restored half-way, a broken clone): the gate says what git
+    # said, and the required check fails instead of staying pending.
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    blob = subprocess.run(["git", "rev-parse", f"{pr.head_sha}:util.py"], cwd=pr.workspace, capture_output=True,
+                          text=True, check=True).stdout.strip()
+    (pr.workspace / ".git" / "objects" / blob[:2] / blob[2:]).unlink()
+    assert run_ci(pr, monkeypatch) == 3
+    err = capsys.readouterr().err
+    assert blob in err and "internal error" not in err and "Traceback" not in err
+    [status] = fake.repos[REPO].statuses
+    assert (status["sha"], status["state"]) == (pr.head_sha, "failure") and blob[:12] in status["description"]
+    assert "gate could not score PR #12" in pr.summary() and blob in pr.summary()
+
+
+def test_a_failure_that_quotes_the_token_posts_it_redacted(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A gate error can quote another program (git's stderr); whatever it says, the token never reaches the PR.
+    from gate.sources.gitcli import GitError
+
+    def quoting(*found: object) -> object:
+        raise GitError(("fetch",), 128, f"fatal: could not read from https://x-access-token:{fake.token}@github.com")
+
+    monkeypatch.setattr("gate.github.pipeline.score", quoting)
+    pr = make(fake, tmp_path, {"util.py": BROKEN})
+    assert run_ci(pr, monkeypatch) == 3
+    [status] = fake.repos[REPO].statuses
+    assert status["state"] == "failure" and "could not read from" in status["description"]
+    assert fake.token not in status["description"] and fake.token not in pr.summary()
+    assert fake.token not in str(fake.repos[REPO].check_runs)

@@ -257,8 +257,9 @@ def failures_reported(delivery: Delivery, read_failure: Callable[[Exception], st
 
 def _report_failure(delivery: Delivery, error: GateError) -> None:
     """The summary says why, and a failure status and check stand in for the verdict: a required check must
-    never stay pending. Best effort: the exit code reports the error in any case."""
-    reason = safe_text(error.render())
+    never stay pending. Best effort: the exit code reports the error in any case. The reason is redacted
+    whatever its source: some quote other programs (git's own words)."""
+    reason = safe_text(delivery.token.redact(error.render()))
     try:
         append_summary(delivery.environ, f"> **gate could not score PR #{delivery.target.number}**: {reason}")
     except OSError as exc:  # the status below still says why
