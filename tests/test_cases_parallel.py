@@ -146,6 +146,37 @@ def test_a_share_of_cases_served_together_runs_under_every_seed_side_by_side() -
     assert sorted(started) == [(first, seed) for first in (0, 16, 32) for seed in (1, 2, 3)]
 
 
+def test_runs_that_serve_many_go_two_to_a_core_and_a_run_of_one_case_holds_a_whole_one() -> None:
+    # Two cores, two seeds: the public share's and the hidden share's runs under both seeds (four) all go at
+    # once, each waiting for the other three; the cases' own runs after them still go one a core.
+    served_together = threading.Barrier(4)
+    lock = threading.Lock()
+    going: list[str] = []
+    beside_alone: list[int] = []
+
+    def many(members: Any, seed: int) -> Served:
+        try:
+            served_together.wait(timeout=30)
+        except threading.BrokenBarrierError:
+            return Served({member: CaseOutcome("failed", "served runs one a core", "late") for member in members})
+        return Served({member: CaseOutcome("passed", "", "ok") for member in members})
+
+    def alone(seed: int) -> CaseOutcome:
+        with lock:
+            going.append("alone")
+            beside_alone.append(len(going))
+        threading.Event().wait(0.05)
+        with lock:
+            going.remove("alone")
+        return CaseOutcome("passed", "", "alone")
+
+    plan = Plan.for_machine(run_timeout_s=100, budget_s=60)
+    outcomes = run_cases([alone] * 24, (1, 2), replace(plan, slots=2), many=many,
+                         together=[list(range(16)), list(range(16, 20))])
+    assert [[o.fingerprint for o in found] for found in outcomes] == [["ok", "ok"]] * 20 + [["alone", "alone"]] * 4
+    assert max(beside_alone) == 2  # (two cores: never a third run beside two cases' own)
+
+
 def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed() -> None:
     # Under every seed the share's run leaves case 0 to a run of its own (it went on too long) and serves case
     # 1; under seed 1 case 0's own run times out. Its run under seed 2 waits for that outcome, and never starts:

@@ -8,15 +8,16 @@ hanging cases overlap instead of adding up (at most `most` runs go at once).
 Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split in shares, and each
 share is served by one run per seed, its runs under every seed side by side: the fewest shares whose runs make as
 many on each core (one share on two cores and two seeds, two on two cores and three seeds), so that a run serves
-more cases and imports each module once for them. Such a run holds its core to its end, and leaves to a run of
-its own each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run
-(it may hang, so it holds no core), and the rest of its share is split over the cores again, so that more cases
-that hang overlap. The cases it did not reach are served by a new run. Beyond the first runs, what runs under a
-seed waits for the seed before: a case's run of its own for the case's outcome there (which ends it, as above,
-when it timed out), and a share split off for each of its cases to be served or left there (a case left to a run
-of its own under an earlier seed runs alone under the later ones too: it may hang). A case's outcomes under later
-seeds that a run served beside the one that ended it are dropped. Served or alone, a case's outcome is the same
-(tests/test_cases_together.py).
+more cases and imports each module once for them. Such a run holds half a core to its end: its processes hand the
+core to one another (a fork, a wait, an exit), and with one such run a core was idle a fifth of the time
+(docs/benchmarks.md), so two go on each core. It leaves to a run of its own each case it cannot vouch for, and a
+case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the rest
+of its share is split over the cores again, so that more cases that hang overlap. The cases it did not reach are
+served by a new run. Beyond the first runs, what runs under a seed waits for the seed before: a case's run of its
+own for the case's outcome there (which ends it, as above, when it timed out), and a share split off for each of
+its cases to be served or left there (a case left to a run of its own under an earlier seed runs alone under the
+later ones too: it may hang). A case's outcomes under later seeds that a run served beside the one that ended it
+are dropped. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -40,8 +41,10 @@ from gate.cases.base import CaseOutcome
 Run = Callable[[int], CaseOutcome]
 _LAST = ("timeout", "error")  # outcomes after which a case is not run again
 # A case served with others that goes on longer than this is left to a run of its own, so that hanging cases
-# overlap (each in a run of its own) instead of waiting for one another in one run.
+# overlap (each in a run of its own) instead of waiting for one another in one run. (Not more for two served runs
+# on a core: each cut delays the cases behind it, and a case of over 0.05 s of CPU that is cut only runs alone.)
 SERVED_CUT_S = 0.1
+_SERVED_PER_CORE = 2  # runs that serve many go on at once on one core (they leave it idle between processes)
 _MIN_SHARE = 8  # cases served together are split over the cores only in shares of at least this many
 
 
@@ -58,13 +61,15 @@ class Plan:
     most: int  # runs going at once, counting those past long_after_s
     long_after_s: float  # a run going longer than this stops holding its slot
     budget_s: float  # wall seconds for every run of every case together
+    served_per_slot: int = 1  # runs serving many cases that share a slot
 
     @classmethod
     def for_machine(cls, run_timeout_s: float, budget_s: float) -> Plan:
-        """One slot per core this process may use; up to four runs a core in all."""
+        """One slot per core this process may use, two runs serving many on each; up to four runs a core in
+        all."""
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         return cls(slots=cores, most=min(4 * cores, 16), long_after_s=long_after(run_timeout_s),
-                   budget_s=budget_s)
+                   budget_s=budget_s, served_per_slot=_SERVED_PER_CORE)
 
     @classmethod
     def sequential(cls, budget_s: float) -> Plan:
@@ -115,13 +120,15 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
         pending.extendleft(reversed(shares))
     going: dict[Future[object], tuple[_Job, float]] = {}
     deadline = time.monotonic() + plan.budget_s
+    room = plan.slots * plan.served_per_slot  # a run of one case takes served_per_slot of it, a served run one
     with ThreadPoolExecutor(max_workers=plan.most, thread_name_prefix="gate-case") as pool:
         while pending or going:
             now = time.monotonic()
             if now >= deadline:
                 pending.clear()
-            young = [started for job, started in going.values() if _holds_core(job, started, now, plan)]
-            while pending and (len(young) < plan.slots or pending[0].long) and len(going) < plan.most:
+            held = sum(_held(job, started, now, plan) for job, started in going.values())
+            while pending and (held + _held(pending[0], now, now, plan) <= room or pending[0].long) \
+                    and len(going) < plan.most:
                 job = pending.popleft()
                 if job.together and job.seed > 0:
                     job, apart = found.apart(job)
@@ -132,8 +139,7 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                     going[pool.submit(many, job.cases, seeds[job.seed])] = (job, now)
                 else:
                     going[pool.submit(cases[job.cases[0]], seeds[job.seed])] = (job, now)
-                if not job.long:
-                    young.append(now)
+                held += _held(job, now, now, plan)
             if not going:
                 break
             # Wake when a run ends, or when the oldest young run of one case stops holding its core.
@@ -232,6 +238,14 @@ def _ahead(pending: deque[_Job], jobs: list[_Job]) -> None:
 
 def _holds_core(job: _Job, started: float, now: float, plan: Plan) -> bool:
     return job.together or (not job.long and now - started < plan.long_after_s)
+
+
+def _held(job: _Job, started: float, now: float, plan: Plan) -> int:
+    """How much of the plan's room a run holds: a served run one part, a run of one case a whole slot while it
+    holds a core (none once it counts as long)."""
+    if job.together:
+        return 1
+    return plan.served_per_slot if _holds_core(job, started, now, plan) else 0
 
 
 def _shares(group: Sequence[int], slots: int, least: int = _MIN_SHARE) -> list[tuple[int, ...]]:
