@@ -17,7 +17,7 @@ import selectors
 import signal
 import socket
 import sys
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from gate.sandbox import _libc, child, interpreter, namespaces, seccomp
 
@@ -45,11 +45,11 @@ _MAX_FDS = 16
 _MAX_MESSAGE = 1 << 20
 
 
-def serve(control_fd: int, bpf: bytes | None) -> None:
-    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed). `bpf`
-    is the seccomp filter its runs load, built by the gate's probe: the binding never loads here (its imports,
-    ctypes.util pulling in subprocess and threading, would be in every run's fork; threading's after-fork
-    handler alone costs each forked run about 150 copied pages)."""
+def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
+    """Serve fork requests on `control_fd` until the gate closes it, or dies (then every run is killed), and
+    exit. `bpf` is the seccomp filter its runs load, built by the gate's probe: the binding never loads here
+    (its imports, ctypes.util pulling in subprocess and threading, would be in every run's fork; threading's
+    after-fork handler alone costs each forked run about 150 copied pages)."""
     _libc.prctl(_libc.PR_SET_CHILD_SUBREAPER, 1)
     waiting = child.abandon_on_parent_death()
     if bpf is not None:
@@ -73,7 +73,7 @@ def serve(control_fd: int, bpf: bytes | None) -> None:
                     message, fds, _flags, _addr = socket.recv_fds(control, _MAX_MESSAGE, _MAX_FDS)
                     if not message:  # the gate is done: finish the runs still going, then exit
                         child.reap_ready(waiting, block=True)
-                        return
+                        os._exit(0)  # (nothing to flush: the interpreter's finalization is only a wait)
                     config = json.loads(message)
                     if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare)
                         make_shared(config["shared"])
