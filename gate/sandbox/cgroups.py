@@ -4,7 +4,12 @@ A cgroup follows every process of the run however it detaches (setsid, double fo
 processes leaves nothing behind. Version 1 hierarchies give `memory` and `pids` where root can write them; a
 cgroup v2 hierarchy gives `cgroup.kill` (kernel 5.14+) and, where its controllers can be enabled, `memory.max`
 and `pids.max`. Both are used at once on a hybrid machine (this one: v1 memory/pids, v2 without controllers).
-Parent side only: the child just writes its pid into each `cgroup.procs`, on descriptors the gate opened.
+Parent side only: the child joins by writing 0 (itself) on descriptors the gate opened. In a v1 hierarchy that
+goes to `tasks`, which moves only the writing thread, the whole of a forked process (it has one): a move of a
+whole process (`cgroup.procs`) takes the kernel's cgroup_threadgroup_rwsem for writing, and the first such move
+after a quiet moment waits for an RCU grace period (4-15 ms here, on the way to every first run); a move of the
+current thread alone skips that lock (Linux 6.0 and later; before, both wait alike). A v2 cgroup takes threads
+only in threaded mode, so there it is `cgroup.procs`.
 """
 
 from __future__ import annotations
@@ -75,20 +80,23 @@ class CgroupRun:
     _emptied: bool = False
     # The files read around every run, found once: plain reads of known paths are the per-run fast path.
     _procs: list[str] = field(init=False)
+    _joins: list[str] = field(init=False)  # where the run's leader writes 0 to join (the module's docstring)
     _oom_files: list[str] = field(init=False)
     _kill_file: Path | None = field(init=False)
 
     def __post_init__(self) -> None:
         self._procs = [str(directory / "cgroup.procs") for directory in self.dirs]
+        self._joins = [str(directory / ("cgroup.procs" if directory == self.v2 else "tasks"))
+                       for directory in self.dirs]
         self._oom_files = [str(directory / name) for directory in self.dirs
                            for name in ("memory.oom_control", "memory.events") if (directory / name).exists()]
         kill = self.v2 / "cgroup.kill" if self.v2 is not None else None
         self._kill_file = kill if kill is not None and kill.exists() else None
 
-    def open_procs(self) -> list[int]:
-        """Descriptors of the `cgroup.procs` files the child joins by writing its pid (the caller closes them).
-        """
-        return [os.open(procs, os.O_WRONLY | os.O_CLOEXEC) for procs in self._procs]
+    def open_joins(self) -> list[int]:
+        """Descriptors of the files the child joins by writing 0 (the module's docstring; the caller closes
+        them)."""
+        return [os.open(join, os.O_WRONLY | os.O_CLOEXEC) for join in self._joins]
 
     def pids(self) -> set[int]:
         """The processes in the cgroup now."""

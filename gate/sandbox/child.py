@@ -73,7 +73,7 @@ if TYPE_CHECKING:
         status_fd: int
 
 # Where the child finds its descriptors (RESULT_FD_ENV and PEER_FD_ENV announce 3 and 4); from CGROUPS on, its
-# cgroups' `cgroup.procs` files, opened by the gate (a run's root has no /sys), closed before the program.
+# files that join the cgroups, opened by the gate (a run's root has no /sys), closed before the program.
 STDIN, STDOUT, STDERR, RESULT, PEER, SETUP, CGROUPS = 0, 1, 2, 3, 4, 5, 6
 SETUP_FAILED = 125
 # On a run's status socket: first STARTED with a pidfd of its leader, then its raw wait status and CPU seconds.

@@ -87,7 +87,7 @@ class RunSetup:
     layers: Layers
     request: RunRequest
     who: users.Identity | None  # the run's uid, when it switches to one
-    cgroup_fds: list[int]  # the descriptor numbers of its cgroups' `cgroup.procs` files in the child
+    cgroup_fds: list[int]  # the descriptor numbers of the files that join its cgroups, in the child
     staging: str  # the host directory of the sandbox's run directories
     tree: str | None  # a shared read-only tree (overlay), as the run sees it
 
@@ -317,7 +317,7 @@ class LayeredSandbox:
                                      copy_tree=not self.layers.overlay)
             if self.layers.cgroups and who:  # (detect only has cgroups with dedicated uids)
                 cgroup = self.layers.cgroups.for_uid(who.uid, request.limits)
-                groups = cgroup.open_procs()
+                groups = cgroup.open_joins()
             config = self._config(request, who, where, cgroup, peer_fd is not None, len(groups))
             sources = []
             for kind in _STREAMS:

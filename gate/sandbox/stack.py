@@ -25,7 +25,7 @@ if TYPE_CHECKING:
         """What a run's child config carries for the layers, each key set by its layer's `settings` (every
         one, for every run) and read by the child's steps."""
 
-        cgroups: list[int]  # cgroup: the cgroups' `cgroup.procs` files to join (among ChildConfig targets)
+        cgroups: list[int]  # cgroup: the files that join the run's cgroups (among ChildConfig targets)
         unshare: list[str]  # netns, mountns, ipcns: the namespaces to enter (namespaces.NAMESPACES)
         disk_bytes: int  # filesystem: the private /tmp's size (mountns)
         hide: list[str]  # filesystem: host paths covered in the run's root (mountns)
@@ -56,10 +56,11 @@ def _cgroups(setup: RunSetup) -> LayerSettings:
 
 
 def _join_cgroups(config: ChildConfig, run: Run) -> None:
-    """cgroup: join the run's cgroups (the gate opened their `cgroup.procs`: a run's root has no /sys)."""
+    """cgroup: join the run's cgroups, 0 meaning the writer (the gate opened the files: a run's root has no
+    /sys; gate/sandbox/cgroups.py says which)."""
     for fd in config["cgroups"]:
         try:
-            os.write(fd, str(os.getpid()).encode())
+            os.write(fd, b"0")
         finally:
             os.close(fd)
 
