@@ -13,10 +13,6 @@ from typing import Any
 from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
 
-# GitPython (`gate replay`'s walk of a branch's history) refuses to be imported when no git executable is found.
-# The commands that need git say so when it is missing; every other command must work with only Python.
-os.environ.setdefault("GIT_PYTHON_REFRESH", "quiet")
-
 # Each module in gate/commands/ has `register(subparsers)`, which adds its parser and sets `func`.
 COMMANDS = ("init", "score", "check", "replay", "ci", "publish", "eval", "diff", "merge", "policy", "doctor")
 

@@ -15,12 +15,14 @@ from typing import Any
 
 import pytest
 
-from gate.replay.history import HistoryChange
+from gate.policy.model import Bots
+from gate.replay.history import HistoryChange, changes_of, gated
 from gate.replay.run import Outcome, Scored
 from gate.replay.tables import Row, budgets, suggestion
 from gate.sandbox import stage
 from gate.sandbox.stage import EXPORT_PREFIX
-from tests.replay_support import POLICY, History, build
+from gate.sources.gitcli import Repo
+from tests.replay_support import CALC, COPILOT, POLICY, History, build
 
 # The totals each change gets under the history's policy (budget 3, one case on calc:add), and which later
 # change reverted it (the names are tests/replay_support.py's).
@@ -219,3 +221,25 @@ def test_the_suggestion_is_the_budget_that_tells_the_reverted_changes_apart(
         totals: list[tuple[int, bool]], advice: str) -> None:
     rows = _rows(*totals)
     assert suggestion(rows, budgets(rows, candidate=False), candidate=False) == advice
+
+
+def test_a_merge_that_brings_nothing_new_is_its_branch_tip(tmp_path: Path) -> None:
+    # A merge commit whose second parent the first already holds (written with `git commit-tree`, as a tool
+    # that merges a branch once more may): the change brings the branch's tip, whose author the bots decision
+    # reads. (It brought no commit at all before, and the decision failed on that.)
+    (tmp_path / "calc").mkdir()
+    h = History(tmp_path / "calc")
+    h.git("init", "-q", "-b", "main")
+    h.commit("Initial commit", {"calc.py": CALC})
+    h.git("checkout", "-q", "-b", "copilot/x")
+    tip = h.commit("Add x", {"x.py": "X = 1\n"}, COPILOT)
+    h.git("checkout", "-q", "main")
+    h.git("merge", "-q", "--no-ff", "copilot/x", "-m", "Merge pull request #5 from octo/copilot/x")
+    again = h.git("commit-tree", "HEAD^{tree}", "-p", "HEAD", "-p", tip, "-m",
+                  "Merge pull request #6 from octo/copilot/x\n\nAdd x again")
+    h.git("update-ref", "refs/heads/main", again)
+    newest, first = changes_of(Repo(h.root), "main", 2)
+    assert (newest.merge, newest.head, newest.number, newest.title) == (True, tip, 6, "Add x again")
+    assert [c.sha for c in newest.commits] == [c.sha for c in first.commits] == [tip]
+    assert newest.author == first.author == "Copilot"
+    assert gated(newest, Bots(agents=("copilot",))).gated

@@ -38,7 +38,7 @@ def replay(repo: Repo, branch: str, last: int, *, candidate: Policy | None, cand
            bots_only: bool, jobs: int, progress: Progress) -> Report:
     """Score the last `last` changes of `branch` and report them; Ctrl-C ends the scoring and reports what was
     done. `progress` hears of each change as it is scored, with a running count."""
-    changes = changes_of(repo.working_dir, branch, last)
+    changes = changes_of(repo, branch, last)
     reverted = reverts(changes)
     rows = [_row(repo, change, candidate, reverted.get(change.commit)) for change in changes]
     wanted = [i for i, row in enumerate(rows) if row.gated is not False or not bots_only]

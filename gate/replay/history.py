@@ -13,12 +13,11 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import git
-
 from gate.bots.catalog import catalog
 from gate.bots.decide import Author, CommitFacts, Decision, Person, decide
 from gate.errors import BadInput
 from gate.policy.model import Bots
+from gate.sources.gitcli import Commit, GitError, Repo
 
 # `git revert` writes "This reverts commit <full sha>." (", reversing changes made to <parent>." for a merge).
 _REVERTS = re.compile(r"This reverts commit ([0-9a-f]{7,40})\b")
@@ -51,39 +50,64 @@ class HistoryChange:
     title: str = ""  # the pull request's title (a GitHub merge's second paragraph), else the subject
 
 
-def changes_of(folder: str, branch: str, last: int) -> tuple[HistoryChange, ...]:
-    """The last `last` changes of `branch` in the repository at `folder`, newest first (a root commit, which
-    has no base, is not one)."""
-    with git.Repo(folder) as repo:
-        try:
-            tip = repo.commit(branch)
-        except (git.BadName, ValueError, git.GitCommandError):
-            raise BadInput(f"no such branch or commit in {folder}", key=branch) from None
-        found = []
-        for commit in repo.iter_commits(tip.hexsha, first_parent=True, max_count=last):
-            if not commit.parents:
-                break
-            found.append(_change(repo, commit))
-        return tuple(found)
+def changes_of(repo: Repo, branch: str, last: int) -> tuple[HistoryChange, ...]:
+    """The last `last` changes of `branch` in `repo`, newest first (a root commit, which has no base, is not
+    one)."""
+    try:
+        tip = repo.commit(branch)
+    except GitError:
+        raise BadInput(f"no such branch or commit in {repo.working_dir}", key=branch) from None
+    found = []
+    for commit in _log(repo, tip.hexsha, "--first-parent", f"--max-count={last}"):
+        if not commit.parents:
+            break
+        found.append(_change(repo, commit))
+    return tuple(found)
 
 
-def _change(repo: git.Repo, commit: git.Commit) -> HistoryChange:
-    message = _text(commit.message)
+@dataclass(frozen=True)
+class _Logged:
+    """One commit as `git log` gave it."""
+
+    parents: tuple[str, ...]
+    facts: CommitFacts
+
+
+# What `_log` has git print of each commit: its SHA, its parents, its author's and committer's names and e-mail
+# addresses, its message; each followed by a NUL, which none of them can hold (git refuses one in a message).
+_FIELDS = ("%H", "%P", "%an", "%ae", "%cn", "%ce", "%B")
+
+
+def _log(repo: Repo, *args: str) -> list[_Logged]:
+    """The commits `git log ARGS` lists, newest first."""
+    out = repo.run_bytes("log", "-z", f"--format={'%x00'.join(_FIELDS)}", *args, "--")
+    fields = [_text(field) for field in out.split(b"\0")] if out else []
+    return [_logged(fields[at:at + len(_FIELDS)]) for at in range(0, len(fields) - len(_FIELDS) + 1, len(_FIELDS))]
+
+
+def _logged(fields: list[str]) -> _Logged:
+    sha, parents, author, author_email, committer, committer_email, message = fields
+    return _Logged(tuple(parents.split()), CommitFacts(sha, message, _person(author, author_email),
+                                                      _person(committer, committer_email)))
+
+
+def _change(repo: Repo, commit: _Logged) -> HistoryChange:
+    sha, message = commit.facts.sha, commit.facts.message
     subject = message.partition("\n")[0].strip()
     if len(commit.parents) > 1:
         base, head = commit.parents[0], commit.parents[1]
-        forks = repo.merge_base(base, head)
-        brought = list(repo.iter_commits(f"{forks[0].hexsha}..{head.hexsha}" if forks else head.hexsha,
-                                         max_count=_BROUGHT))
+        forks = repo.merge_base(Commit(repo, base), Commit(repo, head))
+        brought = _log(repo, f"--max-count={_BROUGHT}", f"{forks[0].hexsha}..{head}" if forks else head)
+        # A branch merged once more with nothing new (its tip already in the base): the tip is what it brings.
+        newest = next((c for c in brought if c.facts.sha == head), None) or _log(repo, "--max-count=1", head)[0]
         pull, merged = _PULL_MERGE.match(subject), _BRANCH_MERGE.match(subject)
         body = message.partition("\n\n")[2].strip().partition("\n")[0]
-        return HistoryChange(commit.hexsha, base.hexsha, head.hexsha, True, subject, _text(head.author.name or ""),
-                             tuple(_facts(c) for c in reversed(brought)),
+        return HistoryChange(sha, base, head, True, subject, newest.facts.author.name,
+                             tuple(c.facts for c in reversed(brought or [newest])),
                              pull.group(2) if pull else merged.group(1) if merged else "",
                              int(pull.group(1)) if pull else None, body if pull and body else subject)
     squashed = _SQUASHED.match(subject)
-    return HistoryChange(commit.hexsha, commit.parents[0].hexsha, commit.hexsha, False, subject,
-                         _text(commit.author.name or ""), (_facts(commit),), "",
+    return HistoryChange(sha, commit.parents[0], sha, False, subject, commit.facts.author.name, (commit.facts,), "",
                          int(squashed.group(2)) if squashed else None, squashed.group(1) if squashed else subject)
 
 
@@ -137,15 +161,10 @@ def gated(change: HistoryChange, bots: Bots) -> Decision:
     return decide(Author(login, kind, change.branch), (), bots, change.commits)
 
 
-def _facts(commit: git.Commit) -> CommitFacts:
-    return CommitFacts(commit.hexsha, _text(commit.message), _person(commit.author), _person(commit.committer))
-
-
-def _person(actor: git.Actor) -> Person:
-    email = _text(actor.email or "")
+def _person(name: str, email: str) -> Person:
     account = _NOREPLY.match(email)
-    return Person(_text(actor.name or ""), email, account.group(1) if account else None)
+    return Person(name, email, account.group(1) if account else None)
 
 
-def _text(value: str | bytes) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else value
+def _text(value: bytes) -> str:
+    return value.decode("utf-8", "replace")

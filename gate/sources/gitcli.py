@@ -2,8 +2,8 @@
 
 GitPython would do this, at a price every verdict pays: importing it takes about 50 ms (a sixth of a PR
 verdict's fixed part, docs/benchmarks.md), and a range needs a dozen git commands, which GitPython only runs
-as this module does. So the range and the PR gate reach git here; `gate replay` still walks history with
-GitPython. As GitPython does, every command runs in the repository's top folder with git's messages in
+as this module does. So the gate reaches git here alone (the range, the PR gate, `gate replay`'s walk of a
+branch's history). As GitPython does, every command runs in the repository's top folder with git's messages in
 English (LC_ALL=C), its output decoded as UTF-8 with undecodable bytes kept as lone surrogates (a file name
 may be any bytes), less one trailing newline. A git that cannot run (none on PATH) fails as a command does
 (GitError, status 127).
