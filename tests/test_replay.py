@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -243,3 +244,21 @@ def test_a_merge_that_brings_nothing_new_is_its_branch_tip(tmp_path: Path) -> No
     assert [c.sha for c in newest.commits] == [c.sha for c in first.commits] == [tip]
     assert newest.author == first.author == "Copilot"
     assert gated(newest, Bots(agents=("copilot",))).gated
+
+
+@pytest.mark.skipif(shutil.which("ssh-keygen") is None, reason="ssh-keygen signs the commit")
+def test_the_history_reads_the_same_whatever_the_users_log_settings(tmp_path: Path) -> None:
+    # A maintainer whose git prints each signed commit's signature check (`log.showSignature`: GitHub signs
+    # the merges of its web interface) and its log in Latin-1: the commits and their authors are still read.
+    (tmp_path / "calc").mkdir()
+    h = History(tmp_path / "calc")
+    h.git("init", "-q", "-b", "main")
+    h.commit("Initial commit", {"calc.py": CALC})
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(tmp_path / "key")], check=True)
+    for name, value in (("gpg.format", "ssh"), ("user.signingkey", str(tmp_path / "key.pub")),
+                        ("log.showSignature", "true"), ("i18n.logOutputEncoding", "ISO-8859-1")):
+        h.git("config", name, value)
+    h.git("commit", "-q", "-S", "--allow-empty", "-m", "Add nothing", who=("Zoë", "zoe@example.com"))
+    signed = h.git("rev-parse", "HEAD")
+    [change] = changes_of(Repo(h.root), "main", 1)
+    assert (change.commit, change.author, change.commits[0].author.email) == (signed, "Zoë", "zoe@example.com")

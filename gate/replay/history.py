@@ -74,13 +74,15 @@ class _Logged:
 
 
 # What `_log` has git print of each commit: its SHA, its parents, its author's and committer's names and e-mail
-# addresses, its message; each followed by a NUL, which none of them can hold (git refuses one in a message).
+# addresses, its message; each followed by a NUL, which git prints none of (a message only up to one).
 _FIELDS = ("%H", "%P", "%an", "%ae", "%cn", "%ce", "%B")
 
 
 def _log(repo: Repo, *args: str) -> list[_Logged]:
-    """The commits `git log ARGS` lists, newest first."""
-    out = repo.run_bytes("log", "-z", f"--format={'%x00'.join(_FIELDS)}", *args, "--")
+    """The commits `git log ARGS` lists, newest first: in UTF-8, and without the signatures' checks that the
+    user's `log.showSignature` would print before each signed commit's fields."""
+    out = repo.run_bytes("log", "-z", "--no-show-signature", "--encoding=UTF-8", f"--format={'%x00'.join(_FIELDS)}",
+                         *args, "--")
     fields = [_text(field) for field in out.split(b"\0")] if out else []
     return [_logged(fields[at:at + len(_FIELDS)]) for at in range(0, len(fields) - len(_FIELDS) + 1, len(_FIELDS))]
 
@@ -98,8 +100,9 @@ def _change(repo: Repo, commit: _Logged) -> HistoryChange:
         base, head = commit.parents[0], commit.parents[1]
         forks = repo.merge_base(Commit(repo, base), Commit(repo, head))
         brought = _log(repo, f"--max-count={_BROUGHT}", f"{forks[0].hexsha}..{head}" if forks else head)
-        # A branch merged once more with nothing new (its tip already in the base): the tip is what it brings.
-        newest = next((c for c in brought if c.facts.sha == head), None) or _log(repo, "--max-count=1", head)[0]
+        # (The branch's tip comes first. A branch merged once more with nothing new, its tip already in the
+        # base, brings that tip.)
+        newest = brought[0] if brought else _log(repo, "--max-count=1", head)[0]
         pull, merged = _PULL_MERGE.match(subject), _BRANCH_MERGE.match(subject)
         body = message.partition("\n\n")[2].strip().partition("\n")[0]
         return HistoryChange(sha, base, head, True, subject, newest.facts.author.name,
