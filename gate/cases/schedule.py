@@ -2,22 +2,23 @@
 
 Each case is run once per hash seed, one seed after the other (a case that times out or cannot run is not run
 again: its next run would only cost another limit). Different cases run in parallel: up to one run per core
-starts at once, and a run that has gone on for a quarter of its time limit stops holding its core, so that
-hanging cases overlap instead of adding up (at most `most` runs go at once).
+starts at once (two that serve many, below), and a run that has gone on for a quarter of its time limit stops
+holding its core, so that hanging cases overlap instead of adding up (at most `most` runs go at once).
 
 Cases that one run may serve together (`call` cases: gate/cases/harness/calls.py) are split in shares, and each
 share is served by one run per seed, its runs under every seed side by side: the fewest shares whose runs make as
 many on each core (one share on two cores and two seeds, two on two cores and three seeds), so that a run serves
 more cases and imports each module once for them. Such a run holds half a core to its end: its processes hand the
 core to one another (a fork, a wait, an exit), and with one such run a core was idle a fifth of the time
-(docs/benchmarks.md), so two go on each core. It leaves to a run of its own each case it cannot vouch for, and a
-case that goes on past SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the rest
-of its share is split over the cores again, so that more cases that hang overlap. The cases it did not reach are
-served by a new run. Beyond the first runs, what runs under a seed waits for the seed before: a case's run of its
-own for the case's outcome there (which ends it, as above, when it timed out), and a share split off for each of
-its cases to be served or left there (a case left to a run of its own under an earlier seed runs alone under the
-later ones too: it may hang). A case's outcomes under later seeds that a run served beside the one that ended it
-are dropped. Served or alone, a case's outcome is the same (tests/test_cases_together.py).
+(docs/benchmarks.md), so two go on each core, and one a core while a run of one case holds one (that run keeps its
+core to itself). It leaves to a run of its own each case it cannot vouch for, and a case that goes on past
+SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the rest of its share is split
+over the cores again, so that more cases that hang overlap. The cases it did not reach are served by a new run.
+Beyond the first runs, what runs under a seed waits for the seed before: a case's run of its own for the case's
+outcome there (which ends it, as above, when it timed out), and a share split off for each of its cases to be
+served or left there (a case left to a run of its own under an earlier seed runs alone under the later ones too: it
+may hang). A case's outcomes under later seeds that a run served beside the one that ended it are dropped. Served
+or alone, a case's outcome is the same (tests/test_cases_together.py).
 
 The outcomes come back in the cases' order, whatever order the runs finished in, so the verdict does not
 depend on the schedule. Once the budget is spent no run starts; a case that had none is returned with no
@@ -57,7 +58,7 @@ def long_after(run_timeout_s: float) -> float:
 class Plan:
     """How many runs go at once, and for how long in all."""
 
-    slots: int  # runs started at once: one per core
+    slots: int  # runs started at once: one per core (served_per_slot of those that serve many)
     most: int  # runs going at once, counting those past long_after_s
     long_after_s: float  # a run going longer than this stops holding its slot
     budget_s: float  # wall seconds for every run of every case together
@@ -120,15 +121,14 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
         pending.extendleft(reversed(shares))
     going: dict[Future[object], tuple[_Job, float]] = {}
     deadline = time.monotonic() + plan.budget_s
-    room = plan.slots * plan.served_per_slot  # a run of one case takes served_per_slot of it, a served run one
+    room = plan.slots * plan.served_per_slot
     with ThreadPoolExecutor(max_workers=plan.most, thread_name_prefix="gate-case") as pool:
         while pending or going:
             now = time.monotonic()
             if now >= deadline:
                 pending.clear()
-            held = sum(_held(job, started, now, plan) for job, started in going.values())
-            while pending and (held + _held(pending[0], now, now, plan) <= room or pending[0].long) \
-                    and len(going) < plan.most:
+            while pending and len(going) < plan.most \
+                    and _taken([*going.values(), (pending[0], now)], now, plan) <= room:
                 job = pending.popleft()
                 if job.together and job.seed > 0:
                     job, apart = found.apart(job)
@@ -139,7 +139,6 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                     going[pool.submit(many, job.cases, seeds[job.seed])] = (job, now)
                 else:
                     going[pool.submit(cases[job.cases[0]], seeds[job.seed])] = (job, now)
-                held += _held(job, now, now, plan)
             if not going:
                 break
             # Wake when a run ends, or when the oldest young run of one case stops holding its core.
@@ -240,12 +239,14 @@ def _holds_core(job: _Job, started: float, now: float, plan: Plan) -> bool:
     return job.together or (not job.long and now - started < plan.long_after_s)
 
 
-def _held(job: _Job, started: float, now: float, plan: Plan) -> int:
-    """How much of the plan's room a run holds: a served run one part, a run of one case a whole slot while it
-    holds a core (none once it counts as long)."""
-    if job.together:
-        return 1
-    return plan.served_per_slot if _holds_core(job, started, now, plan) else 0
+def _taken(runs: list[tuple[_Job, float]], now: float, plan: Plan) -> int:
+    """How much of the plan's room (slots × served_per_slot parts) `runs` (each with when it started) take.
+    Runs that serve many take a part each, and share cores; beside a run of one case that holds a core, every
+    run takes a whole slot, so that no run of one case (which may need most of its time limit) shares its
+    core. A run of one case that counts as long takes none."""
+    alone = sum(1 for job, started in runs if not job.together and _holds_core(job, started, now, plan))
+    served = sum(1 for job, _ in runs if job.together)
+    return (alone + served) * plan.served_per_slot if alone else served
 
 
 def _shares(group: Sequence[int], slots: int, least: int = _MIN_SHARE) -> list[tuple[int, ...]]:
