@@ -9,7 +9,8 @@ goes to `tasks`, which moves only the writing thread, the whole of a forked proc
 whole process (`cgroup.procs`) takes the kernel's cgroup_threadgroup_rwsem for writing, and the first such move
 after a quiet moment waits for an RCU grace period (4-15 ms here, on the way to every first run); a move of the
 current thread alone skips that lock (Linux 6.0 and later; before, both wait alike). A v2 cgroup takes threads
-only in threaded mode, so there it is `cgroup.procs`.
+only in threaded mode, so there it is `cgroup.procs`, and the wait stays (unless the hierarchy is mounted with
+`favordynmods`, which makes every move skip it).
 """
 
 from __future__ import annotations

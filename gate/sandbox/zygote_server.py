@@ -73,7 +73,7 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                     message, fds, _flags, _addr = socket.recv_fds(control, _MAX_MESSAGE, _MAX_FDS)
                     if not message:  # the gate is done: finish the runs still going, then exit
                         child.reap_ready(waiting, block=True)
-                        os._exit(0)  # (nothing to flush: the interpreter's finalization is only a wait)
+                        os._exit(0)  # (nothing to flush: the interpreter's finalization would only cost time)
                     config = json.loads(message)
                     if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare)
                         make_shared(config["shared"])
