@@ -6,6 +6,7 @@ generous and only decide how long a hostile program may last, never whether a te
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 import signal
 import subprocess
@@ -324,6 +325,44 @@ def test_memory_spread_over_processes_hits_the_cgroup(sandbox: LayeredSandbox) -
         pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
     assert result.exit_code == 1
     assert result.killed_reason == "memory limit"
+
+
+def test_every_thread_and_process_of_a_run_is_in_its_cgroups(sandbox: LayeredSandbox) -> None:
+    # The leader joins by moving its one thread (gate/sandbox/cgroups.py): the threads it starts and what they
+    # fork are in the same cgroup of each hierarchy, none left where the zygote is.
+    code = """
+        import json, threading, time
+        def cgroups(path):
+            with open(path) as listed:
+                return sorted(line.split(":", 2)[1:] for line in listed.read().splitlines())
+        seen = {"leader": cgroups("/proc/thread-self/cgroup")}
+        def work(name):
+            seen[name] = cgroups("/proc/thread-self/cgroup")
+            r, w = os.pipe()
+            if os.fork() == 0:
+                os.write(w, json.dumps(cgroups("/proc/self/cgroup")).encode())
+                os._exit(0)
+            os.close(w)
+            seen[name + "'s child"] = json.loads(os.read(r, 65536))
+            os.wait()
+        threads = [threading.Thread(target=work, args=(f"thread {n}",)) for n in range(2)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        report(json.dumps(seen))
+    """
+    result = sandbox.run(hostile(code))
+    if not sandbox.isolation["cgroup"].startswith("on"):
+        pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
+    seen = json.loads(result.result or b"{}")
+    assert len(seen) == 5 and all(where == seen["leader"] for where in seen.values()), seen
+    # Each hierarchy the layer uses ("on (v1 memory+pids, v2 kill)") puts the run in a uid's cgroup of its own.
+    used = sandbox.isolation["cgroup"].removeprefix("on (").removesuffix(")").split(", ")
+    wanted = {c for part in used if part.startswith("v1 ") for c in part[3:].split("+")}
+    wanted |= {""} if any(part.startswith("v2") for part in used) else set()
+    placed = {controllers: path for controllers, path in seen["leader"]}
+    assert wanted and all("/gate-sandbox-" in placed[c] and "/uid-" in placed[c] for c in wanted), placed
 
 
 @needs_root
