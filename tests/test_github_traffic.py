@@ -487,6 +487,24 @@ def test_an_override_does_not_carry_into_a_merge_group_that_also_holds_another_p
     assert any("does not reach this merge group" in n["message"] for n in verdict["notes"])
 
 
+def test_an_override_reaches_a_merge_group_commit_never_a_tree_named_as_one(tmp_path: Path) -> None:
+    # The group's SHA must name a commit whose tree is the head merged into the base: the same tree named by its
+    # own SHA (an event that names no commit) does not carry the override.
+    from gate.github.override import group_problem
+    from tests.fakegithub.scenario import commit, git
+
+    git(tmp_path, "init", "-q", "-b", "main")
+    base = commit(tmp_path, {"calc.py": "def add(a, b):\n    return a + b\n"}, "base")
+    git(tmp_path, "checkout", "-q", "-b", "bot")
+    head = commit(tmp_path, {"calc.py": "def add(a, b):\n    return b + a\n"}, "bot")
+    git(tmp_path, "checkout", "-q", "main")
+    git(tmp_path, "merge", "-q", "--no-ff", "-m", "Merge pull request #7", head)
+    group = git(tmp_path, "rev-parse", "HEAD")
+    tree = git(tmp_path, "rev-parse", "HEAD^{tree}")
+    assert group_problem(tmp_path, base, group, head) == ""
+    assert "does not reach this merge group" in group_problem(tmp_path, base, tree, head)
+
+
 def test_a_parse_error_in_one_file_does_not_hide_a_denied_import_in_another(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     pr = scenario(fake, tmp_path, author="gate-bot[bot]", author_type="Bot",

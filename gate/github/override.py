@@ -244,7 +244,8 @@ def group_problem(workspace: Path | None, base_sha: str, group_sha: str, head_sh
         local = Repo(workspace)
         with contextlib.closing(local):
             merged = local.run("merge-tree", "--write-tree", base_sha, head_sha).split("\n", 1)[0]
-            holds_only = merged == local.run("rev-parse", "--verify", "--end-of-options", f"{group_sha}^{{tree}}")
+            holds_only = merged == local.run("rev-parse", "--verify", "--end-of-options",
+                                             f"{group_sha}^{{commit}}^{{tree}}")
     except (GitError, NotARepository):
         holds_only = False
     return "" if holds_only else (
