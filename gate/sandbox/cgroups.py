@@ -180,8 +180,8 @@ class Cgroups:
         """How the layer reads in the isolation map."""
         parts = [f"v1 {'+'.join(sorted(self._v1))}"] if self._v1 else []
         if self._v2 is not None:
-            extra = "+".join(sorted(self._v2_controllers))
-            parts.append("v2 kill" + (f"+{extra}" if extra else ""))
+            kill = ["kill"] if (self._v2 / "cgroup.kill").exists() else []
+            parts.append("v2 " + "+".join([*kill, *sorted(self._v2_controllers)]))
         return "on (" + ", ".join(parts) + ")"
 
     def for_uid(self, uid: int, limits: Limits) -> CgroupRun:
