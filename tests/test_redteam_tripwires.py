@@ -7,10 +7,14 @@ points. Honest suites of every shape read no tamper.
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from gate.suite import run, tripwire
+from gate.suite.harness import FAIL, PASS
+from gate.suite.tripwire import Trip
 from gate.verdict import Verdict
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
 from tests.redteam_support import ROOT, check, leftovers, needs_root
@@ -24,6 +28,7 @@ from tests.suite_support import (
     TESTS,
     calc_project,
     score_repo,
+    suite_runs,
     suite_statuses,
 )
 
@@ -324,6 +329,26 @@ def test_an_honest_suite_that_patches_as_tests_do_reads_no_tamper(tmp_path: Path
 
     assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
     assert set(suite_statuses(verdict).values()) == {"passed"} and len(suite_statuses(verdict)) == 4 + 6
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_tripwires_before_a_test_whose_module_fixture_swaps_a_name_read_no_change(tmp_path: Path) -> None:
+    # Two tripwires run test_in_a_swapped_module once more before its own run: after the first, its module's
+    # fixture holds the name it swapped, as it does for the test's own run. The test's own doing, not a change
+    # to what it checks (the random plan put two tripwires there in about one run of seven of the test above,
+    # and the change was read as tampering).
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_patching.py": PATCHING})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    host = "tests/test_patching.py::test_in_a_swapped_module"
+    trips = (Trip(FAIL, True, host=host), Trip(PASS, True, host=host))
+
+    with suite_runs(repo) as (sandbox, _, head, deadline):
+        _, records = run._run_once(sandbox, head, ["tests/test_patching.py"], None, deadline - time.monotonic(),
+                                   trips)
+
+    assert [record for record in records if "replaced" in record] == []
+    found = tripwire.read(records, trips, None, "run 1")
+    assert not found.tampered and not found.suspects and len(found.trips) == 2
 
 
 def _forged(tmp_path: Path, forgery: str) -> Verdict:

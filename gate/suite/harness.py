@@ -214,7 +214,9 @@ class GatePlugin:
         after it; each through the whole protocol, as pytest runs any test (a tripwire's is the same item
         object). One before the item leaves its function's own fixtures torn down and its parents' set up; none
         comes after an item whose run ended the session."""
-        self._changed(item, names=True)
+        # The names as the item's own run starts; a tripwire's run of it may find them as the one before left
+        # them, its module's fixtures set up and patching as tests do (the item's own run is checked here).
+        self._changed(item, names=not self._armed)
         kinds = None if self._armed else self._hosts.pop(id(item), None)
         for kind in kinds[0] if kinds else ():
             self._trip(item, kind, item.parent)
