@@ -12,6 +12,7 @@ from gate import __version__
 from gate.cases.hidden import places_to_hide
 from gate.checks import all_checks
 from gate.checks.base import Analysis, Check, CheckContext, CheckResult
+from gate.checks.trees import TreeCache
 from gate.limits import sandbox_limits
 from gate.policy.model import Policy
 from gate.progress import QUIET, Progress
@@ -25,15 +26,16 @@ from gate.verdict import NO_CODE, Blind, CaseReport, CheckReport, Note, Penalty,
 
 
 def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
-               checks: Sequence[Check] | None = None, reproduce: str = "", progress: Progress = QUIET) -> Verdict:
+               checks: Sequence[Check] | None = None, reproduce: str = "", progress: Progress = QUIET,
+               trees: TreeCache | None = None) -> Verdict:
     """The verdict of the checks (by default the registry's) over `subject` under `policy`, their points added
     up. `sandbox` is None when no code may run (static checks only). `progress` hears of each check that runs
-    code, as it starts and ends."""
+    code, as it starts and ends; `trees` holds the syntax trees the source already built (ScoreInput.trees)."""
     started = time.perf_counter()
     # No code until the extract check finds some (a reply's block); a change's files are there from the start.
     files = subject.files or None
     ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=files),
-                       progress=progress)
+                       trees=trees or TreeCache(), progress=progress)
     pipeline = list(checks) if checks is not None else all_checks()
     penalties: list[Penalty] = []
     notes: list[Note] = []
@@ -105,19 +107,20 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
 
 
 def run_sandboxed(subject: Subject, policy: Policy, reproduce: str = "", hide: tuple[str, ...] = (),
-                  progress: Progress = QUIET) -> Verdict:
+                  progress: Progress = QUIET, trees: TreeCache | None = None) -> Verdict:
     """`run_checks` over `subject`, its cases, tests and checkers run in a sandbox under the policy's limits that
     hides the `hide` places (the repository) and every hidden-cases file outside it from every run; no sandbox
     is started when no check runs anything (its start-up is not free). Raises GateFailure (exit 3) when a layer
-    the policy requires is missing here. `progress` hears of the builds and the checks that run code."""
+    the policy requires is missing here. `progress` hears of the builds and the checks that run code; `trees`
+    is run_checks'."""
     wanted = [(check, paths) for check in all_checks() if check.enabled(policy) and check.applies(policy, subject)
               for paths in (check.sandbox_paths(subject, policy),) if paths is not None]
     if not wanted:
-        return run_checks(subject, policy, reproduce=reproduce, progress=progress)
+        return run_checks(subject, policy, reproduce=reproduce, progress=progress, trees=trees)
     seeds = (*((0,) if subject.layers else ()), *(seed for check, _ in wanted for seed in check.hash_seeds(policy)))
     with sandboxed(subject, policy, [path for _, paths in wanted for path in paths], hide, progress,
                    tuple(dict.fromkeys(seeds))) as (ready, sandbox):
-        return run_checks(ready, policy, sandbox, reproduce=reproduce, progress=progress)
+        return run_checks(ready, policy, sandbox, reproduce=reproduce, progress=progress, trees=trees)
 
 
 def likely_hash_seeds(policy: Policy) -> tuple[int, ...]:
@@ -185,7 +188,7 @@ def score(found: ScoreInput, progress: Progress = QUIET, started: float | None =
     when a layer the policy requires is missing here. Its `total` time is the whole run's: from `started` (the
     command's start, time.perf_counter()), else from when the source started, the environment's build included."""
     verdict = by_scope(found.subject, found.policy, lambda subject, policy: run_sandboxed(
-        subject, policy, reproduce=found.reproduce, hide=found.private, progress=progress))
+        subject, policy, reproduce=found.reproduce, hide=found.private, progress=progress, trees=found.trees))
     timings = dict(verdict.timings)
     if "total" not in timings:  # (a hidden case ran: no time of the whole is told)
         return verdict

@@ -18,18 +18,20 @@ from gate.policy.model import CaseSpec
 from gate.syntax import IN_PROCESS_CHARS, parse_python
 
 Reader = Callable[[str], str | None]
+Parse = Callable[[str, str], ast.Module]  # (path, text) -> the module's tree; raises what ast.parse raises
 ANY = "*"  # among a module's names: it may bind any name (no name is "*")
 
 
 def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], where: str = "cases",
-               changed: bool = False) -> list[tuple[str, str]]:
+               changed: Parse | None = None) -> list[tuple[str, str]]:
     """(key, why) for each case of `cases` (under the key `where`) whose `function:` or `module:` the tree
     read through `read` lacks; modules are looked for under each import root of `roots` ("" is the tree's
-    root). Each module is read and parsed once, however many cases name it; a `changed` tree's (a head's)
-    only when it is short enough to parse in the gate's process."""
+    root). Each module is read and parsed once, however many cases name it; a changed tree's (a head's: its
+    `changed` parses, so that the checks reuse the trees) only when it is short enough to parse in the gate's
+    process."""
     found = []
     known: dict[tuple[str, str | None], str] = {}
-    names = _Names(read, IN_PROCESS_CHARS if changed else None)
+    names = _Names(read, IN_PROCESS_CHARS if changed else None, changed or _parse)
     for index, case in enumerate(cases):
         for field in ("function", "module"):
             named = case.get(field)
@@ -46,9 +48,10 @@ def unresolved(cases: Sequence[CaseSpec], read: Reader, roots: Sequence[str], wh
 class _Names:
     """The names each module of a tree binds at its top level, read and parsed once per path."""
 
-    def __init__(self, read: Reader, longest: int | None) -> None:
+    def __init__(self, read: Reader, longest: int | None, parse: Parse) -> None:
         self._read = read
         self._longest = longest  # the most characters parsed (None: any)
+        self._parse = parse
         self._found: dict[str, frozenset[str] | None] = {}
 
     def of(self, path: str) -> frozenset[str] | None:
@@ -60,7 +63,7 @@ class _Names:
             elif self._longest is not None and len(text) > self._longest:
                 self._found[path] = frozenset({ANY})
             else:
-                self._found[path] = _bound(text)
+                self._found[path] = _bound(path, text, self._parse)
         return self._found[path]
 
 
@@ -81,11 +84,15 @@ def _missing(module: str, name: str | None, names: _Names, roots: Sequence[str])
     return f"no module {module} in the tree (looked under {looked})"
 
 
-def _bound(text: str) -> frozenset[str]:
+def _parse(path: str, text: str) -> ast.Module:
+    return parse_python(text, filename=path)
+
+
+def _bound(path: str, text: str, parse: Parse) -> frozenset[str]:
     """The names the module's top level binds (in any branch of an `if` or `try` too), with ANY when it may
     bind any: it does not parse, defines `__getattr__` or imports `*`."""
     try:
-        tree = parse_python(text)
+        tree = parse(path, text)
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         return frozenset({ANY})
     found: set[str] = set()

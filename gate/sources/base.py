@@ -12,6 +12,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Literal, Protocol
 
+from gate.checks.trees import TreeCache
 from gate.policy.model import Policy
 from gate.report.templating import Overrides
 from gate.subject import Subject
@@ -67,6 +68,7 @@ class ScoreInput:
     private: tuple[str, ...] = ()
     # When the source started (time.perf_counter()): the verdict's total time counts from there.
     started: float = field(default_factory=time.perf_counter)
+    trees: TreeCache = field(default_factory=TreeCache)  # the syntax trees the source built, for the checks
 
 
 def added_lines(patch: str) -> frozenset[int]:

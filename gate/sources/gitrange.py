@@ -13,6 +13,7 @@ the edge.
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import functools
 import os
@@ -28,6 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from urllib.parse import urlsplit
 
+from gate.checks.trees import TreeCache, feature_version
 from gate.environment import BuildLayer, BuiltEnvironment, packages
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
@@ -40,7 +42,7 @@ from gate.sandbox.stage import new_export
 from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
 from gate.sources.gitcli import Commit, GitError, NotARepository, Repo, available, read_object
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
-from gate.subject import BaseTree, Subject
+from gate.subject import BaseTree, SourceFile, Subject
 from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, runner, suites
 from gate.verdict import listing
 
@@ -193,9 +195,10 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
     facts += [("dependencies", note) for note in trusted.dependency_notes]
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
+    trees = TreeCache()  # (the head's modules the cases name, parsed once here and by the checks)
     if runs_code:
         check_against_base(policy, GitBase(base).read, GitBase(base).has)
-        refuse_unresolved(base, head, policy, trusted.hidden_cases)
+        refuse_unresolved(base, head, policy, trusted.hidden_cases, trees)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         building = time.perf_counter()
@@ -239,7 +242,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             timings=timings,
         )
         private = tuple(str(p) for p in (_worktree(repo), repo.git_dir, repo.common_dir) if p)
-        yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private, started)
+        yield ScoreInput(subject, policy, trusted.overrides, trusted.reproduce, private, started, trees)
     finally:
         if tree:
             shutil.rmtree(tree, ignore_errors=True)
@@ -564,19 +567,26 @@ def _export_all(commit: Commit, target: Path) -> None:
     export_tree(commit, target)
 
 
-def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequence[CaseSpec]) -> None:
+def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequence[CaseSpec],
+                      trees: TreeCache) -> None:
     """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
     head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
-    its number only (the error is printed where the change's author reads it)."""
+    its number only (the error is printed where the change's author reads it). The head's modules are parsed
+    as the checks parse them, into `trees`, which they then reuse."""
     from gate.cases.resolve import unresolved
+
+    version = feature_version(policy.python)
+
+    def parse(path: str, text: str) -> ast.Module:
+        return trees.parse(SourceFile(path, text), version, policy)
 
     def both(cases: Sequence[CaseSpec], where: str = "cases") -> list[tuple[str, str]]:
         at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
         if not at_base:  # (the usual case: the head's modules are not read at all)
             return []
         at_head = {key for key, _ in unresolved(cases, GitBase(head).read, ("", *_import_roots(head, policy)),
-                                                where, changed=True)}
+                                                where, changed=parse)}
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
