@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import re
 import resource
 import subprocess
@@ -605,6 +606,30 @@ def test_a_huge_file_of_the_head_is_not_parsed_in_the_gates_own_process(tmp_path
     assert peak_kib < 512 * 1024, f"a process of the gate held {peak_kib // 1024} MiB"
     # The parse check charges the file it does not parse; the cases then do not run.
     assert [p["check"] for p in json.loads(out.read_text())["penalties"]] == charged
+
+
+@pytest.mark.slow
+def test_a_large_binary_file_the_bot_adds_costs_the_gate_no_more_than_a_few_copies(repo: Repo, tmp_path: Path) -> None:
+    # Agents commit data files. The range's patch was read with every file's lines (`--text`), an added 60 MB
+    # binary among them: 0.75 GiB in the gate's process, 4.5 s. Its own lines all count: only the files the
+    # range modifies need a patch.
+    (repo.root / "weights.bin").write_bytes(random.Random(7).randbytes(60_000_000))
+    repo.git("add", "weights.bin")
+    repo.commit("bot: model", {"calc.py": CALC + "\nY = 2\n"})
+    out = tmp_path / "verdict.json"
+    probe = ("import resource, subprocess, sys; done = subprocess.run(sys.argv[1:]); "
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss); sys.exit(done.returncode)")
+    done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "gate", "check", "--repo",
+                           str(repo.root), "--json", str(out)], capture_output=True, text=True, timeout=300,
+                          check=False)
+    assert done.returncode == 0, done.stderr
+    peak_kib = int(done.stdout.split()[-1])  # the largest process the gate ran, itself included
+    assert peak_kib < 512 * 1024, f"a process of the gate held {peak_kib // 1024} MiB"
+    assert json.loads(out.read_text())["accepted"]
+    with subject_from_commits(gitcli.Repo(repo.root), repo.git("rev-parse", "main"), "HEAD") as found:
+        by_path = {f.path: f for f in found.subject.files}
+    assert by_path["calc.py"].added_lines == frozenset({3, 4})  # (a blank line, then Y)
+    assert by_path["weights.bin"].added_lines is None  # (an added file: all of it)
 
 
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:

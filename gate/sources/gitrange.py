@@ -357,11 +357,14 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
 
 
 def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
-    """The range's patch (`git diff --unified=0`, renames detected as for the raw listing), one git run for
-    every file instead of one per file (docs/benchmarks.md), split into each file's part by
-    its `diff --git a/OLD b/NEW` header line. A header that comes twice (a type change is two parts) is left
-    out, so that no file takes another's lines; a name git quotes there does not match its raw name."""
-    text = repo.run("diff", "--unified=0", "-M", *_DIFF_FLAGS, fork.hexsha, head.hexsha, config=_PATCH_CONFIG)
+    """The patch of the range's modified and renamed files (`git diff --unified=0`, renames detected as for the
+    raw listing), one git run for every file instead of one per file (docs/benchmarks.md), split into each
+    file's part by its `diff --git a/OLD b/NEW` header line. A header that comes twice (a type change is two
+    parts) is left out, so that no file takes another's lines; a name git quotes there does not match its raw
+    name. Not the files the range adds: all their lines count, and one may be a large binary (every byte of it
+    a line of the patch, with `--text`)."""
+    text = repo.run("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha,
+                    config=_PATCH_CONFIG)
     parts: dict[str, str] = {}
     seen: set[str] = set()
     for part in re.split(r"^(?=diff --git )", text, flags=re.MULTILINE):
