@@ -632,6 +632,23 @@ def test_a_large_binary_file_the_bot_adds_costs_the_gate_no_more_than_a_few_copi
     assert by_path["weights.bin"].added_lines is None  # (an added file: all of it)
 
 
+def test_a_module_a_case_names_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -> None:
+    # The base's case names a module only the head adds, and the bot's file holds a Latin-1 byte. The gate read
+    # it as UTF-8 text to check the case's name, and stopped there with exit 2 ("not UTF-8 text"), as if the
+    # maintainer's input were wrong: the file is the checks' to charge (Python refuses it, so the case cannot
+    # import it either).
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": POLICY.replace('"calc:add"', '"geo:add"'), "calc.py": CALC})
+    repo.git("checkout", "-q", "-b", "bot")
+    (repo.root / "geo.py").write_bytes(b"# caf\xe9\n" + CALC.encode())
+    repo.git("add", "geo.py")
+    repo.commit("bot: geo")
+    code, verdict = check(repo)
+    assert code == 1
+    [parse] = [p for p in verdict["penalties"] if p["check"] == "parse"]
+    assert "geo.py:1: invalid or missing encoding declaration" in parse["message"], parse
+
+
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:
     # Under the size cap, yet its tree would take about 300 MiB: it is parsed in a child under limits.memory_mb,
     # never in the gate's own process.

@@ -195,10 +195,11 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
     facts += [("dependencies", note) for note in trusted.dependency_notes]
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
+    files = source_files(changes)
     trees = TreeCache()  # (the head's modules the cases name, parsed once here and by the checks)
     if runs_code:
         check_against_base(policy, GitBase(base).read, GitBase(base).has)
-        refuse_unresolved(base, head, policy, trusted.hidden_cases, trees)
+        refuse_unresolved(base, head, policy, trusted.hidden_cases, trees, files)
     tree = new_export() if runs_code else None  # (named so that the next gate removes it if this one dies)
     try:
         building = time.perf_counter()
@@ -223,7 +224,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
         subject = Subject(
             kind="range",
             label=f"{base.hexsha[:12]}..{head.hexsha[:12]}",
-            files=source_files(changes),
+            files=files,
             deleted=deleted_paths(changes),
             hidden_cases=trusted.hidden_cases,
             tree=tree,
@@ -387,7 +388,7 @@ def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozens
     skipped: list[str] = []
     root = target.resolve()
     room = max_bytes
-    chosen: list[tuple[Path, _Entry]] = []
+    chosen: list[tuple[str, Path, _Entry]] = []
     for path, entry in _listing(commit).items():
         if path in withheld or entry.kind == "tree":
             continue
@@ -407,8 +408,9 @@ def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozens
         if not dest.is_relative_to(root):  # a crafted tree entry such as `../x`
             skipped.append(_printable(path))
             continue
-        chosen.append((dest, entry))
-    for (dest, entry), data in zip(chosen, _contents(commit.repo, [entry.sha for _, entry in chosen]), strict=True):
+        chosen.append((path, dest, entry))
+    for (_, dest, entry), data in zip(chosen, _contents(commit.repo, [entry.sha for _, _, entry in chosen]),
+                                      strict=True):
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_bytes(data)
         dest.chmod(0o755 if entry.mode & 0o111 else 0o644)
@@ -571,25 +573,31 @@ def _export_all(commit: Commit, target: Path) -> None:
 
 
 def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequence[CaseSpec],
-                      trees: TreeCache) -> None:
+                      trees: TreeCache, files: Sequence[SourceFile]) -> None:
     """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
     head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
-    its number only (the error is printed where the change's author reads it). The head's modules are parsed
-    as the checks parse them, into `trees`, which they then reuse."""
+    its number only (the error is printed where the change's author reads it). The change's own `files` are
+    read as the checks read them (bytes that are not UTF-8 are theirs to charge), and parsed as the checks
+    parse them, into `trees`, which they then reuse."""
     from gate.cases.resolve import unresolved
 
     version = feature_version(policy.python)
+    changed = {source.path: source for source in files if _raw(source.path)}
+
+    def read_head(path: str) -> str | None:
+        source = changed.get(path)
+        return source.text if source is not None else GitBase(head).read(path)
 
     def parse(path: str, text: str) -> ast.Module:
-        return trees.parse(SourceFile(path, text), version, policy)
+        return trees.parse(changed.get(path) or SourceFile(path, text), version, policy)
 
     def both(cases: Sequence[CaseSpec], where: str = "cases") -> list[tuple[str, str]]:
         at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
         if not at_base:  # (the usual case: the head's modules are not read at all)
             return []
-        at_head = {key for key, _ in unresolved(cases, GitBase(head).read, ("", *_import_roots(head, policy)),
-                                                where, changed=parse)}
+        at_head = {key for key, _ in unresolved(cases, read_head, ("", *_import_roots(head, policy)), where,
+                                                changed=parse)}
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
@@ -643,6 +651,12 @@ def _printable(path: str) -> str:
     """`path` as reports can print it: a name that is not UTF-8 (git allows any bytes) arrives with its bad
     bytes as lone surrogates, which would crash every writer; they become U+FFFD."""
     return path.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+
+
+def _raw(path: str) -> bool:
+    """Whether a changed file's `path` is its name in the tree: `_printable` changed none without U+FFFD, and
+    one with it may be another file's name made printable."""
+    return "\ufffd" not in path
 
 
 def _facts(repo: Repo, base: Commit, head: Commit, fork: Commit,
