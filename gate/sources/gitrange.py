@@ -23,7 +23,7 @@ import stat
 import tempfile
 import time
 import types
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
@@ -94,7 +94,7 @@ def _listing(commit: Commit) -> dict[str, _Entry]:
     return entries
 
 
-def _contents(repo: Repo, shas: Sequence[str]) -> Iterator[bytes]:
+def _contents(repo: Repo, shas: Sequence[str]) -> Generator[bytes, None, None]:
     """The bytes of each blob of `shas`, in order, from one `git cat-file --batch` sent every name at once
     (rather than a round trip to git for each)."""
     if not shas:
@@ -212,7 +212,8 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             on_framework(framework_path(environment, pytest_runner))
         # The hidden cases stay out of the export: the candidate's code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
-        skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024) if tree else []
+        read = {change.path: change.data for change in changes if change.data is not None and _raw(change.path)}
+        skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024, read) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
@@ -379,12 +380,13 @@ def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
 
 
 def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozenset(),
-                max_bytes: int | None = None) -> list[str]:
+                max_bytes: int | None = None, read: Mapping[str, bytes] | None = None) -> list[str]:
     """Write the regular files of `commit`'s tree under `target` (which must exist), except the paths in
     `withheld`. Symbolic links and submodules are not exported, so nothing in the export points outside it, nor
     the files beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold
     them, and a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files);
-    returns their paths."""
+    returns their paths. `read` holds the bytes of files of the commit already read (a range's changed files),
+    which git is not asked for again."""
     skipped: list[str] = []
     root = target.resolve()
     room = max_bytes
@@ -409,11 +411,13 @@ def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozens
             skipped.append(_printable(path))
             continue
         chosen.append((path, dest, entry))
-    for (_, dest, entry), data in zip(chosen, _contents(commit.repo, [entry.sha for _, _, entry in chosen]),
-                                      strict=True):
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_bytes(data)
-        dest.chmod(0o755 if entry.mode & 0o111 else 0o644)
+    known = read or {}
+    with contextlib.closing(_contents(commit.repo, [entry.sha for path, _, entry in chosen
+                                                    if path not in known])) as fetched:
+        for path, dest, entry in chosen:
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            dest.write_bytes(known[path] if path in known else next(fetched))
+            dest.chmod(0o755 if entry.mode & 0o111 else 0o644)
     return skipped
 
 
