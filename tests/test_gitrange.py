@@ -632,6 +632,25 @@ def test_a_large_binary_file_the_bot_adds_costs_the_gate_no_more_than_a_few_copi
     assert by_path["weights.bin"].added_lines is None  # (an added file: all of it)
 
 
+def test_the_export_holds_each_changed_file_as_the_head_has_it(repo: Repo) -> None:
+    # The export takes the changed files' bytes the range already read, by name; a name that is not UTF-8 is
+    # reported with U+FFFD, which another file's name may hold: each file must still get its own bytes.
+    base = repo.git("rev-parse", "main")
+    raw = repo.root.as_posix().encode() + b"/x\xff.py"
+    with open(raw, "wb") as handle:
+        handle.write(b"A = 1\n")
+    (repo.root / "x\ufffd.py").write_bytes(b"B = 2\n")
+    repo.git("add", "-A")
+    head = repo.commit("bot: two names", {"calc.py": CALC + "\nC = 3\n"})
+    with subject_from_commits(gitcli.Repo(repo.root), base, head) as found:
+        tree = found.subject.tree
+        assert tree is not None
+        assert (tree / "x\ufffd.py").read_bytes() == b"B = 2\n"
+        with open(tree.as_posix().encode() + b"/x\xff.py", "rb") as handle:
+            assert handle.read() == b"A = 1\n"
+        assert (tree / "calc.py").read_text() == CALC + "\nC = 3\n"
+
+
 def test_a_module_a_case_names_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -> None:
     # The base's case names a module only the head adds, and the bot's file holds a Latin-1 byte. The gate read
     # it as UTF-8 text to check the case's name, and stopped there with exit 2 ("not UTF-8 text"), as if the
