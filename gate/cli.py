@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
@@ -76,16 +75,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in words if not word.startswith("-")), None)
     # `gate --version` prints and exits while parsing; other words without a command (`--help`) list them all.
-    # The command's imports make tens of thousands of objects that live as long as the process: the collector
-    # is off while they load, then they are out of its sight, instead of walked every few hundred
-    # allocations (docs/benchmarks.md).
-    gc.disable()
-    try:
-        parser = build_parser(command, version_only=words == ["--version"])
-    finally:
-        gc.freeze()
-        gc.enable()
-    args = parser.parse_args(words)
+    args = build_parser(command, version_only=words == ["--version"]).parse_args(words)
     args.started = started
     try:
         code: int = args.func(args)
