@@ -35,7 +35,7 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     # No code until the extract check finds some (a reply's block); a change's files are there from the start.
     files = subject.files or None
     ctx = CheckContext(subject=subject, policy=policy, sandbox=sandbox, analysis=Analysis(files=files),
-                       trees=trees or TreeCache(), progress=progress)
+                       trees=trees if trees is not None else TreeCache(), progress=progress)
     pipeline = list(checks) if checks is not None else all_checks()
     penalties: list[Penalty] = []
     notes: list[Note] = []

@@ -72,6 +72,24 @@ def test_a_range_whose_policy_case_the_base_lacks_stops_with_the_case_not_smoke_
     assert not out.exists()
 
 
+MATCHING = CALC + "\n\ndef sign(x):\n    match x:\n        case 0:\n            return 0\n    return 1\n"
+
+
+@pytest.mark.parametrize("settings", ['python: "3.9"\n', "paths:\n  max_file_kb: 1\n"], ids=["python", "max_file_kb"])
+@pytest.mark.parametrize("bot_edits_it", [True, False], ids=["changed", "unchanged"])
+def test_a_case_no_tree_can_run_is_refused_whatever_the_checks_make_of_its_module(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], settings: str, bot_edits_it: bool) -> None:
+    # The module uses syntax newer than the policy's Python, or is over the size the checks parse: the checks
+    # charge that, but what names it binds is read as for the base, so the policy's mistake is still refused.
+    big = "\n" + "# padding\n" * 120
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {".github/gate.yml": settings + policy("calc:addd"), "calc.py": MATCHING + big})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot", {"calc.py": MATCHING + big + "# tidy\n"} if bot_edits_it else {"other.py": "X = 1\n"})
+    assert main(["check", "--repo", str(repo.root)]) == 2
+    assert "calc.py defines no addd" in capsys.readouterr().err
+
+
 def test_a_hidden_case_the_base_lacks_is_named_by_its_number_only(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = Repo(tmp_path / "repo")

@@ -44,6 +44,7 @@ from gate.sources.gitcli import Commit, GitError, NotARepository, Repo, availabl
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, SourceFile, Subject
 from gate.suite.selection import SuiteBase, SuiteTrees, framework_path, once, runner, suites
+from gate.syntax import parse_python
 from gate.verdict import listing
 
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
@@ -196,7 +197,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
     facts += [("ignored", note) for note in trusted.ignored]
     runs_code = bool(policy.has_cases_or_tests or trusted.hidden_cases)
     files = source_files(changes)
-    trees = TreeCache()  # (the head's modules the cases name, parsed once here and by the checks)
+    trees = TreeCache()  # (the change's modules the cases name: parsed here once, for the checks too)
     if runs_code:
         check_against_base(policy, GitBase(base).read, GitBase(base).has)
         refuse_unresolved(base, head, policy, trusted.hidden_cases, trees, files)
@@ -361,8 +362,8 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
 def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
     """The patch of the range's modified and renamed files (`git diff --unified=0`, renames detected as for the
     raw listing), one git run for every file instead of one per file (docs/benchmarks.md), split into each
-    file's part by its `diff --git a/OLD b/NEW` header line. A header that comes twice (a type change is two
-    parts) is left out, so that no file takes another's lines; a name git quotes there does not match its raw
+    file's part by its `diff --git a/OLD b/NEW` header line. A header that comes twice (a tree may list a name
+    twice) is left out, so that no file takes another's lines; a name git quotes there does not match its raw
     name. Not the files the range adds: all their lines count, and one may be a large binary (every byte of it
     a line of the patch, with `--text`)."""
     text = repo.run("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha,
@@ -582,8 +583,9 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
     head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
     its number only (the error is printed where the change's author reads it). The change's own `files` are
-    read as the checks read them (bytes that are not UTF-8 are theirs to charge), and parsed as the checks
-    parse them, into `trees`, which they then reuse."""
+    read as the checks read them (bytes that are not UTF-8 are theirs to charge) and parsed as the checks parse
+    them, into `trees`, which they then reuse; what names a module binds is this interpreter's reading, as for
+    the base (a file the policy's Python or `paths.max_file_kb` refuses is read here as well)."""
     from gate.cases.resolve import unresolved
 
     version = feature_version(policy.python)
@@ -594,7 +596,11 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
         return source.text if source is not None else GitBase(head).read(path)
 
     def parse(path: str, text: str) -> ast.Module:
-        return trees.parse(changed.get(path) or SourceFile(path, text), version, policy)
+        source = changed.get(path)
+        if source is not None:
+            with contextlib.suppress(SyntaxError, ValueError):  # (refused there: parsed as any other, below)
+                return trees.parse(source, version, policy)
+        return parse_python(text, filename=path)
 
     def both(cases: Sequence[CaseSpec], where: str = "cases") -> list[tuple[str, str]]:
         at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
