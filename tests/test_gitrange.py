@@ -662,10 +662,25 @@ def test_a_module_a_case_names_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -
     (repo.root / "geo.py").write_bytes(b"# caf\xe9\n" + CALC.encode())
     repo.git("add", "geo.py")
     repo.commit("bot: geo")
-    code, verdict = check(repo)
-    assert code == 1
-    [parse] = [p for p in verdict["penalties"] if p["check"] == "parse"]
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 1
+    [parse] = [p for p in json.loads(out.read_text())["penalties"] if p["check"] == "parse"]
     assert "geo.py:1: invalid or missing encoding declaration" in parse["message"], parse
+
+
+def test_a_build_file_of_the_bots_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -> None:
+    # The gate reads the head's pyproject.toml for where the build maps its packages: a Latin-1 byte in the
+    # bot's comment stopped it with exit 2 too. What the file means is the build's to judge.
+    repo = Repo(tmp_path / "repo")
+    project = '[project]\nname = "demo"\nversion = "0.1"\n'
+    repo.commit("base", {".github/gate.yml": POLICY, "calc.py": CALC, "pyproject.toml": project})
+    repo.git("checkout", "-q", "-b", "bot")
+    (repo.root / "pyproject.toml").write_bytes(b"# caf\xe9\n" + project.encode())
+    repo.git("add", "pyproject.toml")
+    repo.commit("bot: note")
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 0
+    assert [case["status"] for case in json.loads(out.read_text())["cases"]] == ["passed"]
 
 
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:

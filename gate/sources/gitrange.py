@@ -118,11 +118,14 @@ def _contents(repo: Repo, shas: Sequence[str]) -> Generator[bytes, None, None]:
 
 
 class GitBase:
-    """The base commit of a local repository, read from its tree (never the worktree)."""
+    """The base commit of a local repository, read from its tree (never the worktree). With `replacing`, bytes
+    that are not UTF-8 read as U+FFFD instead of stopping the gate (exit 2, as the base's input): a head's files
+    are the bot's, what they mean is for the checks and the build to judge."""
 
-    def __init__(self, commit: Commit) -> None:
+    def __init__(self, commit: Commit, replacing: bool = False) -> None:
         self.commit = commit
         self.sha = commit.hexsha
+        self._replacing = replacing
 
     def read(self, path: str) -> str | None:
         """The text of `path` in the commit, or None when it is not a regular file there."""
@@ -149,7 +152,8 @@ class GitBase:
         return entry is not None and entry.kind == "tree"
 
     def _text(self, path: str, entry: _Entry) -> str:
-        return decode_input(self.commit.repo.blob(entry.sha), f"{path}@{self.sha[:12]}")
+        data = self.commit.repo.blob(entry.sha)
+        return data.decode("utf-8", "replace") if self._replacing else decode_input(data, f"{path}@{self.sha[:12]}")
 
 
 def _files(commit: Commit) -> tuple[str, ...]:
@@ -231,7 +235,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             hidden_cases=trusted.hidden_cases,
             tree=tree,
             blocked_reasons=(*trusted.blocked_reasons, *uncompiled(
-                layers, changes, runs_code and environment is None and buildable(GitBase(head).read))),
+                layers, changes, runs_code and environment is None and buildable(GitBase(head, replacing=True).read))),
             untested=trusted.untested,
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
@@ -495,7 +499,7 @@ def _layers(version: Callable[[Commit], str], base: Commit, head: Commit, enviro
     has extension sources. The build reads the export, which leaves out `withheld` (the hidden cases) and what
     is beyond `max_bytes`: a layer built from a tree exported under another policy (one that hid nothing)
     could hold what this one hides. Neither carries the code of the suites `runs` (gate/suite/trust.py)."""
-    if environment is None or not buildable(GitBase(head).read):
+    if environment is None or not buildable(GitBase(head, replacing=True).read):
         return None
     from gate.environment.project import layer_for, suite_code  # (zipfile and more: only for a build)
 
@@ -593,7 +597,7 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
 
     def read_head(path: str) -> str | None:
         source = changed.get(path)
-        return source.text if source is not None else GitBase(head).read(path)
+        return source.text if source is not None else GitBase(head, replacing=True).read(path)
 
     def parse(path: str, text: str) -> ast.Module:
         source = changed.get(path)
@@ -638,8 +642,9 @@ def _import_roots(commit: Commit, policy: Policy) -> tuple[str, ...]:
 @functools.lru_cache(maxsize=8)
 def _package_dirs(commit: Commit) -> Mapping[str, str]:
     """The `package_dir` mapping the commit's build declares (packages.package_dirs), read once a commit: a
-    verdict asks of each commit several times."""
-    return types.MappingProxyType(packages.package_dirs(GitBase(commit).read))
+    verdict asks of each commit several times. (The head's files are the bot's: read replacing what is not
+    UTF-8, for both commits alike; the base's own build files are read strictly where they are checked.)"""
+    return types.MappingProxyType(packages.package_dirs(GitBase(commit, replacing=True).read))
 
 
 def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
