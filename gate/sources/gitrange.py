@@ -342,12 +342,6 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
     read = [new_blob for _, new_mode, _, new_blob, letters, _, _ in records
             if letters[0] != "D" and new_mode in _REGULAR_MODES]
     contents = dict(zip(read, _contents(repo, read), strict=True))
-    # A file the head holds as binary has no lines to speak of: all of it counts, as an added file's does, and
-    # it stays out of the patch, where `--text` would make a line of every few of its bytes (a 60 MB model's
-    # weights, changed: 1.4 GiB in the gate).
-    binary = [path for _, _, _, new_blob, letters, old_path, new_path in records
-              if letters[0] != "A" and _binary(contents.get(new_blob, b""))
-              for path in dict.fromkeys((old_path, new_path))]
     changes: list[Change] = []
     patches: dict[str, str] | None = None
     for old_mode, new_mode, old_blob, new_blob, letters, old_path, new_path in records:
@@ -356,9 +350,9 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
             status = "modified"
         data = contents.get(new_blob) if status != "deleted" and new_mode in _REGULAR_MODES else None
         added = None
-        if status in ("modified", "renamed") and data is not None and not _binary(data):
+        if status in ("modified", "renamed") and data is not None:
             if patches is None:
-                patches = _patches(repo, fork, head, binary)
+                patches = _patches(repo, fork, head)
             patch = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
                 and old_mode in _REGULAR_MODES else None
             if patch is None:  # a name git quotes in the header, a type change: this file's own diff
@@ -369,20 +363,15 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
     return tuple(changes)
 
 
-def _binary(data: bytes) -> bool:
-    """Whether git takes these bytes as a binary file's: a NUL byte in the first 8000 (its `buffer_is_binary`)."""
-    return b"\0" in data[:8000]
-
-
-def _patches(repo: Repo, fork: Commit, head: Commit, skipped: Sequence[str] = ()) -> dict[str, str]:
+def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
     """The patch of the range's modified and renamed files (`git diff --unified=0`, renames detected as for the
     raw listing), one git run for every file instead of one per file (docs/benchmarks.md), split into each
     file's part by its `diff --git a/OLD b/NEW` header line. A header that comes twice (a tree may list a name
     twice) is left out, so that no file takes another's lines; a name git quotes there does not match its raw
-    name. Not the files the range adds, nor the paths `skipped`: all their lines count, and one may be a large
-    binary (every few bytes of it a line of the patch, with `--text`)."""
-    text = repo.run("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha, "--",
-                    *(f":(top,literal,exclude){path}" for path in skipped), config=_PATCH_CONFIG)
+    name. Not the files the range adds: all their lines count, and one may be a large binary (every byte of it
+    a line of the patch, with `--text`)."""
+    text = repo.run("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha,
+                    config=_PATCH_CONFIG)
     parts: dict[str, str] = {}
     seen: set[str] = set()
     for part in re.split(r"^(?=diff --git )", text, flags=re.MULTILINE):
