@@ -222,7 +222,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
-                                     pytest_runner, _import_roots(head, policy)) if tree else (None, ())
+                                     pytest_runner, _import_roots(head, policy, replacing=True)) if tree else (None, ())
         layers = _layers(version, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
                          [each for each in (suite, *(found for _, found in scope_suites)) if each], policy)
         if layers and layers[0].toolchain is not None:
@@ -240,7 +240,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             facts=tuple(facts),
             judge_rubric=trusted.judge_rubric,
             environment=environment,
-            import_roots=_import_roots(head, policy),
+            import_roots=_import_roots(head, policy, replacing=True),
             layers=layers,
             suite=suite,
             scope_suites=scope_suites,
@@ -508,7 +508,8 @@ def _layers(version: Callable[[Commit], str], base: Commit, head: Commit, enviro
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
         layer_for(cache_dir(os.environ), commit.tree_sha, environment.key, version(commit), export,
-                  suite_code(runs, _import_roots(commit, policy)), _package_dirs(commit), found)
+                  suite_code(runs, _import_roots(commit, policy, commit == head)),
+                  _package_dirs(commit, commit == head), found)
         for commit in (head, base))
     return head_layer, base_layer
 
@@ -610,8 +611,8 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
         at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
         if not at_base:  # (the usual case: the head's modules are not read at all)
             return []
-        at_head = {key for key, _ in unresolved(cases, read_head, ("", *_import_roots(head, policy)), where,
-                                                changed=parse)}
+        roots = ("", *_import_roots(head, policy, replacing=True))
+        at_head = {key for key, _ in unresolved(cases, read_head, roots, where, changed=parse)}
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
@@ -629,22 +630,23 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
                        file=policy.hidden.path or policy.hidden.env)
 
 
-def _import_roots(commit: Commit, policy: Policy) -> tuple[str, ...]:
+def _import_roots(commit: Commit, policy: Policy, replacing: bool = False) -> tuple[str, ...]:
     """A tree's own import roots, first on the path: `src` when it has a src/ layout, the folders its build's
-    `package_dir` maps its packages into, then `environment.python_path`."""
+    `package_dir` maps its packages into, then `environment.python_path`. `replacing` for the head, whose
+    build files are the bot's (GitBase)."""
     spec = policy.repository_environment
     if spec is None:
         return ()
-    mapped = tuple(root for root in packages.import_roots(_package_dirs(commit)) if GitBase(commit).is_folder(root))
+    mapped = tuple(root for root in packages.import_roots(_package_dirs(commit, replacing))
+                   if GitBase(commit).is_folder(root))
     return spec.import_roots(GitBase(commit).is_folder("src"), mapped)
 
 
 @functools.lru_cache(maxsize=8)
-def _package_dirs(commit: Commit) -> Mapping[str, str]:
+def _package_dirs(commit: Commit, replacing: bool = False) -> Mapping[str, str]:
     """The `package_dir` mapping the commit's build declares (packages.package_dirs), read once a commit: a
-    verdict asks of each commit several times. (The head's files are the bot's: read replacing what is not
-    UTF-8, for both commits alike; the base's own build files are read strictly where they are checked.)"""
-    return types.MappingProxyType(packages.package_dirs(GitBase(commit, replacing=True).read))
+    verdict asks of each commit several times. `replacing` for the head's (GitBase)."""
+    return types.MappingProxyType(packages.package_dirs(GitBase(commit, replacing).read))
 
 
 def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
