@@ -130,9 +130,10 @@ class Repo:
             raise GitError(command[1:], done.returncode, done.stderr.decode("utf-8", "replace"))
         return done.stdout.removesuffix(b"\n")
 
-    def start(self, *args: str, stdin: IO[bytes] | None = None) -> Started:
-        """`git ARGS` started, reading `stdin` (nothing when None), its output to read as it comes."""
-        command = _command(args, ())
+    def start(self, *args: str, stdin: IO[bytes] | None = None, config: Sequence[str] = ()) -> Started:
+        """`git ARGS` started, reading `stdin` (nothing when None), its output to read as it comes (`config` as
+        for `run`)."""
+        command = _command(args, config)
         return Started(command[1:], _started(command, self.working_dir, stdin, subprocess.PIPE))
 
     def commit(self, ref: str) -> Commit:

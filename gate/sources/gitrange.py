@@ -27,6 +27,7 @@ from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+from typing import IO
 from urllib.parse import urlsplit
 
 from gate.checks.trees import TreeCache, feature_version
@@ -39,7 +40,7 @@ from gate.progress import QUIET, Progress
 from gate.sandbox import toolchain
 from gate.sandbox.detect import run_interpreter
 from gate.sandbox.stage import new_export
-from gate.sources.base import Change, ChangeStatus, ScoreInput, added_lines
+from gate.sources.base import Change, ChangeStatus, ScoreInput
 from gate.sources.gitcli import Commit, GitError, NotARepository, Repo, available, read_object
 from gate.sources.trust import check_against_base, deleted_paths, read_trusted, source_files
 from gate.subject import BaseTree, SourceFile, Subject
@@ -61,6 +62,10 @@ _NO_USER_ATTRIBUTES = ("core.attributesFile=/dev/null",)
 # character is still quoted), so that a header can be matched with the raw listing's name.
 _PATCH_CONFIG = ("core.attributesFile=/dev/null", "core.quotePath=false")
 _STATUS: dict[str, ChangeStatus] = {"A": "added", "D": "deleted", "R": "renamed", "C": "renamed"}
+# A hunk of a patch without context: it removes the old lines and adds the new ones its header counts.
+_ZERO_CONTEXT_HUNK = re.compile(rb"@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@")
+_PIECE = 64 * 1024  # the most of a patch's line read at once
+_KEPT = (b"diff --git ", b"@@ ")  # the lines of a patch `_added` reads
 
 
 @dataclass(frozen=True)
@@ -343,45 +348,80 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
             if letters[0] != "D" and new_mode in _REGULAR_MODES]
     contents = dict(zip(read, _contents(repo, read), strict=True))
     changes: list[Change] = []
-    patches: dict[str, str] | None = None
+    patches: dict[str, frozenset[int]] | None = None
     for old_mode, new_mode, old_blob, new_blob, letters, old_path, new_path in records:
         status = _STATUS.get(letters[0], "modified")
         if status == "renamed" and old_path == new_path:
             status = "modified"
         data = contents.get(new_blob) if status != "deleted" and new_mode in _REGULAR_MODES else None
-        added = None
+        added: frozenset[int] | None = None
         if status in ("modified", "renamed") and data is not None:
             if patches is None:
                 patches = _patches(repo, fork, head)
-            patch = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
+            added = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
                 and old_mode in _REGULAR_MODES else None
-            if patch is None:  # a name git quotes in the header, a type change: this file's own diff
-                patch = repo.run("diff", "--unified=0", *_DIFF_FLAGS, old_blob, new_blob, config=_NO_USER_ATTRIBUTES)
-            added = added_lines(patch)
+            if added is None:  # a name git quotes in the header, a type change: this file's own diff
+                own = _added(repo, ("diff", "--unified=0", *_DIFF_FLAGS, old_blob, new_blob), _NO_USER_ATTRIBUTES)
+                added = next(iter(own.values()), frozenset())  # (no part: the same bytes, another mode)
         changes.append(Change(status, _printable(new_path), None if status == "added" else _printable(old_path),
                               added, data))
     return tuple(changes)
 
 
-def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, str]:
-    """The patch of the range's modified and renamed files (`git diff --unified=0`, renames detected as for the
-    raw listing), one git run for every file instead of one per file (docs/benchmarks.md), split into each
-    file's part by its `diff --git a/OLD b/NEW` header line. A header that comes twice (a tree may list a name
-    twice) is left out, so that no file takes another's lines; a name git quotes there does not match its raw
-    name. Not the files the range adds: all their lines count, and one may be a large binary (every byte of it
-    a line of the patch, with `--text`)."""
-    text = repo.run("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha,
-                    config=_PATCH_CONFIG)
-    parts: dict[str, str] = {}
+def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, frozenset[int]]:
+    """The lines the range adds to each file it modifies or renames (`git diff --unified=0`, renames detected
+    as for the raw listing), by its part's `diff --git a/OLD b/NEW` header line: one git run for every file
+    instead of one per file (docs/benchmarks.md). Not the files the range adds, whose lines all count; a name
+    git quotes in a header does not match its raw name."""
+    return _added(repo, ("diff", "--unified=0", "-M", "--diff-filter=MR", *_DIFF_FLAGS, fork.hexsha, head.hexsha),
+                  _PATCH_CONFIG)
+
+
+def _added(repo: Repo, command: Sequence[str], config: Sequence[str]) -> dict[str, frozenset[int]]:
+    """The lines each part of a `git diff --unified=0` adds, by its header line, read as git writes it: only
+    the headers and the hunks' first lines are kept (without context, a hunk adds the lines its header says),
+    so that a large file's lines, a binary's every few bytes (`--text`), are read past and never held. A header
+    that comes twice (a tree may list a name twice) is left out, so that no file takes another's lines."""
+    parts: dict[str, list[tuple[int, int]]] = {}
     seen: set[str] = set()
-    for part in re.split(r"^(?=diff --git )", text, flags=re.MULTILINE):
-        header = part.partition("\n")[0]
-        if header in seen:
-            parts.pop(header, None)
-        elif header.startswith("diff --git "):
-            parts[header] = part
-        seen.add(header)
-    return parts
+    hunks: list[tuple[int, int]] | None = None
+    started = repo.start(*command, config=config)
+    try:
+        for line in _lines(started.stdout):
+            if line.startswith(b"diff --git "):
+                header = line.decode("utf-8", "surrogateescape")
+                hunks = None if header in seen else parts.setdefault(header, [])
+                if header in seen:
+                    parts.pop(header, None)
+                seen.add(header)
+            elif hunks is not None and line.startswith(b"@@ "):
+                found = _ZERO_CONTEXT_HUNK.match(line)
+                if found:
+                    hunks.append((int(found.group(1)), int(found.group(2) or 1)))
+    finally:
+        started.stdout.close()
+    started.wait()
+    return {header: frozenset(n for start, count in found for n in range(start, start + count))
+            for header, found in parts.items()}
+
+
+def _lines(stream: IO[bytes]) -> Iterator[bytes]:
+    """The whole lines of `stream` that are a patch's part header or hunk header (_KEPT), without their line
+    break, read in pieces of at most _PIECE bytes: any other line (one of a binary file can be megabytes long)
+    is read past."""
+    at_start = True
+    while piece := stream.readline(_PIECE):
+        starts, at_start = at_start, piece.endswith(b"\n")
+        if not starts:
+            continue
+        # On while the line may yet start as a kept one, and to the end of one that does.
+        while not at_start and (piece.startswith(_KEPT) or any(kept.startswith(piece) for kept in _KEPT)):
+            more = stream.readline(_PIECE)
+            if not more:
+                break
+            piece, at_start = piece + more, more.endswith(b"\n")
+        if piece.startswith(_KEPT):
+            yield piece.removesuffix(b"\n")
 
 
 def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozenset(),
