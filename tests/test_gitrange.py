@@ -141,6 +141,22 @@ def test_attributes_that_call_every_file_binary_do_not_hide_added_imports(
     assert not verdict["blocked_reasons"]  # attributes the bot did not write are not its doing
 
 
+def test_git_warnings_by_the_thousand_do_not_hold_the_gate(repo: Repo, tmp_path: Path) -> None:
+    # Each line of the checkout's .gitattributes that git cannot use makes it warn as it diffs: a bot's file of
+    # a thousand such lines wrote some 200 KB on git's standard error, more than a pipe holds, and git waited
+    # for them to be read while the gate read its patch: the gate hung, with no verdict.
+    repo.commit("bot: helpers", {".gitattributes": "".join(f"!x{n} diff\n" for n in range(1000)),
+                                 "util.py": UTIL + "\nimport socket\n"})
+    out = tmp_path / "verdict.json"
+    done = subprocess.run([sys.executable, "-m", "gate", "check", "--repo", str(repo.root), "--json", str(out)],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1, done.stderr
+    verdict = json.loads(out.read_text())
+    assert any("adds the git attributes file .gitattributes" in r for r in verdict["blocked_reasons"])
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "util.py:8" in penalty["message"], penalty
+
+
 @pytest.mark.parametrize("line", ["X = 1\rimport socket", "X = 1  # \x1c\nimport socket",
                                   "X = 1  # \u2028\nimport socket", "X = 1  # \x0c\nimport socket"],
                          ids=["lone CR", "U+001C", "U+2028", "form feed"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import os
 import re
 import subprocess
+import tempfile
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
@@ -134,7 +135,15 @@ class Repo:
         """`git ARGS` started, reading `stdin` (nothing when None), its output to read as it comes (`config` as
         for `run`)."""
         command = _command(args, config)
-        return Started(command[1:], _started(command, self.working_dir, stdin, subprocess.PIPE))
+        # Its messages go to a file, not a pipe: git can write more of them than a pipe holds (a warning for each
+        # line of the checkout's .gitattributes it cannot use, which is the head's), and would then wait for
+        # them to be read while the gate waits for its output.
+        said = tempfile.TemporaryFile()  # noqa: SIM115 (the Started owns it: its wait or stop closes it)
+        try:
+            return Started(command[1:], _started(command, self.working_dir, stdin, said), said)
+        except BaseException:
+            said.close()
+            raise
 
     def commit(self, ref: str) -> Commit:
         """The commit `ref` names, in all of git's revision syntax. GitError when it names none. A full SHA is
@@ -200,6 +209,7 @@ class Started:
 
     args: Sequence[str]
     process: subprocess.Popen[bytes]
+    said: IO[bytes]  # what it writes on its standard error
 
     @property
     def stdout(self) -> IO[bytes]:
@@ -208,17 +218,18 @@ class Started:
 
     def wait(self) -> None:
         """Wait for its end; GitError when it failed."""
-        assert self.process.stderr is not None
-        said = self.process.stderr.read()
-        self.process.stderr.close()
-        if self.process.wait() != 0:
-            raise GitError(self.args, self.process.returncode, said.decode("utf-8", "replace"))
+        code = self.process.wait()
+        self.said.seek(0)
+        said = self.said.read()
+        self.said.close()
+        if code != 0:
+            raise GitError(self.args, code, said.decode("utf-8", "replace"))
 
     def stop(self) -> None:
         """End it, whatever it was doing, and collect it (its output unread)."""
         if self.process.poll() is None:
             self.process.kill()
-        for stream in (self.process.stdout, self.process.stderr):
+        for stream in (self.process.stdout, self.said):
             if stream is not None:
                 stream.close()
         self.process.wait()
@@ -265,7 +276,7 @@ def _ran(command: list[str], where: str, more: Mapping[str, str] | None = None
         raise GitError(command[1:], _NOT_FOUND, f"git cannot run: {exc.strerror}") from None
 
 
-def _started(command: list[str], where: str, stdin: IO[bytes] | int | None, stderr: int
+def _started(command: list[str], where: str, stdin: IO[bytes] | int | None, stderr: IO[bytes] | int
              ) -> subprocess.Popen[bytes]:
     """`command` started in the folder `where`, reading `stdin` (nothing when None), its output to a pipe;
     GitError when git cannot run."""

@@ -379,7 +379,7 @@ def _patches(repo: Repo, fork: Commit, head: Commit) -> dict[str, frozenset[int]
 
 def _added(repo: Repo, command: Sequence[str], config: Sequence[str]) -> dict[str, frozenset[int]]:
     """The lines each part of a `git diff --unified=0` adds, by its header line, read as git writes it: only
-    the headers and the hunks' first lines are kept (without context, a hunk adds the lines its header says),
+    the part headers and the hunk headers are kept (without context, a hunk adds the lines its header says),
     so that a large file's lines, a binary's every few bytes (`--text`), are read past and never held. A header
     that comes twice (a tree may list a name twice) is left out, so that no file takes another's lines."""
     parts: dict[str, list[tuple[int, int]]] = {}
@@ -398,8 +398,10 @@ def _added(repo: Repo, command: Sequence[str], config: Sequence[str]) -> dict[st
                 found = _ZERO_CONTEXT_HUNK.match(line)
                 if found:
                     hunks.append((int(found.group(1)), int(found.group(2) or 1)))
-    finally:
-        started.stdout.close()
+    except BaseException:
+        started.stop()
+        raise
+    started.stdout.close()
     started.wait()
     return {header: frozenset(n for start, count in found for n in range(start, start + count))
             for header, found in parts.items()}
