@@ -687,31 +687,35 @@ def test_a_module_a_case_names_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -
     # it as UTF-8 text to check the case's name, and stopped there with exit 2 ("not UTF-8 text"), as if the
     # maintainer's input were wrong: the file is the checks' to charge (Python refuses it, so the case cannot
     # import it either).
-    repo = Repo(tmp_path / "repo")
-    repo.commit("base", {".github/gate.yml": POLICY.replace('"calc:add"', '"geo:add"'), "calc.py": CALC})
-    repo.git("checkout", "-q", "-b", "bot")
-    (repo.root / "geo.py").write_bytes(b"# caf\xe9\n" + CALC.encode())
-    repo.git("add", "geo.py")
-    repo.commit("bot: geo")
-    out = tmp_path / "verdict.json"
-    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 1
-    [parse] = [p for p in json.loads(out.read_text())["penalties"] if p["check"] == "parse"]
+    code, verdict = _latin1(tmp_path, {".github/gate.yml": POLICY.replace('"calc:add"', '"geo:add"'),
+                                       "calc.py": CALC}, "geo.py", CALC)
+    assert code == 1
+    [parse] = [p for p in verdict["penalties"] if p["check"] == "parse"]
     assert "geo.py:1: invalid or missing encoding declaration" in parse["message"], parse
 
 
 def test_a_build_file_of_the_bots_that_is_not_utf8_gets_a_verdict(tmp_path: Path) -> None:
     # The gate reads the head's pyproject.toml for where the build maps its packages: a Latin-1 byte in the
     # bot's comment stopped it with exit 2 too. What the file means is the build's to judge.
-    repo = Repo(tmp_path / "repo")
     project = '[project]\nname = "demo"\nversion = "0.1"\n'
-    repo.commit("base", {".github/gate.yml": POLICY, "calc.py": CALC, "pyproject.toml": project})
+    code, verdict = _latin1(tmp_path, {".github/gate.yml": POLICY, "calc.py": CALC, "pyproject.toml": project},
+                            "pyproject.toml", project)
+    assert code == 0
+    assert [case["status"] for case in verdict["cases"]] == ["passed"]
+
+
+def _latin1(tmp_path: Path, base: dict[str, str | None], path: str, text: str) -> tuple[int, dict[str, Any]]:
+    """A repository of `base`, then a bot's commit of `path` as `text` under a comment holding a Latin-1 byte:
+    the gate's exit code and verdict ({} when it gave none)."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", base)
     repo.git("checkout", "-q", "-b", "bot")
-    (repo.root / "pyproject.toml").write_bytes(b"# caf\xe9\n" + project.encode())
-    repo.git("add", "pyproject.toml")
-    repo.commit("bot: note")
+    (repo.root / path).write_bytes(b"# caf\xe9\n" + text.encode())
+    repo.git("add", path)
+    repo.commit(f"bot: {path}")
     out = tmp_path / "verdict.json"
-    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 0
-    assert [case["status"] for case in json.loads(out.read_text())["cases"]] == ["passed"]
+    code = main(["check", "--repo", str(repo.root), "--json", str(out)])
+    return code, json.loads(out.read_text()) if out.exists() else {}
 
 
 def test_a_file_whose_parse_needs_more_than_the_limits_costs_parse_points(tmp_path: Path) -> None:
