@@ -141,6 +141,21 @@ def test_attributes_that_call_every_file_binary_do_not_hide_added_imports(
     assert not verdict["blocked_reasons"]  # attributes the bot did not write are not its doing
 
 
+def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
+    # The submodule's commit is another repository's: the file's own diff against it ("bad object") stopped the
+    # gate with exit 3, no verdict. All of the file counts, as all of an added file does.
+    repo.git("checkout", "-q", "main")
+    repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},vendored.py")
+    repo.commit("vendor")
+    repo.git("checkout", "-q", "-B", "bot")
+    repo.git("rm", "-q", "--cached", "vendored.py")
+    repo.commit("bot: inline it", {"vendored.py": "import json\nimport socket\n"})
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
+
+
 def test_git_warnings_by_the_thousand_do_not_hold_the_gate(repo: Repo, tmp_path: Path) -> None:
     # Each line of the checkout's .gitattributes that git cannot use makes it warn as it diffs: a bot's file of
     # a thousand such lines wrote some 200 KB on git's standard error, more than a pipe holds, and git waited

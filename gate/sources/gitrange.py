@@ -51,6 +51,7 @@ from gate.verdict import listing
 # Branches tried, in order, when `--base` is not given; the base is their merge base with the head.
 DEFAULT_BRANCHES = ("main", "master", "origin/HEAD")
 _REGULAR_MODES = {"100644", "100755"}
+_SUBMODULE = "160000"  # a tree entry's mode for a commit of another repository
 _BLOCK = 4096  # what the smallest file costs of a run's disk
 # Flags that keep `git diff` output independent of the user's configuration and the repository's attributes:
 # `--text` because an attribute (`* -diff` in a `.gitattributes` of the checkout, which is the head's, or in
@@ -355,7 +356,9 @@ def git_changes(repo: Repo, fork: Commit, head: Commit) -> tuple[Change, ...]:
             status = "modified"
         data = contents.get(new_blob) if status != "deleted" and new_mode in _REGULAR_MODES else None
         added: frozenset[int] | None = None
-        if status in ("modified", "renamed") and data is not None:
+        # (A file where the base had a submodule has no lines before it: its commit is another repository's, and
+        # all of the file counts, as all of an added file does.)
+        if status in ("modified", "renamed") and data is not None and old_mode != _SUBMODULE:
             if patches is None:
                 patches = _patches(repo, fork, head)
             added = patches.get(f"diff --git a/{old_path} b/{new_path}") if letters[0] in "MRC" \
