@@ -156,6 +156,19 @@ def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
     assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
 
 
+def test_a_name_too_long_for_the_file_system_is_left_out_of_the_export_and_said(repo: Repo) -> None:
+    # Git keeps a name of any length; the export could not write one over the file system's limit, and the gate
+    # stopped with an internal error (exit 3), no verdict. No checkout would have the file either.
+    name = "n" * 300 + ".txt"
+    blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=b"data\n",
+                          capture_output=True, check=True).stdout.decode().strip()
+    repo.git("update-index", "--add", "--cacheinfo", f"100644,{blob},{name}")
+    repo.commit("bot: data", {"calc.py": CALC + "\nY = 2\n"})
+    code, verdict = check(repo)
+    assert code == 0, verdict
+    assert f"{name} (its name is too long for the file system)" in verdict["facts"]["not exported"]
+
+
 def test_git_warnings_by_the_thousand_do_not_hold_the_gate(repo: Repo, tmp_path: Path) -> None:
     # Each line of the checkout's .gitattributes that git cannot use makes it warn as it diffs: a bot's file of
     # a thousand such lines wrote some 200 KB on git's standard error, more than a pipe holds, and git waited

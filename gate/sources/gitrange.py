@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import ast
 import contextlib
+import errno
 import functools
 import os
 import re
@@ -465,8 +466,15 @@ def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozens
     with contextlib.closing(_contents(commit.repo, [entry.sha for path, _, entry in chosen
                                                     if path not in known])) as fetched:
         for path, dest, entry in chosen:
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            dest.write_bytes(known[path] if path in known else next(fetched))
+            data = known[path] if path in known else next(fetched)
+            try:
+                dest.parent.mkdir(parents=True, exist_ok=True)
+                dest.write_bytes(data)
+            except OSError as exc:  # (a name git keeps that this file system cannot: no checkout would have it)
+                if exc.errno != errno.ENAMETOOLONG:
+                    raise
+                skipped.append(f"{_printable(path)} (its name is too long for the file system)")
+                continue
             dest.chmod(0o755 if entry.mode & 0o111 else 0o644)
     return skipped
 
