@@ -156,6 +156,33 @@ def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
     assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
 
 
+@pytest.mark.parametrize("swap", ["replace the head", "graft the base", "replace the base"])
+def test_git_reads_the_commits_as_they_are_not_as_replace_refs_or_grafts_say(repo: Repo, swap: str) -> None:
+    # `git replace` and .git/info/grafts make git show other objects than a commit's own: the gate scored a
+    # harmless commit in the head's place (accepted, the head's SHA in the verdict), took a base grafted onto
+    # the bot's first commit (whose import was then no part of the range), or read a policy of budget 100 that
+    # is not the base's.
+    base = repo.git("rev-parse", "main")
+    head = repo.commit("bot: helpers", {"util.py": UTIL + "\nimport socket\n"})
+    if swap == "replace the head":
+        repo.git("checkout", "-q", "-b", "decoy", "main")
+        repo.git("replace", head, repo.commit("decoy", {"util.py": UTIL + "\n# nothing to see\n"}))
+    elif swap == "graft the base":
+        (repo.root / ".git" / "info").mkdir(exist_ok=True)
+        (repo.root / ".git" / "info" / "grafts").write_text(f"{base} {head}\n")
+        head = repo.commit("bot: more", {"calc.py": CALC + "\n# more\n"})
+    else:
+        repo.git("checkout", "-q", "--orphan", "lenient")
+        repo.git("rm", "-rqf", "--cached", ".")
+        lenient = repo.commit("lenient", {".github/gate.yml": "budget: 100\n", "calc.py": CALC, "util.py": UTIL})
+        repo.git("checkout", "-qf", "bot")
+        repo.git("replace", "-f", base, lenient)
+    code, verdict = check(repo, "--base", base, "--head", head)
+    assert code == 1 and verdict["budget"] == 1, verdict
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "socket" in penalty["message"], penalty
+
+
 def test_a_name_too_long_for_the_file_system_is_left_out_of_the_export_and_said(repo: Repo) -> None:
     # Git keeps a name of any length; the export could not write one over the file system's limit, and the gate
     # stopped with an internal error (exit 3), no verdict. No checkout would have the file either.
