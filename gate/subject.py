@@ -49,8 +49,25 @@ class SourceFile:
             text = data.decode(encoding, errors="replace")
             problem = problem or (f"not valid {encoding} text: byte {data[exc.start]:#04x} at offset {exc.start}",
                                   data.count(b"\n", 0, exc.start) + 1)
-        added = None if added_lines is None else python_lines(added_lines, text)
+        except (LookupError, UnicodeError) as exc:  # a codec that is no text encoding (rot13), or `undefined`
+            text = data.decode("utf-8", errors="replace")
+            problem = problem or (f"encoding problem: {exc}", 1)
+        added = None if added_lines is None or not _lines_kept(data, text, encoding) \
+            else python_lines(added_lines, text)
         return cls(path, text, added, status, old_path, problem)
+
+
+def _lines_kept(data: bytes, text: str, encoding: str) -> bool:
+    """Whether each of git's lines of `data` (ended by LF) decodes alone to one line of `text`. Under a codec such
+    as `unicode_escape` or `utf-7`, bytes without a line feed decode to a line break (`\\n`, `+AAo-`) and a line
+    feed can decode to nothing: git's line numbers then say nothing of Python's, and the whole file counts."""
+    if encoding in ("utf-8", "utf-8-sig"):  # (a LF byte is a line feed there, and no other bytes are)
+        return True
+    try:
+        rows = [row.decode(encoding) for row in data.split(b"\n")]
+    except (LookupError, UnicodeError):
+        return False
+    return not any("\n" in row for row in rows) and "\n".join(rows) == text
 
 
 def python_lines(git_lines: frozenset[int], text: str) -> frozenset[int]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import random
 import re
@@ -154,6 +155,57 @@ def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
     assert code == 1
     [penalty] = verdict["penalties"]
     assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
+
+
+@pytest.mark.parametrize(("coding", "body"), [
+    ("unicode_escape", b"import json\\nimport socket\\n"),
+    ("raw_unicode_escape", b"import json\\u000aimport socket\\u000a"),
+    ("utf-7", b"import json+AAo-import socket+AAo-"),
+])
+def test_a_codec_whose_line_breaks_are_not_gits_counts_the_whole_file(repo: Repo, coding: str, body: bytes) -> None:
+    # Python decodes `\n` (or `\u000a`, `+AAo-`) as a line break under these codecs, where git sees none: the
+    # import sat on a Python line no added git line was numbered, and `scope: added` let it through.
+    data = f"# coding: {coding}\n".encode() + body + b"\n"
+    assert any(isinstance(node, ast.Import) and node.names[0].name == "socket" for node in ast.parse(data).body)
+    repo.git("checkout", "-q", "main")
+    repo.commit("coded", {"util.py": f"# coding: {coding}\n" + UTIL})
+    repo.git("checkout", "-q", "-B", "bot")
+    (repo.root / "util.py").write_bytes(data)
+    repo.git("add", "util.py")
+    repo.commit("bot: helpers")
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert penalty["check"] == "imports" and "socket" in penalty["message"], penalty
+
+
+@pytest.mark.parametrize(("coding", "words"), [("latin-1", "caf\u00e9"), ("cp1252", "\u20ac 5"),
+                                            ("shift_jis", "\u65e5\u672c")])
+def test_a_codec_that_keeps_gits_lines_counts_only_the_added_ones(repo: Repo, coding: str, words: str) -> None:
+    old = f"# coding: {coding}\n# {words}\n" + UTIL  # (its `import subprocess` is the base's)
+    repo.git("checkout", "-q", "main")
+    (repo.root / "util.py").write_bytes(old.encode(coding))
+    repo.git("add", "util.py")
+    repo.commit("coded")
+    repo.git("checkout", "-q", "-B", "bot")
+    (repo.root / "util.py").write_bytes((old + "\nimport socket\n").encode(coding))
+    repo.git("add", "util.py")
+    repo.commit("bot: helpers")
+    code, verdict = check(repo)
+    assert code == 1
+    [penalty] = verdict["penalties"]
+    assert "socket" in penalty["message"] and "subprocess" not in penalty["message"], penalty
+
+
+@pytest.mark.parametrize("coding", ["rot13", "base64", "undefined"])
+def test_a_codec_that_is_no_text_encoding_costs_the_parse_check(repo: Repo, coding: str) -> None:
+    # Python refuses such a file ("'rot13' is not a text encoding"); the gate stopped with an internal error
+    # (exit 3), no verdict.
+    repo.commit("bot: helpers", {"util.py": f"# coding: {coding}\nimport socket\n"})
+    code, verdict = check(repo)
+    assert code == 1, verdict
+    [penalty] = [each for each in verdict["penalties"] if each["check"] == "parse"]
+    assert coding in penalty["message"] and "util.py:1" in penalty["message"], penalty
 
 
 @pytest.mark.parametrize("swap", ["replace the head", "graft the base", "replace the base"])
