@@ -78,6 +78,21 @@ def test_a_malformed_result_names_nothing_of_a_hidden_case(tmp_path: Path) -> No
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.parametrize("parts", ["[]", f"[{10 ** 400}, 0]"], ids=["no parts", "too big for a float"])
+def test_a_record_the_gate_cannot_decode_is_the_candidates_failure(tmp_path: Path, parts: str) -> None:
+    # A complex number of no parts, or of a part no float holds, stopped the gate with IndexError or
+    # OverflowError (exit 3, no verdict).
+    code = ("import json, os\n\ndef add(a, b):\n"
+            f"    record = json.dumps({{'ok': json.dumps({{'t': 'complex', 'v': {parts}}})}}).encode()\n"
+            "    for fd in range(3, 64):\n        try:\n            os.write(fd, record)\n"
+            "        except OSError:\n            pass\n    os._exit(0)\n")
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "adds", "hidden case 1")
+    assert "malformed result" in run.case("adds")["detail"], run.case("adds")
+    healthy_after(run, repo, tmp_path)
+
+
 def test_forged_seconds_keep_the_verdict_a_valid_one(tmp_path: Path) -> None:
     code = LINES + ("_lines('{\"i\": 0, \"record\": {\"ok\": \"5\"}, \"seconds\": NaN}')\n\n"
                     "def add(a, b):\n    return a + b\n")
