@@ -230,6 +230,116 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
     assert 2 * 2 <= counted.runs < 20
 
 
+# Modules whose import leaves something every case of theirs would share in a run that served them all (a
+# folder, a shared memory map, a process, a descriptor), or whose function's outcome depends on how deep it is
+# called; and a message queue, which the run's cases would share whoever made it (the sandbox refuses one). In
+# a run that served them all, before each of these was seen, the second case of each read the first's trace.
+LEAVES = {
+    "madedir": """\
+import os
+import tempfile
+
+PLACE = tempfile.mkdtemp(dir=".")
+
+
+def first(n):
+    mark = os.path.join(PLACE, "mark")
+    seen = os.path.exists(mark)
+    open(mark, "w").close()
+    return seen
+""",
+    "mapped": """\
+import mmap
+
+SHARED = mmap.mmap(-1, 8)
+
+
+def bump(n):
+    SHARED[0] += 1
+    return SHARED[0]
+""",
+    "helper": """\
+import os
+import signal
+import time
+
+HELPER = os.fork()
+if HELPER == 0:
+    time.sleep(30)
+    os._exit(0)
+
+
+def kill(n):
+    try:
+        os.kill(HELPER, signal.SIGKILL)
+    except ProcessLookupError:
+        return False
+    return True
+""",
+    "fdzero": """\
+import os
+
+os.dup2(os.memfd_create("count"), 0)
+
+
+def bump(n):
+    count = int.from_bytes(os.pread(0, 8, 0) or b"\\0", "little") + 1
+    os.pwrite(0, count.to_bytes(8, "little"), 0)
+    return count
+""",
+    "queue": """\
+import ctypes
+import os
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+
+
+def send(n):
+    queue = LIBC.mq_open(b"/gate-count", os.O_CREAT | os.O_RDWR, 0o600, None)
+    if queue < 0:
+        return os.strerror(ctypes.get_errno())
+    LIBC.mq_send(queue, b"x", 1, 0)
+    attributes = (ctypes.c_long * 8)()  # struct mq_attr: flags, most, size, how many are in the queue
+    LIBC.mq_getattr(queue, attributes)
+    return attributes[3]
+""",
+    "deep": """\
+def depth(n):
+    def down(k):
+        try:
+            return down(k + 1)
+        except RecursionError:
+            return k
+    return down(0)
+""",
+}
+LEAVING: tuple[tuple[str, Any, Any], ...] = (
+    ("madedir:first", 1, False), ("madedir:first", 2, False), ("mapped:bump", 1, 1), ("mapped:bump", 2, 1),
+    ("helper:kill", 1, True), ("helper:kill", 2, True), ("fdzero:bump", 1, 1), ("fdzero:bump", 2, 1),
+    ("queue:send", 1, "Operation not permitted"), ("queue:send", 2, "Operation not permitted"),
+    ("deep:depth", 1, 0), ("deep:depth", 2, 0))
+
+
+def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandbox: Sandbox,
+                                                                          tmp_path: Path) -> None:
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    for name, source in LEAVES.items():
+        (tmp_path / "pkg" / f"{name}.py").write_text(source)
+    cases = tuple(case("call", f"{target} {arg}", function=f"pkg.{target}", args=[arg], expect=expect)
+                  for target, arg, expect in LEAVING)
+    policy = Policy(limits=RunLimits(timeout=5.0, cpu=5.0, memory_mb=512, output_kb=256), runs=2)
+    found = []
+    for together in (False, True):
+        subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
+        found.append(without_times(run_checks(subject, policy, sandbox, checks=(
+            Extract(), Parse(), Smoke(together=together), Nondeterminism()))))
+    alone, served = found
+    assert served == alone
+    statuses = {entry["name"]: entry["status"] for entry in served["cases"]}
+    assert [name for name, status in statuses.items() if status != "passed"] == ["deep:depth 1", "deep:depth 2"]
+
+
 # The same, as a user without root: a sandbox of fewer layers (no uid of its own, no private /tmp, the host's
 # /proc), where a run's leftovers are found by what its processes leave to it, not by their uid.
 AS_USER = """\

@@ -11,6 +11,9 @@ run or reaches past it, and nothing a Python program, a harness or pytest needs:
 - the kernel keyring (`add_key`, `keyctl`, `request_key`): a uid's keyring outlives its runs and the gate, so a
   hidden case's run could leave its arguments there for the next run (a public case, a later gate) to report;
 - other processes' memory (`ptrace`, `process_vm_readv`/`writev`, `pidfd_getfd`, `kcmp`);
+- POSIX message queues (`mq_*`): every process of an IPC namespace shares them, and no file or listing shows
+  them, so the cases a run serves together could pass state through one unseen (System V IPC is listed in
+  /proc, and the harness checks it);
 - io_uring (`io_uring_*`), which can open sockets and files without those system calls;
 - namespaces and mounts (`unshare`, `setns`, `clone` with a namespace flag, the mount calls, `chroot`,
   `pivot_root`): a run's namespaces and root are the gate's to make; `clone3`, whose flags sit in memory a filter
@@ -49,6 +52,8 @@ DENIED = {
     "keyring": ("add_key", "keyctl", "request_key"),
     "memory of other processes": ("ptrace", "process_vm_readv", "process_vm_writev", "pidfd_getfd", "kcmp"),
     "io_uring": ("io_uring_setup", "io_uring_enter", "io_uring_register"),
+    "POSIX message queues": ("mq_open", "mq_unlink", "mq_timedsend", "mq_timedreceive", "mq_notify",
+                             "mq_getsetattr"),
     "namespaces and mounts": ("unshare", "setns", "mount", "umount2", "mount_setattr", "move_mount", "open_tree",
                               "fsopen", "fsconfig", "fsmount", "fspick", "pivot_root", "chroot"),
     "the kernel and the machine": (

@@ -15,8 +15,10 @@ import is counted), with a whole record, and left nothing behind: no process, no
 directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no System V IPC object. Anything
 else is for the gate to judge in a run of its own, where its limits apply as they always do: the first case
 not served is reported `alone` and the serving ends. A case that left something behind is served, and the
-serving ends after it; so does a module whose import left something. The gate serves the cases not reached
-in a new run, which no case has touched.
+serving ends after it; so does a module whose import left something (a folder it made is watched from then
+on). A module whose import left what its cases' processes would all share (a process, an open descriptor, a
+shared memory map) or would not have (a thread) has each case reported `alone`. The gate serves the cases not
+reached in a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
 that process has no more than a run of its own: `cpu` of CPU and `wall` in all (killed for it, its cases are
@@ -45,6 +47,7 @@ import signal
 import sys
 import time
 from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
+from types import FrameType
 from typing import Any
 
 import _gate_tree as tree
@@ -62,6 +65,7 @@ _OVERRAN = 4
 _OVERRUN_S = 0.25  # how late this process may see a module's process end before it counts as held
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
+_ALONE_FRAMES = 1  # call.py's frames between its `main` and its call of the function (`_call`)
 # inotify: IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
 _CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 
@@ -94,14 +98,22 @@ class _Watch:
     change, so that each run serves one case."""
 
     def __init__(self, tops: list[str]) -> None:
+        self.tops = tops
         self.fd = -1
         try:
             self.fd = _LIBC.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-            for top in tops:
+        except AttributeError:
+            return
+        self.extend()
+
+    def extend(self) -> None:
+        """Watch every directory there now (those watched already stay as they are)."""
+        try:
+            for top in self.tops:
                 for folder, _, _ in os.walk(top):
-                    if _LIBC.inotify_add_watch(self.fd, folder.encode(), _CHANGES) < 0:
+                    if self.fd < 0 or _LIBC.inotify_add_watch(self.fd, folder.encode(), _CHANGES) < 0:
                         raise OSError(ctypes.get_errno(), folder)
-        except (OSError, AttributeError):
+        except OSError:
             if self.fd >= 0:
                 os.close(self.fd)
             self.fd = -1
@@ -185,6 +197,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     os.dup2(output, 2)
     os.close(output)
     _limit_cpu(request["cpu"])  # the candidate runs this process: a run's own CPU limit
+    _adopt_orphans()  # (before the import: a process it leaves, however it leaves it, is this one's child)
+    held = _held(imported)
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     tree.enter()  # (only in this fork: the process that serves the cases imports nothing of the tree's)
@@ -197,9 +211,13 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     os.write(imported, b"1")
     os.close(imported)
     import_left_traces = watch.changed()
-    _adopt_orphans()
+    if import_left_traces:
+        watch.extend()  # a folder the import made: what a case writes there is a trace as anywhere else
     ipc = _ipc(request["private"])
-    if len(os.listdir("/proc/self/task")) > 1:  # its cases' processes would not have the import's threads
+    # Its cases' processes would not have the import's threads; and they would all share a process it left, a
+    # descriptor it holds open (a case reaches it through /proc), a memory map it shares: what one case did
+    # there, the next would see.
+    if len(os.listdir("/proc/self/task")) > 1 or _left_a_process() or _held() != held:
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
@@ -272,9 +290,33 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
     os.closerange(3, result)
     os.closerange(result + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     _limit_cpu(request["cpu"] - imported_cpu)
+    _as_deep_as_alone()
     answer = wire.call(function, call["args"], call.get("tripwire"))
     os.write(result, dumps(answer).encode())
     os._exit(0)
+
+
+def _as_deep_as_alone() -> None:
+    """Give the recursion limit the frames this program has above its caller's call that call.py has not (it
+    calls the function from `_call`, a frame below its `main`), so that the function has the room to recurse
+    that it has in a run of its own (a function that falls back on RecursionError takes the same path)."""
+    frames = -_ALONE_FRAMES
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_code is not main.__code__:
+        frames, frame = frames + 1, frame.f_back
+    sys.setrecursionlimit(sys.getrecursionlimit() + frames)
+
+
+def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str]]:
+    """This process's open descriptors but `skip` (each with what it is) and its shared writable memory maps."""
+    descriptors = []
+    for name in os.listdir("/proc/self/fd"):
+        if int(name) not in skip:
+            with contextlib.suppress(OSError):  # (the listing's own, closed since)
+                descriptors.append((name, os.readlink(f"/proc/self/fd/{name}")))
+    with open("/proc/self/maps") as maps:
+        shared = [line for line in maps if line.split()[1][1::2] == "ws"]
+    return sorted(descriptors), shared
 
 
 def _wait(pid: int, seconds: float) -> tuple[int, float] | None:
