@@ -171,6 +171,36 @@ JUNK = [
 ]
 
 
+def test_a_public_case_never_reports_what_a_hidden_cases_run_beside_it_shows(tmp_path: Path) -> None:
+    # Each call locks the byte range of its arguments in its own file and looks in /proc/locks, which is the
+    # machine's, for another process's lock: the public and the hidden cases' runs went side by side, and the
+    # public case's report quoted the hidden case's arguments.
+    code = """\
+import fcntl
+import os
+import time
+
+
+def add(a, b):
+    handle = os.open(__file__, os.O_RDONLY)
+    fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, b, a, os.SEEK_SET)
+    mine = (str(os.getpid()), str(a), str(a + b - 1))
+    began = time.monotonic()
+    while time.monotonic() - began < 1.5:
+        with open("/proc/locks") as locks:
+            for line in locks:
+                seen = line.split()
+                if len(seen) >= 8 and seen[1] == "POSIX" and (seen[4], seen[6], seen[7]) != mine:
+                    return f"{seen[6]} {seen[7]}"
+        time.sleep(0.005)
+    return a + b
+"""
+    repo = bot_repo(tmp_path / "repo", code)
+    run = check(repo, tmp_path)
+    assert_hidden_values_absent(run)
+    healthy_after(run, repo, tmp_path)
+
+
 def test_forged_lines_on_the_result_channel_are_no_result(tmp_path: Path) -> None:
     # The harness writes one line a call, and the gate's tripwires' lines are what it knows: a forged line is a
     # second one, or a tripwire's wrong one. Junk is ignored.
