@@ -221,6 +221,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
+    _as_deep_as_alone(_serve_case, _case_process)
     for index in range(start, end):
         if index > start and time.monotonic() - began > request["wall"] / 2:
             return _STOPPED if import_left_traces else _MORE  # (a new import would see what this one left)
@@ -290,17 +291,18 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
     os.closerange(3, result)
     os.closerange(result + 1, resource.getrlimit(resource.RLIMIT_NOFILE)[1])
     _limit_cpu(request["cpu"] - imported_cpu)
-    _as_deep_as_alone()
     answer = wire.call(function, call["args"], call.get("tripwire"))
     os.write(result, dumps(answer).encode())
     os._exit(0)
 
 
-def _as_deep_as_alone() -> None:
-    """Give the recursion limit the frames this program has above its caller's call that call.py has not (it
-    calls the function from `_call`, a frame below its `main`), so that the function has the room to recurse
-    that it has in a run of its own (a function that falls back on RecursionError takes the same path)."""
-    frames = -_ALONE_FRAMES
+def _as_deep_as_alone(*below: Any) -> None:
+    """Give the recursion limit the frames that this program has above the function's call and call.py has not
+    (it calls the function from `_call`, a frame below its `main`): those from here up to `main`, and `below`
+    (the functions between here and the call), so that the function has the room to recurse that it has in a
+    run of its own (a function that falls back on RecursionError takes the same path). Once in a module's
+    process, which each case's process inherits it from."""
+    frames = len(below) - _ALONE_FRAMES
     frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_code is not main.__code__:
         frames, frame = frames + 1, frame.f_back
