@@ -201,6 +201,45 @@ def add(a, b):
     healthy_after(run, repo, tmp_path)
 
 
+# What a determined forger in its module's process can still do (docs/cases.md): find the run's request up the
+# stack, where the gate's tripwires are marked for the harness to carry out, write the line the harness would
+# for each of them and a forged one for every other call, and end the process as the harness ends it.
+PLAN_READER = """\
+import json, os, sys
+
+if "_gate_calls_main" in sys.modules:
+    wire = sys.modules["_gate_wire"]
+    frame = sys._getframe()
+    while "request" not in frame.f_locals:
+        frame = frame.f_back
+    for at, call in enumerate(frame.f_locals["request"]["calls"]):
+        trip = call.get("tripwire")
+        if trip is None:
+            (a, b), _ = wire.loads(call["args"])
+            record = {"ok": wire.dumps(a + b)}
+        elif trip["trip"] == "fail":
+            record = {"raised": "AssertionError", "message": ""}
+        else:
+            record = {"ok": wire.dumps(str(trip["token"]))}
+        line = json.dumps({"i": at, "record": record, "seconds": 0.001})
+        os.write(frame.f_locals["result"], f"\\n{line}\\n".encode())
+    os._exit(0)
+
+
+def add(a, b):
+    return a - b
+"""
+
+
+@pytest.mark.xfail(strict=True, raises=AssertionError,
+                   reason="open: code in the module's process that reads the run's request answers the tripwires "
+                          "as the harness would (docs/cases.md, what a determined forger could still do)")
+def test_a_forgery_that_reads_the_runs_request_is_caught(tmp_path: Path) -> None:
+    repo = bot_repo(tmp_path / "repo", PLAN_READER)
+    run = check(repo, tmp_path)
+    assert_not_passed(run, "adds")
+
+
 def test_forged_lines_on_the_result_channel_are_no_result(tmp_path: Path) -> None:
     # The harness writes one line a call, and the gate's tripwires' lines are what it knows: a forged line is a
     # second one, or a tripwire's wrong one. Junk is ignored.
