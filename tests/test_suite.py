@@ -147,6 +147,26 @@ def test_editing_and_deleting_tests_does_not_pay(tmp_path: Path) -> None:
     assert "the change deletes tests/test_more.py: the base's version ran" in notes
 
 
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("swap", [
+    {"tests/conftest.py": None, "tests/conftest.py/__init__.py": "X = 1\n"},
+    {"tests/test_calc.py": None, "tests/test_calc.py/helpers.py": "X = 1\n"},
+    {"tests/test_calc.py": None, "tests/conftest.py": None, "tests": "not a folder\n"},
+], ids=["a folder for the conftest", "a folder for a test file", "a file for the tests' folder"])
+def test_the_bases_tests_replace_a_folder_or_file_the_head_put_in_their_place(tmp_path: Path,
+                                                                          swap: dict[str, str | None]) -> None:
+    # The base's suite files are written over the head's export: a folder in a file's place (or a file in a
+    # folder's) stopped the gate with an internal error (IsADirectoryError, exit 3), no verdict.
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL, **swap})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
+    assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
+    assert not verdict.accepted
+
+
 REWRITING_CONFTEST = '''\
 import pytest
 

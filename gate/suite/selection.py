@@ -111,7 +111,8 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
                        file=policy.source, key=f"{key}.paths")
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
                   and c.path.endswith(".py") and under(c.path, paths)
-                  and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path))
+                  and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path)
+                  and _placeable(tree, c.path))
     added_tree = None
     if added:
         added_tree = folder / "added"
@@ -175,8 +176,23 @@ def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
     dest = (root / path).resolve()
     if not dest.is_relative_to(root):
         return
+    # The head's file where the base has a folder on the way, or its folder where the base has the file, goes:
+    # the base's suite files replace the head's.
+    for folder in reversed(dest.relative_to(root).parents[:-1]):
+        if (root / folder).exists() and not (root / folder).is_dir():
+            (root / folder).unlink()
+            break
+    if dest.is_dir():
+        shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(read())
+
+
+def _placeable(tree: Path, path: str) -> bool:
+    """Whether the head's file `path` fits in `tree` as the base's suite files left it: none of them is a folder
+    of the path's, nor a folder at the path."""
+    return not (tree / path).is_dir() and not any((tree / folder).is_file()
+                                                  for folder in PurePosixPath(path).parents)
 
 
 def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str]
