@@ -157,6 +157,57 @@ def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
     assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
 
 
+def _tree(repo: Repo, entries: list[tuple[str, bytes, str]]) -> str:
+    """A tree object of exactly `entries` (mode, name, object), as git would never write one itself."""
+    raw = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
+    return subprocess.run(["git", "hash-object", "-w", "--literally", "-t", "tree", "--stdin"], cwd=repo.root,
+                          input=raw, capture_output=True, check=True).stdout.decode().strip()
+
+
+@pytest.mark.parametrize("how", ["names not UTF-8", "a tree that lists a name twice"])
+def test_two_files_that_read_as_one_name_go_to_a_human(repo: Repo, how: str) -> None:
+    # The checks keep a file's syntax tree by its name: two files read as one name (U+FFFD for the bytes that
+    # are not UTF-8, or one name listed twice in a crafted tree) had one checked in the other's place, and its
+    # `import socket` was never seen (accepted).
+    if how == "names not UTF-8":
+        for byte, text in ((b"\xfe", b"import socket\n"), (b"\xff", b"X = 1\n")):
+            with open(bytes(repo.root) + b"/a" + byte + b".py", "wb") as file:
+                file.write(text)
+        repo.git("add", "-A")
+        head = repo.commit("bot: two helpers")
+        named = "a\ufffd.py"
+    else:
+        base = repo.git("rev-parse", "main")
+        blob = subprocess.run(["git", "hash-object", "-w", "--stdin"], cwd=repo.root, input=b"import socket\n",
+                              capture_output=True, check=True).stdout.decode().strip()
+        listed = {line.split("\t")[1]: line.split()[:3] for line in repo.git("ls-tree", base).splitlines()}
+        entries = [(mode.lstrip("0"), name.encode(), sha) for name, (mode, _, sha) in sorted(listed.items())]
+        at = next(n for n, entry in enumerate(entries) if entry[1] == b"util.py")
+        entries.insert(at, ("100644", b"util.py", blob))
+        head = repo.git("commit-tree", "-p", base, "-m", "bot", _tree(repo, entries))
+        named = "util.py"
+    code, verdict = check(repo, "--base", "main", "--head", head)
+    assert code == 1, verdict
+    assert any(f"two files named {named}" in reason for reason in verdict["blocked_reasons"]), verdict
+
+
+@pytest.mark.parametrize("kind", ["symbolic link", "submodule"])
+def test_a_link_or_a_submodule_the_change_adds_goes_to_a_human(repo: Repo, kind: str) -> None:
+    # A link `evil.py` to a file the policy does not gate (assets/evil.txt) ran code nothing scored wherever
+    # `import evil` ran after the merge; the gate left the link out and accepted the change.
+    if kind == "symbolic link":
+        repo.commit("bot: assets", {"assets/evil.txt": "import socket\n\n\ndef run():\n    return socket\n"})
+        (repo.root / "evil.py").symlink_to("assets/evil.txt")
+        repo.git("add", "evil.py")
+    else:
+        repo.git("update-index", "--add", "--cacheinfo", f"160000,{'1' * 40},evil")
+    repo.commit("bot: helpers", {"calc.py": CALC + "\n\ndef shell():\n    from evil import run\n    return run()\n"})
+    code, verdict = check(repo)
+    assert code == 1, verdict
+    assert any(f"adds evil{'.py' if kind == 'symbolic link' else ''} as a symbolic link or a submodule" in reason
+               for reason in verdict["blocked_reasons"]), verdict["blocked_reasons"]
+
+
 @pytest.mark.parametrize(("coding", "body"), [
     ("unicode_escape", b"import json\\nimport socket\\n"),
     ("raw_unicode_escape", b"import json\\u000aimport socket\\u000a"),

@@ -69,7 +69,7 @@ def read_trusted(base: BaseReader, changes: Sequence[Change], head_sha: str, *, 
         policy=policy,
         governed=governed,
         blocked_reasons=(blocked_reasons(changes, governed) + control_plane_reasons(changes, policy)
-                         + (() if relaxed else dependencies)),
+                         + unscored_reasons(changes) + (() if relaxed else dependencies)),
         dependency_notes=dependencies if relaxed else (),
         hidden_cases=hidden,
         ignored=ignored_hidden_env(policy),
@@ -171,6 +171,27 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
                 else path
             reasons.append(f"the change {verb} {what} {named}, which is read from the base commit; "
                            "a human must review it")
+    return tuple(reasons)
+
+
+def unscored_reasons(changes: Sequence[Change]) -> tuple[str, ...]:
+    """Why a human must look: a file of the change that the gate cannot score as the head has it. A symbolic link
+    or a submodule (the gate reads files, and a checkout runs what the link or the submodule points at), and two
+    files that read as one name (names that differ only in bytes that are not UTF-8, or a crafted tree that lists
+    a name twice): the checks would read one in the other's place."""
+    reasons = []
+    named: dict[str, int] = {}
+    for change in changes:
+        if change.status == "deleted":
+            continue
+        named[change.path] = named.get(change.path, 0) + 1
+        if change.data is None:
+            verb = {"added": "adds", "renamed": "moves"}.get(change.status, "changes")
+            reasons.append(f"the change {verb} {change.path} as a symbolic link or a submodule: the gate scores "
+                           "files, not what a link or a submodule points at; a human must review it")
+    reasons += [f"the change has two files named {path} (names that differ only in bytes that are not UTF-8, or "
+                "a tree that lists a name twice): the gate cannot score both; a human must review them"
+                for path, count in named.items() if count > 1]
     return tuple(reasons)
 
 
