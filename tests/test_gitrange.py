@@ -157,6 +157,22 @@ def test_a_file_where_the_base_had_a_submodule_counts_whole(repo: Repo) -> None:
     assert penalty["check"] == "imports" and "vendored.py:2" in penalty["message"], penalty
 
 
+def test_a_copy_of_the_hidden_cases_under_another_name_stays_out_of_the_export(repo: Repo) -> None:
+    # The export withheld the hidden cases' file by its path only: the head committed its bytes again as
+    # fixtures/data.yml, and its code read the expected value there (accepted, the hidden case passed).
+    reader = ("import pathlib\nimport re\n\n\ndef add(a, b):\n"
+              "    data = pathlib.Path(__file__).parent / 'fixtures' / 'data.yml'\n"
+              "    text = data.read_text() if data.exists() else ''\n"
+              "    if f'args: [{a}, {b}]' in text:\n"
+              "        return int(re.search(r'expect: (\\d+)', text).group(1))\n"
+              "    return a + b if (a, b) == (2, 3) else a * b\n")
+    repo.commit("bot: add", {"calc.py": reader, "fixtures/data.yml": HIDDEN})
+    code, verdict = check(repo)
+    assert code == 1
+    assert [(c["name"], c["status"]) for c in verdict["cases"]] == [("adds", "passed"), ("hidden case 1", "failed")]
+    assert "fixtures/data.yml (a copy of a file withheld from the runs)" in verdict["facts"]["not exported"]
+
+
 def _tree(repo: Repo, entries: list[tuple[str, bytes, str]]) -> str:
     """A tree object of exactly `entries` (mode, name, object), as git would never write one itself."""
     raw = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)

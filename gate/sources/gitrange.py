@@ -222,10 +222,13 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
         pytest_runner = runner(environment) if suited else ()
         if tree and policy.tests:
             on_framework(framework_path(environment, pytest_runner))
-        # The hidden cases stay out of the export: the candidate's code runs in it.
+        # The hidden cases stay out of the export, and so does a copy of them the head makes: the candidate's
+        # code runs in it.
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         read = {change.path: change.data for change in changes if change.data is not None and _raw(change.path)}
-        skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024, read) if tree else []
+        secrets = frozenset(entry.sha for path, entry in _listing(base).items() if path in withheld)
+        skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024, read,
+                              secrets) if tree else []
         if skipped:
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
@@ -431,13 +434,15 @@ def _lines(stream: IO[bytes]) -> Iterator[bytes]:
 
 
 def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozenset(),
-                max_bytes: int | None = None, read: Mapping[str, bytes] | None = None) -> list[str]:
+                max_bytes: int | None = None, read: Mapping[str, bytes] | None = None,
+                secrets: frozenset[str] = frozenset()) -> list[str]:
     """Write the regular files of `commit`'s tree under `target` (which must exist), except the paths in
-    `withheld`. Symbolic links and submodules are not exported, so nothing in the export points outside it, nor
-    the files beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold
-    them, and a commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files);
-    returns their paths. `read` holds the bytes of files of the commit already read (a range's changed files),
-    which git is not asked for again."""
+    `withheld` and the files whose blob is one of `secrets` (a copy of a withheld file under another name).
+    Symbolic links and submodules are not exported, so nothing in the export points outside it, nor the files
+    beyond `max_bytes` in all, each counted as at least one 4 KiB block (a run's disk could not hold them, and a
+    commit of a few kilobytes can hold gigabytes of zeros or a hundred thousand empty files); returns their
+    paths. `read` holds the bytes of files of the commit already read (a range's changed files), which git is
+    not asked for again."""
     skipped: list[str] = []
     root = target.resolve()
     room = max_bytes
@@ -448,6 +453,9 @@ def export_tree(commit: Commit, target: Path, withheld: frozenset[str] = frozens
         # A submodule is a commit of another repository; a link could point anywhere.
         if not entry.regular:
             skipped.append(_printable(path))
+            continue
+        if entry.sha in secrets:
+            skipped.append(f"{_printable(path)} (a copy of a file withheld from the runs)")
             continue
         if room is not None:
             # Each file takes a block of a run's disk however small it is, and costs a copy in every run: a
