@@ -173,6 +173,20 @@ def test_a_copy_of_the_hidden_cases_under_another_name_stays_out_of_the_export(r
     assert "fixtures/data.yml (a copy of a file withheld from the runs)" in verdict["facts"]["not exported"]
 
 
+def test_an_empty_hidden_cases_file_withholds_no_other_empty_file(repo: Repo) -> None:
+    # An empty file's blob is every empty file's: withheld as a copy of the hidden cases, a package's empty
+    # marker would have gone from the export with them.
+    repo.git("checkout", "-q", "main")
+    repo.commit("no hidden cases yet", {".github/gate-hidden.yml": ""})
+    repo.git("checkout", "-q", "-B", "bot")
+    reader = "import pathlib\n\n\ndef add(a, b):\n    (pathlib.Path(__file__).parent / 'marker').read_text()\n" \
+             "    return a + b\n"
+    repo.commit("bot: add", {"calc.py": reader, "marker": ""})
+    code, verdict = check(repo)
+    assert code == 0, verdict["cases"]
+    assert "not exported" not in verdict["facts"]
+
+
 def _tree(repo: Repo, entries: list[tuple[str, bytes, str]]) -> str:
     """A tree object of exactly `entries` (mode, name, object), as git would never write one itself."""
     raw = b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha) for mode, name, sha in entries)
