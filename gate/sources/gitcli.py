@@ -295,9 +295,11 @@ def _command(args: Sequence[str], config: Sequence[str]) -> list[str]:
 def _environment() -> dict[str, str]:
     """The gate's environment (read at each command), with git's messages in English, and each commit read as
     it is: `git replace` refs and the grafts file make git show other objects in a commit's place (another
-    head's tree, another base's policy, a base grafted onto the bot's own commit)."""
+    head's tree, another base's policy, a base grafted onto the bot's own commit). The grafts file named is one
+    that cannot exist (/dev/null itself would be read as an empty one, and git would print its hint that grafts
+    are deprecated)."""
     return {**os.environ, "LC_ALL": "C", "LANGUAGE": "C", "GIT_NO_REPLACE_OBJECTS": "1",
-            "GIT_GRAFT_FILE": os.devnull}
+            "GIT_GRAFT_FILE": os.path.join(os.devnull, "grafts")}
 
 
 def _stop(process: subprocess.Popen[bytes]) -> None:
