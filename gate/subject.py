@@ -64,7 +64,7 @@ def _lines_kept(data: bytes, text: str, encoding: str) -> bool:
     if encoding in ("utf-8", "utf-8-sig"):  # (a LF byte is a line feed there, and no other bytes are)
         return True
     try:
-        rows = [row.decode(encoding) for row in data.split(b"\n")]
+        rows = [row.decode(encoding, errors="replace") for row in data.split(b"\n")]
     except (LookupError, UnicodeError):
         return False
     return not any("\n" in row for row in rows) and "\n".join(rows) == text
