@@ -235,7 +235,7 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
             facts.append(("not exported", listing(skipped, ", ")))
         suite, scope_suites = suites(_suite_base(base, policy, withheld), changes, policy, tree, withheld,
                                      pytest_runner, _import_roots(head, policy, replacing=True)) if tree else (None, ())
-        layers = _layers(version, base, head, environment, withheld, policy.limits.disk_mb * 1024 * 1024,
+        layers = _layers(version, base, head, environment, withheld, secrets, policy.limits.disk_mb * 1024 * 1024,
                          [each for each in (suite, *(found for _, found in scope_suites)) if each], policy)
         if layers and layers[0].toolchain is not None:
             facts.append(("compiler", layers[0].toolchain.describe()))
@@ -555,18 +555,19 @@ def _environment(version: Callable[[Commit], str], base: Commit, policy: Policy,
 
 
 def _layers(version: Callable[[Commit], str], base: Commit, head: Commit, environment: BuiltEnvironment | None,
-            withheld: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees], policy: Policy
-            ) -> tuple[BuildLayer, BuildLayer] | None:
+            withheld: frozenset[str], secrets: frozenset[str], max_bytes: int, runs: Sequence[SuiteTrees],
+            policy: Policy) -> tuple[BuildLayer, BuildLayer] | None:
     """Where the head's and the base's projects are built, when there is an environment and the head is a
     project a build installs (a flat tree of modules runs as it is), with this machine's compiler when either
-    has extension sources. The build reads the export, which leaves out `withheld` (the hidden cases) and what
-    is beyond `max_bytes`: a layer built from a tree exported under another policy (one that hid nothing)
-    could hold what this one hides. Neither carries the code of the suites `runs` (gate/suite/trust.py)."""
+    has extension sources. The build reads the export, which leaves out `withheld` (the hidden cases), the
+    copies of them (`secrets`) and what is beyond `max_bytes`: a layer built from a tree exported under another
+    policy (one that hid nothing) could hold what this one hides. Neither carries the code of the suites `runs`
+    (gate/suite/trust.py)."""
     if environment is None or not buildable(GitBase(head, replacing=True).read):
         return None
     from gate.environment.project import layer_for, suite_code  # (zipfile and more: only for a build)
 
-    export = {"withheld": sorted(withheld), "bytes": max_bytes}
+    export = {"withheld": sorted(withheld), "secrets": sorted(secrets), "bytes": max_bytes}
     native = any(_extension_sources(commit) for commit in (head, base))
     found = toolchain.find(run_interpreter(), os.environ.get("PATH", "")) if native else None
     head_layer, base_layer = (
