@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
 import tempfile
 from pathlib import Path
 
@@ -165,6 +166,41 @@ def test_the_bases_tests_replace_a_folder_or_file_the_head_put_in_their_place(tm
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "passed"
     assert not verdict.accepted
+
+
+def _object(repo: Repo, kind: str, data: bytes) -> str:
+    return subprocess.run(["git", "hash-object", "-w", "--literally", "-t", kind, "--stdin"], cwd=repo.root,
+                          input=data, capture_output=True, check=True).stdout.decode().strip()
+
+
+def _folder(repo: Repo, entries: list[tuple[str, bytes, str]]) -> str:
+    return _object(repo, "tree", b"".join(mode.encode() + b" " + name + b"\0" + bytes.fromhex(sha)
+                                          for mode, name, sha in sorted(entries, key=lambda entry: entry[1])))
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_new_test_file_a_crafted_tree_puts_outside_the_tree_is_never_written(tmp_path: Path) -> None:
+    # A tree can name a folder `..` (git refuses to check one out, and GitHub to take it): the head's new test
+    # file `tests/../../(...)/x/test_escape.py` was written where the path led, out of the suite's own tree.
+    repo = calc_project(tmp_path / "repo")
+    escaped = tmp_path / "escaped" / "test_escape.py"
+    inner = _folder(repo, [("100644", escaped.name.encode(), _object(repo, "blob", b"def test_x():\n    pass\n"))])
+    for part in reversed(escaped.parent.parts[1:]):
+        inner = _folder(repo, [("40000", part.encode(), inner)])
+    for _ in range(30):
+        inner = _folder(repo, [("40000", b"..", inner)])
+    listed = [line.split("\t") for line in repo.git("ls-tree", "HEAD:tests").splitlines()]
+    tests = _folder(repo, [(meta.split()[0].lstrip("0"), name.encode(), meta.split()[2]) for meta, name in listed]
+                    + [("40000", b"..", inner)])
+    listed = [line.split("\t") for line in repo.git("ls-tree", "HEAD").splitlines()]
+    top = _folder(repo, [(meta.split()[0].lstrip("0"), name.encode(), meta.split()[2]) for meta, name in listed
+                         if name != "tests"] + [("40000", b"tests", tests)])
+    repo.git("update-ref", "refs/heads/bot", repo.git("commit-tree", "-p", "HEAD", "-m", "bot: escape", top))
+
+    verdict = score_repo(repo)
+
+    assert not escaped.exists() and not escaped.parent.exists()
+    assert any("a path no checkout makes" in reason for reason in verdict.blocked_reasons), verdict.blocked_reasons
 
 
 REWRITING_CONFTEST = '''\

@@ -176,16 +176,20 @@ def blocked_reasons(changes: Sequence[Change], governed: Mapping[str, str]) -> t
 
 def unscored_reasons(changes: Sequence[Change]) -> tuple[str, ...]:
     """Why a human must look: a file of the change that the gate cannot score as the head has it. A symbolic link
-    or a submodule (the gate reads files, and a checkout runs what the link or the submodule points at), and two
+    or a submodule (the gate reads files, and a checkout runs what the link or the submodule points at), two
     files that read as one name (names that differ only in bytes that are not UTF-8, or a crafted tree that lists
-    a name twice): the checks would read one in the other's place."""
+    a name twice: the checks would read one in the other's place), and a path that a crafted tree names but no
+    checkout makes (`tests/../x.py`)."""
     reasons = []
     named: dict[str, int] = {}
     for change in changes:
         if change.status == "deleted":
             continue
         named[change.path] = named.get(change.path, 0) + 1
-        if change.data is None:
+        if any(part in ("", ".", "..") for part in change.path.split("/")):
+            reasons.append(f"the change has a file at {change.path}, a path no checkout makes (a crafted tree): "
+                           "a human must review it")
+        elif change.data is None:
             verb = {"added": "adds", "renamed": "moves"}.get(change.status, "changes")
             reasons.append(f"the change {verb} {change.path} as a symbolic link or a submodule: the gate scores "
                            "files, not what a link or a submodule points at; a human must review it")

@@ -189,8 +189,12 @@ def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
 
 
 def _placeable(tree: Path, path: str) -> bool:
-    """Whether the head's file `path` fits in `tree` as the base's suite files left it: none of them is a folder
-    of the path's, nor a folder at the path."""
+    """Whether the head's file `path` fits in `tree` as the base's suite files left it: a path inside it (a
+    crafted tree can name `tests/../../x`), where none of them is a folder of the path's, nor a folder at the
+    path."""
+    parts = PurePosixPath(path).parts
+    if not parts or parts[0] == "/" or any(part in ("..", ".") for part in parts):
+        return False
     return not (tree / path).is_dir() and not any((tree / folder).is_file()
                                                   for folder in PurePosixPath(path).parents)
 
