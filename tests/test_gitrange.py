@@ -234,7 +234,7 @@ def test_a_link_or_a_submodule_the_change_adds_goes_to_a_human(repo: Repo, kind:
     repo.commit("bot: helpers", {"calc.py": CALC + "\n\ndef shell():\n    from evil import run\n    return run()\n"})
     code, verdict = check(repo)
     assert code == 1, verdict
-    assert any(f"adds evil{'.py' if kind == 'symbolic link' else ''} as a symbolic link or a submodule" in reason
+    assert any(f"adds evil{'.py' if kind == 'symbolic link' else ''}, a symbolic link or a submodule" in reason
                for reason in verdict["blocked_reasons"]), verdict["blocked_reasons"]
 
 

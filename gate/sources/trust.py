@@ -190,9 +190,10 @@ def unscored_reasons(changes: Sequence[Change]) -> tuple[str, ...]:
             reasons.append(f"the change has a file at {change.path}, a path no checkout makes (a crafted tree): "
                            "a human must review it")
         elif change.data is None:
-            verb = {"added": "adds", "renamed": "moves"}.get(change.status, "changes")
-            reasons.append(f"the change {verb} {change.path} as a symbolic link or a submodule: the gate scores "
-                           "files, not what a link or a submodule points at; a human must review it")
+            what = {"added": f"adds {change.path}", "renamed": f"moves {change.old_path} to {change.path}"}.get(
+                change.status, f"changes {change.path}")
+            reasons.append(f"the change {what}, a symbolic link or a submodule: the gate scores files, not what "
+                           "a link or a submodule points at; a human must review it")
     reasons += [f"the change has two files named {path} (names that differ only in bytes that are not UTF-8, or "
                 "a tree that lists a name twice): the gate cannot score both; a human must review them"
                 for path, count in named.items() if count > 1]
