@@ -231,9 +231,10 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
 
 
 # Modules whose import leaves something every case of theirs would share in a run that served them all (a
-# folder, a shared memory map, a process, a descriptor), or whose function's outcome depends on how deep it is
-# called; and a message queue, which the run's cases would share whoever made it (the sandbox refuses one). In
-# a run that served them all, before each of these was seen, the second case of each read the first's trace.
+# folder, a shared memory map even read-only, a process even ended, a descriptor) or would not have (a timer),
+# a case that writes a file through a shared memory map, or an outcome that depends on how deep the harness
+# imports the module or calls the function; and a message queue, which the run's cases would share whoever made
+# it (the sandbox refuses one). Before each of these was seen, served and alone differed.
 LEAVES = {
     "madedir": """\
 import os
@@ -287,6 +288,61 @@ def bump(n):
     os.pwrite(0, count.to_bytes(8, "little"), 0)
     return count
 """,
+    "romap": """\
+import ctypes
+import mmap
+
+SHARED = mmap.mmap(-1, 4096, prot=mmap.PROT_READ)  # shared, read-only until a case makes it writable
+
+
+def bump(n):
+    with open("/proc/self/maps") as maps:
+        at = next(int(line.split("-")[0], 16) for line in maps if line.split()[1] == "r--s" and "zero" in line)
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mprotect.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
+    libc.mprotect(at, 4096, mmap.PROT_READ | mmap.PROT_WRITE)
+    cell = ctypes.c_ubyte.from_address(at)
+    cell.value += 1
+    return cell.value
+""",
+    "ended": """\
+import subprocess
+import sys
+import time
+
+ENDED = subprocess.Popen([sys.executable, "-c", "raise SystemExit(3)"])
+time.sleep(0.5)
+
+
+def code(n):
+    return ENDED.wait()
+""",
+    "timer": """\
+import signal
+import time
+
+RANG = []
+signal.signal(signal.SIGALRM, lambda *_: RANG.append(1))
+signal.setitimer(signal.ITIMER_REAL, 0.05)
+
+
+def rang(n):
+    time.sleep(0.08)
+    return bool(RANG)
+""",
+    "mapfile": """\
+import mmap
+
+
+def flip(n):
+    with open(__file__, "r+b") as handle:
+        shared = mmap.mmap(handle.fileno(), 0)
+    seen = shared[-2:-1].decode()
+    shared[-2:-1] = b"1"
+    shared.close()
+    return seen
+#0
+""",
     "queue": """\
 import ctypes
 import os
@@ -304,20 +360,38 @@ def send(n):
     return attributes[3]
 """,
     "deep": """\
+import sys
+
+
+def _down(k):
+    try:
+        return _down(k + 1)
+    except RecursionError:
+        return k
+
+
+AT_IMPORT = _down(0)
+
+
 def depth(n):
-    def down(k):
-        try:
-            return down(k + 1)
-        except RecursionError:
-            return k
-    return down(0)
+    return _down(0)
+
+
+def at_import(n):
+    return AT_IMPORT
+
+
+def limit(n):
+    return sys.getrecursionlimit()
 """,
 }
 LEAVING: tuple[tuple[str, Any, Any], ...] = (
     ("madedir:first", 1, False), ("madedir:first", 2, False), ("mapped:bump", 1, 1), ("mapped:bump", 2, 1),
     ("helper:kill", 1, True), ("helper:kill", 2, True), ("fdzero:bump", 1, 1), ("fdzero:bump", 2, 1),
+    ("romap:bump", 1, 1), ("romap:bump", 2, 1), ("ended:code", 1, 3), ("ended:code", 2, 3), ("timer:rang", 1, True),
+    ("timer:rang", 2, True), ("mapfile:flip", 1, "0"), ("mapfile:flip", 2, "0"),
     ("queue:send", 1, "Operation not permitted"), ("queue:send", 2, "Operation not permitted"),
-    ("deep:depth", 1, 0), ("deep:depth", 2, 0))
+    ("deep:depth", 1, 0), ("deep:depth", 2, 0), ("deep:at_import", 1, 0), ("deep:limit", 1, 1000))
 
 
 def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandbox: Sandbox,
@@ -337,7 +411,8 @@ def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandb
     alone, served = found
     assert served == alone
     statuses = {entry["name"]: entry["status"] for entry in served["cases"]}
-    assert [name for name, status in statuses.items() if status != "passed"] == ["deep:depth 1", "deep:depth 2"]
+    assert [name for name, status in statuses.items() if status != "passed"] == [
+        "deep:depth 1", "deep:depth 2", "deep:at_import 1"]
 
 
 # The same, as a user without root: a sandbox of fewer layers (no uid of its own, no private /tmp, the host's

@@ -12,11 +12,16 @@ import importlib
 import json
 import os
 import sys
+from typing import Any
 
 import _gate_tree as tree
 import _gate_wire as wire
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
+# How many frames below its `main` calls.py, which serves many cases in a run, imports a module
+# (`_module_process`, `_module_fork`, `_serve_module`) and calls a function (then `_serve_case`, `_case_process`):
+# a run of one case does both as deep, so that code that recurses to the limit has the same room either way.
+_IMPORT_DEPTH, _CALL_DEPTH = 3, 5
 
 
 def main() -> None:
@@ -30,9 +35,15 @@ def main() -> None:
 
 def _call(request: dict[str, str]) -> dict[str, str]:
     try:
-        function = getattr(importlib.import_module(request["module"]), request["function"])
+        module = _below(_IMPORT_DEPTH - 1, importlib.import_module, request["module"])
+        function = getattr(module, request["function"])
     except BaseException as exc:
         return {"load": wire.describe(exc)}
-    answer: dict[str, str] = wire.call(function, request["args"])
+    answer: dict[str, str] = _below(_CALL_DEPTH - 1, wire.call, function, request["args"])
     return answer
+
+
+def _below(frames: int, function: Any, *args: Any) -> Any:
+    """`function(*args)`, called from `frames` frames below the caller's."""
+    return _below(frames - 1, function, *args) if frames > 1 else function(*args)
 

@@ -17,7 +17,7 @@ else is for the gate to judge in a run of its own, where its limits apply as the
 not served is reported `alone` and the serving ends. A case that left something behind is served, and the
 serving ends after it; so does a module whose import left something (a folder it made is watched from then
 on). A module whose import left what its cases' processes would all share (a process, an open descriptor, a
-shared memory map) or would not have (a thread) has each case reported `alone`. The gate serves the cases not
+shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The gate serves the cases not
 reached in a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
@@ -47,7 +47,6 @@ import signal
 import sys
 import time
 from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
-from types import FrameType
 from typing import Any
 
 import _gate_tree as tree
@@ -65,9 +64,11 @@ _OVERRAN = 4
 _OVERRUN_S = 0.25  # how late this process may see a module's process end before it counts as held
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
-_ALONE_FRAMES = 1  # call.py's frames between its `main` and its call of the function (`_call`)
-# inotify: IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
-_CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+# (call.py imports a module and calls a function as many frames below its `main` as this program does: keep
+# its _IMPORT_DEPTH and _CALL_DEPTH up to date with the frames below.)
+# inotify: IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE (a file written through a shared memory map raises no IN_MODIFY),
+# IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
+_CHANGES = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 
 
 def main() -> None:
@@ -214,14 +215,13 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     if import_left_traces:
         watch.extend()  # a folder the import made: what a case writes there is a trace as anywhere else
     ipc = _ipc(request["private"])
-    # Its cases' processes would not have the import's threads; and they would all share a process it left, a
-    # descriptor it holds open (a case reaches it through /proc), a memory map it shares: what one case did
-    # there, the next would see.
-    if len(os.listdir("/proc/self/task")) > 1 or _left_a_process() or _held() != held:
+    # Its cases' processes would not have the import's threads nor its timers; and they would all share a
+    # process it left (even one that has ended: its status is for one of them to collect), a descriptor it holds
+    # open (a case reaches it through /proc), a memory map it shares: what one case did there, the next would see.
+    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _held() != held:
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
-    _as_deep_as_alone(_serve_case, _case_process)
     for index in range(start, end):
         if index > start and time.monotonic() - began > request["wall"] / 2:
             return _STOPPED if import_left_traces else _MORE  # (a new import would see what this one left)
@@ -296,29 +296,34 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
     os._exit(0)
 
 
-def _as_deep_as_alone(*below: Any) -> None:
-    """Give the recursion limit the frames that this program has above the function's call and call.py has not
-    (it calls the function from `_call`, a frame below its `main`): those from here up to `main`, and `below`
-    (the functions between here and the call), so that the function has the room to recurse that it has in a
-    run of its own (a function that falls back on RecursionError takes the same path). Once in a module's
-    process, which each case's process inherits it from."""
-    frames = len(below) - _ALONE_FRAMES
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_code is not main.__code__:
-        frames, frame = frames + 1, frame.f_back
-    sys.setrecursionlimit(sys.getrecursionlimit() + frames)
-
-
-def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str]]:
-    """This process's open descriptors but `skip` (each with what it is) and its shared writable memory maps."""
+def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
+    """This process's open descriptors but `skip` (each with what it is), its shared memory maps that it may
+    write (one mapped read-only can be made writable), and which of its timers are set."""
     descriptors = []
     for name in os.listdir("/proc/self/fd"):
         if int(name) not in skip:
             with contextlib.suppress(OSError):  # (the listing's own, closed since)
                 descriptors.append((name, os.readlink(f"/proc/self/fd/{name}")))
-    with open("/proc/self/maps") as maps:
-        shared = [line for line in maps if line.split()[1][1::2] == "ws"]
-    return sorted(descriptors), shared
+    shared, mapping = [], ""
+    with open("/proc/self/smaps") as maps:
+        for line in maps:
+            if line.startswith("VmFlags:"):
+                if {"sh", "mw"} <= set(line.split()[1:]):
+                    shared.append(mapping)
+            elif not line[0].isupper():
+                mapping = line
+    timers = [any(signal.getitimer(which)) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
+                                                       signal.ITIMER_PROF)]
+    return sorted(descriptors), shared, [*timers, bool(_read("/proc/self/timers"))]
+
+
+def _has_a_child() -> bool:
+    """Whether this process has a child, running or ended (not collected: its status stays for its parent)."""
+    try:
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+    except ChildProcessError:
+        return False
+    return True
 
 
 def _wait(pid: int, seconds: float) -> tuple[int, float] | None:
