@@ -184,13 +184,13 @@ import time
 def add(a, b):
     handle = os.open(__file__, os.O_RDONLY)
     fcntl.lockf(handle, fcntl.LOCK_SH | fcntl.LOCK_NB, b, a, os.SEEK_SET)
-    mine = (str(os.getpid()), str(a), str(a + b - 1))
+    mine = (str(a), str(a + b - 1))  # (the public case's run under the other seed takes the same range)
     began = time.monotonic()
     while time.monotonic() - began < 1.5:
         with open("/proc/locks") as locks:
             for line in locks:
                 seen = line.split()
-                if len(seen) >= 8 and seen[1] == "POSIX" and (seen[4], seen[6], seen[7]) != mine:
+                if len(seen) >= 8 and seen[1] == "POSIX" and (seen[6], seen[7]) != mine:
                     return f"{seen[6]} {seen[7]}"
         time.sleep(0.005)
     return a + b
@@ -237,6 +237,8 @@ def add(a, b):
 def test_a_forgery_that_reads_the_runs_request_is_caught(tmp_path: Path) -> None:
     repo = bot_repo(tmp_path / "repo", PLAN_READER)
     run = check(repo, tmp_path)
+    if run.code not in (0, 1):  # (pytest.fail raises no AssertionError: a crash is no expected failure)
+        pytest.fail(f"no verdict: {run.code}")
     assert_not_passed(run, "adds")
 
 
