@@ -218,7 +218,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     # Its cases' processes would not have the import's threads nor its timers; and they would all share a
     # process it left (even one that has ended: its status is for one of them to collect), a descriptor it holds
     # open (a case reaches it through /proc), a memory map it shares: what one case did there, the next would see.
-    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _held() != held:
+    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _kept(held):
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
@@ -297,24 +297,38 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
 
 
 def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
-    """This process's open descriptors but `skip` (each with what it is), its shared memory maps that it may
-    write (one mapped read-only can be made writable), and which of its timers are set."""
+    """This process's open descriptors but `skip` (each with what it is), its shared memory maps, and which of
+    its timers are set."""
     descriptors = []
     for name in os.listdir("/proc/self/fd"):
         if int(name) not in skip:
             with contextlib.suppress(OSError):  # (the listing's own, closed since)
                 descriptors.append((name, os.readlink(f"/proc/self/fd/{name}")))
-    shared, mapping = [], ""
-    with open("/proc/self/smaps") as maps:
-        for line in maps:
-            if line.startswith("VmFlags:"):
-                if {"sh", "mw"} <= set(line.split()[1:]):
-                    shared.append(mapping)
-            elif not line[0].isupper():
-                mapping = line
+    with open("/proc/self/maps") as maps:
+        shared = [line for line in maps if line.split()[1][3] == "s"]
     timers = [any(signal.getitimer(which)) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
                                                        signal.ITIMER_PROF)]
     return sorted(descriptors), shared, [*timers, bool(_read("/proc/self/timers"))]
+
+
+def _kept(held: tuple[list[tuple[str, str]], list[str], list[bool]]) -> bool:
+    """Whether the process holds more than `held` (what `_held` found before the import) that its cases' processes
+    would share or not have. A new shared map counts when this process may write it (one mapped read-only can be
+    made writable): not a file opened only for reading (the C library's locale cache, after `setlocale`)."""
+    descriptors, shared, timers = _held()
+    if (descriptors, timers) != (held[0], held[2]):
+        return True
+    new = set(shared) - set(held[1])
+    if not new:
+        return False
+    mapping = ""
+    with open("/proc/self/smaps") as maps:  # (dearer than maps: only for a map the import made)
+        for line in maps:
+            if not line[0].isupper():
+                mapping = line
+            elif line.startswith("VmFlags:") and mapping in new and "mw" in line.split()[1:]:
+                return True
+    return False
 
 
 def _has_a_child() -> bool:
