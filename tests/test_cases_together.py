@@ -472,3 +472,14 @@ def test_without_root_cases_served_together_get_the_verdict_of_a_run_each() -> N
     # more, for a case that the machine's load holds past the cut).
     accepted, runs = found["ordinary"]
     assert accepted and 2 <= runs < 12
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0 or not has_sudo(), reason="needs root, to run the gate as another user")
+def test_without_root_what_an_import_leaves_is_no_channel_between_cases_served_together() -> None:
+    # (the message queue is refused here too: the seccomp layer needs no root)
+    found = run_as_runner(AS_USER, LEAVES, {"cases": LEAVING})
+    assert found["isolation"]["uid"].startswith("off")
+    assert found["True"] == found["False"]
+    assert [name for name, status, _ in found["True"] if status != "passed"] == [
+        "deep:depth 1", "deep:depth 2", "deep:at_import 1"]
