@@ -93,27 +93,12 @@ class Smoke(Check):
         if not_running is not None:
             return not_running
         program = _program(ctx)
-        limits = sandbox_limits(ctx.policy.limits)
         seeds = self.hash_seeds(ctx.policy)
         budget = ctx.policy.limits.total_timeout
         sandbox = ctx.sandbox
         assert sandbox is not None  # (_not_running)
-        specs = [case for _, _, case in cases]
-        every: list[tuple[CaseOutcome, ...]] = [()] * len(specs)
-        started = time.monotonic()
-        # The hidden cases run once every run of a public case is over: a public case's report quotes what its
-        # run sent back, and the code in it could read a hidden case's arguments from a run going beside it,
-        # through what runs share on a machine (its file locks in /proc/locks, its load, its clock).
-        for hidden in (False, True):
-            group = [at for at, case in enumerate(specs) if case.hidden is hidden]
-            left = budget - (time.monotonic() - started)
-            plan = Plan.for_machine(limits.wall_s, left) if self.parallel else Plan.sequential(left)
-            chosen = [specs[at] for at in group]
-            found = schedule.run_cases([_runner(case, program, sandbox, limits) for case in chosen], seeds, plan,
-                                       many=_many(chosen, program, sandbox, limits),
-                                       together=_together(chosen, program) if self.together else ())
-            for at, outcomes in zip(group, found, strict=True):
-                every[at] = outcomes
+        every = self._outcomes([case for _, _, case in cases], program, sandbox, seeds, budget,
+                               sandbox_limits(ctx.policy.limits))
         penalties: list[Penalty] = []
         reports: list[CaseReport] = []
         runs: list[CaseRuns] = []
@@ -143,6 +128,26 @@ class Smoke(Check):
         return CheckResult(penalties=tuple(penalties), cases=tuple(reports), notes=tuple(notes),
                            made=Analysis(runs=tuple(runs)), blocked_reasons=blocked, tampered=tuple(tampered))
 
+
+    def _outcomes(self, specs: list[CaseSpec], program: Program, sandbox: Sandbox, seeds: tuple[int, ...],
+                  budget: float, limits: Limits) -> list[tuple[CaseOutcome, ...]]:
+        """Each case's outcomes (one per seed it ran under), in the order of `specs`, within `budget` seconds.
+        The hidden cases run once every run of a public case is over: a public case's report quotes what its run
+        sent back, and the code in it could read a hidden case's arguments from a run going beside it, through
+        what runs share on a machine (its file locks in /proc/locks, its load, its clock)."""
+        every: list[tuple[CaseOutcome, ...]] = [()] * len(specs)
+        started = time.monotonic()
+        for hidden in (False, True):
+            group = [at for at, case in enumerate(specs) if case.hidden is hidden]
+            left = budget - (time.monotonic() - started)
+            plan = Plan.for_machine(limits.wall_s, left) if self.parallel else Plan.sequential(left)
+            chosen = [specs[at] for at in group]
+            found = schedule.run_cases([_runner(case, program, sandbox, limits) for case in chosen], seeds, plan,
+                                       many=_many(chosen, program, sandbox, limits),
+                                       together=_together(chosen, program) if self.together else ())
+            for at, outcomes in zip(group, found, strict=True):
+                every[at] = outcomes
+        return every
 
     def unmet(self, ctx: CheckContext, why: str) -> CheckResult:
         """Code that could not run (`why`: "extract failed") passed none of its cases: each costs as not run."""

@@ -17,8 +17,8 @@ else is for the gate to judge in a run of its own, where its limits apply as the
 not served is reported `alone` and the serving ends. A case that left something behind is served, and the
 serving ends after it; so does a module whose import left something (a folder it made is watched from then
 on). A module whose import left what its cases' processes would all share (a process, an open descriptor, a
-shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The gate serves the cases not
-reached in a new run, which no case has touched.
+shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The gate serves the
+cases not reached in a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
 that process has no more than a run of its own: `cpu` of CPU and `wall` in all (killed for it, its cases are
@@ -64,13 +64,13 @@ _OVERRAN = 4
 _OVERRUN_S = 0.25  # how late this process may see a module's process end before it counts as held
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
-# (call.py imports a module and calls a function as many frames below its `main` as this program does: keep
-# its _IMPORT_DEPTH and _CALL_DEPTH up to date with the frames below.)
 # inotify: IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE (a file written through a shared memory map raises no IN_MODIFY),
 # IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
 _CHANGES = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 
 
+# call.py imports a module and calls a function as many frames below its `main` as this program does (its
+# _IMPORT_DEPTH and _CALL_DEPTH): keep them in step with the functions between `main` and those two calls.
 def main() -> None:
     result = int(os.environ.pop(RESULT_FD_ENV))
     request = loads(sys.stdin.read())
