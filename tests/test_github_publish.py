@@ -125,6 +125,21 @@ def test_gate_publish_decides_again_whatever_the_artifact_says(
     assert [s["state"] for s in fake.repos[REPO].statuses] == ["failure"]
 
 
+def test_gate_publish_scores_a_file_over_a_megabyte(
+        fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Over 1 MB the contents API sends no bytes (`encoding: none`): PyGithub's decoded_content refused it and
+    `gate publish` stopped with an internal error. The blob has them."""
+    pr = make(fake, tmp_path, {"util.py": "import socket\n" + "# padding to pass a megabyte\n" * 40_000},
+              fork=True)
+    setenv(monkeypatch, pr.environment())
+    main(["ci"])
+    capsys.readouterr()
+    assert publish(pr, Path(pr.outputs()["verdict"]), monkeypatch) == 1
+    [comment] = fake.repos[REPO].comments[pr.number]
+    assert "util\\.py: 1133 KiB, over paths\\.max\\_file\\_kb" in comment["body"], comment["body"]
+
+
 CASES_POLICY = ("budget: 1\nimports: {deny: [], dynamic: false}\ncases:\n  - function: \"calc:add\"\n"
                 "    args: [2, 3]\n    expect: 5\n")
 

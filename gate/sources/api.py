@@ -6,6 +6,7 @@ here, so no case can run; `trust.read_trusted` takes what is trusted from the ba
 
 from __future__ import annotations
 
+import base64
 from typing import TYPE_CHECKING
 
 from github.GithubException import UnknownObjectException
@@ -79,6 +80,8 @@ def bytes_at(repo: Repository, path: str, ref: str) -> bytes | None:
         return None
     if isinstance(content, list) or content.type != "file":
         return None
+    if content.encoding == "none":  # over 1 MB: the contents API sends no bytes, the blob has them (to 100 MB)
+        return base64.b64decode(repo.get_git_blob(content.sha).content)
     data: bytes = content.decoded_content
     return data
 

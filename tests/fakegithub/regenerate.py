@@ -32,6 +32,7 @@ OPERATIONS = (
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}"),
     ("get", "/repos/{owner}/{repo}/pulls/{pull_number}/files"),
     ("get", "/repos/{owner}/{repo}/contents/{path}"),
+    ("get", "/repos/{owner}/{repo}/git/blobs/{file_sha}"),  # a file over 1 MB, which contents sends without bytes
     ("get", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("post", "/repos/{owner}/{repo}/issues/{issue_number}/comments"),
     ("patch", "/repos/{owner}/{repo}/issues/comments/{comment_id}"),

@@ -504,15 +504,38 @@ def get_contents(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str,
         raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/repos/contents",
                            "status": "404"})
     raw = text.encode()
-    sha = hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
+    sha = _blob_sha(raw)
     data = example("content-file-response-if-content-is-a-file")
     url = f"{PUBLIC}/repos/{state.full_name}/contents/{path}?ref={ref}"
-    data.update(name=path.rsplit("/", 1)[-1], path=path, size=len(raw), sha=sha, encoding="base64",
-                content=base64.encodebytes(raw).decode(), url=url,
+    # Over 1 MB, GitHub sends no bytes (the raw media type or the blob has them): `encoding: none`.
+    whole = len(raw) <= _CONTENTS_BYTES
+    data.update(name=path.rsplit("/", 1)[-1], path=path, size=len(raw), sha=sha,
+                encoding="base64" if whole else "none", content=base64.encodebytes(raw).decode() if whole else "",
+                url=url,
                 git_url=f"{PUBLIC}/repos/{state.full_name}/git/blobs/{sha}",
                 html_url=f"https://github.com/{state.full_name}/blob/{ref}/{path}",
                 download_url=f"https://raw.githubusercontent.com/{state.full_name}/{ref}/{path}")
     data["_links"] = {"self": url, "git": data["git_url"], "html": data["html_url"]}
+    return 200, {}, data
+
+
+_CONTENTS_BYTES = 1 << 20  # what the contents API sends the bytes of
+
+
+def _blob_sha(raw: bytes) -> str:
+    return hashlib.sha1(b"blob %d\0" % len(raw) + raw).hexdigest()
+
+
+def get_blob(fake: FakeGitHub, query: dict[str, str], body: Any, owner: str, repo: str,
+             file_sha: str) -> tuple[int, dict[str, str], Any]:
+    """A blob of any file the repository holds, by its SHA (up to 100 MB on GitHub)."""
+    state = _repo(fake, owner, repo)
+    raw = next((text.encode() for text in state.contents.values() if _blob_sha(text.encode()) == file_sha), None)
+    if raw is None:
+        raise Answer(404, {"message": "Not Found", "documentation_url": f"{DOCS}/git/blobs", "status": "404"})
+    data = example("blob")
+    data.update(sha=file_sha, size=len(raw), encoding="base64", content=base64.encodebytes(raw).decode(),
+                url=f"{PUBLIC}/repos/{state.full_name}/git/blobs/{file_sha}")
     return 200, {}, data
 
 
@@ -759,6 +782,7 @@ ROUTES: list[tuple[str, re.Pattern[str], Handler]] = [
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)"), get_pull),
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/files"), list_pull_files),
     ("GET", re.compile(_R + r"/contents/(?P<path>.+)"), get_contents),
+    ("GET", re.compile(_R + r"/git/blobs/(?P<file_sha>[0-9a-f]{40})"), get_blob),
     ("GET", re.compile(_R + r"/issues/(?P<number>\d+)/comments"), list_comments),
     ("GET", re.compile(_R + r"/pulls/(?P<number>\d+)/commits"), list_pull_commits),
     ("GET", re.compile(_R + r"/collaborators/(?P<username>[^/]+)/permission"), get_permission),
