@@ -158,6 +158,6 @@ def _apply(config: ChildConfig, run: Run) -> None:
         install()
 
 
-SECCOMP = Layer("seccomp", lambda found: switch(found.probe["seccomp"], "on (no socket, ptrace, keyring, namespace, "
-                                                                      "mount or kernel calls)"),
+SECCOMP = Layer("seccomp", lambda found: switch(found.probe["seccomp"], "on (no socket, ptrace, keyring, message "
+                                                                      "queue, namespace, mount or kernel calls)"),
                 probe=_probe, settings=_settings, apply=_apply)
