@@ -231,8 +231,8 @@ def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
 
 
 # Modules whose import leaves something every case of theirs would share in a run that served them all (a
-# folder, a shared memory map even read-only, a process even ended, a descriptor) or would not have (a timer),
-# a case that writes a file through a shared memory map, or an outcome that depends on how deep the harness
+# folder, a shared memory map even read-only, a process even ended or cloned, a descriptor) or would not have (a
+# timer, a pending signal), the harness's own shared map, or an outcome that depends on how deep the harness
 # imports the module or calls the function; and a message queue, which the run's cases would share whoever made
 # it (the sandbox refuses one). Before each of these was seen, served and alone differed.
 LEAVES = {
@@ -330,18 +330,41 @@ def rang(n):
     time.sleep(0.08)
     return bool(RANG)
 """,
-    "mapfile": """\
-import mmap
+    "counter": """\
+def notes(n):
+    with open("/proc/self/maps") as maps:
+        return [line.split()[1] for line in maps if line.split()[1] == "rw-s"]
+""",
+    "pending": """\
+import os
+import signal
+
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGUSR1})
+os.kill(os.getpid(), signal.SIGUSR1)
 
 
-def flip(n):
-    with open(__file__, "r+b") as handle:
-        shared = mmap.mmap(handle.fileno(), 0)
-    seen = shared[-2:-1].decode()
-    shared[-2:-1] = b"1"
-    shared.close()
-    return seen
-#0
+def waiting(n):
+    return sorted(int(each) for each in signal.sigpending())
+""",
+    "cloned": """\
+import ctypes
+import os
+import time
+
+LIBC = ctypes.CDLL(None, use_errno=True)
+LIBC.syscall.restype = ctypes.c_long
+HELPER = LIBC.syscall(56, 0, 0, 0, 0, 0)  # clone(2) with no exit signal (x86_64's SYS_clone)
+if HELPER == 0:
+    time.sleep(30)
+    os._exit(0)
+
+
+def mine(n):
+    try:
+        os.waitid(os.P_PID, HELPER, os.WEXITED | os.WNOHANG | os.WNOWAIT | 0x40000000)
+    except ChildProcessError:
+        return False
+    return True
 """,
     "queue": """\
 import ctypes
@@ -389,7 +412,8 @@ LEAVING: tuple[tuple[str, Any, Any], ...] = (
     ("madedir:first", 1, False), ("madedir:first", 2, False), ("mapped:bump", 1, 1), ("mapped:bump", 2, 1),
     ("helper:kill", 1, True), ("helper:kill", 2, True), ("fdzero:bump", 1, 1), ("fdzero:bump", 2, 1),
     ("romap:bump", 1, 1), ("romap:bump", 2, 1), ("ended:code", 1, 3), ("ended:code", 2, 3), ("timer:rang", 1, True),
-    ("timer:rang", 2, True), ("mapfile:flip", 1, "0"), ("mapfile:flip", 2, "0"),
+    ("timer:rang", 2, True), ("counter:notes", 1, []), ("pending:waiting", 1, [10]), ("cloned:mine", 1, True),
+    ("cloned:mine", 2, True),
     ("queue:send", 1, "Operation not permitted"), ("queue:send", 2, "Operation not permitted"),
     ("deep:depth", 1, 0), ("deep:depth", 2, 0), ("deep:at_import", 1, 0), ("deep:limit", 1, 1000))
 

@@ -64,9 +64,11 @@ _OVERRAN = 4
 _OVERRUN_S = 0.25  # how late this process may see a module's process end before it counts as held
 # A case that used this share of its CPU limit is judged under the exact limit, in a run of its own.
 _CPU_SHARE = 0.5
-# inotify: IN_MODIFY, IN_ATTRIB, IN_CLOSE_WRITE (a file written through a shared memory map raises no IN_MODIFY),
-# IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF
-_CHANGES = 0x2 | 0x4 | 0x8 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+_ALL_CHILDREN = 0x40000000  # __WALL: a child made by clone(2) with no exit signal is a child too
+# inotify: IN_MODIFY, IN_ATTRIB, IN_MOVED_FROM, IN_MOVED_TO, IN_CREATE, IN_DELETE, IN_DELETE_SELF, IN_MOVE_SELF.
+# (Not IN_CLOSE_WRITE: a file opened for writing and left as it was, as SQLite opens a database to read it, would
+# end the serving after each case; a file written through a shared memory map raises none of these.)
+_CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 
 
 # call.py imports a module and calls a function as many frames below its `main` as this program does (its
@@ -235,7 +237,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         if record is not None:  # what a run of its own would say: the call never starts
             _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
             continue
-        served = _serve_case(request, function, call, spent, result)
+        served = _serve_case(request, function, call, spent, result, done)
         if not isinstance(served, tuple):
             _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
             return _STOPPED
@@ -246,7 +248,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
 
 
 def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], spent: tuple[float, float, int],
-                result: int) -> tuple[dict[str, Any], float] | str:
+                result: int, done: mmap.mmap) -> tuple[dict[str, Any], float] | str:
     """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
     when that is because it went on past `cut`."""
     imported_s, imported_cpu, printed = spent
@@ -257,6 +259,7 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
         pid = os.fork()
         if pid == 0:
             try:
+                done.close()  # (shared with every case's process: one case could leave the next a note in it)
                 _case_process(request, function, call, imported_cpu, output, channel, result)
             finally:
                 os._exit(1)
@@ -297,8 +300,8 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
 
 
 def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
-    """This process's open descriptors but `skip` (each with what it is), its shared memory maps, and which of
-    its timers are set."""
+    """This process's open descriptors but `skip` (each with what it is), its shared memory maps, which of its
+    timers are set, and whether a signal is pending (a fork has none of its parent's)."""
     descriptors = []
     for name in os.listdir("/proc/self/fd"):
         if int(name) not in skip:
@@ -308,7 +311,7 @@ def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
         shared = [line for line in maps if line.split()[1][3] == "s"]
     timers = [any(signal.getitimer(which)) for which in (signal.ITIMER_REAL, signal.ITIMER_VIRTUAL,
                                                        signal.ITIMER_PROF)]
-    return sorted(descriptors), shared, [*timers, bool(_read("/proc/self/timers"))]
+    return sorted(descriptors), shared, [*timers, bool(_read("/proc/self/timers")), bool(signal.sigpending())]
 
 
 def _kept(held: tuple[list[tuple[str, str]], list[str], list[bool]]) -> bool:
@@ -334,7 +337,7 @@ def _kept(held: tuple[list[tuple[str, str]], list[str], list[bool]]) -> bool:
 def _has_a_child() -> bool:
     """Whether this process has a child, running or ended (not collected: its status stays for its parent)."""
     try:
-        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        os.waitid(os.P_ALL, 0, os.WEXITED | os.WNOHANG | os.WNOWAIT | _ALL_CHILDREN)
     except ChildProcessError:
         return False
     return True
@@ -381,7 +384,7 @@ def _left_a_process() -> bool:
     """Whether a process of the cases served so far (or of the import) is still there."""
     while True:
         try:
-            pid, _ = os.waitpid(-1, os.WNOHANG)
+            pid, _ = os.waitpid(-1, os.WNOHANG | _ALL_CHILDREN)
         except ChildProcessError:
             return False
         if pid == 0:
