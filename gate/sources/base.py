@@ -54,6 +54,11 @@ class Change:
         """Every path the change touches: the base's and the head's."""
         return tuple(dict.fromkeys(p for p in (self.old_path, self.path) if p))
 
+    @property
+    def crafted(self) -> bool:
+        """Whether its path at the head is one no checkout makes (`tests/../x`, `/x`, `a//b`): a crafted tree's."""
+        return any(part in ("", ".", "..") for part in self.path.split("/"))
+
 
 @dataclass(frozen=True)
 class ScoreInput:

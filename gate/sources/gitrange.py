@@ -227,8 +227,8 @@ def _subject(repo: Repo, base: Commit, head: Commit, fork: Commit, policy_path: 
         withheld = frozenset({policy.hidden.path} if policy.hidden.path else ())
         read = {change.path: change.data for change in changes if change.data is not None and _raw(change.path)}
         # (only a file that holds cases: an empty one's blob is every empty file's, `__init__.py` among them)
-        secrets = frozenset(entry.sha for path, entry in _listing(base).items()
-                            if path in withheld) if trusted.hidden_cases else frozenset()
+        secrets = frozenset(_listing(base)[path].sha for path in withheld
+                            if path in _listing(base)) if trusted.hidden_cases else frozenset()
         skipped = export_tree(head, tree, withheld, policy.limits.disk_mb * 1024 * 1024, read,
                               secrets) if tree else []
         if skipped:

@@ -186,7 +186,7 @@ def unscored_reasons(changes: Sequence[Change]) -> tuple[str, ...]:
         if change.status == "deleted":
             continue
         named[change.path] = named.get(change.path, 0) + 1
-        if any(part in ("", ".", "..") for part in change.path.split("/")):
+        if change.crafted:
             reasons.append(f"the change has a file at {change.path}, a path no checkout makes (a crafted tree): "
                            "a human must review it")
         elif change.data is None:

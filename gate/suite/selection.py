@@ -112,7 +112,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
                   and c.path.endswith(".py") and under(c.path, paths)
                   and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path)
-                  and _placeable(tree, c.path))
+                  and not c.crafted and _placeable(tree, c.path))
     added_tree = None
     if added:
         added_tree = folder / "added"
@@ -189,12 +189,8 @@ def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
 
 
 def _placeable(tree: Path, path: str) -> bool:
-    """Whether the head's file `path` fits in `tree` as the base's suite files left it: a path inside it (a
-    crafted tree can name `tests/../../x`), where none of them is a folder of the path's, nor a folder at the
-    path."""
-    parts = PurePosixPath(path).parts
-    if not parts or parts[0] == "/" or any(part in ("..", ".") for part in parts):
-        return False
+    """Whether the head's file `path` fits in `tree` as the base's suite files left it: none of them is a folder
+    of the path's, nor a folder at the path."""
     return not (tree / path).is_dir() and not any((tree / folder).is_file()
                                                   for folder in PurePosixPath(path).parents)
 
