@@ -459,7 +459,8 @@ def test_a_zygote_started_ahead_imports_the_framework_before_the_sandbox_opens_i
             ahead.zygotes((0,))
             ahead.framework(("fwmod",), (str(framework),))
             deadline = time.monotonic() + 60
-            while not marker.exists() and time.monotonic() < deadline:
+            # (the file exists as soon as the import opens it, its line a moment later)
+            while not (marker.exists() and marker.read_text().endswith("\n")) and time.monotonic() < deadline:
                 time.sleep(0.01)
             imported_ahead = marker.read_text()  # before any sandbox opens
             box = open_sandbox(LIMITS, readonly=[framework], framework=(("fwmod",), (str(framework),)))
