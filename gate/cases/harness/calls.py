@@ -397,12 +397,17 @@ def _ipc(private: bool) -> tuple[bytes, ...]:
 
 
 def _read(path: str) -> bytes:
+    """The whole of a file of /proc (b"" when it cannot be opened), read in pieces: a buffer of a megabyte,
+    which few of them need, is a new memory map at each of the hundreds of reads a run makes."""
     try:
         handle = os.open(path, os.O_RDONLY)
     except OSError:
         return b""
     try:
-        return os.read(handle, 1 << 20)
+        pieces = []
+        while piece := os.read(handle, 16384):
+            pieces.append(piece)
+        return b"".join(pieces)
     finally:
         os.close(handle)
 
