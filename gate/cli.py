@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import gc
 import importlib
 import os
 import sys
 import time
 from collections.abc import Sequence
-from typing import Any, NoReturn
+from typing import Any
 
 from gate import __version__
 from gate.errors import EXIT_BAD_INPUT, EXIT_GATE_FAILED, GateError
@@ -72,37 +71,12 @@ def build_parser(command: str | None = None, version_only: bool = False) -> argp
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the exit code (0 accepted, 1 blocked, 2 bad input, 3 the gate failed)."""
-    return dispatch(parse(argv))
-
-
-def entry() -> NoReturn:
-    """The `gate` process (`python -m gate`, the console script): `main`, with the collector off while the gate
-    imports what the command needs, and what that made out of its sight afterwards: those objects live as long
-    as the process, and walking them in every collection cost a gate check a tenth of its start
-    (docs/benchmarks.md). So is what is left on the way out, which is not walked once more."""
-    gc.disable()
-    args = parse(None)
-    gc.freeze()
-    gc.enable()
-    code = dispatch(args)
-    gc.freeze()
-    raise SystemExit(code)
-
-
-def parse(argv: Sequence[str] | None) -> argparse.Namespace:
-    """The command line's arguments (`--help`, `--version` and bad words exit here), its command's module
-    imported."""
     started = time.perf_counter()  # (a verdict's total time counts from here: `args.started`)
     words = list(sys.argv[1:] if argv is None else argv)
     command = next((word for word in words if not word.startswith("-")), None)
     # `gate --version` prints and exits while parsing; other words without a command (`--help`) list them all.
     args = build_parser(command, version_only=words == ["--version"]).parse_args(words)
     args.started = started
-    return args
-
-
-def dispatch(args: argparse.Namespace) -> int:
-    """Run the parsed command; its exit code."""
     try:
         code: int = args.func(args)
     except GateError as exc:
