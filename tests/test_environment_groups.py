@@ -14,6 +14,7 @@ import pytest
 
 from gate.cli import main
 from gate.engine import score
+from gate.environment.testdeps import project_name
 from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 from gate.verdict import Verdict
@@ -305,3 +306,14 @@ def test_a_requirements_file_that_pins_the_project_itself_has_that_line_left_out
     assert "checkhelp==1.0" in _installed(verdict)
     assert _installed(verdict).endswith("left out, as the project itself: requirements-dev.txt: calc==0.5  # the "
                                         "last release, requirements-dev.txt: -e .")
+
+
+def test_the_projects_name_is_read_through_a_constant_its_setup_call_names() -> None:
+    """`setup(name=NAME)` with `NAME = "calc"` at the module's top (PyYAML's setup.py): the project is `calc`, so
+    a requirements line that pins `calc` is the project's own, and a copy an index brings of it is not the
+    base's (gate/environment/build.py)."""
+    files = {"setup.py": 'from setuptools import setup\n\nNAME = "calc"\nVERSION = "1.0"\n\n'
+                         "setup(name=NAME, version=VERSION)\n"}
+    assert project_name(files.get) == "calc"
+    assert project_name({"setup.py": 'setup(\n    name="calc",\n)\n'}.get) == "calc"
+    assert project_name({"setup.py": "setup(name=compute())\n"}.get) is None

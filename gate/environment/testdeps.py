@@ -346,8 +346,13 @@ def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
     return None
 
 
+# A distribution's name as a project declares it.
+_DISTRIBUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+
+
 def project_name(read: Reader) -> str | None:
-    """The base project's distribution name (pyproject.toml, Poetry, setup.cfg, setup.py's literal `name=`)."""
+    """The base project's distribution name (pyproject.toml, Poetry, setup.cfg, setup.py's `setup(name=...)`
+    or a literal `name=` in it)."""
     doc = _toml(read("pyproject.toml"))
     for name in (_get(doc, "project", "name"), _get(doc, "tool", "poetry", "name")):
         if isinstance(name, str):
@@ -361,7 +366,11 @@ def project_name(read: Reader) -> str | None:
                 return parser.get("metadata", "name")
         except configparser.Error:
             pass
-    found = re.search(r"""\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", read("setup.py") or "")
+    setup_py = read("setup.py")
+    named = _setup_py_keyword(setup_py, "name")  # (a constant the call names included: PyYAML's `NAME`)
+    if isinstance(named, ast.Constant) and isinstance(named.value, str) and _DISTRIBUTION.fullmatch(named.value):
+        return named.value
+    found = re.search(r"""\bname\s*=\s*["']([A-Za-z0-9][A-Za-z0-9._-]*)["']""", setup_py or "")
     return found.group(1) if found else None
 
 
