@@ -139,6 +139,54 @@ class TestUvToldPipsConfiguration:
         # Values stay out of the log (an index URL may hold a token).
         assert first.as_uri() not in err and extra.as_uri() not in err
 
+    def test_the_base_project_is_not_built_for_its_dependencies(self, tmp_path: Path) -> None:
+        """uv learns the base project's requirements (with its extras) from its metadata: a build, which a C
+        extension makes dear, is not what gives them. A backend that refuses to build still yields them, and
+        neither the project nor anything of its build is left in the environment."""
+        wheels = probe_wheels(tmp_path / "wheelhouse")
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1",
+                   "PIP_FIND_LINKS": str(wheels["probe-one-1.0"].parent)}
+        refusing = BACKEND + "\n\ndef build_wheel(*args, **kwargs):\n    raise RuntimeError('built')\n"
+        files = {"_backend/backend.py": refusing,
+                 "pyproject.toml": pyproject("probe-base", ["probe-one"], extras={"test": ["probe-two"]})}
+
+        built = build(tmp_path, [], environ, files=files, spec=Environment(extras=("test",)))
+
+        assert built.installed == ("probe-one==1.0", "probe-two==1.0")
+
+    def test_an_extra_that_names_the_project_itself_is_read_from_the_base(self, tmp_path: Path) -> None:
+        """`test = ["probe-base[more]"]` names the project itself: its `more` extra is the base's (the project is
+        installed, then removed), never that of the distribution of that name the index holds (probe-base 9.0,
+        whose `more` asks for probe-two): uv's install would take that one."""
+        wheels = probe_wheels(tmp_path / "wheelhouse")
+        write_wheel(tmp_path / "wheelhouse", "probe-base", {"probe_base.py": "V = 9\n"}, version="9.0",
+                    requires=('probe-two; extra == "more"',))
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1",
+                   "PIP_FIND_LINKS": str(wheels["probe-one-1.0"].parent)}
+        # (its version from the build, as attrs' comes from git: uv then cannot tell the index's from the base's)
+        text = pyproject("probe-base", ["probe-one"], extras={"test": ["probe-base[more]"], "more": ["probe-three"]})
+        files = {"pyproject.toml": text.replace('version = "1.0"\n', 'dynamic = ["version"]\n'),
+                 "_backend/backend.py": BACKEND.replace("project['version']", "project.get('version', '1.0')")}
+
+        built = build(tmp_path, [], environ, files=files, spec=Environment(extras=("test",)))
+
+        assert built.installed == ("probe-one==1.0", "probe-three==2.0")
+
+    def test_a_dependency_that_requires_the_project_leaves_no_copy_of_it(self, tmp_path: Path) -> None:
+        """A dependency that requires the project itself (hypothesis requires attrs) brings the index's copy of
+        it when only the project's dependencies are installed: that copy is removed, as the base's own is when
+        the project is installed, so that the tests import the tree's."""
+        folder = tmp_path / "wheelhouse"
+        probe_wheels(folder)
+        write_wheel(folder, "probe-needs-base", {"probe_needs_base.py": "V = 1\n"}, requires=("probe-base",))
+        write_wheel(folder, "probe-base", {"probe_base.py": "V = 9\n"}, version="9.0")
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
+        files = {"pyproject.toml": pyproject("probe-base", ["probe-one", "probe-needs-base"])}
+
+        built = build(tmp_path, [], environ, files=files)
+
+        assert built.installed == ("probe-needs-base==1.0", "probe-one==1.0")
+
     @pytest.mark.parametrize("trust", ["none", "trusted-host", "PIP_CERT"])
     def test_an_https_index_trusted_as_pip_is_told_to(self, tmp_path: Path, trust: str) -> None:
         """An HTTPS index whose certificate no store knows: uv refuses it unless pip's configuration trusts the

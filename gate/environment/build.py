@@ -5,9 +5,11 @@ user's pip configuration (pip.conf, `PIP_INDEX_URL`: a private index works), or 
 is not beside the gate's interpreter (gate/environment/installers/). What is installed: the base project with
 its `extras`, its dependency `groups` (as PEP 508 requirements: gate/environment/declarations.py) and the
 `requirements` files, all as they are in an export of the base commit, and its `[build-system] requires` (the
-project is built again in the sandbox: gate/environment/project.py). The project itself is then uninstalled
-again, leaving only its dependencies: nothing of the base's package can stand in for a module the head
-deleted. Nothing of the head is built or installed here.
+project is built again in the sandbox: gate/environment/project.py). The project's own requirements come from
+its metadata where the installer reads it without building the project (uv: pyproject.toml's `[project]`, or
+the build backend's metadata hook); otherwise the project is installed, then uninstalled again. Either way only
+its dependencies stay: nothing of the base's package can stand in for a module the head deleted. Nothing of the
+head is built or installed here.
 
 The venv is cached by the hash of the declaration files, the settings, the index configuration and the installer
 (cache.digest); it is built in a temporary directory beside its final place and renamed there when complete,
@@ -35,6 +37,7 @@ from typing import TYPE_CHECKING
 from gate import memo
 from gate.environment import BuiltEnvironment, cache, declarations, installers, pip_config, testdeps
 from gate.environment.declarations import Reader, key_files
+from gate.environment.installers.command import Dependencies
 from gate.errors import GateFailure
 from gate.policy.model import Environment
 from gate.progress import QUIET, Progress
@@ -113,22 +116,33 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         left_out = _without_the_project(source, spec.requirements)
         requested = _build_requirements(source) if project else []
         requested += _declared_requirements(spec, project, source)
-        targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
+        name = testdeps.project_name(lambda path: (source / path).read_text(encoding="utf-8", errors="replace")
+                                     if (source / path).is_file() else None)
+        own_requirements = _own_requirements(installer, python, source, spec, name, environ) if project else None
+        if own_requirements is not None:  # (the project's dependencies alone: it is not built here)
+            targets = [*own_requirements.args]
+        else:
+            targets = [f".[{','.join(spec.extras)}]" if spec.extras else "."] if project else []
         targets += requested
         for path in spec.requirements:
             targets += ["-r", path]
         installed: list[str] = []
         plugins: list[str] = []
         if targets:
-            installer.install(python, targets, source, environ, what=_what(spec, project))
+            installer.install(python, targets, source, environ,
+                              what=_what(spec, project, building=own_requirements is None))
             dists = _distributions(building)
-            own = [dist for dist in dists if _from(dist, source)]
+            # The project itself, from its folder; or, when only its dependencies were asked for, from the index
+            # for one of them that requires it (hypothesis requires attrs): never the base's code, so it goes too.
+            own = [dist for dist in dists if _from(dist, source)
+                   or (own_requirements is not None and _name(dist) == _normalise(name or ""))]
             # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
             # it, and the suite's process imports only the environment's framework, never the head's copy
             # (gate/suite/trust.py leaves it out of the run and blocks a change to it for a human).
             removed = [name for name in map(_name, own) if name not in FRAMEWORK_MODULES]
             installed = [f"{_name(dist)}=={dist.version}" for dist in dists if _name(dist) not in removed]
-            declared = _declared(spec, requested, own, source)  # (before the base project's metadata goes)
+            declared = _declared(spec, [*requested, *(own_requirements.names if own_requirements else ())], own,
+                                 source)  # (before the base project's metadata goes)
             if removed:
                 installer.uninstall(python, removed, source, environ, what="the base project itself")
             plugins = _plugins(declared, building)
@@ -215,10 +229,23 @@ def declares_build(text: str | None) -> bool:
     return isinstance(system, dict) and "requires" in system
 
 
-def _what(spec: Environment, project: bool) -> str:
+def _own_requirements(installer: installers.Installer, python: str, source: Path, spec: Environment,
+                      name: str | None, environ: Mapping[str, str]) -> Dependencies | None:
+    """The base project's own requirements, when the installer can tell them without building the project (its
+    build here served only to learn them: PyYAML's C extension took 8 s of a cold environment's 9,
+    docs/benchmarks.md); only for a project whose name the gate knows (`name`: what it removes again, should a
+    dependency bring it from the index), never for the test framework's own repository, which stays installed
+    (`_build`)."""
+    if name is None or _normalise(name) in FRAMEWORK_MODULES:
+        return None
+    return installer.dependencies(python, source, spec.extras, name, environ)
+
+
+def _what(spec: Environment, project: bool, building: bool = True) -> str:
     parts = []
     if project:
-        parts.append("the base project" + (f" with extras [{','.join(spec.extras)}]" if spec.extras else ""))
+        parts.append(("the base project" if building else "the base project's dependencies")
+                     + (f" with extras [{','.join(spec.extras)}]" if spec.extras else ""))
     parts += [f"dependency group {name}" for name in spec.groups]
     parts += [f"requirements file {path}" for path in spec.requirements]
     return " and ".join(parts)

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Protocol
 
 from gate.environment import cache, pip_config
+from gate.environment.installers.command import Dependencies
 from gate.environment.installers.pip import Pip
 from gate.environment.installers.uv import Uv
 from gate.errors import GateFailure
@@ -44,6 +45,12 @@ class Installer(Protocol):
     def uninstall(self, python: str, names: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str
                   ) -> None:
         """Remove the distributions `names` from the environment of `python`."""
+
+    def dependencies(self, python: str, source: Path, extras: Sequence[str], project: str,
+                     environ: Mapping[str, str]) -> Dependencies | None:
+        """The base project's own requirements (with `extras`) in the folder `source`, found without building
+        it, as `install` arguments and their names; None when this installer cannot tell them so (the project
+        is then installed, and removed again)."""
 
 
 def find(environ: Mapping[str, str], settings: Mapping[str, pip_config.Setting], cache: Path,

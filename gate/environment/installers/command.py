@@ -5,12 +5,22 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from gate.errors import GateFailure
 
 _TAIL = 15  # lines of the installer's output a failure shows
 INSTALL_TIMEOUT_S = 1800
+
+
+@dataclass(frozen=True)
+class Dependencies:
+    """A project's own requirements as an installer finds them without building the project (Installer.dependencies):
+    what its `install` is given for them, and their names."""
+
+    args: tuple[str, ...]
+    names: tuple[str, ...]
 
 
 def run(command: Sequence[str], cwd: Path, env: Mapping[str, str], what: str, tool: str,

@@ -9,7 +9,7 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from gate.environment.installers.command import run, tail
+from gate.environment.installers.command import Dependencies, run, tail
 from gate.errors import GateFailure
 
 # pip's words for a requirement it could not satisfy.
@@ -36,6 +36,11 @@ class Pip:
 
     def install(self, python: str, args: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str) -> None:
         run(self._pip(python, "install", *args), cwd, _environment(environ), what, "pip", _UNSATISFIED)
+
+    def dependencies(self, python: str, source: Path, extras: Sequence[str], project: str,
+                     environ: Mapping[str, str]) -> Dependencies | None:
+        """None: pip learns a project's requirements only by installing it."""
+        return None
 
     def uninstall(self, python: str, names: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str
                   ) -> None:

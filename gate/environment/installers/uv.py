@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import re
 import subprocess
+import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from gate.environment import pip_config
-from gate.environment.installers.command import run, tail
+from gate.environment.installers.command import INSTALL_TIMEOUT_S, Dependencies, run, tail
 from gate.errors import GateFailure
 
+# A requirement line of `uv pip compile`'s output: its distribution's name.
+_REQUIREMENT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
 # uv's words for a requirement it could not satisfy.
 _UNSATISFIED = re.compile(r"Because (?:there is no version of |only )?([A-Za-z0-9][A-Za-z0-9._-]*)"
                           r"|Failed to (?:build|download|fetch):? `([^`\s]+)")
@@ -54,6 +57,32 @@ class Uv:
                    *self.carried.arguments, *args]
         run(command, cwd, self._environment(environ), what, "uv", _UNSATISFIED)
 
+    def dependencies(self, python: str, source: Path, extras: Sequence[str], project: str,
+                     environ: Mapping[str, str]) -> Dependencies | None:
+        """The project's own requirements from its metadata, which uv reads from pyproject.toml's `[project]`
+        table or asks the build backend's metadata hook for (setup.py, setup.cfg, dynamic fields), with no
+        build of it: `uv pip install -r FILE --extra NAME` installs them, and `uv pip compile --no-deps` of the
+        same names them. None when uv reads none of those files, when that fails, or when an extra asked for
+        may name the project itself (`tests = ["attrs[tests-mypy]"]`): such extras are left to installing the
+        project, whose resolution of them is pip's."""
+        file = _metadata_file(source)
+        if file is None or _may_name_itself(source / file, extras, project):
+            return None
+        chosen = tuple(word for extra in extras for word in ("--extra", extra))
+        command = [self.path, "pip", "compile", *self.common, "--python", python, "--no-sources",
+                   "--index-strategy", "unsafe-best-match", *self.carried.arguments, "--no-deps", "--no-header",
+                   "--no-annotate", file, *chosen]
+        try:
+            done = subprocess.run(command, cwd=source, capture_output=True, text=True, check=False,
+                                  timeout=INSTALL_TIMEOUT_S, env=self._environment(environ))
+        except subprocess.TimeoutExpired:
+            return None
+        if done.returncode != 0:
+            return None
+        names = tuple(_normalise(found.group(0)) for line in done.stdout.splitlines()
+                      if (found := _REQUIREMENT.match(line)) is not None)
+        return None if _normalise(project) in names else Dependencies(("-r", file, *chosen), names)
+
     def uninstall(self, python: str, names: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str
                   ) -> None:
         run([self.path, "pip", "uninstall", *self.common, "--python", python, *names], cwd, self._environment(environ),
@@ -64,3 +93,38 @@ class Uv:
         if "PATH" not in kept:
             kept["PATH"] = "/usr/bin:/bin"
         return {**kept, **dict(self.carried.environment)}
+
+
+def _metadata_file(source: Path) -> str | None:
+    """The file uv reads the project's metadata from: pyproject.toml when it has a `[project]` table, else
+    setup.py, else setup.cfg; None without one (a Poetry project without `[project]`)."""
+    pyproject = source / "pyproject.toml"
+    if pyproject.is_file():
+        try:
+            if isinstance(tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project"), dict):
+                return "pyproject.toml"
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError):
+            return None
+    return next((name for name in ("setup.py", "setup.cfg") if (source / name).is_file()), None)
+
+
+def _may_name_itself(file: Path, extras: Sequence[str], project: str) -> bool:
+    """Whether a requirement the project declares, with `extras`, could name the project itself: one of
+    pyproject.toml's static `[project]` lists that does, or extras asked of metadata read only from its build
+    (setup.py, setup.cfg, or extras the table leaves `dynamic`)."""
+    if file.name != "pyproject.toml":
+        return bool(extras)
+    table = tomllib.loads(file.read_text(encoding="utf-8"))["project"]
+    optional = table.get("optional-dependencies", {})
+    if extras and ("optional-dependencies" in table.get("dynamic", ()) or not isinstance(optional, dict)):
+        return True
+    chosen = {_normalise(extra) for extra in extras}
+    lines = [*table.get("dependencies", ()), *(line for extra, found in optional.items()
+                                                if _normalise(extra) in chosen for line in found)]
+    names = {_normalise(found.group(0)) for line in lines if isinstance(line, str)
+             and (found := _REQUIREMENT.match(line.strip())) is not None}
+    return _normalise(project) in names
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
