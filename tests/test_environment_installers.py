@@ -173,9 +173,9 @@ class TestUvToldPipsConfiguration:
         assert built.installed == ("probe-one==1.0", "probe-three==2.0")
 
     def test_a_dependency_that_requires_the_project_leaves_no_copy_of_it(self, tmp_path: Path) -> None:
-        """A dependency that requires the project itself (hypothesis requires attrs) brings the index's copy of
-        it when only the project's dependencies are installed: that copy is removed, as the base's own is when
-        the project is installed, so that the tests import the tree's."""
+        """A dependency that requires the project itself (hypothesis requires attrs) gets the base's tree, never
+        the index's copy of the project, and the tree is removed again as when the project is installed, so that
+        the tests import the head's."""
         folder = tmp_path / "wheelhouse"
         probe_wheels(folder)
         write_wheel(folder, "probe-needs-base", {"probe_needs_base.py": "V = 1\n"}, requires=("probe-base",))
@@ -186,6 +186,62 @@ class TestUvToldPipsConfiguration:
         built = build(tmp_path, [], environ, files=files)
 
         assert built.installed == ("probe-needs-base==1.0", "probe-one==1.0")
+
+    def test_a_dependency_that_requires_a_project_no_index_holds_gets_the_bases_tree(self, tmp_path: Path) -> None:
+        """A test extra's dependency that requires the project itself (its plugin, a circular pair), the project
+        on no index (a private one): installing the project satisfied it with the base's tree; installing only
+        its dependencies must too, not stop at exit 3 for want of a copy on the index."""
+        folder = tmp_path / "wheelhouse"
+        probe_wheels(folder)
+        write_wheel(folder, "probe-needs-base", {"probe_needs_base.py": "V = 1\n"}, requires=("probe-base",))
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
+        files = {"pyproject.toml": pyproject("probe-base", ["probe-one"], extras={"test": ["probe-needs-base"]})}
+
+        built = build(tmp_path, [], environ, files=files, spec=Environment(extras=("test",)))
+
+        assert built.installed == ("probe-needs-base==1.0", "probe-one==1.0")
+
+    def test_the_index_copy_of_the_project_leaves_none_of_its_requirements(self, tmp_path: Path) -> None:
+        """The index's copy of the project (9.0) requires probe-two and probe-three<2, the base's tree neither:
+        a dependency that requires the project gets the base's tree, so the environment is the one installing
+        the project gives (probe-three 2.0, no probe-two), not one shaped by another release of it."""
+        folder = tmp_path / "wheelhouse"
+        probe_wheels(folder)
+        write_wheel(folder, "probe-needs-base", {"probe_needs_base.py": "V = 1\n"}, requires=("probe-base",))
+        write_wheel(folder, "probe-base", {"probe_base.py": "V = 9\n"}, version="9.0",
+                    requires=("probe-two", "probe-three<2"))
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
+        files = {"pyproject.toml": pyproject("probe-base", ["probe-one", "probe-three"],
+                                             extras={"test": ["probe-needs-base"]})}
+
+        built = build(tmp_path, [], environ, files=files, spec=Environment(extras=("test",)))
+
+        assert built.installed == ("probe-needs-base==1.0", "probe-one==1.0", "probe-three==2.0")
+
+    def test_a_dependency_group_that_names_the_project_with_an_extra(self, tmp_path: Path) -> None:
+        """`[dependency-groups] test = ["probe-base[more]"]`: the base's `more` extra (probe-two), as installing
+        the project gave it, not a failure for want of probe-base on the index."""
+        folder = tmp_path / "wheelhouse"
+        probe_wheels(folder)
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(folder)}
+        text = pyproject("probe-base", ["probe-one"], extras={"more": ["probe-two"]})
+        files = {"pyproject.toml": text + '\n[dependency-groups]\ntest = ["probe-base[more]", "probe-three<2"]\n'}
+
+        built = build(tmp_path, [], environ, files=files, spec=Environment(groups=("test",)))
+
+        assert built.installed == ("probe-one==1.0", "probe-three==1.0", "probe-two==1.0")
+
+    def test_a_python_the_project_does_not_support_is_refused(self, tmp_path: Path) -> None:
+        """`requires-python = ">=3.99"`: installing the project refuses this interpreter (exit 3); `uv pip
+        install -r pyproject.toml` does not look, and must not build an environment the project rules out."""
+        probe_wheels(tmp_path / "wheelhouse")
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1",
+                   "PIP_FIND_LINKS": str(tmp_path / "wheelhouse")}
+        text = pyproject("probe-base", ["probe-one"]).replace('version = "1.0"\n',
+                                                                'version = "1.0"\nrequires-python = ">=3.99"\n')
+
+        with pytest.raises(GateFailure, match=r"Python>=3\.99"):
+            build(tmp_path, [], environ, files={"pyproject.toml": text})
 
     @pytest.mark.parametrize("trust", ["none", "trusted-host", "PIP_CERT"])
     def test_an_https_index_trusted_as_pip_is_told_to(self, tmp_path: Path, trust: str) -> None:

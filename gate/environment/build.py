@@ -132,10 +132,9 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             installer.install(python, targets, source, environ,
                               what=_what(spec, project, building=own_requirements is None))
             dists = _distributions(building)
-            # The project itself, from its folder; or, when only its dependencies were asked for, from the index
-            # for one of them that requires it (hypothesis requires attrs): never the base's code, so it goes too.
-            own = [dist for dist in dists if _from(dist, source)
-                   or (own_requirements is not None and _name(dist) == _normalise(name or ""))]
+            # The project itself, from its folder (with only its dependencies asked for, when one of them requires
+            # it: hypothesis requires attrs; gate/environment/installers/uv.py points its name at the folder).
+            own = [dist for dist in dists if _from(dist, source)]
             # A base that is the test framework (pluggy's repository) stays installed: pytest cannot start without
             # it, and the suite's process imports only the environment's framework, never the head's copy
             # (gate/suite/trust.py leaves it out of the run and blocks a change to it for a human).
@@ -233,8 +232,8 @@ def _own_requirements(installer: installers.Installer, python: str, source: Path
                       name: str | None, environ: Mapping[str, str]) -> Dependencies | None:
     """The base project's own requirements, when the installer can tell them without building the project (its
     build here served only to learn them: PyYAML's C extension took 8 s of a cold environment's 9,
-    docs/benchmarks.md); only for a project whose name the gate knows (`name`: what it removes again, should a
-    dependency bring it from the index), never for the test framework's own repository, which stays installed
+    docs/benchmarks.md); only for a project whose name the gate knows (a dependency that requires the project
+    gets its folder under that name), never for the test framework's own repository, which stays installed
     (`_build`)."""
     if name is None or _normalise(name) in FRAMEWORK_MODULES:
         return None

@@ -21,6 +21,8 @@ from gate.errors import GateFailure
 
 # A requirement line of `uv pip compile`'s output: its distribution's name.
 _REQUIREMENT = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?")
+# The constraint file, written into the base's export, that points the project's name at its tree.
+_ITSELF = ".gate-project-itself.txt"
 # uv's words for a requirement it could not satisfy.
 _UNSATISFIED = re.compile(r"Because (?:there is no version of |only )?([A-Za-z0-9][A-Za-z0-9._-]*)"
                           r"|Failed to (?:build|download|fetch):? `([^`\s]+)")
@@ -66,7 +68,7 @@ class Uv:
         may name the project itself (`tests = ["attrs[tests-mypy]"]`): such extras are left to installing the
         project, whose resolution of them is pip's."""
         file = _metadata_file(source)
-        if file is None or _may_name_itself(source / file, extras, project):
+        if file is None or _may_name_itself(source / file, extras, project) or not _supports(source / file, python):
             return None
         chosen = tuple(word for extra in extras for word in ("--extra", extra))
         command = [self.path, "pip", "compile", *self.common, "--python", python, "--no-sources",
@@ -81,7 +83,14 @@ class Uv:
             return None
         names = tuple(_normalise(found.group(0)) for line in done.stdout.splitlines()
                       if (found := _REQUIREMENT.match(line)) is not None)
-        return None if _normalise(project) in names else Dependencies(("-r", file, *chosen), names)
+        if _normalise(project) in names:
+            return None
+        # A dependency that requires the project itself (a test extra's plugin of it, a circular pair) gets the
+        # base's tree, as when the project is installed: never the index's copy, whose own requirements would
+        # stay behind it, nor a failure for a project no index holds. uv builds it only if something asks for it.
+        itself = source / _ITSELF
+        itself.write_text(f"{project} @ {source.resolve().as_uri()}\n", encoding="utf-8")
+        return Dependencies(("-r", file, *chosen, "--constraints", _ITSELF), names)
 
     def uninstall(self, python: str, names: Sequence[str], cwd: Path, environ: Mapping[str, str], what: str
                   ) -> None:
@@ -124,6 +133,24 @@ def _may_name_itself(file: Path, extras: Sequence[str], project: str) -> bool:
     names = {_normalise(found.group(0)) for line in lines if isinstance(line, str)
              and (found := _REQUIREMENT.match(line.strip())) is not None}
     return _normalise(project) in names
+
+
+def _supports(file: Path, python: str) -> bool:
+    """Whether pyproject.toml's `requires-python` admits the interpreter `python` (`uv pip install -r
+    pyproject.toml` does not ask: the project's own install refuses, and so must the environment)."""
+    if file.name != "pyproject.toml":
+        return True
+    requires = tomllib.loads(file.read_text(encoding="utf-8"))["project"].get("requires-python")
+    if not isinstance(requires, str):
+        return True
+    from packaging.specifiers import InvalidSpecifier, SpecifierSet
+
+    done = subprocess.run([python, "-S", "-c", "import platform; print(platform.python_version())"],
+                          capture_output=True, text=True, check=False, timeout=60)
+    try:
+        return done.returncode == 0 and SpecifierSet(requires).contains(done.stdout.strip(), prereleases=True)
+    except InvalidSpecifier:
+        return False
 
 
 def _normalise(name: str) -> str:
