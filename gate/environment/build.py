@@ -38,6 +38,7 @@ from gate import memo
 from gate.environment import BuiltEnvironment, cache, declarations, installers, pip_config, testdeps
 from gate.environment.declarations import Reader, key_files
 from gate.environment.installers.command import Dependencies
+from gate.environment.testdeps import canonical
 from gate.errors import GateFailure
 from gate.policy.model import Environment
 from gate.progress import QUIET, Progress
@@ -235,7 +236,7 @@ def _own_requirements(installer: installers.Installer, python: str, source: Path
     docs/benchmarks.md); only for a project whose name the gate knows (a dependency that requires the project
     gets its folder under that name), never for the test framework's own repository, which stays installed
     (`_build`)."""
-    if name is None or _normalise(name) in FRAMEWORK_MODULES:
+    if name is None or canonical(name) in FRAMEWORK_MODULES:
         return None
     return installer.dependencies(python, source, spec.extras, name, environ)
 
@@ -259,7 +260,7 @@ def _distributions(venv: Path) -> list[metadata.Distribution]:
 
 
 def _name(dist: metadata.Distribution) -> str:
-    return _normalise(dist.metadata["Name"] or "")
+    return canonical(dist.metadata["Name"] or "")
 
 
 def _from(dist: metadata.Distribution, source: Path) -> bool:
@@ -281,7 +282,7 @@ def _declared(spec: Environment, requested: Sequence[str], own: Sequence[metadat
     found: set[str] = set()
     for line in requested:
         with contextlib.suppress(InvalidRequirement):
-            found.add(_normalise(Requirement(line).name))
+            found.add(canonical(Requirement(line).name))
     for path in spec.requirements:
         found |= requirement_names(source / path, source)
     extras = [*spec.extras, ""]
@@ -293,7 +294,7 @@ def _declared(spec: Environment, requested: Sequence[str], own: Sequence[metadat
             except InvalidRequirement:
                 continue
             if requirement.marker is None or any(requirement.marker.evaluate({"extra": extra}) for extra in extras):
-                found.add(_normalise(requirement.name))
+                found.add(canonical(requirement.name))
     return found
 
 
@@ -323,20 +324,20 @@ def requirement_names(path: Path, root: Path, seen: frozenset[Path] = frozenset(
             if option in ("-r", "--requirement"):
                 found |= requirement_names(real.parent / value, root, seen | {real})
             elif option in ("-e", "--editable"):
-                found.update(_normalise(name) for name in _EGG.findall(value))
+                found.update(canonical(name) for name in _EGG.findall(value))
             continue
         line = re.split(r"\s--?[a-z]", f" {line}")[0].strip() if " -" in line else line
         try:
-            found.add(_normalise(Requirement(line).name))
+            found.add(canonical(Requirement(line).name))
             continue
         except InvalidRequirement:
             pass
         egg = _EGG.findall(line)
         if egg:
-            found.add(_normalise(egg[-1]))
+            found.add(canonical(egg[-1]))
         elif line.endswith(".whl"):
             with contextlib.suppress(InvalidWheelFilename):
-                found.add(_normalise(parse_wheel_filename(line.rsplit("/", 1)[-1])[0]))
+                found.add(canonical(parse_wheel_filename(line.rsplit("/", 1)[-1])[0]))
     return found
 
 
@@ -347,17 +348,13 @@ def _plugins(declared: set[str], venv: Path) -> list[str]:
 
     sites = [str(path) for path in sorted(venv.glob("lib/python*/site-packages"))]
     found = {f"{entry.name}={entry.module}" for dist in metadata.distributions(path=sites)
-             if _normalise(dist.metadata["Name"] or "") in declared
+             if canonical(dist.metadata["Name"] or "") in declared
              for entry in dist.entry_points.select(group="pytest11")}
     return sorted(found)
 
 
 def _same_dir(url: str, source: Path) -> bool:
     return url.removeprefix("file://").rstrip("/") == str(source.resolve()).rstrip("/")
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def _readable(root: Path) -> None:
@@ -463,7 +460,7 @@ def _closure(name: str) -> list[str]:
     seen: dict[str, None] = {}
     todo = [name]
     while todo:
-        current = _normalise(todo.pop())
+        current = canonical(todo.pop())
         if current in seen:
             continue
         seen[current] = None

@@ -12,13 +12,12 @@ from __future__ import annotations
 import configparser
 import json
 import logging
-import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES
+from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, canonical
 from gate.errors import BadInput
 from gate.policy.model import Environment
 
@@ -107,7 +106,7 @@ def groups_declared(doc: dict[str, Any]) -> tuple[str, ...]:
     poetry = _table(_table(doc, "tool"), "poetry")
     names = [*_table(doc, "dependency-groups"), *_table(poetry, "group"),
              *(("dev",) if isinstance(poetry.get("dev-dependencies"), dict) else ()), *_pdm_groups(doc)]
-    return tuple(dict.fromkeys(_normalise(name) for name in names))
+    return tuple(dict.fromkeys(canonical(name) for name in names))
 
 
 def _pdm_groups(doc: dict[str, Any]) -> dict[str, Any]:
@@ -167,8 +166,8 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
         raise BadInput(f"pyproject.toml in the base commit does not parse: {exc}", key="environment.groups") from None
     declared_groups = groups_declared(doc)
     pep735 = _table(doc, "dependency-groups")
-    pep735_names = {_normalise(name) for name in pep735}
-    pdm = {_normalise(name): value for name, value in _pdm_groups(doc).items()}
+    pep735_names = {canonical(name) for name in pep735}
+    pdm = {canonical(name): value for name, value in _pdm_groups(doc).items()}
     found: list[str] = []
     for index, name in enumerate(names):
         where = f"environment.groups[{index}]"
@@ -180,7 +179,7 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
                 raise BadInput(f"no {tool} environment {env_name!r} in the base commit ({files})", key=where)
             found += env.packages
             continue
-        if _normalise(name) not in declared_groups:
+        if canonical(name) not in declared_groups:
             listed = ", ".join(declared_groups) or "none"
             raise BadInput(f"no dependency group {name!r} in the base commit's pyproject.toml ([dependency-groups], "
                            f"[tool.poetry.group.{name}], [tool.pdm.dev-dependencies] or, for dev, "
@@ -188,12 +187,12 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
                            f"environment; it declares: "
                            f"{listed})", key=where)
         try:
-            if _normalise(name) in pep735_names:
+            if canonical(name) in pep735_names:
                 from dependency_groups import resolve
 
                 found += resolve(pep735, name)
-            found += _poetry_group(doc, _normalise(name), root, ())
-            found += [str(line) for line in pdm.get(_normalise(name)) or ()
+            found += _poetry_group(doc, canonical(name), root, ())
+            found += [str(line) for line in pdm.get(canonical(name)) or ()
                       if isinstance(line, str) and not line.lstrip().startswith("-e")]
         except (ValueError, TypeError, LookupError) as exc:  # (InvalidRequirement is a ValueError)
             raise BadInput(f"the dependency group {name!r} of the base commit's pyproject.toml does not resolve: "
@@ -206,10 +205,10 @@ def poetry_requirements(text: str | None, extras: Sequence[str] = (), root: Path
     for the `extras` asked for) as PEP 508 requirements: what its build would declare, for a project that has
     no build (no [build-system]: Poetry's non-package mode)."""
     poetry = _table(_table(_toml(text), "tool"), "poetry")
-    wanted = {_normalise(name) for extra in extras
+    wanted = {canonical(name) for extra in extras
               for name in (_table(poetry, "extras").get(extra) or ()) if isinstance(name, str)}
     dependencies = {name: value for name, value in _table(poetry, "dependencies").items()
-                    if not (isinstance(value, dict) and value.get("optional")) or _normalise(name) in wanted}
+                    if not (isinstance(value, dict) and value.get("optional")) or canonical(name) in wanted}
     try:
         return _poetry_pep508(dependencies, root)
     except (ValueError, TypeError) as exc:
@@ -222,10 +221,10 @@ def _poetry_group(doc: dict[str, Any], name: str, root: Path | None, seen: tuple
     if name in seen:
         raise ValueError(f"the Poetry group {name!r} includes itself ({' -> '.join((*seen, name))})")
     poetry = _table(_table(doc, "tool"), "poetry")
-    groups = {_normalise(key): value for key, value in _table(poetry, "group").items() if isinstance(value, dict)}
+    groups = {canonical(key): value for key, value in _table(poetry, "group").items() if isinstance(value, dict)}
     group = groups.get(name, {})
     found = [requirement for included in group.get("include-groups", ()) or ()
-             for requirement in _poetry_group(doc, _normalise(str(included)), root, (*seen, name))]
+             for requirement in _poetry_group(doc, canonical(str(included)), root, (*seen, name))]
     found += _poetry_pep508(_table(group, "dependencies"), root)
     if name == "dev":
         found += _poetry_pep508(_table(poetry, "dev-dependencies"), root)
@@ -261,11 +260,6 @@ def _toml(text: str | None) -> dict[str, Any]:
 def _table(doc: Any, name: str) -> dict[str, Any]:
     value = doc.get(name) if isinstance(doc, dict) else None
     return value if isinstance(value, dict) else {}
-
-
-def _normalise(name: str) -> str:
-    """A group's or distribution's name as PEP 503 and PEP 735 compare them."""
-    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def buildable(read: Reader) -> bool:

@@ -385,7 +385,7 @@ def names_project(line: str, name: str | None) -> bool:
     from packaging.requirements import InvalidRequirement, Requirement
 
     try:
-        return _normalise(Requirement(line).name) == _normalise(name)
+        return canonical(Requirement(line).name) == canonical(name)
     except InvalidRequirement:
         return False
 
@@ -473,5 +473,6 @@ def _get(doc: Any, *keys: str) -> Any:
     return doc
 
 
-def _normalise(name: str) -> str:
+def canonical(name: str) -> str:
+    """A distribution's, extra's or group's name as PEP 503 and PEP 735 compare them."""
     return re.sub(r"[-_.]+", "-", name).lower()

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from gate.environment import pip_config
 from gate.environment.installers.command import INSTALL_TIMEOUT_S, Dependencies, run, tail
+from gate.environment.testdeps import canonical
 from gate.errors import GateFailure
 
 # A requirement line of `uv pip compile`'s output: its distribution's name.
@@ -81,9 +82,9 @@ class Uv:
             return None
         if done.returncode != 0:
             return None
-        names = tuple(_normalise(found.group(0)) for line in done.stdout.splitlines()
+        names = tuple(canonical(found.group(0)) for line in done.stdout.splitlines()
                       if (found := _REQUIREMENT.match(line)) is not None)
-        if _normalise(project) in names:
+        if canonical(project) in names:
             return None
         # A dependency that requires the project itself (a test extra's plugin of it, a circular pair) gets the
         # base's tree, as when the project is installed: never the index's copy, whose own requirements would
@@ -127,12 +128,12 @@ def _may_name_itself(file: Path, extras: Sequence[str], project: str) -> bool:
     optional = table.get("optional-dependencies", {})
     if extras and ("optional-dependencies" in table.get("dynamic", ()) or not isinstance(optional, dict)):
         return True
-    chosen = {_normalise(extra) for extra in extras}
+    chosen = {canonical(extra) for extra in extras}
     lines = [*table.get("dependencies", ()), *(line for extra, found in optional.items()
-                                                if _normalise(extra) in chosen for line in found)]
-    names = {_normalise(found.group(0)) for line in lines if isinstance(line, str)
+                                                if canonical(extra) in chosen for line in found)]
+    names = {canonical(found.group(0)) for line in lines if isinstance(line, str)
              and (found := _REQUIREMENT.match(line.strip())) is not None}
-    return _normalise(project) in names
+    return canonical(project) in names
 
 
 def _supports(file: Path, python: str) -> bool:
@@ -152,6 +153,3 @@ def _supports(file: Path, python: str) -> bool:
     except InvalidSpecifier:
         return False
 
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
