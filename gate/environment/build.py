@@ -117,8 +117,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         left_out = _without_the_project(source, spec.requirements)
         requested = _build_requirements(source) if project else []
         requested += _declared_requirements(spec, project, source)
-        name = testdeps.project_name(lambda path: (source / path).read_text(encoding="utf-8", errors="replace")
-                                     if (source / path).is_file() else None)
+        name = testdeps.project_name(_reader(source))
         own_requirements = _own_requirements(installer, python, source, spec, name, environ) if project else None
         if own_requirements is not None:  # (the project's dependencies alone: it is not built here)
             targets = [*own_requirements.args]
@@ -162,10 +161,7 @@ def _without_the_project(source: Path, requirements: Sequence[str]) -> list[str]
     """Leave out of the base's requirements files (in its export `source`, and the files they include) the
     lines that install the project itself (`-e .`, `NAME==1.2`): the base's own tree is installed, and a pin
     of another version of it would stop every PR; one "file: line" each, for the report."""
-    def read(name: str) -> str | None:
-        path = source / name
-        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
-
+    read = _reader(source)
     name = testdeps.project_name(read)
     left_out: list[str] = []
     todo, seen = list(requirements), set()
@@ -188,6 +184,14 @@ def _without_the_project(source: Path, requirements: Sequence[str]) -> list[str]
         if len(kept) != len(lines):
             file.write_text("\n".join(kept) + "\n", encoding="utf-8")
     return left_out
+
+
+def _reader(source: Path) -> Reader:
+    """A reader of the files of the base's export `source` (a byte that is not UTF-8 read as U+FFFD)."""
+    def read(name: str) -> str | None:
+        path = source / name
+        return path.read_text(encoding="utf-8", errors="replace") if path.is_file() else None
+    return read
 
 
 def _declared_requirements(spec: Environment, project: bool, source: Path) -> list[str]:

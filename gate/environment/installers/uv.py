@@ -14,6 +14,7 @@ import subprocess
 import tomllib
 from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 from gate.environment import pip_config
 from gate.environment.installers.command import INSTALL_TIMEOUT_S, Dependencies, run, tail
@@ -68,8 +69,11 @@ class Uv:
         same names them. None when uv reads none of those files, when that fails, or when an extra asked for
         may name the project itself (`tests = ["attrs[tests-mypy]"]`): such extras are left to installing the
         project, whose resolution of them is pip's."""
-        file = _metadata_file(source)
-        if file is None or _may_name_itself(source / file, extras, project) or not _supports(source / file, python):
+        metadata = _metadata(source)
+        if metadata is None:
+            return None
+        file, table = metadata
+        if _may_name_itself(table, extras, project) or not _supports(table, python):
             return None
         chosen = tuple(word for extra in extras for word in ("--extra", extra))
         command = [self.path, "pip", "compile", *self.common, "--python", python, "--no-sources",
@@ -105,26 +109,28 @@ class Uv:
         return {**kept, **dict(self.carried.environment)}
 
 
-def _metadata_file(source: Path) -> str | None:
-    """The file uv reads the project's metadata from: pyproject.toml when it has a `[project]` table, else
-    setup.py, else setup.cfg; None without one (a Poetry project without `[project]`)."""
+def _metadata(source: Path) -> tuple[str, dict[str, Any] | None] | None:
+    """The file uv reads the project's metadata from, with pyproject.toml's `[project]` table when it is that
+    one: pyproject.toml when it has the table, else setup.py, else setup.cfg; None without one (a Poetry project
+    without `[project]`)."""
     pyproject = source / "pyproject.toml"
     if pyproject.is_file():
         try:
-            if isinstance(tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project"), dict):
-                return "pyproject.toml"
+            table = tomllib.loads(pyproject.read_text(encoding="utf-8")).get("project")
         except (tomllib.TOMLDecodeError, UnicodeDecodeError):
             return None
-    return next((name for name in ("setup.py", "setup.cfg") if (source / name).is_file()), None)
+        if isinstance(table, dict):
+            return "pyproject.toml", table
+    file = next((name for name in ("setup.py", "setup.cfg") if (source / name).is_file()), None)
+    return None if file is None else (file, None)
 
 
-def _may_name_itself(file: Path, extras: Sequence[str], project: str) -> bool:
+def _may_name_itself(table: dict[str, Any] | None, extras: Sequence[str], project: str) -> bool:
     """Whether a requirement the project declares, with `extras`, could name the project itself: one of
-    pyproject.toml's static `[project]` lists that does, or extras asked of metadata read only from its build
-    (setup.py, setup.cfg, or extras the table leaves `dynamic`)."""
-    if file.name != "pyproject.toml":
+    pyproject.toml's static `[project]` lists (`table`) that does, or extras asked of metadata read only from its
+    build (setup.py, setup.cfg: no table, or extras the table leaves `dynamic`)."""
+    if table is None:
         return bool(extras)
-    table = tomllib.loads(file.read_text(encoding="utf-8"))["project"]
     optional = table.get("optional-dependencies", {})
     if extras and ("optional-dependencies" in table.get("dynamic", ()) or not isinstance(optional, dict)):
         return True
@@ -136,12 +142,11 @@ def _may_name_itself(file: Path, extras: Sequence[str], project: str) -> bool:
     return canonical(project) in names
 
 
-def _supports(file: Path, python: str) -> bool:
-    """Whether pyproject.toml's `requires-python` admits the interpreter `python` (`uv pip install -r
-    pyproject.toml` does not ask: the project's own install refuses, and so must the environment)."""
-    if file.name != "pyproject.toml":
-        return True
-    requires = tomllib.loads(file.read_text(encoding="utf-8"))["project"].get("requires-python")
+def _supports(table: dict[str, Any] | None, python: str) -> bool:
+    """Whether pyproject.toml's `requires-python` (in its `[project]` `table`) admits the interpreter `python`
+    (`uv pip install -r pyproject.toml` does not ask: the project's own install refuses, and so must the
+    environment)."""
+    requires = None if table is None else table.get("requires-python")
     if not isinstance(requires, str):
         return True
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
