@@ -3,6 +3,7 @@ result channel, hash seeds, pairs, and `require:` failing closed."""
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -154,6 +155,42 @@ def test_only_the_runs_descriptors_are_open(sandbox: Sandbox) -> None:
     result = sandbox.run(program(code))
     open_fds = json.loads(result.stdout)
     assert set(open_fds) - {0, 1, 2, 3} <= {max(open_fds)}  # the listing's own descriptor
+
+
+def _inotify_instances() -> int:
+    """The inotify instances the gate's own process has a descriptor of."""
+    count = 0
+    for name in os.listdir("/proc/self/fd"):
+        with contextlib.suppress(OSError):  # (the listing's own descriptor, closed since)
+            count += os.readlink(f"/proc/self/fd/{name}") == "anon_inode:inotify"
+    return count
+
+
+def test_a_runs_watch_works_held_by_the_gate_and_is_let_go_when_the_run_ends(sandbox: Sandbox) -> None:
+    # As the cases' serving harness does: an inotify watch on the run's directory, made before the first result.
+    # From that result on the gate (as root) holds the instance too, so that the run's end does not wait for the
+    # kernel to free the watch; the watch still sees the run's changes, and the gate keeps nothing of it after.
+    code = f"""\
+import ctypes, os, time
+libc = ctypes.CDLL(None)
+watch = libc.inotify_init1(os.O_NONBLOCK)
+assert libc.inotify_add_watch(watch, b".", 0x100) >= 0  # IN_CREATE
+os.write(int(os.environ[{RESULT_FD_ENV!r}]), b"watching")
+time.sleep(1)  # (the gate takes it as the result comes: before this process ends)
+open("made", "w").close()
+print(len(os.read(watch, 4096)) > 0)
+"""
+    before = _inotify_instances()
+    held: list[int] = []
+    request = dataclasses.replace(program(code), watches=True,
+                                  on_result=lambda _: held.append(_inotify_instances()))
+    result = sandbox.run(request)
+    assert (result.exit_code, result.stdout, result.result) == (0, b"True\n", b"watching")
+    assert held == [before + (1 if os.geteuid() == 0 else 0)]  # (a gate that is not root cannot take it)
+    deadline = time.monotonic() + 10
+    while _inotify_instances() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert _inotify_instances() == before
 
 
 def test_a_harness_runs_and_imports_as_usual(sandbox: Sandbox) -> None:

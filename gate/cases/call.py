@@ -110,7 +110,7 @@ class Call:
                                         tree=program.tree,
                                         python_path=program.python_path, stdin=json.dumps(request).encode(),
                                         hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
-                                        preload=program.preload))
+                                        preload=program.preload, watches=True))
         served = _served(cases, entries, result.result or b"", result.wall_s)
         if result.exit_code == 0 or any(outcome.tampered for outcome in served.outcomes.values()):
             return served

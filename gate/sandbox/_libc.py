@@ -1,5 +1,5 @@
 """The few Linux system calls the standard library lacks in 3.11 (prctl, unshare, mount, umount2,
-pivot_root), through ctypes.
+pivot_root, pidfd_getfd), through ctypes.
 
 Standard library only: it is imported inside sandboxed children before they drop privileges.
 """
@@ -29,6 +29,7 @@ MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 # glibc has no pivot_root wrapper: the system call's number on each architecture the gate runs on.
 _SYS_PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "arm64": 41}
+_SYS_PIDFD_GETFD = 438  # (one number on every architecture: calls from 424 on share one table)
 
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -67,3 +68,9 @@ def pivot_root(new_root: str, put_old: str) -> None:
     if number is None:
         raise OSError(f"pivot_root: unknown system call number on {os.uname().machine}")
     _check(_libc.syscall(number, new_root.encode(), put_old.encode()), "pivot_root")
+
+
+def pidfd_getfd(pidfd: int, target: int) -> int:
+    """pidfd_getfd(2): a descriptor (close-on-exec) of what the process of `pidfd` has open as `target`; raises
+    OSError (ENOSYS before Linux 5.6, EPERM without the right to trace that process)."""
+    return _check(_libc.syscall(_SYS_PIDFD_GETFD, pidfd, target, 0), "pidfd_getfd")

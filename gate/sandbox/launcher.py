@@ -33,6 +33,11 @@ class Handle(Protocol):
         its pid since (its reaper then kills its group too)."""
         ...
 
+    def hold_watch(self) -> int | None:
+        """A descriptor of the leader's inotify instance (the same instance, not a new one), or None when it has
+        none or the gate may not take it (a gate that is not root: the leader cannot be traced)."""
+        ...
+
     def close(self) -> None:
         """Release the handle's descriptors."""
         ...

@@ -115,6 +115,7 @@ class _Live:
     timed_out: bool = False
     truncated: bool = False
     drain_until: float = 0.0
+    watch: int | None = None  # the leader's inotify instance, held from its first result (RunRequest.watches)
 
     @property
     def deadline(self) -> float:
@@ -431,6 +432,7 @@ class LayeredSandbox:
             live.status, live.cpu_s = live.handle.reap()
             live.exited = True
             live.drain_until = time.monotonic() + _DRAIN_S
+            _drop_watch(live)
             self._sweep(live)
         else:
             data = os.read(fd, _CHUNK)
@@ -456,6 +458,8 @@ class LayeredSandbox:
             live.setup_error += data
             return
         if kind == "result":
+            if live.request.watches and not live.result and live.watch is None:
+                live.watch = live.handle.hold_watch()
             room = cap - len(live.result)
             live.result += data[:max(0, room)]
             if live.request.on_result is not None and room > 0:
@@ -493,6 +497,7 @@ class LayeredSandbox:
             live.cgroup.kill_all(leader_gone=True)
 
     def _finish(self, live: _Live) -> RunResult:
+        _drop_watch(live)
         live.handle.close()
         # The OOM killer may have hit any process of the run, so ask the cgroup whenever the run failed.
         failed = live.status != 0
@@ -525,3 +530,11 @@ class LayeredSandbox:
                 stage.clear(beside)  # (a run without a mount namespace's)
         if who and self.layers.uids:
             self.layers.uids.release(who)
+
+
+def _drop_watch(live: _Live) -> None:
+    """Close the run's inotify instance the gate holds, in a thread of its own: that close frees the watches
+    and waits for the kernel's grace period (RunRequest.watches)."""
+    if live.watch is not None:
+        threading.Thread(target=os.close, args=(live.watch,), name="gate-watch-close", daemon=True).start()
+        live.watch = None

@@ -19,6 +19,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
 from gate.errors import GateFailure
+from gate.sandbox import _libc
 from gate.sandbox.child import EXIT, STARTED
 from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
@@ -153,6 +154,19 @@ class StatusHandle:
         """See launcher.Handle: through the pidfd, which never names another process."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
+
+    def hold_watch(self) -> int | None:
+        """See launcher.Handle. The leader is found through its pidfd, which never names another process: a pid
+        taken by another process since fails the last call."""
+        try:
+            with open(f"/proc/self/fdinfo/{self._pidfd}") as info:
+                pid = next(int(line.split()[1]) for line in info if line.startswith("Pid:"))
+            for name in os.listdir(f"/proc/{pid}/fd"):
+                if os.readlink(f"/proc/{pid}/fd/{name}") == "anon_inode:inotify":
+                    return _libc.pidfd_getfd(self._pidfd, int(name))
+        except (OSError, StopIteration, ValueError):  # (gone, not traceable, or a kernel before 5.6)
+            pass
+        return None
 
     def reap(self) -> tuple[int, float]:
         """See launcher.Handle (the reaper killed the leader's group before reaping it)."""

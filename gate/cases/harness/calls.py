@@ -98,7 +98,8 @@ def main() -> None:
 class _Watch:
     """Whether anything changed in the places a case could leave a file for the next one (inotify on every
     directory there now: a new one is a change in its parent). Without inotify, everything counts as a
-    change, so that each run serves one case."""
+    change, so that each run serves one case. Made before the first outcome line: from it on, the gate holds
+    the instance too (RunRequest.watches), so that this process's exit does not wait for the watches to go."""
 
     def __init__(self, tops: list[str]) -> None:
         self.tops = tops
