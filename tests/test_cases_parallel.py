@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from dataclasses import replace
 from typing import Any
@@ -124,7 +125,7 @@ def test_a_share_of_cases_served_together_runs_under_every_seed_side_by_side() -
     started: list[tuple[int, int]] = []
     lock = threading.Lock()
 
-    def many(members: Any, seed: int) -> Served:
+    def many(members: Any, seed: int, core: int | None) -> Served:
         with lock:
             started.append((members[0], seed))
         return Served({member: CaseOutcome("passed", "", "ok") for member in members})
@@ -155,7 +156,7 @@ def test_runs_that_serve_many_go_two_to_a_core_and_a_run_of_one_case_holds_a_who
     going: list[str] = []
     beside_alone: list[int] = []
 
-    def many(members: Any, seed: int) -> Served:
+    def many(members: Any, seed: int, core: int | None) -> Served:
         with lock:
             going.append("many")
         try:
@@ -184,6 +185,34 @@ def test_runs_that_serve_many_go_two_to_a_core_and_a_run_of_one_case_holds_a_who
     assert max(beside_alone) == 2  # (two cores: a run of one case beside one other run at most)
 
 
+def test_runs_that_serve_many_are_each_kept_on_the_core_with_the_fewest_of_them() -> None:
+    # Two cores, two seeds: the public and the hidden share's runs under both seeds go at once, two on each core
+    # (a run's processes hand the core to one another: kept on one, they never land on another run's).
+    served_together = threading.Barrier(4)
+    lock = threading.Lock()
+    kept: list[int | None] = []
+
+    def many(members: Any, seed: int, core: int | None) -> Served:
+        with lock:
+            kept.append(core)
+        with contextlib.suppress(threading.BrokenBarrierError):
+            served_together.wait(timeout=30)
+        return Served({member: CaseOutcome("passed", "", "ok") for member in members})
+
+    def alone(seed: int) -> CaseOutcome:
+        return CaseOutcome("failed", "should have been served", "alone")
+
+    plan = Plan(slots=2, most=8, long_after_s=100, budget_s=60, served_per_slot=2, cores=(3, 5))
+    run_cases([alone] * 20, (1, 2), plan, many=many, together=[list(range(16)), list(range(16, 20))])
+    assert sorted(kept) == [3, 3, 5, 5] and not served_together.broken
+    # A plan without cores to keep them on leaves them where the kernel puts them.
+    kept.clear()
+    served_together.reset()
+    run_cases([alone] * 20, (1, 2), replace(plan, cores=()), many=many,
+              together=[list(range(16)), list(range(16, 20))])
+    assert kept == [None] * 4
+
+
 def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed() -> None:
     # Under every seed the share's run leaves case 0 to a run of its own (it went on too long) and serves case
     # 1; under seed 1 case 0's own run times out. Its run under seed 2 waits for that outcome, and never starts:
@@ -191,7 +220,7 @@ def test_a_case_left_to_a_run_of_its_own_that_times_out_runs_under_no_later_seed
     runs: list[tuple[int, int]] = []
     lock = threading.Lock()
 
-    def many(members: Any, seed: int) -> Served:
+    def many(members: Any, seed: int, core: int | None) -> Served:
         outcomes = {member: CaseOutcome("passed", "", f"{seed}") for member in members if member != 0}
         return Served(outcomes, frozenset({0} & set(members)), cut=0 if 0 in members else None)
 
@@ -217,7 +246,7 @@ def test_cases_that_hang_are_cut_from_one_seeds_shares_only() -> None:
     runs: list[int] = []
     lock = threading.Lock()
 
-    def many(members: Any, seed: int) -> Served:
+    def many(members: Any, seed: int, core: int | None) -> Served:
         with lock:
             shares.append((tuple(members), seed))
         return Served({}, frozenset({members[0]}), cut=members[0])
@@ -258,7 +287,7 @@ def test_a_case_cut_from_a_run_that_serves_many_starts_without_holding_a_core() 
     together = threading.Barrier(2)
     served: list[tuple[int, ...]] = []
 
-    def many(members: Any, seed: int) -> Served:
+    def many(members: Any, seed: int, core: int | None) -> Served:
         served.append(tuple(members))
         if members[0] == 2:
             return Served({2: CaseOutcome("passed", "", "ok")})

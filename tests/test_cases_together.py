@@ -9,6 +9,8 @@ from typing import Any
 
 import pytest
 
+from gate.cases import KINDS
+from gate.cases.base import Program, ServedTogether
 from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.parse import Parse
@@ -18,7 +20,7 @@ from gate.policy.model import CaseSpec, Policy, RunLimits
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
-from tests.cases_support import Counted, case, without_times
+from tests.cases_support import LIMITS, Counted, case, without_times
 from tests.runner_support import has_sudo, run_as_runner
 
 # Modules of the tree under test. The harness imports them in the order of their names: apex's import leaves a
@@ -40,6 +42,7 @@ import sys
 import time
 
 SEEN = []
+CORES = sorted(os.sched_getaffinity(0))
 
 
 def double(n):
@@ -130,6 +133,11 @@ def dumps(n):
 
 def saw_early(n):
     return os.path.exists("early-was-here")
+
+
+def cores(n):
+    # the cores the import and the call may run on (a served run keeps its own processes on one)
+    return [CORES, sorted(os.sched_getaffinity(0))]
 """,
     "amend": """\
 import json
@@ -157,6 +165,7 @@ CASES: tuple[tuple[str, Any, Any], ...] = (
     ("calc:shout", 10, 10), ("calc:quit_early", 3, 0), ("calc:leave_a_process", 1, 1), ("calc:others", 0, []),
     ("calc:hog", 2000, 0), ("calc:nap", 1, 0), ("calc:double", 5, 10), ("apex:saw", 0, True),
     ("amend:dumps", 1, "patched"), ("broken:double", 1, 2), ("calc:missing", 1, 2), ("calc:double", 6, 12),
+    ("calc:cores", 0, [sorted(os.sched_getaffinity(0))] * 2),
     ("stall:double", 1, 2), ("stall:double", 2, 4),
 )
 
@@ -203,8 +212,8 @@ def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, t
         ("calc:quit_early 3", "failed"), ("calc:leave_a_process 1", "passed"), ("calc:others 0", "passed"),
         ("calc:hog 2000", "failed"), ("calc:nap 1", "timeout"), ("calc:double 5", "passed"),
         ("apex:saw 0", "passed"), ("amend:dumps 1", "passed"), ("broken:double 1", "failed"),
-        ("calc:missing 1", "failed"), ("calc:double 6", "passed"), ("stall:double 1", "timeout"),
-        ("stall:double 2", "timeout")]
+        ("calc:missing 1", "failed"), ("calc:double 6", "passed"), ("calc:cores 0", "passed"),
+        ("stall:double 1", "timeout"), ("stall:double 2", "timeout")]
     details = {c.name: c.detail for c in together.cases}
     assert "killed: output limit" in details["calc:shout 300000"]
     assert "exited with status 3" in details["calc:quit_early 3"]
@@ -212,8 +221,24 @@ def test_cases_served_together_get_the_verdict_of_a_run_each(sandbox: Sandbox, t
     assert "this module never loads" in details["broken:double 1"]
     assert next(p.message for p in together.penalties if p.check == "nondeterminism").startswith(
         "case 5 (calc:fruit 8)")
-    # Two hash seeds of 56 cases, a run each: 112 runs less those not run again after a timeout.
-    assert alone_runs == 2 * 56 - 8
+    # Two hash seeds of 58 cases, a run each: 116 runs less those not run again after a timeout.
+    assert alone_runs == 2 * 58 - 8
+
+
+def test_a_served_runs_processes_stay_on_its_core_and_each_case_sees_every_core(sandbox: Sandbox,
+                                                                               tmp_path: Path) -> None:
+    # The case's parent (its module's process) stays on the run's core; the case itself may use every core, as
+    # in a run of its own.
+    (tmp_path / "where.py").write_text(
+        "import os\n\n\ndef parent(n):\n    return sorted(os.sched_getaffinity(os.getppid()))\n\n\n"
+        "def mine(n):\n    return sorted(os.sched_getaffinity(0))\n")
+    core = max(os.sched_getaffinity(0))
+    cases = [case("call", "parent", function="where:parent", args=[0], expect=[core]),
+             case("call", "mine", function="where:mine", args=[0], expect=sorted(os.sched_getaffinity(0)))]
+    kind = KINDS["call"]
+    assert isinstance(kind, ServedTogether)
+    served = kind.run_many(cases, Program(tree=tmp_path), sandbox, LIMITS, 0, 1.0, core)
+    assert {at: (o.status, o.detail) for at, o in served.outcomes.items()} == {0: ("passed", ""), 1: ("passed", "")}
 
 
 def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:

@@ -112,6 +112,7 @@ class ServedTogether(Protocol):
         """What the cases one run serves together share (their module), None when `case` runs alone."""
 
     def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
-                 hash_seed: int, cut_s: float) -> Served:
-        """Serve `cases` (all of one `module`, all public or all hidden) in one run: by position, the outcome
-        of each case served, those left to runs of their own, and the one cut for going on past `cut_s`."""
+                 hash_seed: int, cut_s: float, core: int | None = None) -> Served:
+        """Serve `cases` (all of one `module`, all public or all hidden) in one run, kept on `core` if given:
+        by position, the outcome of each case served, those left to runs of their own, and the one cut for
+        going on past `cut_s`."""

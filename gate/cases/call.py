@@ -88,11 +88,11 @@ class Call:
         return None if isinstance(target, str) else target[0]
 
     def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
-                 hash_seed: int, cut_s: float) -> Served:
-        """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py):
-        by position, the outcome of each case it served, those it left to a run of their own (see there for
-        when; every case when the run did not end as the harness ends it), and the one it cut because it
-        went on longer than `cut_s`."""
+                 hash_seed: int, cut_s: float, core: int | None = None) -> Served:
+        """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py),
+        kept on `core` if given: by position, the outcome of each case it served, those it left to a run of
+        their own (see there for when; every case when the run did not end as the harness ends it), and the one
+        it cut because it went on longer than `cut_s`."""
         targets = [target for case in cases if not isinstance(target := _target(case, program), str)]
         if len(targets) != len(cases):
             raise ValueError("every case served together names a module to call")
@@ -104,7 +104,7 @@ class Call:
         request = {"calls": calls, "cpu": limits.cpu_s, "wall": limits.wall_s, "cut": cut_s,
                    "import_cut": long_after(limits.wall_s),
                    "output": limits.output_bytes, "record": limits.output_bytes,
-                   "private": sandbox.private_tmp}
+                   "private": sandbox.private_tmp, "core": core}
         modules = len({call["module"] for call in calls})
         result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), files=_files(program),
                                         tree=program.tree,

@@ -11,9 +11,11 @@ many on each core (one share on two cores and two seeds, two on two cores and th
 more cases and imports each module once for them. Such a run holds half a core to its end: its processes hand the
 core to one another (a fork, a wait, an exit), and with one such run a core was idle a fifth of the time
 (docs/benchmarks.md), so two go on each core, and one a core while a run of one case holds one (that run keeps its
-core to itself). It leaves to a run of its own each case it cannot vouch for, and a case that goes on past
-SERVED_CUT_S: that one starts as a long run (it may hang, so it holds no core), and the rest of its share is split
-over the cores again, so that more cases that hang overlap. The cases it did not reach are served by a new run.
+core to itself). Each such run is kept on one core, the one with the fewest of them going: left to the kernel, a
+run's processes moved from core to core, onto the other runs' (docs/benchmarks.md). It leaves to a run of its own
+each case it cannot vouch for, and a case that goes on past SERVED_CUT_S: that one starts as a long run (it may
+hang, so it holds no core), and the rest of its share is split over the cores again, so that more cases that hang
+overlap. The cases it did not reach are served by a new run.
 Beyond the first runs, what runs under a seed waits for the seed before: a case's run of its own for the case's
 outcome there (which ends it, as above, when it timed out), and a share split off for each of its cases to be
 served or left there (a case left to a run of its own under an earlier seed runs alone under the later ones too: it
@@ -63,14 +65,16 @@ class Plan:
     long_after_s: float  # a run going longer than this stops holding its slot
     budget_s: float  # wall seconds for every run of every case together
     served_per_slot: int = 1  # runs serving many cases that share a slot
+    cores: tuple[int, ...] = ()  # the cores a run serving many is kept on, one each (none: where the kernel puts it)
 
     @classmethod
     def for_machine(cls, run_timeout_s: float, budget_s: float) -> Plan:
         """One slot per core this process may use, two runs serving many on each; up to four runs a core in
         all."""
-        cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        return cls(slots=cores, most=min(4 * cores, 16), long_after_s=long_after(run_timeout_s),
-                   budget_s=budget_s, served_per_slot=_SERVED_PER_CORE)
+        cores = tuple(sorted(os.sched_getaffinity(0))) if hasattr(os, "sched_getaffinity") else ()
+        slots = len(cores) or os.cpu_count() or 1
+        return cls(slots=slots, most=min(4 * slots, 16), long_after_s=long_after(run_timeout_s),
+                   budget_s=budget_s, served_per_slot=_SERVED_PER_CORE, cores=cores)
 
     @classmethod
     def sequential(cls, budget_s: float) -> Plan:
@@ -89,8 +93,8 @@ class Served:
     cut: int | None = None
 
 
-# Many cases (by index) served in one run under one hash seed.
-Many = Callable[[Sequence[int], int], Served]
+# Many cases (by index) served in one run under one hash seed, kept on one core (or None: anywhere).
+Many = Callable[[Sequence[int], int, int | None], Served]
 
 
 @dataclass(frozen=True)
@@ -120,6 +124,7 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                   for seed in range(len(seeds))]
         pending.extendleft(reversed(shares))
     going: dict[Future[object], tuple[_Job, float]] = {}
+    kept_on: dict[Future[object], int] = {}  # the core of each run serving many going
     deadline = time.monotonic() + plan.budget_s
     room = plan.slots * plan.served_per_slot
     with ThreadPoolExecutor(max_workers=plan.most, thread_name_prefix="gate-case") as pool:
@@ -136,7 +141,11 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                     if not job.cases:
                         continue
                 if job.together and many is not None:
-                    going[pool.submit(many, job.cases, seeds[job.seed])] = (job, now)
+                    core = min(plan.cores, key=list(kept_on.values()).count) if plan.cores else None
+                    future: Future[object] = pool.submit(many, job.cases, seeds[job.seed], core)
+                    going[future] = (job, now)
+                    if core is not None:
+                        kept_on[future] = core
                 else:
                     going[pool.submit(cases[job.cases[0]], seeds[job.seed])] = (job, now)
             if not going:
@@ -149,6 +158,7 @@ def run_cases(cases: Sequence[Run], seeds: Sequence[int], plan: Plan, many: Many
                            return_when=FIRST_COMPLETED)
             for future in done:
                 job, _ = going.pop(future)
+                kept_on.pop(future, None)
                 error = future.exception()
                 if error is not None:
                     pending.clear()

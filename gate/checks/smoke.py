@@ -242,11 +242,11 @@ def _together(cases: list[CaseSpec], program: Program) -> list[list[int]]:
 
 def _many(cases: list[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits) -> schedule.Many:
     """Serve cases (by index) together in one run under a hash seed."""
-    def serve(members: Sequence[int], seed: int) -> schedule.Served:
+    def serve(members: Sequence[int], seed: int, core: int | None) -> schedule.Served:
         kind = KINDS[cases[members[0]].kind]
         assert isinstance(kind, ServedTogether)  # (_together grouped only such kinds' cases)
         served = kind.run_many([cases[at] for at in members], program, sandbox, limits, seed,
-                               schedule.SERVED_CUT_S)
+                               schedule.SERVED_CUT_S, core)
         return schedule.Served({members[at]: outcome for at, outcome in served.outcomes.items()},
                                frozenset(members[at] for at in served.alone),
                                None if served.cut is None else members[served.cut])

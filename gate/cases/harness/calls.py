@@ -4,8 +4,8 @@ Request on stdin (JSON): {"calls": [{"module", "function", "args", "tripwire": t
 (wire.call)}, ...] (those of one module together), "cpu":
 a case's CPU seconds, "wall": a case's wall seconds, "cut": the wall seconds after which a case is not served
 here, "import_cut": the same for a module's import, "output": the bytes a case may print, "record": the bytes
-of its record, "private": whether the run has a /tmp and System V IPC of its own}. The expected values are
-not in it.
+of its record, "private": whether the run has a /tmp and System V IPC of its own, "core": the core the run's
+processes stay on, or null}. The expected values are not in it.
 
 Each module is imported in a process of its own, forked from this one, which has imported nothing of the
 candidate; each case calls its function in a fork of that process. So a case starts from the state a run of
@@ -69,6 +69,7 @@ _ALL_CHILDREN = 0x40000000  # __WALL: a child made by clone(2) with no exit sign
 # (Not IN_CLOSE_WRITE: a file opened for writing and left as it was, as SQLite opens a database to read it, would
 # end the serving after each case; a file written through a shared memory map raises none of these.)
 _CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+_EVERY_CORE = os.sched_getaffinity(0)  # the cores a run may use (a served run keeps each process on one: _keep_on)
 
 
 # call.py imports a module and calls a function as many frames below its `main` as this program does (its
@@ -78,6 +79,7 @@ def main() -> None:
     request = loads(sys.stdin.read())
     calls = request["calls"]
     private = request["private"]
+    _keep_on(request["core"])
     watch = _Watch(["."] + (list(_PRIVATE) if private else []))
     _adopt_orphans()
     pristine = _ipc(private)
@@ -206,12 +208,14 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     tree.enter()  # (only in this fork: the process that serves the cases imports nothing of the tree's)
+    _keep_on(None)  # (the import sees the cores a run of its own has)
     try:
         loaded: Any = importlib.import_module(module)
         failure = None
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
+    _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees every core)
     os.write(imported, b"1")
     os.close(imported)
     import_left_traces = watch.changed()
@@ -289,6 +293,7 @@ def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], 
     """In the case's own process: its output and its record to files of their own, its CPU limit, the call (a
     tripwire's, when the gate made it one: wire.call)."""
     os.setpgid(0, 0)
+    _keep_on(None)
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.dup2(channel, result)  # the record goes where a run of its own writes it
@@ -360,6 +365,15 @@ def _wait(pid: int, seconds: float) -> tuple[int, float] | None:
         return None
     _, status, usage = os.wait4(pid, 0)
     return os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+
+
+def _keep_on(core: int | None) -> None:
+    """Keep this process on `core`, or (None) let it run on every core the run may use, as a run of its own does.
+    A run's processes hand the core to one another (a fork, a wait, an exit): kept on the core of the process
+    that forks them, they neither wait for another core nor land on another run's (docs/benchmarks.md). The
+    module's import and each case's call see the cores as a run of their own would (`os.sched_getaffinity`)."""
+    with contextlib.suppress(OSError):  # (a core this run may not use: it goes where the kernel puts it)
+        os.sched_setaffinity(0, _EVERY_CORE if core is None else {core})
 
 
 def _limit_cpu(seconds: float) -> None:
