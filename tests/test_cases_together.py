@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -11,13 +12,15 @@ import pytest
 
 from gate.cases import KINDS
 from gate.cases.base import Program, ServedTogether
+from gate.cases.harness import wire
+from gate.cases.programs import harness
 from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy, RunLimits
-from gate.sandbox.base import Sandbox
+from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
 from tests.cases_support import LIMITS, Counted, case, without_times
@@ -239,6 +242,49 @@ def test_a_served_runs_processes_stay_on_its_core_and_each_case_sees_every_core(
     assert isinstance(kind, ServedTogether)
     served = kind.run_many(cases, Program(tree=tmp_path), sandbox, LIMITS, 0, 1.0, core)
     assert {at: (o.status, o.detail) for at, o in served.outcomes.items()} == {0: ("passed", ""), 1: ("passed", "")}
+
+
+@pytest.mark.slow
+def test_a_modules_last_case_made_in_its_process_gets_the_verdict_of_a_run_of_its_own(sandbox: Sandbox,
+                                                                                     tree: Path) -> None:
+    # Each module of one case: that case is its module's last, made in the process that imported it (no fork
+    # for it), whatever it does: hang, spin, exit, print too much, run out of memory, raise, leave a process or
+    # a file, see its cores and maps.
+    last = ("spin", "nap", "quit_early", "shout", "hog", "refuse", "double", "leave_a_process", "in_tmp",
+            "cores", "leave_a_note")
+    for name in last:
+        (tree / "pkg" / f"last_{name}.py").write_text(f"from pkg.calc import {name}\n")
+    (tree / "pkg" / "last_maps.py").write_text(LEAVES["counter"])
+    args = {"quit_early": 3, "shout": 300_000, "hog": 2000}
+    cases = (*(case("call", f"last {name}", function=f"pkg.last_{name}:{name}", args=[args.get(name, 1)],
+                    expect=2) for name in last),
+             case("call", "last maps", function="pkg.last_maps:notes", args=[1], expect=[]))
+    policy = Policy(limits=RunLimits(timeout=2.0, cpu=3.0, memory_mb=512, output_kb=256), runs=2)
+    found = []
+    for together in (False, True):
+        subject = Subject(kind="range", label="base..head", tree=tree, cases=cases)
+        found.append(without_times(run_checks(subject, policy, sandbox, checks=(
+            Extract(), Parse(), Smoke(together=together), Nondeterminism()))))
+    alone, served = found
+    assert served == alone
+    assert {entry["name"]: entry["status"] for entry in served["cases"]} == {
+        "last spin": "timeout", "last nap": "timeout", "last quit_early": "failed", "last shout": "failed",
+        "last hog": "failed", "last refuse": "failed", "last double": "passed", "last leave_a_process": "failed",
+        "last in_tmp": "failed", "last cores": "failed", "last leave_a_note": "failed", "last maps": "passed"}
+
+
+def test_a_modules_last_case_is_made_in_the_process_that_imported_it(sandbox: Sandbox, tmp_path: Path) -> None:
+    # The one thing that process shows its last case that a fork of it would not: what the cases before spent
+    # (a fork has no children yet). The harness as the gate runs it, without the tripwires (one could be last).
+    (tmp_path / "spent.py").write_text("import resource\n\n\ndef children(n):\n"
+                                       "    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt > 0\n")
+    calls = [{"module": "spent", "function": "children", "args": wire.dumps(((n,), {}))} for n in range(3)]
+    request = {"calls": calls, "cpu": 5.0, "wall": 5.0, "cut": 1.0, "import_cut": 1.25, "output": 65536,
+               "record": 65536, "private": sandbox.private_tmp, "core": None}
+    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tmp_path,
+                                    stdin=json.dumps(request).encode(), limits=LIMITS))
+    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
+    assert [(line["i"], wire.loads(line["record"]["ok"])) for line in lines] == [(0, False), (1, False), (2, True)]
 
 
 def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:

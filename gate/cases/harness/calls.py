@@ -8,17 +8,19 @@ of its record, "private": whether the run has a /tmp and System V IPC of its own
 processes stay on, or null}. The expected values are not in it.
 
 Each module is imported in a process of its own, forked from this one, which has imported nothing of the
-candidate; each case calls its function in a fork of that process. So a case starts from the state a run of
-its own would have after the import, and no case sees what another did in memory. A case is served only when
-its process ended by itself, in time (`cut`, and what is left of `wall`, `cpu` and `output` once its module's
-import is counted), with a whole record, and left nothing behind: no process, no change in the working
-directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no System V IPC object. Anything
-else is for the gate to judge in a run of its own, where its limits apply as they always do: the first case
-not served is reported `alone` and the serving ends. A case that left something behind is served, and the
-serving ends after it; so does a module whose import left something (a folder it made is watched from then
-on). A module whose import left what its cases' processes would all share (a process, an open descriptor, a
-shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The gate serves the
-cases not reached in a new run, which no case has touched.
+candidate; each case calls its function in a fork of that process, and the last one in that process itself,
+which has no case left to fork for (this process then watches and judges it as that process judges a fork: the
+one difference its call can see is what the forks before it spent, `resource.RUSAGE_CHILDREN`). So a case
+starts from the state a run of its own would have after the import, and no case sees what another did in
+memory. A case is served only when its process ended by itself, in time (`cut`, and what is left of `wall`,
+`cpu` and `output` once its module's import is counted), with a whole record, and left nothing behind: no
+process, no change in the working directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no
+System V IPC object. Anything else is for the gate to judge in a run of its own, where its limits apply as they
+always do: the first case not served is reported `alone` and the serving ends. A case that left something
+behind is served, and the serving ends after it; so does a module whose import left something (a folder it made
+is watched from then on). A module whose import left what its cases' processes would all share (a process, an
+open descriptor, a shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The
+gate serves the cases not reached in a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
 that process has no more than a run of its own: `cpu` of CPU and `wall` in all (killed for it, its cases are
@@ -44,10 +46,11 @@ import os
 import resource
 import select
 import signal
+import struct
 import sys
 import time
 from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
-from typing import Any
+from typing import Any, NoReturn
 
 import _gate_tree as tree
 import _gate_wire as wire
@@ -69,6 +72,11 @@ _ALL_CHILDREN = 0x40000000  # __WALL: a child made by clone(2) with no exit sign
 # (Not IN_CLOSE_WRITE: a file opened for writing and left as it was, as SQLite opens a database to read it, would
 # end the serving after each case; a file written through a shared memory map raises none of these.)
 _CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
+# What a module's process tells the serving process: its import is done; it becomes its last case's process,
+# with what the import spent, its CPU seconds so far and the time.
+_IMPORTED, _LAST = b"1", b"2"
+_SPENT = struct.Struct("<ddddd")  # the import's wall and CPU seconds, bytes printed; CPU seconds so far; the time
+_SAID = 2 + _SPENT.size  # (all it says)
 _EVERY_CORE = os.sched_getaffinity(0)  # the cores a run may use (a served run keeps each process on one: _keep_on)
 
 
@@ -160,51 +168,92 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
     its own has: the candidate runs that process once it is imported); a process that takes longer is killed,
     and its cases left to runs of their own."""
     done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
-    ready, imported = os.pipe()  # a byte once the module is imported
-    pid = os.fork()
-    if pid == 0:
-        exit_code = 1
-        try:
-            os.close(ready)
-            exit_code = _serve_module(request, start, end, result, watch, done, imported)
-        finally:
-            os._exit(exit_code)
-    os.close(imported)
-    handle = os.pidfd_open(pid)
-    began = time.monotonic()
-    deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
+    # What the fork says as it goes: _IMPORTED once the module is imported; then _LAST and what the import spent
+    # (_SPENT) when it becomes its last case's process (`_serve_last`), whose output and record go to `last`.
+    ready, said = os.pipe()
+    last = (os.memfd_create("gate-case-output"), os.memfd_create("gate-case-record"))
     try:
-        in_time = bool(select.select([ready, handle], [], [], request["import_cut"])[0])
-        in_time = in_time and bool(
-            select.select([handle], [], [], max(0.0, deadline - time.monotonic()))[0])
+        pid = os.fork()
+        if pid == 0:
+            exit_code = 1
+            try:
+                os.close(ready)
+                exit_code = _serve_module(request, start, end, result, watch, done, said, last)
+            finally:
+                os._exit(exit_code)
+        os.close(said)
+        began = time.monotonic()
+        deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
+        in_time, became, deadline = _watch_fork(request, pid, ready, began, deadline)
+        if not in_time:
+            for kill in (os.killpg, os.kill) if became else (os.kill,):  # (a case's process leads its group)
+                with contextlib.suppress(OSError):
+                    kill(pid, signal.SIGKILL)
+        _, status, usage = os.wait4(pid, 0)
+        if time.monotonic() > deadline + _OVERRUN_S:
+            return None
+        code = os.waitstatus_to_exitcode(status) if in_time else None
+        served = int.from_bytes(done[:8], "little")
+        if became is not None and in_time and code is not None and served == end - start - 1:
+            # The fork was its last case's process: judged here as a fork of it would be (_serve_case).
+            cpu = usage.ru_utime + usage.ru_stime - became[1][3]
+            record = _judged(request, code, cpu, became[1][:3], *last)
+            seconds = round(became[1][0] + time.monotonic() - became[0], 6)
+            _line(result, {"i": end - 1, "alone": True, "cut": False} if record is None else
+                  {"i": end - 1, "record": record, "seconds": seconds})
+            return (_STOPPED if record is None else _SERVED), served + 1
+        if code == _MORE and not served:  # (never from this program, which serves a case before it stops)
+            code = None
+        if code not in (_SERVED, _STOPPED, _MORE):  # the import ended the process, or it was killed
+            for index in range(start + served, end):
+                _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
+        return code, served
     finally:
-        os.close(ready)
+        for fd in last:
+            os.close(fd)
+
+
+def _watch_fork(request: dict[str, Any], pid: int, ready: int, began: float, deadline: float
+                ) -> tuple[bool, tuple[float, tuple[float, ...]] | None, float]:
+    """Wait for a module's process (`pid`, saying how it goes on `ready`, which this closes) to end: whether it
+    ended in time (its import within `import_cut`, the whole by `deadline`, and the last case, once the process
+    became its process, within `cut`); when it became that case's process, with what the import spent; and its
+    deadline (the last case's once it became its process)."""
+    handle = os.pidfd_open(pid)
+    os.set_blocking(ready, False)
+    heard, became, limit = b"", None, began + request["import_cut"]
+    listening = True  # until it has said all it says, or closed its end (the candidate runs that process)
+    try:
+        while True:
+            readable = select.select([handle, ready] if listening else [handle], [], [],
+                                     max(0.0, limit - time.monotonic()))[0]
+            with contextlib.suppress(BlockingIOError):
+                while listening:
+                    piece = os.read(ready, _SAID - len(heard))
+                    heard += piece
+                    listening = bool(piece) and len(heard) < _SAID
+            if heard[:1] == _IMPORTED and limit < deadline:
+                limit = deadline
+            if became is None and len(heard) >= _SAID and heard[:2] == _IMPORTED + _LAST:
+                *spent, at = _SPENT.unpack(heard[2:_SAID])
+                became = (min(max(at, began), time.monotonic()), tuple(spent))
+                limit = min(deadline, became[0] + min(request["cut"], request["wall"] - spent[0]))
+            if not readable or handle in readable:
+                return bool(readable), became, limit if became else deadline
+    finally:
         os.close(handle)
-    if not in_time:
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
-    _, status = os.waitpid(pid, 0)
-    if time.monotonic() > deadline + _OVERRUN_S:
-        return None
-    code = os.waitstatus_to_exitcode(status) if in_time else None
-    served = int.from_bytes(done[:8], "little")
-    if code == _MORE and not served:  # (never from this program, which serves a case before it stops)
-        code = None
-    if code not in (_SERVED, _STOPPED, _MORE):  # the import ended the process, or it was killed
-        for index in range(start + served, end):
-            _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
-    return code, served
+        os.close(ready)
 
 
 def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
-                  done: mmap.mmap, imported: int) -> int:
+                  done: mmap.mmap, said: int, last: tuple[int, int]) -> int:
     output = os.memfd_create("gate-output")  # what the import prints counts against each case's output
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.close(output)
     _limit_cpu(request["cpu"])  # the candidate runs this process: a run's own CPU limit
     _adopt_orphans()  # (before the import: a process it leaves, however it leaves it, is this one's child)
-    held = _held(imported)
+    held = _held(said)
     began, cpu_began = time.monotonic(), _cpu()
     module = request["calls"][start]["module"]
     tree.enter()  # (only in this fork: the process that serves the cases imports nothing of the tree's)
@@ -216,8 +265,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
     _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees every core)
-    os.write(imported, b"1")
-    os.close(imported)
+    os.write(said, _IMPORTED)
     import_left_traces = watch.changed()
     if import_left_traces:
         watch.extend()  # a folder the import made: what a case writes there is a trace as anywhere else
@@ -225,7 +273,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     # Its cases' processes would not have the import's threads nor its timers; and they would all share a
     # process it left (even one that has ended: its status is for one of them to collect), a descriptor it holds
     # open (a case reaches it through /proc), a memory map it shares: what one case did there, the next would see.
-    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _kept(held):
+    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _kept(held, said):
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
@@ -242,6 +290,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         if record is not None:  # what a run of its own would say: the call never starts
             _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
             continue
+        if index == end - 1 and not import_left_traces:
+            _serve_last(request, function, call, spent, result, done, said, last)
         served = _serve_case(request, function, call, spent, result, done)
         if not isinstance(served, tuple):
             _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
@@ -256,7 +306,7 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
                 result: int, done: mmap.mmap) -> tuple[dict[str, Any], float] | str:
     """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
     when that is because it went on past `cut`."""
-    imported_s, imported_cpu, printed = spent
+    imported_s, imported_cpu, _ = spent
     output = os.memfd_create("gate-case-output")
     channel = os.memfd_create("gate-case-record")
     began = time.monotonic()
@@ -272,24 +322,48 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
         seconds = time.monotonic() - began
         if waited is None:
             return "cut"
-        status, cpu = waited
-        if (status != 0 or cpu + imported_cpu >= request["cpu"] * _CPU_SHARE
-                or os.fstat(output).st_size + printed > request["output"]
-                or os.fstat(channel).st_size > request["record"]):
-            return "alone"
-        record = loads(os.pread(channel, request["record"], 0))
-        if not isinstance(record, dict) or record.get("raised") in ("MemoryError", "RecursionError"):
-            return "alone"  # at a limit's edge: a run of its own has a little more or less room
-        return record, seconds
-    except (OSError, ValueError, RecursionError):
+        record = _judged(request, *waited, spent, output, channel)
+        return "alone" if record is None else (record, seconds)
+    except OSError:
         return "alone"
     finally:
         os.close(output)
         os.close(channel)
 
 
+def _serve_last(request: dict[str, Any], function: Any, call: dict[str, Any], spent: tuple[float, float, int],
+                result: int, done: mmap.mmap, said: int, last: tuple[int, int]) -> NoReturn:
+    """Become the process of the module's last case (this process ends after it: a fork would only copy it to
+    throw it away), as a fork of it would be (`_case_process`, at the same depth): the serving process, told
+    so, takes the fork's place for it (`_module_fork`), and writes its line."""
+    done.close()  # (as a fork closes it: the case sees no shared map of the harness's)
+    os.write(said, _LAST + _SPENT.pack(*spent, _cpu(), time.monotonic()))
+    # Its CPU limit stays this process's, a run's own (a limit is never raised): a fork's is that less what the
+    # import spent, to the whole second; a case that uses half of it is judged alone either way.
+    _case_process(request, function, call, 0.0, *last, result)
+
+
+def _judged(request: dict[str, Any], status: int, cpu: float, spent: tuple[float, ...], output: int,
+            channel: int) -> dict[str, Any] | None:
+    """The record of a case whose process ended with `status` after `cpu` seconds of CPU, its output in
+    `output` and its record in `channel` (the import having spent `spent`: wall and CPU seconds, bytes printed);
+    None when a run of its own must judge it."""
+    _, imported_cpu, printed = spent[:3]
+    try:
+        if (status != 0 or cpu + imported_cpu >= request["cpu"] * _CPU_SHARE
+                or os.fstat(output).st_size + printed > request["output"]
+                or os.fstat(channel).st_size > request["record"]):
+            return None
+        record = loads(os.pread(channel, request["record"], 0))
+    except (OSError, ValueError, RecursionError):
+        return None
+    if not isinstance(record, dict) or record.get("raised") in ("MemoryError", "RecursionError"):
+        return None  # at a limit's edge: a run of its own has a little more or less room
+    return record
+
+
 def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], imported_cpu: float, output: int,
-                  channel: int, result: int) -> None:
+                  channel: int, result: int) -> NoReturn:
     """In the case's own process: its output and its record to files of their own, its CPU limit, the call (a
     tripwire's, when the gate made it one: wire.call)."""
     os.setpgid(0, 0)
@@ -320,11 +394,11 @@ def _held(*skip: int) -> tuple[list[tuple[str, str]], list[str], list[bool]]:
     return sorted(descriptors), shared, [*timers, bool(_read("/proc/self/timers")), bool(signal.sigpending())]
 
 
-def _kept(held: tuple[list[tuple[str, str]], list[str], list[bool]]) -> bool:
+def _kept(held: tuple[list[tuple[str, str]], list[str], list[bool]], *skip: int) -> bool:
     """Whether the process holds more than `held` (what `_held` found before the import) that its cases' processes
     would share or not have. A new shared map counts when this process may write it (one mapped read-only can be
     made writable): not a file opened only for reading (the C library's locale cache, after `setlocale`)."""
-    descriptors, shared, timers = _held()
+    descriptors, shared, timers = _held(*skip)
     if (descriptors, timers) != (held[0], held[2]):
         return True
     new = set(shared) - set(held[1])
