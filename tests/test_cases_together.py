@@ -287,6 +287,22 @@ def test_a_modules_last_case_is_made_in_the_process_that_imported_it(sandbox: Sa
     assert [(line["i"], wire.loads(line["record"]["ok"])) for line in lines] == [(0, False), (1, False), (2, True)]
 
 
+@pytest.mark.slow
+def test_a_modules_last_case_is_charged_its_own_cpu_not_the_cases_before_it(sandbox: Sandbox,
+                                                                           tmp_path: Path) -> None:
+    # Four calls of 0.6 s of CPU each, a case's limit 3 s: each under the half of it that a served case may use,
+    # the last (made in its module's process, which collected the forks before it) as much as the others.
+    (tmp_path / "burn.py").write_text("import time\n\n\ndef burn(n):\n    end = time.process_time() + 0.6\n"
+                                      "    while time.process_time() < end:\n        pass\n    return n\n")
+    calls = [{"module": "burn", "function": "burn", "args": wire.dumps(((n,), {}))} for n in range(4)]
+    request = {"calls": calls, "cpu": 3.0, "wall": 5.0, "cut": 2.0, "import_cut": 1.25, "output": 65536,
+               "record": 65536, "private": sandbox.private_tmp, "core": None}
+    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tmp_path,
+                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
+    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
+    assert [(line["i"], wire.loads(line["record"]["ok"])) for line in lines] == [(n, n) for n in range(4)]
+
+
 def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
     cases = tuple(case("call", f"double {n}", function=f"pkg.{module}:double", args=[n], expect=2 * n)
                   for n in range(40) for module in ("calc", "amend"))
@@ -478,6 +494,45 @@ def at_import(n):
 def limit(n):
     return sys.getrecursionlimit()
 """,
+    # What the import sets that a fork of its process would not keep, or that process has and a fork would not:
+    # the cores it may use, the generator of `random` (a fork reseeds it), SIGCHLD blocked (the forks before a
+    # call ended, each a SIGCHLD pending in that process); the harness's own adoption of orphans.
+    "pinned": """\
+import os
+
+os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
+
+
+def cores(n):
+    return sorted(os.sched_getaffinity(0))
+""",
+    "seeded": """\
+import random
+
+random.seed(1)
+
+
+def roll(n):
+    return random.random()
+""",
+    "blocked": """\
+import signal
+
+signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})
+
+
+def pending(n):
+    return sorted(int(each) for each in signal.sigpending())
+""",
+    "reaper": """\
+import ctypes
+
+
+def adopts(n):
+    value = ctypes.c_int(-1)
+    ctypes.CDLL(None).prctl(37, ctypes.byref(value), 0, 0, 0)  # PR_GET_CHILD_SUBREAPER
+    return value.value
+""",
 }
 LEAVING: tuple[tuple[str, Any, Any], ...] = (
     ("madedir:first", 1, False), ("madedir:first", 2, False), ("mapped:bump", 1, 1), ("mapped:bump", 2, 1),
@@ -486,7 +541,10 @@ LEAVING: tuple[tuple[str, Any, Any], ...] = (
     ("timer:rang", 2, True), ("counter:notes", 1, []), ("pending:waiting", 1, [10]), ("cloned:mine", 1, True),
     ("cloned:mine", 2, True),
     ("queue:send", 1, "Operation not permitted"), ("queue:send", 2, "Operation not permitted"),
-    ("deep:depth", 1, 0), ("deep:depth", 2, 0), ("deep:at_import", 1, 0), ("deep:limit", 1, 1000))
+    ("deep:depth", 1, 0), ("deep:depth", 2, 0), ("deep:at_import", 1, 0), ("deep:limit", 1, 1000),
+    ("pinned:cores", 1, [min(os.sched_getaffinity(0))]), ("pinned:cores", 2, [min(os.sched_getaffinity(0))]),
+    ("seeded:roll", 1, 0.13436424411240122), ("seeded:roll", 2, 0.13436424411240122), ("blocked:pending", 1, []),
+    ("blocked:pending", 2, []), ("blocked:pending", 3, []), ("reaper:adopts", 1, 0), ("reaper:adopts", 2, 0))
 
 
 def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandbox: Sandbox,

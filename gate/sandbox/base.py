@@ -80,9 +80,10 @@ class RunRequest:
     # process writes there (a conftest.py, a pytest.ini) is what pytest reads next.
     read_only_tree: bool = False
     # The program watches its files with an inotify instance made before its first result (the cases' serving
-    # harness): from that result on, the gate holds the instance too (Handle.hold_watch), so that the run's
-    # last process ends without waiting for the kernel to free the watches (a grace period of 5-25 ms, which
-    # the close of an instance's last descriptor waits for), and drops it once the run ended, off its way.
+    # harness): from that result on, the gate holds the instance too where it may (Handle.hold_watch), so that
+    # the run's last process ends without waiting for the kernel to free the watches (a grace period of 5-25
+    # ms, which the close of an instance's last descriptor waits for), and drops it once the run ended, off its
+    # way.
     watches: bool = False
     # Called in the gate's process with each piece of the result channel as it arrives, before the run ends (a
     # running count of what the program reports); what the run's result carries is the same either way.

@@ -35,7 +35,7 @@ class Handle(Protocol):
 
     def hold_watch(self) -> int | None:
         """A descriptor of the leader's inotify instance (the same instance, not a new one), or None when it has
-        none or the gate may not take it (a gate that is not root: the leader cannot be traced)."""
+        none or the gate may not take it (pidfd_getfd: the right to trace the leader, which root has)."""
         ...
 
     def close(self) -> None:

@@ -373,6 +373,7 @@ class LayeredSandbox:
                 for fd, kind in live.fds.items():
                     if kind != "exit":  # the handle closes its own
                         os.close(fd)
+                _drop_watch(live)
                 live.handle.close()
                 self._release(live.who, live.stage, live.cgroup)
             raise

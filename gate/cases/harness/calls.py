@@ -7,20 +7,21 @@ here, "import_cut": the same for a module's import, "output": the bytes a case m
 of its record, "private": whether the run has a /tmp and System V IPC of its own, "core": the core the run's
 processes stay on, or null}. The expected values are not in it.
 
-Each module is imported in a process of its own, forked from this one, which has imported nothing of the
-candidate; each case calls its function in a fork of that process, and the last one in that process itself,
-which has no case left to fork for (this process then watches and judges it as that process judges a fork: the
-one difference its call can see is what the forks before it spent, `resource.RUSAGE_CHILDREN`). So a case
-starts from the state a run of its own would have after the import, and no case sees what another did in
-memory. A case is served only when its process ended by itself, in time (`cut`, and what is left of `wall`,
-`cpu` and `output` once its module's import is counted), with a whole record, and left nothing behind: no
-process, no change in the working directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no
-System V IPC object. Anything else is for the gate to judge in a run of its own, where its limits apply as they
-always do: the first case not served is reported `alone` and the serving ends. A case that left something
-behind is served, and the serving ends after it; so does a module whose import left something (a folder it made
-is watched from then on). A module whose import left what its cases' processes would all share (a process, an
-open descriptor, a shared memory map) or would not have (a thread, a timer) has each case reported `alone`. The
-gate serves the cases not reached in a new run, which no case has touched.
+Each module is imported in a process of its own, forked from this one, which has imported nothing of the candidate;
+each case calls its function in a fork of that process, and the last one in that process itself, which has no case
+left to fork for (this process then watches and judges it as that process judges a fork; its call sees what a fork's
+would, but for what the forks before it spent, `resource.RUSAGE_CHILDREN`, and its process's own age and CPU, as in
+a run of its own). So a case starts from the state a run of its own would have after the import (the cores it may
+use and the `random` module's generator, which a fork resets, set back), and no case sees what another did in
+memory. A case is served only when its process ended by itself, in time (`cut`, and what is left of `wall`, `cpu`
+and `output` once its module's import is counted), with a whole record, and left nothing behind: no process, no
+change in the working directory (nor in /tmp, /var/tmp and /dev/shm when they are the run's own), no System V IPC
+object. Anything else is for the gate to judge in a run of its own, where its limits apply as they always do: the
+first case not served is reported `alone` and the serving ends. A case that left something behind is served, and the
+serving ends after it; so does a module whose import left something (a folder it made is watched from then on). A
+module whose import left what its cases' processes would all share (a process, an open descriptor, a shared memory
+map) or would not have (a thread, a timer) has each case reported `alone`. The gate serves the cases not reached in
+a new run, which no case has touched.
 
 Once imported, the candidate runs the module's process (it can replace this program's functions there), so
 that process has no more than a run of its own: `cpu` of CPU and `wall` in all (killed for it, its cases are
@@ -184,7 +185,7 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
         os.close(said)
         began = time.monotonic()
         deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
-        in_time, became, deadline = _watch_fork(request, pid, ready, began, deadline)
+        in_time, became = _watch_fork(request, pid, ready, began, deadline)
         if not in_time:
             for kill in (os.killpg, os.kill) if became else (os.kill,):  # (a case's process leads its group)
                 with contextlib.suppress(OSError):
@@ -214,11 +215,10 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
 
 
 def _watch_fork(request: dict[str, Any], pid: int, ready: int, began: float, deadline: float
-                ) -> tuple[bool, tuple[float, tuple[float, ...]] | None, float]:
+                ) -> tuple[bool, tuple[float, tuple[float, ...]] | None]:
     """Wait for a module's process (`pid`, saying how it goes on `ready`, which this closes) to end: whether it
     ended in time (its import within `import_cut`, the whole by `deadline`, and the last case, once the process
-    became its process, within `cut`); when it became that case's process, with what the import spent; and its
-    deadline (the last case's once it became its process)."""
+    became its process, within `cut`), and when it became that case's process, with what the import spent."""
     handle = os.pidfd_open(pid)
     os.set_blocking(ready, False)
     heard, became, limit = b"", None, began + request["import_cut"]
@@ -232,14 +232,14 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, began: float, dea
                     piece = os.read(ready, _SAID - len(heard))
                     heard += piece
                     listening = bool(piece) and len(heard) < _SAID
-            if heard[:1] == _IMPORTED and limit < deadline:
+            if heard[:1] == _IMPORTED and became is None:
                 limit = deadline
             if became is None and len(heard) >= _SAID and heard[:2] == _IMPORTED + _LAST:
                 *spent, at = _SPENT.unpack(heard[2:_SAID])
                 became = (min(max(at, began), time.monotonic()), tuple(spent))
                 limit = min(deadline, became[0] + min(request["cut"], request["wall"] - spent[0]))
             if not readable or handle in readable:
-                return bool(readable), became, limit if became else deadline
+                return bool(readable), became
     finally:
         os.close(handle)
         os.close(ready)
@@ -264,7 +264,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
-    _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees every core)
+    after = _AfterImport()
+    _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees the import's)
     os.write(said, _IMPORTED)
     import_left_traces = watch.changed()
     if import_left_traces:
@@ -291,8 +292,8 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
             _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
             continue
         if index == end - 1 and not import_left_traces:
-            _serve_last(request, function, call, spent, result, done, said, last)
-        served = _serve_case(request, function, call, spent, result, done)
+            _serve_last(request, function, call, spent, after, result, done, said, last)
+        served = _serve_case(request, function, call, spent, after, result, done)
         if not isinstance(served, tuple):
             _line(result, {"i": index, "alone": True, "cut": served == "cut"}, done)
             return _STOPPED
@@ -303,7 +304,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
 
 
 def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], spent: tuple[float, float, int],
-                result: int, done: mmap.mmap) -> tuple[dict[str, Any], float] | str:
+                after: _AfterImport, result: int, done: mmap.mmap) -> tuple[dict[str, Any], float] | str:
     """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
     when that is because it went on past `cut`."""
     imported_s, imported_cpu, _ = spent
@@ -315,7 +316,7 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
         if pid == 0:
             try:
                 done.close()  # (shared with every case's process: one case could leave the next a note in it)
-                _case_process(request, function, call, imported_cpu, output, channel, result)
+                _case_process(request, function, call, imported_cpu, after, output, channel, result)
             finally:
                 os._exit(1)
         waited = _wait(pid, began + min(request["cut"], request["wall"] - imported_s) - time.monotonic())
@@ -332,15 +333,26 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
 
 
 def _serve_last(request: dict[str, Any], function: Any, call: dict[str, Any], spent: tuple[float, float, int],
-                result: int, done: mmap.mmap, said: int, last: tuple[int, int]) -> NoReturn:
+                after: _AfterImport, result: int, done: mmap.mmap, said: int, last: tuple[int, int]) -> NoReturn:
     """Become the process of the module's last case (this process ends after it: a fork would only copy it to
     throw it away), as a fork of it would be (`_case_process`, at the same depth): the serving process, told
     so, takes the fork's place for it (`_module_fork`), and writes its line."""
     done.close()  # (as a fork closes it: the case sees no shared map of the harness's)
-    os.write(said, _LAST + _SPENT.pack(*spent, _cpu(), time.monotonic()))
+    # A fork is no subreaper (the orphans of its children go to this run's harness, which looks for them), and
+    # has no signal pending: none of those the forks before ended with (SIGCHLD, blocked by the import), nor one
+    # a case sent its parent.
+    _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    for _ in range(64):
+        pending = signal.sigpending()
+        if not pending:
+            break
+        signal.sigtimedwait(pending, 0)
+    # (the CPU this process and the forks it collected spent so far: the serving process's wait counts both)
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    os.write(said, _LAST + _SPENT.pack(*spent, _cpu() + children.ru_utime + children.ru_stime, time.monotonic()))
     # Its CPU limit stays this process's, a run's own (a limit is never raised): a fork's is that less what the
     # import spent, to the whole second; a case that uses half of it is judged alone either way.
-    _case_process(request, function, call, 0.0, *last, result)
+    _case_process(request, function, call, 0.0, after, *last, result)
 
 
 def _judged(request: dict[str, Any], status: int, cpu: float, spent: tuple[float, ...], output: int,
@@ -362,12 +374,12 @@ def _judged(request: dict[str, Any], status: int, cpu: float, spent: tuple[float
     return record
 
 
-def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], imported_cpu: float, output: int,
-                  channel: int, result: int) -> NoReturn:
-    """In the case's own process: its output and its record to files of their own, its CPU limit, the call (a
-    tripwire's, when the gate made it one: wire.call)."""
+def _case_process(request: dict[str, Any], function: Any, call: dict[str, Any], imported_cpu: float,
+                  after: _AfterImport, output: int, channel: int, result: int) -> NoReturn:
+    """In the case's own process: the state the import left (`after`), its output and its record to files of
+    their own, its CPU limit, the call (a tripwire's, when the gate made it one: wire.call)."""
     os.setpgid(0, 0)
-    _keep_on(None)
+    after.restore()
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.dup2(channel, result)  # the record goes where a run of its own writes it
@@ -445,9 +457,30 @@ def _keep_on(core: int | None) -> None:
     """Keep this process on `core`, or (None) let it run on every core the run may use, as a run of its own does.
     A run's processes hand the core to one another (a fork, a wait, an exit): kept on the core of the process
     that forks them, they neither wait for another core nor land on another run's (docs/benchmarks.md). The
-    module's import and each case's call see the cores as a run of their own would (`os.sched_getaffinity`)."""
+    module's import and each case's call see the cores as a run of their own would (`os.sched_getaffinity`:
+    every one for the import, those the import left for the call, `_AfterImport`)."""
     with contextlib.suppress(OSError):  # (a core this run may not use: it goes where the kernel puts it)
         os.sched_setaffinity(0, _EVERY_CORE if core is None else {core})
+
+
+class _AfterImport:
+    """What of a module's process after its import a fork of it does not keep, for each case's process to take
+    back: the cores the process may use (the serving keeps it on one, _keep_on), and the state of the `random`
+    module's generator (a fork reseeds it: a module that seeds it as it is imported has its calls draw the same
+    numbers as in a run of its own)."""
+
+    def __init__(self) -> None:
+        self.cores = _EVERY_CORE
+        with contextlib.suppress(OSError):
+            self.cores = os.sched_getaffinity(0)
+        self.drawn = sys.modules.get("random")
+        self.state = self.drawn.getstate() if self.drawn is not None else None
+
+    def restore(self) -> None:
+        with contextlib.suppress(OSError):
+            os.sched_setaffinity(0, self.cores)
+        if self.drawn is not None:
+            self.drawn.setstate(self.state)
 
 
 def _limit_cpu(seconds: float) -> None:
