@@ -78,7 +78,9 @@ _CHANGES = 0x2 | 0x4 | 0x40 | 0x80 | 0x100 | 0x200 | 0x400 | 0x800
 _IMPORTED, _LAST = b"1", b"2"
 _SPENT = struct.Struct("<ddddd")  # the import's wall and CPU seconds, bytes printed; CPU seconds so far; the time
 _SAID = 2 + _SPENT.size  # (all it says)
+_MOST_SIGNALS = 100_000  # (a queue of real-time signals holds at most RLIMIT_SIGPENDING of them)
 _EVERY_CORE = os.sched_getaffinity(0)  # the cores a run may use (a served run keeps each process on one: _keep_on)
+_STANDARD_RANDOM = os.path.join(os.path.dirname(os.__file__), "random.py")  # (_AfterImport)
 
 
 # call.py imports a module and calls a function as many frames below its `main` as this program does (its
@@ -291,7 +293,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
         if record is not None:  # what a run of its own would say: the call never starts
             _line(result, {"i": index, "record": record, "seconds": round(spent[0], 6)}, done)
             continue
-        if index == end - 1 and not import_left_traces:
+        if index == end - 1 and not import_left_traces and _no_signal_pending():
             _serve_last(request, function, call, spent, after, result, done, said, last)
         served = _serve_case(request, function, call, spent, after, result, done)
         if not isinstance(served, tuple):
@@ -338,21 +340,27 @@ def _serve_last(request: dict[str, Any], function: Any, call: dict[str, Any], sp
     throw it away), as a fork of it would be (`_case_process`, at the same depth): the serving process, told
     so, takes the fork's place for it (`_module_fork`), and writes its line."""
     done.close()  # (as a fork closes it: the case sees no shared map of the harness's)
-    # A fork is no subreaper (the orphans of its children go to this run's harness, which looks for them), and
-    # has no signal pending: none of those the forks before ended with (SIGCHLD, blocked by the import), nor one
-    # a case sent its parent.
+    # A fork is no subreaper: the orphans of its children go to this run's harness, which looks for them.
     _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
-    for _ in range(64):
-        pending = signal.sigpending()
-        if not pending:
-            break
-        signal.sigtimedwait(pending, 0)
     # (the CPU this process and the forks it collected spent so far: the serving process's wait counts both)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     os.write(said, _LAST + _SPENT.pack(*spent, _cpu() + children.ru_utime + children.ru_stime, time.monotonic()))
     # Its CPU limit stays this process's, a run's own (a limit is never raised): a fork's is that less what the
     # import spent, to the whole second; a case that uses half of it is judged alone either way.
     _case_process(request, function, call, 0.0, after, *last, result)
+
+
+def _no_signal_pending() -> bool:
+    """Take every signal pending for this process (blocked by the import: SIGCHLD of the forks before, or one a case
+    sent its parent), as a fork has none, and say whether that left none: then this process may be the last case's
+    (`_serve_last`); one that keeps coming leaves that case to a fork."""
+    for _ in range(_MOST_SIGNALS):
+        pending = signal.sigpending()
+        if not pending:
+            return True
+        if signal.sigtimedwait(pending, 0) is None:
+            break
+    return not signal.sigpending()
 
 
 def _judged(request: dict[str, Any], status: int, cpu: float, spent: tuple[float, ...], output: int,
@@ -465,22 +473,29 @@ def _keep_on(core: int | None) -> None:
 
 class _AfterImport:
     """What of a module's process after its import a fork of it does not keep, for each case's process to take
-    back: the cores the process may use (the serving keeps it on one, _keep_on), and the state of the `random`
-    module's generator (a fork reseeds it: a module that seeds it as it is imported has its calls draw the same
-    numbers as in a run of its own)."""
+    back: the cores the process may use (the serving keeps it on one, _keep_on), and the state of the standard
+    library `random` module's generator (a fork reseeds it: a module that seeds it as it is imported has its calls
+    draw the same numbers as in a run of its own). Never a `random` of the tree's (which no fork reseeds), whose
+    code is not called here."""
 
     def __init__(self) -> None:
         self.cores = _EVERY_CORE
         with contextlib.suppress(OSError):
             self.cores = os.sched_getaffinity(0)
-        self.drawn = sys.modules.get("random")
-        self.state = self.drawn.getstate() if self.drawn is not None else None
+        drawn: Any = sys.modules.get("random")
+        self.generator: Any = None
+        self.state: Any = None
+        if getattr(getattr(drawn, "__spec__", None), "origin", None) == _STANDARD_RANDOM:
+            with contextlib.suppress(Exception):
+                self.generator = drawn._inst
+                self.state = self.generator.getstate()
 
     def restore(self) -> None:
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, self.cores)
-        if self.drawn is not None:
-            self.drawn.setstate(self.state)
+        if self.state is not None:
+            with contextlib.suppress(Exception):
+                self.generator.setstate(self.state)
 
 
 def _limit_cpu(seconds: float) -> None:
