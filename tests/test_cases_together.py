@@ -190,6 +190,17 @@ def _verdict(sandbox: Sandbox, tree: Path, together: bool) -> tuple[Verdict, int
     return verdict, counted.runs
 
 
+def _both_ways(sandbox: Sandbox, tree: Path, cases: tuple[CaseSpec, ...],
+               policy: Policy) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The verdict (less its times) of `cases` on `tree`, each case in a run of its own, then served together."""
+    found = []
+    for together in (False, True):
+        subject = Subject(kind="range", label="base..head", tree=tree, cases=cases)
+        found.append(without_times(run_checks(subject, policy, sandbox, checks=(
+            Extract(), Parse(), Smoke(together=together), Nondeterminism()))))
+    return found[0], found[1]
+
+
 @pytest.fixture
 def tree(tmp_path: Path) -> Path:
     (tmp_path / "pkg").mkdir()
@@ -260,12 +271,7 @@ def test_a_modules_last_case_made_in_its_process_gets_the_verdict_of_a_run_of_it
                     expect=2) for name in last),
              case("call", "last maps", function="pkg.last_maps:notes", args=[1], expect=[]))
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=3.0, memory_mb=512, output_kb=256), runs=2)
-    found = []
-    for together in (False, True):
-        subject = Subject(kind="range", label="base..head", tree=tree, cases=cases)
-        found.append(without_times(run_checks(subject, policy, sandbox, checks=(
-            Extract(), Parse(), Smoke(together=together), Nondeterminism()))))
-    alone, served = found
+    alone, served = _both_ways(sandbox, tree, cases, policy)
     assert served == alone
     assert {entry["name"]: entry["status"] for entry in served["cases"]} == {
         "last spin": "timeout", "last nap": "timeout", "last quit_early": "failed", "last shout": "failed",
@@ -593,12 +599,7 @@ def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandb
     cases = tuple(case("call", f"{target} {arg}", function=f"pkg.{target}", args=[arg], expect=expect)
                   for target, arg, expect in LEAVING)
     policy = Policy(limits=RunLimits(timeout=5.0, cpu=5.0, memory_mb=512, output_kb=256), runs=2)
-    found = []
-    for together in (False, True):
-        subject = Subject(kind="range", label="base..head", tree=tmp_path, cases=cases)
-        found.append(without_times(run_checks(subject, policy, sandbox, checks=(
-            Extract(), Parse(), Smoke(together=together), Nondeterminism()))))
-    alone, served = found
+    alone, served = _both_ways(sandbox, tmp_path, cases, policy)
     assert served == alone
     statuses = {entry["name"]: entry["status"] for entry in served["cases"]}
     assert [name for name, status in statuses.items() if status != "passed"] == [
