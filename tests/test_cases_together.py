@@ -279,18 +279,27 @@ def test_a_modules_last_case_made_in_its_process_gets_the_verdict_of_a_run_of_it
         "last in_tmp": "failed", "last cores": "failed", "last leave_a_note": "failed", "last maps": "passed"}
 
 
+def _served_calls(sandbox: Sandbox, tree: Path, target: str, count: int, cpu: float,
+                  cut: float) -> list[tuple[int, Any]]:
+    """(index, value returned) of each line of the serving harness, run as the gate runs it but without the
+    tripwires (one could be a module's last call), for `count` calls of `target` (module:function) with 0, 1, ..."""
+    module, function = target.split(":")
+    calls = [{"module": module, "function": function, "args": wire.dumps(((n,), {}))} for n in range(count)]
+    request = {"calls": calls, "cpu": cpu, "wall": 5.0, "cut": cut, "import_cut": 1.25, "output": 65536,
+               "record": 65536, "private": sandbox.private_tmp, "core": None}
+    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tree,
+                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
+    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
+    return [(line["i"], wire.loads(line["record"]["ok"])) for line in lines]
+
+
 def test_a_modules_last_case_is_made_in_the_process_that_imported_it(sandbox: Sandbox, tmp_path: Path) -> None:
     # The one thing that process shows its last case that a fork of it would not: what the cases before spent
-    # (a fork has no children yet). The harness as the gate runs it, without the tripwires (one could be last).
+    # (a fork has no children yet).
     (tmp_path / "spent.py").write_text("import resource\n\n\ndef children(n):\n"
                                        "    return resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt > 0\n")
-    calls = [{"module": "spent", "function": "children", "args": wire.dumps(((n,), {}))} for n in range(3)]
-    request = {"calls": calls, "cpu": 5.0, "wall": 5.0, "cut": 1.0, "import_cut": 1.25, "output": 65536,
-               "record": 65536, "private": sandbox.private_tmp, "core": None}
-    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tmp_path,
-                                    stdin=json.dumps(request).encode(), limits=LIMITS))
-    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
-    assert [(line["i"], wire.loads(line["record"]["ok"])) for line in lines] == [(0, False), (1, False), (2, True)]
+    assert _served_calls(sandbox, tmp_path, "spent:children", 3, cpu=5.0, cut=1.0) == [
+        (0, False), (1, False), (2, True)]
 
 
 @pytest.mark.slow
@@ -300,13 +309,7 @@ def test_a_modules_last_case_is_charged_its_own_cpu_not_the_cases_before_it(sand
     # the last (made in its module's process, which collected the forks before it) as much as the others.
     (tmp_path / "burn.py").write_text("import time\n\n\ndef burn(n):\n    end = time.process_time() + 0.6\n"
                                       "    while time.process_time() < end:\n        pass\n    return n\n")
-    calls = [{"module": "burn", "function": "burn", "args": wire.dumps(((n,), {}))} for n in range(4)]
-    request = {"calls": calls, "cpu": 3.0, "wall": 5.0, "cut": 2.0, "import_cut": 1.25, "output": 65536,
-               "record": 65536, "private": sandbox.private_tmp, "core": None}
-    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tmp_path,
-                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
-    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
-    assert [(line["i"], wire.loads(line["record"]["ok"])) for line in lines] == [(n, n) for n in range(4)]
+    assert _served_calls(sandbox, tmp_path, "burn:burn", 4, cpu=3.0, cut=2.0) == [(n, n) for n in range(4)]
 
 
 def test_ordinary_cases_share_a_few_runs(sandbox: Sandbox, tree: Path) -> None:
