@@ -13,6 +13,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import textwrap
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -127,6 +128,24 @@ def test_served_lead_talks_to_its_peer_over_the_socket(sandbox: Sandbox) -> None
     lead_result, peer_result = sandbox.run_served(program(lead), b"", program(peer))
     assert (lead_result.exit_code, lead_result.result) == (0, b"42"), (lead_result, peer_result)
     assert peer_result.killed_reason == "peer finished"
+
+
+def test_a_call_that_reached_its_server_is_never_sent_to_another(sandbox: Sandbox) -> None:
+    # The server takes the call's channel, talks to the peer and dies before it has read the call's message
+    # (longer than a socket's buffer, so that the gate is still sending it). The call failed with that server;
+    # it must not go to a second server, which would talk to the same peer again.
+    lead = textwrap.dedent(f"""
+        import os, socket
+        control = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))
+        _, fds, _, _ = socket.recv_fds(control, 8, 1)
+        socket.socket(fileno=fds[0]).sendall(b'hello from a server\\n')
+        os._exit(7)
+    """)
+    peer = (f"import os, sys\nchannel = open(int(os.environ[{PEER_FD_ENV!r}]), 'rb', buffering=0)\n"
+            "for line in iter(channel.readline, b''):\n    sys.stdout.buffer.write(line); sys.stdout.flush()\n")
+    lead_result, peer_result = sandbox.run_served(program(lead), b"x" * (4 << 20), program(peer))
+    assert (lead_result.killed_reason, lead_result.exit_code) == ("server ended", 7), lead_result
+    assert peer_result.stdout == b"hello from a server\n"
 
 
 def test_sandbox_reports_its_isolation(sandbox: Sandbox) -> None:

@@ -12,6 +12,7 @@ calls is killed and replaced; its CPU limit is set so that it cannot run out bef
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import hashlib
 import os
@@ -129,11 +130,16 @@ class Server:
         """
         frame = LENGTH.pack(len(message)) + message
         try:
-            sent = socket.send_fds(self.control, [frame[:LENGTH.size]], [channel_fd])
-            self.control.sendall(frame[sent:])
-        except OSError:
+            sent = socket.send_fds(self.control, [frame], [channel_fd])
+        except OSError:  # nothing reached it: the caller may try another server
             return False
         self.calls += 1
+        # From here the server holds the channel and may have talked to the peer: the call is out, never sent
+        # again. A server that dies before the rest of the frame reaches it fails this call (its answer never
+        # comes); one that answered at once and retired must not make it look unsent.
+        with contextlib.suppress(OSError):
+            if sent < len(frame):
+                self.control.sendall(frame[sent:])
         return True
 
     def idle_and_alive(self) -> bool:
