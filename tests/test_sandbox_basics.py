@@ -138,11 +138,14 @@ def test_a_call_that_reached_its_server_is_never_sent_to_another(sandbox: Sandbo
         import os, socket
         control = socket.socket(fileno=int(os.environ[{PEER_FD_ENV!r}]))
         _, fds, _, _ = socket.recv_fds(control, 8, 1)
-        socket.socket(fileno=fds[0]).sendall(b'hello from a server\\n')
+        channel = socket.socket(fileno=fds[0])
+        channel.sendall(b'hello from a server\\n')
+        channel.recv(1)  # the peer has written it down
         os._exit(7)
     """)
-    peer = (f"import os, sys\nchannel = open(int(os.environ[{PEER_FD_ENV!r}]), 'rb', buffering=0)\n"
-            "for line in iter(channel.readline, b''):\n    sys.stdout.buffer.write(line); sys.stdout.flush()\n")
+    peer = (f"import os, sys\nchannel = open(int(os.environ[{PEER_FD_ENV!r}]), 'r+b', buffering=0)\n"
+            "for line in iter(channel.readline, b''):\n"
+            "    sys.stdout.buffer.write(line); sys.stdout.flush(); channel.write(b'.')\n")
     lead_result, peer_result = sandbox.run_served(program(lead), b"x" * (4 << 20), program(peer))
     assert (lead_result.killed_reason, lead_result.exit_code) == ("server ended", 7), lead_result
     assert peer_result.stdout == b"hello from a server\n"
