@@ -58,7 +58,7 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     GateFailure (exit 3) when the install fails, naming the requirement and with the installer's last lines.
     A build is a step of `progress`."""
     project = declarations.project_files(read) if spec.project else []
-    files = key_files(spec, base_paths)
+    files = key_files(spec, base_paths, declarations.named(read, spec))
     settings = pip_config.settings(environ, sys.prefix)
     installer = installers.find(environ, settings, where / "uv")
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),

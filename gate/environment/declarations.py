@@ -12,8 +12,11 @@ from __future__ import annotations
 import configparser
 import json
 import logging
+import posixpath
+import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -29,12 +32,105 @@ LOCK_FILES = frozenset({"poetry.lock", "uv.lock", "pdm.lock", "Pipfile", "Pipfil
 Reader = Callable[[str], str | None]
 
 
-def is_declaration(path: str, spec: Environment) -> bool:
+@dataclass(frozen=True)
+class Named:
+    """What the declarations name as part of themselves (`named`): files and whole folders."""
+
+    files: frozenset[str] = frozenset()
+    folders: frozenset[str] = frozenset()
+
+    def holds(self, path: str) -> bool:
+        return path in self.files or any(path.startswith(f"{folder}/") for folder in self.folders)
+
+    def __or__(self, other: Named) -> Named:
+        return Named(self.files | other.files, self.folders | other.folders)
+
+
+# A requirements line that includes another file (`-r`, `-c`), or installs a local project (`-e ./tools/x`, `./x`).
+_INCLUDE = re.compile(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s*)(\S+)")
+_LOCAL = re.compile(r"^(?:(?:-e|--editable)(?:\s*=\s*|\s+))?(\.{1,2}/\S*|[\w.-]+/[\w./-]*)$")
+
+
+def named(read: Reader, spec: Environment) -> Named:
+    """The files of a tree (through `read`) that its declarations make part of the environment's build, beyond
+    the declaration files themselves (`is_declaration`): what the requirements files the environment installs
+    include (`-r`, `-c`, followed) and the local projects they install (their folders: a build runs their code),
+    the files setuptools' `[tool.setuptools.dynamic]` or Hatch's requirements_txt hook read the project's
+    requirements from (`file:` of setup.cfg's `[options]` too), and an in-tree build backend
+    (`[build-system] backend-path`: its folder, or its module's file and package at the root). Read from
+    the base, they are the environment's cache key; from the base and the head, what a change to them is."""
+    doc = _toml(read("pyproject.toml"))
+    build = _table(doc, "build-system")
+    tool = _table(doc, "tool")
+    files: list[str] = []
+    dynamic = _table(_table(tool, "setuptools"), "dynamic")
+    for value in (dynamic.get("dependencies"), *_table(dynamic, "optional-dependencies").values()):
+        listed = value.get("file") if isinstance(value, dict) else None  # `{file = "a.txt"}` or a list of them
+        files += [listed] if isinstance(listed, str) else _strings(listed)
+    hook = _table(_table(_table(_table(tool, "hatch"), "metadata"), "hooks"), "requirements_txt")
+    files += _strings(hook.get("files"))
+    files += [path for found in _table(hook, "optional-dependencies").values() for path in _strings(found)]
+    files += _setup_cfg_files(read("setup.cfg"))
+    folders: list[str] = []
+    backend = build.get("build-backend")
+    for folder in _strings(build.get("backend-path")):
+        clean = _inside(folder)
+        if clean == "." and isinstance(backend, str):  # (the backend's module at the root: its file, its package)
+            top = backend.split(":")[0].split(".")[0]
+            files.append(f"{top}.py")
+            folders.append(top)
+        elif clean is not None and clean != ".":
+            folders.append(clean)
+    todo = [*spec.requirements, *(path for path in ROOT_REQUIREMENTS if read(path) is not None), *files]
+    seen: set[str] = set()
+    while todo:
+        path = _inside(todo.pop(0))
+        if path is None or path in seen:
+            continue
+        seen.add(path)
+        for line in requirement_lines_of(read(path) or ""):
+            where = posixpath.dirname(path)
+            included, local = _INCLUDE.match(line), _LOCAL.match(line)
+            if included:
+                todo.append(posixpath.join(where, included.group(1)))
+            elif local and (project := _inside(posixpath.join(where, local.group(1)))) not in (None, "."):
+                folders.append(project)
+    return Named(frozenset(seen), frozenset(folders))
+
+
+def requirement_lines_of(text: str) -> list[str]:
+    """A requirements file's lines as pip reads them: continuations joined, comments gone."""
+    joined = re.sub(r"\\\n", " ", text)
+    return [line for raw in joined.splitlines() if (line := re.sub(r"(^|\s)#.*$", "", raw).strip())]
+
+
+def _setup_cfg_files(text: str | None) -> list[str]:
+    """The files setup.cfg's `install_requires = file: a.txt, b.txt` (and an extra's) read."""
+    if text is None:
+        return []
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return []
+    values = [parser.get("options", "install_requires", fallback=""),
+              *(parser.get("options.extras_require", key) for key in _options(parser, "options.extras_require"))]
+    return [path.strip() for value in values if value.strip().startswith("file:")
+            for path in value.strip().removeprefix("file:").split(",") if path.strip()]
+
+
+def _inside(path: str) -> str | None:
+    """`path` as git names it when it stays inside the tree ("." for its root), else None."""
+    clean = posixpath.normpath(path.strip())
+    return None if clean.startswith(("/", "../")) or clean == ".." else clean
+
+
+def is_declaration(path: str, spec: Environment, also: Named = Named()) -> bool:
     """Whether the file at `path` (as git names it) declares dependencies the environment is built from, or
-    that a dependency tool reads."""
+    that a dependency tool reads, or is part of one (`also`: what `named` found)."""
     name = PurePosixPath(path).name
     tools = {group.partition(":")[0] for group in spec.groups if ":" in group}
-    return (path in PROJECT_FILES or path in spec.requirements or name in LOCK_FILES
+    return (path in PROJECT_FILES or path in spec.requirements or name in LOCK_FILES or also.holds(path)
             or ("tox" in tools and path in ("tox.ini", "tox.toml")) or ("hatch" in tools and path == "hatch.toml")
             or (name.startswith("requirements") and name.endswith((".txt", ".in")))
             or (PurePosixPath(path).parent.name == "requirements" and name.endswith((".txt", ".in"))))
@@ -295,9 +391,10 @@ def _project_declares(read: Reader) -> bool:
     return "install_requires" in (read("setup.py") or "")
 
 
-def key_files(spec: Environment, present: Iterable[str]) -> list[str]:
-    """The files of the base whose text goes into the environment's cache key, among the paths `present`."""
-    return sorted(path for path in present if is_declaration(path, spec))
+def key_files(spec: Environment, present: Iterable[str], also: Named = Named()) -> list[str]:
+    """The files of the base whose text goes into the environment's cache key, among the paths `present`
+    (`also`: what the base's declarations name, `named`)."""
+    return sorted(path for path in present if is_declaration(path, spec, also))
 
 
 def what_changed(path: str, old: str | None, new: str | None) -> str:
@@ -351,6 +448,14 @@ def _toml_keys(before: dict[str, Any], after: dict[str, Any]) -> Iterable[tuple[
         yield (f"extra [{extra}]", _strings(old_extras.get(extra)), _strings(new_extras.get(extra)))
     yield ("[build-system] requires", _strings(get(before, "build-system", "requires")),
            _strings(get(after, "build-system", "requires")))
+    # The code a build of the environment runs, and where the project's requirements are read from.
+    old_backend, new_backend = ([found] if isinstance(found := get(doc, "build-system", "build-backend"), str) else []
+                                for doc in (before, after))
+    yield ("[build-system] build-backend", old_backend, new_backend)
+    yield ("[build-system] backend-path", _strings(get(before, "build-system", "backend-path")),
+           _strings(get(after, "build-system", "backend-path")))
+    for keys in (("tool", "setuptools", "dynamic"), ("tool", "hatch", "metadata", "hooks")):
+        yield (f"[{'.'.join(keys)}]", _entries(get(before, *keys)), _entries(get(after, *keys)))
     yield ("[project] dynamic", _strings(get(before, "project", "dynamic")),
            _strings(get(after, "project", "dynamic")))
     old_groups, new_groups = _table(before, "dependency-groups"), _table(after, "dependency-groups")

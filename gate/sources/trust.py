@@ -228,12 +228,22 @@ def dependency_changes(base: BaseReader, changes: Sequence[Change], policy: Poli
     spec = policy.repository_environment
     if spec is None or (spec == Environment() and not runs_code):
         return ()
-    from gate.environment.declarations import is_declaration, what_changed  # (tomllib: only when needed)
+    from gate.environment.declarations import is_declaration, named, what_changed  # (tomllib: only when needed)
 
+    heads: dict[str, str | None] = {path: None for change in changes for path in change.paths}  # (gone, but...)
+    heads |= {change.path: change.data.decode("utf-8", "replace") for change in changes
+              if change.status != "deleted" and change.data is not None}
+
+    def head(path: str) -> str | None:
+        return heads[path] if path in heads else base.read(path)
+
+    # What the declarations name (a file `-r` includes, setuptools' dynamic dependencies, an in-tree backend), at
+    # the base (what the environment is built from) and at the head (what it would be built from once merged).
+    also = named(base.read, spec) | named(head, spec)
     lines = []
     for change in changes:
         for path in change.paths:
-            if not is_declaration(path, spec):
+            if not is_declaration(path, spec, also):
                 continue
             new = None if change.status == "deleted" or path != change.path or change.data is None \
                 else change.data.decode("utf-8", "replace")
