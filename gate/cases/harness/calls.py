@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import fcntl
 import importlib
 import math
 import mmap
@@ -160,6 +161,8 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
         code, served = forked
         if code != _MORE:
             return code == _SERVED and not watch.changed()
+        if _left_a_process() or watch.changed():  # (what the first left, the next would see)
+            return False
         start += served
 
 
@@ -174,27 +177,38 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
     # What the fork says as it goes: _IMPORTED once the module is imported; then _LAST and what the import spent
     # (_SPENT) when it becomes its last case's process (`_serve_last`), whose output and record go to `last`.
     ready, said = os.pipe()
-    last = (os.memfd_create("gate-case-output"), os.memfd_create("gate-case-record"))
+    relayed, lines = os.pipe()
+    last = (_grow_only("gate-case-output"), _grow_only("gate-case-record"))
     try:
         pid = os.fork()
         if pid == 0:
             exit_code = 1
             try:
                 os.close(ready)
+                os.close(relayed)
+                os.dup2(lines, result)  # (its lines' descriptor where the run's channel was: never the channel)
+                os.close(lines)
                 exit_code = _serve_module(request, start, end, result, watch, done, said, last)
             finally:
                 os._exit(exit_code)
         os.close(said)
+        os.close(lines)
         began = time.monotonic()
         deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
-        in_time, became = _watch_fork(request, pid, ready, began, deadline)
-        if not in_time:
+        in_time, became, import_left = _watch_fork(request, pid, ready, relayed, result, began, deadline)
+        if not in_time or import_left:
             for kill in (os.killpg, os.kill) if became else (os.kill,):  # (a case's process leads its group)
                 with contextlib.suppress(OSError):
                     kill(pid, signal.SIGKILL)
         _, status, usage = os.wait4(pid, 0)
+        if not import_left:
+            _relay(relayed, result)  # what it wrote before it ended; a process it left writes nothing after
         if time.monotonic() > deadline + _OVERRUN_S:
             return None
+        if import_left:  # (a process its import left: its cases are for runs of their own, and the serving ends)
+            for index in range(start, end):
+                _line(result, {"i": index, "alone": True})
+            return _STOPPED, end - start
         code = os.waitstatus_to_exitcode(status) if in_time else None
         served = int.from_bytes(done[:8], "little")
         if became is not None and in_time and code is not None and served == end - start - 1:
@@ -212,28 +226,40 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
                 _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
         return code, served
     finally:
-        for fd in last:
+        for fd in (*last, relayed):
             os.close(fd)
 
 
-def _watch_fork(request: dict[str, Any], pid: int, ready: int, began: float, deadline: float
-                ) -> tuple[bool, tuple[float, tuple[float, ...]] | None]:
-    """Wait for a module's process (`pid`, saying how it goes on `ready`, which this closes) to end: whether it
-    ended in time (its import within `import_cut`, the whole by `deadline`, and the last case, once the process
-    became its process, within `cut`), and when it became that case's process, with what the import spent."""
+def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, result: int, began: float,
+                deadline: float) -> tuple[bool, tuple[float, tuple[float, ...]] | None, bool]:
+    """Wait for a module's process (`pid`, saying how it goes on `ready`, which this closes) to end, relaying
+    its lines (`relayed`) to the run's channel (`result`) as they come: whether it ended in time (its import
+    within `import_cut`, the whole by `deadline`, and the last case, once the process became its process,
+    within `cut`), when it became that case's process, with what the import spent, and whether its import left
+    a process (then this returns at once, and relays nothing more)."""
     handle = os.pidfd_open(pid)
     os.set_blocking(ready, False)
+    os.set_blocking(relayed, False)
     heard, became, limit = b"", None, began + request["import_cut"]
     listening = True  # until it has said all it says, or closed its end (the candidate runs that process)
+    relaying = [handle, relayed]
     try:
         while True:
-            readable = select.select([handle, ready] if listening else [handle], [], [],
+            readable = select.select([*relaying, ready] if listening else relaying, [], [],
                                      max(0.0, limit - time.monotonic()))[0]
+            imported = heard[:1] == _IMPORTED
             with contextlib.suppress(BlockingIOError):
                 while listening:
                     piece = os.read(ready, _SAID - len(heard))
                     heard += piece
                     listening = bool(piece) and len(heard) < _SAID
+            # A process the import left that is not that process's child (the import stopped it adopting what its
+            # children leave: a double fork's is this one's then): its cases would all share it. (The import is
+            # over before it says so, and with it the fork that left it.)
+            if heard[:1] == _IMPORTED and not imported and _children() - {pid}:
+                return True, became, True
+            if relayed in readable and not _relay(relayed, result):
+                relaying.remove(relayed)  # (every writer closed it)
             if heard[:1] == _IMPORTED and became is None:
                 limit = deadline
             if became is None and len(heard) >= _SAID and heard[:2] == _IMPORTED + _LAST:
@@ -241,15 +267,52 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, began: float, dea
                 became = (min(max(at, began), time.monotonic()), tuple(spent))
                 limit = min(deadline, became[0] + min(request["cut"], request["wall"] - spent[0]))
             if not readable or handle in readable:
-                return bool(readable), became
+                return bool(readable), became, False
     finally:
         os.close(handle)
         os.close(ready)
 
 
+def _relay(relayed: int, result: int) -> bool:
+    """Pass on to the run's channel what a module's process has written on its own so far (as it wrote it: a
+    forged or half line reads to the gate as it would have on the channel itself); False once every writer
+    closed it."""
+    try:
+        while piece := os.read(relayed, 65536):
+            left = memoryview(piece)
+            while left:
+                left = left[os.write(result, left):]
+    except BlockingIOError:
+        return True
+    return False
+
+
+def _children() -> set[int]:
+    """This process's children, running or ended and not collected (it has one thread)."""
+    me = os.getpid()
+    try:
+        with open(f"/proc/self/task/{me}/children") as listed:
+            return {int(child) for child in listed.read().split()}
+    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: every process's parent (field 4)
+        found = set()
+        for entry in filter(str.isdigit, os.listdir("/proc")):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                if int(_read(f"/proc/{entry}/stat").rsplit(b")", 1)[1].split()[1]) == me:
+                    found.add(int(entry))
+        return found
+
+
+def _grow_only(name: str) -> int:
+    """A memory file that can grow but never shrink, nor be sealed otherwise: what a case printed or recorded is
+    measured by its size, which the case's own `ftruncate` must not take back."""
+    fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
+    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    return fd
+
+
 def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
                   done: mmap.mmap, said: int, last: tuple[int, int]) -> int:
-    output = os.memfd_create("gate-output")  # what the import prints counts against each case's output
+    output = _grow_only("gate-output")  # what the import prints counts against each case's output
     os.dup2(output, 1)
     os.dup2(output, 2)
     os.close(output)
@@ -266,6 +329,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
+    _adopt_orphans()  # (the import may have stopped it: what a case's children leave is then seen all the same)
     after = _AfterImport()
     _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees the import's)
     os.write(said, _IMPORTED)
@@ -310,8 +374,8 @@ def _serve_case(request: dict[str, Any], function: Any, call: dict[str, Any], sp
     """(record, wall seconds) of one call in a fork; or "alone" when it is for a run of its own to judge, "cut"
     when that is because it went on past `cut`."""
     imported_s, imported_cpu, _ = spent
-    output = os.memfd_create("gate-case-output")
-    channel = os.memfd_create("gate-case-record")
+    output = _grow_only("gate-case-output")
+    channel = _grow_only("gate-case-record")
     began = time.monotonic()
     try:
         pid = os.fork()
@@ -342,6 +406,10 @@ def _serve_last(request: dict[str, Any], function: Any, call: dict[str, Any], sp
     done.close()  # (as a fork closes it: the case sees no shared map of the harness's)
     # A fork is no subreaper: the orphans of its children go to this run's harness, which looks for them.
     _LIBC.prctl(_PR_SET_CHILD_SUBREAPER, 0, 0, 0, 0)
+    # Nor does a fork's process count have this process beside it: one process less, as a fork has.
+    soft, hard = resource.getrlimit(resource.RLIMIT_NPROC)
+    if soft != resource.RLIM_INFINITY:
+        resource.setrlimit(resource.RLIMIT_NPROC, (max(0, soft - 1), hard))
     # (the CPU this process and the forks it collected spent so far: the serving process's wait counts both)
     children = resource.getrusage(resource.RUSAGE_CHILDREN)
     os.write(said, _LAST + _SPENT.pack(*spent, _cpu() + children.ru_utime + children.ru_stime, time.monotonic()))
