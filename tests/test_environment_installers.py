@@ -37,6 +37,7 @@ from tests.projects import (  # noqa: F401
     offline_pip,
     project_repo,
     pyproject,
+    wheel_of_installed,
     wheelhouse,
     write_wheel,
 )
@@ -94,6 +95,19 @@ def probe_wheels(folder: Path) -> dict[str, Path]:
             for name, version in (("probe-one", "1.0"), ("probe-two", "1.0"), ("probe-three", "1.0"),
                                   ("probe-three", "2.0"))}
     return made
+
+
+@pytest.fixture(scope="module")
+def setuptools_wheels(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """probe_wheels' wheels and setuptools' (a setup.py's build backend, taken from the wheelhouse offline)."""
+    folder = tmp_path_factory.mktemp("setuptools-wheels")
+    probe_wheels(folder)
+    wheel_of_installed(folder, "setuptools")
+    return folder
+
+
+# A pyproject.toml without `[project]`: the metadata is setup.py's (or setup.cfg's).
+SETUPTOOLS = '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
 
 
 @pytest.mark.skipif(not WITH_UV, reason="uv is not beside the gate's interpreter")
@@ -242,6 +256,46 @@ class TestUvToldPipsConfiguration:
 
         with pytest.raises(GateFailure, match=r"Python>=3\.99"):
             build(tmp_path, [], environ, files={"pyproject.toml": text})
+
+    @pytest.mark.parametrize("files", [
+        {"setup.py": "from setuptools import setup\nsetup(name='probe-base', version='1.0', py_modules=[], "
+                     "install_requires=['probe-one'], python_requires='>=3.99')\n"},
+        {"setup.py": "from setuptools import setup\nsetup()\n",
+         "setup.cfg": "[metadata]\nname = probe-base\nversion = 1.0\n[options]\npy_modules =\n"
+                      "python_requires = >=3.99\ninstall_requires =\n    probe-one\n"},
+        {"setup.py": "from setuptools import setup\nsetup(name='probe-base', version='1.0', py_modules=[], "
+                     "install_requires=['probe-one'], python_requires='>=3.' + '99')\n"},
+        {"pyproject.toml": pyproject("probe-base", ["probe-one"]).replace(
+            "[build-system]\nrequires = []\nbuild-backend = \"backend\"\nbackend-path = [\"_backend\"]\n",
+            SETUPTOOLS) + 'dynamic = ["requires-python"]\n[tool.setuptools]\npy-modules = []\n',
+         "setup.py": "from setuptools import setup\nsetup(python_requires='>=3.99')\n"},
+    ], ids=["setup.py", "setup.cfg", "setup.py-computes-it", "pyproject-leaves-it-dynamic"])
+    def test_a_python_the_setup_py_project_does_not_support_is_refused(
+            self, tmp_path: Path, setuptools_wheels: Path, files: dict[str, str]) -> None:
+        """setup.py's `python_requires` (or setup.cfg's) is the project's Requires-Python as pyproject.toml's
+        `requires-python` is: installing the project refuses this interpreter (exit 3), and so must the gate when
+        uv reads the project's requirements from its metadata. One that setup.py computes is not read: the
+        project is installed, which refuses it."""
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_FIND_LINKS": str(setuptools_wheels)}
+
+        with pytest.raises(GateFailure, match=r"installing the base project from the base commit") as err:
+            build(tmp_path, [], environ, files={"pyproject.toml": SETUPTOOLS, **files})
+        assert ">=3.99" in str(err.value), err.value
+
+    @pytest.mark.parametrize("table", ["dynamic = 5\n", "[project.optional-dependencies]\ntest = 5\n"],
+                             ids=["dynamic-not-a-list", "extra-not-a-list"])
+    def test_a_malformed_project_table_is_a_clear_error(self, tmp_path: Path, table: str) -> None:
+        """A `[project]` table of another shape than PEP 621's is judged as when the project is installed (uv
+        names the line, exit 3), never a traceback of the gate's."""
+        probe_wheels(tmp_path / "wheelhouse")
+        environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1",
+                   "PIP_FIND_LINKS": str(tmp_path / "wheelhouse")}
+        files = {"pyproject.toml": pyproject("probe-base", ["probe-one"]) + table}
+
+        with pytest.raises(GateFailure, match=r"installing the base project with extras \[test\] from the base "
+                                              r"commit failed") as err:
+            build(tmp_path, [], environ, files=files, spec=Environment(extras=("test",)))
+        assert "invalid type: integer `5`, expected a sequence" in str(err.value), err.value
 
     @pytest.mark.parametrize("trust", ["none", "trusted-host", "PIP_CERT"])
     def test_an_https_index_trusted_as_pip_is_told_to(self, tmp_path: Path, trust: str) -> None:
@@ -394,6 +448,43 @@ def test_a_configuration_pip_would_refuse_stops_the_gate(tmp_path: Path) -> None
         pip_config.settings({**environ, "PIP_CONFIG_FILE": str(broken)}, str(tmp_path / "site"))
     with pytest.raises(GateFailure, match=r"PIP_NO_INDEX: 'maybe' is not a yes or a no"):
         pip_config.settings({**environ, "PIP_NO_INDEX": "maybe"}, str(tmp_path / "site"))
+
+
+def test_a_relative_pip_config_file_stops_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """pip runs in the base's export and reads a relative PIP_CONFIG_FILE there: the gate, which would read it
+    from the folder it was started in (a checkout of the head, a bot's pip.conf in it) and tell uv what it says,
+    refuses it and says what to do."""
+    started = tmp_path / "checkout"
+    started.mkdir()
+    (started / "pip.conf").write_text("[global]\nfind-links = /somewhere\n")
+    monkeypatch.chdir(started)
+    environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": "pip.conf"}
+
+    with pytest.raises(GateFailure, match=r"^PIP_CONFIG_FILE: 'pip.conf' is a relative path, which pip would read "
+                                          r"from the folder it runs in \(the base's export\), .*: give an absolute"):
+        build(tmp_path, ["probe-one"], environ)
+
+
+def test_a_relative_constraint_file_stops_the_gate(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A relative constraint file (PIP_CONSTRAINT, or `constraint` in a pip.conf) is read by the installer in
+    the base's export, while the environment's key would hold the text of the one in the gate's working
+    directory: refused, naming where it was set. An absolute path or a URL is what it was."""
+    started = tmp_path / "checkout"
+    started.mkdir()
+    (started / "constraints.txt").write_text("probe-one<2\n")
+    (tmp_path / "ours.conf").write_text("[install]\nconstraint = ci/constraints.txt\n")
+    monkeypatch.chdir(started)
+    environ = {**clean_environ(tmp_path / "home"), "PIP_NO_INDEX": "1", "PIP_CONFIG_FILE": os.devnull}
+
+    with pytest.raises(GateFailure, match=r"^PIP_CONSTRAINT: 'constraints.txt' is a relative path, which pip would "
+                                          r"read from the folder it runs in"):
+        build(tmp_path, ["probe-one"], {**environ, "PIP_CONSTRAINT": "/abs/c.txt constraints.txt"})
+    with pytest.raises(GateFailure, match=r"ours.conf: constraint: 'ci/constraints.txt' is a relative path"):
+        pip_config.settings({**environ, "PIP_CONFIG_FILE": str(tmp_path / "ours.conf")}, str(tmp_path / "site"))
+    absolute = str(started / "constraints.txt")
+    found = pip_config.settings({**environ, "PIP_CONSTRAINT": f"{absolute} https://example.org/c.txt"},
+                                str(tmp_path / "site"))
+    assert found["constraint"].value == (absolute, "https://example.org/c.txt")
 
 
 def test_uv_is_taken_only_from_beside_the_gates_interpreter_and_only_when_no_one_else_could_replace_it(

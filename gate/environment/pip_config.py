@@ -60,6 +60,8 @@ def files(environ: Mapping[str, str], site_prefix: str) -> list[tuple[str, str]]
                                                                   or "/etc/xdg").split(os.pathsep)]
     found = [("global", os.path.join(d, "pip", "pip.conf")) for d in xdg_dirs] + [("global", "/etc/pip.conf")]
     named = environ.get("PIP_CONFIG_FILE")
+    if named and not os.path.isabs(named):
+        raise GateFailure(_relative(named), key="PIP_CONFIG_FILE")
     if not (named and os.path.exists(named)):
         user_dir = environ.get("XDG_CONFIG_HOME", "").strip() or os.path.join(home, ".config")
         found += [("user", os.path.join(home, ".pip", "pip.conf")), ("user", os.path.join(user_dir, "pip", "pip.conf"))]
@@ -74,7 +76,8 @@ def files(environ: Mapping[str, str], site_prefix: str) -> list[tuple[str, str]]
 def settings(environ: Mapping[str, str], site_prefix: str) -> dict[str, Setting]:
     """The options pip's `install` would take from its configuration, by name (see the module's docstring).
     GateFailure (exit 3: pip would refuse them too, and the policy cannot mend them) for a file pip could not
-    parse or a switch that is neither a yes nor a no."""
+    parse or a switch that is neither a yes nor a no; GateFailure too for a relative PIP_CONFIG_FILE or
+    constraint file, which pip reads from the folder it runs in (the base's export), not the gate's."""
     merged: dict[str, tuple[str, str]] = {}  # "section.name" -> (value, source), later files winning
     for _, path in files(environ, site_prefix):
         parser = configparser.RawConfigParser()
@@ -108,7 +111,24 @@ def settings(environ: Mapping[str, str], site_prefix: str) -> dict[str, Setting]
                 continue
             name = _ALIASES.get(name, name)
             found[name] = Setting(name, _value(name, value, source), source)
+    if "constraint" in found:  # (its text, read here, is in the key; the installer reads it in the base's export)
+        _absolute(found["constraint"])
     return found
+
+
+def _absolute(setting: Setting) -> None:
+    """GateFailure for a relative path among the files `setting` names (a URL is none)."""
+    for path in setting.value if isinstance(setting.value, tuple) else ():
+        if os.path.isabs(path) or path.partition(":")[0].lower() in ("http", "https", "file"):
+            continue
+        if setting.source.startswith("PIP_"):
+            raise GateFailure(_relative(path), key=setting.source)
+        raise GateFailure(_relative(path), file=setting.source, key=setting.name)
+
+
+def _relative(path: str) -> str:
+    return (f"{path!r} is a relative path, which pip would read from the folder it runs in (the base's export), "
+            "not from the one the gate was started in: give an absolute path")
 
 
 def _normal(name: str) -> str:

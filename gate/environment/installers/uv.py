@@ -9,6 +9,7 @@ where the filesystem allows, and it is read-only to the runs as they are."""
 
 from __future__ import annotations
 
+import configparser
 import re
 import subprocess
 import tomllib
@@ -18,7 +19,7 @@ from typing import Any
 
 from gate.environment import pip_config
 from gate.environment.installers.command import INSTALL_TIMEOUT_S, Dependencies, run, tail
-from gate.environment.testdeps import canonical
+from gate.environment.testdeps import canonical, setup_py_literal
 from gate.errors import GateFailure
 
 # A requirement line of `uv pip compile`'s output: its distribution's name.
@@ -68,12 +69,13 @@ class Uv:
         build of it: `uv pip install -r FILE --extra NAME` installs them, and `uv pip compile --no-deps` of the
         same names them. None when uv reads none of those files, when that fails, or when an extra asked for
         may name the project itself (`tests = ["attrs[tests-mypy]"]`): such extras are left to installing the
-        project, whose resolution of them is pip's."""
+        project, whose resolution of them is pip's. None too when the project's Requires-Python rules the
+        interpreter out, or cannot be read without running setup.py: installing the project checks it."""
         metadata = _metadata(source)
         if metadata is None:
             return None
         file, table = metadata
-        if _may_name_itself(table, extras, project) or not _supports(table, python):
+        if _may_name_itself(table, extras, project) or not _supports(table, source, python):
             return None
         chosen = tuple(word for extra in extras for word in ("--extra", extra))
         command = [self.path, "pip", "compile", *self.common, "--python", python, "--no-sources",
@@ -128,27 +130,52 @@ def _metadata(source: Path) -> tuple[str, dict[str, Any] | None] | None:
 def _may_name_itself(table: dict[str, Any] | None, extras: Sequence[str], project: str) -> bool:
     """Whether a requirement the project declares, with `extras`, could name the project itself: one of
     pyproject.toml's static `[project]` lists (`table`) that does, or extras asked of metadata read only from its
-    build (setup.py, setup.cfg: no table, or extras the table leaves `dynamic`)."""
+    build (setup.py, setup.cfg: no table, or extras the table leaves `dynamic`). True too for a table whose
+    `dynamic`, `dependencies` or `optional-dependencies` is not the list of strings (a table of them) PEP 621
+    says: installing the project then has its build backend report it."""
     if table is None:
         return bool(extras)
+    dynamic, required = table.get("dynamic", []), table.get("dependencies", [])
     optional = table.get("optional-dependencies", {})
-    if extras and ("optional-dependencies" in table.get("dynamic", ()) or not isinstance(optional, dict)):
+    if not (_strings(dynamic) and _strings(required) and isinstance(optional, dict)
+            and all(_strings(found) for found in optional.values())):
+        return True
+    if extras and "optional-dependencies" in dynamic:
         return True
     chosen = {canonical(extra) for extra in extras}
-    lines = [*table.get("dependencies", ()), *(line for extra, found in optional.items()
-                                                if canonical(extra) in chosen for line in found)]
-    names = {canonical(found.group(0)) for line in lines if isinstance(line, str)
-             and (found := _REQUIREMENT.match(line.strip())) is not None}
+    lines = [*required, *(line for extra, found in optional.items() if canonical(extra) in chosen for line in found)]
+    names = {canonical(found.group(0)) for line in lines if (found := _REQUIREMENT.match(line.strip())) is not None}
     return canonical(project) in names
 
 
-def _supports(table: dict[str, Any] | None, python: str) -> bool:
-    """Whether pyproject.toml's `requires-python` (in its `[project]` `table`) admits the interpreter `python`
-    (`uv pip install -r pyproject.toml` does not ask: the project's own install refuses, and so must the
-    environment)."""
-    requires = None if table is None else table.get("requires-python")
-    if not isinstance(requires, str):
+def _strings(value: object) -> bool:
+    return isinstance(value, list) and all(isinstance(item, str) for item in value)
+
+
+def _supports(table: dict[str, Any] | None, source: Path, python: str) -> bool:
+    """Whether the project's Requires-Python admits the interpreter `python` (`uv pip install -r FILE` does not
+    ask: the project's own install refuses, and so must the environment). It is pyproject.toml's `requires-python`
+    (in its `[project]` `table`); without the table, or with the field `dynamic`, setup.py's literal
+    `setup(python_requires=...)`, which setuptools takes over setup.cfg's `[options] python_requires`. False when
+    it is not a string or setup.py computes it: the project is then installed, which checks it."""
+    dynamic = None if table is None else table.get("dynamic")
+    if table is not None and not (isinstance(dynamic, list) and "requires-python" in dynamic):
+        requires = table.get("requires-python")
+    elif "python_requires" in (setup_py := _text(source / "setup.py")):  # (in a dict of options too: computed)
+        requires = setup_py_literal(setup_py, "python_requires")
+        if requires is None:
+            return False
+    else:
+        config = configparser.ConfigParser(interpolation=None)
+        try:
+            config.read(source / "setup.cfg", encoding="utf-8")
+        except (configparser.Error, UnicodeDecodeError):
+            return False
+        requires = config.get("options", "python_requires", fallback=None)
+    if requires is None:
         return True
+    if not isinstance(requires, str):
+        return False
     from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
     done = subprocess.run([python, "-S", "-c", "import platform; print(platform.python_version())"],
@@ -158,3 +185,9 @@ def _supports(table: dict[str, Any] | None, python: str) -> bool:
     except InvalidSpecifier:
         return False
 
+
+def _text(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return ""
