@@ -5,10 +5,13 @@ generous and only decide how long a hostile program may last, never whether a te
 
 from __future__ import annotations
 
+import ast
+import concurrent.futures
 import dataclasses
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import tempfile
@@ -494,3 +497,109 @@ def test_names_planted_in_a_shared_temporary_directory_are_left_alone(tmp_path: 
     assert sorted(p.name for p in shared.iterdir()) == [f"{prefix}file", f"{prefix}link", f"{prefix}theirs"]
     assert shared.stat().st_mode & 0o7777 == 0o1777
     assert target.stat().st_mode & 0o777 == 0o755 and list(target.iterdir()) == []
+
+
+# A repository's suite runs with its own loopback (RunRequest.loopback): its tests serve and connect on 127.0.0.1
+# as in CI, inside the run and nowhere else: not the gate's 127.0.0.1, not another run's, not beyond.
+SERVES_ITSELF = """
+    import socket, threading
+    with socket.socket() as server:
+        server.bind(("127.0.0.1", 0))
+        server.listen(1)
+        port = server.getsockname()[1]
+        threading.Thread(target=lambda: server.accept()[0].sendall(b"hello"), daemon=True).start()
+        with socket.create_connection(("127.0.0.1", port), timeout=5) as client:
+            report(client.recv(5).decode())
+"""
+
+
+def _loopback(code: str, *args: str) -> RunRequest:
+    return dataclasses.replace(hostile(code, *args), loopback=True)
+
+
+@needs_root
+def test_a_suites_run_serves_and_connects_on_its_own_loopback(sandbox: LayeredSandbox) -> None:
+    assert sandbox.run(_loopback(SERVES_ITSELF)).result == b"hello"
+    # Any other run still has no socket at all.
+    assert b"PermissionError" in (sandbox.run(hostile(SERVES_ITSELF)).stderr or b"")
+
+
+@needs_root
+def test_a_suites_run_reaches_neither_the_gates_loopback_nor_beyond(sandbox: LayeredSandbox) -> None:
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        listener.setblocking(False)
+        result = sandbox.run(_loopback("""
+            import socket
+            said = []
+            for where in [("127.0.0.1", int(sys.argv[1])), ("192.0.2.1", 80), ("::1", int(sys.argv[1]))]:
+                try:
+                    socket.create_connection(where, timeout=2).close()
+                    said.append("connected")
+                except OSError as exc:
+                    said.append(type(exc).__name__)
+            report(" ".join(said))
+        """, str(listener.getsockname()[1])))
+        with pytest.raises(BlockingIOError):
+            listener.accept()
+    assert result.result is not None and b"connected" not in result.result, result.result
+
+
+@needs_root
+def test_a_suites_run_opens_no_socket_beyond_unix_and_internet_ones(sandbox: LayeredSandbox) -> None:
+    result = sandbox.run(_loopback("""
+        import socket
+        said = {}
+        for name in ("AF_NETLINK", "AF_PACKET", "AF_UNSPEC", "AF_VSOCK", "AF_ALG"):
+            try:
+                kind = socket.SOCK_RAW if name == "AF_PACKET" else socket.SOCK_DGRAM
+                socket.socket(getattr(socket, name), kind).close()
+                said[name] = "opened"
+            except OSError as exc:
+                said[name] = type(exc).__name__
+        # The family in the low 32 bits, a bit above them (the kernel reads an int): refused all the same.
+        import ctypes, platform
+        number = {"x86_64": 41, "aarch64": 198}.get(platform.machine())  # socket(2)
+        if number is not None:  # AF_NETLINK, SOCK_RAW
+            fd = ctypes.CDLL(None, use_errno=True).syscall(number, ctypes.c_long((1 << 32) | 16), 3, 0)
+            said["high bits"] = "opened" if fd >= 0 else "refused"
+        report(repr(said))
+    """))
+    said = ast.literal_eval((result.result or b"{}").decode())
+    assert said and "opened" not in said.values(), said
+
+
+@needs_root
+def test_two_suite_runs_never_reach_each_other(sandbox: LayeredSandbox) -> None:
+    # One run listens on a port of its loopback, and on an abstract Unix name, for three seconds; another,
+    # started while it does, tries both.
+    listening = _loopback("""
+        import socket, time
+        server = socket.socket()
+        server.bind(("127.0.0.1", 47123))
+        server.listen(1)
+        named = socket.socket(socket.AF_UNIX)
+        named.bind("\\0gate-loopback-test")
+        named.listen(1)
+        report("listening")
+        time.sleep(3)
+    """)
+    trying = _loopback("""
+        import socket, time
+        time.sleep(1)
+        said = []
+        for family, where in [(socket.AF_INET, ("127.0.0.1", 47123)), (socket.AF_UNIX, "\\0gate-loopback-test")]:
+            with socket.socket(family) as client:
+                try:
+                    client.connect(where)
+                    said.append("connected")
+                except OSError as exc:
+                    said.append(type(exc).__name__)
+        report(" ".join(said))
+    """)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        first = pool.submit(sandbox.run, listening)
+        second = pool.submit(sandbox.run, trying)
+        assert first.result().result == b"listening"
+        assert second.result().result == b"ConnectionRefusedError ConnectionRefusedError"

@@ -22,7 +22,7 @@ def test_doctor_blocks_every_canary(capsys: pytest.CaptureFixture[str], fresh: b
     code = doctor.run(argparse.Namespace(fresh=fresh, repo=None))
     out = capsys.readouterr().out
     assert code == 0, out
-    assert "9 of 9 canaries blocked" in out
+    assert "10 of 10 canaries blocked" in out
     assert "gate ci would run a PR's code here" in out
     for layer in ("zygote", "uid", "netns", "mountns", "filesystem", "ipcns", "seccomp", "cgroup"):
         assert f"\n  {layer} " in out
@@ -61,7 +61,7 @@ def test_doctor_without_root_says_what_gets_through() -> None:
     assert "NOT BLOCKED" in lines["home"]
     assert lines["filesystem"].split(None, 1)[1].startswith("off: the run sees the host's files")
     # ...but its reaper still kills a daemon, the process limit holds, and seccomp keeps it off the network.
-    for canary in ("daemon", "fork", "network"):
+    for canary in ("daemon", "fork", "network", "suite"):
         assert " blocked " in lines[canary], lines[canary]
 
 
@@ -74,7 +74,7 @@ def test_doctor_fails_where_gate_ci_would_refuse_and_says_which_layer_and_the_fi
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd="/", check=False,
                           env={**os.environ, "PYTHONPATH": detect.gate_root()}, timeout=300)
     assert done.returncode == 3, done.stdout + done.stderr
-    assert "8 of 9 canaries blocked; not blocked: keyring" in done.stdout
+    assert "9 of 10 canaries blocked; not blocked: keyring" in done.stdout
     [refused] = [line for line in done.stdout.splitlines() if line.startswith("gate ci would refuse")]
     # The cause as it is (each binding's import error), and only the fix that applies: the gate is root already.
     assert "seccomp (no seccomp binding imports under " in refused

@@ -4,6 +4,7 @@ main causes read from the base's reports, so that a maintainer sees a suite that
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -13,7 +14,7 @@ from gate.suite.blind import blind, cause
 from gate.suite.run import TestOutcome as Outcome
 from gate.verdict import Blind, BlindCause, Verdict, validate
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
-from tests.suite_support import CALC, calc_project, score_repo
+from tests.suite_support import CALC, calc_project, charged_messages, score_repo, suite_statuses
 
 BLIND = '''\
 import socket
@@ -41,7 +42,7 @@ def test_writes_beside_itself():
 
 
 def test_network():
-    socket.create_connection(("127.0.0.1", 9), timeout=1)
+    socket.create_connection(("example.com", 80), timeout=1)
 
 
 def test_yaml():
@@ -63,7 +64,7 @@ def test_a_suites_blind_tests_are_counted_with_their_causes_in_the_verdict_and_t
     assert causes == {
         ("fail on the base too", "ModuleNotFoundError: No module named 'numpy_the_gate_lacks'"): 2,
         ("fail on the base too", "the tree is read-only (a test writes beside itself)"): 1,
-        ("fail on the base too", "no network (a refused socket)"): 1,
+        ("fail on the base too", "no network beyond the run's own loopback"): 1,
         ("skipped on both sides", "could not import 'yaml_the_gate_lacks': No module named 'yaml_the_gate_lacks'"): 1,
     }
     sentence = found.sentence()
@@ -120,3 +121,48 @@ def test_the_main_causes_are_named_from_the_bases_report(status: str, detail: st
     found = cause(status, detail, lambda module: module == "pkg._speedups")
 
     assert found.startswith(said), found
+
+
+# A test that serves the code over HTTP on 127.0.0.1 and asks it there (as a client library's suite does with
+# pytest-httpbin): it runs as in CI, so it gates the change, and is no blind test.
+OVER_HTTP = '''\
+import http.server
+import threading
+import urllib.request
+
+from calc import add
+
+
+class Handler(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        body = str(add(2, 3)).encode()
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args):
+        pass
+
+
+def test_add_over_http():
+    server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/", timeout=10) as reply:
+            assert reply.read() == b"5"
+    finally:
+        server.shutdown()
+'''
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="a loopback of the run's own needs root (network namespaces)")
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_that_serves_on_its_loopback_gates_the_change(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_http.py": OVER_HTTP})
+    repo.commit("bot: add is off by one", {"calc.py": CALC.replace("return a + b", "return a + b + 1")})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_http.py::test_add_over_http"] == "failed"
+    assert any("test_add_over_http" in message for message in charged_messages(verdict)), charged_messages(verdict)
+    assert not verdict.accepted

@@ -79,6 +79,10 @@ class RunRequest:
     # mount namespace only (without one the run's uid owns its copy). For a suite, so that nothing the tests'
     # process writes there (a conftest.py, a pytest.ini) is what pytest reads next.
     read_only_tree: bool = False
+    # A network namespace of its own with its loopback device up, and sockets of the Unix and Internet families
+    # allowed (seccomp), where the netns layer is on: a test can serve and connect on 127.0.0.1 inside its own
+    # run and reach nothing beyond it. Elsewhere every socket stays refused. For a repository's suite.
+    loopback: bool = False
     # The program watches its files with an inotify instance made before its first result (the cases' serving
     # harness): from that result on, the gate holds the instance too where it may (Handle.hold_watch), so that
     # the run's last process ends without waiting for the kernel to free the watches (a grace period of 5-25

@@ -2,7 +2,10 @@
 and without the System V IPC objects of anyone else.
 
 Child side, as root before the uid switch. A new network namespace has only a loopback device, left down, so
-nothing (not even 127.0.0.1) is reachable. A new IPC namespace per run: a shared memory segment or semaphore a
+nothing (not even 127.0.0.1) is reachable; a run that asks for its loopback (RunRequest.loopback: a repository's
+suite, whose tests often serve and connect on 127.0.0.1) gets a network namespace of its own, even from a zygote
+whose runs share one, with that device up: it reaches itself and nothing else.
+A new IPC namespace per run: a shared memory segment or semaphore a
 run makes dies with it, and no run sees another's.
 
 The file system is built the way nsjail and bubblewrap build theirs: a fresh tmpfs becomes the root
@@ -22,8 +25,10 @@ inside the child.
 
 from __future__ import annotations
 
+import fcntl
 import os
 import stat
+import struct
 from collections.abc import Callable, Sequence
 
 from gate.sandbox import _libc, account, interpreter
@@ -329,6 +334,34 @@ def _entered(setup: RunSetup) -> LayerSettings:
     return {"unshare": _unshared(setup.layers)}
 
 
+def _network(setup: RunSetup) -> LayerSettings:
+    # (With the allow-listed root only: on the host's file system a Unix socket could reach a service's.)
+    on = setup.layers.on
+    return {"unshare": _unshared(setup.layers), "loopback": setup.request.loopback and {"netns", "mountns"} <= set(on)}
+
+
+def _enter_network(config: ChildConfig, run: Run) -> None:
+    """netns: the namespace the runs share (a zygote's runs are in it already), or one of the run's own with
+    its loopback device up."""
+    if "netns" in config["unshare"] or config["loopback"]:
+        _libc.unshare(NAMESPACES["netns"])
+    if config["loopback"]:
+        _loopback_up()
+
+
+_SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+_IFREQ = struct.Struct("16sH22x")  # struct ifreq: the device's name, then its flags (ifr_flags)
+
+
+def _loopback_up() -> None:
+    """Bring the loopback device of this (new) network namespace up, as `ip link set lo up` does."""
+    import socket  # (loaded already in a zygote)
+
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as device:
+        _, flags = _IFREQ.unpack(fcntl.ioctl(device, _SIOCGIFFLAGS, _IFREQ.pack(b"lo", 0)))
+        fcntl.ioctl(device, _SIOCSIFFLAGS, _IFREQ.pack(b"lo", flags | _IFF_UP))
+
+
 def _enter(name: str) -> Callable[[ChildConfig, Run], None]:
     def enter(config: ChildConfig, run: Run) -> None:
         if name in config["unshare"]:
@@ -390,8 +423,9 @@ def _enter_root(config: ChildConfig, run: Run) -> None:
                      into=(interpreter.RUN_BIN, interpreter.RUN_SITE) if mountns else None)
 
 
-NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up)"), probe=_probe("netns"),
-              settings=_entered, apply=_enter("netns"))
+NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up; a suite's run: its own "
+                                                                  "loopback)"),
+              probe=_probe("netns"), settings=_network, apply=_enter_network)
 MOUNTNS = Layer("mountns", _describe_mountns, probe=_probe_mountns, settings=_entered, apply=_enter("mountns"))
 IPCNS = Layer("ipcns", lambda found: switch(found.probe["ipcns"], "on (System V IPC of its own per run)"),
               probe=_probe("ipcns"), settings=_entered, apply=_enter("ipcns"))

@@ -3,8 +3,12 @@
 Policy (allow by default, deny a list): `socket()` fails with EACCES for every family, so no
 IPv4/IPv6/packet/netlink socket can be made even without a network namespace, and no Unix socket either: a
 network namespace does not block Unix sockets on the filesystem, and a world-writable one (a D-Bus bus, a
-service's socket under /run) would be reachable. `socketpair()` stays (asyncio's self-pipe uses it), and the
-pair channel arrives already connected. The rest of the list fails with EPERM, as in Docker's default profile
+service's socket under /run) would be reachable; and the runs a zygote starts share one network namespace,
+whose abstract Unix sockets would join them. `socketpair()` stays (asyncio's self-pipe uses it), and the
+pair channel arrives already connected. A run in a network namespace of its own with only its loopback up
+(RunRequest.loopback, gate/sandbox/namespaces.py) loads a second program, which lets `socket()` make Unix, IPv4
+and IPv6 sockets (its own loopback, its own abstract names, the files of its own root) and no other family.
+The rest of the list fails with EPERM, as in Docker's default profile
 (which allows a list instead and denies what it leaves out), each family because it is state that outlives a
 run or reaches past it, and nothing a Python program, a harness or pytest needs:
 
@@ -32,6 +36,7 @@ import ctypes
 import errno
 import importlib
 import os
+import struct
 import sys
 
 from gate.sandbox import _libc
@@ -47,6 +52,9 @@ if TYPE_CHECKING:
     from gate.sandbox.stack import LayerSettings
 
 MODULES = ("pyseccomp", "seccomp")  # the bindings tried, in order
+# The families a run with its own loopback may open (socket(2)'s first argument): AF_UNIX, AF_INET, AF_INET6.
+LOOPBACK_FAMILIES = (1, 2, 10)
+_PAIR = struct.Struct("<I")  # program() gives both programs as one: the first one's length, then each
 # Denied with EPERM, by family (see the module's docstring); names this machine's kernel does not know are skipped.
 DENIED = {
     "keyring": ("add_key", "keyctl", "request_key"),
@@ -76,7 +84,9 @@ class _Program(ctypes.Structure):
     _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.c_void_p))
 
 
-_loaded: list[Any] = []  # [instructions buffer, _Program] once prepared (the buffer must stay alive)
+# [instructions, _Program] of the runs' program, then of the loopback runs', once prepared (the buffers must stay
+# alive).
+_loaded: list[Any] = []
 
 
 def library() -> ModuleType:
@@ -93,10 +103,22 @@ def library() -> ModuleType:
 
 
 def program() -> bytes:
-    """Build the filter with the binding and export it as a BPF program (raw struct sock_filter array)."""
+    """Build the filter with the binding and export it as BPF programs (raw struct sock_filter arrays): the
+    runs' and the loopback runs', as one (`_PAIR`)."""
+    strict, loopback = _program(loopback=False), _program(loopback=True)
+    return _PAIR.pack(len(strict)) + strict + loopback
+
+
+def _program(loopback: bool) -> bytes:
     lib = library()
     built = lib.SyscallFilter(defaction=lib.ALLOW)
-    built.add_rule(lib.ERRNO(errno.EACCES), "socket")
+    if loopback:  # every family but LOOPBACK_FAMILIES, whatever the upper bits of the register hold
+        allowed = sorted(LOOPBACK_FAMILIES)
+        for domain in (family for family in range(allowed[-1]) if family not in allowed):
+            built.add_rule(lib.ERRNO(errno.EACCES), "socket", lib.Arg(0, lib.EQ, domain))
+        built.add_rule(lib.ERRNO(errno.EACCES), "socket", lib.Arg(0, lib.GT, allowed[-1]))
+    else:
+        built.add_rule(lib.ERRNO(errno.EACCES), "socket")
     for names in DENIED.values():
         for name in filter(lambda name: _known(lib, name), names):
             built.add_rule(lib.ERRNO(errno.EPERM), name)
@@ -120,23 +142,29 @@ def _known(lib: ModuleType, name: str) -> bool:
 
 
 def prepare(bpf: bytes | None = None) -> None:
-    """Hold the program to load (built here unless given): in the zygote, before it forks; in a fresh child,
-    right away."""
+    """Hold the programs to load (`program()`'s, built here unless given): in the zygote, before it forks; in a
+    fresh child, right away."""
     if bpf is None:
         bpf = program()
-    if not bpf or len(bpf) % _BPF_INSTRUCTION:
-        raise RuntimeError(f"not a BPF program ({len(bpf)} bytes)")
-    buffer = ctypes.create_string_buffer(bpf, len(bpf))
-    _loaded[:] = [buffer, _Program(len(bpf) // _BPF_INSTRUCTION, ctypes.addressof(buffer))]
+    (size,) = _PAIR.unpack_from(bpf) if len(bpf) >= _PAIR.size else (0,)
+    programs = (bpf[_PAIR.size:_PAIR.size + size], bpf[_PAIR.size + size:])
+    loaded: list[Any] = []
+    for code in programs:
+        if not code or len(code) % _BPF_INSTRUCTION:
+            raise RuntimeError(f"not a pair of BPF programs ({len(bpf)} bytes)")
+        buffer = ctypes.create_string_buffer(code, len(code))
+        loaded += [buffer, _Program(len(code) // _BPF_INSTRUCTION, ctypes.addressof(buffer))]
+    _loaded[:] = loaded
 
 
-def install() -> None:
-    """Load the prepared program into the calling process (irrevocable; inherited by its children). Sets
-    no_new_privs first, as libseccomp does: an unprivileged process may only load a filter with it."""
+def install(loopback: bool = False) -> None:
+    """Load the prepared program (the loopback runs' with `loopback`) into the calling process (irrevocable;
+    inherited by its children). Sets no_new_privs first, as libseccomp does: an unprivileged process may only
+    load a filter with it."""
     if not _loaded:
         prepare()
     _libc.prctl(_libc.PR_SET_NO_NEW_PRIVS, 1)
-    _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(_loaded[1]))
+    _libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(_loaded[3 if loopback else 1]))
 
 
 def _probe(root: bool) -> dict[str, str]:
@@ -155,9 +183,10 @@ def _settings(setup: RunSetup) -> LayerSettings:
 
 def _apply(config: ChildConfig, run: Run) -> None:
     if config["seccomp"]:
-        install()
+        install(config["loopback"])  # (only a run in a network namespace of its own: gate/sandbox/namespaces.py)
 
 
-SECCOMP = Layer("seccomp", lambda found: switch(found.probe["seccomp"], "on (no socket, ptrace, keyring, message "
+SECCOMP = Layer("seccomp", lambda found: switch(found.probe["seccomp"], "on (no socket but a suite's on its own "
+                                                                      "loopback; no ptrace, keyring, message "
                                                                       "queue, namespace, mount or kernel calls)"),
                 probe=_probe, settings=_settings, apply=_apply)

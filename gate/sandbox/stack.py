@@ -27,6 +27,7 @@ if TYPE_CHECKING:
 
         cgroups: list[int]  # cgroup: the files that join the run's cgroups (among ChildConfig targets)
         unshare: list[str]  # netns, mountns, ipcns: the namespaces to enter (namespaces.NAMESPACES)
+        loopback: bool  # netns: a network namespace of the run's own, its loopback up (RunRequest.loopback)
         disk_bytes: int  # filesystem: the private /tmp's size (mountns)
         hide: list[str]  # filesystem: host paths covered in the run's root (mountns)
         root: list[str]  # filesystem: host paths bound read-only into the run's root (mountns)

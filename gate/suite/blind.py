@@ -3,7 +3,7 @@
 A test costs the head only when it passes on the base. One that fails on the base too, or is skipped there, is
 not charged whatever the head does: it is blind. A suite of many blind tests gates little (a plugin the
 environment lacks, a compiled extension the sandbox did not build, a test that writes beside itself into the
-read-only tree, a socket the sandbox refuses), and the verdict says how many and why, from the base's reports.
+read-only tree, a network the run has not), and the verdict says how many and why, from the base's reports.
 """
 
 from __future__ import annotations
@@ -82,7 +82,7 @@ _CAUSES = (
     (re.compile(r"Read-only file system|\[Errno 30\]"), "the tree is read-only (a test writes beside itself)"),
     (re.compile(r"Connection refused|Network is unreachable|name resolution|Name or service not known|"
                 r"\[Errno (101|111|-2|-3)\]|gaierror|(socket|connect)\b[^\0]*(PermissionError|not permitted)"),
-     "no network (a refused socket)"),
+     "no network beyond the run's own loopback"),
     (re.compile(r"ZoneInfoNotFoundError|No time zone found"), "no time-zone database"),
     (re.compile(r"No such file or directory: '(/bin/|/usr/bin/)?(sh|bash|git|make|gcc|cc)'"),
      "a program the sandbox lacks"),

@@ -382,7 +382,7 @@ def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str
                                     tree=run.tree,
                                     stdin=json.dumps(request).encode(), limits=limits, env=SUITE_ENV,
                                     python_path=run.python_path, read_only_tree=True,
-                                    framework=True,
+                                    framework=True, loopback=True,
                                     on_result=_Tally(key, count) if count is not None else None))
     records = []
     for line in (result.result or b"").decode("utf-8", "replace").splitlines():
