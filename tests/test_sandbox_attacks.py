@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -603,3 +604,116 @@ def test_two_suite_runs_never_reach_each_other(sandbox: LayeredSandbox) -> None:
         second = pool.submit(sandbox.run, trying)
         assert first.result().result == b"listening"
         assert second.result().result == b"ConnectionRefusedError ConnectionRefusedError"
+
+
+# Two runs of one zygote share its network namespace, and with it the abstract Unix names: a datagram socket made
+# by socketpair() (no socket() needed), disconnected from its pair, could bind one or send to one, and a hidden
+# case's run hand its arguments to a public case's run going at the same time. Only stream pairs are made.
+FREE_DGRAM = """
+    import ctypes, socket
+    def free_dgram():
+        mine, pair = socket.socketpair(socket.AF_UNIX, socket.SOCK_DGRAM)
+        unspec = (ctypes.c_ushort * 1)(0)  # struct sockaddr {AF_UNSPEC}
+        ctypes.CDLL(None, use_errno=True).connect(mine.fileno(), unspec, 2)
+        return mine, pair
+"""
+DROP_BOX = FREE_DGRAM + """
+    try:
+        box, keep = free_dgram()
+        box.bind("\\0gate-drop-box")
+        box.settimeout(6)
+        report("got " + box.recv(200).decode())
+    except OSError as exc:
+        report(type(exc).__name__)
+"""
+SENDER = FREE_DGRAM + """
+    import time
+    time.sleep(1.5)
+    try:
+        out, keep = free_dgram()
+        out.sendto(b"hidden-args=[42]", "\\0gate-drop-box")
+        report("sent")
+    except OSError as exc:
+        report(type(exc).__name__)
+"""
+
+
+def test_two_socketless_runs_never_reach_each_other(sandbox: LayeredSandbox) -> None:
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        box = pool.submit(sandbox.run, hostile(DROP_BOX))
+        sender = pool.submit(sandbox.run, hostile(SENDER))
+        received, sent = box.result().result, sender.result().result
+    assert received is not None and not received.startswith(b"got"), (received, sent)
+    # A stream pair, which asyncio and multiprocessing make, still works.
+    assert sandbox.run(hostile("""
+        import socket
+        one, two = socket.socketpair()
+        one.sendall(b"pair")
+        report(two.recv(4).decode())
+    """)).result == b"pair"
+
+
+# A suite's run holds sockets on its loopback, buffers full: their memory is its own (a cgroup v1 charges it only
+# once its TCP limit is set), never the machine's TCP memory, which every process shares.
+TCP_HOG = """
+    import os, socket, time
+    for _ in range(int(sys.argv[1])):
+        if os.fork() == 0:
+            keep = []
+            try:
+                server = socket.socket()
+                server.bind(("127.0.0.1", 0))
+                server.listen(64)
+                while True:
+                    client = socket.socket()
+                    client.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 26)
+                    client.connect(server.getsockname())
+                    accepted, _ = server.accept()
+                    accepted.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1 << 26)
+                    client.setblocking(False)
+                    keep += [client, accepted]
+                    for _ in range(64):
+                        try:
+                            client.send(b"x" * (1 << 20))
+                        except BlockingIOError:
+                            break
+            except OSError:
+                pass
+            time.sleep(8)
+            os._exit(0)
+    time.sleep(6)
+    report("done")
+"""
+
+
+def _tcp_pages() -> int:
+    """The kernel's TCP memory, every network namespace's (pages)."""
+    line = next(line for line in Path("/proc/net/sockstat").read_text().splitlines() if line.startswith("TCP:"))
+    return int(line.split()[-1])
+
+
+@pytest.mark.slow
+@needs_root
+def test_a_suites_tcp_buffers_stay_within_its_memory_limit(sandbox: LayeredSandbox) -> None:
+    if not sandbox.isolation["cgroup"].startswith("on"):
+        pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
+    limit = 128 << 20
+    limits = dataclasses.replace(LIMITS, memory_bytes=limit, processes=32, open_files=64, wall_s=30, cpu_s=20)
+    before, peak = _tcp_pages(), [0]
+    stop = threading.Event()
+
+    def watch() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], _tcp_pages())
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch)
+    watcher.start()
+    try:
+        sandbox.run(dataclasses.replace(hostile(TCP_HOG, "16", limits=limits), loopback=True))
+    finally:
+        stop.set()
+        watcher.join()
+    held = (peak[0] - before) * os.sysconf("SC_PAGE_SIZE")
+    assert held <= limit, f"{held >> 20} MiB of TCP buffers in a run limited to {limit >> 20} MiB"
+    assert settled(lambda: _tcp_pages() - before < 1024)

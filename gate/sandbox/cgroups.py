@@ -114,7 +114,11 @@ class CgroupRun:
             return
         self._limits = limits
         for directory in self.dirs:
+            # (v1 charges a socket's buffers to a cgroup only once its own TCP limit is set: without it a suite's
+            # run, which has a loopback, could fill the machine's TCP memory, which is one for all; v2 charges
+            # them to memory.max.)
             for name, value in (("memory.limit_in_bytes", limits.memory_bytes),
+                                ("memory.kmem.tcp.limit_in_bytes", limits.memory_bytes),
                                 ("memory.max", limits.memory_bytes), ("pids.max", limits.processes)):
                 if (directory / name).exists():
                     _write(directory / name, str(value))

@@ -4,10 +4,12 @@ Policy (allow by default, deny a list): `socket()` fails with EACCES for every f
 IPv4/IPv6/packet/netlink socket can be made even without a network namespace, and no Unix socket either: a
 network namespace does not block Unix sockets on the filesystem, and a world-writable one (a D-Bus bus, a
 service's socket under /run) would be reachable; and the runs a zygote starts share one network namespace,
-whose abstract Unix sockets would join them. `socketpair()` stays (asyncio's self-pipe uses it), and the
-pair channel arrives already connected. A run in a network namespace of its own with only its loopback up
-(RunRequest.loopback, gate/sandbox/namespaces.py) loads a second program, which lets `socket()` make Unix, IPv4
-and IPv6 sockets (its own loopback, its own abstract names, the files of its own root) and no other family.
+whose abstract Unix sockets would join them. `socketpair()` stays for stream sockets (asyncio's self-pipe,
+multiprocessing's pipes), and the pair channel arrives already connected; a datagram pair is refused (one end
+disconnected from the other could bind an abstract name).
+A run in a network namespace of its own with only its loopback up (RunRequest.loopback,
+gate/sandbox/namespaces.py) loads a second program, which lets `socket()` make Unix, IPv4 and IPv6 sockets (its
+own loopback, its own abstract names, the files of its own root) and no other family.
 The rest of the list fails with EPERM, as in Docker's default profile
 (which allows a list instead and denies what it leaves out), each family because it is state that outlives a
 run or reaches past it, and nothing a Python program, a harness or pytest needs:
@@ -55,6 +57,7 @@ MODULES = ("pyseccomp", "seccomp")  # the bindings tried, in order
 # The families a run with its own loopback may open (socket(2)'s first argument): AF_UNIX, AF_INET, AF_INET6.
 LOOPBACK_FAMILIES = (1, 2, 10)
 _PAIR = struct.Struct("<I")  # program() gives both programs as one: the first one's length, then each
+_SOCK_STREAM = 1
 # Denied with EPERM, by family (see the module's docstring); names this machine's kernel does not know are skipped.
 DENIED = {
     "keyring": ("add_key", "keyctl", "request_key"),
@@ -119,6 +122,10 @@ def _program(loopback: bool) -> bytes:
         built.add_rule(lib.ERRNO(errno.EACCES), "socket", lib.Arg(0, lib.GT, allowed[-1]))
     else:
         built.add_rule(lib.ERRNO(errno.EACCES), "socket")
+        # A pair of stream sockets only (the type's low four bits; the flags above them pass): a datagram one
+        # can be disconnected from its pair and bound to an abstract name, which every run of a zygote shares.
+        for kind in (kind for kind in range(16) if kind != _SOCK_STREAM):
+            built.add_rule(lib.ERRNO(errno.EACCES), "socketpair", lib.Arg(1, lib.MASKED_EQ, 0xF, kind))
     for names in DENIED.values():
         for name in filter(lambda name: _known(lib, name), names):
             built.add_rule(lib.ERRNO(errno.EPERM), name)
