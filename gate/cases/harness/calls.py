@@ -50,6 +50,7 @@ import select
 import signal
 import struct
 import sys
+import termios
 import time
 from json import dumps, loads  # bound before the candidate's import, which may patch the json module's
 from typing import Any, NoReturn
@@ -154,6 +155,7 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
     """Serve calls[start:end] (one module) in a fork, or in forks one after another when one has had half of
     a run's time (each imports the module afresh); whether the serving may go on after them, or None when a
     fork outlived its time (this process was held)."""
+    ipc = _ipc(request["private"])
     while True:
         forked = _module_fork(request, start, end, result, watch)
         if forked is None:
@@ -161,7 +163,7 @@ def _module_process(request: dict[str, Any], start: int, end: int, result: int, 
         code, served = forked
         if code != _MORE:
             return code == _SERVED and not watch.changed()
-        if _left_a_process() or watch.changed():  # (what the first left, the next would see)
+        if _left_a_process() or watch.changed() or _ipc(request["private"]) != ipc:  # (the next would see it)
             return False
         start += served
 
@@ -176,10 +178,14 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
     done = mmap.mmap(-1, 8)  # shared with the fork: how many of its cases have their line
     # What the fork says as it goes: _IMPORTED once the module is imported; then _LAST and what the import spent
     # (_SPENT) when it becomes its last case's process (`_serve_last`), whose output and record go to `last`.
-    ready, said = os.pipe()
-    relayed, lines = os.pipe()
-    last = (_grow_only("gate-case-output"), _grow_only("gate-case-record"))
+    opened: list[int] = []  # (closed on every way out)
     try:
+        ready, said = os.pipe()
+        opened += (ready, said)
+        relayed, lines = os.pipe()
+        opened += (relayed, lines)
+        last = (_grow_only("gate-case-output"), _grow_only("gate-case-record"))
+        opened += last
         pid = os.fork()
         if pid == 0:
             exit_code = 1
@@ -191,8 +197,9 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
                 exit_code = _serve_module(request, start, end, result, watch, done, said, last)
             finally:
                 os._exit(exit_code)
-        os.close(said)
-        os.close(lines)
+        for fd in (said, lines):
+            opened.remove(fd)
+            os.close(fd)
         began = time.monotonic()
         deadline = began + min(request["import_cut"] + (end - start) * (request["cut"] + 1) + 1, request["wall"])
         in_time, became, import_left = _watch_fork(request, pid, ready, relayed, result, began, deadline)
@@ -201,8 +208,8 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
                 with contextlib.suppress(OSError):
                     kill(pid, signal.SIGKILL)
         _, status, usage = os.wait4(pid, 0)
-        if not import_left:
-            _relay(relayed, result)  # what it wrote before it ended; a process it left writes nothing after
+        if not import_left:  # what it wrote before it ended, not what a process it left writes after
+            _relay(relayed, result, _buffered(relayed))
         if time.monotonic() > deadline + _OVERRUN_S:
             return None
         if import_left:  # (a process its import left: its cases are for runs of their own, and the serving ends)
@@ -226,13 +233,13 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
                 _line(result, {"i": index, "alone": True, "cut": index == start + served and not in_time})
         return code, served
     finally:
-        for fd in (*last, relayed):
+        for fd in opened:
             os.close(fd)
 
 
 def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, result: int, began: float,
                 deadline: float) -> tuple[bool, tuple[float, tuple[float, ...]] | None, bool]:
-    """Wait for a module's process (`pid`, saying how it goes on `ready`, which this closes) to end, relaying
+    """Wait for a module's process (`pid`, saying how it goes on `ready`) to end, relaying
     its lines (`relayed`) to the run's channel (`result`) as they come: whether it ended in time (its import
     within `import_cut`, the whole by `deadline`, and the last case, once the process became its process,
     within `cut`), when it became that case's process, with what the import spent, and whether its import left
@@ -256,7 +263,7 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, res
             # A process the import left that is not that process's child (the import stopped it adopting what its
             # children leave: a double fork's is this one's then): its cases would all share it. (The import is
             # over before it says so, and with it the fork that left it.)
-            if heard[:1] == _IMPORTED and not imported and _children() - {pid}:
+            if heard[:1] == _IMPORTED and not imported and _stranger(pid):
                 return True, became, True
             if relayed in readable and not _relay(relayed, result):
                 relaying.remove(relayed)  # (every writer closed it)
@@ -270,36 +277,37 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, res
                 return bool(readable), became, False
     finally:
         os.close(handle)
-        os.close(ready)
 
 
-def _relay(relayed: int, result: int) -> bool:
+def _relay(relayed: int, result: int, most: int | None = None) -> bool:
     """Pass on to the run's channel what a module's process has written on its own so far (as it wrote it: a
-    forged or half line reads to the gate as it would have on the channel itself); False once every writer
-    closed it."""
+    forged or half line reads to the gate as it would have on the channel itself), or `most` bytes of it;
+    False once every writer closed it."""
     try:
-        while piece := os.read(relayed, 65536):
+        while (most is None or most > 0) and (piece := os.read(relayed, 65536 if most is None else min(most, 65536))):
+            most = None if most is None else most - len(piece)
             left = memoryview(piece)
             while left:
                 left = left[os.write(result, left):]
     except BlockingIOError:
         return True
-    return False
+    return most is not None
 
 
-def _children() -> set[int]:
-    """This process's children, running or ended and not collected (it has one thread)."""
-    me = os.getpid()
+def _buffered(relayed: int) -> int:
+    """How many bytes wait in the pipe `relayed` now."""
+    return int.from_bytes(fcntl.ioctl(relayed, termios.FIONREAD, bytes(4)), sys.byteorder, signed=True)
+
+
+def _stranger(pid: int) -> bool:
+    """Whether this process has a child other than `pid`, running or ended and not collected, or may have one:
+    without /proc/<pid>/task/<tid>/children (CONFIG_PROC_CHILDREN) nothing here tells (the run's /proc shows no
+    other process: hidepid), and an unknown child counts as one."""
     try:
-        with open(f"/proc/self/task/{me}/children") as listed:
-            return {int(child) for child in listed.read().split()}
-    except FileNotFoundError:  # a kernel without CONFIG_PROC_CHILDREN: every process's parent (field 4)
-        found = set()
-        for entry in filter(str.isdigit, os.listdir("/proc")):
-            with contextlib.suppress(OSError, IndexError, ValueError):
-                if int(_read(f"/proc/{entry}/stat").rsplit(b")", 1)[1].split()[1]) == me:
-                    found.add(int(entry))
-        return found
+        with open(f"/proc/self/task/{os.getpid()}/children") as listed:
+            return bool({int(child) for child in listed.read().split()} - {pid})
+    except FileNotFoundError:
+        return True
 
 
 def _grow_only(name: str) -> int:
@@ -329,8 +337,12 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     except BaseException as exc:
         loaded, failure = None, {"load": wire.describe(exc)}
     spent = (time.monotonic() - began, _cpu() - cpu_began, os.fstat(1).st_size)
+    # From here on no handler the import set runs in this process, which every case is a fork of: a signal (a
+    # case's to its parent, SIGCHLD as each case ends) waits, and is dropped before the last case
+    # (_no_signal_pending); each case's process takes signals as the import left it to (_AfterImport).
+    imported_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
     _adopt_orphans()  # (the import may have stopped it: what a case's children leave is then seen all the same)
-    after = _AfterImport()
+    after = _AfterImport(imported_mask)
     _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees the import's)
     os.write(said, _IMPORTED)
     import_left_traces = watch.changed()
@@ -419,9 +431,9 @@ def _serve_last(request: dict[str, Any], function: Any, call: dict[str, Any], sp
 
 
 def _no_signal_pending() -> bool:
-    """Take every signal pending for this process (blocked by the import: SIGCHLD of the forks before, or one a case
-    sent its parent), as a fork has none, and say whether that left none: then this process may be the last case's
-    (`_serve_last`); one that keeps coming leaves that case to a fork."""
+    """Take every signal pending for this process (all are blocked after the import: SIGCHLD of the forks before,
+    one a case sent its parent), as a fork has none, and say whether that left none: then this process may be the
+    last case's (`_serve_last`); one that keeps coming leaves that case to a fork."""
     for _ in range(_MOST_SIGNALS):
         pending = signal.sigpending()
         if not pending:
@@ -541,12 +553,14 @@ def _keep_on(core: int | None) -> None:
 
 class _AfterImport:
     """What of a module's process after its import a fork of it does not keep, for each case's process to take
-    back: the cores the process may use (the serving keeps it on one, _keep_on), and the state of the standard
+    back: the signals the import left unblocked (the serving blocks every one there), the cores the process may
+    use (the serving keeps it on one, _keep_on), and the state of the standard
     library `random` module's generator (a fork reseeds it: a module that seeds it as it is imported has its calls
     draw the same numbers as in a run of its own). Never a `random` of the tree's (which no fork reseeds), whose
     code is not called here."""
 
-    def __init__(self) -> None:
+    def __init__(self, mask: set[int | signal.Signals]) -> None:
+        self.mask = mask
         self.cores = _EVERY_CORE
         with contextlib.suppress(OSError):
             self.cores = os.sched_getaffinity(0)
@@ -559,6 +573,7 @@ class _AfterImport:
                 self.state = self.generator.getstate()
 
     def restore(self) -> None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, self.cores)
         if self.state is not None:
