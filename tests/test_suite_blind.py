@@ -123,8 +123,8 @@ def test_the_main_causes_are_named_from_the_bases_report(status: str, detail: st
     assert found.startswith(said), found
 
 
-# A test that serves the code over HTTP on 127.0.0.1 and asks it there (as a client library's suite does with
-# pytest-httpbin): it runs as in CI, so it gates the change, and is no blind test.
+# A test that serves the code over HTTP on 127.0.0.1 and asks it there, by the name localhost (as a client
+# library's suite does with pytest-httpbin): it runs as in CI, so it gates the change, and is no blind test.
 OVER_HTTP = '''\
 import http.server
 import threading
@@ -148,7 +148,7 @@ def test_add_over_http():
     server = http.server.HTTPServer(("127.0.0.1", 0), Handler)
     threading.Thread(target=server.serve_forever, daemon=True).start()
     try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{server.server_port}/", timeout=10) as reply:
+        with urllib.request.urlopen(f"http://localhost:{server.server_port}/", timeout=10) as reply:
             assert reply.read() == b"5"
     finally:
         server.shutdown()

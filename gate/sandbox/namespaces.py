@@ -117,6 +117,9 @@ def enter_root(root: Sequence[str], staging: str, hide: Sequence[str]) -> None:
         _bind(staged, _NEW_ROOT + STAGING, device=False)
         interpreter.make_home(_NEW_ROOT + interpreter.HOME, linked=True)
         account.link_databases(_NEW_ROOT)
+        for name, text in _NAMES:
+            with open(f"{_NEW_ROOT}/etc/{name}", "x") as written:
+                written.write(text)
         for index, fd in enumerate(aside):
             _bind(fd, f"{_NEW_ROOT}{_ASIDE}/{index}", device=False)
         _libc.mount("proc", _NEW_ROOT + "/proc", "proc", _libc.MS_NOSUID | _libc.MS_NODEV | _libc.MS_NOEXEC,
@@ -350,6 +353,10 @@ def _enter_network(config: ChildConfig, run: Run) -> None:
 
 
 _SIOCGIFFLAGS, _SIOCSIFFLAGS, _IFF_UP = 0x8913, 0x8914, 0x1
+# The names a CI runner resolves with no network, in the root's /etc: localhost, the loopback a suite's run has
+# (the other runs have no socket); from the files alone, so that no name waits for a DNS server that is not there.
+_NAMES = (("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"),
+          ("nsswitch.conf", "passwd: files\ngroup: files\nhosts: files\n"))
 _IFREQ = struct.Struct("16sH22x")  # struct ifreq: the device's name, then its flags (ifr_flags)
 
 
@@ -382,8 +389,8 @@ def _describe_filesystem(found: Found) -> str:
                   "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
                   "shared libraries, the system data it reads (time zones, locales, MIME types, CA certificates), "
                   "the shell, ldconfig and the common POSIX tools (cat, sed, grep, find, diff, ...), /dev/null, "
-                  "zero, full, random, urandom, its own /proc, a private /tmp and the run's own user (passwd and "
-                  "group entries, HOME); nothing else of the host")
+                  "zero, full, random, urandom, its own /proc, a private /tmp, the run's own user (passwd and "
+                  "group entries, HOME) and localhost in /etc/hosts; nothing else of the host")
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:
