@@ -317,3 +317,20 @@ def test_the_projects_name_is_read_through_a_constant_its_setup_call_names() -> 
     assert project_name(files.get) == "calc"
     assert project_name({"setup.py": 'setup(\n    name="calc",\n)\n'}.get) == "calc"
     assert project_name({"setup.py": "setup(name=compute())\n"}.get) is None
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_the_extras_a_line_asks_of_the_project_itself_are_installed_with_it(tmp_path: Path) -> None:
+    """requests' requirements-dev.txt has `-e .[socks]`: the line goes (the base's own tree is installed), what it
+    asked of the project does not: the extra's dependencies are there, as in its CI."""
+    repo = _calc(tmp_path / "repo", pyproject("calc", [], extras={"more": ["checkhelp"]}),
+                 "environment:\n  requirements: [requirements-dev.txt]\n" + CASE)
+    repo.commit("base: dev requirements", {"requirements-dev.txt": "-e .[more]\n"})
+    repo.git("branch", "-f", "main", "HEAD")
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = _score(repo)
+
+    assert verdict.accepted, verdict.cases
+    assert "checkhelp==1.0" in _installed(verdict)
+    assert _installed(verdict).endswith("left out, as the project itself: requirements-dev.txt: -e .[more]")

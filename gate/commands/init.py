@@ -26,7 +26,7 @@ from packaging.specifiers import InvalidSpecifier, SpecifierSet
 from gate import HOME, POLICY_SCHEMA_URL, __version__
 from gate.environment import testdeps
 from gate.environment.declarations import groups_declared
-from gate.environment.testdeps import Choice
+from gate.environment.testdeps import Choice, project_extras
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
@@ -67,8 +67,9 @@ class Found:
             passed = f"; passed over: {listing(list(self.deps.others), ', ', 3)}" if self.deps.others else ""
             dev = " (a dev set, linters and docs tools too: nothing smaller is declared)" if self.deps.dev else ""
             chosen.append(f"test dependencies: {self.deps.why}{dev}{passed}")
-            chosen += [f"left out: {line}, the project itself (the gate installs the base's own tree; a pin of "
-                       "another version would stop every PR)" for line in self.deps.left_out]
+            chosen += [f"left out: {line}, the project itself (the gate installs the base's own tree"
+                       + (", with the extras the line asks" if project_extras(line) else "")
+                       + "; a pin of another version would stop every PR)" for line in self.deps.left_out]
         elif self.project or self.suite is not None:
             missing.append("test dependencies: no tox or Hatch test environment, test extra, group or requirements "
                            "file; the suite gets the project's dependencies and the gate's own pytest")

@@ -31,6 +31,7 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -114,7 +115,9 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         export_base(source)
         installer.venv(interpreter, building, environ)
         python = str(building / "bin" / "python")
-        left_out = _without_the_project(source, spec.requirements)
+        left_out, asked = _without_the_project(source, spec.requirements)
+        if project and asked:  # (what those lines asked of the project, its extras, it is installed with)
+            spec = replace(spec, extras=tuple(dict.fromkeys((*spec.extras, *asked))))
         requested = _build_requirements(source) if project else []
         requested += _declared_requirements(spec, project, source)
         name = testdeps.project_name(_reader(source))
@@ -157,13 +160,15 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
             shutil.rmtree(building, ignore_errors=True)
 
 
-def _without_the_project(source: Path, requirements: Sequence[str]) -> list[str]:
+def _without_the_project(source: Path, requirements: Sequence[str]) -> tuple[list[str], list[str]]:
     """Leave out of the base's requirements files (in its export `source`, and the files they include) the
     lines that install the project itself (`-e .`, `NAME==1.2`): the base's own tree is installed, and a pin
-    of another version of it would stop every PR; one "file: line" each, for the report."""
+    of another version of it would stop every PR; one "file: line" each, for the report, and the extras those
+    lines ask of the project (`-e .[socks]`), which its install takes."""
     read = _reader(source)
     name = testdeps.project_name(read)
     left_out: list[str] = []
+    extras: list[str] = []
     todo, seen = list(requirements), set()
     while todo:
         path = todo.pop(0)
@@ -179,11 +184,12 @@ def _without_the_project(source: Path, requirements: Sequence[str]) -> list[str]
                 todo.append((PurePosixPath(path).parent / included.group(1)).as_posix())
             if testdeps.names_project(line, name):
                 left_out.append(f"{path}: {line.strip()}")
+                extras += testdeps.project_extras(line)
             else:
                 kept.append(line)
         if len(kept) != len(lines):
             file.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    return left_out
+    return left_out, extras
 
 
 def _reader(source: Path) -> Reader:

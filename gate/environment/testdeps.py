@@ -390,6 +390,12 @@ def names_project(line: str, name: str | None) -> bool:
         return False
 
 
+def project_extras(line: str) -> tuple[str, ...]:
+    """The extras a requirements line that installs the project itself asks of it (`-e .[socks]`: socks)."""
+    found = re.search(r"\[([^\]]*)\]", line.split(" #")[0])
+    return tuple(extra.strip() for extra in found.group(1).split(",") if extra.strip()) if found else ()
+
+
 def requirement_lines(text: str) -> list[str]:
     return [line.split(" #")[0].strip() for line in text.splitlines()
             if line.strip() and not line.strip().startswith("#")]
