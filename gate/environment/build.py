@@ -65,7 +65,7 @@ def prepare(spec: Environment, read: Reader, base_paths: Sequence[str], export_b
     key = cache.digest({"interpreter": _interpreter_id(interpreter), "project": bool(project),
                         "extras": sorted(spec.extras), "requirements": list(spec.requirements),
                         "groups": list(spec.groups), "files": {path: read(path) for path in files},
-                        "installer": installer.name, "index": pip_config.key(settings),
+                        "installer": installer.name, "index": pip_config.key(settings), "recipe": RECIPE,
                         **({"legacy build": LEGACY_BUILD} if project and not declares_build(read("pyproject.toml"))
                            else {})})
     root = where / "envs" / key
@@ -228,6 +228,10 @@ def _build_requirements(source: Path) -> list[str]:
 
 # What pip builds a project with when its pyproject.toml declares no build requirements (PEP 518).
 LEGACY_BUILD = "setuptools>=40.8.0"
+# How this module turns the same files into an environment, in the cache key: one more each time a change here
+# makes them install something else (2: the extras a left-out line asks of the project), so that no environment
+# built the old way is taken for one built the new way.
+RECIPE = 2
 
 
 def declares_build(text: str | None) -> bool:
