@@ -693,6 +693,7 @@ def _tcp_pages() -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.xdist_group("machine-tcp-memory")  # (one at a time: what is measured is every process's)
 @needs_root
 def test_a_suites_tcp_buffers_stay_within_its_memory_limit(sandbox: LayeredSandbox) -> None:
     if not sandbox.isolation["cgroup"].startswith("on"):
@@ -715,5 +716,6 @@ def test_a_suites_tcp_buffers_stay_within_its_memory_limit(sandbox: LayeredSandb
         stop.set()
         watcher.join()
     held = (peak[0] - before) * os.sysconf("SC_PAGE_SIZE")
-    assert held <= limit, f"{held >> 20} MiB of TCP buffers in a run limited to {limit >> 20} MiB"
+    slack = 16 << 20  # (the rest of the machine's sockets move meanwhile)
+    assert held <= limit + slack, f"{held >> 20} MiB of TCP buffers in a run limited to {limit >> 20} MiB"
     assert settled(lambda: _tcp_pages() - before < 1024)
