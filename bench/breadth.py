@@ -208,6 +208,13 @@ PROJECTS = (
     # Hatch's test environment (`features = ["test"]`, a uv installer, a matrix); its tests use pytest-mock.
     Project("platformdirs", "4.3.6", "src, hatch-vcs, Hatch test env", ("tests",), ("-e", ".[test]"),
             ("src/platformdirs/unix.py", "Unix.user_data_dir"), ("src/platformdirs/version.py",)),
+    # Three first met in a later round, as a new maintainer meets them (nothing here tuned for them).
+    Project("jmespath", "1.0.1", "flat, setup.py and setup.cfg, no test deps declared", ("tests",),
+            ("-e", ".", "pytest"), ("jmespath/lexer.py", "Lexer.tokenize")),
+    Project("sqlparse", "0.5.1", "flat, hatchling, Hatch default env", ("tests",), ("-e", ".", "pytest"),
+            ("sqlparse/__init__.py", "format")),
+    Project("requests", "2.32.3", "src, setup.py, requirements-dev.txt with -e .[socks], tests serve on localhost",
+            ("tests",), ("-r", "requirements-dev.txt"), ("src/requests/utils.py", "get_encoding_from_headers")),
 )
 
 
