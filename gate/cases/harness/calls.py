@@ -101,7 +101,7 @@ def main() -> None:
         end = start
         while end < len(calls) and calls[end]["module"] == calls[start]["module"]:
             end += 1
-        served = _module_process(request, start, end, result, watch)
+        served = _module_process(request, start, end, result, watch, pristine)
         if served is None:
             os._exit(_OVERRAN)
         if not served or _left_a_process() or _ipc(private) != pristine:
@@ -151,11 +151,12 @@ class _Watch:
                 return True
 
 
-def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch) -> bool | None:
+def _module_process(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
+                    ipc: tuple[bytes, ...]) -> bool | None:
     """Serve calls[start:end] (one module) in a fork, or in forks one after another when one has had half of
-    a run's time (each imports the module afresh); whether the serving may go on after them, or None when a
-    fork outlived its time (this process was held)."""
-    ipc = _ipc(request["private"])
+    a run's time (each imports the module afresh, only where the one before left nothing: no process, file or
+    System V IPC object beyond the run's `ipc`); whether the serving may go on after them, or None when a fork
+    outlived its time (this process was held)."""
     while True:
         forked = _module_fork(request, start, end, result, watch)
         if forked is None:
@@ -340,7 +341,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     # From here on no handler the import set runs in this process, which every case is a fork of: a signal (a
     # case's to its parent, SIGCHLD as each case ends) waits, and is dropped before the last case
     # (_no_signal_pending); each case's process takes signals as the import left it to (_AfterImport).
-    imported_mask = signal.pthread_sigmask(signal.SIG_BLOCK, signal.valid_signals())
+    imported_mask = _block_every_signal()
     _adopt_orphans()  # (the import may have stopped it: what a case's children leave is then seen all the same)
     after = _AfterImport(imported_mask)
     _keep_on(request["core"])  # (its cases' processes start on this core; each call then sees the import's)
@@ -559,7 +560,7 @@ class _AfterImport:
     draw the same numbers as in a run of its own). Never a `random` of the tree's (which no fork reseeds), whose
     code is not called here."""
 
-    def __init__(self, mask: set[int | signal.Signals]) -> None:
+    def __init__(self, mask: Any) -> None:
         self.mask = mask
         self.cores = _EVERY_CORE
         with contextlib.suppress(OSError):
@@ -573,12 +574,23 @@ class _AfterImport:
                 self.state = self.generator.getstate()
 
     def restore(self) -> None:
-        signal.pthread_sigmask(signal.SIG_SETMASK, self.mask)
+        _LIBC.pthread_sigmask(signal.SIG_SETMASK, self.mask, None)
         with contextlib.suppress(OSError):
             os.sched_setaffinity(0, self.cores)
         if self.state is not None:
             with contextlib.suppress(Exception):
                 self.generator.setstate(self.state)
+
+
+_SIGSET = ctypes.c_ubyte * 128  # sigset_t
+
+
+def _block_every_signal() -> Any:
+    """Block every signal in this process; the mask it had, as the C library gives it (signal.pthread_sigmask
+    makes a set of enum members of each mask, a cost each case's process would pay)."""
+    before = _SIGSET()
+    _LIBC.pthread_sigmask(signal.SIG_BLOCK, _SIGSET(*[0xFF] * 128), before)
+    return before
 
 
 def _limit_cpu(seconds: float) -> None:
