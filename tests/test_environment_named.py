@@ -79,13 +79,18 @@ def test_an_in_tree_build_backend_is_part_of_the_declarations(build_system: str,
 
 
 def test_a_local_project_a_requirements_file_installs_is_part_of_the_declarations() -> None:
-    files = {"requirements.txt": "-e ./tools/helper\n./vendor/lib\n-e .\n"}
+    # Local paths are the installer's, relative to the folder it runs in (the tree's root), not to the file; with
+    # their extras and markers left off; an archive is a file; `-f` names a folder of wheels.
+    files = {"requirements/dev.txt": "-e ./tools/helper[test]\n./vendor/lib ; python_version > '3'\n"
+                                     "./vendor/pkg-1.0.tar.gz\n--find-links ./wheels\n-e .\n"}
+    spec = Environment(requirements=("requirements/dev.txt",))
 
-    found = named(files.get, Environment())
+    found = named(files.get, spec)
 
-    assert found.folders == frozenset({"tools/helper", "vendor/lib"})  # (`.`, the project itself, is left out)
-    assert is_declaration("tools/helper/setup.py", Environment(), found)
-    assert not is_declaration("src/app.py", Environment(), found)
+    assert found.folders == frozenset({"tools/helper", "vendor/lib", "vendor/pkg-1.0.tar.gz", "wheels"})
+    for path in ("tools/helper/setup.py", "vendor/lib/pyproject.toml", "vendor/pkg-1.0.tar.gz", "wheels/x.whl"):
+        assert is_declaration(path, spec, found), path
+    assert not is_declaration("src/app.py", spec, found)  # (`.`, the project itself, is left out)
 
 
 def test_a_change_to_the_build_backend_keys_is_named() -> None:
@@ -97,6 +102,12 @@ def test_a_change_to_the_build_backend_keys_is_named() -> None:
     assert what_changed("pyproject.toml", SETUPTOOLS_DYNAMIC,
                         SETUPTOOLS_DYNAMIC.replace('"ci/test-deps.txt"', '"ci/other.txt"')).startswith(
         "edits pyproject.toml: [tool.setuptools.dynamic] adds optional-dependencies")
+
+
+def test_a_date_in_a_hooks_table_is_named_not_a_crash() -> None:
+    old = "[tool.hatch.metadata.hooks.custom]\nx = 1\n"
+
+    assert "since" in what_changed("pyproject.toml", old, old + "since = 2024-01-01\n")
 
 
 def test_named_joins() -> None:

@@ -638,12 +638,35 @@ SENDER = FREE_DGRAM + """
 """
 
 
+# An end of a stream pair takes an abstract name (its peer needs none), which another run finds in /proc/net/unix.
+NAMED_PAIR = """
+    import socket, time
+    one, two = socket.socketpair()
+    try:
+        one.bind("\\0gate-named-pair")
+        report("bound")
+    except OSError as exc:
+        report(type(exc).__name__)
+    time.sleep(3)
+"""
+NAMES_SEEN = """
+    import time
+    time.sleep(1.5)
+    report(" ".join(line.split()[-1] for line in open("/proc/net/unix").read().splitlines()[1:]
+                    if line.split()[-1].startswith("@")))
+"""
+
+
 def test_two_socketless_runs_never_reach_each_other(sandbox: LayeredSandbox) -> None:
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         box = pool.submit(sandbox.run, hostile(DROP_BOX))
         sender = pool.submit(sandbox.run, hostile(SENDER))
         received, sent = box.result().result, sender.result().result
     assert received is not None and not received.startswith(b"got"), (received, sent)
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        named = pool.submit(sandbox.run, hostile(NAMED_PAIR))
+        seen = pool.submit(sandbox.run, hostile(NAMES_SEEN))
+        assert b"gate-named-pair" not in (seen.result().result or b""), (named.result().result, seen.result().result)
     # A stream pair, which asyncio and multiprocessing make, still works.
     assert sandbox.run(hostile("""
         import socket

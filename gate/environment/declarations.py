@@ -40,15 +40,18 @@ class Named:
     folders: frozenset[str] = frozenset()
 
     def holds(self, path: str) -> bool:
-        return path in self.files or any(path.startswith(f"{folder}/") for folder in self.folders)
+        return path in self.files or any(path == folder or path.startswith(f"{folder}/") for folder in self.folders)
 
     def __or__(self, other: Named) -> Named:
         return Named(self.files | other.files, self.folders | other.folders)
 
 
-# A requirements line that includes another file (`-r`, `-c`), or installs a local project (`-e ./tools/x`, `./x`).
+# A requirements line that includes another file (`-r`, `-c`: relative to that file), names a folder of wheels
+# (`-f`), or installs a local project or archive (`-e ./tools/x[test]`, `./vendor/x-1.0.tar.gz ; markers`: relative
+# to the folder the installer runs in, the tree's root, as pip and uv resolve them).
 _INCLUDE = re.compile(r"^(?:-r|--requirement|-c|--constraint)(?:\s*=\s*|\s*)(\S+)")
-_LOCAL = re.compile(r"^(?:(?:-e|--editable)(?:\s*=\s*|\s+))?(\.{1,2}/\S*|[\w.-]+/[\w./-]*)$")
+_WHEELS = re.compile(r"^(?:-f|--find-links)(?:\s*=\s*|\s*)(\S+)")
+_LOCAL = re.compile(r"^(?:(?:-e|--editable)(?:\s*=\s*|\s+))?(\.{1,2}/[^\s\[;]*|[\w.-]+/[\w./-]*)")
 
 
 def named(read: Reader, spec: Environment) -> Named:
@@ -89,12 +92,11 @@ def named(read: Reader, spec: Environment) -> Named:
             continue
         seen.add(path)
         for line in requirement_lines_of(read(path) or ""):
-            where = posixpath.dirname(path)
-            included, local = _INCLUDE.match(line), _LOCAL.match(line)
+            included, local = _INCLUDE.match(line), _WHEELS.match(line) or _LOCAL.match(line)
             if included:
-                todo.append(posixpath.join(where, included.group(1)))
-            elif local and (project := _inside(posixpath.join(where, local.group(1)))) not in (None, "."):
-                folders.append(project)
+                todo.append(posixpath.join(posixpath.dirname(path), included.group(1)))
+            elif local and (project := _inside(local.group(1))) not in (None, "."):
+                folders.append(project)  # (a file too: `holds` takes the path itself)
     return Named(frozenset(seen), frozenset(folders))
 
 
@@ -508,7 +510,7 @@ def _entries(value: Any) -> list[str]:
     """A dependency list or table as one line per entry: a PEP 735 group's requirements and includes, a Poetry
     table's `name constraint` (a table's constraint as JSON)."""
     def shown(item: Any) -> str:
-        return item if isinstance(item, str) else json.dumps(item, sort_keys=True)
+        return item if isinstance(item, str) else json.dumps(item, sort_keys=True, default=str)  # (TOML dates)
 
     if isinstance(value, dict):
         return [f"{name} {shown(item)}" for name, item in value.items()]

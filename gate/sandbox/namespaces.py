@@ -338,7 +338,8 @@ def _entered(setup: RunSetup) -> LayerSettings:
 
 
 def _network(setup: RunSetup) -> LayerSettings:
-    # (With the allow-listed root only: on the host's file system a Unix socket could reach a service's.)
+    # (With a mount namespace only, which brings the allow-listed root: on the host's file system a Unix socket
+    # could reach a service's.)
     on = setup.layers.on
     return {"unshare": _unshared(setup.layers), "loopback": setup.request.loopback and {"netns", "mountns"} <= set(on)}
 

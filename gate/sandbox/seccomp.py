@@ -5,8 +5,8 @@ IPv4/IPv6/packet/netlink socket can be made even without a network namespace, an
 network namespace does not block Unix sockets on the filesystem, and a world-writable one (a D-Bus bus, a
 service's socket under /run) would be reachable; and the runs a zygote starts share one network namespace,
 whose abstract Unix sockets would join them. `socketpair()` stays for stream sockets (asyncio's self-pipe,
-multiprocessing's pipes), and the pair channel arrives already connected; a datagram pair is refused (one end
-disconnected from the other could bind an abstract name).
+multiprocessing's pipes), and the pair channel arrives already connected; a datagram pair is refused, and so are
+`bind`, `connect` and `listen` (an end of a pair, disconnected or not, could take an abstract name).
 A run in a network namespace of its own with only its loopback up (RunRequest.loopback,
 gate/sandbox/namespaces.py) loads a second program, which lets `socket()` make Unix, IPv4 and IPv6 sockets (its
 own loopback, its own abstract names, the files of its own root) and no other family.
@@ -122,10 +122,14 @@ def _program(loopback: bool) -> bytes:
         built.add_rule(lib.ERRNO(errno.EACCES), "socket", lib.Arg(0, lib.GT, allowed[-1]))
     else:
         built.add_rule(lib.ERRNO(errno.EACCES), "socket")
-        # A pair of stream sockets only (the type's low four bits; the flags above them pass): a datagram one
-        # can be disconnected from its pair and bound to an abstract name, which every run of a zygote shares.
+        # A pair of stream sockets only (the type's low four bits; the flags above them pass), and no address
+        # for any socket: a datagram pair's end can be disconnected and bound to an abstract name, and a stream
+        # pair's end bound to one, which every run of a zygote shares (/proc/net/unix lists them). Nothing
+        # without socket() needs bind, connect or listen: the pairs come connected.
         for kind in (kind for kind in range(16) if kind != _SOCK_STREAM):
             built.add_rule(lib.ERRNO(errno.EACCES), "socketpair", lib.Arg(1, lib.MASKED_EQ, 0xF, kind))
+        for name in ("bind", "connect", "listen"):
+            built.add_rule(lib.ERRNO(errno.EACCES), name)
     for names in DENIED.values():
         for name in filter(lambda name: _known(lib, name), names):
             built.add_rule(lib.ERRNO(errno.EPERM), name)

@@ -213,10 +213,9 @@ def _module_fork(request: dict[str, Any], start: int, end: int, result: int, wat
             _relay(relayed, result, _buffered(relayed))
         if time.monotonic() > deadline + _OVERRUN_S:
             return None
-        if import_left:  # (a process its import left: its cases are for runs of their own, and the serving ends)
-            for index in range(start, end):
-                _line(result, {"i": index, "alone": True})
-            return _STOPPED, end - start
+        if import_left:  # (a process not its own: the serving ends, and the cases whose lines were not passed
+            # on are not reached, for a new run, or one of their own when a run serves none: gate/cases/schedule.py)
+            return _STOPPED, 0
         code = os.waitstatus_to_exitcode(status) if in_time else None
         served = int.from_bytes(done[:8], "little")
         if became is not None and in_time and code is not None and served == end - start - 1:
@@ -243,8 +242,8 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, res
     """Wait for a module's process (`pid`, saying how it goes on `ready`) to end, relaying
     its lines (`relayed`) to the run's channel (`result`) as they come: whether it ended in time (its import
     within `import_cut`, the whole by `deadline`, and the last case, once the process became its process,
-    within `cut`), when it became that case's process, with what the import spent, and whether its import left
-    a process (then this returns at once, and relays nothing more)."""
+    within `cut`), when it became that case's process, with what the import spent, and whether a process not its
+    own was left to this one (then this returns at once, and relays nothing more)."""
     handle = os.pidfd_open(pid)
     os.set_blocking(ready, False)
     os.set_blocking(relayed, False)
@@ -255,17 +254,16 @@ def _watch_fork(request: dict[str, Any], pid: int, ready: int, relayed: int, res
         while True:
             readable = select.select([*relaying, ready] if listening else relaying, [], [],
                                      max(0.0, limit - time.monotonic()))[0]
-            imported = heard[:1] == _IMPORTED
+            # A process that is not that process's child (its import stopped it adopting what its children
+            # leave, and a double fork's is this one's then): the cases would share it. Looked for at every wake,
+            # before any line passes: nothing that process says can put it off.
+            if _stranger(pid):
+                return True, became, True
             with contextlib.suppress(BlockingIOError):
                 while listening:
                     piece = os.read(ready, _SAID - len(heard))
                     heard += piece
                     listening = bool(piece) and len(heard) < _SAID
-            # A process the import left that is not that process's child (the import stopped it adopting what its
-            # children leave: a double fork's is this one's then): its cases would all share it. (The import is
-            # over before it says so, and with it the fork that left it.)
-            if heard[:1] == _IMPORTED and not imported and _stranger(pid):
-                return True, became, True
             if relayed in readable and not _relay(relayed, result):
                 relaying.remove(relayed)  # (every writer closed it)
             if heard[:1] == _IMPORTED and became is None:
@@ -315,7 +313,11 @@ def _grow_only(name: str) -> int:
     """A memory file that can grow but never shrink, nor be sealed otherwise: what a case printed or recorded is
     measured by its size, which the case's own `ftruncate` must not take back."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
-    fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    try:
+        fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+    except OSError:
+        os.close(fd)
+        raise
     return fd
 
 

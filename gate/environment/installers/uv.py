@@ -137,8 +137,8 @@ def _may_name_itself(table: dict[str, Any] | None, extras: Sequence[str], projec
         return bool(extras)
     dynamic, required = table.get("dynamic", []), table.get("dependencies", [])
     optional = table.get("optional-dependencies", {})
-    if not (_strings(dynamic) and _strings(required) and isinstance(optional, dict)
-            and all(_strings(found) for found in optional.values())):
+    if not (_all_strings(dynamic) and _all_strings(required) and isinstance(optional, dict)
+            and all(_all_strings(found) for found in optional.values())):
         return True
     if extras and "optional-dependencies" in dynamic:
         return True
@@ -148,7 +148,7 @@ def _may_name_itself(table: dict[str, Any] | None, extras: Sequence[str], projec
     return canonical(project) in names
 
 
-def _strings(value: object) -> bool:
+def _all_strings(value: object) -> bool:
     return isinstance(value, list) and all(isinstance(item, str) for item in value)
 
 
@@ -157,9 +157,10 @@ def _supports(table: dict[str, Any] | None, source: Path, python: str) -> bool:
     ask: the project's own install refuses, and so must the environment). It is pyproject.toml's `requires-python`
     (in its `[project]` `table`); without the table, or with the field `dynamic`, setup.py's literal
     `setup(python_requires=...)`, which setuptools takes over setup.cfg's `[options] python_requires`. False when
-    it is not a string or setup.py computes it: the project is then installed, which checks it."""
+    it is not a string, or setup.py or another backend computes it: the project is then installed, which checks it."""
     dynamic = None if table is None else table.get("dynamic")
-    if table is not None and not (isinstance(dynamic, list) and "requires-python" in dynamic):
+    left_to_the_build = isinstance(dynamic, list) and "requires-python" in dynamic
+    if table is not None and not left_to_the_build:
         requires = table.get("requires-python")
     elif "python_requires" in (setup_py := _text(source / "setup.py")):  # (in a dict of options too: computed)
         requires = setup_py_literal(setup_py, "python_requires")
@@ -172,6 +173,8 @@ def _supports(table: dict[str, Any] | None, source: Path, python: str) -> bool:
         except (configparser.Error, UnicodeDecodeError):
             return False
         requires = config.get("options", "python_requires", fallback=None)
+        if requires is None and left_to_the_build:  # (another backend computes it)
+            return False
     if requires is None:
         return True
     if not isinstance(requires, str):
