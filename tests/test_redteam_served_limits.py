@@ -515,10 +515,10 @@ def test_a_case_sees_nothing_of_the_cases_that_ended_before_it(sandbox: Sandbox,
 
 
 # ---------------------------------------------------------------------------------------------------------
-# 9. Grow-only output (`_grow_only`: F_SEAL_SHRINK): what a case printed is measured by its memory file's size,
-# which its `ftruncate` can no longer take back. Its `lseek` still can: a case that goes back to the start and
-# prints again has printed twice as much, in a size that counts it once. (In a run of its own stdout is a pipe:
-# lseek fails with ESPIPE, and the second print goes after the first.)
+# 9. Grow-only output (`_grow_only`): what a case printed is measured by its memory file's size, which neither
+# its `ftruncate` (F_SEAL_SHRINK) nor a seek back before it prints again (O_APPEND) may take back; a case that
+# clears O_APPEND first is judged in a run of its own. (In a run of its own stdout is a pipe: lseek fails with
+# ESPIPE, and the second print goes after the first.)
 
 PRINT_SEEK_AND_PRINT = """\
 import os
@@ -550,10 +550,14 @@ def double(n):
 """
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError,
-                   reason="open: a served case's output is measured by its memory file's size, which printing "
-                          "over itself after a seek does not grow (docs/cases.md)")
-@pytest.mark.parametrize("code", [PRINT_SEEK_AND_PRINT, IMPORT_PRINTS_SEEKS_AND_PRINTS], ids=["call", "import"])
+UNAPPEND = "import fcntl\nfcntl.fcntl(1, fcntl.F_SETFL, 0)\n"
+
+
+@pytest.mark.parametrize("code", [PRINT_SEEK_AND_PRINT, IMPORT_PRINTS_SEEKS_AND_PRINTS,
+                                  PRINT_SEEK_AND_PRINT.replace("    for _ in range(4):", "    " + UNAPPEND.replace(
+                                      "\n", "\n    ") + "for _ in range(4):"),
+                                  UNAPPEND + IMPORT_PRINTS_SEEKS_AND_PRINTS],
+                         ids=["call", "import", "call-unappended", "import-unappended"])
 def test_output_printed_over_itself_is_not_served_as_passed(sandbox: Sandbox, tmp_path: Path, code: str) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0, output_kb=16), runs=2)
     alone, served = _statuses(sandbox, _tree(tmp_path, code), policy)

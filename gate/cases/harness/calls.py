@@ -310,15 +310,22 @@ def _stranger(pid: int) -> bool:
 
 
 def _grow_only(name: str) -> int:
-    """A memory file that can grow but never shrink, nor be sealed otherwise: what a case printed or recorded is
-    measured by its size, which the case's own `ftruncate` must not take back."""
+    """A memory file that can grow but never shrink, nor be sealed otherwise, written at its end whatever the
+    offset (O_APPEND, which `_appending` checks is still set): what a case printed or recorded is measured by its
+    size, which the case's own `ftruncate` must not take back, nor a seek or `pwrite` print over."""
     fd = os.memfd_create(name, os.MFD_CLOEXEC | os.MFD_ALLOW_SEALING)
     try:
         fcntl.fcntl(fd, fcntl.F_ADD_SEALS, fcntl.F_SEAL_SHRINK | fcntl.F_SEAL_SEAL)
+        fcntl.fcntl(fd, fcntl.F_SETFL, os.O_APPEND)
     except OSError:
         os.close(fd)
         raise
     return fd
+
+
+def _appending(fd: int) -> bool:
+    """Whether `fd`'s open file is still written at its end (a case or an import can clear O_APPEND)."""
+    return bool(fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_APPEND)
 
 
 def _serve_module(request: dict[str, Any], start: int, end: int, result: int, watch: _Watch,
@@ -355,7 +362,7 @@ def _serve_module(request: dict[str, Any], start: int, end: int, result: int, wa
     # Its cases' processes would not have the import's threads nor its timers; and they would all share a
     # process it left (even one that has ended: its status is for one of them to collect), a descriptor it holds
     # open (a case reaches it through /proc), a memory map it shares: what one case did there, the next would see.
-    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _kept(held, said):
+    if len(os.listdir("/proc/self/task")) > 1 or _has_a_child() or _kept(held, said) or not _appending(1):
         for index in range(start, end):
             _line(result, {"i": index, "alone": True}, done)
         return _STOPPED
@@ -455,7 +462,7 @@ def _judged(request: dict[str, Any], status: int, cpu: float, spent: tuple[float
     try:
         if (status != 0 or cpu + imported_cpu >= request["cpu"] * _CPU_SHARE
                 or os.fstat(output).st_size + printed > request["output"]
-                or os.fstat(channel).st_size > request["record"]):
+                or os.fstat(channel).st_size > request["record"] or not (_appending(output) and _appending(channel))):
             return None
         record = loads(os.pread(channel, request["record"], 0))
     except (OSError, ValueError, RecursionError):
