@@ -520,6 +520,8 @@ def _loopback(code: str, *args: str) -> RunRequest:
 
 @needs_root
 def test_a_suites_run_serves_and_connects_on_its_own_loopback(sandbox: LayeredSandbox) -> None:
+    if not sandbox.isolation["cgroup"].startswith("on"):  # (no loopback without a cgroup to hold its buffers)
+        pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
     assert sandbox.run(_loopback(SERVES_ITSELF)).result == b"hello"
     # Any other run still has no socket at all.
     assert b"PermissionError" in (sandbox.run(hostile(SERVES_ITSELF)).stderr or b"")

@@ -155,7 +155,8 @@ def test_add_over_http():
 '''
 
 
-@pytest.mark.skipif(os.geteuid() != 0, reason="a loopback of the run's own needs root (network namespaces)")
+@pytest.mark.skipif(os.geteuid() != 0, reason="a loopback of the run's own needs root (network namespaces, a "
+                                               "cgroup)")
 @pytest.mark.usefixtures("offline_pip")
 def test_a_test_that_serves_on_its_loopback_gates_the_change(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_http.py": OVER_HTTP})

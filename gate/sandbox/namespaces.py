@@ -339,9 +339,10 @@ def _entered(setup: RunSetup) -> LayerSettings:
 
 def _network(setup: RunSetup) -> LayerSettings:
     # (With a mount namespace only, which brings the allow-listed root: on the host's file system a Unix socket
-    # could reach a service's.)
+    # could reach a service's; and with a cgroup, which holds its socket buffers to its memory limit.)
     on = setup.layers.on
-    return {"unshare": _unshared(setup.layers), "loopback": setup.request.loopback and {"netns", "mountns"} <= set(on)}
+    return {"unshare": _unshared(setup.layers),
+            "loopback": setup.request.loopback and {"netns", "mountns"} <= set(on) and bool(setup.cgroup_fds)}
 
 
 def _enter_network(config: ChildConfig, run: Run) -> None:
