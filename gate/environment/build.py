@@ -326,12 +326,8 @@ def requirement_names(path: Path, root: Path, seen: frozenset[Path] = frozenset(
     real = path.resolve()
     if real in seen or not real.is_relative_to(root.resolve()) or not real.is_file():
         return set()
-    text = re.sub(r"\\\n", " ", real.read_text(encoding="utf-8", errors="replace"))
     found: set[str] = set()
-    for raw in text.splitlines():
-        line = re.sub(r"(^|\s)#.*$", "", raw).strip()
-        if not line:
-            continue
+    for line in declarations.requirement_lines_of(real.read_text(encoding="utf-8", errors="replace")):
         if line.startswith("-"):
             option, _, value = re.sub(r"^(-[a-z]|--[a-z-]+)=", r"\1 ", line).partition(" ")
             value = value.strip()
