@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import json
 import textwrap
 import threading
+from collections.abc import Mapping
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program
+from gate.cases.harness import wire
+from gate.cases.programs import harness
 from gate.cases.specs import parse_cases
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
@@ -20,6 +26,19 @@ SHORT = Limits(wall_s=1.5, cpu_s=1.5)
 def case(kind: str, name: str = "case 1", hidden: bool = False, **fields: Any) -> CaseSpec:
     """A case of `kind`, validated as the loader validates a file's cases."""
     return parse_cases([{"kind": kind, "name": name, **fields}], "test", "cases", hidden=hidden)[0]
+
+
+def serving_lines(sandbox: Sandbox, tree: Path, target: str, count: int, cpu: float = 5.0, cut: float = 1.0,
+                  files: Mapping[str, bytes] | None = None) -> list[dict[str, Any]]:
+    """The lines of the serving harness (`files`: the gate's, or a variant of them) run as the gate runs it but
+    without the tripwires, for `count` calls of `target` (module:function) with 0, 1, ..."""
+    module, function = target.split(":")
+    calls = [{"module": module, "function": function, "args": wire.dumps(((n,), {}))} for n in range(count)]
+    request = {"calls": calls, "cpu": cpu, "wall": 5.0, "cut": cut, "import_cut": 1.25, "output": 65536,
+               "record": 65536, "private": sandbox.private_tmp, "core": None}
+    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=files or harness("calls"), tree=tree,
+                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
+    return [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
 
 
 def run(sandbox: Sandbox, spec: CaseSpec, code: str, limits: Limits = LIMITS, seed: int = 1,

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import replace
 from pathlib import Path
@@ -13,17 +12,16 @@ import pytest
 from gate.cases import KINDS
 from gate.cases.base import Program, ServedTogether
 from gate.cases.harness import wire
-from gate.cases.programs import harness
 from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import run_checks
 from gate.policy.model import CaseSpec, Policy, RunLimits
-from gate.sandbox.base import RunRequest, Sandbox
+from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.verdict import Verdict
-from tests.cases_support import LIMITS, Counted, case, without_times
+from tests.cases_support import LIMITS, Counted, case, serving_lines, without_times
 from tests.runner_support import has_sudo, run_as_runner
 
 # Modules of the tree under test. The harness imports them in the order of their names: apex's import leaves a
@@ -283,14 +281,8 @@ def _served_calls(sandbox: Sandbox, tree: Path, target: str, count: int, cpu: fl
                   cut: float) -> list[tuple[int, Any]]:
     """(index, value returned) of each line of the serving harness, run as the gate runs it but without the
     tripwires (one could be a module's last call), for `count` calls of `target` (module:function) with 0, 1, ..."""
-    module, function = target.split(":")
-    calls = [{"module": module, "function": function, "args": wire.dumps(((n,), {}))} for n in range(count)]
-    request = {"calls": calls, "cpu": cpu, "wall": 5.0, "cut": cut, "import_cut": 1.25, "output": 65536,
-               "record": 65536, "private": sandbox.private_tmp, "core": None}
-    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tree,
-                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
-    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
-    return [(line["i"], wire.loads(line["record"]["ok"])) for line in lines]
+    return [(line["i"], wire.loads(line["record"]["ok"]))
+            for line in serving_lines(sandbox, tree, target, count, cpu=cpu, cut=cut)]
 
 
 def test_a_modules_last_case_is_made_in_the_process_that_imported_it(sandbox: Sandbox, tmp_path: Path) -> None:

@@ -5,24 +5,21 @@ served case has no more output, processes or time than a run of its own, and see
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
 from gate.cases import tripwires
-from gate.cases.harness import wire
 from gate.cases.programs import harness
 from gate.checks.extract import Extract
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import run_checks
 from gate.policy.model import Policy, RunLimits
-from gate.sandbox.base import RunRequest, Sandbox
+from gate.sandbox.base import Sandbox
 from gate.subject import Subject
-from tests.cases_support import LIMITS, case
+from tests.cases_support import case, serving_lines
 
 
 def _tree(root: Path, code: str) -> Path:
@@ -32,18 +29,17 @@ def _tree(root: Path, code: str) -> Path:
     return root
 
 
-def _statuses(sandbox: Sandbox, tree: Path, policy: Policy, count: int = 3,
-              hidden: bool = False) -> tuple[list[str], list[str]]:
-    """The statuses of `count` cases double(n) == 2n, each in a run of its own, then served."""
+def _served_as_alone(sandbox: Sandbox, tree: Path, policy: Policy, expected: list[str], count: int = 3,
+                     hidden: bool = False) -> None:
+    """`count` cases double(n) == 2n read `expected` each in a run of its own, and the same served."""
     cases = tuple(case("call", f"double {n}", function="pkg.calc:double", args=[n], expect=2 * n, hidden=hidden)
                   for n in range(1, count + 1))
     subject = Subject(kind="range", label="base..head", tree=tree, cases=() if hidden else cases,
                       hidden_cases=cases if hidden else ())
-    found: list[list[str]] = []
-    for together in (False, True):
-        verdict = run_checks(subject, policy, sandbox, checks=(Extract(), Parse(), Smoke(together=together)))
-        found.append([c.status for c in verdict.cases])
-    return found[0], found[1]
+    alone, served = ([c.status for c in run_checks(subject, policy, sandbox, checks=(
+        Extract(), Parse(), Smoke(together=together))).cases] for together in (False, True))
+    assert alone == expected
+    assert served == alone, (alone, served)
 
 
 class _FirstPlace:
@@ -92,9 +88,7 @@ def double(n):
 @pytest.mark.parametrize("code", [PRINT_AND_TRUNCATE, IMPORT_PRINTS_AND_TRUNCATES], ids=["call", "import"])
 def test_output_over_the_limit_is_not_served_as_passed(sandbox: Sandbox, tmp_path: Path, code: str) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0, output_kb=16), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, code), policy)
-    assert alone == ["failed"] * 3  # killed: output limit
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, code), policy, ["failed"] * 3)  # killed: output limit
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -130,9 +124,7 @@ def test_the_last_case_of_a_module_has_no_more_processes_than_alone(sandbox: San
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(tripwires, "_RANDOM", _FirstPlace())
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0, processes=8), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, EIGHT_AT_ONCE), policy, count=1)
-    assert alone == ["failed"]
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, EIGHT_AT_ONCE), policy, ["failed"], count=1)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -171,9 +163,7 @@ def double(n):
 def test_a_case_sees_nothing_of_the_pids_the_case_before_it_took(sandbox: Sandbox, tmp_path: Path,
                                                                  hidden: bool) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, WARMED_BY_THE_CASE_BEFORE), policy, hidden=hidden)
-    assert alone == ["failed"] * 3
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, WARMED_BY_THE_CASE_BEFORE), policy, ["failed"] * 3, hidden=hidden)
 
 
 # The same through `gate check` on a pull request (default limits: output_kb 256): the change is accepted.
@@ -251,9 +241,7 @@ def double(n):
 
 def test_a_case_is_never_served_beside_a_process_an_earlier_case_left(sandbox: Sandbox, tmp_path: Path) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, DAEMON_BESIDE_THE_NEXT_CASE), policy)
-    assert alone == ["failed"] * 3
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, DAEMON_BESIDE_THE_NEXT_CASE), policy, ["failed"] * 3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -327,9 +315,7 @@ def double(n):
 @pytest.mark.parametrize("hidden", [False, True], ids=["public", "hidden"])
 def test_a_served_case_gets_no_more_time_than_a_run_of_its_own(sandbox: Sandbox, tmp_path: Path, hidden: bool) -> None:
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, OUTLIVES_THE_TIMEOUT), policy, count=2, hidden=hidden)
-    assert alone == ["timeout"] * 2
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, OUTLIVES_THE_TIMEOUT), policy, ["timeout"] * 2, count=2, hidden=hidden)
 
 
 # The same through `gate check` on a pull request, with the default limits (timeout 5 s): a function that
@@ -374,14 +360,9 @@ def double(n):
 def test_a_process_the_import_left_to_the_serving_process_has_no_case_served_beside_it(sandbox: Sandbox,
                                                                                   tmp_path: Path) -> None:
     (tmp_path / "stranger.py").write_text(IMPORT_LEAVES_A_STRANGER)
-    calls = [{"module": "stranger", "function": "double", "args": wire.dumps(((n,), {}))} for n in range(3)]
-    request = {"calls": calls, "cpu": 5.0, "wall": 5.0, "cut": 1.0, "import_cut": 1.25, "output": 65536,
-               "record": 65536, "private": sandbox.private_tmp, "core": None}
 
-    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), tree=tmp_path,
-                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
+    lines = serving_lines(sandbox, tmp_path, "stranger:double", 3)
 
-    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
     # Not one case served beside it: none reached (the gate serves them again, and one alone when a run serves
     # none).
     assert not [line for line in lines if "record" in line], lines
@@ -446,9 +427,7 @@ def double(n):
 def test_a_round_does_not_start_beside_what_the_round_before_left_in_system_v_ipc(sandbox: Sandbox,
                                                                                    tmp_path: Path) -> None:
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, SYSV_ROUNDS), policy, count=3)
-    assert alone == ["timeout"] * 3
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, SYSV_ROUNDS), policy, ["timeout"] * 3, count=3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -469,14 +448,9 @@ def _without_proc_children() -> dict[str, bytes]:
 def test_without_proc_children_a_process_the_import_left_has_no_case_served_beside_it(sandbox: Sandbox,
                                                                                    tmp_path: Path) -> None:
     (tmp_path / "stranger.py").write_text(IMPORT_LEAVES_A_STRANGER)
-    calls = [{"module": "stranger", "function": "double", "args": wire.dumps(((n,), {}))} for n in range(3)]
-    request = {"calls": calls, "cpu": 5.0, "wall": 5.0, "cut": 1.0, "import_cut": 1.25, "output": 65536,
-               "record": 65536, "private": sandbox.private_tmp, "core": None}
 
-    result = sandbox.run(RunRequest(script="_gate_calls.py", harness=_without_proc_children(), tree=tmp_path,
-                                    stdin=json.dumps(request).encode(), limits=replace(LIMITS, wall_s=30, cpu_s=30)))
+    lines = serving_lines(sandbox, tmp_path, "stranger:double", 3, files=_without_proc_children())
 
-    lines = [json.loads(line) for line in (result.result or b"").decode().splitlines() if line]
     # Not one case served beside it: none reached (the gate serves them again, and one alone when a run serves
     # none).
     assert not [line for line in lines if "record" in line], lines
@@ -509,9 +483,7 @@ def double(n):
 
 def test_a_case_sees_nothing_of_the_cases_that_ended_before_it(sandbox: Sandbox, tmp_path: Path) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, SIGCHLD_COUNTER), policy)
-    assert alone == ["failed"] * 3
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, SIGCHLD_COUNTER), policy, ["failed"] * 3)
 
 
 # ---------------------------------------------------------------------------------------------------------
@@ -560,13 +532,10 @@ UNAPPEND = "import fcntl\nfcntl.fcntl(1, fcntl.F_SETFL, 0)\n"
                          ids=["call", "import", "call-unappended", "import-unappended"])
 def test_output_printed_over_itself_is_not_served_as_passed(sandbox: Sandbox, tmp_path: Path, code: str) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0, output_kb=16), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, code), policy)
-    assert alone == ["failed"] * 3  # killed: output limit
-    assert served == alone, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, code), policy, ["failed"] * 3)  # killed: output limit
 
 
 def test_cases_whose_import_leaves_the_serving_process_a_process_get_the_verdicts_of_runs_of_their_own(
         sandbox: Sandbox, tmp_path: Path) -> None:
     policy = Policy(limits=RunLimits(timeout=2.0, cpu=2.0), runs=2)
-    alone, served = _statuses(sandbox, _tree(tmp_path, IMPORT_LEAVES_A_STRANGER), policy)
-    assert served == alone == ["passed"] * 3, (alone, served)
+    _served_as_alone(sandbox, _tree(tmp_path, IMPORT_LEAVES_A_STRANGER), policy, ["passed"] * 3)
