@@ -26,6 +26,21 @@ import _pytest.assertion.rewrite as rewrite
 import pytest
 from gate.suite import equality
 
+if os.environ.get("BEFORE_PYTEST_7"):
+    # As pytest 6 placed the nodes it made: none as it makes them, then, once the assertion is rewritten, each
+    # node of its statements at the assertion's start and with no end (its `set_location`).
+    import ast, types
+    rewrite.ast = types.SimpleNamespace(**{**vars(ast), "copy_location": lambda new, old: new})
+    visit_assert = rewrite.AssertionRewriter.visit_Assert
+
+    def placed(self, assert_):
+        statements = visit_assert(self, assert_)
+        for node in (node for statement in statements for node in ast.walk(statement)):
+            if "lineno" in node._attributes:
+                node.lineno, node.col_offset = assert_.lineno, assert_.col_offset
+        return statements
+    rewrite.AssertionRewriter.visit_Assert = placed
+
 out = open(os.environ["RECORDS"], "w")
 confirmation = equality.Confirmation(lambda record: (out.write(json.dumps(record) + "\\n"), out.flush()),
                                      "Record", "Entry")
@@ -316,7 +331,7 @@ def test_in_fails():
 
 def _pytest(tmp_path: Path, calc: str, tests: dict[str, str], **env: str) -> tuple[list[dict[str, Any]], str]:
     """Run pytest on a project of `calc` and `tests` with the confirmation installed; its records and output."""
-    (tmp_path / "tests").mkdir(exist_ok=True)
+    (tmp_path / "tests").mkdir(parents=True, exist_ok=True)
     (tmp_path / "calc.py").write_text(calc)
     (tmp_path / "conftest.py").write_text("")
     for name, text in tests.items():
@@ -384,6 +399,24 @@ def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(t
 
     assert "assert Point(x=1, y=2) == Point(x=3, y=2)" in hooked and "test_failing.py:6: in test_fails" in hooked
     assert report(hooked) == report(plain)
+
+
+def test_a_suite_pinned_to_pytest_6_is_confirmed_as_on_pytest_9(tmp_path: Path) -> None:
+    """pytest before 7 places the nodes it makes only once the assertion is rewritten (pyrsistent's
+    `tests_require` pins pytest < 7): the confirmation's calls must compile there too, report the same objects,
+    and leave pytest's failure reports as they are."""
+    records, output = _pytest(tmp_path / "attacked", CALC, {"test_attacked.py": ATTACKED, "helpers.py": HELPERS},
+                              BEFORE_PYTEST_7="1")
+    now, _ = _pytest(tmp_path / "now", CALC, {"test_attacked.py": ATTACKED, "helpers.py": HELPERS})
+    _, hooked = _pytest(tmp_path / "failing", HONEST_CALC, {"test_failing.py": FAILING}, BEFORE_PYTEST_7="1")
+    _, plain = _pytest(tmp_path / "plain", HONEST_CALC, {"test_failing.py": FAILING}, HOOK="off", BEFORE_PYTEST_7="1")
+
+    assert "1 failed, 12 passed" in output, output
+    assert [(r["equal"], r["operand"], r["what"], r["how"]) for r in records] == \
+        [(r["equal"], r["operand"], r["what"], r["how"]) for r in now]
+    assert "assert Point(x=1, y=2) == Point(x=3, y=2)" in hooked, hooked
+    assert [line for line in hooked.splitlines() if not line.startswith(("2 failed", "="))] == \
+        [line for line in plain.splitlines() if not line.startswith(("2 failed", "="))]
 
 
 # boltons' test of its total_ordering: a value class found unequal to 1, whose value is near 1 (3 = 1 + 2). The

@@ -41,7 +41,7 @@ import secrets
 import sys
 import warnings
 from collections.abc import Callable, Iterator
-from typing import Any
+from typing import Any, TypeVar
 
 # Operators confirmed, and the truth of their result that means "found equal" (`!=` found equal is False).
 _OPERATORS = {ast.Eq: ("==", True), ast.NotEq: ("!=", False), ast.In: ("in", True), ast.NotIn: ("not in", False)}
@@ -592,6 +592,19 @@ def _constant(value: tuple[Any, ...]) -> ast.expr:
     return constant
 
 
+_Node = TypeVar("_Node", bound=ast.AST)
+
+
+def _placed(node: _Node, like: ast.AST) -> _Node:
+    """`node` at `like`'s place in the source, with every node in it that has none. Before pytest 7 the nodes
+    pytest makes have no place until the assertion is rewritten, when pytest gives every node of its statements
+    the assertion's start (and no end): `node` is then left without one too, since a node that had the module's
+    first line as its end would end before it starts (an AST Python 3.11 refuses to compile)."""
+    if getattr(like, "lineno", None) is None:
+        return node
+    return ast.fix_missing_locations(ast.copy_location(node, like))
+
+
 def hook(rewrite: Any, confirmation: Confirmation) -> None:
     """Have pytest's assertion rewriting (the module `rewrite`) route each `==`, `!=`, `in` and `not in` of
     an assertion through `confirmation`: `left == right` becomes `ahead(left, right, ...)`, then `seen(left ==
@@ -623,9 +636,9 @@ def hook(rewrite: Any, confirmation: Confirmation) -> None:
                         old.lineno, old.col_offset, old.end_lineno, old.end_col_offset))
                     values = [ast.Name(new.id, ast.Load()) for new, _ in named]
                     ahead = self.helper(CALLED, ast.Constant(None), _constant(where), *values)
-                    statements.insert(index, ast.fix_missing_locations(ast.copy_location(ast.Expr(ahead), made)))
+                    statements.insert(index, _placed(ast.Expr(ahead), made))
                     after = self.helper(CALLED, made, _constant(where), *values)
-                    statement.value = ast.fix_missing_locations(ast.copy_location(after, made))
+                    statement.value = _placed(after, made)
                 break
         return res, explanation
 
@@ -650,11 +663,10 @@ def hook(rewrite: Any, confirmation: Confirmation) -> None:
             where = (operator[0], *(position for operand in operands[pair - 1:pair + 1] for position in (
                 operand.lineno, operand.col_offset, operand.end_lineno, operand.end_col_offset)))
             ahead = self.helper(AHEAD, ast.Name(left.id, ast.Load()), ast.Name(right.id, ast.Load()), _constant(where))
-            statements.insert(statements.index(statement), ast.fix_missing_locations(
-                ast.copy_location(ast.Expr(ahead), found)))
+            statements.insert(statements.index(statement), _placed(ast.Expr(ahead), found))
             call = self.helper(HELPER, found, ast.Name(left.id, ast.Load()), ast.Name(right.id, ast.Load()),
                                ast.Constant(operator[1]), _constant(where))
-            statement.value = ast.fix_missing_locations(ast.copy_location(call, found))
+            statement.value = _placed(call, found)
         return res, explanation
 
     rewriter.visit_Call = visit_Call
