@@ -213,6 +213,9 @@ PROJECTS = (
             ("-e", ".", "pytest"), ("jmespath/lexer.py", "Lexer.tokenize")),
     Project("sqlparse", "0.5.1", "flat, hatchling, Hatch default env", ("tests",), ("-e", ".", "pytest"),
             ("sqlparse/__init__.py", "format")),
+    # Its only test dependencies are setup.py's `tests_require` (pytest < 7), and its vector is a C extension.
+    Project("pyrsistent", "0.20.0", "flat, setup.py tests_require (pytest<7), optional C ext, *_test.py",
+            ("tests",), ("-e", ".", "pytest<7", "hypothesis<7"), ("pvectorcmodule.c", "PVector_append")),
     Project("requests", "2.32.3", "src, setup.py, requirements-dev.txt with -e .[socks], tests serve on localhost",
             ("tests",), ("-r", "requirements-dev.txt"), ("src/requests/utils.py", "get_encoding_from_headers")),
 )

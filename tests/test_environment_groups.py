@@ -267,7 +267,11 @@ def test_pdm_dev_dependencies_are_groups(tmp_path: Path, policy: str) -> None:
     ({"tox.toml": 'env_list = ["py"]\n[env_run_base]\ndeps = ["checkhelp>=1"]\ncommands = [["pytest"]]\n'}, "tox:py"),
     ({"hatch.toml": '[envs.default]\ndependencies = ["no-such-linter"]\n[envs.test]\ndependencies = ["checkhelp"]\n'},
      "hatch:test"),
-], ids=["tox.ini", "tox.toml", "hatch.toml"])
+    ({"setup.py": "from setuptools import setup\nTESTS = ['checkhelp>=1']\nsetup(name='calc', tests_require=TESTS)\n"},
+     "setuptools:tests_require"),
+    ({"setup.cfg": "[metadata]\nname = calc\n[options]\ntests_require =\n    checkhelp>=1\n"},
+     "setuptools:tests_require"),
+], ids=["tox.ini", "tox.toml", "hatch.toml", "setup.py tests_require", "setup.cfg tests_require"])
 def test_a_tox_or_hatch_environment_is_a_group(tmp_path: Path, files: dict[str, str], group: str) -> None:
     repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("calc", []), "calc.py": CALC, **files,
                                             ".github/gate.yml": f'environment:\n  groups: ["{group}"]\n' + CASE})
@@ -287,6 +291,18 @@ def test_a_tox_environment_the_base_lacks_is_exit_2(tmp_path: Path, capsys: pyte
     assert main(["policy", "check", "--repo", str(repo.root)]) == 2
 
     assert "environment.groups[0]: no tox environment 'py' in the base commit" in capsys.readouterr().err
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_tests_require_the_base_lacks_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    repo = _calc(tmp_path / "repo", pyproject("calc", []),
+                 'environment:\n  groups: ["setuptools:tests_require"]\n' + CASE)
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    assert main(["policy", "check", "--repo", str(repo.root)]) == 2
+
+    assert ("environment.groups[0]: no tests_require in the base commit's setup.py (a list or string in its "
+            "setup(...) call, read without running it) or setup.cfg [options]") in capsys.readouterr().err
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -178,6 +178,23 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "src/zope/__init__.py": "", "src/zope/interface/tests/test_x.py": ""},
                  {"environment": {"extras": ["test"]}, "tests": {"paths": ["src/zope/interface/tests"]}},
                  id="setup.py: extras_require whose values are names (zope.interface)"),
+    pytest.param({"setup.py": "import sys\nfrom setuptools import setup\n"
+                              "needs_pytest = {'pytest', 'test'}.intersection(sys.argv)\n"
+                              "setup(name='pyrsistent', python_requires='>=3.8', test_suite='tests',\n"
+                              "      tests_require=['pytest<7', 'hypothesis<7'],\n"
+                              "      setup_requires=['pytest-runner'] if needs_pytest else [])\n",
+                  "pyrsistent/__init__.py": "", "tests/test_x.py": ""},
+                 {"python": "3.8", "environment": {"groups": ["setuptools:tests_require"]},
+                  "tests": {"paths": ["tests"]}},
+                 id="setup.py: tests_require its only test dependencies (pyrsistent)"),
+    pytest.param({"setup.cfg": "[metadata]\nname = x\n[options]\ntests_require =\n    pytest\n    pretend\n",
+                  "x/__init__.py": "", "tests/test_x.py": ""},
+                 {"environment": {"groups": ["setuptools:tests_require"]}, "tests": {"paths": ["tests"]}},
+                 id="setup.cfg: [options] tests_require"),
+    pytest.param({"setup.py": "from setuptools import setup\nsetup(name='x', tests_require=['pytest'],\n"
+                              "      extras_require={'test': ['pytest', 'pretend']})\n", "tests/test_x.py": ""},
+                 {"environment": {"extras": ["test"]}, "tests": {"paths": ["tests"]}},
+                 id="setup.py: a test extra over tests_require"),
     pytest.param({"requirements/tests.txt": "pytest\n", "requirements/dev.txt": "sphinx\ntox\nmypy\n",
                   "setup.py": "from setuptools import setup\nsetup(name='x')\n", "tests/test_x.py": ""},
                  {"environment": {"requirements": ["requirements/tests.txt"]}, "tests": {"paths": ["tests"]}},

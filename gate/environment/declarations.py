@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, canonical
+from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, TESTS_REQUIRE, canonical
 from gate.errors import BadInput
 from gate.policy.model import Environment
 
@@ -272,9 +272,7 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
         if testdeps.is_tool_group(name):
             env = testdeps.tool_env(name, read)
             if env is None:
-                tool, _, env_name = name.partition(":")
-                files = "tox.ini, tox.toml or [tool.tox]" if tool == "tox" else "hatch.toml or [tool.hatch.envs]"
-                raise BadInput(f"no {tool} environment {env_name!r} in the base commit ({files})", key=where)
+                raise BadInput(_no_tool_env(name), key=where)
             found += env.packages
             continue
         if canonical(name) not in declared_groups:
@@ -282,7 +280,8 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
             raise BadInput(f"no dependency group {name!r} in the base commit's pyproject.toml ([dependency-groups], "
                            f"[tool.poetry.group.{name}], [tool.pdm.dev-dependencies] or, for dev, "
                            "[tool.poetry.dev-dependencies]; tox:NAME and hatch:NAME name a tox or Hatch "
-                           f"environment; it declares: "
+                           f"environment, setuptools:{TESTS_REQUIRE} setuptools' {TESTS_REQUIRE}; "
+                           "it declares: "
                            f"{listed})", key=where)
         try:
             if canonical(name) in pep735_names:
@@ -496,6 +495,17 @@ def _cfg_changes(old: str, new: str) -> list[str] | None:
         if a != b:
             found.append(f"[{section}] {key} " + _listing(b - a, a - b))
     return found
+
+
+def _no_tool_env(group: str) -> str:
+    """Why the tool environment a group names (`tox:NAME`, `hatch:NAME`, `setuptools:tests_require`) is not
+    there."""
+    tool, _, name = group.partition(":")
+    if tool == "setuptools":  # (the schema's only setuptools group: setuptools:tests_require)
+        return (f"no {TESTS_REQUIRE} in the base commit's setup.py (a list or string in its setup(...) call, read "
+                "without running it) or setup.cfg [options]")
+    files = "tox.ini, tox.toml or [tool.tox]" if tool == "tox" else "hatch.toml or [tool.hatch.envs]"
+    return f"no {tool} environment {name!r} in the base commit ({files})"
 
 
 def _options(parser: configparser.ConfigParser, section: str) -> list[str]:

@@ -4,10 +4,11 @@ A tox test environment (`tox.ini`, `[tool.tox] legacy_tox_ini`, `tox.toml`: `dep
 inline requirements, `extras =`), a Hatch test environment (`[tool.hatch.envs.NAME]` or hatch.toml:
 `dependencies`, `extra-dependencies`, `features`, through its `template`), a test extra (pyproject.toml,
 Poetry, setup.cfg, or `extras_require` in setup.py read with `ast`: setup.py never runs), a test dependency
-group (PEP 735, Poetry, PDM's `[tool.pdm.dev-dependencies]`) or a test requirements file, before the dev ones
-(`dev` groups and extras, `requirements-dev.txt`: linters and docs tools too). `gate init` writes the first it
-finds (`choose`); the inline requirements of a tox or Hatch environment are the dependency group
-`tox:NAME` or `hatch:NAME` (`tool_env`), which `environment.groups` installs.
+group (PEP 735, Poetry, PDM's `[tool.pdm.dev-dependencies]`), a test requirements file, or setuptools'
+`tests_require` (setup.py or setup.cfg), before the dev ones (`dev` groups and extras, `requirements-dev.txt`:
+linters and docs tools too). `gate init` writes the first it finds (`choose`); the inline requirements of a tox
+or Hatch environment, and `tests_require`, are the dependency groups `tox:NAME`, `hatch:NAME` and
+`setuptools:tests_require` (`tool_env`), which `environment.groups` installs.
 """
 
 from __future__ import annotations
@@ -39,8 +40,10 @@ TEST_FILES = ("requirements-test.txt", "requirements-tests.txt", "requirements-t
               "tests/requirements.txt", "test/requirements.txt")
 DEV_FILES = ("requirements-dev.txt", "dev-requirements.txt", "requirements_dev.txt", "requirements/dev.txt",
              "requirements/development.txt")
-# Tool environments a group name can name: `tox:py`, `hatch:test`.
-TOOLS = ("tox", "hatch")
+# Tool environments a group name can name: `tox:py`, `hatch:test`, `setuptools:tests_require`.
+TOOLS = ("tox", "hatch", "setuptools")
+# The one setuptools "environment": the requirements `python setup.py test` installed.
+TESTS_REQUIRE = "tests_require"
 _PYTEST = re.compile(r"\b(?:py\.test|pytest)\b")
 
 
@@ -48,7 +51,7 @@ _PYTEST = re.compile(r"\b(?:py\.test|pytest)\b")
 class ToolEnv:
     """A tox or Hatch environment that runs the tests, as the tool installs it."""
 
-    tool: str  # "tox" or "hatch"
+    tool: str  # "tox", "hatch" or "setuptools"
     name: str
     where: str  # "tox.ini [testenv]"
     extras: tuple[str, ...] = ()  # the project's extras it installs
@@ -63,12 +66,15 @@ class ToolEnv:
 
 
 def tool_env(group: str, read: Reader) -> ToolEnv | None:
-    """The tox or Hatch environment a group `tox:NAME` / `hatch:NAME` names, or None when the base has none."""
+    """The tox or Hatch environment a group `tox:NAME` / `hatch:NAME` names, or setuptools' `tests_require`
+    (`setuptools:tests_require`); None when the base has none."""
     tool, _, name = group.partition(":")
     if tool == "tox":
         return tox_env(read, name)
     if tool == "hatch":
         return hatch_env(read, name)
+    if tool == "setuptools" and name == TESTS_REQUIRE:
+        return tests_require(read)
     return None
 
 
@@ -303,6 +309,33 @@ def _hatch_resolve(envs: dict[str, Any], where: str, name: str) -> ToolEnv:
     return ToolEnv("hatch", name, f"{where} {section}", tuple(features), (), tuple(dict.fromkeys(packages)))
 
 
+# ----- setuptools' tests_require -------------------------------------------------------------------------
+
+def tests_require(read: Reader) -> ToolEnv | None:
+    """setuptools' `tests_require`, which `python setup.py test` installed before setuptools removed that
+    command, and where some projects still keep their only list of test dependencies (pyrsistent): a list or
+    string of requirements in setup.py's `setup(...)` call (read with `ast`, never run) or setup.cfg's
+    `[options]`; None when neither holds one."""
+    value = setup_py_literal(read("setup.py"), TESTS_REQUIRE)
+    where = f"setup.py {TESTS_REQUIRE}"
+    if value is None:
+        value = _setup_cfg_option(read("setup.cfg"), TESTS_REQUIRE)
+        where = f"setup.cfg [options] {TESTS_REQUIRE}"
+    lines = value.splitlines() if isinstance(value, str) else value if isinstance(value, (list, tuple)) else ()
+    packages = tuple(line.strip() for line in lines if isinstance(line, str) and line.strip())
+    return ToolEnv("setuptools", TESTS_REQUIRE, where, packages=packages) if packages else None
+
+
+def _setup_cfg_option(text: str | None, key: str) -> str | None:
+    """An `[options]` value of setup.cfg, or None."""
+    parser = configparser.ConfigParser(interpolation=None)
+    try:
+        parser.read_string(text or "")
+    except configparser.Error:
+        return None
+    return parser.get("options", key, fallback=None)
+
+
 # ----- extras, the project's name, a line naming it ------------------------------------------------------
 
 def setup_py_extras(text: str | None) -> list[str]:
@@ -441,6 +474,9 @@ def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_proje
         options.append(Choice(groups=(group,), why=f"the test dependency group {group!r}"))
     if files:
         options.append(Choice(requirements=(files[0],), why=f"the test requirements file {files[0]}"))
+    legacy = tests_require(read) if has_project else None
+    if legacy is not None:
+        options.append(Choice(groups=(legacy.group,), why=f"{legacy.where}, what `setup.py test` installed"))
     dev_extra = next((e for e in DEV_NAMES if e in extras), None) if has_project else None
     dev_group = next((g for g in DEV_NAMES if g in groups), None)
     if dev_group:

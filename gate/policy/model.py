@@ -277,9 +277,12 @@ class Environment:
     groups: tuple[str, ...] = key(
         (), "dependency groups of the project to install too, e.g. [test]: PEP 735 [dependency-groups], "
         "Poetry's groups (dev: also its dev-dependencies), PDM's dev-dependencies; `tox:NAME` and `hatch:NAME`: "
-        "the inline requirements of a tox or Hatch environment",
-        items={"pattern": "^(?:(?:tox|hatch):)?[A-Za-z0-9][A-Za-z0-9._-]*$",
-               "x-expected": "a dependency group's name, such as `test`, or `tox:NAME`, `hatch:NAME`"})
+        "the inline requirements of a tox or Hatch environment; `setuptools:tests_require`: setuptools' "
+        "tests_require (setup.py, setup.cfg)",
+        items={"pattern": "^(?:(?:tox|hatch):[A-Za-z0-9][A-Za-z0-9._-]*|setuptools:tests_require"
+                          "|[A-Za-z0-9][A-Za-z0-9._-]*)$",
+               "x-expected": "a dependency group's name, such as `test`, or `tox:NAME`, `hatch:NAME`, "
+                             "`setuptools:tests_require`"})
     requirements: tuple[str, ...] = key(
         (), "requirements files, read at the base commit, installed too", path=True,
         items=_inside("a path inside the repository, such as `requirements-dev.txt` (no leading `/`, no `..`)"))
