@@ -216,6 +216,25 @@ PROJECTS = (
     # Its only test dependencies are setup.py's `tests_require` (pytest < 7), and its vector is a C extension.
     Project("pyrsistent", "0.20.0", "flat, setup.py tests_require (pytest<7), optional C ext, *_test.py",
             ("tests",), ("-e", ".", "pytest<7", "hypothesis<7"), ("pvectorcmodule.c", "PVector_append")),
+    # Cython's C output in the sdist, a pure-Python fallback beside it; its timestamps are Python for both.
+    Project("msgpack", "1.1.0", "flat, setuptools, Cython's C in the sdist, test/", ("test",),
+            ("-e", ".", "pytest"), ("msgpack/ext.py", "Timestamp.to_bytes")),
+    # pytest.ini loads pytest-cov (`--cov`), writes `--junitxml` into the tree and collects doctests; a C
+    # extension with a pure-Python twin; requirements/ci.txt installs the project and requirements/pytest.txt.
+    Project("multidict", "6.1.0", "flat, setuptools, C ext, pytest.ini (--cov, --junitxml, doctests)", ("tests",),
+            ("-e", ".", "-r", "requirements/pytest.txt"), ("multidict/_multidict.c", "multidict_getall")),
+    # A C extension and no fallback; unittest tests inside the package.
+    Project("bitarray", "3.0.0", "C ext only, setuptools, unittest tests inside the package", ("bitarray",),
+            ("-e", ".", "pytest"), ("bitarray/_bitarray.c", "bitarray_count")),
+    # tox installs matplotlib and the `diagrams` extra.
+    Project("pyparsing", "3.2.0", "flit, tests/ a package, tox.ini (matplotlib, extras)", ("tests",),
+            ("-e", ".[diagrams]", "pytest", "matplotlib"), ("pyparsing/util.py", "col")),
+    Project("itsdangerous", "2.2.0", "src, flit, pip-compiled requirements/tests.txt", ("tests",),
+            ("-e", ".", "-r", "requirements/tests.txt"), ("src/itsdangerous/encoding.py", "base64_encode")),
+    # Cython from its .pyx only (the build needs Cython); pytest.ini loads pytest-cov; requirements/ci.txt pins
+    # pytest 7 and installs the project with `--config-settings`; the tests run the C and the Python class.
+    Project("frozenlist", "1.5.0", "setuptools + Cython .pyx, pytest.ini (--cov), requirements/ci.txt", ("tests",),
+            ("-r", "requirements/ci.txt"), ("frozenlist/__init__.py", "FrozenList.freeze")),
     Project("requests", "2.32.3", "src, setup.py, requirements-dev.txt with -e .[socks], tests serve on localhost",
             ("tests",), ("-r", "requirements-dev.txt"), ("src/requests/utils.py", "get_encoding_from_headers")),
 )
