@@ -439,6 +439,8 @@ def _mro(kind: type) -> tuple[type, ...]:
 # The real method resolution order and namespace of a class, whatever attributes its metaclass defines.
 _MRO = type.__dict__["__mro__"].__get__
 _DICT = type.__dict__["__dict__"].__get__
+_DICTOFFSET = type.__dict__["__dictoffset__"].__get__
+_SEQUENCES = (list, tuple, set, frozenset)
 
 
 def _mock_class(kind: type) -> bool:
@@ -460,10 +462,13 @@ def _held(item: Any, kind: type) -> list[Any]:
     held: list[Any] = []
     if issubclass(kind, dict):
         held += dict.values(item)
-    elif issubclass(kind, list | tuple | set | frozenset):
-        held += list(iter(item) if kind in (list, tuple, set, frozenset) else _builtin_items(item, kind))
-    with contextlib.suppress(AttributeError, TypeError):
-        held += object.__getattribute__(item, "__dict__").values()
+    elif issubclass(kind, _SEQUENCES):
+        held += list(iter(item) if kind in _SEQUENCES else _builtin_items(item, kind))
+    # (Without a `__dict__` in any class of its order, nor a dict of its own, an object has none to read: a C
+    # type's, a slotted class's. Asked anyway, the lookup's AttributeError costs every assertion on one.)
+    if _DICTOFFSET(kind) or any("__dict__" in _DICT(klass) for klass in _MRO(kind)):
+        with contextlib.suppress(AttributeError, TypeError):
+            held += object.__getattribute__(item, "__dict__").values()
     for slot in _slots(kind):
         try:
             held.append(object.__getattribute__(item, slot))
@@ -490,7 +495,7 @@ _SLOTS: dict[int, tuple[type, tuple[str, ...]]] = {}
 
 
 def _builtin_items(item: Any, kind: type) -> list[Any]:
-    for base in (list, tuple, set, frozenset):
+    for base in _SEQUENCES:
         if issubclass(kind, base):
             return list(base.__iter__(item))
     return []
