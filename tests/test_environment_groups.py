@@ -14,6 +14,7 @@ import pytest
 
 from gate.cli import main
 from gate.engine import score
+from gate.environment import testdeps
 from gate.environment.testdeps import project_name
 from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
@@ -291,6 +292,32 @@ def test_a_tox_environment_the_base_lacks_is_exit_2(tmp_path: Path, capsys: pyte
     assert main(["policy", "check", "--repo", str(repo.root)]) == 2
 
     assert "environment.groups[0]: no tox environment 'py' in the base commit" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("files", "expected"), [
+    ({"setup.py": 'setup(tests_require="""\n    pytest  # the runner\n    # hypothesis for properties\n    mock\n""")'},
+     ("pytest", "mock")),
+    ({"setup.py": 'setup(tests_require=["pytest  # runner", "  mock  ", ["nose", ("pretend",)]])'},
+     ("pytest", "mock", "nose", "pretend")),
+    ({"setup.cfg": "[options]\ntests_require =\n    pytest  # runner\n    mock\n"}, ("pytest", "mock")),
+    ({"setup.cfg": "[options]\ntests_require = pytest; mock>=2 ; pretend\n"}, ("pytest", "mock>=2", "pretend")),
+    ({"setup.cfg": "[options]\ntests_require =\n    pkg @ https://h/a%%20b.whl\n"}, ("pkg @ https://h/a%20b.whl",)),
+    ({"setup.py": "T = ['pytest']\nsetup(tests_require=T)\n"}, ("pytest",)),
+    # setup.cfg fills what setup.py leaves empty, as setuptools has it
+    ({"setup.py": "setup(tests_require=[])", "setup.cfg": "[options]\ntests_require = pytest\n"}, ("pytest",)),
+    # what setup.py computes is not setup.cfg's, nor the part of it written as a literal
+    ({"setup.py": "T = ['pytest']\nT += ['mock']\nsetup(tests_require=T)\n"}, None),
+    ({"setup.py": "T = ['pytest']\nT.append('mock')\nsetup(tests_require=T)\n"}, None),
+    ({"setup.py": "BASE = ['pytest']\nsetup(tests_require=BASE + ['mock'])\n",
+      "setup.cfg": "[options]\ntests_require = nose\n"}, None),
+    ({"setup.py": "setup(tests_require=[1])"}, None),
+    ({"setup.cfg": "[options]\ntests_require = a%b\n"}, None),
+], ids=["string-comments", "list-comments-nested", "cfg-comments", "cfg-one-line", "cfg-percent", "bound-name",
+        "empty-then-cfg", "augmented", "appended", "computed-over-cfg", "not-strings", "cfg-lone-percent"])
+def test_tests_require_reads_as_setuptools_reads_it(files: dict[str, str], expected: tuple[str, ...] | None) -> None:
+    found = testdeps.tests_require(files.get)
+
+    assert (found.packages if found is not None else None) == expected
 
 
 @pytest.mark.usefixtures("offline_pip")

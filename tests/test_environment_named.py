@@ -110,6 +110,14 @@ def test_a_date_in_a_hooks_table_is_named_not_a_crash() -> None:
     assert "since" in what_changed("pyproject.toml", old, old + "since = 2024-01-01\n")
 
 
+def test_a_lone_percent_in_a_setup_cfg_a_pr_edits_is_a_change_not_a_crash() -> None:
+    old = "[options]\npy_modules = calc\n"
+    new = old + "tests_require =\n    evil @ https://example.com/e%20x.whl\n"
+
+    # (setuptools cannot read that value either: the file's edit goes to a human as a whole)
+    assert what_changed("setup.cfg", old, new) == "edits setup.cfg"
+
+
 def test_named_joins() -> None:
     assert (Named(frozenset({"a"}), frozenset({"b"})) | Named(frozenset({"c"}))).holds("b/x.txt")
 

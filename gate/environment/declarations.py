@@ -384,11 +384,10 @@ def _project_declares(read: Reader) -> bool:
         parser = configparser.ConfigParser()
         try:
             parser.read_string(cfg)
-        except configparser.Error:
-            pass
-        else:
             if _lines(parser.get("options", "install_requires", fallback="")):
                 return True
+        except configparser.Error:
+            pass
     return "install_requires" in (read("setup.py") or "")
 
 
@@ -490,8 +489,11 @@ def _cfg_changes(old: str, new: str) -> list[str] | None:
     extras = {*_options(before, "options.extras_require"), *_options(after, "options.extras_require")}
     options += [("options.extras_require", key) for key in sorted(extras)]
     for section, key in options:
-        a = _lines(before.get(section, key, fallback=""))
-        b = _lines(after.get(section, key, fallback=""))
+        try:  # (a value is read as setuptools reads it: a lone `%` does not read)
+            a = _lines(before.get(section, key, fallback=""))
+            b = _lines(after.get(section, key, fallback=""))
+        except configparser.Error:
+            return None
         if a != b:
             found.append(f"[{section}] {key} " + _listing(b - a, a - b))
     return found

@@ -314,26 +314,55 @@ def _hatch_resolve(envs: dict[str, Any], where: str, name: str) -> ToolEnv:
 def tests_require(read: Reader) -> ToolEnv | None:
     """setuptools' `tests_require`, which `python setup.py test` installed before setuptools removed that
     command, and where some projects still keep their only list of test dependencies (pyrsistent): a list or
-    string of requirements in setup.py's `setup(...)` call (read with `ast`, never run) or setup.cfg's
-    `[options]`; None when neither holds one."""
-    value = setup_py_literal(read("setup.py"), TESTS_REQUIRE)
-    where = f"setup.py {TESTS_REQUIRE}"
-    if value is None:
-        value = _setup_cfg_option(read("setup.cfg"), TESTS_REQUIRE)
-        where = f"setup.cfg [options] {TESTS_REQUIRE}"
-    lines = value.splitlines() if isinstance(value, str) else value if isinstance(value, (list, tuple)) else ()
-    packages = tuple(line.strip() for line in lines if isinstance(line, str) and line.strip())
+    string of requirements in setup.py's `setup(...)` call (read with `ast`, never run), else setup.cfg's
+    `[options]` (a value setup.py leaves empty is setup.cfg's, as setuptools has it); None when neither holds
+    one, or setup.py's is computed (whatever it is, setup.cfg's is not the one setuptools would take)."""
+    setup_py = read("setup.py")
+    if _setup_py_keyword(setup_py, TESTS_REQUIRE) is not None:
+        packages = _requirements(setup_py_literal(setup_py, TESTS_REQUIRE))
+        if packages is None:
+            return None
+        if packages:
+            return ToolEnv("setuptools", TESTS_REQUIRE, f"setup.py {TESTS_REQUIRE}", packages=packages)
+    packages = _cfg_list(_setup_cfg_option(read("setup.cfg"), TESTS_REQUIRE))
+    where = f"setup.cfg [options] {TESTS_REQUIRE}"
     return ToolEnv("setuptools", TESTS_REQUIRE, where, packages=packages) if packages else None
 
 
+def _requirements(value: object) -> tuple[str, ...] | None:
+    """The requirements a setup.py value lists as setuptools reads them (a string's lines, nested lists and
+    tuples, each without its comment), or None when it holds anything else."""
+    if isinstance(value, str):
+        return tuple(requirement_lines(value))
+    if not isinstance(value, (list, tuple)):
+        return None
+    found: list[str] = []
+    for item in value:
+        more = _requirements(item)
+        if more is None:
+            return None
+        found += more
+    return tuple(found)
+
+
+def _cfg_list(value: str | None) -> tuple[str, ...]:
+    """A setup.cfg list of requirements as setuptools reads it: one a line, or on one line separated by `;`,
+    each without its comment."""
+    if not value:
+        return ()
+    chunks = value.splitlines() if "\n" in value else value.split(";")
+    return tuple(requirement_lines("\n".join(chunks)))
+
+
 def _setup_cfg_option(text: str | None, key: str) -> str | None:
-    """An `[options]` value of setup.cfg, or None."""
-    parser = configparser.ConfigParser(interpolation=None)
+    """An `[options]` value of setup.cfg as setuptools reads it (`%%` is `%`), or None (also when it does not
+    read)."""
+    parser = configparser.ConfigParser()
     try:
         parser.read_string(text or "")
+        return parser.get("options", key, fallback=None)
     except configparser.Error:
         return None
-    return parser.get("options", key, fallback=None)
 
 
 # ----- extras, the project's name, a line naming it ------------------------------------------------------
@@ -350,18 +379,19 @@ def setup_py_extras(text: str | None) -> list[str]:
 
 def setup_py_literal(text: str | None, keyword: str) -> object:
     """The value of `keyword` in setup.py's `setup(...)` call when it is a literal (written in the call, or a
-    name bound to one at the module's top), read with `ast`; None otherwise (or when setup.py is longer than
-    SETUP_PY_CHARS). setup.py never runs."""
-    node = _setup_py_keyword(text, keyword)
+    name bound to one once at the module's top and changed nowhere: `TESTS += [...]` or `TESTS.append(...)`
+    would make it another), read with `ast`; None otherwise (or when setup.py is longer than SETUP_PY_CHARS).
+    setup.py never runs."""
+    node = _setup_py_keyword(text, keyword, whole=True)
     try:
         return ast.literal_eval(node) if node is not None else None
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
 
-def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
+def _setup_py_keyword(text: str | None, keyword: str, whole: bool = False) -> ast.expr | None:
     """The expression of `keyword` in setup.py's `setup(...)` call (a name bound at the module's top read
-    through), or None."""
+    through; with `whole`, only one the module binds once and changes nowhere), or None."""
     if not text or len(text) > SETUP_PY_CHARS:
         return None
     try:
@@ -370,6 +400,9 @@ def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
         return None
     bound = {target.id: node.value for node in module.body if isinstance(node, ast.Assign)
              for target in node.targets if isinstance(target, ast.Name)}
+    if whole:
+        for name in _changed(module):
+            bound.pop(name, None)
     for node in ast.walk(module):
         if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "setup"):
             continue
@@ -377,6 +410,22 @@ def _setup_py_keyword(text: str | None, keyword: str) -> ast.expr | None:
             if item.arg == keyword:
                 return bound.get(item.value.id, item.value) if isinstance(item.value, ast.Name) else item.value
     return None
+
+
+def _changed(module: ast.Module) -> set[str]:
+    """The names a module binds more than once or changes after binding (an augmented assignment, a method
+    called on it), anywhere in it."""
+    bindings: dict[str, int] = {}
+    changed: set[str] = set()
+    for node in ast.walk(module):
+        if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store | ast.Del):
+            bindings[node.id] = bindings.get(node.id, 0) + 1
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+            changed.add(node.target.id)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                and isinstance(node.func.value, ast.Name):
+            changed.add(node.func.value.id)
+    return changed | {name for name, count in bindings.items() if count > 1}
 
 
 # A distribution's name as a project declares it.
