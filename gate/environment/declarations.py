@@ -249,9 +249,10 @@ def group_requirements(read: Reader, names: Sequence[str], root: Path | None = N
     pip's own resolver), a Poetry group (its `include-groups` too) or, for `dev`, Poetry's dev-dependencies
     (their constraints, `^1.2`, `~1.2`, `*`, tables with `version`, `extras`, `markers`, `python`, converted
     by poetry-core, Poetry's own), a PDM dev-dependencies group (less its editable lines: the project itself),
-    or the inline requirements of a tox or Hatch environment (`tox:NAME`, `hatch:NAME`:
-    gate/environment/testdeps.py). `root` is where a Poetry `path` dependency is relative to. Raises BadInput
-    naming `environment.groups[i]` for a group the base lacks or that does not resolve."""
+    the inline requirements of a tox or Hatch environment (`tox:NAME`, `hatch:NAME`), or setuptools'
+    `tests_require` (`setuptools:tests_require`: gate/environment/testdeps.py). `root` is where a Poetry `path`
+    dependency is relative to. Raises BadInput naming `environment.groups[i]` for a group the base lacks or that
+    does not resolve."""
     from gate.environment import testdeps
 
     text = read("pyproject.toml")

@@ -49,7 +49,7 @@ _PYTEST = re.compile(r"\b(?:py\.test|pytest)\b")
 
 @dataclass(frozen=True)
 class ToolEnv:
-    """A tox or Hatch environment that runs the tests, as the tool installs it."""
+    """A tox or Hatch environment that runs the tests, as the tool installs it, or setuptools' `tests_require`."""
 
     tool: str  # "tox", "hatch" or "setuptools"
     name: str
