@@ -317,9 +317,9 @@ def tests_require(read: Reader) -> ToolEnv | None:
     string of requirements in setup.py's `setup(...)` call (read with `ast`, never run), else setup.cfg's
     `[options]` (a value setup.py leaves empty is setup.cfg's, as setuptools has it); None when neither holds
     one, or setup.py's is computed (whatever it is, setup.cfg's is not the one setuptools would take)."""
-    setup_py = read("setup.py")
-    if _setup_py_keyword(setup_py, TESTS_REQUIRE) is not None:
-        packages = _requirements(setup_py_literal(setup_py, TESTS_REQUIRE))
+    node = _setup_py_keyword(read("setup.py"), TESTS_REQUIRE, whole=True)
+    if node is not None:
+        packages = _requirements(_literal(node))
         if packages is None:
             return None
         if packages:
@@ -383,8 +383,13 @@ def setup_py_literal(text: str | None, keyword: str) -> object:
     would make it another), read with `ast`; None otherwise (or when setup.py is longer than SETUP_PY_CHARS).
     setup.py never runs."""
     node = _setup_py_keyword(text, keyword, whole=True)
+    return _literal(node) if node is not None else None
+
+
+def _literal(node: ast.expr) -> object:
+    """The value of a literal expression, or None when it is not one."""
     try:
-        return ast.literal_eval(node) if node is not None else None
+        return ast.literal_eval(node)
     except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
         return None
 
