@@ -371,6 +371,71 @@ def test_every_object_equal_to_everything_is_reported_with_its_test_and_operand(
         {"tests/test_attacked.py:8"}
 
 
+# Objects with no instance dict of their own (a slotted class; one whose class gives it a `__dict__` of its
+# making): the confirmation reads what they hold through their slots and through that `__dict__`, as it reads
+# any object's fields, though it no longer asks a type without any `__dict__` for one.
+HIDDEN_FIELDS = """\
+class Everything:
+    def __eq__(self, other):
+        return True
+
+    __hash__ = object.__hash__
+
+
+class Slotted:
+    __slots__ = ("inner",)
+
+    def __init__(self, inner):
+        self.inner = inner
+
+    def __eq__(self, other):
+        return isinstance(other, Slotted) and self.inner == other.inner
+
+    __hash__ = object.__hash__
+
+
+class Made:
+    __slots__ = ()
+    __dict__ = property(lambda self: {"inner": Everything()})
+
+    def __eq__(self, other):
+        return isinstance(other, Made) and self.__dict__["inner"] == 5
+
+    __hash__ = object.__hash__
+
+
+def slotted(value):
+    return Slotted(value)
+
+
+def made():
+    return Made()
+"""
+HIDDEN_TESTS = """\
+from calc import Everything, Made, Slotted, made, slotted
+
+
+def test_slot():
+    assert slotted(Everything()) == Slotted(3)
+
+
+def test_made_dict():
+    assert made() == Made()
+
+
+def test_honest_slot():
+    assert slotted(2) == Slotted(2)
+"""
+
+
+def test_an_object_equal_to_everything_held_in_a_slot_or_a_class_made_dict_is_reported(tmp_path: Path) -> None:
+    records, output = _pytest(tmp_path, HIDDEN_FIELDS, {"test_hidden.py": HIDDEN_TESTS})
+
+    assert "3 passed" in output, output
+    assert {(r["equal"].partition("::")[2], r["what"]) for r in records} == {
+        ("test_made_dict", "calc.Everything"), ("test_slot", "calc.Everything")}, records
+
+
 def test_an_honest_suite_reports_the_gate_s_object_alone_and_an_any_held_out_of_sight(tmp_path: Path) -> None:
     """Honest values and the ANY a test writes are not reported; the gate's always-equal object is, through each
     kind of assertion, in each test (the tripwire's part, here in every test's call); the test's own ANY held in
