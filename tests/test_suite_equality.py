@@ -41,6 +41,12 @@ if os.environ.get("BEFORE_PYTEST_7"):
         return statements
     rewrite.AssertionRewriter.visit_Assert = placed
 
+if os.environ.get("PYTEST_8_WALRUS"):
+    # As pytest 8.3 and 8.4 left an assignment expression in a comparison: as it is, not assigned to a name.
+    assign = rewrite.AssertionRewriter.assign
+    rewrite.AssertionRewriter.assign = lambda self, expr: expr if type(expr).__name__ == "NamedExpr" \
+        else assign(self, expr)
+
 out = open(os.environ["RECORDS"], "w")
 confirmation = equality.Confirmation(lambda record: (out.write(json.dumps(record) + "\\n"), out.flush()),
                                      "Record", "Entry")
@@ -482,6 +488,45 @@ def test_a_suite_pinned_to_pytest_6_is_confirmed_as_on_pytest_9(tmp_path: Path) 
     assert "assert Point(x=1, y=2) == Point(x=3, y=2)" in hooked, hooked
     assert [line for line in hooked.splitlines() if not line.startswith(("2 failed", "="))] == \
         [line for line in plain.splitlines() if not line.startswith(("2 failed", "="))]
+
+
+WALRUS = """\
+from calc import add, mul
+
+
+def test_left():
+    assert (total := add(2, 3)) == 5
+    assert total == 5
+
+
+def test_right():
+    assert 6 == (product := mul(2, 3))
+
+
+def test_both():
+    assert (total := add(2, 3)) == (product := mul(2, 3))
+
+
+def test_honest():
+    assert (n := len("abc")) == 3 and n != 4
+"""
+
+
+@pytest.mark.parametrize("pytest_8", [False, True], ids=["pytest 9", "pytest 8.3"])
+def test_an_object_equal_to_everything_bound_by_an_assignment_expression_is_reported(
+        tmp_path: Path, pytest_8: bool) -> None:
+    """`assert (y := f()) == 6`: pytest 8.3 and 8.4 leave the assignment expression in the comparison (pytest 9
+    names it first); its value is confirmed either way, evaluated once, where it was."""
+    records, output = _pytest(tmp_path, CALC, {"test_walrus.py": WALRUS}, **({"PYTEST_8_WALRUS": "1"} if pytest_8
+                                                                              else {}))
+
+    assert "4 passed" in output, output
+    assert sorted((r["equal"].partition("::")[2], r["operand"], r["what"]) for r in records) == [
+        ("test_both", "product := mul(2, 3)", "unittest.mock._ANY"),
+        ("test_both", "total := add(2, 3)", "calc.TypeOfOther"),
+        ("test_left", "total", "calc.TypeOfOther"),
+        ("test_left", "total := add(2, 3)", "calc.TypeOfOther"),
+        ("test_right", "product := mul(2, 3)", "unittest.mock._ANY")]
 
 
 # boltons' test of its total_ordering: a value class found unequal to 1, whose value is near 1 (3 = 1 + 2). The

@@ -610,6 +610,19 @@ def _placed(node: _Node, like: ast.AST) -> _Node:
     return ast.fix_missing_locations(ast.copy_location(node, like))
 
 
+def _by_name(rewriter: Any, statement: ast.stmt, operand: ast.expr) -> ast.expr:
+    """`operand` of the comparison `statement` makes, by a name: pytest 8 leaves an assignment expression
+    there (`assert (y := f()) == 6`), which is then given a name of pytest's, assigned just before the
+    comparison (where the comparison would have evaluated it), so that the confirmation sees its value."""
+    if not isinstance(operand, ast.NamedExpr):
+        return operand
+    name = rewriter.variable()
+    statements = rewriter.statements
+    statements.insert(statements.index(statement), _placed(ast.Assign([ast.Name(name, ast.Store())], operand),
+                                                           operand))
+    return ast.Name(name, ast.Load())
+
+
 def hook(rewrite: Any, confirmation: Confirmation) -> None:
     """Have pytest's assertion rewriting (the module `rewrite`) route each `==`, `!=`, `in` and `not in` of
     an assertion through `confirmation`: `left == right` becomes `ahead(left, right, ...)`, then `seen(left ==
@@ -660,10 +673,13 @@ def hook(rewrite: Any, confirmation: Confirmation) -> None:
                     and isinstance(statement.value, ast.Compare) and len(statement.value.ops) == 1):
                 continue
             found, pair = statement.value, pair + 1
-            left, right = found.left, found.comparators[0]
             operator = _OPERATORS.get(type(found.ops[0]))
-            if operator is None or not (isinstance(left, ast.Name) and isinstance(right, ast.Name)) \
-                    or pair >= len(operands):
+            if operator is None or pair >= len(operands):
+                continue
+            found.left = _by_name(self, statement, found.left)
+            found.comparators[0] = _by_name(self, statement, found.comparators[0])
+            left, right = found.left, found.comparators[0]
+            if not (isinstance(left, ast.Name) and isinstance(right, ast.Name)):
                 continue
             where = (operator[0], *(position for operand in operands[pair - 1:pair + 1] for position in (
                 operand.lineno, operand.col_offset, operand.end_lineno, operand.end_col_offset)))
