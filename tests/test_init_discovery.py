@@ -124,6 +124,63 @@ def test_gate_init_names_the_suite_pytest_collects(tmp_path: Path, files: dict[s
     assert f"found tests: {', '.join(paths)} ({count} test file{'s' * (count != 1)}, {why}" in said
 
 
+TOX_SHAPES = [
+    pytest.param({"tox.ini": "[tox]\nenvlist = py\n[testenv]\ndeps = pytest\ncommands = pytest tests {posargs}\n",
+                  "tests/test_core.py": TEST, "examples/test_example.py": TEST, "examples/example.py": ""},
+                 ["tests"], ["tests"], "tox.ini [testenv]", id="examples the CI does not run (pyparsing)"),
+    pytest.param({"tox.ini": "[testenv]\ncommands =\n    {envpython} -m pytest -q -p no:randomly --cov src \\\n"
+                             "        {posargs:tests/unit tests/functional}\n",
+                  "src/lib.py": "", "tests/unit/test_a.py": TEST, "tests/functional/test_b.py": TEST,
+                  "tests/slow/test_c.py": TEST, "pyproject.toml": '[tool.pytest.ini_options]\ntestpaths = ["tests"]\n'},
+                 ["tests/unit", "tests/functional"], ["tests/unit", "tests/functional"], "tox.ini [testenv]",
+                 id="posargs' default, options with values, before testpaths"),
+    pytest.param({"tox.toml": 'env_list = ["py"]\n[env_run_base]\ncommands = [["pytest", {replace = "posargs", '
+                              'default = ["tests"]}]]\n', "tests/test_a.py": TEST, "docs/test_doc.py": TEST},
+                 ["tests"], ["tests"], "tox.toml [testenv]", id="tox.toml's posargs default"),
+    pytest.param({"pyproject.toml": '[tool.tox]\nlegacy_tox_ini = """\n[testenv:tests]\ncommands = python -m '
+                                    'pytest --doctest-modules mypkg tests\n"""\n',
+                  "mypkg/__init__.py": "", "mypkg/core.py": "", "mypkg/test_inside.py": TEST,
+                  "tests/test_a.py": TEST, "bench/test_bench.py": TEST},
+                 ["mypkg/test_inside.py", "tests"], ["mypkg", "tests"],
+                 "pyproject.toml [tool.tox] legacy_tox_ini [testenv:tests]",
+                 id="a package named beside the tests: its tests, not its code"),
+]
+
+
+@pytest.mark.parametrize(("files", "paths", "ran", "where"), TOX_SHAPES)
+def test_gate_init_names_the_suite_the_projects_tox_runs(tmp_path: Path, files: dict[str, str], paths: list[str],
+                                                         ran: list[str], where: str) -> None:
+    """The tox environment that runs the tests names the paths its CI collects (`ran`): the suite is what pytest
+    collects there, whatever pytest collects from the top."""
+    _tree(tmp_path, files)
+
+    policy, said = gate_init(tmp_path)
+
+    reference = pytest_collects(tmp_path, *ran)
+    assert reference != pytest_collects(tmp_path)
+    assert policy["tests"] == {"paths": paths}
+    assert pytest_collects(tmp_path, *paths) == reference
+    count = len(reference)
+    assert f"found tests: {', '.join(paths)} ({count} test file{'s' * (count != 1)}, the paths {where} passes " \
+           "pytest)" in said
+
+
+@pytest.mark.parametrize("command", ["pytest --pyargs mypkg", "pytest tests/test_a.py::test_a", "pytest missing",
+                                     "pytest .", "pytest --plugin-option tests", "python -m pytest"])
+def test_a_tox_command_whose_paths_are_not_plainly_paths_leaves_the_suite_as_pytest_finds_it(
+        tmp_path: Path, command: str) -> None:
+    """Arguments that are not plainly paths of the tree (module names, a test's id, a path that is not there,
+    an option of a plugin that may take a value) tell nothing sure: the suite is what pytest collects from the
+    top."""
+    _tree(tmp_path, {"tox.ini": f"[testenv]\ncommands = {command}\n", "mypkg/__init__.py": "",
+                     "tests/test_a.py": TEST, "examples/test_example.py": TEST})
+
+    suite = find_suite(_files(tmp_path), _read(tmp_path))
+
+    assert set(suite.files) == pytest_collects(tmp_path) == {"tests/test_a.py", "examples/test_example.py"}
+    assert suite.why.startswith("as pytest collects from the top")
+
+
 def test_a_repository_with_test_files_pytest_does_not_collect_gets_a_loud_warning(tmp_path: Path) -> None:
     """Modules that look like tests but that pytest does not collect as configured: the policy has no tests:,
     and init says so on stderr and in the policy's comment, never silently."""

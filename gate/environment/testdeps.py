@@ -58,6 +58,7 @@ class ToolEnv:
     requirements: tuple[str, ...] = ()  # requirements files (`-r`)
     packages: tuple[str, ...] = ()  # inline requirements
     groups: tuple[str, ...] = ()  # the project's dependency groups it installs (tox's `dependency_groups`)
+    pytest: tuple[str, ...] = ()  # the arguments its command that runs pytest passes pytest (tox's)
 
     @property
     def group(self) -> str:
@@ -158,9 +159,18 @@ def _native_tox(table: Any) -> dict[str, Any]:
             found[key] = "\n".join(str(item) for item in table[key])
     commands = table.get("commands")
     if isinstance(commands, list):
-        found["commands"] = "\n".join(" ".join(str(part) for part in c) if isinstance(c, list) else str(c)
+        found["commands"] = "\n".join(" ".join(map(_tox_part, c)) if isinstance(c, list) else str(c)
                                       for c in commands)
     return found
+
+
+def _tox_part(part: Any) -> str:
+    """A word of a tox.toml command: `{replace = "posargs", default = ["tests"]}` is its default with no
+    arguments given (shell-quoted words)."""
+    if isinstance(part, dict) and part.get("replace") == "posargs":
+        default = part.get("default")
+        return " ".join(shlex.quote(str(word)) for word in default) if isinstance(default, list) else ""
+    return str(part)
 
 
 def _tox_value(sections: dict[str, dict[str, Any]], env: str, key: str) -> str:
@@ -193,11 +203,32 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
                for e in re.split(r"[\s,]+", line) if e]
     groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
               for g in re.split(r"[\s,]+", line) if g]
-    for kind, value in _command_installs(_tox_lines(_tox_value(sections, env, "commands"), factors)):
+    commands = _tox_lines(_tox_commands(_tox_value(sections, env, "commands")), factors)
+    for kind, value in _command_installs(commands):
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
-                   tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)))
+                   tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)),
+                   next((_pytest_args(line) for line in commands if _PYTEST.search(line)), ()))
+
+
+def _tox_commands(text: str) -> str:
+    """An environment's `commands` as tox runs them with no arguments given: a line continued by a backslash
+    joined to the next, `{posargs:DEFAULT}` its default, `{envpython}` the environment's Python."""
+    text = re.sub(r"\\\n", " ", text)
+    text = re.sub(r"\{posargs(?::([^{}]*))?\}", lambda m: m.group(1) or "", text)
+    return re.sub(r"\{envpython\}", "python", re.sub(r"\{envbindir\}/", "", text))
+
+
+def _pytest_args(line: str) -> tuple[str, ...]:
+    """The arguments a command line passes pytest (`python -m pytest -q tests`: `-q`, `tests`)."""
+    try:
+        words = shlex.split(line)
+    except ValueError:
+        return ()
+    start = next((index for index, word in enumerate(words) if word.rpartition("/")[2] in ("pytest", "py.test")),
+                 None)
+    return () if start is None else tuple(words[start + 1:])
 
 
 def _command_installs(commands: list[str]) -> list[tuple[str, str]]:

@@ -7,6 +7,8 @@ with no arguments it collects its `testpaths` (globs), else the rootdir itself, 
 but those `norecursedirs` names, virtual environments and `__pycache__`, and collecting the files
 `python_files` names (`test_*.py`, `*_test.py`). `gate init` writes the suite it finds as the policy's
 `tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
+Where the project's tox environment that runs the tests passes pytest paths (`commands = pytest tests`), its
+CI collects those instead (pytest then reads no `testpaths`), and so does the suite found here.
 
 Nothing here runs the repository's code: a conftest's `collect_ignore` (code) is not read; `--ignore` and
 `--ignore-glob` in `addopts` are.
@@ -139,6 +141,11 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     names them) and whose texts `read` gives, and the test paths that hold it."""
     listing = sorted(set(files))
     config = pytest_config(read)
+    named = _tox_paths(read, listing)
+    if named is not None:  # (with arguments, pytest does not read `testpaths`)
+        collected = collect(listing, config, named[0])
+        if collected:
+            return Suite(config, collected, _holding(named[0], collected, listing, config), named[1])
     starts = _testpaths(config.testpaths, listing)
     collected = collect(listing, config, starts or [""])
     if starts:
@@ -147,6 +154,52 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
                                                   config.testpaths else config.where if not config.file
                                                   else f"testpaths in {config.where} match nothing")
     return Suite(config, collected, holders(collected, listing, config), how)
+
+
+# pytest's options (its own and its common plugins') that take the next argument as their value: `-k EXPR`,
+# `--cov SRC` are no paths to collect.
+_VALUED = frozenset({"-k", "-m", "-p", "-c", "-o", "-W", "-r", "-n", "--maxfail", "--tb", "--deselect", "--ignore",
+                     "--ignore-glob", "--rootdir", "--basetemp", "--confcutdir", "--override-ini", "--junitxml",
+                     "--junit-xml", "--junit-prefix", "--durations", "--durations-min", "--import-mode",
+                     "--log-level", "--log-file", "--log-cli-level", "--capture", "--color", "--dist",
+                     "--numprocesses", "--maxprocesses", "--cov", "--cov-report", "--cov-config",
+                     "--cov-fail-under", "--timeout", "--reruns", "--randomly-seed", "--doctest-glob",
+                     "--inifile", "--config-file", "--benchmark-storage"})
+# ... and those that take none (`-ra`, `-vv`: a short option with more letters holds its value or its repeats).
+_FLAGS = frozenset({"-q", "-v", "-x", "-s", "-l", "--quiet", "--verbose", "--exitfirst", "--showlocals",
+                    "--strict-markers", "--strict-config", "--strict", "--doctest-modules", "--runxfail",
+                    "--doctest-continue-on-failure", "--lf", "--last-failed", "--ff", "--failed-first", "--nf",
+                    "--new-first", "--sw", "--stepwise", "--no-header", "--no-summary", "--disable-warnings",
+                    "--disable-pytest-warnings", "--fulltrace", "--full-trace", "--setup-show", "--cache-clear",
+                    "--cov-append", "--cov-branch", "--no-cov", "--no-cov-on-fail", "--forked", "--benchmark-skip",
+                    "--benchmark-disable", "--benchmark-only", "--hypothesis-show-statistics", "--looponfail"})
+
+
+def _tox_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] | None:
+    """The paths the tox environment that runs the tests passes pytest (`commands = pytest tests`), and where
+    it says so: what the project's CI collects. None when it passes none, or any argument is not plainly a
+    path of the tree (`--pyargs NAME`, `tests/x.py::test`, a word after an option this does not know, which
+    may be its value)."""
+    from gate.environment.testdeps import tox_env
+
+    env = tox_env(read)
+    entries = set(listing) | {str(parent) for path in listing for parent in PurePosixPath(path).parents}
+    paths: list[str] = []
+    unknown = False  # the word before was an option that may take a value
+    words = iter(env.pytest if env is not None else ())
+    for word in words:
+        if word == "--pyargs" or "::" in word or word == "--":
+            return None
+        if word.startswith("-"):
+            if word in _VALUED:
+                next(words, None)
+            unknown = word not in _VALUED and word not in _FLAGS and "=" not in word and not (
+                len(word) > 2 and word[1] != "-")
+            continue
+        if unknown or _clean(word) not in entries or _clean(word) == ".":
+            return None
+        paths.append(_clean(word))
+    return (paths, f"the paths {env.where} passes pytest") if env is not None and paths else None
 
 
 def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str]) -> tuple[str, ...]:
@@ -215,6 +268,22 @@ def _glob(pattern: Sequence[str], parts: Sequence[str]) -> bool:
         return any(_glob(pattern[1:], parts[index:]) for index in range(len(parts) + 1))
     return bool(parts) and not (parts[0].startswith(".") and not pattern[0].startswith(".")) \
         and fnmatch.fnmatchcase(parts[0], pattern[0]) and _glob(pattern[1:], parts[1:])
+
+
+def _holding(paths: Sequence[str], collected: Sequence[str], listing: Sequence[str], config: PytestConfig
+             ) -> tuple[str, ...]:
+    """The test paths that hold what pytest collects from `paths`: each path as it is when it holds tests alone
+    (`tests/unit`), else the `holders` of the tests collected there (`src` with tests inside the package)."""
+    tests = set(collected)
+    found: list[str] = []
+    for path in paths:
+        inside = [p for p in listing if p == path or p.startswith(path + "/")]
+        if all(p in tests or PurePosixPath(p).name in _TEST_SUPPORT for p in inside if p.endswith(".py")):
+            found.append(path)
+        else:
+            found += holders([p for p in collected if p in inside], listing, config)
+    found = list(dict.fromkeys(found))
+    return tuple(p for p in found if not any(p != q and p.startswith(q + "/") for q in found))
 
 
 def holders(collected: Sequence[str], listing: Sequence[str], config: PytestConfig) -> tuple[str, ...]:
