@@ -166,12 +166,13 @@ def test_gate_init_names_the_suite_the_projects_tox_runs(tmp_path: Path, files: 
 
 
 @pytest.mark.parametrize("command", ["pytest --pyargs mypkg", "pytest tests/test_a.py::test_a", "pytest missing",
-                                     "pytest .", "pytest --plugin-option tests", "python -m pytest"])
+                                     "pytest .", "pytest --plugin-option tests", "python -m pytest",
+                                     "pytest tests\n    pytest examples"])
 def test_a_tox_command_whose_paths_are_not_plainly_paths_leaves_the_suite_as_pytest_finds_it(
         tmp_path: Path, command: str) -> None:
     """Arguments that are not plainly paths of the tree (module names, a test's id, a path that is not there,
-    an option of a plugin that may take a value) tell nothing sure: the suite is what pytest collects from the
-    top."""
+    an option of a plugin that may take a value), or pytest run more than once (natsort's tox: its doctest
+    files, then its suite), tell nothing sure: the suite is what pytest collects from the top."""
     _tree(tmp_path, {"tox.ini": f"[testenv]\ncommands = {command}\n", "mypkg/__init__.py": "",
                      "tests/test_a.py": TEST, "examples/test_example.py": TEST})
 

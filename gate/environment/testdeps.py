@@ -58,7 +58,7 @@ class ToolEnv:
     requirements: tuple[str, ...] = ()  # requirements files (`-r`)
     packages: tuple[str, ...] = ()  # inline requirements
     groups: tuple[str, ...] = ()  # the project's dependency groups it installs (tox's `dependency_groups`)
-    pytest: tuple[str, ...] = ()  # the arguments its command that runs pytest passes pytest (tox's)
+    pytest: tuple[str, ...] = ()  # the arguments its one command that runs pytest passes pytest (tox's)
 
     @property
     def group(self) -> str:
@@ -203,13 +203,17 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
                for e in re.split(r"[\s,]+", line) if e]
     groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
               for g in re.split(r"[\s,]+", line) if g]
-    commands = _tox_lines(_tox_commands(_tox_value(sections, env, "commands")), factors)
+    text = _tox_commands(_tox_value(sections, env, "commands"))
+    commands = _tox_lines(text, factors)
     for kind, value in _command_installs(commands):
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
+    # The arguments of its one pytest command (natsort's tox runs pytest three times: no one of them is its suite).
+    runs = [line for line in text.splitlines() if _PYTEST.search(line) and not line.strip().startswith("#")]
+    run = next((line for line in commands if _PYTEST.search(line)), None) if len(runs) == 1 else None
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
                    tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)),
-                   next((_pytest_args(line) for line in commands if _PYTEST.search(line)), ()))
+                   _pytest_args(run) if run is not None else ())
 
 
 def _tox_commands(text: str) -> str:
