@@ -168,6 +168,41 @@ def test_a_readonly_path_is_the_one_part_of_the_host_added(home_secret: Path, tm
         box.close()
 
 
+@needs_root
+def test_an_environments_programs_are_bound_for_its_runs_and_nothing_else_of_its_bin(tmp_path: Path) -> None:
+    """A program the environment's distributions installed beside their scripts (ruff's binary) is what a run
+    with the environment on its path finds by name; nothing else of the environment's bin is bound (its `#!`
+    scripts name its interpreter, which runs have not; a file no distribution installed)."""
+    import sys
+
+    venv = tmp_path / "venv"
+    site = venv / f"lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
+    (site / "acme_bin-1.0.dist-info").mkdir(parents=True)
+    (site / "acme_bin-1.0.dist-info/RECORD").write_text("../../../bin/acme-bin,,\n../../../bin/acme-script,,\n")
+    (venv / "bin").mkdir()
+    shutil.copy(shutil.which("echo") or "/bin/echo", venv / "bin/acme-bin")
+    (venv / "bin/acme-script").write_text(f"#!{venv}/bin/python\nprint('from the script')\n")
+    (venv / "bin/other").write_text("a neighbour")
+    for path in (tmp_path, *tmp_path.rglob("*")):
+        path.chmod(0o755 if path.is_dir() or path.name.startswith("acme") else 0o644)
+    box = open_sandbox(LIMITS, readonly=[site], sites=[site])
+    assert isinstance(box, LayeredSandbox)
+    code = """
+        import os, shutil, subprocess
+        done = subprocess.run(["acme-bin", "linted"], capture_output=True, text=True)
+        report([done.stdout.strip(), shutil.which("acme-script"), os.path.exists(sys.argv[1] + "/acme-script"),
+                os.path.exists(sys.argv[1] + "/other")])
+    """
+    try:
+        files = {"main.py": (REPORT + textwrap.dedent(code)).encode()}
+        result = box.run(RunRequest(script="main.py", args=(str(venv / "bin"),), files=files, limits=LIMITS,
+                                    python_path=(str(site),)))
+        assert result.exit_code == 0, result.stderr.decode(errors="replace")
+        assert (result.result or b"").decode() == "['linted', None, False, False]"
+    finally:
+        box.close()
+
+
 def test_a_readonly_path_must_exist() -> None:
     from gate.errors import BadInput
 

@@ -15,6 +15,7 @@ import dataclasses
 import os
 import pwd
 import shutil
+import sys
 import tempfile
 import textwrap
 from collections.abc import Iterator
@@ -23,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from gate.sandbox import detect, registry, tree
+from gate.sandbox import detect, registry, scripts, tree
 from gate.sandbox.base import Limits, RunRequest, RunResult
 from gate.sandbox.canaries import REPORT
 from gate.sandbox.runner import LayeredSandbox
@@ -42,6 +43,7 @@ acme-gui = acme_tool.cli:Gui.run [extra]
 [pytest11]
 acme = acme_tool.plugin
 """
+VENV_SITE = f"venv/lib/python{sys.version_info[0]}.{sys.version_info[1]}/site-packages"
 # The repository's environment (a site directory), the project's build (an absolute root that is not one) and
 # the tree: what each declares or plants.
 FILES = {
@@ -80,6 +82,12 @@ FILES = {
     "layer/sitecustomize.py": FORGE,
     "tree/evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: evil\nVersion: 1.0\n",
     "tree/evil-1.0.dist-info/entry_points.txt": "[console_scripts]\nevil = pkg.cli:main\n",
+    # A second site directory, a virtual environment's, whose distribution installed programs into its bin (as
+    # ruff's wheel does): a binary, a `#!` script naming the environment's interpreter, a link, an interpreter.
+    f"{VENV_SITE}/acme_bin-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: acme-bin\nVersion: 1.0\n",
+    f"{VENV_SITE}/acme_bin-1.0.dist-info/RECORD": "".join(f"../../../bin/{name},,\n" for name in (
+        "acme-bin", "acme-script", "acme-link", "python", "../escape")),
+    "venv/bin/acme-script": "#!/nowhere/bin/python\nprint('FORGED')\n",
 }
 
 
@@ -91,6 +99,10 @@ def place() -> Iterator[Path]:
         (folder / name).write_text(text)
     for path in (folder, *folder.rglob("*")):
         path.chmod(0o755 if path.is_dir() else 0o644)
+    shutil.copy(shutil.which("echo") or "/bin/echo", folder / "venv/bin/acme-bin")
+    (folder / "venv/bin/acme-link").symlink_to(folder / "venv/bin/acme-bin")
+    for name in ("acme-bin", "acme-script"):
+        (folder / "venv/bin" / name).chmod(0o755)
     yield folder
     shutil.rmtree(folder)
 
@@ -100,8 +112,10 @@ def box(request: pytest.FixtureRequest, place: Path) -> Iterator[LayeredSandbox]
     """Every layer here on each backend, and the zygote without a mount namespace; the environment and the layer
     bound read-only, the environment a site directory, as the gate opens its sandbox."""
     full = detect.layers(prefer_zygote=request.param != "fresh-interpreter")
-    layers = dataclasses.replace(full, root=detect.within_none([*full.root, str(place / "env"), str(place / "layer")]),
-                                 sites=(str(place / "env"),))
+    sites = (str(place / "env"), str(place / VENV_SITE))
+    # (with the environment's programs, as open_sandbox binds them)
+    root = [*full.root, str(place / "layer"), *sites, *scripts.programs(sites).values()]
+    layers = dataclasses.replace(full, root=detect.within_none(root), sites=sites)
     if request.param == "no mountns":
         layers = dataclasses.replace(layers, on=tuple(name for name in full.on if name != "mountns"), root=(),
                                      hide=(), overlay=False)
@@ -117,7 +131,7 @@ def run(box: LayeredSandbox, place: Path, code: str) -> tuple[RunResult, dict[st
     """Run `code` in the tree with the layer and the environment on its path, as a suite's run has them."""
     files = {"main.py": (REPORT + textwrap.dedent(code)).encode()}
     result = box.run(RunRequest(script="main.py", files=files, tree=place / "tree", limits=LIMITS,
-                                python_path=(str(place / "layer"), str(place / "env"))))
+                                python_path=(str(place / "layer"), str(place / "env"), str(place / VENV_SITE))))
     assert result.exit_code == 0, result.stderr.decode()
     # Nothing the head planted ran, in the run or in a child whose stderr is the run's (multiprocessing's).
     assert b"FORGED" not in result.stderr, result.stderr.decode()
@@ -178,7 +192,8 @@ def test_console_scripts_of_the_environment_and_the_build_run_by_name_and_beside
         bin = os.path.dirname(sys.executable)
         for name, argv in [("acme-tool", ["acme-tool", "a"]), ("beside", [os.path.join(bin, "acme-tool"), "b"]),
                            ("proj", ["proj", "c"]), ("gui", ["acme-gui"]),
-                           ("bare env", [os.path.join(bin, "acme-tool")])]:
+                           ("bare env", [os.path.join(bin, "acme-tool")]),
+                           ("program", ["acme-bin", "from", "the", "environment"])]:
             done = subprocess.run(argv, capture_output=True, text=True, env={} if name == "bare env" else None)
             said[name] = (done.returncode, done.stdout.strip(), done.stderr.strip()[-300:])
         report(repr({**said, "bin": sorted(os.listdir(bin)), "python": shutil.which("python"),
@@ -191,8 +206,11 @@ def test_console_scripts_of_the_environment_and_the_build_run_by_name_and_beside
     assert found["bare env"][0] == 3  # started by its path's interpreter whatever the test's environment
     assert found["proj"] == (4, "proj ['c']", "")
     assert found["gui"] == (0, "gui", "")
-    # Only well-formed names of the environment's and the layer's; the interpreter's names stay the interpreter's.
-    assert found["bin"] == ["acme-gui", "acme-tool", "proj", "python", "python3", "python3.11"]
+    assert found["program"] == (0, "from the environment", "")
+    # Only well-formed names of the environment's and the layer's, and the environment's programs (neither a `#!`
+    # script, which names an interpreter the run has not, nor a link, nor a path outside its bin); the
+    # interpreter's names stay the interpreter's.
+    assert found["bin"] == ["acme-bin", "acme-gui", "acme-tool", "proj", "python", "python3", "python3.11"]
     assert found["python"] == executable and found["evil"] is None
 
 
@@ -210,7 +228,7 @@ def test_the_environments_pth_files_are_processed_in_the_run_and_the_interpreter
     env, layer = str(place / "env"), str(place / "layer")
     own = found["own"]
     # The layer before the environment, whose .pth folder comes right after it, as site adds it.
-    assert own[own.index(layer) + 1:] == [env, f"{env}/acme_src"]
+    assert own[own.index(layer) + 1:] == [env, f"{env}/acme_src", str(place / VENV_SITE)]
     assert found["hook"] == f"{env}/acme_hook.py" and found["hooks"] == "env;" and found["ns"] == "acme_ns.tool"
     path, hook, hooks = ast.literal_eval(found["child"])
     # The child inherits the run's ACME_HOOKS and runs the environment's line once more itself.
@@ -252,7 +270,7 @@ def test_a_pool_started_from_the_gates_harness_runs_as_under_python_m_pytest(box
     harness = {"_gate_probe.py": main.encode(), "_gate_tree.py": Path(tree.__file__).read_bytes()}
     result = box.run(RunRequest(script="_gate_probe.py", harness=harness, tree=place / "tree",
                                 limits=Limits(wall_s=20.0, cpu_s=20.0),
-                                python_path=(str(place / "layer"), str(place / "env"))))
+                                python_path=(str(place / "layer"), str(place / "env"), str(place / VENV_SITE))))
     assert (result.exit_code, result.timed_out, b"FORGED" in result.stderr) == (0, False, False), result.stderr
     assert ast.literal_eval((result.result or b"").decode()) == {"pool": ["extra, from the environment"]}
 

@@ -98,7 +98,7 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     import os
 
     from gate.errors import BadInput, GateFailure, MissingLayers
-    from gate.sandbox import detect, registry, runner
+    from gate.sandbox import detect, registry, runner, scripts
     from gate.sandbox.base import LAYERS
 
     unknown = [name for name in require if name not in LAYERS]
@@ -107,7 +107,9 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
                        key="require")
     if limits.wall_s <= 0 or limits.output_bytes <= 0:
         raise BadInput("sandbox limits must be positive", key="limits")
+    # (with the programs the environment installed beside its scripts, which a run's bin links to)
     extra = [os.fspath(path) for path in readonly]
+    extra += scripts.programs([os.fspath(path) for path in sites]).values()
     wrong = [path for path in extra if not os.path.isabs(path) or not os.path.exists(path)]
     if wrong:
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",

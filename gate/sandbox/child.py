@@ -63,6 +63,7 @@ if TYPE_CHECKING:
         python_path: list[str]
         sites: list[str]  # those of `python_path` read as site directories (gate/sandbox/startup.py)
         scripts: dict[str, str]  # the run's console scripts: name -> "module:attribute" (interpreter.py)
+        programs: dict[str, str]  # the environment's programs beside them: name -> host path (scripts.py)
         preload: list[str]
         take_framework: bool  # the run takes the sandbox's framework that its zygote imported (SharedConfig)
 

@@ -5,9 +5,10 @@ virtual environment's `bin`, the console scripts of the environment and of the p
 
 It is a virtual environment of the gate's (HOME: `pyvenv.cfg`, a `bin` folder, a site-packages folder, and
 CODE, the source of gate/sandbox/startup.py). Its `bin` holds `python`, `python3`, `python3.N` (links to the
-sandbox's interpreter) and a script for each console script (and GUI script) entry point of the distributions on
+sandbox's interpreter), a script for each console script (and GUI script) entry point of the distributions on
 the run's absolute import roots (the environment's, the build's layer, the gate's pytest:
-gate/sandbox/scripts.py), written as pip writes one, started by that `python`: a test that runs `jsonschema` or
+gate/sandbox/scripts.py), written as pip writes one, started by that `python`, and a link to each program the
+environment installed beside them (ruff's binary): a test that runs `jsonschema` or
 the project's own command by name, or by its path beside `sys.executable`, runs it as in CI. The tree's own files
 never make a script (a head can plant no command the gate or its harness runs; only the tests run them). Its
 site-packages holds the gate's `.pth` file, STARTUP, holding the run's data, which runs CODE by its absolute
@@ -102,9 +103,10 @@ def make_home(home: str, linked: bool) -> None:
 
 
 def fill(home: str, python_path: Sequence[str], sites: Sequence[str], scripts: Mapping[str, str], workdir: str,
-         into: tuple[str, str] | None = None) -> None:
-    """Write a run's part of HOME at `home`: in its bin, the interpreter's names and a script for each of
-    `scripts` (name -> "module:attribute", checked by gate/sandbox/scripts.py); in its site-packages, the
+         into: tuple[str, str] | None = None, programs: Mapping[str, str] | None = None) -> None:
+    """Write a run's part of HOME at `home`: in its bin, the interpreter's names, a script for each of
+    `scripts` (name -> "module:attribute", checked by gate/sandbox/scripts.py) and a link to each of `programs`
+    (name -> a host path the run sees: the environment's, gate/sandbox/scripts.py); in its site-packages, the
     start-up of a run in `workdir` with `python_path` (RunRequest.python_path), whose `sites` are read as
     site directories. `into`: the (bin, site-packages) folders to make and fill, those HOME links to (RUN_BIN,
     RUN_SITE), else HOME's own."""
@@ -120,6 +122,9 @@ def fill(home: str, python_path: Sequence[str], sites: Sequence[str], scripts: M
         module, _, attribute = entry.partition(":")
         _write(f"{bin_folder}/{name}", _SCRIPT.format(python=python, module=module,
                                                        name=attribute.partition(".")[0], call=attribute), 0o755)
+    for name, path in (programs or {}).items():
+        if name not in scripts:
+            os.symlink(path, f"{bin_folder}/{name}")
     head, roots = parts(workdir, python_path)
     data = [head, library(), roots, [root for root in roots if root in sites], site_packages(home)]
     code = f"{home}/{CODE}"

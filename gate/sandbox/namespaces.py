@@ -429,7 +429,8 @@ def _enter_root(config: ChildConfig, run: Run) -> None:
     if not mountns:
         interpreter.make_home(home, linked=False)
     interpreter.fill(home, config["python_path"], config["sites"], config["scripts"], run.workdir,
-                     into=(interpreter.RUN_BIN, interpreter.RUN_SITE) if mountns else None)
+                     into=(interpreter.RUN_BIN, interpreter.RUN_SITE) if mountns else None,
+                     programs=config["programs"])
 
 
 NETNS = Layer("netns", lambda found: switch(found.probe["netns"], "on (no interface up; a suite's run: its own "

@@ -284,6 +284,8 @@ class LayeredSandbox:
             "python_path": list(request.python_path),
             "sites": [path for path in request.python_path if path in self.layers.sites],
             "scripts": scripts.of(request.python_path) if request.script is not None else {},
+            "programs": scripts.programs([path for path in request.python_path if path in self.layers.sites])
+            if request.script is not None else {},
             "preload": list(request.preload),
             "take_framework": request.framework,
         }

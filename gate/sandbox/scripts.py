@@ -2,6 +2,12 @@
 distributions on its absolute import roots declare (the repository's environment, the build's layer of the
 base's or the head's project, the gate's pytest), as pip would have written them into a virtual environment.
 
+The programs a distribution of the repository's environment installs beside its entry points (a wheel's
+`.data/scripts`: ruff's binary, which `ruff` the module runs from the folder above its package) are linked
+there too (`programs`): those its RECORD lists in the environment's scripts folder that are executables of
+their own (no `#!` script: that names the environment's interpreter, which the run does not have), never a
+layer's (a head's build) or the tree's.
+
 Read from each distribution's `entry_points.txt` (`console_scripts` and `gui_scripts`), never from the tree (a
 relative root): the tree's files make no command. A name is kept when it is a plain file name that is not one
 of the interpreter's (`python`, `python3`, `python3.N`) and its object a dotted module and attribute, as pip's
@@ -15,6 +21,7 @@ from __future__ import annotations
 import functools
 import os
 import re
+import stat
 import sys
 import threading
 from collections.abc import Mapping, Sequence
@@ -62,6 +69,66 @@ def _in(root: str, stamp: tuple[int, int] | None) -> Mapping[str, str]:
             if group in _GROUPS and matched and _NAME.fullmatch(name) and name not in _INTERPRETER:
                 found.setdefault(name, f"{matched[1]}:{matched[2]}")
     return found
+
+
+def programs(sites: Sequence[str]) -> dict[str, str]:
+    """The programs the distributions of the site directories `sites` (the repository's environment) installed
+    into its scripts folder that are no entry point (module docstring): name -> their host path."""
+    found: dict[str, str] = {}
+    with _READING:
+        for site in sites:
+            for name, path in _programs_in(site, _stamp(site)).items():
+                found.setdefault(name, path)
+    return found
+
+
+# Where a venv's site-packages (`lib/pythonX.Y/site-packages`) keeps its scripts, as RECORD names them.
+_SCRIPTS = "../../../bin/"
+
+
+@functools.lru_cache(maxsize=16)
+def _programs_in(site: str, stamp: tuple[int, int] | None) -> Mapping[str, str]:
+    if stamp is None:
+        return {}
+    entries = set(_in(site, stamp))
+    found: dict[str, str] = {}
+    for record in sorted(_records(site)):
+        for line in record.splitlines():
+            name = line.partition(",")[0]
+            if not name.startswith(_SCRIPTS) or not _NAME.fullmatch(name[len(_SCRIPTS):]):
+                continue
+            name = name[len(_SCRIPTS):]
+            path = os.path.normpath(os.path.join(site, _SCRIPTS, name))
+            if name not in entries and name not in _INTERPRETER and name not in found and _program(path):
+                found[name] = path
+    return found
+
+
+def _records(site: str) -> list[str]:
+    """The RECORD of each distribution (`.dist-info`) in `site`."""
+    texts = []
+    try:
+        folders = [entry.path for entry in os.scandir(site) if entry.name.endswith(".dist-info")]
+    except OSError:
+        return []
+    for folder in folders:
+        try:
+            with open(os.path.join(folder, "RECORD"), encoding="utf-8") as record:
+                texts.append(record.read())
+        except (OSError, UnicodeDecodeError):
+            continue
+    return texts
+
+
+def _program(path: str) -> bool:
+    """Whether `path` is an executable regular file (not a link) that is no `#!` script."""
+    try:
+        info = os.lstat(path)
+        with open(path, "rb") as file:
+            start = file.read(2)
+    except OSError:
+        return False
+    return stat.S_ISREG(info.st_mode) and bool(info.st_mode & 0o111) and start != b"#!"
 
 
 def _declared(root: str) -> list[tuple[str, str]]:

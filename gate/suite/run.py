@@ -40,8 +40,10 @@ from gate.verdict import listing
 # What a run of the suite may write on its channel and outputs (its records, a failure's report each).
 _OUTPUT_BYTES = 16 * 1024 * 1024
 # Variables pytest reads: no plugin loads unless the gate or the base's configuration names it; coverage's data
-# (pytest-cov) goes to /tmp, the tree being read-only.
-SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage"}
+# (pytest-cov) and the caches of the linters a suite runs as tests (pytest-ruff, pytest-mypy) go to /tmp, the tree
+# being read-only.
+SUITE_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1", "PYTHONDONTWRITEBYTECODE": "1", "COVERAGE_FILE": "/tmp/.coverage",
+             "RUFF_CACHE_DIR": "/tmp/.ruff_cache", "MYPY_CACHE_DIR": "/tmp/.mypy_cache"}
 # The program each run starts.
 _HARNESS = "gate.suite.harness"
 # The modules it imports by those names: the tree's import path, the confirmation of its assertions' equality,
