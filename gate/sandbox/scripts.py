@@ -88,8 +88,10 @@ _SCRIPTS = "../../../bin/"
 
 @functools.lru_cache(maxsize=16)
 def _programs_in(site: str, stamp: tuple[int, int] | None) -> Mapping[str, str]:
-    if stamp is None:
-        return {}
+    parts = site.rstrip(os.sep).split(os.sep)
+    if stamp is None or parts[-3:-2] != ["lib"] or not re.fullmatch(r"python3\.\d+", parts[-2]) \
+            or parts[-1] != "site-packages":
+        return {}  # (not a virtual environment's: no scripts folder of its own above it)
     entries = set(_in(site, stamp))
     found: dict[str, str] = {}
     for record in sorted(_records(site)):
