@@ -331,6 +331,47 @@ def test_an_honest_suite_that_patches_as_tests_do_reads_no_tamper(tmp_path: Path
     assert set(suite_statuses(verdict).values()) == {"passed"} and len(suite_statuses(verdict)) == 4 + 6
 
 
+# An honest suite whose tests patch for good, as wrapt's monkey patching tests do: a test rebinds a name of its
+# module and replaces the code of a helper module's function, and leaves them so for the tests after it (in its
+# file and in another). The base's own tests do the same: the base runs them before the test the change was
+# seen before, as the head's run did, and shows it too.
+HELPERS = "def double(value):\n    return value * 2\n"
+FOR_GOOD = '''\
+import sys
+
+import helpers
+
+
+def target():
+    return 1
+
+
+def test_a_patches_for_good():
+    module = sys.modules[__name__]
+    original = module.target
+    module.target = lambda: original()
+    helpers.double.__code__ = (lambda value: value + value).__code__
+    assert target() == 1
+
+
+def test_b_after_it():
+    assert target() == 1 and helpers.double(2) == 4
+'''
+AFTER_IN_ANOTHER_FILE = "import helpers\n\n\ndef test_c_in_another_file():\n    assert helpers.double(3) == 6\n"
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_an_honest_suite_whose_tests_patch_for_good_reads_no_tamper(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/helpers.py": HELPERS, "tests/test_for_good.py": FOR_GOOD,
+                                                        "tests/test_for_good_too.py": AFTER_IN_ANOTHER_FILE})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
+    assert set(suite_statuses(verdict).values()) == {"passed"} and len(suite_statuses(verdict)) == 4 + 3
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_tripwires_before_a_test_whose_module_fixture_swaps_a_name_read_no_change(tmp_path: Path) -> None:
     # Two tripwires run test_in_a_swapped_module once more before its own run: after the first, its module's

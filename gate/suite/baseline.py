@@ -43,6 +43,7 @@ from gate.suite.run import (
     collect,
     confirm,
     control,
+    file_prefixes,
     gist,
     harness_digest,
     run_suite,
@@ -156,7 +157,7 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     base = scored.base
     return Outcomes(None if base is None else base.statuses, outcomes.tests, added.tests,
                     (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite, (
-                        *outcomes.suspects, *_tripwires(added.suspects)), base, progress)),
+                        *outcomes.suspects, *_tripwires(added.suspects)), base, progress, outcomes)),
                     tuple(scored.said), {} if base is None else base.details)
 
 
@@ -227,7 +228,7 @@ def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str
              progress: Progress) -> SuiteResult:
     """Run `wanted` on the base, each with the tests before it in its file (what a test may need to have run
     first), and add what that teaches to `known` and to the cache."""
-    result = run_suite(sandbox, base, order.file_prefixes(known.collected, wanted), deadline, progress)
+    result = run_suite(sandbox, base, file_prefixes(known.collected, wanted), deadline, progress)
     if result.tampered:  # (never from an honest run: the harness writes every record in turn)
         raise _Refusal("its records do not add up: " + listing(list(result.tampered), "; ", shown=2))
     known.unstable |= {function for asked in result.renamed if (function := function_of(asked))}
@@ -321,11 +322,15 @@ def _tripwires(suspects: tuple[Suspect, ...]) -> tuple[Suspect, ...]:
 
 
 def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
-               suspects: tuple[Suspect, ...], known: Baseline | None, progress: Progress) -> list[str]:
+               suspects: tuple[Suspect, ...], known: Baseline | None, progress: Progress, head: SuiteResult
+               ) -> list[str]:
     """The evidence among the head's tripwires that read the wrong outcome: each that the base's own suite runs
     right. Without the base's tree (`baseline: none`) nothing can tell the suite's way from tampering: each is
     evidence. An object equal to everything in a test whose control the baseline `known` keeps is judged by
-    what that control showed; the rest by a control run, whose passing tests' findings are kept."""
+    what that control showed; the rest by a control run, whose passing tests' findings are kept. A test
+    before which something it depends on was seen changed runs there after the tests that ran before it in
+    the head's run (`head`), else its file's: a test of the suite that patches a name or a helper for good
+    (wrapt's monkey patching tests) does it on the base too."""
     if not suspects:
         return []
     if suite.base_tree is None:
@@ -335,8 +340,12 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
     rest = [suspect for suspect in suspects if suspect not in cached]
     evidence = set(confirmed(cached, _kept_control(cached, kept)))
     if rest:
+        collected = known.collected if known is not None else []
+        prior = {nodeid for suspect in rest if suspect.replaced is not None for nodeid in (
+            head.before(suspect.host) or file_prefixes(collected, [suspect.host]))}
         records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
-                                             "the base's tests"), rest, progress)
+                                             "the base's tests"), rest, progress,
+                          [nodeid for nodeid in collected if nodeid in prior])
         evidence.update(confirmed(rest, records))
         # Kept: what a test that passed showed with no tripwire pinned to it (a later control may pin none).
         pinned = {suspect.trip.host for suspect in rest if suspect.trip is not None}

@@ -22,7 +22,7 @@ from gate.errors import GateFailure
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.sandbox.stage import EXPORT_PREFIX
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, gist, run_suite, why
+from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, file_prefixes, gist, run_suite, why
 from gate.verdict import listing
 
 PASSED = "passed"
@@ -121,17 +121,6 @@ def _failure(status: str, report: str) -> tuple[str, str]:
     said = ([line for line in lines if line.startswith("E ")] or lines or [""])[-1].removeprefix("E").strip()
     skip = re.search(r"Skipped: (.*)$", said)
     return status, _VARYING.sub("", skip.group(1) if skip else said)
-
-
-def file_prefixes(collected: Sequence[str], wanted: Sequence[str]) -> list[str]:
-    """The tests of `collected` (pytest's order) from the start of each file of `wanted` to the last of
-    `wanted` in it, in that order: each test of `wanted` with what its file runs before it."""
-    wants = set(wanted)
-    last: dict[str, int] = {}
-    for index, nodeid in enumerate(collected):
-        if nodeid in wants:
-            last[nodeid.split("::")[0]] = index
-    return [nodeid for index, nodeid in enumerate(collected) if index <= last.get(nodeid.split("::")[0], -1)]
 
 
 def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,

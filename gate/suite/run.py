@@ -351,20 +351,33 @@ def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mappi
     return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
 
-def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progress: Progress = QUIET
-            ) -> RunRecords:
-    """The base's own suite (`base`) on the suspects' tests alone, each tripwire pinned to its host: what tells
-    tampering from the suite's way (gate/suite/tripwire.py's `confirmed`)."""
+def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progress: Progress = QUIET,
+            before: Sequence[str] = ()) -> RunRecords:
+    """The base's own suite (`base`) on the suspects' tests, each tripwire pinned to its host, after the tests
+    `before` (pytest's order): what tells tampering from the suite's way (gate/suite/tripwire.py's
+    `confirmed`)."""
     hosts = list(dict.fromkeys(suspect.host for suspect in suspects))
+    select = [*before, *(nodeid for nodeid in hosts if nodeid not in before)]
     trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects if suspect.trip is not None))
-    seconds = _CONTROL_S + base.test_timeout * (len(hosts) + len(trips))
+    seconds = _CONTROL_S + base.test_timeout * (len(select) + len(trips))
     what = f"{base.what}, the control run"
-    count = progress.count(what, len(hosts))
+    count = progress.count(what, len(select))
     try:
-        _, records = _run_once(sandbox, base, _files(hosts), hosts, seconds, trips, count)
+        _, records = _run_once(sandbox, base, _files(select), select, seconds, trips, count)
     finally:
         count.close()
-    return tripwire.read(records, trips, hosts, what)
+    return tripwire.read(records, trips, select, what)
+
+
+def file_prefixes(collected: Sequence[str], wanted: Sequence[str]) -> list[str]:
+    """The tests of `collected` (pytest's order) from the start of each file of `wanted` to the last of
+    `wanted` in it, in that order: each test of `wanted` with what its file runs before it."""
+    wants = set(wanted)
+    last: dict[str, int] = {}
+    for index, nodeid in enumerate(collected):
+        if nodeid in wants:
+            last[nodeid.split("::")[0]] = index
+    return [nodeid for index, nodeid in enumerate(collected) if index <= last.get(nodeid.split("::")[0], -1)]
 
 
 def _run_once(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, seconds: float,
