@@ -478,3 +478,60 @@ def test_a_file_cut_between_the_heads_shares_charges_as_the_whole_suite_does(tmp
     # the base's order before they could cost: the verdict says so.
     [said] = [note.message for note in verdict.notes if "order-dependent" in note.message]
     assert said.startswith("4 tests are order-dependent") and "tests/test_big.py::test_202" in said
+
+
+# A head that breaks add from its third call in a process on: in the head's run (one worker) test_calc's test_add
+# calls it first, then test_counts' two tests, so test_second fails there; in the base's order (its file's tests
+# before it) add is called twice and it passes; the base passes it after the head's same tests. It fails again
+# when the head runs it once more in its own order: the head's code made it fail in that order, and it costs.
+COUNTS = "from calc import add\n\n\ndef test_first():\n    assert add(1, 1) == 2\n\n\ndef test_second():\n" \
+         "    assert add(2, 2) == 4\n"
+THIRD_CALL = "_CALLS = []\n\n\n" + CALC.replace("def add(a, b):\n    return a + b", "def add(a, b):\n"
+                                                "    _CALLS.append(a)\n    return a + b if len(_CALLS) < 3 else a - b")
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_the_head_fails_again_in_its_own_order_costs_points_tests(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n",
+                        extra_files={"tests/test_counts.py": COUNTS, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: count", {"calc.py": THIRD_CALL})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {"tests/test_counts.py::test_second": "failed"}
+    assert [p.check for p in verdict.penalties] == ["tests"]
+    [said] = [note.message for note in verdict.notes if "in the order its run gave them" in note.message]
+    assert said.startswith("1 tests fail on the head in the order its run gave them") and "test_second" in said
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondeterministic(tmp_path: Path) -> None:
+    """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's
+    outcome) and passes when run again in the base's order and in its own: it costs `points.nondeterminism`,
+    once, not `points.tests`, and the verdict says why."""
+    from dataclasses import replace
+
+    from gate.checks.tests import Changed, _score
+    from gate.policy.model import Policy
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, run_suite
+
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_counts.py": COUNTS, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    second = "tests/test_counts.py::test_second"
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        first = run_suite(sandbox, head_run, None, deadline)
+        slow = replace(first.tests[second], status="failed", detail="E   AssertionError: took 3.2 s, the limit is 1 s")
+        found = replace(first, tests={**first.tests, second: slow})
+        known = Baseline(list(first.tests), dict.fromkeys(first.tests, "passed"))
+        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+
+    outcome = checked.head.tests[second]
+    assert outcome.flaky and outcome.status == "failed" and not checked.head.tampered
+    assert [test for test, kept in checked.head.tests.items() if kept.flaky] == [second]
+    [said] = checked.said
+    assert said.startswith("1 tests are nondeterministic on the head") and second in said
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    assert [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
+    assert penalties[0].message.startswith(f"{second} did not pass on the head, then passed each time it ran again")

@@ -18,7 +18,8 @@ NONDETERMINISM = Charge(
     "nondeterminism", 2,
     "a case gave different results on a rerun (once)",
     per="once",
-    catches="the same case gave different results on a rerun with another `PYTHONHASHSEED`")
+    catches="the same case gave different results on a rerun with another `PYTHONHASHSEED`; a test of the "
+            "repository's suite did not pass on the head and passed each time it ran again")
 
 
 class Nondeterminism(Check):

@@ -2,7 +2,8 @@
 
 Each test is a case of kind `pytest` named by its node id; the suite runs in gate/suite/ (`baseline.py`). With
 `tests.baseline: base` (the default), each test that passed on the base and fails, errors or is skipped on the
-head costs `points.tests` (`points.timeout` when it ran out of time); with `none` every test that fails costs.
+head costs `points.tests` (`points.timeout` when it ran out of time; `points.nondeterminism`, once, when it passed
+each time it ran again: gate/suite/order.py); with `none` every test that fails costs.
 Tests the head adds cost points when they fail; they never make up for a base test.
 """
 
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
+from gate.checks.nondeterminism import NONDETERMINISM
 from gate.checks.smoke import TIMEOUT
 from gate.errors import GateFailure
 from gate.policy.keys import Charge
@@ -143,6 +145,7 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
 
     cases: list[CaseReport] = []
     penalties: list[Penalty] = []
+    flaky: list[tuple[int, str, TestOutcome]] = []
     rows = [(nodeid, outcome, base.get(nodeid) if base is not None else None, False)
             for nodeid, outcome in sorted(outcomes.items())]
     rows += [(nodeid, outcome, None, True) for nodeid, outcome in sorted(added.items())]
@@ -156,7 +159,9 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
             status = "failed"
         cases.append(CaseReport(index, nodeid, KIND, False, status, _detail(outcome, before, charged, new),
                                 round(outcome.seconds, 4)))
-        if charged:
+        if charged and outcome.flaky:
+            flaky.append((index, nodeid, outcome))
+        elif charged:
             charge = TIMEOUT if outcome.status == "timeout" else TESTS
             check, points = charge.name, policy.points[charge]
             where = [Location(nodeid.split("::")[0], outcome.line)] if "::" in nodeid else []
@@ -169,6 +174,13 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
                 message += f"; reached {listing([str(loc) for loc in reached], ', ', _REACHED)}, changed by " \
                            f"{changed.name}"
             penalties.append(Penalty(check, points, message, tuple(where + reached), case=index))
+    if flaky:  # (once, as for the cases: gate/checks/nondeterminism.py)
+        index, nodeid, outcome = flaky[0]
+        where = [Location(nodeid.split("::")[0], outcome.line)] if "::" in nodeid else []
+        penalties.append(Penalty(NONDETERMINISM.name, policy.points[NONDETERMINISM], (
+            f"{listing([test for _, test, _ in flaky], ', ', 3)} did not pass on the head, then passed each time "
+            "it ran again (in the base's order, and after the same tests as in its run); the base passes it: "
+            "nondeterministic") + gist(outcome.detail), tuple(where), case=index))
     return cases, penalties
 
 

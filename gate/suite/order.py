@@ -6,9 +6,12 @@ what ran before it in its process (a file's tearDown that sets the asyncio event
 module fills as it is imported), and the head's run gave it other tests before it than the base's. So before a
 test that passes on the base costs the head, it runs again on the head in the base's order (its file's tests
 before it, as the base ran it). If it passes there, it failed only after the tests before it in the head's run,
-and the base runs it after those same tests, in one process: if the base passes it there too, the head's code
-made it fail in that order, and it is charged; if the base fails it there too, it fails in that order whatever
-the change, and it costs nothing. Either way the verdict says what happened.
+and the base runs it after those same tests, in one process: if the base passes it there too, the head runs it
+once more after those same tests. If it fails there, the head's code made it fail in that order, and it is
+charged; if it passes, it failed once and passed each time it ran again: it is nondeterministic (a timing test
+on a loaded machine; pytest-ignore-flaky's `flaky` mark), which costs `points.nondeterminism` once rather than
+`points.tests` (gate/checks/tests.py). If the base fails it there too, it fails in that order whatever the
+change, and it costs nothing. Either way the verdict says what happened.
 """
 
 from __future__ import annotations
@@ -23,9 +26,11 @@ from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.sandbox.stage import EXPORT_PREFIX
 from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, file_prefixes, gist, run_suite, why
+from gate.suite.tripwire import Suspect
 from gate.verdict import listing
 
 PASSED = "passed"
+_NONE = TestOutcome("", "not run")
 
 
 class Known(Protocol):
@@ -68,9 +73,20 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     if not (alone or unlike):
         return Checked(known.statuses, found, [])
     there = _in_heads_order(sandbox, base, found, [*alone, *unlike], deadline, progress)
+    # (not a test the head collects under other parameters: a run then gives it that test's outcome)
+    both = [nodeid for nodeid in alone if (there.get(nodeid) or _NONE).status == PASSED and nodeid not in found.renamed]
+    here: dict[str, TestOutcome] = {}
+    if both:  # the head once more in its own order: does it fail there again?
+        once = _in_order(sandbox, replace(head, what=f"{head.what} again, in their own order"), found, both,
+                         deadline, progress)
+        found = replace(found, tampered=once.tampered, suspects=(*found.suspects, *once.suspects))
+        if once.tampered:
+            return Checked(known.statuses, found, [])
+        here = {nodeid: outcome for nodeid, outcome in once.tests.items() if nodeid not in once.renamed}
     statuses, tests = dict(known.statuses), dict(found.tests)
     kept: list[str] = []
     spared: list[str] = []
+    flaky: list[str] = []
     for nodeid in [*alone, *unlike]:
         outcome = there.get(nodeid)
         passes = outcome is not None and outcome.status == PASSED
@@ -81,10 +97,15 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
             alone_there = gist(known.details.get(nodeid, "")).removeprefix(": ")
             tests[nodeid] = _told(tests[nodeid], f"it fails on the base without the tests before it in the head's "
                                                  f"run ({alone_there}) and passes {after}")
+        elif nodeid in alone and passes and (here.get(nodeid) or _NONE).status == PASSED:
+            flaky.append(nodeid)
+            tests[nodeid] = replace(_told(tests[nodeid], f"nondeterministic: it did not pass {after}, then passed "
+                                                         "when run again in the base's order and after those same "
+                                                         "tests; the base passes it after them too"), flaky=True)
         elif nodeid in alone and passes:
             kept.append(nodeid)
-            tests[nodeid] = _told(tests[nodeid], f"it fails {after} and passes when run again in the base's "
-                                                 "order; the base passes it after those same tests")
+            tests[nodeid] = _told(tests[nodeid], f"it fails {after} again, and passes when run again in the "
+                                                 "base's order; the base passes it after those same tests")
         elif nodeid in alone:
             spared.append(nodeid)
             statuses[nodeid] = outcome.status if outcome is not None else "failed"
@@ -95,6 +116,10 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
         said.append(f"{len(kept)} tests fail on the head in the order its run gave them and pass on the base in "
                     "that same order (each run again in the other side's order before it was charged), so they are "
                     f"charged: {listing(kept, ', ', shown=3)}")
+    if flaky:
+        said.append(f"{len(flaky)} tests are nondeterministic on the head: each did not pass in its run, then passed "
+                    "when run again in the base's order and after the same tests as in its run, so they cost "
+                    f"points.nondeterminism (once), not points.tests: {listing(flaky, ', ', shown=3)}")
     if spared:
         said.append(f"{len(spared)} tests are order-dependent: they failed on the head after the tests before them "
                     "in its run and pass when run again in the base's order, and the base fails them after those "
@@ -125,21 +150,34 @@ def _failure(status: str, report: str) -> tuple[str, str]:
 
 def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
                     progress: Progress) -> dict[str, TestOutcome]:
-    """The base's outcome of each of `tests` run after the tests that ran before it in the head's run, in one
-    process (one run for the tests of one of the head's runs)."""
+    """The base's outcome of each of `tests` run after the tests that ran before it in the head's run."""
+    there = _in_order(sandbox, replace(base, what=f"{base.what} in the head's order"), found, tests, deadline,
+                      progress)
+    if there.tampered:  # (never from an honest run: the harness writes every record in turn)
+        raise GateFailure("the base's suite does not run in the gate: its records do not add up: "
+                          + listing(list(there.tampered), "; ", shown=2))
+    return there.tests
+
+
+def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
+              progress: Progress) -> SuiteResult:
+    """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
+    in one process (one run for the tests of one of the head's runs), with the runs' evidence."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
         ends[run] = max(ends.get(run, 0), run.index(nodeid) + 1)
     outcomes: dict[str, TestOutcome] = {}
+    suspects: tuple[Suspect, ...] = ()
+    renamed: dict[str, str] = {}
     for run, end in ends.items():
-        result = run_suite(sandbox, replace(base, workers=1, what=f"{base.what} in the head's order"),
-                           list(run[:end]), deadline, progress)
-        if result.tampered:  # (never from an honest run: the harness writes every record in turn)
-            raise GateFailure("the base's suite does not run in the gate: its records do not add up: "
-                              + listing(list(result.tampered), "; ", shown=2))
+        result = run_suite(sandbox, replace(side, workers=1), list(run[:end]), deadline, progress)
+        suspects += result.suspects
+        renamed |= result.renamed
+        if result.tampered:
+            return replace(result, tests=outcomes, suspects=suspects)
         outcomes |= {nodeid: result.tests[nodeid] for nodeid in tests if nodeid in result.tests and nodeid in run}
-    return outcomes
+    return SuiteResult(outcomes, suspects=suspects, renamed=renamed)
 
 
 def _told(outcome: TestOutcome, said: str) -> TestOutcome:

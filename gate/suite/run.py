@@ -69,6 +69,9 @@ class TestOutcome:
     line: int | None = None
     trace: tuple[tuple[str, int], ...] = ()
     span: float = 0.0
+    # It did not pass on the head, then passed each time it ran again there (in the base's order and in the
+    # head's own): nondeterministic (gate/suite/order.py).
+    flaky: bool = False
 
 
 @dataclass(frozen=True)
