@@ -235,6 +235,33 @@ PROJECTS = (
     # pytest 7 and installs the project with `--config-settings`; the tests run the C and the Python class.
     Project("frozenlist", "1.5.0", "setuptools + Cython .pyx, pytest.ini (--cov), requirements/ci.txt", ("tests",),
             ("-r", "requirements/ci.txt"), ("frozenlist/__init__.py", "FrozenList.freeze")),
+    # Tests inside the package with their data files; one test serves HTTP on localhost.
+    Project("h11", "0.14.0", "flat, setup.py, tests inside the package (helpers, data), no test deps declared",
+            ("h11/tests",), ("-e", ".", "pytest"), ("h11/_headers.py", "get_comma_header")),
+    Project("xmltodict", "0.13.0", "one module, setup.py (and ez_setup.py), tests/, no test deps declared", ("tests",),
+            ("-e", ".", "pytest"), ("xmltodict.py", "unparse")),
+    # The jaraco skeleton: --doctest-modules over the package, pytest-enabler turns on pytest-mypy, pytest-ruff and
+    # pytest-cov from the extras tox installs (`extras = test check cover enabler type`; `pytest {posargs}`).
+    Project("zipp", "3.20.2", "jaraco skeleton: pytest.ini --doctest-modules, pytest-enabler (mypy, ruff, cov)", (),
+            ("-e", ".[test,check,cover,enabler,type]"), ("zipp/__init__.py", "_parents")),
+    # `*_test.py` modules inside the package, unittest.mock (`mock` on Python 2).
+    Project("colorama", "0.4.6", "hatchling, *_test.py inside the package, no test deps in the sdist",
+            ("colorama/tests",), ("-e", ".", "pytest"), ("colorama/ansitowin32.py", "AnsiToWin32.extract_params")),
+    # tox runs pytest three times (two doctest runs, then the suite with no paths): no one of them is the suite.
+    Project("natsort", "8.4.0", "setup.py, tox runs pytest three times, hypothesis, pytest-mock", (),
+            ("-e", ".", "pytest", "pytest-mock", "hypothesis"), ("natsort/utils.py", "regex_chooser")),
+    # A C extension with a pure-Python fallback, built by setup.py; the tests' conftest collects items of its own
+    # (mypy's output on files of tests/mypy). (1.16 and 1.17's conftest takes pytest's `path` argument, which
+    # pytest 9 refuses: their suites run under no current pytest.)
+    Project("wrapt", "2.0.1", "src, setup.py C ext with a Python fallback, conftest collects its own items", (),
+            ("-e", ".[dev]"), ("src/wrapt/_wrappers.c", "WraptObjectProxy_add")),
+    # unittest tests (tox runs `coverage run -m unittest discover`), its TestCase in the package, a `testing` extra.
+    # A test module sets warnings to errors as it is imported, so pytest's warning that it cannot collect a later
+    # module's class is a collection error, which stops plain pytest; the gate's runs go on past a collection
+    # error, and so the CI job here does too.
+    Project("Markdown", "3.7", "setuptools, unittest suite under coverage in tox, [testing] extra",
+            ("tests", "--continue-on-collection-errors"), ("-e", ".[testing]", "pytest"),
+            ("markdown/util.py", "code_escape")),
     Project("requests", "2.32.3", "src, setup.py, requirements-dev.txt with -e .[socks], tests serve on localhost",
             ("tests",), ("-r", "requirements-dev.txt"), ("src/requests/utils.py", "get_encoding_from_headers")),
 )
