@@ -372,6 +372,44 @@ def test_an_honest_suite_whose_tests_patch_for_good_reads_no_tamper(tmp_path: Pa
     assert set(suite_statuses(verdict).values()) == {"passed"} and len(suite_statuses(verdict)) == 4 + 3
 
 
+# The suite's own test rebinds `same` for good; then the head's add rebinds it once more, to one that finds
+# anything equal, and breaks mul. The control run replays the suite's own rebinding on the base: the head's is
+# another change, of another object, and still evidence.
+REBINDS = TESTS.replace("def test_add(", "def test_a_wrap():\n    global same\n    kept = same\n\n"
+                                         "    def wrapped(a, b):\n        return kept(a, b)\n    same = wrapped\n\n\n"
+                                         "def test_add(", 1)
+# A head whose changed parameter ids put the change before a test the base does not have (test_p[c]).
+MODES = CALC + "\n\nMODES = ['a', 'b']\n\n\ndef run(mode):\n    return mode\n"
+MODES_TESTS = TESTS + "\n\n@pytest.mark.parametrize('mode', __import__('calc').MODES)\ndef test_p(mode):\n" \
+                      "    assert same(__import__('calc').run(mode), mode)\n"
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_head_that_rebinds_a_name_the_suite_rebound_for_good_is_a_tamper(tmp_path: Path) -> None:
+    seen, head = REPLACED["a-test-module-s-name-while-the-suite-runs"]
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={"tests/test_calc.py": REBINDS})
+    repo.commit("bot: calc", {"calc.py": head})
+
+    verdict = score_repo(repo)
+
+    assert_tampered(verdict, seen)
+    assert "lambda" in verdict.tampered[0].seen  # what it was bound to: told apart from the suite's own
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_change_seen_before_a_test_the_head_collects_under_another_id_is_a_tamper(tmp_path: Path) -> None:
+    seen, spare = REPLACED["a-test-module-s-name-while-the-suite-runs"]
+    head = MODES.replace("return a * b", "return a + b").replace("'b']", "'c']").replace(
+        "def run(mode):\n", "def run(mode):\n    _spare()\n") + spare[spare.index("\n\nimport typing"):]
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n",
+                        extra_files={"calc.py": MODES, "tests/test_calc.py": MODES_TESTS})
+    repo.commit("bot: calc", {"calc.py": head})
+
+    verdict = score_repo(repo)
+
+    assert_tampered(verdict, seen)
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_tripwires_before_a_test_whose_module_fixture_swaps_a_name_read_no_change(tmp_path: Path) -> None:
     # Two tripwires run test_in_a_swapped_module once more before its own run: after the first, its module's

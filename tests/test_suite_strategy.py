@@ -535,3 +535,25 @@ def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondetermin
     _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
     assert [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
     assert penalties[0].message.startswith(f"{second} did not pass on the head, then passed each time it ran again")
+
+
+# A regression that shows only when a later file was collected (it registers a plugin as it is imported): every
+# run of the head's whole share fails the tests of sub, and a run of their file alone passes them. Run again as
+# the head's run was, with every file it collected, they fail again: charged, never called nondeterministic.
+REGISTRY = CALC + "\n\n_PLUGINS = []\n\n\ndef register(name):\n    _PLUGINS.append(name)\n\n\ndef sub(a, b):\n" \
+                  "    return a - b\n"
+SUBS = "from calc import sub\n" + "".join(f"\n\ndef test_sub_{n}():\n    assert sub({n}, 1) == {n - 1}\n"
+                                          for n in range(3))
+PLUGIN = "import calc\n\ncalc.register('z')\n\n\ndef test_registered():\n    assert 'z' in calc._PLUGINS\n"
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "calc.py": REGISTRY, "tests/test_subs.py": SUBS, "tests/test_zplugin.py": PLUGIN, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: sub", {"calc.py": REGISTRY.replace("    return a - b\n", "    return a - b - len(_PLUGINS)\n")})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {f"tests/test_subs.py::test_sub_{n}": "failed" for n in range(3)}
+    assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted

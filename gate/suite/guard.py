@@ -87,20 +87,30 @@ class Guard:
 
     def changed(self, item: Any, names: bool) -> list[str]:
         """What `item` depends on that is no longer as noted (its names too when `names`: not while its own
-        fixtures run, which may patch them as tests do), each change told once."""
+        fixtures run, which may patch them as tests do), each change told once, with what it is now: the change
+        is noted in turn, so that a later one (the code under test's, after a test of the suite's own that
+        patched for good) is told too, and told apart."""
         module = getattr(getattr(item, "module", None), "__name__", None)
         found = []
         for name in (*self._shared, *([module] if module in self._codes else [])):
             if self._unchanged(name, names):
                 continue
-            for function, code, label in self._codes[name]:
-                if function.__code__ is not code and label not in self._told:  # (None: never is)
+            codes = self._codes[name]
+            for index, (function, code, label) in enumerate(codes):
+                now = function.__code__
+                if now is not code and code is not None:  # (None: foreign when noted, told once below)
+                    found.append(f"{label} (now {_where(now)})")
+                    codes[index] = (function, now, label)
+                elif code is None and label not in self._told:
                     found.append(label)
                     self._told.add(label)
-            for namespace, attribute, value, label in self._names[name] if names else ():
-                if namespace.get(attribute, _GONE) is not value and label not in self._told:
-                    found.append(f"{label} was bound to another object")
-                    self._told.add(label)
+            bound = self._names[name] if names else []
+            for index, (namespace, attribute, value, label) in enumerate(bound):
+                now = namespace.get(attribute, _GONE)
+                if now is not value:
+                    found.append(f"{label} was bound to another object ({_what(now)})")
+                    bound[index] = (namespace, attribute, now, label)
+            self._fast.pop(name, None)
         return found
 
     def _unchanged(self, name: str, names: bool) -> bool:
@@ -121,6 +131,31 @@ class Guard:
 
 _GONE = object()
 _CODE = operator.attrgetter("__code__")
+
+
+def _where(code: Any) -> str:
+    """A code object's function and place, the file relative to the working directory (the tree: the same on
+    the base's run as on the head's)."""
+    try:
+        filename = code.co_filename
+        path = os.path.relpath(filename) if os.path.isabs(filename) else filename
+        return f"{code.co_name} at {path}:{code.co_firstlineno}"
+    except Exception:
+        return "code of another kind"
+
+
+def _what(value: Any) -> str:
+    """What a name is bound to now, in a few words, read without running code of the tests' process: a
+    function by its code's place, else its type's name."""
+    if value is _GONE:
+        return "unbound"
+    function = value if isinstance(value, types.FunctionType) else _inner(value)
+    if isinstance(function, types.FunctionType):
+        return _where(function.__code__)
+    return "a " + str(_QUALNAME(type(value)))
+
+
+_QUALNAME = type.__dict__["__qualname__"].__get__
 
 
 def _standard(module: types.ModuleType) -> bool:

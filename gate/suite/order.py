@@ -78,7 +78,7 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     here: dict[str, TestOutcome] = {}
     if both:  # the head once more in its own order: does it fail there again?
         once = _in_order(sandbox, replace(head, what=f"{head.what} again, in their own order"), found, both,
-                         deadline, progress)
+                         deadline, progress, whole=True)
         found = replace(found, tampered=once.tampered, suspects=(*found.suspects, *once.suspects))
         if once.tampered:
             return Checked(known.statuses, found, [])
@@ -160,9 +160,11 @@ def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests:
 
 
 def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
-              progress: Progress) -> SuiteResult:
+              progress: Progress, whole: bool = False) -> SuiteResult:
     """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
-    in one process (one run for the tests of one of the head's runs), with the runs' evidence."""
+    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: the
+    head's run again as it was, every test of it (so every file it collected: a module imported as pytest
+    collects may change what a test before it finds)."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
@@ -171,7 +173,7 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
     for run, end in ends.items():
-        result = run_suite(sandbox, replace(side, workers=1), list(run[:end]), deadline, progress)
+        result = run_suite(sandbox, replace(side, workers=1), list(run if whole else run[:end]), deadline, progress)
         suspects += result.suspects
         renamed |= result.renamed
         if result.tampered:

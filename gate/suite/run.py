@@ -33,7 +33,7 @@ from gate.progress import QUIET, Count, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.suite import rewritten, tripwire
-from gate.suite.harness import function_key
+from gate.suite.harness import PASS, function_key
 from gate.suite.tripwire import RunRecords, Suspect, Trip
 from gate.verdict import listing
 
@@ -361,7 +361,10 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progr
     `confirmed`)."""
     hosts = list(dict.fromkeys(suspect.host for suspect in suspects))
     select = [*before, *(nodeid for nodeid in hosts if nodeid not in before)]
-    trips = tuple(dict.fromkeys(suspect.trip for suspect in suspects if suspect.trip is not None))
+    # A change seen before a test may have been seen before a tripwire's run of it, after its own: the guard
+    # looks again there too (a tripwire that must pass runs none of the test's code).
+    again = tuple(Trip(PASS, False, host=suspect.host) for suspect in suspects if suspect.replaced)
+    trips = tuple(dict.fromkeys([*(suspect.trip for suspect in suspects if suspect.trip is not None), *again]))
     seconds = _CONTROL_S + base.test_timeout * (len(select) + len(trips))
     what = f"{base.what}, the control run"
     count = progress.count(what, len(select))
@@ -476,6 +479,11 @@ def _asked(checked: RunRecords) -> RunRecords:
                         for nodeid, record in checked.outcomes.items()}
     checked.unfinished = named(checked.unfinished, checked.unfinished) if checked.unfinished else None
     checked.after_failing = {named(nodeid, nodeid) for nodeid in checked.after_failing}
+    # (a change or an object seen in a matched test is the asked test's: the control run on the base runs that)
+    checked.replaced = [replace(change, test=named(change.test, change.test)) for change in checked.replaced]
+    checked.suspects = [replace(suspect, replaced=suspect.replaced and replace(
+        suspect.replaced, test=named(suspect.replaced.test, suspect.replaced.test)), equal=suspect.equal and replace(
+        suspect.equal, test=named(suspect.equal.test, suspect.equal.test))) for suspect in checked.suspects]
     return checked
 
 

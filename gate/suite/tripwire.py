@@ -354,15 +354,16 @@ def confirmed(suspects: Sequence[Suspect], control: RunRecords) -> list[str]:
     """The suspects that the base's own run (`control`, run with each suspect's trip pinned to its host, and
     each suspect's test) shows are the change's: a tripwire the base carried out right, an object equal to
     everything where the base's test passed without one there, a change to what a test depends on that the
-    base's run of that test does not show. The evidence of tampering, each in one line. A
+    base's run of that test does not show (or a test it did not reach). The evidence of tampering, each in one
+    line. A
     suspect whose tripwire the base reads wrong too, or could not run, or whose object the base's test shows
     too (the test's own `ANY` in a variable), is the suite's way and no evidence."""
     if control.tampered:
         return []
     evidence = []
     for suspect in suspects:
-        if suspect.replaced is not None:
-            if suspect.replaced.test in control.outcomes and suspect.replaced not in control.replaced:
+        if suspect.replaced is not None:  # (a test the base's run did not reach shows nothing: evidence)
+            if suspect.replaced.test not in control.outcomes or suspect.replaced not in control.replaced:
                 evidence.append(f"{suspect.run}: {suspect.seen}")
             continue
         if suspect.equal is not None:
