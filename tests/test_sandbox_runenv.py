@@ -68,7 +68,8 @@ FILES = {
         "mp = (m or []) and m.__dict__.setdefault('__path__',[]);(p not in mp) and mp.append(p)\n"),
     "env/acme_ns_parts/tool.py": "NAME = 'acme_ns.tool'\n",
     "layer/proj-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: proj\nVersion: 1.0\n",
-    "layer/proj-1.0.dist-info/entry_points.txt": "[console_scripts]\nproj = pkg.cli:main\n",
+    # (and a script named like the environment's program: the environment's stays)
+    "layer/proj-1.0.dist-info/entry_points.txt": "[console_scripts]\nproj = pkg.cli:main\nacme-bin = pkg.cli:main\n",
     "layer/layer_forge.pth": FORGE,
     "layer/acme_hook.py": FORGE,
     "tree/pkg/__init__.py": "NAME = 'pkg, from the tree'\n",

@@ -119,12 +119,13 @@ def fill(home: str, python_path: Sequence[str], sites: Sequence[str], scripts: M
         os.symlink("python", f"{bin_folder}/{name}")
     python = executable(home)
     for name, entry in scripts.items():
+        if name in (programs or {}):  # (the environment's, from the base: no layer's script stands in for it)
+            continue
         module, _, attribute = entry.partition(":")
         _write(f"{bin_folder}/{name}", _SCRIPT.format(python=python, module=module,
                                                        name=attribute.partition(".")[0], call=attribute), 0o755)
     for name, path in (programs or {}).items():
-        if name not in scripts:
-            os.symlink(path, f"{bin_folder}/{name}")
+        os.symlink(path, f"{bin_folder}/{name}")
     head, roots = parts(workdir, python_path)
     data = [head, library(), roots, [root for root in roots if root in sites], site_packages(home)]
     code = f"{home}/{CODE}"
