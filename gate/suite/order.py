@@ -6,12 +6,12 @@ what ran before it in its process (a file's tearDown that sets the asyncio event
 module fills as it is imported), and the head's run gave it other tests before it than the base's. So before a
 test that passes on the base costs the head, it runs again on the head in the base's order (its file's tests
 before it, as the base ran it). If it passes there, it failed only after the tests before it in the head's run,
-and the base runs it after those same tests, in one process: if the base passes it there too, the head runs it
-once more after those same tests. If it fails there, the head's code made it fail in that order, and it is
-charged; if it passes, it failed once and passed each time it ran again: it is nondeterministic (a timing test
-on a loaded machine; pytest-ignore-flaky's `flaky` mark), which costs `points.nondeterminism` once rather than
-`points.tests` (gate/checks/tests.py). If the base fails it there too, it fails in that order whatever the
-change, and it costs nothing. Either way the verdict says what happened.
+and the base runs it after those same tests, in one process: if the base passes it there too, the head's run is
+run once more as it was (every test of it, every file it collected). If the test fails there, the head's code
+made it fail in that order, and it is charged; if it passes, it failed once and passed each time it ran again:
+it is nondeterministic (a timing test on a loaded machine; pytest-ignore-flaky's `flaky` mark), which costs
+`points.nondeterminism` once rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
+it fails in that order whatever the change, and it costs nothing. Either way the verdict says what happened.
 """
 
 from __future__ import annotations
