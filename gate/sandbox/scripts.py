@@ -108,18 +108,7 @@ def _programs_in(site: str, stamp: tuple[int, int] | None) -> Mapping[str, str]:
 
 def _records(site: str) -> list[str]:
     """The RECORD of each distribution (`.dist-info`) in `site`."""
-    texts = []
-    try:
-        folders = [entry.path for entry in os.scandir(site) if entry.name.endswith(".dist-info")]
-    except OSError:
-        return []
-    for folder in folders:
-        try:
-            with open(os.path.join(folder, "RECORD"), encoding="utf-8") as record:
-                texts.append(record.read())
-        except (OSError, UnicodeDecodeError):
-            continue
-    return texts
+    return [text for _, text in _metadata(site, "RECORD", (".dist-info",))]
 
 
 def _program(path: str) -> bool:
@@ -137,19 +126,24 @@ def _declared(root: str) -> list[tuple[str, str]]:
     """(name, `entry_points.txt`) of each distribution whose metadata folder is in `root`, its name as pip
     normalizes it, read from the folder's name (`NAME-VERSION.dist-info`, `NAME[-VERSION...].egg-info`): what
     importlib.metadata finds there, without parsing every distribution's METADATA for its name."""
-    found = []
+    return [(re.sub(r"[-_.]+", "-", folder.rsplit(".", 1)[0].split("-")[0]).lower(), text)
+            for folder, text in _metadata(root, "entry_points.txt", (".dist-info", ".egg-info"))]
+
+
+def _metadata(root: str, filename: str, kinds: tuple[str, ...]) -> list[tuple[str, str]]:
+    """(folder name, text) of `filename` in each distribution metadata folder (named to end with one of `kinds`)
+    in `root` that holds it, readable as UTF-8."""
     try:
-        folders = [entry for entry in os.scandir(root) if entry.name.endswith((".dist-info", ".egg-info"))]
+        folders = [entry for entry in os.scandir(root) if entry.name.endswith(kinds)]
     except OSError:
         return []
+    found = []
     for folder in folders:
         try:
-            with open(os.path.join(folder.path, "entry_points.txt"), encoding="utf-8") as declared:
-                text = declared.read()
+            with open(os.path.join(folder.path, filename), encoding="utf-8") as file:
+                found.append((folder.name, file.read()))
         except (OSError, UnicodeDecodeError):
             continue
-        name = folder.name.rsplit(".", 1)[0].split("-")[0]
-        found.append((re.sub(r"[-_.]+", "-", name).lower(), text))
     return found
 
 

@@ -183,7 +183,7 @@ def _tox_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] | 
     from gate.environment.testdeps import tox_env
 
     env = tox_env(read)
-    entries = set(listing) | {str(parent) for path in listing for parent in PurePosixPath(path).parents}
+    entries = set(_entries(listing))
     paths: list[str] = []
     unknown = False  # the word before was an option that may take a value
     words = iter(env.pytest if env is not None else ())
@@ -244,8 +244,7 @@ def _match(pattern: str, path: str) -> bool:
 def _testpaths(testpaths: Sequence[str], listing: Sequence[str]) -> list[str]:
     """pytest's expansion of `testpaths`: each a glob (`**` recursive) relative to the top, in order, the
     matches of each sorted; only what exists."""
-    folders = {str(parent) for path in listing for parent in PurePosixPath(path).parents if str(parent) != "."}
-    entries = sorted({*listing, *folders})
+    entries = _entries(listing)
     found: list[str] = []
     for raw in testpaths:
         pattern = _clean(raw)
@@ -258,6 +257,12 @@ def _testpaths(testpaths: Sequence[str], listing: Sequence[str]) -> list[str]:
             matched = [entry for entry in entries if _glob(pattern.split("/"), entry.split("/"))]
         found += [m for m in matched if m not in found]
     return found
+
+
+def _entries(listing: Sequence[str]) -> list[str]:
+    """The files of `listing` and the folders that hold them (the top, ".", left out), sorted."""
+    folders = {str(parent) for path in listing for parent in PurePosixPath(path).parents if str(parent) != "."}
+    return sorted({*listing, *folders})
 
 
 def _glob(pattern: Sequence[str], parts: Sequence[str]) -> bool:

@@ -479,11 +479,14 @@ def _asked(checked: RunRecords) -> RunRecords:
                         for nodeid, record in checked.outcomes.items()}
     checked.unfinished = named(checked.unfinished, checked.unfinished) if checked.unfinished else None
     checked.after_failing = {named(nodeid, nodeid) for nodeid in checked.after_failing}
-    # (a change or an object seen in a matched test is the asked test's: the control run on the base runs that)
-    checked.replaced = [replace(change, test=named(change.test, change.test)) for change in checked.replaced]
-    checked.suspects = [replace(suspect, replaced=suspect.replaced and replace(
-        suspect.replaced, test=named(suspect.replaced.test, suspect.replaced.test)), equal=suspect.equal and replace(
-        suspect.equal, test=named(suspect.equal.test, suspect.equal.test))) for suspect in checked.suspects]
+    def asked(seen: Any) -> Any:
+        """A change or an object seen in a matched test (a Replaced, an Equal, or None) under the asked test's id:
+        the control run on the base runs that one."""
+        return seen and replace(seen, test=named(seen.test, seen.test))
+
+    checked.replaced = [asked(change) for change in checked.replaced]
+    checked.suspects = [replace(suspect, replaced=asked(suspect.replaced), equal=asked(suspect.equal))
+                        for suspect in checked.suspects]
     return checked
 
 
