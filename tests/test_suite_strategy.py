@@ -557,3 +557,70 @@ def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterm
 
     assert charged_statuses(verdict) == {f"tests/test_subs.py::test_sub_{n}": "failed" for n in range(3)}
     assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
+
+
+# The base's suite marks test_second flaky, as zipp marks its big-O timing tests (pytest-ignore-flaky's mark).
+MARKING = CONFTEST + '\n\ndef pytest_configure(config):\n    config.addinivalue_line("markers", "flaky: may fail")\n'
+FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky\ndef test_second").replace(
+    "from calc import add", "import pytest\n\nfrom calc import add")
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("marked_by", ["base", "head"])
+def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path,
+                                                                                 marked_by: str) -> None:
+    """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
+    and passes when run again after the same tests is not charged when the base's suite marks it flaky: the mark
+    is its maintainers' word, read from the base's own collection. The head marking it gains nothing: the same
+    failure then costs `points.nondeterminism`, as for any test."""
+    from dataclasses import replace
+
+    from gate.checks.tests import Changed, _score
+    from gate.policy.model import Policy
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, collect, run_suite
+
+    base_counts = FLAKY_COUNTS if marked_by == "base" else COUNTS
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_counts.py": base_counts,
+                                                        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC, "tests/test_counts.py": FLAKY_COUNTS})
+    second = "tests/test_counts.py::test_second"
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        collection = collect(sandbox, base_run, deadline)
+        first = run_suite(sandbox, head_run, None, deadline)
+        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
+        found = replace(first, tests={**first.tests, second: slow})
+        known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
+                         marked_flaky=set(collection.marked_flaky))
+        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+
+    assert not checked.head.tampered
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    outcome = checked.head.tests[second]
+    if marked_by == "head":
+        assert known.marked_flaky == set()
+        assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
+        return
+    assert known.marked_flaky == {second}
+    assert outcome.status == "passed" and not outcome.flaky and penalties == []
+    assert outcome.detail.startswith("marked flaky in the base's suite: it did not pass in the head's run "
+                                     "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed after the ")
+    [said] = checked.said
+    assert said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run") \
+        and said.endswith(second)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_path: Path) -> None:
+    """The mark forgives a test that passes when run again after the same tests, not one the head's change
+    makes fail there every time: run twice more after them, it fails each time, and costs `points.tests`."""
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "tests/test_counts.py": FLAKY_COUNTS, "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: count", {"calc.py": THIRD_CALL})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {"tests/test_counts.py::test_second": "failed"}
+    assert [p.check for p in verdict.penalties] == ["tests"] and not verdict.accepted
+    assert not [note for note in verdict.notes if "marked flaky" in note.message]

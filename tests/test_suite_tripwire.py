@@ -128,6 +128,12 @@ def test_the_run_collects_only_what_the_gate_asked_for() -> None:
     assert found.tampered == [f"the run collected {C}, which the gate did not ask for"]
 
 
+def test_a_collections_flaky_marks_are_read_only_of_tests_it_collected() -> None:
+    assert read([{"collected": COLLECTED, "flaky": [B]}, {"done": 0}], (), None, "c").marked_flaky == {B}
+    odd = read([{"collected": [A], "flaky": [B]}, {"done": 0}], (), None, "c")
+    assert odd.tampered == ["flaky marks said of tests the run did not collect"] and not odd.marked_flaky
+
+
 def test_a_test_function_the_run_says_cannot_host_a_tripwire_is_a_suspect() -> None:
     doctest = "tests/test_a.py::tests.test_a.helper"
     records = [{"collected": [doctest, *COLLECTED], "unhostable": [doctest, C]}]
@@ -181,3 +187,7 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
     for odd_time in (-1, float("nan"), float("inf"), "1.0"):
         skewed = {**kept.to_json(), "seconds": {function: odd_time}}
         assert Baseline.from_json(skewed).seconds == {}  # type: ignore[union-attr]
+    # The tests the base's collection marks flaky (gate/suite/order.py): only collected ones.
+    marked = {**kept.to_json(), "flaky": [A, "tests/test_z.py::test_z"]}
+    assert Baseline.from_json(marked).marked_flaky == {A}  # type: ignore[union-attr]
+    assert Baseline.from_json({**kept.to_json(), "flaky": A}).marked_flaky == set()  # type: ignore[union-attr]

@@ -9,20 +9,21 @@ the record after it (the next test's start, mostly: one write a test), the last 
 process that dies mid-suite has reported everything before; killed right after a test, that test reads as the
 one it died in):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
-name of the run's always-equal object}, {"deselected": [node ids]}, {"collect_error": path, "detail"}, {"start":
-node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to everything that an assertion
-found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test depends on was no longer as
-collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail", "seconds", "span",
-"line", "trace"}, {"rewritten": path, "magic", "code"} (`_rewritten`), {"done": 0}, each with the key (the gate
-ignores a record without it). A node id asked for that pytest did not collect is matched to one it collected and
-was not asked for, of the same test function with other parameters (`match`: ids computed at collection time,
-from the clock, change from run to run); the gate decides whether that match stands. A test's `seconds` are its
-own (from its start to its report), its `span` what it added to the run (from the end of the test before it, or
-of the collection). A test's `line` is where pytest says it failed in its own file (the failing assertion or the
-raising call: the last entry of its traceback there), else the line of its definition; `trace` lists every
-entry of the failure's traceback, chained exceptions first, as [path, line], each path relative to the working
-directory (the tree) when it is under it. A test's outcome that the watcher writes because its process died or
-ran out of time says `"end": true`: the run ends there. {"evidence": text} is what the harness itself saw go
+name of the run's always-equal object, and in a collection that runs nothing "skips": {node id: why, of each skipped
+by its marks} and "flaky": [node ids of those with a `flaky` mark]}, {"deselected": [node ids]}, {"collect_error":
+path, "detail"}, {"start": node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to
+everything that an assertion found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test
+depends on was no longer as collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail",
+"seconds", "span", "line", "trace"}, {"rewritten": path, "magic", "code"} (`_rewritten`), {"done": 0}, each with the
+key (the gate ignores a record without it). A node id asked for that pytest did not collect is matched to one it
+collected and was not asked for, of the same test function with other parameters (`match`: ids computed at
+collection time, from the clock, change from run to run); the gate decides whether that match stands. A test's
+`seconds` are its own (from its start to its report), its `span` what it added to the run (from the end of the test
+before it, or of the collection). A test's `line` is where pytest says it failed in its own file (the failing
+assertion or the raising call: the last entry of its traceback there), else the line of its definition; `trace`
+lists every entry of the failure's traceback, chained exceptions first, as [path, line], each path relative to the
+working directory (the tree) when it is under it. A test's outcome that the watcher writes because its process died
+or ran out of time says `"end": true`: the run ends there. {"evidence": text} is what the harness itself saw go
 wrong in the tests' process: the gate takes it as evidence of tampering (gate/suite/tripwire.py).
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
@@ -204,6 +205,7 @@ class GatePlugin:
                                   "always": self._equality.always}
         if config.option.collectonly:
             record["skips"] = {item.nodeid: reason for item in items if (reason := _skipped_alone(item)) is not None}
+            record["flaky"] = [item.nodeid for item in items if item.get_closest_marker("flaky") is not None]
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)

@@ -12,6 +12,11 @@ made it fail in that order, and it is charged; if it passes, it failed once and 
 it is nondeterministic (a timing test on a loaded machine; pytest-ignore-flaky's `flaky` mark), which costs
 `points.nondeterminism` once rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
 it fails in that order whatever the change, and it costs nothing. Either way the verdict says what happened.
+
+A test the base's suite marks `flaky` (its maintainers' word that its outcome varies from run to run) first runs
+again on the head after the same tests as in its run, up to twice, as their CI would run it again: passing there,
+it is not charged. The mark is read from the base's collection, never from the head's, which could mark the test
+it breaks.
 """
 
 from __future__ import annotations
@@ -39,6 +44,7 @@ class Known(Protocol):
     collected: list[str]
     statuses: dict[str, str]
     details: dict[str, str]
+    marked_flaky: set[str]
 
 
 @dataclass(frozen=True)
@@ -63,15 +69,20 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
               and _failure(known.statuses[nodeid], known.details.get(nodeid, ""))
               != _failure(found.tests[nodeid].status, why(found.tests[nodeid]))]
     alone: list[str] = []
+    said: list[str] = []
     if charged:
+        found, forgiven, said = _marked_flaky(sandbox, head, known, charged, found, deadline, progress)
+        if found.tampered:
+            return Checked(known.statuses, found, [])
+        rest = [nodeid for nodeid in charged if nodeid not in forgiven]
         again = run_suite(sandbox, replace(head, what=f"{head.what} again, in the base's order"),
-                          file_prefixes(known.collected, charged), deadline, progress)
+                          file_prefixes(known.collected, rest), deadline, progress) if rest else SuiteResult({})
         found = replace(found, tampered=again.tampered, suspects=(*found.suspects, *again.suspects))
         if again.tampered:
             return Checked(known.statuses, found, [])
-        alone = [nodeid for nodeid in charged if nodeid in again.tests and again.tests[nodeid].status == PASSED]
+        alone = [nodeid for nodeid in rest if nodeid in again.tests and again.tests[nodeid].status == PASSED]
     if not (alone or unlike):
-        return Checked(known.statuses, found, [])
+        return Checked(known.statuses, found, said)
     there = _in_heads_order(sandbox, base, found, [*alone, *unlike], deadline, progress)
     # (not a test the head collects under other parameters: a run then gives it that test's outcome)
     both = [nodeid for nodeid in alone if (there.get(nodeid) or _NONE).status == PASSED and nodeid not in found.renamed]
@@ -111,7 +122,6 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
             statuses[nodeid] = outcome.status if outcome is not None else "failed"
             tests[nodeid] = _told(tests[nodeid], f"order-dependent: it fails {after} and passes in the base's "
                                                  "order; the base fails it after those same tests too")
-    said = []
     if kept:
         said.append(f"{len(kept)} tests fail on the head in the order its run gave them and pass on the base in "
                     "that same order (each run again in the other side's order before it was charged), so they are "
@@ -125,6 +135,39 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
                     "in its run and pass when run again in the base's order, and the base fails them after those "
                     f"same tests too, so they are not charged: {listing(spared, ', ', shown=3)}")
     return Checked(statuses, replace(found, tests=tests), said)
+
+
+def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[str], found: SuiteResult,
+                  deadline: float, progress: Progress) -> tuple[SuiteResult, set[str], list[str]]:
+    """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
+    test), and their CI runs it again (pytest-rerunfailures, flaky) or forgives its failure (pytest-ignore-flaky).
+    Each of `charged` so marked runs again on the head after the same tests as in its run, up to twice: one that
+    passes there is not charged (the passing run's outcome stands); one that fails both times goes on as any test
+    does, so that a head whose tests before it make it fail is charged. `found` with the runs' evidence, the
+    tests forgiven, and what the verdict says of them."""
+    marked = [nodeid for nodeid in charged if nodeid in known.marked_flaky]
+    forgiven: dict[str, TestOutcome] = {}
+    for what in ("again", "once more"):
+        asked = [nodeid for nodeid in marked if nodeid not in forgiven]
+        if not asked:
+            break
+        ran = _in_order(sandbox, replace(head, what=f"{head.what} {what}, as in its run"), found, asked, deadline,
+                        progress)
+        found = replace(found, tampered=ran.tampered, suspects=(*found.suspects, *ran.suspects))
+        if ran.tampered:
+            return found, set(), []
+        forgiven |= {nodeid: ran.tests[nodeid] for nodeid in asked if nodeid in ran.tests
+                     and ran.tests[nodeid].status == PASSED and nodeid not in ran.renamed}
+    tests = dict(found.tests)
+    for nodeid, outcome in forgiven.items():
+        first = found.tests[nodeid]
+        tests[nodeid] = _told(outcome, f"marked flaky in the base's suite: it did not pass in the head's run "
+                                       f"({first.status}{gist(why(first))}), then passed "
+                                       f"{_after(found.before(nodeid))}")
+    said = [f"{len(forgiven)} tests marked flaky in the base's suite did not pass in the head's run and passed when "
+            f"run again after the same tests, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
+            ] if forgiven else []
+    return replace(found, tests=tests), set(forgiven), said
 
 
 def _after(before: Sequence[str]) -> str:

@@ -150,6 +150,8 @@ class RunRecords:
     replaced: list[Replaced] = field(default_factory=list)
     # A collection's tests that are skipped whatever runs before them, with pytest's report of the skip.
     skips: dict[str, str] = field(default_factory=dict)
+    # A collection's tests that carry a `flaky` mark (pytest-rerunfailures', flaky's, pytest-ignore-flaky's).
+    marked_flaky: set[str] = field(default_factory=set)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -250,6 +252,11 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         found.tampered.append("skips said of tests the run did not collect")
     else:
         found.skips = {str(nodeid): str(said)[-600:] for nodeid, said in skips.items()}
+    flaky = record.get("flaky") or []
+    if not isinstance(flaky, list) or not {str(nodeid) for nodeid in flaky} <= set(collected):
+        found.tampered.append("flaky marks said of tests the run did not collect")
+    else:
+        found.marked_flaky = {str(nodeid) for nodeid in flaky}
     for nodeid in sorted(unhostable):
         if nodeid in collected and _FUNCTION.search(nodeid):
             found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
