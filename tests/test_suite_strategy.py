@@ -537,6 +537,8 @@ def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondetermin
     assert penalties[0].message.startswith(f"{second} did not pass on the head, then passed each time it ran again")
 
 
+# A conftest that declares the `flaky` mark (pytest-rerunfailures', flaky's and pytest-ignore-flaky's).
+MARKING = CONFTEST + '\n\ndef pytest_configure(config):\n    config.addinivalue_line("markers", "flaky: may fail")\n'
 # A regression that shows only when a later file was collected (it registers a plugin as it is imported): every
 # run of the head's whole share fails the tests of sub, and a run of their file alone passes them. Run again as
 # the head's run was, with every file it collected, they fail again: charged, never called nondeterministic.
@@ -548,9 +550,14 @@ PLUGIN = "import calc\n\ncalc.register('z')\n\n\ndef test_registered():\n    ass
 
 
 @pytest.mark.usefixtures("offline_pip")
-def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path) -> None:
+@pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
+def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path,
+                                                                                        marked: bool) -> None:
+    """Also when the base's suite marks those tests flaky: their run runs again as it was, later file and all."""
+    subs = SUBS.replace("\n\ndef test_sub_", "\n\n@pytest.mark.flaky\ndef test_sub_") if marked else SUBS
     repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
-        "calc.py": REGISTRY, "tests/test_subs.py": SUBS, "tests/test_zplugin.py": PLUGIN, "NOTES": f"{tmp_path}\n"})
+        "calc.py": REGISTRY, "tests/test_subs.py": "import pytest\n" + subs, "tests/test_zplugin.py": PLUGIN,
+        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
     repo.commit("bot: sub", {"calc.py": REGISTRY.replace("    return a - b\n", "    return a - b - len(_PLUGINS)\n")})
 
     verdict = score_repo(repo)
@@ -560,7 +567,6 @@ def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterm
 
 
 # The base's suite marks test_second flaky, as zipp marks its big-O timing tests (pytest-ignore-flaky's mark).
-MARKING = CONFTEST + '\n\ndef pytest_configure(config):\n    config.addinivalue_line("markers", "flaky: may fail")\n'
 FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky\ndef test_second").replace(
     "from calc import add", "import pytest\n\nfrom calc import add")
 
@@ -570,7 +576,7 @@ FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky\ndef test_s
 def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path,
                                                                                  marked_by: str) -> None:
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
-    and passes when run again after the same tests is not charged when the base's suite marks it flaky: the mark
+    and passes when its run runs again as it was is not charged when the base's suite marks it flaky: the mark
     is its maintainers' word, read from the base's own collection. The head marking it gains nothing: the same
     failure then costs `points.nondeterminism`, as for any test."""
     from dataclasses import replace
@@ -613,8 +619,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
 
 @pytest.mark.usefixtures("offline_pip")
 def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_path: Path) -> None:
-    """The mark forgives a test that passes when run again after the same tests, not one the head's change
-    makes fail there every time: run twice more after them, it fails each time, and costs `points.tests`."""
+    """The mark forgives a test that passes when its run runs again, not one the head's change makes
+    fail there every time: its run run twice more, it fails each time, and costs `points.tests`."""
     repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
         "tests/test_counts.py": FLAKY_COUNTS, "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
     repo.commit("bot: count", {"calc.py": THIRD_CALL})

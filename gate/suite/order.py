@@ -14,8 +14,8 @@ it is nondeterministic (a timing test on a loaded machine; pytest-ignore-flaky's
 it fails in that order whatever the change, and it costs nothing. Either way the verdict says what happened.
 
 A test the base's suite marks `flaky` (its maintainers' word that its outcome varies from run to run) first runs
-again on the head after the same tests as in its run, up to twice, as their CI would run it again: passing there,
-it is not charged. The mark is read from the base's collection, never from the head's, which could mark the test
+again on the head, its run run again as it was, up to twice, as their CI would run it again: passing there, it is
+not charged. The mark is read from the base's collection, never from the head's, which could mark the test
 it breaks.
 """
 
@@ -141,18 +141,19 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
                   deadline: float, progress: Progress) -> tuple[SuiteResult, set[str], list[str]]:
     """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
     test), and their CI runs it again (pytest-rerunfailures, flaky) or forgives its failure (pytest-ignore-flaky).
-    Each of `charged` so marked runs again on the head after the same tests as in its run, up to twice: one that
-    passes there is not charged (the passing run's outcome stands); one that fails both times goes on as any test
-    does, so that a head whose tests before it make it fail is charged. `found` with the runs' evidence, the
-    tests forgiven, and what the verdict says of them."""
+    Each of `charged` so marked runs again on the head in its run, run again as it was (every test of it, so
+    every file it collected: a module imported as pytest collects may be what makes it fail), up to twice: one
+    that passes there is not charged (the passing run's outcome stands); one that fails both times goes on as
+    any test does, so that a head whose change makes it fail there is charged. `found` with the runs' evidence,
+    the tests forgiven, and what the verdict says of them."""
     marked = [nodeid for nodeid in charged if nodeid in known.marked_flaky]
     forgiven: dict[str, TestOutcome] = {}
     for what in ("again", "once more"):
         asked = [nodeid for nodeid in marked if nodeid not in forgiven]
         if not asked:
             break
-        ran = _in_order(sandbox, replace(head, what=f"{head.what} {what}, as in its run"), found, asked, deadline,
-                        progress)
+        ran = _in_order(sandbox, replace(head, what=f"{head.what} {what}, as it ran"), found, asked, deadline,
+                        progress, whole=True)
         found = replace(found, tampered=ran.tampered, suspects=(*found.suspects, *ran.suspects))
         if ran.tampered:
             return found, set(), []
@@ -165,7 +166,7 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
                                        f"({first.status}{gist(why(first))}), then passed "
                                        f"{_after(found.before(nodeid))}")
     said = [f"{len(forgiven)} tests marked flaky in the base's suite did not pass in the head's run and passed when "
-            f"run again after the same tests, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
+            f"their run ran again as it was, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
             ] if forgiven else []
     return replace(found, tests=tests), set(forgiven), said
 
