@@ -572,13 +572,16 @@ FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky\ndef test_s
 
 
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("marked_by", ["base", "head"])
-def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path,
-                                                                                 marked_by: str) -> None:
+@pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
+                                  "too little time left"])
+def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
     and passes when its run runs again as it was is not charged when the base's suite marks it flaky: the mark
-    is its maintainers' word, read from the base's own collection. The head marking it gains nothing: the same
-    failure then costs `points.nondeterminism`, as for any test."""
+    is its maintainers' word, read from the base's own collection; so also when the base ran it after the same
+    tests in this gate (a cold baseline of a suite whose flaky test is in its first file). The head marking it
+    gains nothing: the same failure then costs `points.nondeterminism`, as for any test. With too little of the
+    suite's time left for its run again, it goes on as any test, and the verdict says so."""
+    import time
     from dataclasses import replace
 
     from gate.checks.tests import Changed, _score
@@ -586,7 +589,7 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     from gate.suite.baseline import Baseline
     from gate.suite.run import SuiteResult, collect, run_suite
 
-    base_counts = FLAKY_COUNTS if marked_by == "base" else COUNTS
+    base_counts = COUNTS if case == "marked by the head" else FLAKY_COUNTS
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_counts.py": base_counts,
                                                         "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
     repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC, "tests/test_counts.py": FLAKY_COUNTS})
@@ -597,24 +600,109 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         first = run_suite(sandbox, head_run, None, deadline)
         slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
         found = replace(first, tests={**first.tests, second: slow})
+        on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
+            else SuiteResult({})
+        assert not on_base.tests or on_base.same_before(found, second)
         known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
                          marked_flaky=set(collection.marked_flaky))
-        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+        if case == "too little time left":
+            deadline = time.monotonic() + 0.5
+        checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
 
     assert not checked.head.tampered
     _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
     outcome = checked.head.tests[second]
-    if marked_by == "head":
+    if case == "marked by the head":
         assert known.marked_flaky == set()
         assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
         return
     assert known.marked_flaky == {second}
+    if case == "too little time left":
+        assert outcome.status == "xfailed" and [p.check for p in penalties] == ["tests"]
+        assert checked.said[0] == ("1 tests marked flaky in the base's suite did not pass in the head's run and were "
+                                   "not run again as it was: too little of tests.timeout was left for it, so they "
+                                   f"go on as any test: {second}")
+        return
     assert outcome.status == "passed" and not outcome.flaky and penalties == []
     assert outcome.detail.startswith("marked flaky in the base's suite: it did not pass in the head's run "
-                                     "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed after the ")
+                                     "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed when that run ran "
+                                     "again (the first of two tries)")
     [said] = checked.said
     assert said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run") \
         and said.endswith(second)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_the_suites_time_did_not_reach_tells_nothing_of_it_and_one_past_its_own_limit_does(
+        tmp_path: Path) -> None:
+    """The base's outcome of a test in the head's order spares the head's failure of it only when the base's run
+    finished it (gate/suite/order.py): one the suite's time (tests.timeout) ran out before is unknown, and the
+    head's failure is charged; a test past its own limit (tests.test_timeout) did fail there."""
+    import time
+
+    from gate.suite.run import TestOutcome, out_of_suite_time, run_suite
+
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    with suite_runs(repo) as (sandbox, base_run, _, _):
+        late = run_suite(sandbox, base_run, ["tests/test_calc.py::test_add"], time.monotonic() + 0.5)
+
+    [outcome] = late.tests.values()
+    assert outcome.status == "timeout" and out_of_suite_time(outcome)
+    assert not out_of_suite_time(TestOutcome("t", "timeout", "ran out of time (tests.test_timeout: 2 s)"))
+
+
+FLAKY_MARKS = """import pytest
+import sys
+
+
+@pytest.mark.flaky(reruns=3)
+def test_reruns():
+    pass
+
+
+@pytest.mark.flaky(reruns=2, condition=sys.platform.startswith("win32"))
+def test_on_windows():
+    pass
+
+
+@pytest.mark.flaky(reruns=2, condition="sys.platform == 'linux'")
+def test_by_string():
+    pass
+
+
+@pytest.mark.flaky(reruns=0)
+def test_no_reruns():
+    pass
+
+
+@pytest.mark.flaky(max_runs=3, min_passes=2)
+def test_two_passes():
+    pass
+
+
+@pytest.mark.flaky
+class TestMarked:
+    def test_in_class(self):
+        pass
+"""
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_the_collection_reads_a_flaky_mark_only_where_it_holds(tmp_path: Path) -> None:
+    """pytest-rerunfailures' `condition` (a value, not a string it evaluates) and `reruns`, and flaky's
+    `min_passes`: a mark that does not hold on this platform, or asks for more than one pass, is no mark."""
+    from gate.suite.run import collect
+
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_flaky_marks.py": FLAKY_MARKS,
+                                                        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    with suite_runs(repo) as (sandbox, base_run, _, deadline):
+        collection = collect(sandbox, base_run, deadline)
+
+    assert collection.marked_flaky == {"tests/test_flaky_marks.py::test_reruns",
+                                       "tests/test_flaky_marks.py::TestMarked::test_in_class"}
 
 
 @pytest.mark.usefixtures("offline_pip")

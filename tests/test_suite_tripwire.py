@@ -190,4 +190,5 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
     # The tests the base's collection marks flaky (gate/suite/order.py): only collected ones.
     marked = {**kept.to_json(), "flaky": [A, "tests/test_z.py::test_z"]}
     assert Baseline.from_json(marked).marked_flaky == {A}  # type: ignore[union-attr]
-    assert Baseline.from_json({**kept.to_json(), "flaky": A}).marked_flaky == set()  # type: ignore[union-attr]
+    for odd_marks in (A, [[A]], [{"x": 1}]):
+        assert Baseline.from_json({**kept.to_json(), "flaky": odd_marks}).marked_flaky == set()  # type: ignore

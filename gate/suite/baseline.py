@@ -125,7 +125,8 @@ class Baseline:
                     and all(isinstance(seen, list) and len(seen) == 3 for seen in found)},
                    {str(name): float(taken) for name, taken in (seconds.items() if isinstance(seconds, dict) else ())
                     if name in functions and isinstance(taken, (int, float)) and 0 <= taken < math.inf},
-                   {str(nodeid) for nodeid in (flaky if isinstance(flaky, list) else ()) if nodeid in known})
+                   {nodeid for nodeid in (flaky if isinstance(flaky, list) else ())
+                    if isinstance(nodeid, str) and nodeid in known})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""

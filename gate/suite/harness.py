@@ -69,6 +69,9 @@ from collections.abc import Callable
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
+# How the watcher's report of a test past its own limit begins (a test that ran out of the suite's time, or was
+# not reached before it ran out, reads otherwise: gate/suite/run.py).
+TEST_TIMEOUT = "ran out of time (tests.test_timeout"
 # Characters of a failure's report kept: its head (where the traceback starts) and its tail (the error), the middle
 # cut beyond that (as gate/suite/run.py `clip` cuts it).
 _DETAIL_HEAD, _DETAIL_TAIL = 1500, 3500
@@ -205,7 +208,7 @@ class GatePlugin:
                                   "always": self._equality.always}
         if config.option.collectonly:
             record["skips"] = {item.nodeid: reason for item in items if (reason := _skipped_alone(item)) is not None}
-            record["flaky"] = [item.nodeid for item in items if item.get_closest_marker("flaky") is not None]
+            record["flaky"] = [item.nodeid for item in items if _marked_flaky(item)]
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)
@@ -344,6 +347,19 @@ def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
             entry.tb_next = None
             return
         entry = entry.tb_next
+
+
+def _marked_flaky(item: Any) -> bool:
+    """Whether `item` has a `flaky` mark that holds here: pytest-rerunfailures' `condition`, when given, is True
+    (a value: a string is not evaluated here, and reads as not marked) and its `reruns` not 0; flaky's
+    `min_passes` is at most 1 (the gate takes one pass)."""
+    mark = item.get_closest_marker("flaky")
+    if mark is None:
+        return False
+    said = mark.kwargs
+    passes = said.get("min_passes", 1)
+    return said.get("condition", True) is True and said.get("reruns", 1) != 0 and isinstance(passes, int) \
+        and passes <= 1
 
 
 def _skipped_alone(item: Any) -> str | None:
@@ -506,7 +522,7 @@ def _one_child(fd: int, key: str, select: list[str] | None, args: list[str], plu
             if not ended and deadline is not None and time.monotonic() >= deadline:  # the test ran past its limit
                 os.kill(pid, signal.SIGKILL)
                 _write(fd, {"test": current, "status": "timeout", "key": key, "seconds": limit, "end": True,
-                            "detail": f"ran out of time (tests.test_timeout: {limit:g} s)"})
+                            "detail": f"{TEST_TIMEOUT}: {limit:g} s)"})
                 current = None
                 break
     finally:

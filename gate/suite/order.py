@@ -22,6 +22,7 @@ it breaks.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -30,11 +31,23 @@ from gate.errors import GateFailure
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.sandbox.stage import EXPORT_PREFIX
-from gate.suite.run import SuiteResult, SuiteRun, TestOutcome, file_prefixes, gist, run_suite, why
+from gate.suite.run import (
+    SuiteResult,
+    SuiteRun,
+    TestOutcome,
+    file_prefixes,
+    gist,
+    out_of_suite_time,
+    run_suite,
+    why,
+)
 from gate.suite.tripwire import Suspect
 from gate.verdict import listing
 
 PASSED = "passed"
+# How many times what the head's run of a flaky-marked test took must be left of the suite's time to run it
+# again: the run itself, and room for the runs in the base's order and the base's that may follow.
+_ROOM = 3
 _NONE = TestOutcome("", "not run")
 
 
@@ -62,25 +75,25 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     """Run again, in the base's order, each test the head would be charged for, and on the base in the head's
     order each that fails on both sides but not the same way (module docstring). A test the base ran in this
     gate (`on_base`) after the same tests as the head's run needs neither: it ran in the same order there."""
-    failing = [nodeid for nodeid in known.collected if found.tests[nodeid].status != PASSED
+    not_passing = [nodeid for nodeid in known.collected if found.tests[nodeid].status != PASSED]
+    found, forgiven, said = _marked_flaky(sandbox, head, known, [
+        nodeid for nodeid in not_passing if known.statuses.get(nodeid) == PASSED], found, deadline, progress)
+    if found.tampered:
+        return Checked(known.statuses, found, [])
+    failing = [nodeid for nodeid in not_passing if nodeid not in forgiven
                and not (nodeid in on_base.tests and on_base.same_before(found, nodeid))]
     charged = [nodeid for nodeid in failing if known.statuses.get(nodeid) == PASSED]
     unlike = [nodeid for nodeid in failing if nodeid in known.statuses and known.statuses[nodeid] != PASSED
               and _failure(known.statuses[nodeid], known.details.get(nodeid, ""))
               != _failure(found.tests[nodeid].status, why(found.tests[nodeid]))]
     alone: list[str] = []
-    said: list[str] = []
     if charged:
-        found, forgiven, said = _marked_flaky(sandbox, head, known, charged, found, deadline, progress)
-        if found.tampered:
-            return Checked(known.statuses, found, [])
-        rest = [nodeid for nodeid in charged if nodeid not in forgiven]
         again = run_suite(sandbox, replace(head, what=f"{head.what} again, in the base's order"),
-                          file_prefixes(known.collected, rest), deadline, progress) if rest else SuiteResult({})
+                          file_prefixes(known.collected, charged), deadline, progress)
         found = replace(found, tampered=again.tampered, suspects=(*found.suspects, *again.suspects))
         if again.tampered:
             return Checked(known.statuses, found, [])
-        alone = [nodeid for nodeid in rest if nodeid in again.tests and again.tests[nodeid].status == PASSED]
+        alone = [nodeid for nodeid in charged if nodeid in again.tests and again.tests[nodeid].status == PASSED]
     if not (alone or unlike):
         return Checked(known.statuses, found, said)
     there = _in_heads_order(sandbox, base, found, [*alone, *unlike], deadline, progress)
@@ -98,6 +111,7 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     kept: list[str] = []
     spared: list[str] = []
     flaky: list[str] = []
+    unfinished: list[str] = []
     for nodeid in [*alone, *unlike]:
         outcome = there.get(nodeid)
         passes = outcome is not None and outcome.status == PASSED
@@ -117,6 +131,10 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
             kept.append(nodeid)
             tests[nodeid] = _told(tests[nodeid], f"it fails {after} again, and passes when run again in the "
                                                  "base's order; the base passes it after those same tests")
+        elif nodeid in alone and (outcome is None or out_of_suite_time(outcome)):
+            unfinished.append(nodeid)
+            tests[nodeid] = _told(tests[nodeid], f"it fails {after} and passes in the base's order; the base's run "
+                                                 "after those same tests did not finish it")
         elif nodeid in alone:
             spared.append(nodeid)
             statuses[nodeid] = outcome.status if outcome is not None else "failed"
@@ -134,6 +152,10 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
         said.append(f"{len(spared)} tests are order-dependent: they failed on the head after the tests before them "
                     "in its run and pass when run again in the base's order, and the base fails them after those "
                     f"same tests too, so they are not charged: {listing(spared, ', ', shown=3)}")
+    if unfinished:
+        said.append(f"{len(unfinished)} tests fail on the head in the order its run gave them and pass in the base's "
+                    "order, and the base's run in that same order did not finish them, so they are charged: "
+                    f"{listing(unfinished, ', ', shown=3)}")
     return Checked(statuses, replace(found, tests=tests), said)
 
 
@@ -142,32 +164,46 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
     test), and their CI runs it again (pytest-rerunfailures, flaky) or forgives its failure (pytest-ignore-flaky).
     Each of `charged` so marked runs again on the head in its run, run again as it was (every test of it, so
-    every file it collected: a module imported as pytest collects may be what makes it fail), up to twice: one
-    that passes there is not charged (the passing run's outcome stands); one that fails both times goes on as
-    any test does, so that a head whose change makes it fail there is charged. `found` with the runs' evidence,
-    the tests forgiven, and what the verdict says of them."""
-    marked = [nodeid for nodeid in charged if nodeid in known.marked_flaky]
+    every file it collected: a module imported as pytest collects may be what makes it fail), up to twice, while
+    the suite's time leaves room for the runs after these: one that passes there is not charged (the passing
+    run's outcome stands); one that does not goes on as any test does, so that a head whose change makes it
+    fail every time is charged. `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
+    runs = {nodeid: run for run in found.runs for nodeid in run}  # (the last run given each test, as _in_order's)
+    marked = [nodeid for nodeid in charged if nodeid in known.marked_flaky and nodeid in runs
+              and nodeid not in found.renamed]
     forgiven: dict[str, TestOutcome] = {}
-    for what in ("again", "once more"):
+    tries: dict[str, int] = {}
+    late: list[str] = []
+    for attempt in (1, 2):
         asked = [nodeid for nodeid in marked if nodeid not in forgiven]
+        taken = sum(outcome.span for run in {runs[nodeid] for nodeid in asked} for test in run
+                    if (outcome := found.tests.get(test)) is not None)
+        if asked and deadline - time.monotonic() < _ROOM * taken + 1:
+            late = asked
+            break
         if not asked:
             break
-        ran = _in_order(sandbox, replace(head, what=f"{head.what} {what}, as it ran"), found, asked, deadline,
-                        progress, whole=True)
+        ran = _in_order(sandbox, replace(head, what=f"{head.what} {('again', 'once more')[attempt - 1]}, as they "
+                                                    "ran"), found, asked, deadline, progress, whole=True)
         found = replace(found, tampered=ran.tampered, suspects=(*found.suspects, *ran.suspects))
         if ran.tampered:
             return found, set(), []
-        forgiven |= {nodeid: ran.tests[nodeid] for nodeid in asked if nodeid in ran.tests
-                     and ran.tests[nodeid].status == PASSED and nodeid not in ran.renamed}
+        for nodeid in asked:
+            if nodeid in ran.tests and ran.tests[nodeid].status == PASSED and nodeid not in ran.renamed:
+                forgiven[nodeid], tries[nodeid] = ran.tests[nodeid], attempt
     tests = dict(found.tests)
     for nodeid, outcome in forgiven.items():
         first = found.tests[nodeid]
         tests[nodeid] = _told(outcome, f"marked flaky in the base's suite: it did not pass in the head's run "
-                                       f"({first.status}{gist(why(first))}), then passed "
-                                       f"{_after(found.before(nodeid))}")
+                                       f"({first.status}{gist(why(first))}), then passed when that run ran again "
+                                       f"({('the first', 'the second')[tries[nodeid] - 1]} of two tries)")
     said = [f"{len(forgiven)} tests marked flaky in the base's suite did not pass in the head's run and passed when "
             f"their run ran again as it was, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
             ] if forgiven else []
+    if late:
+        said.append(f"{len(late)} tests marked flaky in the base's suite did not pass in the head's run and were not "
+                    "run again as it was: too little of tests.timeout was left for it, so they go on as any test: "
+                    f"{listing(late, ', ', shown=3)}")
     return replace(found, tests=tests), set(forgiven), said
 
 

@@ -33,7 +33,7 @@ from gate.progress import QUIET, Count, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, RunResult, Sandbox
 from gate.suite import rewritten, tripwire
-from gate.suite.harness import PASS, function_key
+from gate.suite.harness import PASS, TEST_TIMEOUT, function_key
 from gate.suite.tripwire import RunRecords, Suspect, Trip
 from gate.verdict import listing
 
@@ -139,6 +139,12 @@ def why(outcome: TestOutcome) -> str:
     """Why a test did not pass, as a baseline keeps it: the end of its report (the error and the calls that led
     to it), else its status."""
     return outcome.detail.strip()[-_WHY:] or outcome.status
+
+
+def out_of_suite_time(outcome: TestOutcome) -> bool:
+    """Whether `outcome` says only that the suite's time (tests.timeout) ran out before or as the test ran: it
+    did not finish, and tells nothing of the test (one past its own limit, tests.test_timeout, did finish)."""
+    return outcome.status == "timeout" and not outcome.detail.startswith(TEST_TIMEOUT)
 
 
 def gist(detail: str) -> str:
