@@ -685,13 +685,31 @@ def test_two_passes():
 class TestMarked:
     def test_in_class(self):
         pass
+
+
+def flaky(max_runs=2, min_passes=1):  # flaky's `@flaky`, as it marks a test
+    def mark(test):
+        test._flaky_max_runs, test._flaky_min_passes = max_runs, min_passes
+        return test
+    return mark
+
+
+@flaky(max_runs=3)
+def test_decorated():
+    pass
+
+
+@flaky(max_runs=3, min_passes=2)
+def test_decorated_two_passes():
+    pass
 """
 
 
 @pytest.mark.usefixtures("offline_pip")
 def test_the_collection_reads_a_flaky_mark_only_where_it_holds(tmp_path: Path) -> None:
     """pytest-rerunfailures' `condition` (a value, not a string it evaluates) and `reruns`, and flaky's
-    `min_passes`: a mark that does not hold on this platform, or asks for more than one pass, is no mark."""
+    `min_passes`: a mark that does not hold on this platform, or asks for more than one pass, is no mark; flaky's
+    `@flaky` decorator is one."""
     from gate.suite.run import collect
 
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_flaky_marks.py": FLAKY_MARKS,
@@ -702,7 +720,8 @@ def test_the_collection_reads_a_flaky_mark_only_where_it_holds(tmp_path: Path) -
         collection = collect(sandbox, base_run, deadline)
 
     assert collection.marked_flaky == {"tests/test_flaky_marks.py::test_reruns",
-                                       "tests/test_flaky_marks.py::TestMarked::test_in_class"}
+                                       "tests/test_flaky_marks.py::TestMarked::test_in_class",
+                                       "tests/test_flaky_marks.py::test_decorated"}
 
 
 @pytest.mark.usefixtures("offline_pip")
@@ -718,3 +737,84 @@ def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_p
     assert charged_statuses(verdict) == {"tests/test_counts.py::test_second": "failed"}
     assert [p.check for p in verdict.penalties] == ["tests"] and not verdict.accepted
     assert not [note for note in verdict.notes if "marked flaky" in note.message]
+
+
+# A stand-in for pytest-rerunfailures, under its entry point's name: a failing test runs again in its process,
+# each attempt through pytest's hooks as the plugin does it (a start, the reports, a failed one as "rerun").
+RERUNNING = '''\
+import pytest
+from _pytest.runner import runtestprotocol
+
+
+def pytest_addoption(parser):
+    parser.addoption("--reruns", type=int, default=0)
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "flaky(reruns): run a failing test again")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_protocol(item, nextitem):
+    mark = item.get_closest_marker("flaky")
+    reruns = mark.kwargs.get("reruns", 1) if mark else item.config.getoption("reruns")
+    if not reruns:
+        return None
+    for attempt in range(reruns + 1):
+        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)
+        reports = runtestprotocol(item, nextitem=nextitem, log=False)
+        failed = any(report.failed for report in reports)
+        for report in reports:
+            if failed and attempt < reruns and report.failed:
+                report.outcome = "rerun"
+            item.ihook.pytest_runtest_logreport(report=report)
+        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)
+        if not failed:
+            break
+    return True
+'''
+SECOND_TRY = '''\
+import pytest
+
+CALLS = []
+
+
+@pytest.mark.flaky(reruns=2)
+def test_second_try():
+    CALLS.append(1)
+    assert len(CALLS) > 1, "passes the second time in a process"
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("head", ["honest", "regression"])
+def test_a_suite_whose_plugin_runs_failing_tests_again_in_its_process_is_scored_on_one_run_each(
+        tmp_path: Path, offline_pip: Path, head: str) -> None:  # noqa: F811
+    """pytest-rerunfailures (`--reruns` in the base's addopts, a `flaky(reruns=2)` mark) starts a failing test
+    again in its process, which the harness's records would read as tampering (a test started after its
+    outcome) on every PR. The harness unregisters it once its options are read: each test runs once, the gate
+    runs the tests the configuration says may fail at random again itself (every test, with `--reruns`), and a
+    regression still costs."""
+    from tests.projects import pyproject, write_wheel
+
+    write_wheel(offline_pip, "pytest-rerunning", {"rerunning_stub.py": RERUNNING},
+                entry_points="[pytest11]\nrerunfailures = rerunning_stub\n")
+    repo = calc_project(tmp_path / "repo", extra_files={
+        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest-rerunning"]}),
+        "pytest.ini": "[pytest]\naddopts = --reruns 1\n", "tests/test_retry.py": SECOND_TRY,
+        "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: change", {"calc.py": '"""A calculator."""\n\n' + (
+        CALC if head == "honest" else CALC.replace("return a * b", "return a + b"))})
+
+    verdict = score_repo(repo)
+    with suite_runs(repo) as (sandbox, base_run, _, deadline):
+        collection = run.collect(sandbox, base_run, deadline)
+
+    assert collection.marked_flaky == set(collection.collected)  # (`--reruns 1`: every test)
+    assert not verdict.blocked_reasons and not [p for p in verdict.penalties if p.check == "nondeterminism"]
+    statuses = {case.name: case.status for case in verdict.cases if case.kind == "pytest"}
+    assert statuses["tests/test_retry.py::test_second_try"] == "failed"  # (once in its process: on both sides)
+    if head == "honest":
+        assert verdict.accepted and charged_statuses(verdict) == {}
+    else:
+        assert not verdict.accepted and charged_statuses(verdict) == {"tests/test_calc.py::test_mul": "failed"}

@@ -69,6 +69,9 @@ from collections.abc import Callable
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
+# The plugins that run a failing test again in its own process, by their entry points' names: pytest-rerunfailures,
+# flaky (which also patches pytest's runner as it does).
+_RERUNNING = ("rerunfailures", "flaky")
 # How the watcher's report of a test past its own limit begins (a test that ran out of the suite's time, or was
 # not reached before it ran out, reads otherwise: gate/suite/run.py).
 TEST_TIMEOUT = "ran out of time (tests.test_timeout"
@@ -282,6 +285,17 @@ class GatePlugin:
         if self._asked is None:  # the base's own selection (`-m` in its addopts), not the gate's
             self.write({"deselected": [item.nodeid for item in items]})
 
+    def pytest_sessionstart(self, session: Any) -> None:
+        """Unregister the plugins that run a failing test again in its process (_RERUNNING), once they have
+        read their options (the base's `--reruns` in addopts stays valid): each test runs once here, so its
+        outcome and a tripwire's are those of one run, and the gate runs a test the base's suite says may fail
+        at random again itself, in a run of its own (gate/suite/order.py)."""
+        manager = session.config.pluginmanager
+        for name in _RERUNNING:
+            plugin = manager.get_plugin(name)
+            if plugin is not None:
+                manager.unregister(plugin)
+
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
         self._equality.start(nodeid)
         self._phases[nodeid] = []
@@ -350,16 +364,27 @@ def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
 
 
 def _marked_flaky(item: Any) -> bool:
-    """Whether `item` has a `flaky` mark that holds here: pytest-rerunfailures' `condition`, when given, is True
-    (a value: a string is not evaluated here, and reads as not marked) and its `reruns` not 0; flaky's
-    `min_passes` is at most 1 (the gate takes one pass)."""
+    """Whether the base's suite says `item` may fail at random and runs it again when it does: a `flaky` mark
+    that holds here (pytest-rerunfailures' `condition`, when given, True: a value, as a string is not evaluated
+    here and reads as no mark; its `reruns` not 0; flaky's `min_passes` at most 1, as the gate takes one pass),
+    else flaky's `@flaky` decorator (the same `min_passes`), else a configuration that runs every failing test
+    again (rerunfailures' `--reruns N`, flaky's `--force-flaky`)."""
     mark = item.get_closest_marker("flaky")
-    if mark is None:
-        return False
-    said = mark.kwargs
+    if mark is not None:
+        said = mark.kwargs
+        return said.get("condition", True) is True and said.get("reruns", 1) != 0 and _one_pass(said)
+    for owner in (getattr(item, "obj", None), getattr(item, "cls", None)):
+        runs = getattr(owner, "_flaky_max_runs", None)
+        if isinstance(runs, int) and runs > 1:
+            return _one_pass({"min_passes": getattr(owner, "_flaky_min_passes", 1)})
+    config = item.config
+    reruns = config.getoption("reruns", None)
+    return (isinstance(reruns, int) and reruns > 0) or config.getoption("force_flaky", None) is True
+
+
+def _one_pass(said: dict[str, Any]) -> bool:
     passes = said.get("min_passes", 1)
-    return said.get("condition", True) is True and said.get("reruns", 1) != 0 and isinstance(passes, int) \
-        and passes <= 1
+    return isinstance(passes, int) and passes <= 1
 
 
 def _skipped_alone(item: Any) -> str | None:
