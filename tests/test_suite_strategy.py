@@ -537,211 +537,10 @@ def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondetermin
     assert penalties[0].message.startswith(f"{second} did not pass on the head, then passed each time it ran again")
 
 
-# A conftest that declares the `flaky` mark (pytest-rerunfailures', flaky's and pytest-ignore-flaky's).
-MARKING = CONFTEST + '\n\ndef pytest_configure(config):\n    config.addinivalue_line("markers", "flaky: may fail")\n'
-# A regression that shows only when a later file was collected (it registers a plugin as it is imported): every
-# run of the head's whole share fails the tests of sub, and a run of their file alone passes them. Run again as
-# the head's run was, with every file it collected, they fail again: charged, never called nondeterministic.
-REGISTRY = CALC + "\n\n_PLUGINS = []\n\n\ndef register(name):\n    _PLUGINS.append(name)\n\n\ndef sub(a, b):\n" \
-                  "    return a - b\n"
-SUBS = "from calc import sub\n" + "".join(f"\n\ndef test_sub_{n}():\n    assert sub({n}, 1) == {n - 1}\n"
-                                          for n in range(3))
-PLUGIN = "import calc\n\ncalc.register('z')\n\n\ndef test_registered():\n    assert 'z' in calc._PLUGINS\n"
-
-
-@pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
-def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path,
-                                                                                        marked: bool) -> None:
-    """Also when the base's suite marks those tests flaky: their run runs again as it was, later file and all."""
-    subs = SUBS.replace("\n\ndef test_sub_", "\n\n@pytest.mark.flaky\ndef test_sub_") if marked else SUBS
-    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
-        "calc.py": REGISTRY, "tests/test_subs.py": "import pytest\n" + subs, "tests/test_zplugin.py": PLUGIN,
-        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
-    repo.commit("bot: sub", {"calc.py": REGISTRY.replace("    return a - b\n", "    return a - b - len(_PLUGINS)\n")})
-
-    verdict = score_repo(repo)
-
-    assert charged_statuses(verdict) == {f"tests/test_subs.py::test_sub_{n}": "failed" for n in range(3)}
-    assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
-
-
-# The base's suite marks test_second flaky, as zipp marks its big-O timing tests (pytest-ignore-flaky's mark).
-FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky\ndef test_second").replace(
-    "from calc import add", "import pytest\n\nfrom calc import add")
-
-
-@pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
-                                  "too little time left"])
-def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
-    """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
-    and passes when its run runs again as it was is not charged when the base's suite marks it flaky: the mark
-    is its maintainers' word, read from the base's own collection; so also when the base ran it after the same
-    tests in this gate (a cold baseline of a suite whose flaky test is in its first file). The head marking it
-    gains nothing: the same failure then costs `points.nondeterminism`, as for any test. With too little of the
-    suite's time left for its run again, it goes on as any test, and the verdict says so."""
-    import time
-    from dataclasses import replace
-
-    from gate.checks.tests import Changed, _score
-    from gate.policy.model import Policy
-    from gate.suite.baseline import Baseline
-    from gate.suite.run import SuiteResult, collect, run_suite
-
-    base_counts = COUNTS if case == "marked by the head" else FLAKY_COUNTS
-    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_counts.py": base_counts,
-                                                        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
-    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC, "tests/test_counts.py": FLAKY_COUNTS})
-    second = "tests/test_counts.py::test_second"
-
-    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
-        collection = collect(sandbox, base_run, deadline)
-        first = run_suite(sandbox, head_run, None, deadline)
-        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
-        found = replace(first, tests={**first.tests, second: slow})
-        on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
-            else SuiteResult({})
-        assert not on_base.tests or on_base.same_before(found, second)
-        known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
-                         marked_flaky=set(collection.marked_flaky))
-        if case == "too little time left":
-            deadline = time.monotonic() + 0.5
-        checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
-
-    assert not checked.head.tampered
-    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
-    outcome = checked.head.tests[second]
-    if case == "marked by the head":
-        assert known.marked_flaky == set()
-        assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
-        return
-    assert known.marked_flaky == {second}
-    if case == "too little time left":
-        assert outcome.status == "xfailed" and [p.check for p in penalties] == ["tests"]
-        assert checked.said[0] == ("1 tests marked flaky in the base's suite did not pass in the head's run and were "
-                                   "not run again as it was: too little of tests.timeout was left for it, so they "
-                                   f"go on as any test: {second}")
-        return
-    assert outcome.status == "passed" and not outcome.flaky and penalties == []
-    assert outcome.detail.startswith("marked flaky in the base's suite: it did not pass in the head's run "
-                                     "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed when that run ran "
-                                     "again (the first of two tries)")
-    [said] = checked.said
-    assert said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run") \
-        and said.endswith(second)
-
-
-@pytest.mark.usefixtures("offline_pip")
-def test_a_test_the_suites_time_did_not_reach_tells_nothing_of_it_and_one_past_its_own_limit_does(
-        tmp_path: Path) -> None:
-    """The base's outcome of a test in the head's order spares the head's failure of it only when the base's run
-    finished it (gate/suite/order.py): one the suite's time (tests.timeout) ran out before is unknown, and the
-    head's failure is charged; a test past its own limit (tests.test_timeout) did fail there."""
-    import time
-
-    from gate.suite.run import TestOutcome, out_of_suite_time, run_suite
-
-    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
-    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
-    with suite_runs(repo) as (sandbox, base_run, _, _):
-        late = run_suite(sandbox, base_run, ["tests/test_calc.py::test_add"], time.monotonic() + 0.5)
-
-    [outcome] = late.tests.values()
-    assert outcome.status == "timeout" and out_of_suite_time(outcome)
-    assert not out_of_suite_time(TestOutcome("t", "timeout", "ran out of time (tests.test_timeout: 2 s)"))
-
-
-FLAKY_MARKS = """import pytest
-import sys
-
-
-@pytest.mark.flaky(reruns=3)
-def test_reruns():
-    pass
-
-
-@pytest.mark.flaky(reruns=2, condition=sys.platform.startswith("win32"))
-def test_on_windows():
-    pass
-
-
-@pytest.mark.flaky(reruns=2, condition="sys.platform == 'linux'")
-def test_by_string():
-    pass
-
-
-@pytest.mark.flaky(reruns=0)
-def test_no_reruns():
-    pass
-
-
-@pytest.mark.flaky(max_runs=3, min_passes=2)
-def test_two_passes():
-    pass
-
-
-@pytest.mark.flaky
-class TestMarked:
-    def test_in_class(self):
-        pass
-
-
-def flaky(max_runs=2, min_passes=1):  # flaky's `@flaky`, as it marks a test
-    def mark(test):
-        test._flaky_max_runs, test._flaky_min_passes = max_runs, min_passes
-        return test
-    return mark
-
-
-@flaky(max_runs=3)
-def test_decorated():
-    pass
-
-
-@flaky(max_runs=3, min_passes=2)
-def test_decorated_two_passes():
-    pass
-"""
-
-
-@pytest.mark.usefixtures("offline_pip")
-def test_the_collection_reads_a_flaky_mark_only_where_it_holds(tmp_path: Path) -> None:
-    """pytest-rerunfailures' `condition` (a value, not a string it evaluates) and `reruns`, and flaky's
-    `min_passes`: a mark that does not hold on this platform, or asks for more than one pass, is no mark; flaky's
-    `@flaky` decorator is one."""
-    from gate.suite.run import collect
-
-    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_flaky_marks.py": FLAKY_MARKS,
-                                                        "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
-    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
-
-    with suite_runs(repo) as (sandbox, base_run, _, deadline):
-        collection = collect(sandbox, base_run, deadline)
-
-    assert collection.marked_flaky == {"tests/test_flaky_marks.py::test_reruns",
-                                       "tests/test_flaky_marks.py::TestMarked::test_in_class",
-                                       "tests/test_flaky_marks.py::test_decorated"}
-
-
-@pytest.mark.usefixtures("offline_pip")
-def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_path: Path) -> None:
-    """The mark forgives a test that passes when its run runs again, not one the head's change makes
-    fail there every time: its run run twice more, it fails each time, and costs `points.tests`."""
-    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
-        "tests/test_counts.py": FLAKY_COUNTS, "tests/conftest.py": MARKING, "NOTES": f"{tmp_path}\n"})
-    repo.commit("bot: count", {"calc.py": THIRD_CALL})
-
-    verdict = score_repo(repo)
-
-    assert charged_statuses(verdict) == {"tests/test_counts.py::test_second": "failed"}
-    assert [p.check for p in verdict.penalties] == ["tests"] and not verdict.accepted
-    assert not [note for note in verdict.notes if "marked flaky" in note.message]
-
-
-# A stand-in for pytest-rerunfailures, under its entry point's name: a failing test runs again in its process,
-# each attempt through pytest's hooks as the plugin does it (a start, the reports, a failed one as "rerun").
-RERUNNING = '''\
+# Stand-ins for the plugins that run a failing test again in its process, under their entry points' names.
+# pytest-rerunfailures: each attempt through pytest's hooks as the plugin does it (a start, the reports, a
+# failed one as "rerun"). flaky: its mark, which the gate reads as flaky reads it (the stand-in reruns nothing).
+RERUNNING = """\
 import pytest
 from _pytest.runner import runtestprotocol
 
@@ -772,8 +571,285 @@ def pytest_runtest_protocol(item, nextitem):
         if not failed:
             break
     return True
-'''
-SECOND_TRY = '''\
+"""
+FLAKY_STUB = "def pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: run again')\n"
+PLUGINS = {"rerunfailures": "pytest-rerunning", "flaky": "pytest-flakystub"}
+
+
+@pytest.fixture
+def rerunning(offline_pip: Path) -> Path:  # noqa: F811
+    """The wheelhouse, with the stand-ins (PLUGINS, by entry point name)."""
+    from tests.projects import write_wheel
+
+    write_wheel(offline_pip, PLUGINS["rerunfailures"], {"pytest_rerunfailures.py": RERUNNING},
+                entry_points="[pytest11]\nrerunfailures = pytest_rerunfailures\n")
+    write_wheel(offline_pip, PLUGINS["flaky"], {"flaky_stub.py": FLAKY_STUB},
+                entry_points="[pytest11]\nflaky = flaky_stub\n")
+    return offline_pip
+
+
+def _rerunning_project(root: Path, files: dict[str, str], plugin: str | None = "rerunfailures",
+                       policy: str = POLICY) -> Repo:
+    """calc_project, its test extra with the stand-in of `plugin` (None: no rerun plugin)."""
+    from tests.projects import pyproject
+
+    extra = ["checkhelp", *([PLUGINS[plugin]] if plugin else [])]
+    return calc_project(root, policy, extra_files={"pyproject.toml": pyproject("calc", [], extras={"test": extra}),
+                                                   **files, "NOTES": f"{root}\n"})
+
+
+# A regression that shows only when a later file was collected (it registers a plugin as it is imported): every
+# run of the head's whole share fails the tests of sub, and a run of their file alone passes them. Run again as
+# the head's run was, with every file it collected, they fail again: charged, never called nondeterministic.
+REGISTRY = CALC + "\n\n_PLUGINS = []\n\n\ndef register(name):\n    _PLUGINS.append(name)\n\n\ndef sub(a, b):\n" \
+                  "    return a - b\n"
+SUBS = "from calc import sub\n" + "".join(f"\n\ndef test_sub_{n}():\n    assert sub({n}, 1) == {n - 1}\n"
+                                          for n in range(3))
+PLUGIN = "import calc\n\ncalc.register('z')\n\n\ndef test_registered():\n    assert 'z' in calc._PLUGINS\n"
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
+def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path,
+                                                                                        marked: bool) -> None:
+    """Also when the base's suite marks those tests flaky: their run runs again as it was, later file and all."""
+    subs = SUBS.replace("\n\ndef test_sub_", "\n\n@pytest.mark.flaky(reruns=2)\ndef test_sub_") if marked else SUBS
+    repo = _rerunning_project(tmp_path / "repo", {
+        "calc.py": REGISTRY, "tests/test_subs.py": "import pytest\n" + subs, "tests/test_zplugin.py": PLUGIN},
+        policy=POLICY + "  workers: 1\n")
+    repo.commit("bot: sub", {"calc.py": REGISTRY.replace("    return a - b\n", "    return a - b - len(_PLUGINS)\n")})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {f"tests/test_subs.py::test_sub_{n}": "failed" for n in range(3)}
+    assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
+
+
+# The base's suite marks test_second flaky, as zipp marks its big-O timing tests (pytest-ignore-flaky's mark).
+FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky(reruns=2)\ndef test_second").replace(
+    "from calc import add", "import pytest\n\nfrom calc import add")
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
+                                  "too little time left", "marked with no plugin to run it again"])
+def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
+    """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
+    and passes when its run runs again as it was is not charged when the base's suite marks it flaky for a
+    plugin that runs it again: the mark is its maintainers' word, read from the base's own collection; so also
+    when the base ran it after the same tests in this gate (a cold baseline of a suite whose flaky test is in
+    its first file). The head marking it gains nothing, nor does a mark no plugin of the suite reads: the same
+    failure then costs `points.nondeterminism`, as for any test. With too little of the suite's time left for
+    its run again, it goes on as any test, and the verdict says so."""
+    import time
+    from dataclasses import replace
+
+    from gate.checks.tests import Changed, _score
+    from gate.policy.model import Policy
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, collect, run_suite
+
+    base_counts = COUNTS if case == "marked by the head" else FLAKY_COUNTS
+    plugin = None if case == "marked with no plugin to run it again" else "rerunfailures"
+    conftest = CONFTEST + "\n\ndef pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: x')\n"
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_counts.py": base_counts,
+                                                  **({} if plugin else {"tests/conftest.py": conftest})}, plugin)
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC, "tests/test_counts.py": FLAKY_COUNTS})
+    second = "tests/test_counts.py::test_second"
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        collection = collect(sandbox, base_run, deadline)
+        first = run_suite(sandbox, head_run, None, deadline)
+        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
+        found = replace(first, tests={**first.tests, second: slow})
+        on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
+            else SuiteResult({})
+        assert not on_base.tests or on_base.same_before(found, second)
+        known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
+                         marked_flaky=dict(collection.marked_flaky))
+        if case == "too little time left":
+            deadline = time.monotonic() + 0.5
+        checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
+
+    assert not checked.head.tampered
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    outcome = checked.head.tests[second]
+    if case in ("marked by the head", "marked with no plugin to run it again"):
+        assert known.marked_flaky == {}
+        assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
+        return
+    assert known.marked_flaky == {second: 2}
+    if case == "too little time left":
+        assert outcome.status == "xfailed" and [p.check for p in penalties] == ["tests"]
+        assert checked.said[0] == ("1 tests marked flaky in the base's suite did not pass in the head's run, and too "
+                                   "little of tests.timeout was left to run them again, so they go on as any test: "
+                                   f"{second}")
+        return
+    assert outcome.status == "passed" and not outcome.flaky and penalties == []
+    assert outcome.detail.startswith("marked flaky in the base's suite: it did not pass in the head's run "
+                                     "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed when that run ran "
+                                     "again (try 1 of up to 2)")
+    [said] = checked.said
+    assert said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run") \
+        and said.endswith(second)
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_the_suites_time_did_not_reach_tells_nothing_of_it_and_one_past_its_own_limit_does(
+        tmp_path: Path) -> None:
+    """The base's outcome of a test in the head's order spares the head's failure of it only when the base's run
+    finished it (gate/suite/order.py): one the suite's time (tests.timeout) ran out before is unknown, and the
+    head's failure is charged; a test past its own limit (tests.test_timeout) did fail there."""
+    import time
+
+    from gate.suite.run import TestOutcome, out_of_suite_time, run_suite
+
+    repo = calc_project(tmp_path / "repo", extra_files={"NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    with suite_runs(repo) as (sandbox, base_run, _, _):
+        late = run_suite(sandbox, base_run, ["tests/test_calc.py::test_add"], time.monotonic() + 0.5)
+
+    [outcome] = late.tests.values()
+    assert outcome.status == "timeout" and out_of_suite_time(outcome)
+    assert not out_of_suite_time(TestOutcome("t", "timeout", "ran out of time (tests.test_timeout: 2 s)"))
+
+
+# How each plugin reads a `flaky` mark, and how many times it runs the test again (the gate runs it at most twice).
+RERUNFAILURES_MARKS = """import pytest
+import sys
+
+
+@pytest.mark.flaky(reruns=3)
+def test_reruns():
+    pass
+
+
+@pytest.mark.flaky(1)
+def test_one_rerun():
+    pass
+
+
+@pytest.mark.flaky(reruns=2, condition=sys.platform.startswith("win32"))
+def test_on_windows():
+    pass
+
+
+@pytest.mark.flaky(reruns=2, condition="sys.platform == 'linux'")
+def test_by_string():
+    pass
+
+
+@pytest.mark.flaky(reruns=0)
+def test_no_reruns():
+    pass
+
+
+@pytest.mark.flaky(reruns=2, only_rerun=["ConnectionError"])
+def test_only_on_connection_errors():
+    pass
+
+
+@pytest.mark.flaky
+class TestMarked:
+    def test_in_class(self):
+        pass
+"""
+FLAKY_MARKS = """import pytest
+
+
+class _Filter:  # flaky's FilterWrapper
+    def __init__(self, chosen):
+        self._filter = chosen
+
+
+def _true(*args):
+    return True
+
+
+def _only_io(*args):
+    return False
+
+
+def flaky(max_runs=2, min_passes=1, rerun_filter=None):  # flaky's `@flaky`, as it marks a test
+    def mark(test):
+        test._flaky_max_runs, test._flaky_min_passes = max_runs, min_passes
+        test._flaky_rerun_filter = _Filter(rerun_filter or _true)
+        return test
+    return mark
+
+
+@flaky(max_runs=3)
+def test_decorated():
+    pass
+
+
+@flaky(max_runs=3, min_passes=2)
+def test_decorated_two_passes():
+    pass
+
+
+@flaky(max_runs=3, rerun_filter=_only_io)
+def test_decorated_filtered():
+    pass
+
+
+@pytest.mark.flaky
+def test_mark_default():
+    pass
+
+
+@pytest.mark.flaky(3, 2)
+def test_mark_two_passes():
+    pass
+"""
+R, F = "tests/test_rerunfailures_marks.py::", "tests/test_flaky_marks.py::"
+READS = {
+    "rerunfailures": {f"{R}test_reruns": 2, f"{R}test_one_rerun": 1, f"{R}TestMarked::test_in_class": 1,
+                      f"{F}test_mark_default": 1, f"{F}test_mark_two_passes": 2},
+    "flaky": {f"{R}test_reruns": 1, f"{R}test_on_windows": 1, f"{R}test_by_string": 1, f"{R}test_no_reruns": 1,
+              f"{R}test_only_on_connection_errors": 1, f"{R}TestMarked::test_in_class": 1, f"{F}test_decorated": 2,
+              f"{F}test_mark_default": 1},
+    None: {},
+}
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("plugin", ["rerunfailures", "flaky", None])
+def test_the_collection_reads_a_flaky_mark_as_the_suites_plugin_does(tmp_path: Path, plugin: str | None) -> None:
+    """pytest-rerunfailures' `reruns` (by name or first), `condition` (a value; a string it evaluates reads as no
+    mark) and `only_rerun`; flaky's `max_runs` and `min_passes` (by name or in order), its `rerun_filter`, its
+    `@flaky`: a mark that does not hold on this platform, runs the test again only for some errors, or asks for
+    more than one pass, is no mark, nor is one that no plugin of the suite reads."""
+    from gate.suite.run import collect
+
+    conftest = CONFTEST + "\n\ndef pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: x')\n"
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_rerunfailures_marks.py": RERUNFAILURES_MARKS,
+                                                  "tests/test_flaky_marks.py": FLAKY_MARKS,
+                                                  **({} if plugin else {"tests/conftest.py": conftest})}, plugin)
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    with suite_runs(repo) as (sandbox, base_run, _, deadline):
+        collection = collect(sandbox, base_run, deadline)
+
+    assert not collection.tampered and dict(collection.marked_flaky) == READS[plugin]
+
+
+@pytest.mark.usefixtures("rerunning")
+def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_path: Path) -> None:
+    """The mark forgives a test that passes when its run runs again, not one the head's change makes
+    fail there every time: its run run twice more, it fails each time, and costs `points.tests`."""
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_counts.py": FLAKY_COUNTS},
+                              policy=POLICY + "  workers: 1\n")
+    repo.commit("bot: count", {"calc.py": THIRD_CALL})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {"tests/test_counts.py::test_second": "failed"}
+    assert [p.check for p in verdict.penalties] == ["tests"] and not verdict.accepted
+    assert not [note for note in verdict.notes if "marked flaky" in note.message]
+
+
+SECOND_TRY = """\
 import pytest
 
 CALLS = []
@@ -783,26 +859,23 @@ CALLS = []
 def test_second_try():
     CALLS.append(1)
     assert len(CALLS) > 1, "passes the second time in a process"
-'''
+"""
 
 
-@pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("head", ["honest", "regression"])
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize(("head", "loaded"), [("honest", "entry point"), ("regression", "entry point"),
+                                              ("honest", "-p module")])
 def test_a_suite_whose_plugin_runs_failing_tests_again_in_its_process_is_scored_on_one_run_each(
-        tmp_path: Path, offline_pip: Path, head: str) -> None:  # noqa: F811
+        tmp_path: Path, head: str, loaded: str) -> None:
     """pytest-rerunfailures (`--reruns` in the base's addopts, a `flaky(reruns=2)` mark) starts a failing test
     again in its process, which the harness's records would read as tampering (a test started after its
-    outcome) on every PR. The harness unregisters it once its options are read: each test runs once, the gate
-    runs the tests the configuration says may fail at random again itself (every test, with `--reruns`), and a
-    regression still costs."""
-    from tests.projects import pyproject, write_wheel
-
-    write_wheel(offline_pip, "pytest-rerunning", {"rerunning_stub.py": RERUNNING},
-                entry_points="[pytest11]\nrerunfailures = rerunning_stub\n")
-    repo = calc_project(tmp_path / "repo", extra_files={
-        "pyproject.toml": pyproject("calc", [], extras={"test": ["checkhelp", "pytest-rerunning"]}),
-        "pytest.ini": "[pytest]\naddopts = --reruns 1\n", "tests/test_retry.py": SECOND_TRY,
-        "NOTES": f"{tmp_path}\n"})
+    outcome) on every PR. The harness unregisters it once its options are read, whether autoload registered it
+    (its entry point's name) or the configuration's `-p` (its module's): each test runs once, the gate runs the
+    tests the base marks flaky again itself (a setting that runs every test again marks none), and a regression
+    still costs."""
+    options = "--reruns 1" + (" -p pytest_rerunfailures" if loaded == "-p module" else "")
+    repo = _rerunning_project(tmp_path / "repo", {"pytest.ini": f"[pytest]\naddopts = {options}\n",
+                                                  "tests/test_retry.py": SECOND_TRY})
     repo.commit("bot: change", {"calc.py": '"""A calculator."""\n\n' + (
         CALC if head == "honest" else CALC.replace("return a * b", "return a + b"))})
 
@@ -810,7 +883,7 @@ def test_a_suite_whose_plugin_runs_failing_tests_again_in_its_process_is_scored_
     with suite_runs(repo) as (sandbox, base_run, _, deadline):
         collection = run.collect(sandbox, base_run, deadline)
 
-    assert collection.marked_flaky == set(collection.collected)  # (`--reruns 1`: every test)
+    assert dict(collection.marked_flaky) == {"tests/test_retry.py::test_second_try": 2}
     assert not verdict.blocked_reasons and not [p for p in verdict.penalties if p.check == "nondeterminism"]
     statuses = {case.name: case.status for case in verdict.cases if case.kind == "pytest"}
     assert statuses["tests/test_retry.py::test_second_try"] == "failed"  # (once in its process: on both sides)

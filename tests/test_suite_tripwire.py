@@ -129,9 +129,11 @@ def test_the_run_collects_only_what_the_gate_asked_for() -> None:
 
 
 def test_a_collections_flaky_marks_are_read_only_of_tests_it_collected() -> None:
-    assert read([{"collected": COLLECTED, "flaky": [B]}, {"done": 0}], (), None, "c").marked_flaky == {B}
-    odd = read([{"collected": [A], "flaky": [B]}, {"done": 0}], (), None, "c")
-    assert odd.tampered == ["flaky marks said of tests the run did not collect"] and not odd.marked_flaky
+    assert read([{"collected": COLLECTED, "flaky": {B: 2}}, {"done": 0}], (), None, "c").marked_flaky == {B: 2}
+    for odd_marks in ({"tests/test_z.py::test_z": 1}, {B: 3}, {B: "2"}, [B]):
+        odd = read([{"collected": COLLECTED, "flaky": odd_marks}, {"done": 0}], (), None, "c")
+        assert odd.tampered == ["flaky marks said of tests the run did not collect, or with no count of tries"]
+        assert not odd.marked_flaky
 
 
 def test_a_test_function_the_run_says_cannot_host_a_tripwire_is_a_suspect() -> None:
@@ -188,7 +190,7 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
         skewed = {**kept.to_json(), "seconds": {function: odd_time}}
         assert Baseline.from_json(skewed).seconds == {}  # type: ignore[union-attr]
     # The tests the base's collection marks flaky (gate/suite/order.py): only collected ones.
-    marked = {**kept.to_json(), "flaky": [A, "tests/test_z.py::test_z"]}
-    assert Baseline.from_json(marked).marked_flaky == {A}  # type: ignore[union-attr]
-    for odd_marks in (A, [[A]], [{"x": 1}]):
-        assert Baseline.from_json({**kept.to_json(), "flaky": odd_marks}).marked_flaky == set()  # type: ignore
+    marked = {**kept.to_json(), "flaky": {A: 2, B: 1, C: 5, "tests/test_z.py::test_z": 1}}
+    assert Baseline.from_json(marked).marked_flaky == {A: 2, B: 1}  # type: ignore[union-attr]
+    for odd_marks in (A, [A], {A: [2]}):
+        assert Baseline.from_json({**kept.to_json(), "flaky": odd_marks}).marked_flaky == {}  # type: ignore

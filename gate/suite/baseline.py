@@ -86,7 +86,8 @@ class Baseline:
     passed, so that a later head's suspect there is judged as that run would judge it, without a run.
     `seconds`: what each test function added to the last head's run that added up (all its parameters), to
     share the next head's run out evenly over the workers (run.shares): a head can only make the next run
-    slower by it. `marked_flaky`: the tests with a `flaky` mark in the base's collection (order.check)."""
+    slower by it. `marked_flaky`: the tests the base's collection says its suite runs again when they fail (a
+    `flaky` mark), with how many times (order.check)."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
@@ -95,13 +96,13 @@ class Baseline:
     skipped: set[str] = field(default_factory=set)
     controls: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
-    marked_flaky: set[str] = field(default_factory=set)
+    marked_flaky: dict[str, int] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
                 "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
                 "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()},
-                "seconds": self.seconds, "flaky": sorted(self.marked_flaky)}
+                "seconds": self.seconds, "flaky": self.marked_flaky}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -114,7 +115,7 @@ class Baseline:
             return None
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
-        controls, seconds, flaky = data.get("controls", {}), data.get("seconds", {}), data.get("flaky", [])
+        controls, seconds, flaky = data.get("controls", {}), data.get("seconds", {}), data.get("flaky", {})
         functions = {function_key(nodeid) for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
@@ -125,8 +126,8 @@ class Baseline:
                     and all(isinstance(seen, list) and len(seen) == 3 for seen in found)},
                    {str(name): float(taken) for name, taken in (seconds.items() if isinstance(seconds, dict) else ())
                     if name in functions and isinstance(taken, (int, float)) and 0 <= taken < math.inf},
-                   {nodeid for nodeid in (flaky if isinstance(flaky, list) else ())
-                    if isinstance(nodeid, str) and nodeid in known})
+                   {nodeid: tries for nodeid, tries in (flaky.items() if isinstance(flaky, dict) else ())
+                    if nodeid in known and tries in (1, 2)})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -134,7 +135,7 @@ class Baseline:
         self.details = {**other.details, **self.details}
         self.unstable |= other.unstable
         self.skipped |= other.skipped
-        self.marked_flaky |= other.marked_flaky
+        self.marked_flaky = {**other.marked_flaky, **self.marked_flaky}
         self.controls = {**other.controls, **self.controls}
         self.seconds = self.seconds or other.seconds
 
@@ -225,7 +226,7 @@ def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: f
     if problem:
         raise _Refusal(problem)
     return Baseline(list(found.collected), {nodeid: "skipped" for nodeid in found.skips}, dict(found.skips),
-                    skipped=set(found.skips), marked_flaky=set(found.marked_flaky))
+                    skipped=set(found.skips), marked_flaky=dict(found.marked_flaky))
 
 
 def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str], stored: Path, deadline: float,
@@ -401,7 +402,7 @@ def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
     key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
                         else None, "paths": list(suite.args), "roots": list(suite.base_roots),
                         "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject)),
-                        "baseline": "collection, statuses and flaky marks"})
+                        "baseline": "collection, statuses and flaky tries"})
     return where / "baselines" / f"{key}.json"
 
 

@@ -10,21 +10,22 @@ process that dies mid-suite has reported everything before; killed right after a
 one it died in):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
 name of the run's always-equal object, and in a collection that runs nothing "skips": {node id: why, of each skipped
-by its marks} and "flaky": [node ids of those with a `flaky` mark]}, {"deselected": [node ids]}, {"collect_error":
-path, "detail"}, {"start": node id}, {"equal": node id, "site", "operand", "what", "how"} (an object equal to
-everything that an assertion found equal: gate/suite/equality.py), {"replaced": node id, "what"} (what that test
-depends on was no longer as collected before it ran: gate/suite/guard.py), {"test": node id, "status", "detail",
-"seconds", "span", "line", "trace"}, {"rewritten": path, "magic", "code"} (`_rewritten`), {"done": 0}, each with the
-key (the gate ignores a record without it). A node id asked for that pytest did not collect is matched to one it
-collected and was not asked for, of the same test function with other parameters (`match`: ids computed at
-collection time, from the clock, change from run to run); the gate decides whether that match stands. A test's
-`seconds` are its own (from its start to its report), its `span` what it added to the run (from the end of the test
-before it, or of the collection). A test's `line` is where pytest says it failed in its own file (the failing
-assertion or the raising call: the last entry of its traceback there), else the line of its definition; `trace`
-lists every entry of the failure's traceback, chained exceptions first, as [path, line], each path relative to the
-working directory (the tree) when it is under it. A test's outcome that the watcher writes because its process died
-or ran out of time says `"end": true`: the run ends there. {"evidence": text} is what the harness itself saw go
-wrong in the tests' process: the gate takes it as evidence of tampering (gate/suite/tripwire.py).
+by its marks} and "flaky": {node id: how many times the suite runs it again when it fails}}, {"deselected": [node
+ids]}, {"collect_error": path, "detail"}, {"start": node id}, {"equal": node id, "site", "operand", "what", "how"}
+(an object equal to everything that an assertion found equal: gate/suite/equality.py), {"replaced": node id, "what"}
+(what that test depends on was no longer as collected before it ran: gate/suite/guard.py), {"test": node id,
+"status", "detail", "seconds", "span", "line", "trace"}, {"rewritten": path, "magic", "code"} (`_rewritten`),
+{"done": 0}, each with the key (the gate ignores a record without it). A node id asked for that pytest did not
+collect is matched to one it collected and was not asked for, of the same test function with other parameters
+(`match`: ids computed at collection time, from the clock, change from run to run); the gate decides whether that
+match stands. A test's `seconds` are its own (from its start to its report), its `span` what it added to the run
+(from the end of the test before it, or of the collection). A test's `line` is where pytest says it failed in its
+own file (the failing assertion or the raising call: the last entry of its traceback there), else the line of its
+definition; `trace` lists every entry of the failure's traceback, chained exceptions first, as [path, line], each
+path relative to the working directory (the tree) when it is under it. A test's outcome that the watcher writes
+because its process died or ran out of time says `"end": true`: the run ends there. {"evidence": text} is what the
+harness itself saw go wrong in the tests' process: the gate takes it as evidence of tampering
+(gate/suite/tripwire.py).
 
 Tripwires (gate/suite/tripwire.py decides and checks them; this process only carries them out): the plan names
 positions among the collected items (or, for a control run, node ids) where an item runs once more, right
@@ -69,9 +70,15 @@ from collections.abc import Callable
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
-# The plugins that run a failing test again in its own process, by their entry points' names: pytest-rerunfailures,
-# flaky (which also patches pytest's runner as it does).
-_RERUNNING = ("rerunfailures", "flaky")
+# The plugins that run a failing test again in its own process, by their entry points' names and their modules
+# (a `-p MODULE` registers one under its module's name): pytest-rerunfailures, flaky (which also patches pytest's
+# runner as it does), pytest-retry.
+_RERUNNING = {"rerunfailures": "pytest_rerunfailures", "flaky": "flaky.flaky_pytest_plugin",
+              "pytest-retry": "pytest_retry.retry_plugin"}
+# pytest-ignore-flaky's option: with it, a flaky-marked test's failure is an xfail (it runs nothing again).
+_FORGIVING = "ignore_flaky"
+# The most times the gate runs a test again itself (gate/suite/order.py).
+_TRIES = 2
 # How the watcher's report of a test past its own limit begins (a test that ran out of the suite's time, or was
 # not reached before it ran out, reads otherwise: gate/suite/run.py).
 TEST_TIMEOUT = "ran out of time (tests.test_timeout"
@@ -161,6 +168,7 @@ class GatePlugin:
         # but killed; killed, the watcher says the process ended during that test (as it does for one killed
         # before it wrote).
         self._held = b""
+        self._rerunning: set[str] = set()  # the entry points' names of those of _RERUNNING the suite loaded
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -211,7 +219,8 @@ class GatePlugin:
                                   "always": self._equality.always}
         if config.option.collectonly:
             record["skips"] = {item.nodeid: reason for item in items if (reason := _skipped_alone(item)) is not None}
-            record["flaky"] = [item.nodeid for item in items if _marked_flaky(item)]
+            record["flaky"] = {item.nodeid: tries for item in items
+                               if (tries := _flaky_tries(item, self._rerunning, config))}
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)
@@ -291,9 +300,12 @@ class GatePlugin:
         outcome and a tripwire's are those of one run, and the gate runs a test the base's suite says may fail
         at random again itself, in a run of its own (gate/suite/order.py)."""
         manager = session.config.pluginmanager
-        for name in _RERUNNING:
-            plugin = manager.get_plugin(name)
-            if plugin is not None:
+        for name, plugin in manager.list_name_plugin():
+            module = getattr(plugin, "__name__", None)
+            found = next((entry for entry, path in _RERUNNING.items() if name in (entry, path) or module == path),
+                         None)
+            if found is not None and plugin is not None:
+                self._rerunning.add(found)
                 manager.unregister(plugin)
 
     def pytest_runtest_logstart(self, nodeid: str, location: Any) -> None:
@@ -363,28 +375,48 @@ def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
         entry = entry.tb_next
 
 
-def _marked_flaky(item: Any) -> bool:
-    """Whether the base's suite says `item` may fail at random and runs it again when it does: a `flaky` mark
-    that holds here (pytest-rerunfailures' `condition`, when given, True: a value, as a string is not evaluated
-    here and reads as no mark; its `reruns` not 0; flaky's `min_passes` at most 1, as the gate takes one pass),
-    else flaky's `@flaky` decorator (the same `min_passes`), else a configuration that runs every failing test
-    again (rerunfailures' `--reruns N`, flaky's `--force-flaky`)."""
+def _flaky_tries(item: Any, rerunning: set[str], config: Any) -> int:
+    """How many times the base's suite, as configured, runs `item` again when it fails (at most _TRIES; 2 where
+    pytest-ignore-flaky forgives its failure): a `flaky` mark as the plugin the suite loaded reads it, or flaky's
+    `@flaky`. None where the mark or the configuration filters what is run again (by exception, by platform as
+    a string the plugin evaluates), or where the test must pass more than once: the gate runs it again for any
+    failure and takes one pass. A setting that runs every failing test again (`--reruns N`) marks no test."""
     mark = item.get_closest_marker("flaky")
-    if mark is not None:
-        said = mark.kwargs
-        return said.get("condition", True) is True and said.get("reruns", 1) != 0 and _one_pass(said)
+    said, given = (mark.kwargs, mark.args) if mark is not None else ({}, ())
+    tries = 0
+    if mark is not None and said.get("condition", True) is True:
+        if "rerunfailures" in rerunning and not (said.get("only_rerun") or said.get("rerun_except")
+                                                 or config.getoption("only_rerun", None)
+                                                 or config.getoption("rerun_except", None)):
+            tries = max(tries, _count(said.get("reruns", given[0] if given else 1)))
+        if "pytest-retry" in rerunning and not (said.get("only_on") or said.get("exclude")):
+            tries = max(tries, _count(said.get("retries", 1)))
+    if "flaky" in rerunning:
+        tries = max(tries, _flaky_runs(item, mark) - 1)
+    if mark is not None and config.getoption(_FORGIVING, None) is True:
+        tries = _TRIES
+    return min(tries, _TRIES)
+
+
+def _flaky_runs(item: Any, mark: Any) -> int:
+    """The runs flaky's `@flaky` or its reading of a `flaky` mark (max_runs, min_passes, rerun_filter; by
+    default 2, 1 and any failure) gives `item` that one pass ends: 0 for none."""
     for owner in (getattr(item, "obj", None), getattr(item, "cls", None)):
         runs = getattr(owner, "_flaky_max_runs", None)
-        if isinstance(runs, int) and runs > 1:
-            return _one_pass({"min_passes": getattr(owner, "_flaky_min_passes", 1)})
-    config = item.config
-    reruns = config.getoption("reruns", None)
-    return (isinstance(reruns, int) and reruns > 0) or config.getoption("force_flaky", None) is True
+        if runs is not None:
+            passes = getattr(owner, "_flaky_min_passes", 1)
+            chosen = getattr(getattr(owner, "_flaky_rerun_filter", None), "_filter", None)
+            return _count(runs) if passes == 1 and getattr(chosen, "__name__", "_true") == "_true" else 0
+    if mark is None:
+        return 0
+    given = dict(zip(("max_runs", "min_passes", "rerun_filter"), mark.args, strict=False)) | mark.kwargs
+    return _count(given.get("max_runs", 2)) if given.get("min_passes", 1) == 1 and \
+        given.get("rerun_filter") is None else 0
 
 
-def _one_pass(said: dict[str, Any]) -> bool:
-    passes = said.get("min_passes", 1)
-    return isinstance(passes, int) and passes <= 1
+def _count(value: Any) -> int:
+    """A count a plugin was given: a whole number of 0 or more, else 0."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
 def _skipped_alone(item: Any) -> str | None:

@@ -13,9 +13,9 @@ it is nondeterministic (a timing test on a loaded machine; pytest-ignore-flaky's
 `points.nondeterminism` once rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
 it fails in that order whatever the change, and it costs nothing. Either way the verdict says what happened.
 
-A test the base's suite marks `flaky` (its maintainers' word that its outcome varies from run to run) first runs
-again on the head, its run run again as it was, up to twice, as their CI would run it again: passing there, it is
-not charged. The mark is read from the base's collection, never from the head's, which could mark the test
+A test the base's suite marks `flaky` for a plugin that runs it again (its maintainers' word that its outcome
+varies from run to run) first runs again on the head, its run run again as it was, as many times as the plugin
+would (at most twice): passing there, it is not charged. The mark is read from the base's collection, never from the head's, which could mark the test
 it breaks.
 """
 
@@ -45,8 +45,8 @@ from gate.suite.tripwire import Suspect
 from gate.verdict import listing
 
 PASSED = "passed"
-# How many times what the head's run of a flaky-marked test took must be left of the suite's time to run it
-# again: the run itself, and room for the runs in the base's order and the base's that may follow.
+# How many times what the head's run of a flaky-marked test took (its collection counted as a second) must be
+# left of the suite's time to run it again: the run itself, and room for the runs that may follow.
 _ROOM = 3
 _NONE = TestOutcome("", "not run")
 
@@ -57,7 +57,7 @@ class Known(Protocol):
     collected: list[str]
     statuses: dict[str, str]
     details: dict[str, str]
-    marked_flaky: set[str]
+    marked_flaky: dict[str, int]
 
 
 @dataclass(frozen=True)
@@ -162,24 +162,26 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
 def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[str], found: SuiteResult,
                   deadline: float, progress: Progress) -> tuple[SuiteResult, set[str], list[str]]:
     """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
-    test), and their CI runs it again (pytest-rerunfailures, flaky) or forgives its failure (pytest-ignore-flaky).
-    Each of `charged` so marked runs again on the head in its run, run again as it was (every test of it, so
-    every file it collected: a module imported as pytest collects may be what makes it fail), up to twice, while
-    the suite's time leaves room for the runs after these: one that passes there is not charged (the passing
-    run's outcome stands); one that does not goes on as any test does, so that a head whose change makes it
-    fail every time is charged. `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
+    test), and their CI runs it again (pytest-rerunfailures, flaky, pytest-retry) or forgives its failure
+    (pytest-ignore-flaky). Each of `charged` so marked runs again on the head in its run, run again as it was
+    (every test of it, so every file it collected: a module imported as pytest collects may be what makes it
+    fail), as many times as the base's suite would run it again (at most twice), while the suite's time leaves
+    room for the runs after these: one that passes there is not charged (the passing run's outcome stands); one
+    that does not goes on as any test does, so that a head whose change makes it fail every time is charged.
+    `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
     runs = {nodeid: run for run in found.runs for nodeid in run}  # (the last run given each test, as _in_order's)
-    marked = [nodeid for nodeid in charged if nodeid in known.marked_flaky and nodeid in runs
-              and nodeid not in found.renamed]
+    marked = {nodeid: known.marked_flaky[nodeid] for nodeid in charged if nodeid in known.marked_flaky
+              and nodeid in runs and nodeid not in found.renamed}
     forgiven: dict[str, TestOutcome] = {}
-    tries: dict[str, int] = {}
-    late: list[str] = []
+    passed_in: dict[str, int] = {}
+    late: dict[str, int] = {}  # (by the tries it had)
     for attempt in (1, 2):
-        asked = [nodeid for nodeid in marked if nodeid not in forgiven]
-        taken = sum(outcome.span for run in {runs[nodeid] for nodeid in asked} for test in run
-                    if (outcome := found.tests.get(test)) is not None)
-        if asked and deadline - time.monotonic() < _ROOM * taken + 1:
-            late = asked
+        asked = [nodeid for nodeid, tries in marked.items() if tries >= attempt and nodeid not in forgiven]
+        # (each run's own collection, then its tests' time)
+        taken = sum(1 + sum(outcome.span for test in run if (outcome := found.tests.get(test)) is not None)
+                    for run in {runs[nodeid] for nodeid in asked})
+        if asked and deadline - time.monotonic() < _ROOM * taken:
+            late = dict.fromkeys(asked, attempt - 1)
             break
         if not asked:
             break
@@ -190,20 +192,21 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
             return found, set(), []
         for nodeid in asked:
             if nodeid in ran.tests and ran.tests[nodeid].status == PASSED and nodeid not in ran.renamed:
-                forgiven[nodeid], tries[nodeid] = ran.tests[nodeid], attempt
+                forgiven[nodeid], passed_in[nodeid] = ran.tests[nodeid], attempt
     tests = dict(found.tests)
     for nodeid, outcome in forgiven.items():
         first = found.tests[nodeid]
         tests[nodeid] = _told(outcome, f"marked flaky in the base's suite: it did not pass in the head's run "
                                        f"({first.status}{gist(why(first))}), then passed when that run ran again "
-                                       f"({('the first', 'the second')[tries[nodeid] - 1]} of two tries)")
+                                       f"(try {passed_in[nodeid]} of up to {marked[nodeid]})")
     said = [f"{len(forgiven)} tests marked flaky in the base's suite did not pass in the head's run and passed when "
             f"their run ran again as it was, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
             ] if forgiven else []
     if late:
-        said.append(f"{len(late)} tests marked flaky in the base's suite did not pass in the head's run and were not "
-                    "run again as it was: too little of tests.timeout was left for it, so they go on as any test: "
-                    f"{listing(late, ', ', shown=3)}")
+        said.append(f"{len(late)} tests marked flaky in the base's suite did not pass in the head's run"
+                    + (" nor when their run ran again" if max(late.values()) else "") + ", and too little of "
+                    "tests.timeout was left to run them again, so they go on as any test: "
+                    f"{listing(list(late), ', ', shown=3)}")
     return replace(found, tests=tests), set(forgiven), said
 
 

@@ -150,8 +150,8 @@ class RunRecords:
     replaced: list[Replaced] = field(default_factory=list)
     # A collection's tests that are skipped whatever runs before them, with pytest's report of the skip.
     skips: dict[str, str] = field(default_factory=dict)
-    # A collection's tests that carry a `flaky` mark (pytest-rerunfailures', flaky's, pytest-ignore-flaky's).
-    marked_flaky: set[str] = field(default_factory=set)
+    # A collection's tests that the suite runs again when they fail, with how many times (at most 2).
+    marked_flaky: dict[str, int] = field(default_factory=dict)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -252,11 +252,12 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         found.tampered.append("skips said of tests the run did not collect")
     else:
         found.skips = {str(nodeid): str(said)[-600:] for nodeid, said in skips.items()}
-    flaky = record.get("flaky") or []
-    if not isinstance(flaky, list) or not {str(nodeid) for nodeid in flaky} <= set(collected):
-        found.tampered.append("flaky marks said of tests the run did not collect")
+    flaky = record.get("flaky") or {}
+    if not isinstance(flaky, dict) or not set(flaky) <= set(collected) \
+            or not all(tries in (1, 2) for tries in flaky.values()):
+        found.tampered.append("flaky marks said of tests the run did not collect, or with no count of tries")
     else:
-        found.marked_flaky = {str(nodeid) for nodeid in flaky}
+        found.marked_flaky = {str(nodeid): int(tries) for nodeid, tries in flaky.items()}
     for nodeid in sorted(unhostable):
         if nodeid in collected and _FUNCTION.search(nodeid):
             found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
