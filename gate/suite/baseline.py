@@ -210,7 +210,7 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
     _refuse(known, ran.tests, stored,
             lambda rest: _on_base(sandbox, base_run, known, rest, stored, _deadline(policy), progress).tests)
     _refuse_none_passing(known, found, stored, suite)
-    found = _again(sandbox, head, known.statuses, found, _deadline(policy))
+    found = _again(sandbox, head, known.statuses, found, _deadline(policy), progress)
     if found.tampered:
         return _Scored(known, found)
     checked = order.check(sandbox, head, base_run, known, ran, found, _deadline(policy), progress)
@@ -306,8 +306,8 @@ def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, suit
                    + (f" ({causes})" if causes else ""))
 
 
-def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteResult, deadline: float
-           ) -> SuiteResult:
+def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteResult, deadline: float,
+           progress: Progress) -> SuiteResult:
     """`found` with each test that passes on the base and was skipped or xfailed after a tripwire had failed
     in its run (a conftest that skips or xfails what follows a failure) run once more, away from any
     tripwire's failure (run.confirm): its outcome then is the head's."""
@@ -315,7 +315,8 @@ def _again(sandbox: Sandbox, head: SuiteRun, base: dict[str, str], found: SuiteR
              and outcome.status in _SKIPS and nodeid in found.after_failing]
     if not tests:
         return found
-    again = confirm(sandbox, head, tests, found.tests, deadline)
+    again = confirm(sandbox, replace(head, what=f"{head.what} after a tripwire's failure, again away from it"),
+                    tests, found.tests, deadline, progress)
     return replace(found, tests={**found.tests, **again.tests}, tampered=again.tampered,
                    suspects=(*found.suspects, *again.suspects))
 

@@ -7,16 +7,16 @@ module fills as it is imported), and the head's run gave it other tests before i
 test that passes on the base costs the head, it runs again on the head in the base's order (its file's tests
 before it, as the base ran it). If it passes there, it failed only after the tests before it in the head's run,
 and the base runs it after those same tests, in one process: if the base passes it there too, the head's run is
-run once more as it was (every test of it, every file it collected). If the test fails there, the head's code
-made it fail in that order, and it is charged; if it passes, it failed once and passed each time it ran again:
-it is nondeterministic (a timing test on a loaded machine; pytest-ignore-flaky's `flaky` mark), which costs
-`points.nondeterminism` once rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
+run once more as it was (every file it collected, its tests up to that one). If the test fails there, the head's
+code made it fail in that order, and it is charged; if it passes, it failed once and passed each time it ran
+again: it is nondeterministic (a timing test on a loaded machine), which costs `points.nondeterminism` once
+rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
 it fails in that order whatever the change, and it costs nothing. Either way the verdict says what happened.
 
 A test the base's suite marks `flaky` for a plugin that runs it again (its maintainers' word that its outcome
 varies from run to run) first runs again on the head, its run run again as it was, as many times as the plugin
-would (at most twice): passing there, it is not charged. The mark is read from the base's collection, never from the head's, which could mark the test
-it breaks.
+would (at most twice): passing there, it is not charged. The mark is read from the base's collection, never
+from the head's, which could mark the test it breaks.
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ from gate.suite.run import (
     SuiteRun,
     TestOutcome,
     file_prefixes,
+    files_of,
     gist,
     out_of_suite_time,
     run_suite,
@@ -164,8 +165,8 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
     test), and their CI runs it again (pytest-rerunfailures, flaky, pytest-retry) or forgives its failure
     (pytest-ignore-flaky). Each of `charged` so marked runs again on the head in its run, run again as it was
-    (every test of it, so every file it collected: a module imported as pytest collects may be what makes it
-    fail), as many times as the base's suite would run it again (at most twice), while the suite's time leaves
+    (every file it collected: a module imported as pytest collects may be what makes it fail; its tests up to
+    that one), as many times as the base's suite would run it again (at most twice), while the suite's time leaves
     room for the runs after these: one that passes there is not charged (the passing run's outcome stands); one
     that does not goes on as any test does, so that a head whose change makes it fail every time is charged.
     `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
@@ -245,9 +246,9 @@ def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests:
 def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
               progress: Progress, whole: bool = False) -> SuiteResult:
     """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
-    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: the
-    head's run again as it was, every test of it (so every file it collected: a module imported as pytest
-    collects may change what a test before it finds)."""
+    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: every
+    file of that run collected, as in the head's run (a module imported as pytest collects may change what a
+    test before it finds), its tests run up to the last of `tests` (those after it cannot change it)."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
@@ -256,7 +257,8 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
     for run, end in ends.items():
-        result = run_suite(sandbox, replace(side, workers=1), list(run if whole else run[:end]), deadline, progress)
+        result = run_suite(sandbox, replace(side, workers=1), list(run[:end]), deadline, progress,
+                           collect=files_of(run) if whole else None)
         suspects += result.suspects
         renamed |= result.renamed
         if result.tampered:

@@ -156,22 +156,23 @@ def gist(detail: str) -> str:
 
 
 def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, deadline: float,
-              progress: Progress = QUIET, cut_files: bool = False, seconds: Mapping[str, float] | None = None
-              ) -> SuiteResult:
+              progress: Progress = QUIET, cut_files: bool = False, seconds: Mapping[str, float] | None = None,
+              collect: Sequence[str] | None = None) -> SuiteResult:
     """Every test's outcome, by node id, and what did not add up. With `select` (node ids in the order pytest
     collects them), exactly those, each worker given contiguous runs of that order (`shares`: whole files unless
     `cut_files`, of about the same time by `seconds`, what each test function added to its last run); without,
     whatever pytest collects from `run.args`, in one process. `deadline` is a time.monotonic() instant. A run
     whose records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
-    counts the tests as their records arrive."""
+    counts the tests as their records arrive. `collect`: the files pytest collects whatever `select` holds (one
+    worker: a module imported as pytest collects it may change what a test selected finds)."""
     count = progress.count(run.what, None if select is None else len(select))
     try:
         if select is None:
             return _shard(sandbox, run, list(run.args), None, deadline, count=count)
         parts_of = shares(select, run.workers, cut_files, seconds)
         with ThreadPoolExecutor(max_workers=max(1, len(parts_of))) as pool:
-            parts = list(pool.map(lambda ids: _shard(sandbox, run, _files(ids), ids, deadline, count=count),
-                                  parts_of))
+            parts = list(pool.map(lambda ids: _shard(sandbox, run, files_of(ids), ids, deadline, count=count,
+                                                     collect=collect), parts_of))
     finally:
         count.close()
     return SuiteResult({nodeid: outcome for part in parts for nodeid, outcome in part.tests.items()},
@@ -245,14 +246,16 @@ def _file(nodeid: str) -> str:
     return nodeid.split("::")[0]
 
 
-def _files(ids: Sequence[str]) -> list[str]:
+def files_of(ids: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(nodeid.split("::")[0] for nodeid in ids))
 
 
 def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] | None, deadline: float,
-           plan: Callable[[], tuple[Trip, ...]] = tripwire.plan, count: Count | None = None) -> SuiteResult:
+           plan: Callable[[], tuple[Trip, ...]] = tripwire.plan, count: Count | None = None,
+           collect: Sequence[str] | None = None) -> SuiteResult:
     """Run one group to its end, again after each death, until every test has an outcome, time is up, or a
-    run's records do not add up. Each run's tripwires are a new `plan`."""
+    run's records do not add up. Each run's tripwires are a new `plan`; each run collects the files of the
+    tests it runs, or `collect`."""
     found: dict[str, TestOutcome] = {}
     expected: list[str] | None = select
     errors: dict[str, str] = {}  # collection errors, by the path pytest could not collect
@@ -276,7 +279,7 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
                                                                "ran out")
             return result()
         runs += 1
-        files = args if pending is None else _files(pending)
+        files = args if pending is None else list(collect or files_of(pending))
         trips = plan() if run.tripwires else ()
         ran, records = _run_once(sandbox, run, files, pending, left, trips, count)
         label = f"{run.what}, run {runs} ({listing(files, ', ', 2)})"
@@ -344,21 +347,25 @@ def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
 
 
 def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mapping[str, TestOutcome],
-            deadline: float) -> SuiteResult:
+            deadline: float, progress: Progress = QUIET) -> SuiteResult:
     """`tests` once more (each skipped or xfailed after a tripwire had failed in its run, where a conftest that
     skips what follows a failure would have skipped it) with the rest of their files among `others` (the run's
     outcomes: what they may follow, in pytest's order, which the run keeps), and tripwires on up to three of
     `others` in other files, so that no tripwire's failure comes before them in their own file; with no other
     file, tripwires anywhere, as in any run. A test that timed out hosts none: it would only hold the run for
-    its timeout again. The outcomes of `tests` only."""
-    files = set(_files(tests))
+    its timeout again. The outcomes of `tests` only; `progress` counts the run's tests."""
+    files = set(files_of(tests))
     mine = [nodeid for nodeid in others if "::" in nodeid and nodeid.split("::")[0] in files]
     hosts = [nodeid for nodeid, outcome in others.items() if "::" in nodeid and nodeid.split("::")[0] not in files
              and outcome.status != "timeout"]
     hosts = _RANDOM.sample(hosts, min(_HOSTS, len(hosts)))
     chosen = {*tests, *mine, *hosts}
     select = [nodeid for nodeid in dict.fromkeys([*others, *tests]) if nodeid in chosen]  # (pytest's order)
-    found = _shard(sandbox, run, _files(select), select, deadline, lambda: tripwire.plan(hosts))
+    count = progress.count(run.what, len(select))
+    try:
+        found = _shard(sandbox, run, files_of(select), select, deadline, lambda: tripwire.plan(hosts), count)
+    finally:
+        count.close()
     return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
 
@@ -377,7 +384,7 @@ def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progr
     what = f"{base.what}, the control run"
     count = progress.count(what, len(select))
     try:
-        _, records = _run_once(sandbox, base, _files(select), select, seconds, trips, count)
+        _, records = _run_once(sandbox, base, files_of(select), select, seconds, trips, count)
     finally:
         count.close()
     return tripwire.read(records, trips, select, what)
