@@ -672,7 +672,7 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
 
     assert not checked.head.tampered
-    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    cases, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
     outcome = checked.head.tests[second]
     if case in ("marked by the head", "marked with no plugin to run it again"):
         assert known.marked_flaky == {}
@@ -689,6 +689,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     assert outcome.detail.startswith("marked flaky in the base's suite: it did not pass in the head's run "
                                      "(xfailed: XFAIL flaky test failed: took 3.2 s), then passed when that run ran "
                                      "again (try 1 of up to 2)")
+    [row] = [report for report in cases if report.name == second]  # (the verdict's row says why it passed)
+    assert row.status == "passed" and row.detail == outcome.detail.strip()
     [said] = checked.said
     assert said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run") \
         and said.endswith(second)
