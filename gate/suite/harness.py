@@ -378,7 +378,7 @@ def _cut_at(raised: BaseException, watch: Callable[..., None]) -> None:
 def _flaky_tries(item: Any, rerunning: set[str], config: Any) -> int:
     """How many times the base's suite, as configured, runs `item` again when it fails (at most _TRIES; 2 where
     pytest-ignore-flaky forgives its failure): a `flaky` mark as the plugin the suite loaded reads it, or flaky's
-    `@flaky`. None where the mark or the configuration filters what is run again (by exception, by platform as
+    `@flaky`. 0 where the mark or the configuration filters what is run again (by exception, by platform as
     a string the plugin evaluates), or where the test must pass more than once: the gate runs it again for any
     failure and takes one pass. A setting that runs every failing test again (`--reruns N`) marks no test."""
     mark = item.get_closest_marker("flaky")
@@ -409,13 +409,13 @@ def _flaky_runs(item: Any, mark: Any) -> int:
             return _count(runs) if passes == 1 and getattr(chosen, "__name__", "_true") == "_true" else 0
     if mark is None:
         return 0
-    given = dict(zip(("max_runs", "min_passes", "rerun_filter"), mark.args, strict=False)) | mark.kwargs
+    given = {**dict(zip(("max_runs", "min_passes", "rerun_filter"), mark.args, strict=False)), **mark.kwargs}
     return _count(given.get("max_runs", 2)) if given.get("min_passes", 1) == 1 and \
         given.get("rerun_filter") is None else 0
 
 
 def _count(value: Any) -> int:
-    """A count a plugin was given: a whole number of 0 or more, else 0."""
+    """A count a plugin was given, when it is a whole number above 0; else 0."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
