@@ -39,7 +39,9 @@ TESTS = Charge(
     "budget, so one broken test blocks",
     per="per test",
     catches="a test of the repository's own suite (`tests:`) that passes on the base and fails, errors or is skipped "
-            "on the head; one is above the default budget")
+            "on the head; one is above the default budget. A test the base's suite marks `flaky` for its rerun "
+            "plugin costs nothing when it passes on a rerun of its run, up to as many as the plugin gives it (at "
+            "most two; [the suite](repository.md))")
 
 
 # Changed lines a failure's message names (its locations keep every one, each an annotation on the diff).
