@@ -573,7 +573,7 @@ def pytest_runtest_protocol(item, nextitem):
     return True
 """
 FLAKY_STUB = "def pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: run again')\n"
-PLUGINS = {"rerunfailures": "pytest-rerunning", "flaky": "pytest-flakystub"}
+PLUGINS = {"rerunfailures": "pytest-rerunning", "flaky": "pytest-flakystub", "pytest-retry": "pytest-retrystub"}
 
 
 @pytest.fixture
@@ -585,6 +585,8 @@ def rerunning(offline_pip: Path) -> Path:  # noqa: F811
                 entry_points="[pytest11]\nrerunfailures = pytest_rerunfailures\n")
     write_wheel(offline_pip, PLUGINS["flaky"], {"flaky_stub.py": FLAKY_STUB},
                 entry_points="[pytest11]\nflaky = flaky_stub\n")
+    write_wheel(offline_pip, PLUGINS["pytest-retry"], {"retry_stub.py": FLAKY_STUB},
+                entry_points="[pytest11]\npytest-retry = retry_stub\n")
     return offline_pip
 
 
@@ -803,25 +805,40 @@ def test_mark_default():
 @pytest.mark.flaky(3, 2)
 def test_mark_two_passes():
     pass
+
+
+@pytest.mark.flaky(retries=4)
+def test_retried():
+    pass
+
+
+@pytest.mark.flaky(retries=2, only_on=[OSError])
+def test_retried_on_os_errors():
+    pass
 """
 R, F = "tests/test_rerunfailures_marks.py::", "tests/test_flaky_marks.py::"
 READS = {
     "rerunfailures": {f"{R}test_reruns": 2, f"{R}test_one_rerun": 1, f"{R}TestMarked::test_in_class": 1,
-                      f"{F}test_mark_default": 1, f"{F}test_mark_two_passes": 2},
+                      f"{F}test_mark_default": 1, f"{F}test_mark_two_passes": 2, f"{F}test_retried": 1,
+                      f"{F}test_retried_on_os_errors": 1},
     "flaky": {f"{R}test_reruns": 1, f"{R}test_on_windows": 1, f"{R}test_by_string": 1, f"{R}test_no_reruns": 1,
               f"{R}test_only_on_connection_errors": 1, f"{R}TestMarked::test_in_class": 1, f"{F}test_decorated": 2,
-              f"{F}test_mark_default": 1},
+              f"{F}test_mark_default": 1, f"{F}test_retried": 1, f"{F}test_retried_on_os_errors": 1},
+    "pytest-retry": {f"{R}test_reruns": 1, f"{R}test_one_rerun": 1, f"{R}test_no_reruns": 1,
+                     f"{R}test_only_on_connection_errors": 1, f"{R}TestMarked::test_in_class": 1,
+                     f"{F}test_mark_default": 1, f"{F}test_mark_two_passes": 1, f"{F}test_retried": 2},
     None: {},
 }
 
 
 @pytest.mark.usefixtures("rerunning")
-@pytest.mark.parametrize("plugin", ["rerunfailures", "flaky", None])
+@pytest.mark.parametrize("plugin", ["rerunfailures", "flaky", "pytest-retry", None])
 def test_the_collection_reads_a_flaky_mark_as_the_suites_plugin_does(tmp_path: Path, plugin: str | None) -> None:
     """pytest-rerunfailures' `reruns` (by name or first), `condition` (a value; a string it evaluates reads as no
     mark) and `only_rerun`; flaky's `max_runs` and `min_passes` (by name or in order), its `rerun_filter`, its
-    `@flaky`: a mark that does not hold on this platform, runs the test again only for some errors, or asks for
-    more than one pass, is no mark, nor is one that no plugin of the suite reads."""
+    `@flaky`; pytest-retry's `retries` and `only_on`: a mark that does not hold on this platform, runs the test
+    again only for some errors, or asks for more than one pass, is no mark, nor is one that no plugin of the
+    suite reads."""
     from gate.suite.run import collect
 
     conftest = CONFTEST + "\n\ndef pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: x')\n"
