@@ -144,14 +144,22 @@ TOX_SHAPES = [
                  ["mypkg/test_inside.py", "tests"], ["mypkg", "tests"],
                  "pyproject.toml [tool.tox] legacy_tox_ini [testenv:tests]",
                  id="a package named beside the tests: its tests, not its code"),
+    pytest.param({"pyproject.toml": '[tool.hatch.envs.test]\ndependencies = ["pytest"]\n'
+                                    '[tool.hatch.envs.test.scripts]\nrun = "pytest{env:PYTEST_ARGS:} {args:tests}"\n'
+                                    'lint = "ruff check ."\n',
+                  "tests/test_a.py": TEST, "examples/test_example.py": TEST},
+                 ["tests"], ["tests"], "pyproject.toml [tool.hatch.envs.test]", id="a Hatch script's args default"),
+    pytest.param({"hatch.toml": '[envs.default.scripts]\ntest = ["pytest -q -m \'not slow\' {args:tests/unit}"]\n',
+                  "tests/unit/test_a.py": TEST, "tests/slow/test_b.py": TEST},
+                 ["tests/unit"], ["tests/unit"], "hatch.toml [envs.default]", id="Hatch's default environment"),
 ]
 
 
 @pytest.mark.parametrize(("files", "paths", "ran", "where"), TOX_SHAPES)
 def test_gate_init_names_the_suite_the_projects_tox_runs(tmp_path: Path, files: dict[str, str], paths: list[str],
                                                          ran: list[str], where: str) -> None:
-    """The tox environment that runs the tests names the paths its CI collects (`ran`): the suite is what pytest
-    collects there, whatever pytest collects from the top."""
+    """The tox environment that runs the tests, else the Hatch environment's script, names the paths its CI
+    collects (`ran`): the suite is what pytest collects there, whatever pytest collects from the top."""
     _tree(tmp_path, files)
 
     policy, said = gate_init(tmp_path)

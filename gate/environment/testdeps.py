@@ -58,7 +58,7 @@ class ToolEnv:
     requirements: tuple[str, ...] = ()  # requirements files (`-r`)
     packages: tuple[str, ...] = ()  # inline requirements
     groups: tuple[str, ...] = ()  # the project's dependency groups it installs (tox's `dependency_groups`)
-    pytest: tuple[str, ...] = ()  # the arguments its one command that runs pytest passes pytest (tox's)
+    pytest: tuple[str, ...] = ()  # the arguments its one command that runs pytest passes pytest (tox, Hatch)
 
     @property
     def group(self) -> str:
@@ -341,7 +341,20 @@ def _hatch_resolve(envs: dict[str, Any], where: str, name: str) -> ToolEnv:
         packages += strings(_table(envs, env).get("extra-dependencies"))
     features = strings(_hatch_option(envs, name, "features"))
     section = f"[tool.hatch.envs.{name}]" if where == "pyproject.toml" else f"[envs.{name}]"
-    return ToolEnv("hatch", name, f"{where} {section}", tuple(features), (), tuple(dict.fromkeys(packages)))
+    return ToolEnv("hatch", name, f"{where} {section}", tuple(features), (), tuple(dict.fromkeys(packages)),
+                   pytest=_hatch_pytest(_hatch_option(envs, name, "scripts")))
+
+
+def _hatch_pytest(scripts: Any) -> tuple[str, ...]:
+    """The arguments the environment's one script command that runs pytest passes it as `hatch run SCRIPT`
+    runs it with no arguments (`{args:DEFAULT}` its default, `{env:NAME:DEFAULT}` its default); none when no
+    command, or more than one, runs pytest."""
+    commands = [line for value in (scripts.values() if isinstance(scripts, dict) else ())
+                for line in ([value] if isinstance(value, str) else value if isinstance(value, list) else ())
+                if isinstance(line, str) and _PYTEST.search(line)]
+    runs = list(dict.fromkeys(re.sub(r"\{(?:args|env:[^{}:]*)(?::([^{}]*))?\}", lambda m: m.group(1) or "", line)
+                              for line in commands))
+    return _pytest_args(runs[0]) if len(runs) == 1 else ()
 
 
 # ----- setuptools' tests_require -------------------------------------------------------------------------

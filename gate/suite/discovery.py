@@ -141,7 +141,7 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     names them) and whose texts `read` gives, and the test paths that hold it."""
     listing = sorted(set(files))
     config = pytest_config(read)
-    named = _tox_paths(read, listing)
+    named = _tool_paths(read, listing)
     if named is not None:  # (with arguments, pytest does not read `testpaths`)
         collected = collect(listing, config, named[0])
         if collected:
@@ -175,14 +175,14 @@ _FLAGS = frozenset({"-q", "-v", "-x", "-s", "-l", "--quiet", "--verbose", "--exi
                     "--benchmark-disable", "--benchmark-only", "--hypothesis-show-statistics", "--looponfail"})
 
 
-def _tox_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] | None:
-    """The paths the tox environment that runs the tests passes pytest (`commands = pytest tests`), and where
-    it says so: what the project's CI collects. None when it passes none, or any argument is not plainly a
-    path of the tree (`--pyargs NAME`, `tests/x.py::test`, a word after an option this does not know, which
-    may be its value)."""
-    from gate.environment.testdeps import tox_env
+def _tool_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] | None:
+    """The paths the tox environment that runs the tests passes pytest (`commands = pytest tests`), else the
+    Hatch one's script (`test = "pytest {args:tests}"`), and where it says so: what the project's CI collects.
+    None when it passes none, or any argument is not plainly a path of the tree (`--pyargs NAME`,
+    `tests/x.py::test`, a word after an option this does not know, which may be its value)."""
+    from gate.environment.testdeps import hatch_env, tox_env
 
-    env = tox_env(read)
+    env = next((found for found in (tox_env(read), hatch_env(read)) if found is not None and found.pytest), None)
     entries = set(_entries(listing))
     paths: list[str] = []
     unknown = False  # the word before was an option that may take a value
