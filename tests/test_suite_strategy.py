@@ -698,6 +698,47 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         and said.endswith(second)
 
 
+# A session fixture whose teardown fails: pytest reports it on the run's last test (its `teardown_exact`).
+TEARDOWN = CONFTEST + """
+
+@pytest.fixture(scope="session", autouse=True)
+def server():
+    yield
+    raise RuntimeError("the server did not stop in time")
+"""
+
+
+@pytest.mark.usefixtures("rerunning")
+def test_a_flaky_marked_tests_run_again_keeps_the_test_after_it_so_its_teardown_is_as_in_its_run(
+        tmp_path: Path) -> None:
+    """Run again as it was, a test's run goes on to the test after it: the fixtures torn down after a test
+    depend on what comes next (a session fixture's failing teardown lands on the run's last test), so a run that
+    ended at the test would fail it where the head's run did not."""
+    from dataclasses import replace
+
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, collect, run_suite
+
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_counts.py": FLAKY_COUNTS, "tests/conftest.py": TEARDOWN,
+                                                  "tests/test_zlast.py": "def test_last():\n    pass\n"},
+                              policy=POLICY + "  workers: 1\n")
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    second = "tests/test_counts.py::test_second"
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        collection = collect(sandbox, base_run, deadline)
+        first = run_suite(sandbox, head_run, None, deadline)
+        assert first.tests["tests/test_zlast.py::test_last"].status == "error"  # (the teardown's, on the last)
+        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
+        found = replace(first, tests={**first.tests, second: slow})
+        known = Baseline(list(collection.collected), {**dict.fromkeys(collection.collected, "passed"),
+                                                      "tests/test_zlast.py::test_last": "error"},
+                         marked_flaky=dict(collection.marked_flaky))
+        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+
+    assert checked.head.tests[second].status == "passed" and checked.said[0].startswith("1 tests marked flaky")
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_a_test_the_suites_time_did_not_reach_tells_nothing_of_it_and_one_past_its_own_limit_does(
         tmp_path: Path) -> None:

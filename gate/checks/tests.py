@@ -201,7 +201,7 @@ def _detail(outcome: TestOutcome, before: str | None, charged: bool, new: bool) 
         parts.append(f"{before} on the base too: not charged")
     if charged and outcome.status in ("skipped", "xfailed"):
         parts.append("it passes on the base")
-    if outcome.detail:  # (a passing test's is the gate's own: a flaky-marked test that passed when run again)
+    if outcome.detail:  # (a passing test's is the gate's note: a flaky-marked test that passed when run again)
         parts.append(outcome.detail.strip())
     return "; ".join(parts)
 

@@ -381,6 +381,13 @@ def _flaky_tries(item: Any, rerunning: set[str], config: Any) -> int:
     `@flaky`. 0 where the mark or the configuration filters what is run again (by exception, by platform as
     a string the plugin evaluates), or where the test must pass more than once: the gate runs it again for any
     failure and takes one pass. A setting that runs every failing test again (`--reruns N`) marks no test."""
+    try:
+        return _plugin_tries(item, rerunning, config)
+    except Exception:  # (an odd mark, a property that raises: no mark, never a failed collection)
+        return 0
+
+
+def _plugin_tries(item: Any, rerunning: set[str], config: Any) -> int:
     mark = item.get_closest_marker("flaky")
     said, given = (mark.kwargs, mark.args) if mark is not None else ({}, ())
     tries = 0

@@ -35,6 +35,7 @@ from gate.suite.run import (
     SuiteResult,
     SuiteRun,
     TestOutcome,
+    confirm,
     file_prefixes,
     files_of,
     gist,
@@ -178,9 +179,11 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     late: dict[str, int] = {}  # (by the tries it had)
     for attempt in (1, 2):
         asked = [nodeid for nodeid, tries in marked.items() if tries >= attempt and nodeid not in forgiven]
-        # (each run's own collection, then its tests' time)
-        taken = sum(1 + sum(outcome.span for test in run if (outcome := found.tests.get(test)) is not None)
-                    for run in {runs[nodeid] for nodeid in asked})
+        # (each run's own collection, then its tests' time up to the last asked)
+        ends = {run: max(run.index(nodeid) for nodeid in asked if runs[nodeid] == run) + 2
+                for run in {runs[nodeid] for nodeid in asked}}
+        taken = sum(1 + sum(outcome.span for test in run[:end] if (outcome := found.tests.get(test)) is not None)
+                    for run, end in ends.items())
         if asked and deadline - time.monotonic() < _ROOM * taken:
             late = dict.fromkeys(asked, attempt - 1)
             break
@@ -246,9 +249,13 @@ def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests:
 def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
               progress: Progress, whole: bool = False) -> SuiteResult:
     """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
-    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: every
-    file of that run collected, as in the head's run (a module imported as pytest collects may change what a
-    test before it finds), its tests run up to the last of `tests` (those after it cannot change it)."""
+    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: that
+    run of the head's again as it was, but for the tests after the next one: every file it collected (a module
+    imported as pytest collects may change what a test before it finds), its tests up to the test after the
+    last of `tests` (which decides the teardown of their module's and session's fixtures: pytest's
+    `teardown_exact`), unless that one timed out there. A test that a tripwire's failure before it may have
+    skipped or xfailed (a conftest that skips what follows a failure) runs once more away from any, as in
+    baseline._again."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
@@ -257,8 +264,17 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
     for run, end in ends.items():
+        if whole and end < len(run) and (found.tests.get(run[end]) or _NONE).status != "timeout":
+            end += 1
         result = run_suite(sandbox, replace(side, workers=1), list(run[:end]), deadline, progress,
                            collect=files_of(run) if whole else None)
+        shy = [nodeid for nodeid in tests if nodeid in result.after_failing
+               and (result.tests.get(nodeid) or _NONE).status in ("skipped", "xfailed")]
+        if shy and not result.tampered:
+            again = confirm(sandbox, replace(side, what=f"{side.what}, away from a tripwire's failure"), shy,
+                            result.tests, deadline, progress)
+            result = replace(result, tests={**result.tests, **again.tests}, tampered=again.tampered,
+                             suspects=(*result.suspects, *again.suspects))
         suspects += result.suspects
         renamed |= result.renamed
         if result.tampered:

@@ -165,6 +165,8 @@ def run_suite(sandbox: Sandbox, run: SuiteRun, select: Sequence[str] | None, dea
     whose records do not add up ends its share of the suite there: nothing it reported is a result. `progress`
     counts the tests as their records arrive. `collect`: the files pytest collects whatever `select` holds (one
     worker: a module imported as pytest collects it may change what a test selected finds)."""
+    if collect is not None and run.workers != 1:
+        raise ValueError("a run that collects given files has one worker")
     count = progress.count(run.what, None if select is None else len(select))
     try:
         if select is None:
