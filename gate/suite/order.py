@@ -7,7 +7,7 @@ module fills as it is imported), and the head's run gave it other tests before i
 test that passes on the base costs the head, it runs again on the head in the base's order (its file's tests
 before it, as the base ran it). If it passes there, it failed only after the tests before it in the head's run,
 and the base runs it after those same tests, in one process: if the base passes it there too, the head's run is
-run once more as it was (every file it collected, its tests up to that one). If the test fails there, the head's
+run once more as it was (every file it collected, its tests up to the next). If the test fails there, the head's
 code made it fail in that order, and it is charged; if it passes, it failed once and passed each time it ran
 again: it is nondeterministic (a timing test on a loaded machine), which costs `points.nondeterminism` once
 rather than `points.tests` (gate/checks/tests.py). If the base fails it there too,
@@ -167,9 +167,10 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     test), and their CI runs it again (pytest-rerunfailures, flaky, pytest-retry) or forgives its failure
     (pytest-ignore-flaky). Each of `charged` so marked runs again on the head in its run, run again as it was
     (every file it collected: a module imported as pytest collects may be what makes it fail; its tests up to
-    that one), as many times as the base's suite would run it again (at most twice), while the suite's time leaves
-    room for the runs after these: one that passes there is not charged (the passing run's outcome stands); one
-    that does not goes on as any test does, so that a head whose change makes it fail every time is charged.
+    the next: _in_order), as many times as the base's suite would run it again (at most twice), while the
+    suite's time leaves room for the runs after these: one that passes there is not charged (the passing run's
+    outcome stands); one that does not goes on as any test does, so that a head whose change makes it fail
+    every time is charged.
     `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
     runs = {nodeid: run for run in found.runs for nodeid in run}  # (the last run given each test, as _in_order's)
     marked = {nodeid: known.marked_flaky[nodeid] for nodeid in charged if nodeid in known.marked_flaky
