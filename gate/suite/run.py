@@ -515,7 +515,7 @@ def _take(checked: RunRecords, found: dict[str, TestOutcome], errors: dict[str, 
         found.setdefault(nodeid, TestOutcome(nodeid, "deselected", "deselected by the base's configuration"))
     for nodeid, record in checked.outcomes.items():
         status = str(record.get("status", "failed"))
-        # (a passing test has no report: what a passed outcome says is the gate's own, gate/suite/order.py)
+        # (a passing test has no report: a passed outcome's detail is only what the gate adds, gate/suite/order.py)
         found.setdefault(nodeid, TestOutcome(
             nodeid, status, "" if status == "passed" else clip(str(record.get("detail", ""))),
             _seconds(record.get("seconds")), _line(record.get("line")), _trace(record.get("trace")),
