@@ -627,6 +627,24 @@ def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterm
     assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
 
 
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_a_later_files_import_breaks_on_both_sides_is_not_charged_to_an_honest_head(tmp_path: Path) -> None:
+    """The base's own bug: a later file's import (a plugin it registers) breaks the tests of sub on the base too.
+    The base runs them in its order (their file alone) and passes them; the head, after that file, does not.
+    The base then runs them in the head's order with the files of the head's run it has collected too, and
+    fails them there as well: order-dependent, not the change's, and not charged."""
+    buggy = REGISTRY.replace("    return a - b\n", "    return a - b - len(_PLUGINS)\n")
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "calc.py": buggy, "tests/test_subs.py": SUBS, "tests/test_y.py": "def test_y():\n    pass\n",
+        "tests/test_zplugin.py": PLUGIN, "NOTES": f"{tmp_path}\n"})  # (test_y: the plugin's file is not the next)
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + buggy})
+
+    verdict = score_repo(repo)
+
+    assert charged_statuses(verdict) == {} and verdict.accepted
+    assert any(note.message.startswith("3 tests are order-dependent") for note in verdict.notes)
+
+
 # The base's suite marks test_second flaky, as zipp marks its big-O timing tests (pytest-ignore-flaky's mark).
 FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky(reruns=2)\ndef test_second").replace(
     "from calc import add", "import pytest\n\nfrom calc import add")

@@ -98,13 +98,14 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
         alone = [nodeid for nodeid in charged if nodeid in again.tests and again.tests[nodeid].status == PASSED]
     if not (alone or unlike):
         return Checked(known.statuses, found, said)
-    there = _in_heads_order(sandbox, base, found, [*alone, *unlike], deadline, progress)
+    there = _in_heads_order(sandbox, base, found, [*alone, *unlike], set(files_of(known.collected)), deadline,
+                            progress)
     # (not a test the head collects under other parameters: a run then gives it that test's outcome)
     both = [nodeid for nodeid in alone if (there.get(nodeid) or _NONE).status == PASSED and nodeid not in found.renamed]
     here: dict[str, TestOutcome] = {}
     if both:  # the head once more in its own order: does it fail there again?
         once = _in_order(sandbox, replace(head, what=f"{head.what} again, in their own order"), found, both,
-                         deadline, progress, whole=True)
+                         deadline, progress)
         found = replace(found, tampered=once.tampered, suspects=(*found.suspects, *once.suspects))
         if once.tampered:
             return Checked(known.statuses, found, [])
@@ -191,7 +192,7 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
         if not asked:
             break
         ran = _in_order(sandbox, replace(head, what=f"{head.what} {('again', 'once more')[attempt - 1]}, as they "
-                                                    "ran"), found, asked, deadline, progress, whole=True)
+                                                    "ran"), found, asked, deadline, progress)
         found = replace(found, tampered=ran.tampered, suspects=(*found.suspects, *ran.suspects))
         if ran.tampered:
             return found, set(), []
@@ -236,11 +237,12 @@ def _failure(status: str, report: str) -> tuple[str, str]:
     return status, _VARYING.sub("", skip.group(1) if skip else said)
 
 
-def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
-                    progress: Progress) -> dict[str, TestOutcome]:
-    """The base's outcome of each of `tests` run after the tests that ran before it in the head's run."""
+def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests: list[str], files: set[str],
+                    deadline: float, progress: Progress) -> dict[str, TestOutcome]:
+    """The base's outcome of each of `tests` run after the tests that ran before it in the head's run, with the
+    files of that run the base has (`files`) collected, as the head's run collected them."""
     there = _in_order(sandbox, replace(base, what=f"{base.what} in the head's order"), found, tests, deadline,
-                      progress)
+                      progress, files)
     if there.tampered:  # (never from an honest run: the harness writes every record in turn)
         raise GateFailure("the base's suite does not run in the gate: its records do not add up: "
                           + listing(list(there.tampered), "; ", shown=2))
@@ -248,15 +250,15 @@ def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests:
 
 
 def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
-              progress: Progress, whole: bool = False) -> SuiteResult:
+              progress: Progress, files: set[str] | None = None) -> SuiteResult:
     """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
-    in one process (one run for the tests of one of the head's runs), with the runs' evidence. `whole`: that
-    run of the head's again as it was, but for the tests after the next one: every file it collected (a module
-    imported as pytest collects may change what a test before it finds), its tests up to the test after the
-    last of `tests` (which decides the teardown of their module's and session's fixtures: pytest's
-    `teardown_exact`), unless that one timed out there. A test that a tripwire's failure before it may have
-    skipped or xfailed (a conftest that skips what follows a failure) runs once more away from any, as in
-    baseline._again."""
+    in one process (one run for the tests of one of the head's runs), with the runs' evidence: that run again
+    as it was, but for the tests after the next one: every file it collected (a module imported as pytest
+    collects may change what a test before it finds; of those, the ones `side` has when `files` names them),
+    its tests up to the test after the last of `tests` (which decides the teardown of their module's and
+    session's fixtures: pytest's `teardown_exact`), unless that one timed out there. A test that a tripwire's
+    failure before it may have skipped or xfailed (a conftest that skips what follows a failure) runs once more
+    away from any, as in baseline._again."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
@@ -265,10 +267,10 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
     for run, end in ends.items():
-        if whole and end < len(run) and (found.tests.get(run[end]) or _NONE).status != "timeout":
+        if end < len(run) and (found.tests.get(run[end]) or _NONE).status != "timeout":
             end += 1
         result = run_suite(sandbox, replace(side, workers=1), list(run[:end]), deadline, progress,
-                           collect=files_of(run) if whole else None)
+                           collect=[path for path in files_of(run) if files is None or path in files])
         shy = [nodeid for nodeid in tests if nodeid in result.after_failing
                and (result.tests.get(nodeid) or _NONE).status in ("skipped", "xfailed")]
         if shy and not result.tampered:
