@@ -173,7 +173,7 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     outcome stands); one that does not goes on as any test does, so that a head whose change makes it fail
     every time is charged.
     `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
-    runs = {nodeid: run for run in found.runs for nodeid in run}  # (the last run given each test, as _in_order's)
+    runs = {nodeid: run for nodeid in charged if (run := found.run_of(nodeid)) is not None}
     marked = {nodeid: known.marked_flaky[nodeid] for nodeid in charged if nodeid in known.marked_flaky
               and nodeid in runs and nodeid not in found.renamed}
     forgiven: dict[str, TestOutcome] = {}
@@ -261,7 +261,7 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     away from any, as in baseline._again."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
-        run = next((run for run in reversed(found.runs) if nodeid in run), (nodeid,))
+        run = found.run_of(nodeid) or (nodeid,)
         ends[run] = max(ends.get(run, 0), run.index(nodeid) + 1)
     outcomes: dict[str, TestOutcome] = {}
     suspects: tuple[Suspect, ...] = ()

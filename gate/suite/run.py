@@ -119,6 +119,11 @@ class SuiteResult:
         run, at = self._places.get(nodeid, ((), 0))
         return run[:at]
 
+    def run_of(self, nodeid: str) -> tuple[str, ...] | None:
+        """The tests of the process `nodeid`'s outcome came from, in their order (none known: None)."""
+        place = self._places.get(nodeid)
+        return None if place is None else place[0]
+
     def same_before(self, other: SuiteResult, nodeid: str) -> bool:
         """Whether `nodeid` ran after the same tests here as in `other` (and ran in both)."""
         mine, theirs = self._places.get(nodeid), other._places.get(nodeid)
