@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, SharedConfig
+    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
 
 
 class Handle(Protocol):
@@ -48,9 +48,10 @@ class Launcher(Protocol):
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle: ...
 
-    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
+    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
         """Start, without waiting, the helpers that launches under `hash_seeds` will need (Sandbox.prepare),
-        and what they can make of `shared` (what every launch's config carries the same) before a launch."""
+        what they can make of `shared` (what every launch's config carries the same) before a launch, and
+        what they can load for launches like each of `ready`."""
         ...
 
     def close(self) -> None: ...
