@@ -627,6 +627,37 @@ def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterm
     assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
 
 
+# Codecs a test runs one by one: objects, so pytest names each by its place in the list (`codec0`...).
+CODECS = ("\n\nclass Codec:\n    def __init__(self, shift):\n        self.shift = shift\n\n"
+          "    def encode(self, x):\n        return x + self.shift\n\n"
+          "    def decode(self, x):\n        return x - self.shift\n")
+ROUND_TRIP = ("import pytest\n\nfrom calc import CODECS\n\n\n@pytest.mark.parametrize('codec', CODECS)\n"
+              "def test_round_trip(codec):\n    assert codec.decode(codec.encode(7)) == 7\n")
+# The head breaks one codec and shuffles the list in each process: its failure lands on another id each time.
+SHUFFLED = ("import random\n" + CALC + CODECS + "\n\nclass Broken(Codec):\n    def decode(self, x):\n"
+            "        return x\n\n\nCODECS = [*(Codec(n) for n in range(7)), Broken(7)]\nrandom.shuffle(CODECS)\n")
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
+def test_a_failure_that_moves_between_parameter_ids_is_charged_not_forgiven(tmp_path: Path, marked: bool) -> None:
+    """A parameter's id may say only where it is in the list. A head that breaks one codec and shuffles the list
+    in each process fails `codecK` in its run and, run again, fails another id (or the same one): the test run
+    again passes seven times in eight. Its other parameters run again too, and one that passed in the head's run
+    and fails now leaves the test without an outcome there: charged, never nondeterministic nor forgiven as
+    flaky (the base marking it flaky: its run again, twice)."""
+    test = ROUND_TRIP.replace("def test_", "@pytest.mark.flaky(reruns=2)\ndef test_") if marked else ROUND_TRIP
+    repo = _rerunning_project(tmp_path / "repo", {
+        "calc.py": CALC + CODECS + "\n\nCODECS = [Codec(n) for n in range(8)]\n", "tests/test_codecs.py": test})
+    repo.commit("bot: codecs", {"calc.py": SHUFFLED})
+
+    verdict = score_repo(repo)
+
+    [(charged, status)] = charged_statuses(verdict).items()
+    assert charged.startswith("tests/test_codecs.py::test_round_trip[codec") and status == "failed"
+    assert not [p for p in verdict.penalties if p.check == "nondeterminism"] and not verdict.accepted
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_a_test_a_later_files_import_breaks_on_both_sides_is_not_charged_to_an_honest_head(tmp_path: Path) -> None:
     """The base's own bug: a later file's import (a plugin it registers) breaks the tests of sub on the base too.
@@ -969,3 +1000,38 @@ def test_a_suite_whose_plugin_runs_failing_tests_again_in_its_process_is_scored_
         assert verdict.accepted and charged_statuses(verdict) == {}
     else:
         assert not verdict.accepted and charged_statuses(verdict) == {"tests/test_calc.py::test_mul": "failed"}
+
+
+# A test before the flaky-marked one that ends its process (given here as passing in the head's run).
+ENDING = FLAKY_COUNTS.replace("def test_first():\n", "def test_first():\n    import os\n\n    os._exit(3)\n")
+
+
+@pytest.mark.usefixtures("rerunning")
+def test_a_flaky_marked_test_run_again_in_a_new_process_is_not_forgiven(tmp_path: Path) -> None:
+    """A head whose test before a flaky-marked one ends its process when their run runs again has the rest run
+    in a new process, without the tests before it: the marked test passing there says nothing of its run, and
+    it is charged (here it failed in the head's run only after test_first, which passed there)."""
+    from dataclasses import replace
+
+    from gate.checks.tests import Changed, _score
+    from gate.policy.model import Policy
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, collect, run_suite
+
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_counts.py": ENDING})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    first_test, second = "tests/test_counts.py::test_first", "tests/test_counts.py::test_second"
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        collection = collect(sandbox, base_run, deadline)
+        ran = run_suite(sandbox, head_run, None, deadline)
+        failed = replace(ran.tests[second], status="failed", detail="E   AssertionError: after test_first")
+        found = replace(ran, tests={**ran.tests, first_test: ran.tests[second], second: failed},
+                        runs=((first_test, second),))
+        known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
+                         marked_flaky=dict(collection.marked_flaky))
+        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+
+    assert known.marked_flaky == {second: 2} and not checked.head.tampered
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    assert checked.head.tests[second].status == "failed" and [p.check for p in penalties] == ["tests"]

@@ -17,6 +17,10 @@ A test the base's suite marks `flaky` for a plugin that runs it again (its maint
 varies from run to run) first runs again on the head, its run run again as it was, as many times as the plugin
 would (at most twice): passing there, it is not charged. The mark is read from the base's collection, never
 from the head's, which could mark the test it breaks.
+
+A pass in the head's run run again counts only when the test ran after the same tests as in its run, and each
+of its other parameters that passed there passes again (a parameter's id may be only its place in a list the
+head shuffles: `_in_order`'s `steady`).
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ from gate.errors import GateFailure
 from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.sandbox.stage import EXPORT_PREFIX
+from gate.suite.harness import function_of
 from gate.suite.run import (
     SuiteResult,
     SuiteRun,
@@ -105,7 +110,7 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
     here: dict[str, TestOutcome] = {}
     if both:  # the head once more in its own order: does it fail there again?
         once = _in_order(sandbox, replace(head, what=f"{head.what} again, in their own order"), found, both,
-                         deadline, progress)
+                         deadline, progress, steady=True)
         found = replace(found, tampered=once.tampered, suspects=(*found.suspects, *once.suspects))
         if once.tampered:
             return Checked(known.statuses, found, [])
@@ -181,8 +186,8 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     late: dict[str, int] = {}  # (by the tries it had)
     for attempt in (1, 2):
         asked = [nodeid for nodeid, tries in marked.items() if tries >= attempt and nodeid not in forgiven]
-        # (each run's own collection, then its tests' time up to the last asked)
-        ends = {run: max(run.index(nodeid) for nodeid in asked if runs[nodeid] == run) + 2
+        # (each run's own collection, then its tests' time up to the last asked and its parameters)
+        ends = {run: max(_reach(run, nodeid) for nodeid in asked if runs[nodeid] == run) + 2
                 for run in {runs[nodeid] for nodeid in asked}}
         taken = sum(1 + sum(outcome.span for test in run[:end] if (outcome := found.tests.get(test)) is not None)
                     for run, end in ends.items())
@@ -192,7 +197,7 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
         if not asked:
             break
         ran = _in_order(sandbox, replace(head, what=f"{head.what} {('again', 'once more')[attempt - 1]}, as they "
-                                                    "ran"), found, asked, deadline, progress)
+                                                    "ran"), found, asked, deadline, progress, steady=True)
         found = replace(found, tampered=ran.tampered, suspects=(*found.suspects, *ran.suspects))
         if ran.tampered:
             return found, set(), []
@@ -250,7 +255,7 @@ def _in_heads_order(sandbox: Sandbox, base: SuiteRun, found: SuiteResult, tests:
 
 
 def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[str], deadline: float,
-              progress: Progress, files: set[str] | None = None) -> SuiteResult:
+              progress: Progress, files: set[str] | None = None, steady: bool = False) -> SuiteResult:
     """`side`'s outcome of each of `tests` run after the tests that ran before it in the head's run (`found`),
     in one process (one run for the tests of one of the head's runs), with the runs' evidence: that run again
     as it was, but for the tests after the next one: every file it collected (a module imported as pytest
@@ -258,11 +263,16 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     its tests up to the test after the last of `tests` (which decides the teardown of their module's and
     session's fixtures: pytest's `teardown_exact`), unless that one timed out there. A test that a tripwire's
     failure before it may have skipped or xfailed (a conftest that skips what follows a failure) runs once more
-    away from any, as in baseline._again."""
+    away from any, as in baseline._again.
+    `steady` (the head's run again, where a pass may spare the head a charge): each test's other parameters in
+    the run run too, and a test has no outcome here unless it ran after the same tests as in the head's run (a
+    test before it that ends its process has the rest run in a new one) and every one of its other parameters
+    that passed in the head's run passes here too. A parameter's id may say only where it is in the list (`x0`,
+    `x1`): a head that shuffles the list from one process to the next moves its failure to another id."""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = found.run_of(nodeid) or (nodeid,)
-        ends[run] = max(ends.get(run, 0), run.index(nodeid) + 1)
+        ends[run] = max(ends.get(run, 0), (_reach(run, nodeid) if steady else run.index(nodeid)) + 1)
     outcomes: dict[str, TestOutcome] = {}
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
@@ -282,8 +292,25 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
         renamed |= result.renamed
         if result.tampered:
             return replace(result, tests=outcomes, suspects=suspects)
-        outcomes |= {nodeid: result.tests[nodeid] for nodeid in tests if nodeid in result.tests and nodeid in run}
+        outcomes |= {nodeid: result.tests[nodeid] for nodeid in tests if nodeid in result.tests and nodeid in run
+                     and not (steady and _unsteady(nodeid, run[:end], found, result))}
     return SuiteResult(outcomes, suspects=suspects, renamed=renamed)
+
+
+def _reach(run: Sequence[str], nodeid: str) -> int:
+    """The place in `run` of the last of `nodeid` and its function's other parameters there."""
+    function = function_of(nodeid)
+    return max(at for at, other in enumerate(run) if other == nodeid or (function and function_of(other) == function))
+
+
+def _unsteady(nodeid: str, ran: Sequence[str], found: SuiteResult, result: SuiteResult) -> bool:
+    """Whether `result` (the head's run of `ran` again) tells nothing of `nodeid` as it ran in `found`: it ran
+    after other tests, or one of its other parameters that passed in `found` did not pass in `result`."""
+    function = function_of(nodeid)
+    return not result.same_before(found, nodeid) or any(
+        function_of(other) == function and (found.tests.get(other) or _NONE).status == PASSED
+        and (result.tests.get(other) or _NONE).status != PASSED
+        for other in ran if function and other != nodeid)
 
 
 def _told(outcome: TestOutcome, said: str) -> TestOutcome:
