@@ -547,6 +547,12 @@ from _pytest.runner import runtestprotocol
 
 def pytest_addoption(parser):
     parser.addoption("--reruns", type=int, default=0)
+    parser.addoption("--force-reruns", type=int, dest="force_reruns")
+    parser.addoption("--fail-on-flaky", action="store_true", dest="fail_on_flaky")
+    parser.addoption("--only-rerun", action="append", dest="only_rerun")
+    parser.addoption("--rerun-except", action="append", dest="rerun_except")
+    parser.addini("only_rerun", "errors to run a test again for", type="linelist")
+    parser.addini("rerun_except", "errors never to run a test again for", type="linelist")
 
 
 def pytest_configure(config):
@@ -573,6 +579,20 @@ def pytest_runtest_protocol(item, nextitem):
     return True
 """
 FLAKY_STUB = "def pytest_configure(config):\n    config.addinivalue_line('markers', 'flaky: run again')\n"
+# pytest-retry's hooks, by which a conftest says which errors a test runs again for, or never for.
+RETRY_STUB = FLAKY_STUB + """
+
+class _Hooks:
+    def pytest_set_filtered_exceptions(self):
+        "The errors to run a test again for."
+
+    def pytest_set_excluded_exceptions(self):
+        "The errors never to run a test again for."
+
+
+def pytest_addhooks(pluginmanager):
+    pluginmanager.add_hookspecs(_Hooks)
+"""
 PLUGINS = {"rerunfailures": "pytest-rerunning", "flaky": "pytest-flakystub", "pytest-retry": "pytest-retrystub"}
 
 
@@ -585,7 +605,7 @@ def rerunning(offline_pip: Path) -> Path:  # noqa: F811
                 entry_points="[pytest11]\nrerunfailures = pytest_rerunfailures\n")
     write_wheel(offline_pip, PLUGINS["flaky"], {"flaky_stub.py": FLAKY_STUB},
                 entry_points="[pytest11]\nflaky = flaky_stub\n")
-    write_wheel(offline_pip, PLUGINS["pytest-retry"], {"retry_stub.py": FLAKY_STUB},
+    write_wheel(offline_pip, PLUGINS["pytest-retry"], {"retry_stub.py": RETRY_STUB},
                 entry_points="[pytest11]\npytest-retry = retry_stub\n")
     return offline_pip
 
@@ -683,7 +703,8 @@ FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky(reruns=2)\n
 
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
-                                  "too little time left", "marked with no plugin to run it again"])
+                                  "too little time left", "marked with no plugin to run it again",
+                                  "skipped on the head"])
 def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
     and passes when its run runs again as it was is not charged when the base's suite marks it flaky for a
@@ -691,7 +712,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     when the base ran it after the same tests in this gate (a cold baseline of a suite whose flaky test is in
     its first file). The head marking it gains nothing, nor does a mark no plugin of the suite reads: the same
     failure then costs `points.nondeterminism`, as for any test. With too little of the suite's time left for
-    its run again, it goes on as any test, and the verdict says so."""
+    its run again, it goes on as any test, and the verdict says so. A skip is no failure a plugin runs again:
+    the mark does not forgive it."""
     import time
     from dataclasses import replace
 
@@ -711,7 +733,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
         collection = collect(sandbox, base_run, deadline)
         first = run_suite(sandbox, head_run, None, deadline)
-        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
+        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s") \
+            if case != "skipped on the head" else replace(first.tests[second], status="skipped", detail="Skipped: x")
         found = replace(first, tests={**first.tests, second: slow})
         on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
             else SuiteResult({})
@@ -725,8 +748,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     assert not checked.head.tampered
     cases, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
     outcome = checked.head.tests[second]
-    if case in ("marked by the head", "marked with no plugin to run it again"):
-        assert known.marked_flaky == {}
+    if case in ("marked by the head", "marked with no plugin to run it again", "skipped on the head"):
+        assert known.marked_flaky == ({second: 2} if case == "skipped on the head" else {})
         assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
         return
     assert known.marked_flaky == {second: 2}
@@ -941,6 +964,37 @@ def test_the_collection_reads_a_flaky_mark_as_the_suites_plugin_does(tmp_path: P
         collection = collect(sandbox, base_run, deadline)
 
     assert not collection.tampered and dict(collection.marked_flaky) == READS[plugin]
+
+
+SETTINGS = {
+    "only_rerun in the ini file": ("rerunfailures", {"pytest.ini": "[pytest]\nonly_rerun = ConnectionError\n"}),
+    "--rerun-except": ("rerunfailures", {"pytest.ini": "[pytest]\naddopts = --rerun-except OSError\n"}),
+    "--force-reruns": ("rerunfailures", {"pytest.ini": "[pytest]\naddopts = --force-reruns 0\n"}),
+    "--fail-on-flaky": ("rerunfailures", {"pytest.ini": "[pytest]\naddopts = --fail-on-flaky\n"}),
+    "a conftest's errors to retry for": ("pytest-retry", {"tests/conftest.py": CONFTEST + (
+        "\n\ndef pytest_set_filtered_exceptions():\n    return [ConnectionError]\n")}),
+}
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("setting", list(SETTINGS))
+def test_a_suite_whose_settings_filter_or_refuse_its_runs_again_marks_no_test(tmp_path: Path, setting: str) -> None:
+    """The maintainers' CI runs a marked test again only for some errors (pytest-rerunfailures' `only_rerun`
+    and `rerun_except`, by option or ini file; pytest-retry's hooks in a conftest), or runs every test again
+    whatever its mark (`--force-reruns`), or fails the suite when a test passed only when run again
+    (`--fail-on-flaky`): then it forgives no failure of a marked test for any error, and the gate reads no
+    mark."""
+    from gate.suite.run import collect
+
+    plugin, files = SETTINGS[setting]
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_rerunfailures_marks.py": RERUNFAILURES_MARKS,
+                                                  "tests/test_flaky_marks.py": FLAKY_MARKS, **files}, plugin)
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    with suite_runs(repo) as (sandbox, base_run, _, deadline):
+        collection = collect(sandbox, base_run, deadline)
+
+    assert not collection.tampered and dict(collection.marked_flaky) == {}
 
 
 @pytest.mark.usefixtures("rerunning")

@@ -392,17 +392,40 @@ def _plugin_tries(item: Any, rerunning: set[str], config: Any) -> int:
     said, given = (mark.kwargs, mark.args) if mark is not None else ({}, ())
     tries = 0
     if mark is not None and said.get("condition", True) is True:
-        if "rerunfailures" in rerunning and not (said.get("only_rerun") or said.get("rerun_except")
-                                                 or config.getoption("only_rerun", None)
-                                                 or config.getoption("rerun_except", None)):
+        # (`--force-reruns` runs every test again however marked, or none; `--fail-on-flaky` fails the suite
+        # when a test passed only when run again: the maintainers' CI forgives no mark then)
+        if "rerunfailures" in rerunning and not (
+                said.get("only_rerun") or said.get("rerun_except") or _given(config, "only_rerun")
+                or _given(config, "rerun_except") or config.getoption("force_reruns", None) is not None
+                or config.getoption("fail_on_flaky", None)):
             tries = max(tries, _count(said.get("reruns", given[0] if given else 1)))
-        if "pytest-retry" in rerunning and not (said.get("only_on") or said.get("exclude")):
+        if "pytest-retry" in rerunning and not (
+                said.get("only_on") or said.get("exclude") or _hooked(config, "pytest_set_filtered_exceptions")
+                or _hooked(config, "pytest_set_excluded_exceptions")):
             tries = max(tries, _count(said.get("retries", 1)))
     if "flaky" in rerunning:
         tries = max(tries, _flaky_runs(item, mark) - 1)
     if mark is not None and config.getoption(_FORGIVING, None) is True:
         tries = _TRIES
     return min(tries, _TRIES)
+
+
+def _given(config: Any, name: str) -> bool:
+    """Whether the suite's options, else its ini file, give pytest-rerunfailures' filter `name`, as the plugin
+    reads it."""
+    if config.getoption(name, None):
+        return True
+    try:
+        return bool(config.getini(name))
+    except ValueError:  # (a version of the plugin without that ini key)
+        return False
+
+
+def _hooked(config: Any, name: str) -> bool:
+    """Whether a conftest or plugin of the suite implements pytest-retry's hook `name` (the errors it runs a
+    test again for, or never for)."""
+    caller = getattr(config.hook, name, None)
+    return caller is not None and bool(caller.get_hookimpls())
 
 
 def _flaky_runs(item: Any, mark: Any) -> int:

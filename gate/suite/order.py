@@ -55,6 +55,9 @@ PASSED = "passed"
 # How many times what the head's run of a flaky-marked test took (its collection counted as a second) must be
 # left of the suite's time to run it again: the run itself, and room for the runs that may follow.
 _ROOM = 3
+# How a test did not pass that a plugin runs it again for: a failure (in its call, set-up or teardown; at its
+# time limit), or pytest-ignore-flaky's forgiven failure. Never a skip, which no plugin runs again.
+_RUN_AGAIN = frozenset({"failed", "error", "timeout", "xfailed"})
 _NONE = TestOutcome("", "not run")
 
 
@@ -180,7 +183,7 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
     runs = {nodeid: run for nodeid in charged if (run := found.run_of(nodeid)) is not None}
     marked = {nodeid: known.marked_flaky[nodeid] for nodeid in charged if nodeid in known.marked_flaky
-              and nodeid in runs and nodeid not in found.renamed}
+              and nodeid in runs and nodeid not in found.renamed and found.tests[nodeid].status in _RUN_AGAIN}
     forgiven: dict[str, TestOutcome] = {}
     passed_in: dict[str, int] = {}
     late: dict[str, int] = {}  # (by the tries it had)
