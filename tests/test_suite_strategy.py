@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from gate.suite import order, run
-from gate.suite.harness import match
+from gate.suite.harness import TEST_TIMEOUT, match
+from gate.suite.order import _ROOM
 from gate.suite.run import shares, why
 from tests import session_support
 from tests.git_support import Repo
@@ -704,7 +705,7 @@ FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky(reruns=2)\n
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
                                   "too little time left", "marked with no plugin to run it again",
-                                  "skipped on the head"])
+                                  "skipped on the head", "timed out at its limit"])
 def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
     and passes when its run runs again as it was is not charged when the base's suite marks it flaky for a
@@ -712,8 +713,8 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     when the base ran it after the same tests in this gate (a cold baseline of a suite whose flaky test is in
     its first file). The head marking it gains nothing, nor does a mark no plugin of the suite reads: the same
     failure then costs `points.nondeterminism`, as for any test. With too little of the suite's time left for
-    its run again, it goes on as any test, and the verdict says so. A skip is no failure a plugin runs again:
-    the mark does not forgive it."""
+    its run again, it goes on as any test, and the verdict says so; what a test that timed out took is its time
+    limit. A skip is no failure a plugin runs again: the mark does not forgive it."""
     import time
     from dataclasses import replace
 
@@ -733,8 +734,10 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
         collection = collect(sandbox, base_run, deadline)
         first = run_suite(sandbox, head_run, None, deadline)
-        slow = replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s") \
-            if case != "skipped on the head" else replace(first.tests[second], status="skipped", detail="Skipped: x")
+        slow = {"skipped on the head": replace(first.tests[second], status="skipped", detail="Skipped: x"),
+                "timed out at its limit": replace(first.tests[second], status="timeout", detail=f"{TEST_TIMEOUT}: x",
+                                                  span=0.0)}.get(case) or \
+            replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
         found = replace(first, tests={**first.tests, second: slow})
         on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
             else SuiteResult({})
@@ -743,6 +746,9 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
                          marked_flaky=dict(collection.marked_flaky))
         if case == "too little time left":
             deadline = time.monotonic() + 0.5
+        if case == "timed out at its limit":  # (room for a run again of a test that takes no time: not of its limit)
+            assert head_run.test_timeout >= 2
+            deadline = time.monotonic() + 2 * _ROOM
         checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
 
     assert not checked.head.tampered
@@ -753,8 +759,10 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         assert outcome.flaky and [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
         return
     assert known.marked_flaky == {second: 2}
-    if case == "too little time left":
-        assert outcome.status == "xfailed" and [p.check for p in penalties] == ["tests"]
+    if case == "timed out at its limit":
+        assert outcome.status == "timeout" and penalties != []
+    if case in ("too little time left", "timed out at its limit"):
+        assert outcome.status != "xfailed" or [p.check for p in penalties] == ["tests"]
         assert checked.said[0] == ("1 tests marked flaky in the base's suite did not pass in the head's run, and too "
                                    "little of tests.timeout was left to run them again, so they go on as any test: "
                                    f"{second}")

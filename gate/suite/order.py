@@ -192,8 +192,8 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
         # (each run's own collection, then its tests' time up to the last asked and its parameters)
         ends = {run: max(_reach(run, nodeid) for nodeid in asked if runs[nodeid] == run) + 2
                 for run in {runs[nodeid] for nodeid in asked}}
-        taken = sum(1 + sum(outcome.span for test in run[:end] if (outcome := found.tests.get(test)) is not None)
-                    for run, end in ends.items())
+        taken = sum(1 + sum(_took(outcome, head) for test in run[:end]
+                            if (outcome := found.tests.get(test)) is not None) for run, end in ends.items())
         if asked and deadline - time.monotonic() < _ROOM * taken:
             late = dict.fromkeys(asked, attempt - 1)
             break
@@ -222,6 +222,12 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
                     "tests.timeout was left to run them again, so they go on as any test: "
                     f"{listing(list(late), ', ', shown=3)}")
     return replace(found, tests=tests), set(forgiven), said
+
+
+def _took(outcome: TestOutcome, head: SuiteRun) -> float:
+    """What a test took of its run's time: what it added to the run, at least its own seconds; its time limit
+    when it was stopped there (the watcher's record of it holds neither)."""
+    return max(outcome.span, outcome.seconds, head.test_timeout if outcome.status == "timeout" else 0.0)
 
 
 def _after(before: Sequence[str]) -> str:
