@@ -46,11 +46,9 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     shared: list[tuple[str, str]] = []
     tampered: list[Tamper] = []
     blind: list[Blind] = []
-    told: set[str] = set()  # the checks that told the sandbox what their runs will be like
-    for at, check in enumerate(pipeline):
+    for check in pipeline:
         if not (check.enabled(policy) and check.applies(policy, subject)):
             continue  # nobody turned it on, or nothing to do: not a skipped check worth a line in every report
-        _tell_ahead(ctx, pipeline, pipeline[at + 1:], told)
         t0 = time.perf_counter()
         with nullcontext() if check.static else progress.step(check.name) as step:
             unmet = _unmet_need(check, ctx, pipeline)
@@ -228,23 +226,6 @@ def _declared(check: Check, made: Analysis) -> Analysis:
     if undeclared:
         raise RuntimeError(f"check {check.name} produced {', '.join(sorted(undeclared))} without declaring it")
     return made
-
-
-def _tell_ahead(ctx: CheckContext, pipeline: Sequence[Check], later: Sequence[Check], told: set[str]) -> None:
-    """Have each of the `later` checks that will run code, once what it needs is there, tell the sandbox what
-    its runs will be like (Check.runs_like), so that the zygotes load it while the checks before it read the
-    code; each once."""
-    if ctx.sandbox is None:
-        return
-    for check in later:
-        if check.static or check.name in told or not (check.enabled(ctx.policy)
-                                                       and check.applies(ctx.policy, ctx.subject)) \
-                or _unmet_need(check, ctx, pipeline):
-            continue
-        told.add(check.name)
-        like = check.runs_like(ctx)
-        if like:
-            ctx.sandbox.prepare(check.hash_seeds(ctx.policy), like)
 
 
 def _unmet_need(check: Check, ctx: CheckContext, pipeline: Sequence[Check]) -> str:

@@ -432,47 +432,6 @@ def test_a_run_of_a_zygote_prepared_ahead_sees_what_any_run_sees() -> None:
     assert seen == json.loads(asked.stdout)
     assert seen["interfaces"] == ["lo"] and "root" not in seen["root"] and "work" not in seen["root"]
 
-def _harnessed(main: bytes, hash_seed: int) -> RunRequest:
-    """A harness program with a warm module of its own and a preload, as the gate's case runs are."""
-    return RunRequest(script="_gate_t.py", harness={"_gate_t.py": main, "_gate_t_mod.py": b"VALUE = 'warm'\n"},
-                      warm=("_gate_t_mod.py",), preload=("statistics",), hash_seed=hash_seed, limits=LIMITS)
-
-
-_REPORT = b"import sys, _gate_t_mod\nprint(_gate_t_mod.VALUE, 'statistics' in sys.modules, hash('gate'))\n"
-
-
-def test_runs_told_ahead_find_their_harness_loaded_and_run_as_runs_told_nothing() -> None:
-    # The engine tells the zygotes what a check's runs will load (Sandbox.prepare's `like`) while the static
-    # checks read the code: the zygote compiles the harness then, and the run's request no longer carries its
-    # source, so a run works only if what was told ahead arrived. It must run as one of a zygote told nothing,
-    # whether the zygote was started by that same call or had served runs before.
-    box = open_sandbox(LIMITS)
-    try:
-        box.run(program("print(1)", hash_seed=8))  # (a zygote that has served a run already)
-        box.prepare((7, 8), like=[_harnessed(_REPORT, 0)])
-        ahead = [box.run(_harnessed(_REPORT, seed)) for seed in (7, 8)]
-        told_nothing = box.run(_harnessed(_REPORT, 9))
-    finally:
-        box.close()
-    for seed, result in zip((7, 8), ahead, strict=True):
-        plain = subprocess.run([sys.executable, "-c", "print(hash('gate'))"], env={"PYTHONHASHSEED": str(seed)},
-                               capture_output=True, check=True)
-        assert (result.exit_code, result.stdout) == (0, b"warm True " + plain.stdout), result.stderr
-    assert (told_nothing.exit_code, told_nothing.stdout.split()[:2]) == (0, [b"warm", b"True"])
-
-
-def test_a_run_runs_its_own_harness_not_one_told_ahead_under_its_name() -> None:
-    # What is told ahead is kept by the digest of its source: a run whose harness has the same file names and
-    # other code runs its own code, never what was loaded for another request.
-    box = open_sandbox(LIMITS)
-    try:
-        box.prepare((7,), like=[_harnessed(b"print('told ahead')\n", 0)])
-        result = box.run(_harnessed(b"import _gate_t_mod\nprint('the run', _gate_t_mod.VALUE)\n", 7))
-    finally:
-        box.close()
-    assert (result.exit_code, result.stdout) == (0, b"the run warm\n"), result.stderr
-
-
 @pytest.mark.skipif(os.geteuid() != 0, reason="switching uid needs root")
 @pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
 def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str) -> None:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
-from gate.sandbox.base import Limits, RunRequest, Sandbox
+from gate.sandbox.base import Limits, Sandbox
 from gate.verdict import RunStatus, safe_text
 
 if TYPE_CHECKING:
@@ -116,7 +116,3 @@ class ServedTogether(Protocol):
         """Serve `cases` (all of one `module`, all public or all hidden) in one run, kept on `core` if given:
         by position, the outcome of each case served, those left to runs of their own, and the one cut for
         going on past `cut_s`."""
-
-    def like(self, program: Program) -> RunRequest:
-        """A request like those of the runs that serve cases of `program` (the harness, the preloads), for the
-        sandbox to load ahead of them (Sandbox.prepare)."""

@@ -82,11 +82,6 @@ class Call:
             return no_outcome(result, case.hidden)
         return _judge(case, record, result.wall_s)
 
-    def like(self, program: Program) -> RunRequest:
-        """A request like those of the runs that serve cases of `program`: the harness (harness/calls.py) and
-        the modules it preloads."""
-        return RunRequest(script="_gate_calls.py", harness=harness("calls"), preload=program.preload)
-
     def module(self, case: CaseSpec, program: Program) -> str | None:
         """The module whose function `case` calls; None when it names none to call (its run says why)."""
         target = _target(case, program)
@@ -111,10 +106,11 @@ class Call:
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private": sandbox.private_tmp, "core": core}
         modules = len({call["module"] for call in calls})
-        result = sandbox.run(dataclasses.replace(
-            self.like(program), files=_files(program), tree=program.tree, python_path=program.python_path,
-            stdin=json.dumps(request).encode(), hash_seed=hash_seed,
-            limits=_serving(limits, len(calls), cut_s, modules), watches=True))
+        result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), files=_files(program),
+                                        tree=program.tree,
+                                        python_path=program.python_path, stdin=json.dumps(request).encode(),
+                                        hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
+                                        preload=program.preload, watches=True))
         served = _served(cases, entries, result.result or b"", result.wall_s)
         if result.exit_code == 0 or any(outcome.tampered for outcome in served.outcomes.values()):
             return served

@@ -24,7 +24,7 @@ from gate.subject import SourceFile, Subject
 from gate.verdict import Blind, CaseReport, CheckReport, Note, Penalty
 
 if TYPE_CHECKING:
-    from gate.sandbox.base import RunRequest, Sandbox
+    from gate.sandbox.base import Sandbox
 
 # What a check can produce for the later checks: the names of `Analysis`'s fields.
 Product = Literal["files", "conversations", "trees", "code", "runs"]
@@ -145,12 +145,6 @@ class Check(Protocol):
         for a check that runs something), else the host paths its programs need there, read-only (() when the
         sandbox's own are enough)."""
         return None
-
-    def runs_like(self, ctx: CheckContext) -> tuple[RunRequest, ...]:
-        """Requests like those of the runs it will make (their harness, their preloads: sandbox.prepare's `like`),
-        asked as soon as what it needs is there, for the sandbox to load what they load while the checks before
-        it read the code; none by default."""
-        return ()
 
     def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
         """The PYTHONHASHSEED of each of its runs, for a check that runs something (`sandbox_paths`; none for

@@ -29,7 +29,7 @@ from gate.checks.imports import find_imports, under_any
 from gate.limits import sandbox_limits
 from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Policy
-from gate.sandbox.base import Limits, RunRequest, Sandbox
+from gate.sandbox.base import Limits, Sandbox
 from gate.subject import Subject
 from gate.verdict import CaseReport, Note, Penalty
 
@@ -86,14 +86,6 @@ class Smoke(Check):
 
     def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
         return self.seeds or hash_seeds(policy.runs)
-
-    def runs_like(self, ctx: CheckContext) -> tuple[RunRequest, ...]:
-        """Requests like those of the runs that serve the cases together, by kind (see `_many`)."""
-        if _not_running(ctx) is not None or not self.together:
-            return ()
-        program = _program(ctx)
-        kinds = [KINDS[kind] for kind in dict.fromkeys(case.kind for _, _, case in _numbered(ctx))]
-        return tuple(kind.like(program) for kind in kinds if isinstance(kind, ServedTogether))
 
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)

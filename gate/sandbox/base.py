@@ -149,11 +149,9 @@ class Sandbox(Protocol):
         keep nothing of one call for the next: the harness, never the code under test."""
         ...
 
-    def prepare(self, hash_seeds: Sequence[int], like: Sequence[RunRequest] = ()) -> None:
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
         """Start now, in the background, what runs under `hash_seeds` will need (a zygote's interpreter), so
-        that it starts while the caller does other work; and what runs like `like` will load (their harness
-        compiled, its warm modules and their preloads imported; nothing of a request runs, and its files and
-        tree are not read). A run never depends on it. Thread-safe."""
+        that it starts while the caller does other work; a run never depends on it. Thread-safe."""
         ...
 
     def close(self) -> None: ...

@@ -33,7 +33,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fres
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import CodeType, ModuleType
-    from typing import NoReturn, TypedDict
+    from typing import NoReturn
 
     from gate.sandbox.stack import LayerSettings
 
@@ -44,17 +44,7 @@ if TYPE_CHECKING:
         framework: list[str]  # the sandbox's framework (open_sandbox): a zygote imports it once...
         framework_path: list[str]
 
-    class Ready(TypedDict):
-        """What a zygote loads for a run before it forks it, once for all its runs: the harness's code, its
-        warm modules, the preloads. Sent ahead of the runs too (Sandbox.prepare's `like`)."""
-
-        script: str | None  # a Python program: one of `harness`, or a file of the working directory...
-        harness: dict[str, str]  # RunRequest.harness: file name -> sha256 of its source
-        harness_sources: dict[str, str]  # sha256 -> source, but those its zygote has (see HARNESS_CODE)
-        warm: list[str]  # RunRequest.warm: the names of `harness` a zygote imports once
-        preload: list[str]
-
-    class ChildConfig(SharedConfig, Ready):
+    class ChildConfig(SharedConfig):
         """What the gate tells a run's child (gate/sandbox/runner.py builds it; JSON to a zygote or a fresh
         interpreter): what each layer's step reads (LayerSettings, set by the layers' records), then the run's
         own descriptors, directory and reaper, and what to run."""
@@ -64,12 +54,17 @@ if TYPE_CHECKING:
         sweep_uid: int | None  # a dedicated uid whose every process dies with the run (no cgroup)
         own_reaper: bool  # nothing else can find the run's detached processes: a reaper of its own
         env: dict[str, str]
+        script: str | None  # a Python program: one of `harness`, or a file of the working directory...
         args: list[str]
-        argv: list[str] | None  # ...or a program exec'd from the run's PATH (when `script` is None)
+        argv: list[str] | None  # ...or a program exec'd from the run's PATH
+        harness: dict[str, str]  # RunRequest.harness: file name -> sha256 of its source
+        harness_sources: dict[str, str]  # sha256 -> source, but those its zygote has (see HARNESS_CODE)
+        warm: list[str]  # RunRequest.warm: the names of `harness` a zygote imports once
         python_path: list[str]
         sites: list[str]  # those of `python_path` read as site directories (gate/sandbox/startup.py)
         scripts: dict[str, str]  # the run's console scripts: name -> "module:attribute" (interpreter.py)
         programs: dict[str, str]  # the environment's programs beside them: name -> host path (scripts.py)
+        preload: list[str]
         take_framework: bool  # the run takes the sandbox's framework that its zygote imported (SharedConfig)
 
     class FreshConfig(ChildConfig):

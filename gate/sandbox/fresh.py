@@ -20,7 +20,7 @@ from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.zygote import StatusHandle, status_pair
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from gate.sandbox.child import main; main()"
 _PIPE_DEFAULT = 1 << 16
@@ -57,7 +57,7 @@ class FreshLauncher:
         # caller's thread that started it.
         self._spawner = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-fresh-spawner")
 
-    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
+    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Nothing to start ahead: each run is an interpreter of its own."""
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:

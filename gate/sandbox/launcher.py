@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 
 class Handle(Protocol):
@@ -48,10 +48,9 @@ class Launcher(Protocol):
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle: ...
 
-    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
+    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Start, without waiting, the helpers that launches under `hash_seeds` will need (Sandbox.prepare),
-        what they can make of `shared` (what every launch's config carries the same) before a launch, and
-        what they can load for launches like each of `ready`."""
+        and what they can make of `shared` (what every launch's config carries the same) before a launch."""
         ...
 
     def close(self) -> None: ...

@@ -32,7 +32,7 @@ from gate.sandbox.namespaces import STAGING
 from gate.sandbox.stack import RECORDS
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
     from gate.sandbox.stack import LayerSettings
 
 _CHUNK = 65536
@@ -126,13 +126,6 @@ class _Live:
         return self.exited and not any(kind != "stdin" for kind in self.fds.values())
 
 
-def _ready(request: RunRequest) -> Ready:
-    """What a zygote loads for `request`'s run before it forks it (child.Ready); checks the request."""
-    harness, sources = _harness(request)
-    return {"script": request.script, "harness": harness, "harness_sources": sources, "warm": list(request.warm),
-            "preload": list(request.preload)}
-
-
 def _harness(request: RunRequest) -> tuple[dict[str, str], dict[str, str]]:
     """The request's harness files as (name -> sha256 of the source, sha256 -> source); checks the request."""
     named: dict[str, str] = {}
@@ -212,9 +205,9 @@ class LayeredSandbox:
             ended = self._servers.release(held, healthy=answer.healthy)
         return served.lead_result(answer, candidate.start, ended), results[0]
 
-    def prepare(self, hash_seeds: Sequence[int], like: Sequence[RunRequest] = ()) -> None:
+    def prepare(self, hash_seeds: Sequence[int]) -> None:
         """See gate.sandbox.base.Sandbox.prepare."""
-        self.launcher.prepare(hash_seeds, self._shared(), [_ready(request) for request in like])
+        self.launcher.prepare(hash_seeds, self._shared())
 
     def _shared(self) -> SharedConfig:
         """What every run's config carries the same: the namespaces and root (namespaces.shared) and the
@@ -265,6 +258,7 @@ class LayeredSandbox:
         if (request.script is None) == (request.argv is None):
             raise ValueError("a RunRequest sets exactly one of `script` and `argv`")
         groups = list(range(CGROUPS, CGROUPS + cgroup_fds))
+        harness, sources = _harness(request)
         tree = self._shared_tree(request.tree) if request.tree is not None and self.layers.overlay else None
         setup = RunSetup(self.layers, request, who, groups, str(self._base),
                          self._seen(tree) if tree is not None else None)
@@ -281,14 +275,18 @@ class LayeredSandbox:
             # Nothing else can find this run's detached processes: give it a reaper of its own.
             "own_reaper": cgroup is None and not (who and who.dedicated),
             "env": self._env(request, who, where, peer),
-            **_ready(request),
+            "script": request.script,
             "args": list(request.args),
             "argv": list(request.argv) if request.argv is not None else None,
+            "harness": harness,
+            "harness_sources": sources,
+            "warm": list(request.warm),
             "python_path": list(request.python_path),
             "sites": [path for path in request.python_path if path in self.layers.sites],
             "scripts": scripts.of(request.python_path) if request.script is not None else {},
             "programs": scripts.programs([path for path in request.python_path if path in self.layers.sites])
             if request.script is not None else {},
+            "preload": list(request.preload),
             "take_framework": request.framework,
         }
         return config

@@ -25,7 +25,7 @@ from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 # argv: the control socket's descriptor, the seccomp filter's BPF program in hex ("-" without the layer), the
 # import paths.
@@ -64,12 +64,10 @@ def share_ahead(interpreter: str, import_paths: Sequence[str], seccomp_program: 
         _SPAWNER.submit(_told, starting, shared)
 
 
-def _told(started: _Zygote | Future[_Zygote], shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
+def _told(starting: Future[_Zygote], shared: SharedConfig) -> None:
     """(On the spawner, after the start it waits for.)"""
-    if isinstance(started, _Zygote):
-        started.share(shared, ready)
-    elif started.exception() is None:
-        started.result().share(shared, ready)
+    if starting.exception() is None:
+        starting.result().share(shared)
 
 
 def stop_ahead() -> None:
@@ -101,19 +99,18 @@ def _taken_ahead(key: _Key) -> Future[_Zygote] | None:
         return _AHEAD.pop(key, None)
 
 
-def _adopted(ahead: Future[_Zygote], key: _Key, shared: SharedConfig | None, ready: Sequence[Ready] = ()
-             ) -> _Zygote:
-    """The zygote started ahead, told `shared` (and `ready`); a new one if it did not start or has died. (On
-    the spawner, after the start it waits for.)"""
+def _adopted(ahead: Future[_Zygote], key: _Key, shared: SharedConfig | None) -> _Zygote:
+    """The zygote started ahead, told `shared`; a new one if it did not start or has died. (On the spawner,
+    after the start it waits for.)"""
     zygote = ahead.result() if ahead.exception() is None else None
     if zygote is not None and zygote.process.poll() is None:
         if shared is not None:
-            zygote.share(shared, ready)
+            zygote.share(shared)
         return zygote
     if zygote is not None:
         zygote.stop()
     interpreter, paths, seccomp, seed = key
-    return _Zygote(interpreter, paths, seed, seccomp, shared, ready)
+    return _Zygote(interpreter, paths, seed, seccomp, shared)
 
 
 def read_exact(fd: int, size: int) -> bytes:
@@ -187,9 +184,9 @@ class StatusHandle:
 
 class _Zygote:
     def __init__(self, interpreter: str, paths: Sequence[str], hash_seed: int, bpf: bytes | None,
-                 shared: SharedConfig | None = None, ready: Sequence[Ready] = ()) -> None:
+                 shared: SharedConfig | None = None) -> None:
         """Start a zygote; with `shared`, it makes what its runs share (zygote_server.make_shared) at once,
-        before the first run asks, and loads what runs like each of `ready` load (`share`)."""
+        before the first run asks."""
         self.control, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         env = {"PATH": MINIMAL_PATH, "LANG": "C.UTF-8", "PYTHONHASHSEED": str(hash_seed),
                "PYTHONDONTWRITEBYTECODE": "1"}
@@ -201,18 +198,12 @@ class _Zygote:
             start_new_session=True, close_fds=True)
         theirs.close()
         if shared is not None:
-            self.share(shared, ready)
+            self.share(shared)
 
-    def share(self, shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
-        """Have it make what its runs share (zygote_server.make_shared) now, before the first run asks; and
-        load what runs like each of `ready` load, before they ask."""
+    def share(self, shared: SharedConfig) -> None:
+        """Have it make what its runs share (zygote_server.make_shared) now, before the first run asks."""
         with contextlib.suppress(OSError):  # (it died: the first launch finds out, and starts another)
-            if not ready:
-                self.control.send(json.dumps({"shared": shared}).encode())
-            for like in ready:
-                new = {digest: text for digest, text in like["harness_sources"].items() if digest not in self.compiled}
-                self.control.send(json.dumps({"shared": shared, "ready": {**like, "harness_sources": new}}).encode())
-                self.compiled.update(new)  # (once sent, as `launch` does)
+            self.control.send(json.dumps({"shared": shared}).encode())
 
     def stop(self) -> None:
         self.control.close()
@@ -231,25 +222,19 @@ class ZygoteLauncher:
         self._starting: dict[int, Future[_Zygote]] = {}  # (prepare: started, not used yet)
         self._lock = threading.Lock()
 
-    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: Sequence[Ready] = ()) -> None:
+    def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Start the zygotes for `hash_seeds` (as many as are kept at once) without waiting for them: their
         interpreters start, import, and make what the runs share (`shared`: their network namespace, mount
-        template and framework) while the gate reads the code, instead of when its first run asks. Each of
-        them, started now or before, also loads what runs like each of `ready` load (their harness's code,
-        its warm modules, their preloads) before such a run asks."""
+        template and framework) while the gate reads the code, instead of when its first run asks."""
         with self._lock:
             for seed in hash_seeds:
-                started = self._zygotes.get(seed) or self._starting.get(seed)
-                if started is not None:
-                    if ready:
-                        _SPAWNER.submit(_told, started, shared, ready)
-                elif len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
+                if seed not in self._zygotes and seed not in self._starting \
+                        and len(self._zygotes) + len(self._starting) < MAX_ZYGOTES:
                     key = self._key(seed)
                     ahead = _taken_ahead(key)
                     self._starting[seed] = (
-                        _SPAWNER.submit(_adopted, ahead, key, shared, ready) if ahead is not None else
-                        _SPAWNER.submit(_Zygote, self._interpreter, self._paths, seed, self._seccomp, shared,
-                                        ready))
+                        _SPAWNER.submit(_adopted, ahead, key, shared) if ahead is not None else
+                        _SPAWNER.submit(_Zygote, self._interpreter, self._paths, seed, self._seccomp, shared))
 
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from gate.sandbox import _libc, child, interpreter, namespaces, seccomp
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, Ready, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig
 
 # Modules that dataset solutions and the harnesses commonly import, loaded once here so that a forked run finds
 # them ready; pkgutil is what runpy needs to start a script. Not the rarely used heavy ones (dataclasses pulls
@@ -77,11 +77,12 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                     config = json.loads(message)
                     if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare)
                         make_shared(config["shared"])
-                        if "ready" in config:  # (and ahead of runs like one)
-                            _ready(config["ready"])
                         continue
                     config = _in_shared_namespaces(config)
-                    _ready(config)
+                    _preload(config["preload"])
+                    with contextlib.suppress(SyntaxError, ValueError):  # (the run then fails its set-up)
+                        child.compile_harness(config["harness"], config["harness_sources"])
+                    child.import_warm(config["harness"], config["warm"], config["script"])
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
                     else:
@@ -90,15 +91,6 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
-
-
-def _ready(like: Ready) -> None:
-    """Load what a run like `like` loads before it is forked: the modules it preloads, its harness's code and
-    its warm modules (each once for every run forked afterwards)."""
-    _preload(like["preload"])
-    with contextlib.suppress(SyntaxError, ValueError):  # (the run then fails its set-up)
-        child.compile_harness(like["harness"], like["harness_sources"])
-    child.import_warm(like["harness"], like["warm"], like["script"])
 
 
 def _preload(names: list[str]) -> None:
