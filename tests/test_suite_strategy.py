@@ -736,7 +736,7 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         first = run_suite(sandbox, head_run, None, deadline)
         slow = {"skipped on the head": replace(first.tests[second], status="skipped", detail="Skipped: x"),
                 "timed out at its limit": replace(first.tests[second], status="timeout", detail=f"{TEST_TIMEOUT}: x",
-                                                  span=0.0)}.get(case) or \
+                                                  seconds=head_run.test_timeout, span=0.0)}.get(case) or \
             replace(first.tests[second], status="xfailed", detail="XFAIL flaky test failed: took 3.2 s")
         found = replace(first, tests={**first.tests, second: slow})
         on_base = run_suite(sandbox, base_run, None, deadline) if case == "the base ran it in that order" \
@@ -1097,3 +1097,60 @@ def test_a_flaky_marked_test_run_again_in_a_new_process_is_not_forgiven(tmp_path
     assert known.marked_flaky == {second: 2} and not checked.head.tampered
     _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
     assert checked.head.tests[second].status == "failed" and [p.check for p in penalties] == ["tests"]
+
+
+# A flaky-marked test over three sizes, the third of which always fails (given as passing in the head's run):
+# by values (ids `1`, `2`, `3`) or by objects (pytest names them by their places: `size0`, `size1`, `size2`).
+SIZES = """\
+import pytest
+
+
+class Size:
+    def __init__(self, n):
+        self.n = n
+
+
+@pytest.mark.flaky(reruns=2)
+@pytest.mark.parametrize("size", SIZES)
+def test_sized(size):
+    assert getattr(size, "n", size) != 3
+"""
+
+
+@pytest.mark.usefixtures("rerunning")
+@pytest.mark.parametrize("named", ["by values", "by places"])
+def test_a_flaky_marked_parameter_counts_its_siblings_only_where_ids_are_places(tmp_path: Path, named: str) -> None:
+    """A flaky-marked parameter that passes when its run runs again is forgiven; when its id is only its place
+    in the list (a head may shuffle the list), only if its function's other parameters that passed in the head's
+    run pass there too: here one of them fails there, and the verdict says why the run again told nothing.
+    Where ids name values, another parameter's own failure does not count against it (an honest flaky test)."""
+    from dataclasses import replace
+
+    from gate.suite.baseline import Baseline
+    from gate.suite.run import SuiteResult, collect, run_suite
+
+    sizes = "[1, 2, 3]" if named == "by values" else "[Size(1), Size(2), Size(3)]"
+    repo = _rerunning_project(tmp_path / "repo", {"tests/test_sizes.py": SIZES.replace("SIZES", sizes)})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    ids = ["1", "2", "3"] if named == "by values" else ["size0", "size1", "size2"]
+    first, third = (f"tests/test_sizes.py::test_sized[{each}]" for each in (ids[0], ids[2]))
+
+    with suite_runs(repo) as (sandbox, base_run, head_run, deadline):
+        collection = collect(sandbox, base_run, deadline)
+        ran = run_suite(sandbox, head_run, None, deadline)
+        assert ran.tests[first].status == "passed" and ran.tests[third].status == "failed"
+        found = replace(ran, tests={**ran.tests, first: replace(ran.tests[first], status="failed", detail="E   x"),
+                                    third: ran.tests[first]})
+        known = Baseline(list(collection.collected), dict.fromkeys(collection.collected, "passed"),
+                         marked_flaky=dict(collection.marked_flaky))
+        checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
+
+    assert known.marked_flaky[first] == 2 and not checked.head.tampered
+    if named == "by values":
+        assert checked.head.tests[first].status == "passed"
+        return
+    assert checked.head.tests[first].status == "failed"
+    assert any(said.startswith("1 tests marked flaky in the base's suite did not pass in the head's run and passed "
+                               "when their run ran again, but that run tells nothing of them") and third in said
+               for said in checked.said)
+

@@ -47,6 +47,7 @@ from gate.suite.run import (
     gist,
     harness_digest,
     run_suite,
+    took,
     why,
 )
 from gate.suite.selection import SuiteTrees
@@ -436,7 +437,7 @@ def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[s
         outcome = found.tests.get(nodeid)
         if outcome is not None:
             name = function_key(nodeid)
-            added = min(max(outcome.seconds, outcome.span, 0.0), test_timeout)
+            added = min(took(outcome), test_timeout)
             taken[name] = round(taken.get(name, 0.0) + added, 4)
     return taken
 

@@ -18,9 +18,9 @@ varies from run to run) first runs again on the head, its run run again as it wa
 would (at most twice): passing there, it is not charged. The mark is read from the base's collection, never
 from the head's, which could mark the test it breaks.
 
-A pass in the head's run run again counts only when the test ran after the same tests as in its run, and each
-of its other parameters that passed there passes again (a parameter's id may be only its place in a list the
-head shuffles: `_in_order`'s `steady`).
+A pass in the head's run run again counts only when the test ran after the same tests as in its run, and, when
+its id is only its parameter's place in a list (pytest's own id for an object: `codec2`), which the head may
+shuffle, each of its other parameters that passed there passes again (`_in_order`'s `steady`).
 """
 
 from __future__ import annotations
@@ -46,6 +46,7 @@ from gate.suite.run import (
     gist,
     out_of_suite_time,
     run_suite,
+    took,
     why,
 )
 from gate.suite.tripwire import Suspect
@@ -59,6 +60,12 @@ _ROOM = 3
 # time limit), or pytest-ignore-flaky's forgiven failure. Never a skip, which no plugin runs again.
 _RUN_AGAIN = frozenset({"failed", "error", "timeout", "xfailed"})
 _NONE = TestOutcome("", "not run")
+# The start of the detail of a test's outcome in a run again of the head's run that tells nothing of it
+# (`_in_order`'s `steady`): it ran there as failing, and the verdict says why.
+_UNSTEADY = "its run again tells nothing of it: "
+# pytest's own id for a parameter that is an object: the argument's name and the parameter's place in the list
+# (`codec2`; several, joined with `-`).
+_PLACE = re.compile(r"[A-Za-z_]\w*?\d+")
 
 
 class Known(Protocol):
@@ -140,8 +147,10 @@ def check(sandbox: Sandbox, head: SuiteRun, base: SuiteRun, known: Known, on_bas
                                                          "tests; the base passes it after them too"), flaky=True)
         elif nodeid in alone and passes:
             kept.append(nodeid)
-            tests[nodeid] = _told(tests[nodeid], f"it fails {after} again, and passes when run again in the "
-                                                 "base's order; the base passes it after those same tests")
+            rerun = (here.get(nodeid) or _NONE).detail
+            said_again = rerun.split("\n", 1)[0] if rerun.startswith(_UNSTEADY) else f"it fails {after} again"
+            tests[nodeid] = _told(tests[nodeid], f"{said_again}, and passes when run again in the base's order; "
+                                                 "the base passes it after those same tests")
         elif nodeid in alone and (outcome is None or out_of_suite_time(outcome)):
             unfinished.append(nodeid)
             tests[nodeid] = _told(tests[nodeid], f"it fails {after} and passes in the base's order; the base's run "
@@ -174,17 +183,19 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
                   deadline: float, progress: Progress) -> tuple[SuiteResult, set[str], list[str]]:
     """The base's suite marks a test flaky: its maintainers say its outcome varies from run to run (a timing
     test), and their CI runs it again (pytest-rerunfailures, flaky, pytest-retry) or forgives its failure
-    (pytest-ignore-flaky). Each of `charged` so marked runs again on the head in its run, run again as it was
-    (every file it collected: a module imported as pytest collects may be what makes it fail; its tests up to
-    the next: _in_order), as many times as the base's suite would run it again (at most twice), while the
-    suite's time leaves room for the runs after these: one that passes there is not charged (the passing run's
-    outcome stands); one that does not goes on as any test does, so that a head whose change makes it fail
-    every time is charged.
+    (pytest-ignore-flaky). Each of `charged` so marked that failed (no plugin runs a skip again) runs again on
+    the head in its run, run again as it was (every file it collected: a module imported as pytest collects may
+    be what makes it fail; its tests up to the next, or its function's last parameter: _in_order), as many times
+    as the base's suite would run it again (at most twice), while the suite's time leaves room for the runs
+    after these: one that passes there is not charged (the passing run's outcome stands); one that does not
+    goes on as any test does, so that a head whose change makes it fail every time is charged.
     `found` with the runs' evidence, the tests forgiven, and what the verdict says."""
     runs = {nodeid: run for nodeid in charged if (run := found.run_of(nodeid)) is not None}
     marked = {nodeid: known.marked_flaky[nodeid] for nodeid in charged if nodeid in known.marked_flaky
-              and nodeid in runs and nodeid not in found.renamed and found.tests[nodeid].status in _RUN_AGAIN}
+              and nodeid in runs and nodeid not in found.renamed and found.tests[nodeid].status in _RUN_AGAIN
+              and not out_of_suite_time(found.tests[nodeid])}
     forgiven: dict[str, TestOutcome] = {}
+    unsteady: dict[str, str] = {}  # (passed run again, in a run that tells nothing of it: why)
     passed_in: dict[str, int] = {}
     late: dict[str, int] = {}  # (by the tries it had)
     for attempt in (1, 2):
@@ -192,8 +203,8 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
         # (each run's own collection, then its tests' time up to the last asked and its parameters)
         ends = {run: max(_reach(run, nodeid) for nodeid in asked if runs[nodeid] == run) + 2
                 for run in {runs[nodeid] for nodeid in asked}}
-        taken = sum(1 + sum(_took(outcome, head) for test in run[:end]
-                            if (outcome := found.tests.get(test)) is not None) for run, end in ends.items())
+        taken = sum(1 + sum(took(outcome) for test in run[:end] if (outcome := found.tests.get(test)) is not None)
+                    for run, end in ends.items())
         if asked and deadline - time.monotonic() < _ROOM * taken:
             late = dict.fromkeys(asked, attempt - 1)
             break
@@ -207,6 +218,9 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
         for nodeid in asked:
             if nodeid in ran.tests and ran.tests[nodeid].status == PASSED and nodeid not in ran.renamed:
                 forgiven[nodeid], passed_in[nodeid] = ran.tests[nodeid], attempt
+                unsteady.pop(nodeid, None)
+            elif (ran.tests.get(nodeid) or _NONE).detail.startswith(_UNSTEADY):
+                unsteady[nodeid] = ran.tests[nodeid].detail.removeprefix(_UNSTEADY)
     tests = dict(found.tests)
     for nodeid, outcome in forgiven.items():
         first = found.tests[nodeid]
@@ -216,18 +230,16 @@ def _marked_flaky(sandbox: Sandbox, head: SuiteRun, known: Known, charged: list[
     said = [f"{len(forgiven)} tests marked flaky in the base's suite did not pass in the head's run and passed when "
             f"their run ran again as it was, so they are not charged: {listing(list(forgiven), ', ', shown=3)}"
             ] if forgiven else []
+    if unsteady:
+        said.append(f"{len(unsteady)} tests marked flaky in the base's suite did not pass in the head's run and "
+                    "passed when their run ran again, but that run tells nothing of them, so they go on as any "
+                    f"test ({next(iter(unsteady.values()))}): {listing(list(unsteady), ', ', shown=3)}")
     if late:
         said.append(f"{len(late)} tests marked flaky in the base's suite did not pass in the head's run"
                     + (" nor when their run ran again" if max(late.values()) else "") + ", and too little of "
                     "tests.timeout was left to run them again, so they go on as any test: "
                     f"{listing(list(late), ', ', shown=3)}")
     return replace(found, tests=tests), set(forgiven), said
-
-
-def _took(outcome: TestOutcome, head: SuiteRun) -> float:
-    """What a test took of its run's time: what it added to the run, at least its own seconds; its time limit
-    when it was stopped there (the watcher's record of it holds neither)."""
-    return max(outcome.span, outcome.seconds, head.test_timeout if outcome.status == "timeout" else 0.0)
 
 
 def _after(before: Sequence[str]) -> str:
@@ -273,15 +285,18 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     session's fixtures: pytest's `teardown_exact`), unless that one timed out there. A test that a tripwire's
     failure before it may have skipped or xfailed (a conftest that skips what follows a failure) runs once more
     away from any, as in baseline._again.
-    `steady` (the head's run again, where a pass may spare the head a charge): each test's other parameters in
-    the run run too, and a test has no outcome here unless it ran after the same tests as in the head's run (a
-    test before it that ends its process has the rest run in a new one) and every one of its other parameters
-    that passed in the head's run passes here too. A parameter's id may say only where it is in the list (`x0`,
-    `x1`): a head that shuffles the list from one process to the next moves its failure to another id."""
+    `steady` (the head's run again, where a pass may spare the head a charge): a test that passes here counts
+    as failing (its detail says why: _UNSTEADY) unless it ran after the same tests as in the head's run (a test
+    before it that ends its process has the rest run in a new one) and, when its id is only its parameter's
+    place in the list (_PLACE), every other parameter of its function that passed in the head's run passes
+    here too (they run with it): a head that shuffles the list in each process moves its failure from one id to
+    another. (Ids that name values follow them: there an honest flaky parameter of the same test failing here
+    does not count against it.)"""
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = found.run_of(nodeid) or (nodeid,)
-        ends[run] = max(ends.get(run, 0), (_reach(run, nodeid) if steady else run.index(nodeid)) + 1)
+        ends[run] = max(ends.get(run, 0), (_reach(run, nodeid) if steady and _placed(nodeid) else
+                                           run.index(nodeid)) + 1)
     outcomes: dict[str, TestOutcome] = {}
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
@@ -301,8 +316,11 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
         renamed |= result.renamed
         if result.tampered:
             return replace(result, tests=outcomes, suspects=suspects)
-        outcomes |= {nodeid: result.tests[nodeid] for nodeid in tests if nodeid in result.tests and nodeid in run
-                     and not (steady and _unsteady(nodeid, run[:end], found, result))}
+        for nodeid in tests:
+            if nodeid in result.tests and nodeid in run:
+                unsteady = _unsteady(nodeid, run[:end], found, result) if steady else ""
+                outcomes[nodeid] = replace(result.tests[nodeid], status="failed", detail=_UNSTEADY + unsteady) \
+                    if unsteady and result.tests[nodeid].status == PASSED else result.tests[nodeid]
     return SuiteResult(outcomes, suspects=suspects, renamed=renamed)
 
 
@@ -312,14 +330,24 @@ def _reach(run: Sequence[str], nodeid: str) -> int:
     return max(at for at, other in enumerate(run) if other == nodeid or (function and function_of(other) == function))
 
 
-def _unsteady(nodeid: str, ran: Sequence[str], found: SuiteResult, result: SuiteResult) -> bool:
-    """Whether `result` (the head's run of `ran` again) tells nothing of `nodeid` as it ran in `found`: it ran
-    after other tests, or one of its other parameters that passed in `found` did not pass in `result`."""
+def _placed(nodeid: str) -> bool:
+    """Whether `nodeid`'s parameters are named only by their places in their lists (_PLACE)."""
     function = function_of(nodeid)
-    return not result.same_before(found, nodeid) or any(
-        function_of(other) == function and (found.tests.get(other) or _NONE).status == PASSED
-        and (result.tests.get(other) or _NONE).status != PASSED
-        for other in ran if function and other != nodeid)
+    return function is not None and all(_PLACE.fullmatch(part) for part in nodeid[len(function) + 1:-1].split("-"))
+
+
+def _unsteady(nodeid: str, ran: Sequence[str], found: SuiteResult, result: SuiteResult) -> str:
+    """Why `result` (the head's run of `ran` again) tells nothing of `nodeid` as it ran in `found`, or "": it ran
+    after other tests, or (its parameters named by their places) another parameter of its function that passed
+    in `found` did not pass in `result`."""
+    if not result.same_before(found, nodeid):
+        return "it ran there after other tests than in the head's run (a test before it ended its process)"
+    function = function_of(nodeid)
+    moved = next((other for other in ran if _placed(nodeid) and other != nodeid and function_of(other) == function
+                  and (found.tests.get(other) or _NONE).status == PASSED
+                  and (result.tests.get(other) or _NONE).status != PASSED), None)
+    return "" if moved is None else (f"{moved}, which passed in the head's run, did not pass there (parameters "
+                                     "named by their places in a list may have swapped places)")
 
 
 def _told(outcome: TestOutcome, said: str) -> TestOutcome:

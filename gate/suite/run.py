@@ -146,6 +146,12 @@ def why(outcome: TestOutcome) -> str:
     return outcome.detail.strip()[-_WHY:] or outcome.status
 
 
+def took(outcome: TestOutcome) -> float:
+    """What a test took of its run's time: what it added to the run (`span`), at least its own seconds (a test
+    stopped at its limit has that limit as its seconds, and no span)."""
+    return max(outcome.seconds, outcome.span, 0.0)
+
+
 def out_of_suite_time(outcome: TestOutcome) -> bool:
     """Whether `outcome` says only that the suite's time (tests.timeout) ran out before or as the test ran: it
     did not finish, and tells nothing of the test (one past its own limit, tests.test_timeout, did finish)."""
