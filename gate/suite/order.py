@@ -295,8 +295,7 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
     ends: dict[tuple[str, ...], int] = {}
     for nodeid in tests:
         run = found.run_of(nodeid) or (nodeid,)
-        ends[run] = max(ends.get(run, 0), (_reach(run, nodeid) if steady and _placed(nodeid) else
-                                           run.index(nodeid)) + 1)
+        ends[run] = max(ends.get(run, 0), (_reach(run, nodeid) if steady else run.index(nodeid)) + 1)
     outcomes: dict[str, TestOutcome] = {}
     suspects: tuple[Suspect, ...] = ()
     renamed: dict[str, str] = {}
@@ -325,15 +324,18 @@ def _in_order(sandbox: Sandbox, side: SuiteRun, found: SuiteResult, tests: list[
 
 
 def _reach(run: Sequence[str], nodeid: str) -> int:
-    """The place in `run` of the last of `nodeid` and its function's other parameters there."""
-    function = function_of(nodeid)
-    return max(at for at, other in enumerate(run) if other == nodeid or (function and function_of(other) == function))
+    """The place in `run` of the last test a steady run again of `nodeid` runs: itself, or the last of its
+    function's other parameters when they are named by their places (_siblings)."""
+    return max([run.index(nodeid), *(run.index(other) for other in _siblings(run, nodeid))])
 
 
-def _placed(nodeid: str) -> bool:
-    """Whether `nodeid`'s parameters are named only by their places in their lists (_PLACE)."""
+def _siblings(run: Sequence[str], nodeid: str) -> list[str]:
+    """The other parameters of `nodeid`'s function in `run` when its parameters are named only by their places in
+    their lists (_PLACE: the head may shuffle those lists), else none (ids that name values follow them)."""
     function = function_of(nodeid)
-    return function is not None and all(_PLACE.fullmatch(part) for part in nodeid[len(function) + 1:-1].split("-"))
+    if function is None or not all(_PLACE.fullmatch(part) for part in nodeid[len(function) + 1:-1].split("-")):
+        return []
+    return [other for other in run if other != nodeid and function_of(other) == function]
 
 
 def _unsteady(nodeid: str, ran: Sequence[str], found: SuiteResult, result: SuiteResult) -> str:
@@ -342,9 +344,7 @@ def _unsteady(nodeid: str, ran: Sequence[str], found: SuiteResult, result: Suite
     in `found` did not pass in `result`."""
     if not result.same_before(found, nodeid):
         return "it ran there after other tests than in the head's run (a test before it ended its process)"
-    function = function_of(nodeid)
-    moved = next((other for other in ran if _placed(nodeid) and other != nodeid and function_of(other) == function
-                  and (found.tests.get(other) or _NONE).status == PASSED
+    moved = next((other for other in _siblings(ran, nodeid) if (found.tests.get(other) or _NONE).status == PASSED
                   and (result.tests.get(other) or _NONE).status != PASSED), None)
     return "" if moved is None else (f"{moved}, which passed in the head's run, did not pass there (parameters "
                                      "named by their places in a list may have swapped places)")
