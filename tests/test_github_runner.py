@@ -449,13 +449,11 @@ def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_r
         machine: Machine, change: str) -> None:
     """A copy of the session's installation, with a template the runner rewrote and owns, or one that anyone
     can write (what a job could leave if it ever could write there), or recorded as built from other inputs:
-    the step builds it anew. (The two templates' installs read an empty index: the step removes the
-    installation and fails at its first download, so nothing of it is left to reuse. The other builds it all,
-    as the session's installs do.)"""
+    the step builds it anew. The install reads an empty index, so the step removes the installation and fails
+    at its first download: nothing of it is left to reuse. (Each session install shows what a build makes.)"""
     home = Path(str(machine.home) + f"-{change}")
     subprocess.run(["cp", "-a", str(machine.home), str(home)], check=True)
     [template] = home.glob("venv/lib/python*/site-packages/gate/report/templates/comment.md.j2")
-    genuine = template.read_bytes()
     if change == "runner-owned-template":
         template.write_text("ACCEPTED")
         os.chown(template, machine.user.pw_uid, machine.user.pw_gid)
@@ -465,22 +463,15 @@ def test_an_installation_that_others_could_write_or_built_from_other_inputs_is_r
     else:
         (home / "stamp").write_text("0" * 64 + "\n")
     root = work_dir()
-    empty = None if change == "other-source" else Path(tempfile.mkdtemp(dir=machine.session))
+    empty = Path(tempfile.mkdtemp(dir=machine.session))
     try:
         run = install(machine, step_env(machine, root), True, home=home, index=empty)
         assert "reusing" not in run.stdout
-        if empty is not None:
-            assert run.code != 0 and not template.exists() and not (home / "stamp").exists(), run.stderr
-            return
-        assert run.code == 0, run.stderr
-        assert template.read_bytes() == genuine
-        assert template.stat().st_uid == 0 and not template.stat().st_mode & 0o022
-        assert (home / "stamp").read_text() == (machine.home / "stamp").read_text()
+        assert run.code != 0 and not template.exists() and not (home / "stamp").exists(), run.stderr
     finally:
         shutil.rmtree(root)
         shutil.rmtree(home, ignore_errors=True)
-        if empty is not None:
-            empty.rmdir()
+        empty.rmdir()
 
 
 def poison(wheel: Path, module: str, marker: Path) -> None:
