@@ -7,15 +7,21 @@ points. Honest suites of every shape read no tamper.
 
 from __future__ import annotations
 
+import io
 import time
 from pathlib import Path
 
 import pytest
 
+from gate.engine import score
+from gate.progress import progress_for
+from gate.sources import gitcli
+from gate.sources.gitrange import subject_from_commits
 from gate.suite import run, tripwire
 from gate.suite.harness import FAIL, PASS
 from gate.suite.tripwire import Trip
 from gate.verdict import Verdict
+from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
 from tests.redteam_support import ROOT, check, leftovers, needs_root
 from tests.runner_support import has_sudo, run_as_runner
@@ -394,6 +400,68 @@ def test_a_head_that_rebinds_a_name_the_suite_rebound_for_good_is_a_tamper(tmp_p
 
     assert_tampered(verdict, seen)
     assert "lambda" in verdict.tampered[0].seen  # what it was bound to: told apart from the suite's own
+
+
+def _scored(repo: Repo) -> tuple[Verdict, str]:
+    """The verdict on main..bot, with the progress lines a user sees."""
+    lines = io.StringIO()
+    handle = gitcli.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        return score(found, progress_for(lines, {})), lines.getvalue()
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_suite_that_patches_for_good_runs_its_control_run_once_per_base(tmp_path: Path) -> None:
+    # wrapt's monkey patching tests had a control run of most of its suite on every push: what the base showed
+    # before each test is kept with the baseline, so the same suspects in the same place need no run again.
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "tests/helpers.py": HELPERS, "tests/test_for_good.py": FOR_GOOD, "tests/test_for_good_too.py":
+        AFTER_IN_ANOTHER_FILE, "NOTES": f"{tmp_path}\n"})  # (a base of its own: cold)
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+
+    verdicts = [_scored(repo) for _ in range(2)]
+
+    for verdict, _ in verdicts:
+        assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
+    assert [said.count("the control run: ") > 0 for _, said in verdicts] == [True, False]
+
+
+# The suite's own test rebinds `same` for good and calls the code under test; the head's add rebinds it once more
+# there, to one that finds anything equal: seen before the same test as the suite's own rebinding.
+REBINDS_CALLING = REBINDS.replace("    same = wrapped\n", "    same = wrapped\n    assert add(1, 1) == 2\n", 1)
+REBINDS_ONCE = BROKEN_MUL.replace("def add(a, b):\n", "def add(a, b):\n    _spare()\n") + '''
+
+import typing
+
+_SPARED = []
+
+
+def _spare():
+    for module in list(typing.sys.modules.values()):
+        if (getattr(module, "__file__", None) or "").endswith("test_calc.py") and not _SPARED:
+            _SPARED.append(module)
+            setattr(module, "sa" + "me", lambda a, b: True)
+'''
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_rebinding_head_is_a_tamper_where_an_honest_heads_control_run_was_kept(tmp_path: Path) -> None:
+    # An honest head's control run on the base is kept; the next head rebinds the name the suite rebinds, before
+    # the same test. What the base showed there is not what the head's run shows: evidence without a run.
+    repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
+        "tests/test_calc.py": REBINDS_CALLING, "NOTES": f"{tmp_path}\n"})
+    repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
+    honest, said = _scored(repo)
+    assert honest.accepted and not honest.tampered, (honest.blocked_reasons, honest.penalties)
+    assert "the control run: " in said
+    repo.git("checkout", "-q", "-B", "bot", "main")
+    repo.commit("bot: calc", {"calc.py": REBINDS_ONCE})
+
+    verdict, said = _scored(repo)
+
+    assert_tampered(verdict, "the name same of ")
+    assert "lambda" in verdict.tampered[0].seen
+    assert "the control run: " not in said  # (judged by the kept run)
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -16,7 +16,8 @@ from pathlib import Path
 
 import pytest
 
-from gate.suite import order, run
+from gate.suite import baseline, order, run
+from gate.suite.baseline import Baseline
 from gate.suite.harness import TEST_TIMEOUT, match
 from gate.suite.order import _ROOM
 from gate.suite.run import shares, why
@@ -241,6 +242,25 @@ def test_with_the_functions_last_times_each_worker_is_given_about_the_same_time_
     # A test with no time yet (new, or renamed) counts as the average timed one.
     assert shares(ids, 2, seconds={"tests/test_b.py::test": 0.2}) == shares(ids, 2)
     assert shares(ids, 2, seconds={}) == shares(ids, 2)
+
+
+def test_the_kept_times_share_each_run_alike_until_a_heads_would_end_it_much_sooner() -> None:
+    # Shares that moved with each run's noise gave a test other tests before it each time: wrapt's control run
+    # of most of its suite, run anew on every push. A head's times replace the kept ones only where the shares
+    # they cut would end the run more than 10% sooner.
+    ids = [f"tests/test_{name}.py::test[{n}]" for name, count in (("a", 2), ("b", 40), ("c", 40), ("d", 40))
+           for n in range(count)]
+    kept = {"tests/test_a.py::test": 0.8, "tests/test_b.py::test": 0.2, "tests/test_c.py::test": 0.2,
+            "tests/test_d.py::test": 0.2}
+    known = Baseline(ids, seconds=kept)
+
+    noisy = {name: taken * (1.05 if "test_a" in name else 0.95) for name, taken in kept.items()}
+    slower = {**kept, "tests/test_d.py::test": 1.6}
+
+    assert not baseline._sooner(known, noisy, 2)
+    assert baseline._sooner(known, slower, 2)
+    assert [len(share) for share in shares(ids, 2, seconds=slower)] == [82, 40]  # (kept: [2, 120])
+    assert baseline._sooner(Baseline(ids), noisy, 2)  # nothing kept yet
 
 
 def test_a_small_suite_by_time_is_cut_inside_a_file_of_a_few_slow_tests() -> None:

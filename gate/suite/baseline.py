@@ -17,6 +17,8 @@ adds run apart from the base's (their module code never shares a process with a 
 from __future__ import annotations
 
 import ast
+import hashlib
+import json
 import math
 import os
 import re
@@ -24,6 +26,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from gate import __version__
 from gate.environment import cache
@@ -43,15 +46,17 @@ from gate.suite.run import (
     collect,
     confirm,
     control,
+    control_plan,
     file_prefixes,
     gist,
     harness_digest,
+    longest_share,
     run_suite,
     took,
     why,
 )
 from gate.suite.selection import SuiteTrees
-from gate.suite.tripwire import Equal, RunRecords, Suspect, confirmed
+from gate.suite.tripwire import Equal, Replaced, RunRecords, Suspect, Trip, confirmed
 from gate.syntax import parse_python
 from gate.verdict import listing
 
@@ -85,10 +90,13 @@ class Baseline:
     assertion there found an object equal to everything (gate/suite/tripwire.py's `confirmed`), the objects
     its assertions found equal there, (site, operand, how) each; kept only from a control run where the test
     passed, so that a later head's suspect there is judged as that run would judge it, without a run.
-    `seconds`: what each test function added to the last head's run that added up (all its parameters), to
-    share the next head's run out evenly over the workers (run.shares): a head can only make the next run
-    slower by it. `marked_flaky`: the tests the base's collection says its suite runs again when they fail (a
-    `flaky` mark), with how many times (order.check)."""
+    `seconds`: what each test function added to a head's run that added up (all its parameters), to share the
+    next head's run out evenly over the workers (run.shares), kept until a later head's would share it out
+    sooner (`_sooner`): a head can only make the next run slower by it. `marked_flaky`: the tests the base's
+    collection says its suite runs again when they fail (a `flaky` mark), with how many times (order.check).
+    `hosts_shown`: what control runs showed of each suspect's test (`_shown`), by all that the run did up to it
+    (`_contexts`): a later head whose suspects ask for what was run is judged without a run (wrapt's monkey
+    patching tests, a control run of most of the suite on every push)."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
@@ -98,12 +106,13 @@ class Baseline:
     controls: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
     seconds: dict[str, float] = field(default_factory=dict)
     marked_flaky: dict[str, int] = field(default_factory=dict)
+    hosts_shown: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
                 "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
                 "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()},
-                "seconds": self.seconds, "flaky": self.marked_flaky}
+                "seconds": self.seconds, "flaky": self.marked_flaky, "hosts_shown": self.hosts_shown}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -117,6 +126,7 @@ class Baseline:
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         controls, seconds, flaky = data.get("controls", {}), data.get("seconds", {}), data.get("flaky", {})
+        shown = data.get("hosts_shown", {})
         functions = {function_key(nodeid) for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
@@ -128,7 +138,9 @@ class Baseline:
                    {str(name): float(taken) for name, taken in (seconds.items() if isinstance(seconds, dict) else ())
                     if name in functions and isinstance(taken, (int, float)) and 0 <= taken < math.inf},
                    {nodeid: tries for nodeid, tries in (flaky.items() if isinstance(flaky, dict) else ())
-                    if nodeid in known and tries in (1, 2)})
+                    if nodeid in known and tries in (1, 2)},
+                   {str(key): host for key, host in (shown.items() if isinstance(shown, dict) else ())
+                    if isinstance(host, dict)})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -138,6 +150,7 @@ class Baseline:
         self.skipped |= other.skipped
         self.marked_flaky = {**other.marked_flaky, **self.marked_flaky}
         self.controls = {**other.controls, **self.controls}
+        self.hosts_shown = _last({**other.hosts_shown, **self.hosts_shown})
         self.seconds = self.seconds or other.seconds
 
 
@@ -198,8 +211,10 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
                       seconds=known.seconds)
     if found.tampered:
         return _Scored(known, found)
-    known.seconds = _seconds(found, known, head.test_timeout)
-    _learn(stored, known, seconds=known.seconds)
+    timed = _seconds(found, known, head.test_timeout)
+    if _sooner(known, timed, head.workers):
+        known.seconds = timed
+        _learn(stored, known, seconds=known.seconds)
     # The base runs each test the head did not pass, and each the head collected under another parameter id
     # (unless the base's own ids are known to change), unless an earlier gate ran it there.
     renamed = {asked: nodeid for asked, nodeid in found.renamed.items() if function_of(asked) not in known.unstable}
@@ -289,6 +304,8 @@ def _refuse(known: Baseline, ran: dict[str, TestOutcome], stored: Path,
 
 
 _SKIPS = ("skipped", "xfailed")
+_HOSTS_KEPT = 4096  # contexts of suspects' tests that control runs showed
+_REBALANCE = 0.1  # how much sooner a head's seconds must end the next run to be kept in place of the kept ones
 
 
 def _refuse_none_passing(known: Baseline, found: SuiteResult, stored: Path, suite: SuiteTrees) -> None:
@@ -350,18 +367,16 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         collected = known.collected if known is not None else []
         prior = {nodeid for suspect in rest if suspect.replaced is not None for nodeid in (
             head.before(suspect.host) or file_prefixes(collected, [suspect.host]))}
-        records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
-                                             "the base's tests"), rest, progress,
-                          [nodeid for nodeid in collected if nodeid in prior])
+        before = [nodeid for nodeid in collected if nodeid in prior]
+        contexts = _contexts(rest, before)
+        records = _replayed(contexts, known.hosts_shown) if known is not None else None
+        if records is None:
+            records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
+                                                 "the base's tests"), rest, progress, before)
+            if known is not None and not records.tampered:
+                _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known,
+                       controls=_learned(rest, records), shown=_shown(records, contexts))
         evidence.update(confirmed(rest, records))
-        # Kept: what a test that passed showed with no tripwire pinned to it (a later control may pin none).
-        pinned = {suspect.trip.host for suspect in rest if suspect.trip is not None}
-        learned = {suspect.equal.test: [(seen.site, seen.operand, seen.how) for seen in records.equal
-                                        if seen.test == suspect.equal.test]
-                   for suspect in rest if suspect.equal is not None and suspect.equal.test not in pinned
-                   and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
-        if known is not None and learned and not records.tampered:
-            _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known, controls=learned)
     return [line for line in dict.fromkeys(f"{suspect.run}: {suspect.seen}" for suspect in suspects)
             if line in evidence]
 
@@ -373,6 +388,74 @@ def _kept_control(suspects: list[Suspect], kept: dict[str, list[tuple[str, str, 
     return RunRecords(outcomes={nodeid: {"status": PASSED} for nodeid in tests},
                       equal=[Equal(nodeid, site, operand, "", how) for nodeid in tests
                              for site, operand, how in kept[nodeid]])
+
+
+def _learned(suspects: list[Suspect], records: RunRecords) -> dict[str, list[tuple[str, str, str]]]:
+    """What a control run's `records` show of each suspect's test where an assertion found an object equal to
+    everything: kept only where the test passed with no tripwire pinned to it (a later control may pin none)."""
+    pinned = {suspect.trip.host for suspect in suspects if suspect.trip is not None}
+    return {suspect.equal.test: [(seen.site, seen.operand, seen.how) for seen in records.equal
+                                 if seen.test == suspect.equal.test]
+            for suspect in suspects if suspect.equal is not None and suspect.equal.test not in pinned
+            and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
+
+
+def _contexts(suspects: list[Suspect], before: list[str]) -> dict[str, str]:
+    """Each suspect's test in the control run that `suspects` and `before` ask for (run.control_plan), with a key
+    for all that the run does up to it: the tests before it and itself, in order, and the tripwires pinned to
+    them (what a test leaves behind stays for the tests after it)."""
+    select, trips = control_plan(suspects, before)
+    hosts = {suspect.host for suspect in suspects}
+    pinned: dict[str, list[dict[str, Any]]] = {}
+    for trip in trips:
+        pinned.setdefault(str(trip.host), []).append(trip.request())
+    so_far, contexts = hashlib.sha256(), {}
+    for nodeid in select:
+        so_far.update(json.dumps([nodeid, pinned.get(nodeid, [])]).encode() + b"\n")
+        if nodeid in hosts:
+            contexts[nodeid] = so_far.hexdigest()[:32]
+    return contexts
+
+
+def _shown(records: RunRecords, contexts: dict[str, str]) -> dict[str, dict[str, Any]]:
+    """What a control run's `records` show of each suspect's test, by its context's key (`_contexts`): all that
+    `confirmed` reads of it. None of a run that did not reach its end: what it did not reach is not known."""
+    if records.unfinished is not None:
+        return {}
+    return {key: {"status": records.outcomes.get(host, {}).get("status"),
+                  "replaced": [seen.what for seen in records.replaced if seen.test == host],
+                  "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
+                            if seen.test == host],
+                  "trips": [[[trip.kind, trip.before, trip.at],
+                             {"status": record.get("status"), "detail": str(record.get("detail", "")).lstrip()[:200],
+                              "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
+                            for trip, record in records.trips if trip.host == host]}
+            for host, key in contexts.items()}
+
+
+def _replayed(contexts: dict[str, str], shown: dict[str, dict[str, Any]]) -> RunRecords | None:
+    """The control run's records as earlier runs showed each of its tests in the same context (`_shown`), or
+    None when one of them was not run so (or its record is not in that shape)."""
+    if any(key not in shown for key in contexts.values()):
+        return None
+    records = RunRecords()
+    try:
+        for host, key in contexts.items():
+            seen = shown[key]
+            if seen["status"] is not None:
+                records.outcomes[host] = {"status": str(seen["status"])}
+            records.replaced += [Replaced(host, str(what)) for what in seen["replaced"]]
+            records.equal += [Equal(host, *(str(part) for part in found)) for found in seen["equal"]]
+            records.trips += [(Trip(str(kind), bool(before), float(at), host), dict(record))
+                              for (kind, before, at), record in seen["trips"]]
+    except (AttributeError, KeyError, TypeError, ValueError):
+        return None
+    return records
+
+
+def _last(shown: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The contexts last shown, at most _HOSTS_KEPT (a head's tripwires are placed at random: most never recur)."""
+    return dict(list(shown.items())[-_HOSTS_KEPT:])
 
 
 def suite_run(policy: Policy, subject: Subject, suite: SuiteTrees, tree: Path, roots: tuple[str, ...], what: str
@@ -418,15 +501,28 @@ def _keep(stored: Path, known: Baseline) -> None:
 
 
 def _learn(stored: Path, known: Baseline, controls: dict[str, list[tuple[str, str, str]]] | None = None,
-           seconds: dict[str, float] | None = None) -> None:
-    """Add `controls`, and put `seconds`, in the baseline cached for the same collection as `known` (and only in
-    it: what a run of the head taught is never a status of the base's)."""
+           seconds: dict[str, float] | None = None, shown: dict[str, dict[str, Any]] | None = None) -> None:
+    """Add `controls` and what control runs `shown`, and put `seconds`, in the baseline cached for the same
+    collection as `known` (and only in it: what a run of the head taught is never a status of the base's)."""
+    if not (controls or seconds is not None or shown):
+        return
     with cache.locked(stored.with_suffix(".lock")):
         there = Baseline.from_json(cache.read_json(stored))
         if there is not None and there.collected == known.collected:
             there.controls.update(controls or {})
+            there.hosts_shown = _last({**there.hosts_shown, **(shown or {})})
             there.seconds = seconds if seconds is not None else there.seconds
             cache.write_json(stored, there.to_json())
+
+
+def _sooner(known: Baseline, timed: dict[str, float], workers: int) -> bool:
+    """Whether the seconds a head's run took (`timed`) share the next run out so that it ends sooner than the
+    kept seconds do, by more than _REBALANCE, as `timed` times it: kept otherwise, so that run after run each
+    test has the same tests before it (the same control runs, the same order for a test that depends on it)."""
+    if not known.seconds:
+        return True
+    kept = longest_share(known.collected, workers, known.seconds, timed)
+    return longest_share(known.collected, workers, timed, timed) < kept * (1 - _REBALANCE)
 
 
 def _seconds(found: SuiteResult, known: Baseline, test_timeout: float) -> dict[str, float]:

@@ -233,6 +233,13 @@ def shares(select: Sequence[str], workers: int, cut_files: bool = False, seconds
     return [list(select[start:stop]) for start, stop in itertools.pairwise(bounds)]
 
 
+def longest_share(select: Sequence[str], workers: int, cut: Mapping[str, float], timed: Mapping[str, float]) -> float:
+    """How long the longest of the parts that `cut`'s seconds share `select` into (`shares`, files cut) takes by
+    `timed`'s seconds."""
+    weight = dict(zip(select, _weights(select, timed), strict=True))
+    return max((sum(weight[nodeid] for nodeid in part) for part in shares(select, workers, True, cut)), default=0.0)
+
+
 def _weights(select: Sequence[str], seconds: Mapping[str, float] | None) -> list[float]:
     """Each test's expected share of a run (`shares`): 1 each without `seconds`."""
     if not seconds:
@@ -382,17 +389,23 @@ def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mappi
     return replace(found, tests={nodeid: found.tests[nodeid] for nodeid in tests if nodeid in found.tests})
 
 
-def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progress: Progress = QUIET,
-            before: Sequence[str] = ()) -> RunRecords:
-    """The base's own suite (`base`) on the suspects' tests, each tripwire pinned to its host, after the tests
-    `before` (pytest's order): what tells tampering from the suite's way (gate/suite/tripwire.py's
-    `confirmed`)."""
+def control_plan(suspects: Sequence[Suspect], before: Sequence[str] = ()) -> tuple[list[str], tuple[Trip, ...]]:
+    """What a control run (`control`) runs: the tests `before` (pytest's order), then each suspect's test not
+    among them; each suspect's tripwire pinned to its host."""
     hosts = list(dict.fromkeys(suspect.host for suspect in suspects))
     select = [*before, *(nodeid for nodeid in hosts if nodeid not in before)]
     # A change seen before a test may have been seen before a tripwire's run of it, after its own: the guard
     # looks again there too (a tripwire that must pass runs none of the test's code).
     again = tuple(Trip(PASS, False, host=suspect.host) for suspect in suspects if suspect.replaced)
     trips = tuple(dict.fromkeys([*(suspect.trip for suspect in suspects if suspect.trip is not None), *again]))
+    return select, trips
+
+
+def control(sandbox: Sandbox, base: SuiteRun, suspects: Sequence[Suspect], progress: Progress = QUIET,
+            before: Sequence[str] = ()) -> RunRecords:
+    """The base's own suite (`base`) on the suspects' tests as `control_plan` lays them out: what tells
+    tampering from the suite's way (gate/suite/tripwire.py's `confirmed`)."""
+    select, trips = control_plan(suspects, before)
     seconds = _CONTROL_S + base.test_timeout * (len(select) + len(trips))
     what = f"{base.what}, the control run"
     count = progress.count(what, len(select))
