@@ -12,15 +12,18 @@ from __future__ import annotations
 
 import json
 import tempfile
+from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from gate.suite import baseline, order, run
+from gate.suite import baseline, order, run, tripwire
 from gate.suite.baseline import Baseline
-from gate.suite.harness import TEST_TIMEOUT, match
+from gate.suite.harness import FAIL, PASS, TEST_TIMEOUT, match
 from gate.suite.order import _ROOM
 from gate.suite.run import shares, why
+from gate.suite.tripwire import Replaced, RunRecords, Suspect, Trip
 from tests import session_support
 from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, wheelhouse  # noqa: F401
@@ -261,6 +264,35 @@ def test_the_kept_times_share_each_run_alike_until_a_heads_would_end_it_much_soo
     assert baseline._sooner(known, slower, 2)
     assert [len(share) for share in shares(ids, 2, seconds=slower)] == [82, 40]  # (kept: [2, 120])
     assert baseline._sooner(Baseline(ids), noisy, 2)  # nothing kept yet
+
+
+def test_a_control_run_is_kept_only_where_the_base_did_it_right_to_the_end() -> None:
+    # What is kept can only say that the base ran a suspect's test and its tripwires right: a run cut short, or
+    # a test that failed once (a loaded machine), kept, would spare every later head's forgery in that place.
+    x, y = "tests/test_a.py::test_x", "tests/test_b.py::test_y"
+    suspects = [Suspect("run 1", Trip(FAIL, True, host=x), "read wrong"), Suspect("run 1", None, "replaced",
+                                                                              replaced=Replaced(y, "a change"))]
+    trips: list[tuple[Trip, dict[str, Any]]] = [(Trip(FAIL, True, host=x), {"test": x, "status": "failed"}),
+             (Trip(PASS, False, host=y), {"test": y, "status": "passed",
+                                          "confirmed": ["assert", "assertEqual", "call"]})]
+    contexts = baseline._contexts(suspects, [], [x, y])
+    whole = RunRecords(outcomes={x: {"status": "passed"}, y: {"status": "passed"}}, trips=trips,
+                       replaced=[Replaced(y, "a change")])
+
+    kept = baseline._shown(whole, contexts, suspects, [])
+    replayed = baseline._replayed(contexts, kept)
+
+    assert set(kept) == set(contexts.values()) and len(kept) == 2
+    assert replayed is not None and tripwire.confirmed(suspects, replayed) == tripwire.confirmed(suspects, whole)
+    cut_short = replace(whole, outcomes={x: {"status": "passed"}, y: {"status": "timeout", "end": True}})
+    assert baseline._shown(cut_short, contexts, suspects, []) == {}
+    failed_once = replace(whole, outcomes={x: {"status": "failed"}, y: {"status": "passed"}})
+    assert set(baseline._shown(failed_once, contexts, suspects, [])) == {contexts[y]}
+    assert baseline._replayed(contexts, baseline._shown(failed_once, contexts, suspects, [])) is None  # runs again
+    read_wrong = replace(whole, trips=[(trips[0][0], {"test": x, "status": "passed"}), trips[1]])
+    assert set(baseline._shown(read_wrong, contexts, suspects, [])) == {contexts[y]}
+    # A test asked for that the base does not collect: no key, so nothing is kept or replayed.
+    assert baseline._contexts(suspects, [], [x]) == {}
 
 
 def test_a_small_suite_by_time_is_cut_inside_a_file_of_a_few_slow_tests() -> None:

@@ -48,6 +48,7 @@ from gate.suite.run import (
     control,
     control_plan,
     file_prefixes,
+    files_of,
     gist,
     harness_digest,
     longest_share,
@@ -56,7 +57,7 @@ from gate.suite.run import (
     why,
 )
 from gate.suite.selection import SuiteTrees
-from gate.suite.tripwire import Equal, Replaced, RunRecords, Suspect, Trip, confirmed
+from gate.suite.tripwire import Equal, Replaced, RunRecords, Suspect, Trip, confirmed, right
 from gate.syntax import parse_python
 from gate.verdict import listing
 
@@ -150,7 +151,7 @@ class Baseline:
         self.skipped |= other.skipped
         self.marked_flaky = {**other.marked_flaky, **self.marked_flaky}
         self.controls = {**other.controls, **self.controls}
-        self.hosts_shown = _last({**other.hosts_shown, **self.hosts_shown})
+        self.hosts_shown = _last({**self.hosts_shown, **other.hosts_shown})
         self.seconds = self.seconds or other.seconds
 
 
@@ -368,14 +369,14 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         prior = {nodeid for suspect in rest if suspect.replaced is not None for nodeid in (
             head.before(suspect.host) or file_prefixes(collected, [suspect.host]))}
         before = [nodeid for nodeid in collected if nodeid in prior]
-        contexts = _contexts(rest, before)
-        records = _replayed(contexts, known.hosts_shown) if known is not None else None
+        contexts = _contexts(rest, before, collected)
+        records = _replayed(contexts, known.hosts_shown) if known is not None and contexts else None
         if records is None:
             records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
                                                  "the base's tests"), rest, progress, before)
             if known is not None and not records.tampered:
                 _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known,
-                       controls=_learned(rest, records), shown=_shown(records, contexts))
+                       controls=_learned(rest, records), shown=_shown(records, contexts, rest, before))
         evidence.update(confirmed(rest, records))
     return [line for line in dict.fromkeys(f"{suspect.run}: {suspect.seen}" for suspect in suspects)
             if line in evidence]
@@ -400,37 +401,57 @@ def _learned(suspects: list[Suspect], records: RunRecords) -> dict[str, list[tup
             and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
 
 
-def _contexts(suspects: list[Suspect], before: list[str]) -> dict[str, str]:
+def _contexts(suspects: list[Suspect], before: list[str], collected: list[str]) -> dict[str, str]:
     """Each suspect's test in the control run that `suspects` and `before` ask for (run.control_plan), with a key
-    for all that the run does up to it: the tests before it and itself, in order, and the tripwires pinned to
-    them (what a test leaves behind stays for the tests after it)."""
+    for all that the run does up to it: the files it collects (pytest imports each before any test runs), then
+    the tests up to it and itself in the order they run (its files in turn, each file's in the base's order)
+    with the tripwires pinned to each (what a test leaves behind stays for the tests after it). None when a test
+    asked for is not one the base collects (which it runs in its place depends on the rest)."""
     select, trips = control_plan(suspects, before)
-    hosts = {suspect.host for suspect in suspects}
+    place = {nodeid: index for index, nodeid in enumerate(collected)}
+    if any(nodeid not in place for nodeid in select):
+        return {}
+    files = files_of(select)
+    rank = {path: index for index, path in enumerate(files)}
     pinned: dict[str, list[dict[str, Any]]] = {}
     for trip in trips:
         pinned.setdefault(str(trip.host), []).append(trip.request())
-    so_far, contexts = hashlib.sha256(), {}
-    for nodeid in select:
+    hosts = {suspect.host for suspect in suspects}
+    so_far, contexts = hashlib.sha256(json.dumps(files).encode() + b"\n"), {}
+    for nodeid in sorted(select, key=lambda nodeid: (rank[nodeid.split("::")[0]], place[nodeid])):
         so_far.update(json.dumps([nodeid, pinned.get(nodeid, [])]).encode() + b"\n")
         if nodeid in hosts:
             contexts[nodeid] = so_far.hexdigest()[:32]
     return contexts
 
 
-def _shown(records: RunRecords, contexts: dict[str, str]) -> dict[str, dict[str, Any]]:
+def _shown(records: RunRecords, contexts: dict[str, str], suspects: list[Suspect], before: list[str]
+           ) -> dict[str, dict[str, Any]]:
     """What a control run's `records` show of each suspect's test, by its context's key (`_contexts`): all that
-    `confirmed` reads of it. None of a run that did not reach its end: what it did not reach is not known."""
-    if records.unfinished is not None:
+    `confirmed` reads of it. Kept only from a run that ran every test and tripwire it was asked for to its end
+    (none timed out or took its process with it), and only of a test that passed there with each of its
+    tripwires carried out right: what is kept can only say that the base did it right, so that a head is never
+    spared by what one run of the base happened to do (a test that failed once, under load)."""
+    select, trips = control_plan(suspects, before)
+    finished = [records.outcomes.get(nodeid) for nodeid in select] + [record for _, record in records.trips]
+    if records.tampered or records.unfinished is not None or records.ended_in_trip or records.matched or \
+            len(records.trips) != len(trips) or any(record is None or record.get("end") is True
+                                                    for record in finished):
         return {}
-    return {key: {"status": records.outcomes.get(host, {}).get("status"),
-                  "replaced": [seen.what for seen in records.replaced if seen.test == host],
-                  "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
-                            if seen.test == host],
-                  "trips": [[[trip.kind, trip.before, trip.at],
-                             {"status": record.get("status"), "detail": str(record.get("detail", "")).lstrip()[:200],
-                              "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
-                            for trip, record in records.trips if trip.host == host]}
-            for host, key in contexts.items()}
+    kept = {}
+    for host, key in contexts.items():
+        mine = [(trip, record) for trip, record in records.trips if trip.host == host]
+        if records.outcomes[host].get("status") != PASSED or not all(right(trip, record) for trip, record in mine):
+            continue
+        kept[key] = {"status": PASSED, "replaced": [seen.what for seen in records.replaced if seen.test == host],
+                     "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
+                               if seen.test == host],
+                     "trips": [[[trip.kind, trip.before, trip.at],
+                                {"status": record.get("status"),
+                                 "detail": str(record.get("detail", "")).lstrip()[:200],
+                                 "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
+                               for trip, record in mine]}
+    return kept
 
 
 def _replayed(contexts: dict[str, str], shown: dict[str, dict[str, Any]]) -> RunRecords | None:
