@@ -410,20 +410,26 @@ def _scored(repo: Repo) -> tuple[Verdict, str]:
         return score(found, progress_for(lines, {})), lines.getvalue()
 
 
+# Tests enough that the run's random tripwires seldom land on a test that patches (a tripwire's run of it before
+# its own makes one more suspect, a control run the kept ones do not answer).
+MANY = "import pytest\n\n\n@pytest.mark.parametrize('n', range(60))\ndef test_many(n):\n    assert n >= 0\n"
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_a_suite_that_patches_for_good_runs_its_control_run_once_per_base(tmp_path: Path) -> None:
     # wrapt's monkey patching tests had a control run of most of its suite on every push: what the base showed
     # before each test is kept with the baseline, so the same suspects in the same place need no run again.
     repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
         "tests/helpers.py": HELPERS, "tests/test_for_good.py": FOR_GOOD, "tests/test_for_good_too.py":
-        AFTER_IN_ANOTHER_FILE, "NOTES": f"{tmp_path}\n"})  # (a base of its own: cold)
+        AFTER_IN_ANOTHER_FILE, "tests/test_many.py": MANY, "NOTES": f"{tmp_path}\n"})  # (a base of its own)
     repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
 
-    verdicts = [_scored(repo) for _ in range(2)]
+    verdicts = [_scored(repo) for _ in range(3)]
 
     for verdict, _ in verdicts:
         assert verdict.accepted and not verdict.tampered, (verdict.blocked_reasons, verdict.penalties)
-    assert [said.count("the control run: ") > 0 for _, said in verdicts] == [True, False]
+    ran = [said.count("the control run: ") > 0 for _, said in verdicts]
+    assert ran[0] and ran[1:] != [True, True], ran
 
 
 # The suite's own test rebinds `same` for good and calls the code under test; the head's add rebinds it once more
@@ -449,7 +455,7 @@ def test_a_rebinding_head_is_a_tamper_where_an_honest_heads_control_run_was_kept
     # An honest head's control run on the base is kept; the next head rebinds the name the suite rebinds, before
     # the same test. What the base showed there is not what the head's run shows: evidence without a run.
     repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n", extra_files={
-        "tests/test_calc.py": REBINDS_CALLING, "NOTES": f"{tmp_path}\n"})
+        "tests/test_calc.py": REBINDS_CALLING, "tests/test_many.py": MANY, "NOTES": f"{tmp_path}\n"})
     repo.commit("bot: doc", {"calc.py": '"""A calculator."""\n\n' + CALC})
     honest, said = _scored(repo)
     assert honest.accepted and not honest.tampered, (honest.blocked_reasons, honest.penalties)
@@ -457,11 +463,12 @@ def test_a_rebinding_head_is_a_tamper_where_an_honest_heads_control_run_was_kept
     repo.git("checkout", "-q", "-B", "bot", "main")
     repo.commit("bot: calc", {"calc.py": REBINDS_ONCE})
 
-    verdict, said = _scored(repo)
+    attacked = [_scored(repo) for _ in range(3)]
 
-    assert_tampered(verdict, "the name same of ")
-    assert "lambda" in verdict.tampered[0].seen
-    assert "the control run: " not in said  # (judged by the kept run)
+    for verdict, _ in attacked:
+        assert_tampered(verdict, "the name same of ")
+        assert "lambda" in verdict.tampered[0].seen
+    assert not all("the control run: " in said for _, said in attacked)  # (judged by a kept run)
 
 
 @pytest.mark.usefixtures("offline_pip")

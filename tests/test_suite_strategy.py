@@ -267,32 +267,35 @@ def test_the_kept_times_share_each_run_alike_until_a_heads_would_end_it_much_soo
 
 
 def test_a_control_run_is_kept_only_where_the_base_did_it_right_to_the_end() -> None:
-    # What is kept can only say that the base ran a suspect's test and its tripwires right: a run cut short, or
-    # a test that failed once (a loaded machine), kept, would spare every later head's forgery in that place.
+    # What is kept can only say that the base ran a suspect's test and its tripwires right: a run cut short, a
+    # test before it that failed once (a loaded machine, its clean-up not run), or an order the base's hooks
+    # changed, kept, would spare every later head's forgery in that place.
     x, y = "tests/test_a.py::test_x", "tests/test_b.py::test_y"
-    suspects = [Suspect("run 1", Trip(FAIL, True, host=x), "read wrong"), Suspect("run 1", None, "replaced",
-                                                                              replaced=Replaced(y, "a change"))]
-    trips: list[tuple[Trip, dict[str, Any]]] = [(Trip(FAIL, True, host=x), {"test": x, "status": "failed"}),
-             (Trip(PASS, False, host=y), {"test": y, "status": "passed",
-                                          "confirmed": ["assert", "assertEqual", "call"]})]
-    contexts = baseline._contexts(suspects, [], [x, y])
-    whole = RunRecords(outcomes={x: {"status": "passed"}, y: {"status": "passed"}}, trips=trips,
+    suspects = [Suspect("run 1", Trip(FAIL, True, host=x), "read wrong"),
+                Suspect("run 1", None, "replaced", replaced=Replaced(y, "a change"))]
+    trips: list[tuple[Trip, dict[str, Any]]] = [
+        (Trip(FAIL, True, host=x), {"test": x, "status": "failed"}),
+        (Trip(PASS, False, host=y), {"test": y, "status": "passed", "confirmed": ["assert", "assertEqual", "call"]})]
+    order = baseline._run_order(suspects, [], [x, y])
+    contexts = baseline._contexts(suspects, order)
+    whole = RunRecords(collected=[x, y], outcomes={x: {"status": "passed"}, y: {"status": "passed"}}, trips=trips,
                        replaced=[Replaced(y, "a change")])
 
-    kept = baseline._shown(whole, contexts, suspects, [])
-    replayed = baseline._replayed(contexts, kept)
+    def kept(records: RunRecords, statuses: dict[str, str] | None = None) -> dict[str, dict[str, Any]]:
+        return baseline._shown(records, contexts, baseline._clean(records, suspects, [], order, statuses or {}))
 
-    assert set(kept) == set(contexts.values()) and len(kept) == 2
+    replayed = baseline._replayed(contexts, kept(whole))
+    assert order == [x, y] and len(kept(whole)) == 2
     assert replayed is not None and tripwire.confirmed(suspects, replayed) == tripwire.confirmed(suspects, whole)
-    cut_short = replace(whole, outcomes={x: {"status": "passed"}, y: {"status": "timeout", "end": True}})
-    assert baseline._shown(cut_short, contexts, suspects, []) == {}
+    assert kept(replace(whole, outcomes={x: {"status": "passed"}, y: {"status": "timeout", "end": True}})) == {}
     failed_once = replace(whole, outcomes={x: {"status": "failed"}, y: {"status": "passed"}})
-    assert set(baseline._shown(failed_once, contexts, suspects, [])) == {contexts[y]}
-    assert baseline._replayed(contexts, baseline._shown(failed_once, contexts, suspects, [])) is None  # runs again
-    read_wrong = replace(whole, trips=[(trips[0][0], {"test": x, "status": "passed"}), trips[1]])
-    assert set(baseline._shown(read_wrong, contexts, suspects, [])) == {contexts[y]}
+    assert kept(failed_once) == {}  # and so it runs again
+    assert baseline._replayed(contexts, kept(failed_once)) is None
+    assert set(kept(failed_once, {x: "failed"})) == {contexts[y]}  # x fails on the base whatever runs
+    assert kept(replace(whole, trips=[(trips[0][0], {"test": x, "status": "passed"}), trips[1]])) == {}
+    assert kept(replace(whole, collected=[y, x])) == {}  # the base's hooks reordered its run
     # A test asked for that the base does not collect: no key, so nothing is kept or replayed.
-    assert baseline._contexts(suspects, [], [x]) == {}
+    assert baseline._run_order(suspects, [], [x]) == [] and baseline._contexts(suspects, []) == {}
 
 
 def test_a_small_suite_by_time_is_cut_inside_a_file_of_a_few_slow_tests() -> None:

@@ -369,14 +369,16 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         prior = {nodeid for suspect in rest if suspect.replaced is not None for nodeid in (
             head.before(suspect.host) or file_prefixes(collected, [suspect.host]))}
         before = [nodeid for nodeid in collected if nodeid in prior]
-        contexts = _contexts(rest, before, collected)
+        order = _run_order(rest, before, collected)
+        contexts = _contexts(rest, order)
         records = _replayed(contexts, known.hosts_shown) if known is not None and contexts else None
         if records is None:
             records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
                                                  "the base's tests"), rest, progress, before)
-            if known is not None and not records.tampered:
+            clean = _clean(records, rest, before, order, known.statuses if known is not None else {})
+            if known is not None and clean:
                 _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known,
-                       controls=_learned(rest, records), shown=_shown(records, contexts, rest, before))
+                       controls=_learned(rest, records, clean), shown=_shown(records, contexts, clean))
         evidence.update(confirmed(rest, records))
     return [line for line in dict.fromkeys(f"{suspect.run}: {suspect.seen}" for suspect in suspects)
             if line in evidence]
@@ -391,67 +393,87 @@ def _kept_control(suspects: list[Suspect], kept: dict[str, list[tuple[str, str, 
                              for site, operand, how in kept[nodeid]])
 
 
-def _learned(suspects: list[Suspect], records: RunRecords) -> dict[str, list[tuple[str, str, str]]]:
+def _learned(suspects: list[Suspect], records: RunRecords, clean: set[str]) -> dict[str, list[tuple[str, str, str]]]:
     """What a control run's `records` show of each suspect's test where an assertion found an object equal to
-    everything: kept only where the test passed with no tripwire pinned to it (a later control may pin none)."""
+    everything: kept only where the test is `clean` (`_clean`: it passed, after tests that did as the base does)
+    with no tripwire pinned to it (a later control may pin none)."""
     pinned = {suspect.trip.host for suspect in suspects if suspect.trip is not None}
     return {suspect.equal.test: [(seen.site, seen.operand, seen.how) for seen in records.equal
                                  if seen.test == suspect.equal.test]
             for suspect in suspects if suspect.equal is not None and suspect.equal.test not in pinned
-            and records.outcomes.get(suspect.equal.test, {}).get("status") == PASSED}
+            and suspect.equal.test in clean}
 
 
-def _contexts(suspects: list[Suspect], before: list[str], collected: list[str]) -> dict[str, str]:
-    """Each suspect's test in the control run that `suspects` and `before` ask for (run.control_plan), with a key
-    for all that the run does up to it: the files it collects (pytest imports each before any test runs), then
-    the tests up to it and itself in the order they run (its files in turn, each file's in the base's order)
-    with the tripwires pinned to each (what a test leaves behind stays for the tests after it). None when a test
-    asked for is not one the base collects (which it runs in its place depends on the rest)."""
-    select, trips = control_plan(suspects, before)
+def _run_order(suspects: list[Suspect], before: list[str], collected: list[str]) -> list[str]:
+    """The tests of the control run that `suspects` and `before` ask for (run.control_plan) in the order the
+    harness runs them: its files in turn, each file's in the base's order. None known (empty) when a test asked
+    for is not one the base collects: which it runs in its place depends on the rest."""
+    select, _ = control_plan(suspects, before)
     place = {nodeid: index for index, nodeid in enumerate(collected)}
     if any(nodeid not in place for nodeid in select):
+        return []
+    rank = {path: index for index, path in enumerate(files_of(select))}
+    return sorted(select, key=lambda nodeid: (rank[nodeid.split("::")[0]], place[nodeid]))
+
+
+def _contexts(suspects: list[Suspect], order: list[str]) -> dict[str, str]:
+    """Each suspect's test in the control run that runs `order` (`_run_order`), with a key for all that the run
+    does up to it: the files it collects (pytest imports each before any test runs), then the tests up to it
+    and itself in `order` with the tripwires pinned to each (what a test leaves behind stays for the tests after
+    it), and the test after it (which its teardown and its tripwires after it set up for)."""
+    if not order:
         return {}
-    files = files_of(select)
-    rank = {path: index for index, path in enumerate(files)}
+    _, trips = control_plan(suspects)
     pinned: dict[str, list[dict[str, Any]]] = {}
     for trip in trips:
         pinned.setdefault(str(trip.host), []).append(trip.request())
     hosts = {suspect.host for suspect in suspects}
-    so_far, contexts = hashlib.sha256(json.dumps(files).encode() + b"\n"), {}
-    for nodeid in sorted(select, key=lambda nodeid: (rank[nodeid.split("::")[0]], place[nodeid])):
+    so_far, contexts = hashlib.sha256(json.dumps(files_of(order)).encode() + b"\n"), {}
+    for index, nodeid in enumerate(order):
         so_far.update(json.dumps([nodeid, pinned.get(nodeid, [])]).encode() + b"\n")
         if nodeid in hosts:
-            contexts[nodeid] = so_far.hexdigest()[:32]
+            after = order[index + 1] if index + 1 < len(order) else None
+            contexts[nodeid] = hashlib.sha256(so_far.digest() + json.dumps(after).encode()).hexdigest()[:32]
     return contexts
 
 
-def _shown(records: RunRecords, contexts: dict[str, str], suspects: list[Suspect], before: list[str]
-           ) -> dict[str, dict[str, Any]]:
-    """What a control run's `records` show of each suspect's test, by its context's key (`_contexts`): all that
-    `confirmed` reads of it. Kept only from a run that ran every test and tripwire it was asked for to its end
-    (none timed out or took its process with it), and only of a test that passed there with each of its
-    tripwires carried out right: what is kept can only say that the base did it right, so that a head is never
-    spared by what one run of the base happened to do (a test that failed once, under load)."""
+def _clean(records: RunRecords, suspects: list[Suspect], before: list[str], order: list[str],
+           statuses: dict[str, str]) -> set[str]:
+    """The suspects' tests that a control run's `records` show as the base does them, and that what is kept
+    may say so of: none unless the run ran every test and tripwire it was asked for to its end in `order` (none
+    timed out or took its process with it, the base's own hooks kept the order); then each test that passed,
+    each of its tripwires carried out right, after tests that each did as the base does (its status on the
+    base where the baseline has one, else passed; each of their tripwires right). So a test that failed once
+    on a loaded machine, its clean-up not run, never leaves a change that spares a later head's."""
     select, trips = control_plan(suspects, before)
     finished = [records.outcomes.get(nodeid) for nodeid in select] + [record for _, record in records.trips]
-    if records.tampered or records.unfinished is not None or records.ended_in_trip or records.matched or \
-            len(records.trips) != len(trips) or any(record is None or record.get("end") is True
-                                                    for record in finished):
-        return {}
-    kept = {}
-    for host, key in contexts.items():
-        mine = [(trip, record) for trip, record in records.trips if trip.host == host]
-        if records.outcomes[host].get("status") != PASSED or not all(right(trip, record) for trip, record in mine):
-            continue
-        kept[key] = {"status": PASSED, "replaced": [seen.what for seen in records.replaced if seen.test == host],
-                     "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
-                               if seen.test == host],
-                     "trips": [[[trip.kind, trip.before, trip.at],
-                                {"status": record.get("status"),
-                                 "detail": str(record.get("detail", "")).lstrip()[:200],
-                                 "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
-                               for trip, record in mine]}
-    return kept
+    if not order or records.collected != order or records.tampered or records.unfinished is not None or \
+            records.ended_in_trip or records.matched or len(records.trips) != len(trips) or \
+            any(record is None or record.get("end") is True for record in finished):
+        return set()
+    hosts, clean = {suspect.host for suspect in suspects}, set()
+    wrong = {str(trip.host) for trip, record in records.trips if not right(trip, record)}
+    for nodeid in order:
+        status = records.outcomes[nodeid].get("status")
+        if nodeid in wrong or status != statuses.get(nodeid, PASSED):
+            break
+        if nodeid in hosts and status == PASSED:
+            clean.add(nodeid)
+    return clean
+
+
+def _shown(records: RunRecords, contexts: dict[str, str], clean: set[str]) -> dict[str, dict[str, Any]]:
+    """What a control run's `records` show of each suspect's test that is `clean` (`_clean`), by its context's
+    key (`_contexts`): all that `confirmed` reads of it. What is kept can only say that the base did it right,
+    so that a head is never spared by what one run of the base happened to do."""
+    return {key: {"status": PASSED, "replaced": [seen.what for seen in records.replaced if seen.test == host],
+                  "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
+                            if seen.test == host],
+                  "trips": [[[trip.kind, trip.before, trip.at],
+                             {"status": record.get("status"), "detail": str(record.get("detail", "")).lstrip()[:200],
+                              "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
+                            for trip, record in records.trips if trip.host == host]}
+            for host, key in contexts.items() if host in clean}
 
 
 def _replayed(contexts: dict[str, str], shown: dict[str, dict[str, Any]]) -> RunRecords | None:
