@@ -352,7 +352,8 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
     """The evidence among the head's tripwires that read the wrong outcome: each that the base's own suite runs
     right. Without the base's tree (`baseline: none`) nothing can tell the suite's way from tampering: each is
     evidence. An object equal to everything in a test whose control the baseline `known` keeps is judged by
-    what that control showed; the rest by a control run, whose passing tests' findings are kept. A test
+    what that control showed; the rest by a control run, whose clean tests' findings are kept (`_clean`), or,
+    when earlier control runs showed each of its tests in the same context, by what they showed. A test
     before which something it depends on was seen changed runs there after the tests that ran before it in
     the head's run (`head`), else its file's: a test of the suite that patches a name or a helper for good
     (wrapt's monkey patching tests) does it on the base too."""
