@@ -376,7 +376,7 @@ def _confirmed(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteT
         if records is None:
             records = control(sandbox, suite_run(policy, subject, suite, suite.base_tree, suite.base_roots,
                                                  "the base's tests"), rest, progress, before)
-            clean = _clean(records, rest, before, order, known.statuses if known is not None else {})
+            clean = _clean(records, rest, before, order, known.statuses) if known is not None else set()
             if known is not None and clean:
                 _learn(_stored(subject, suite, cache.cache_dir(os.environ)), known,
                        controls=_learned(rest, records, clean), shown=_shown(records, contexts, clean))
@@ -465,14 +465,15 @@ def _clean(records: RunRecords, suspects: list[Suspect], before: list[str], orde
 
 def _shown(records: RunRecords, contexts: dict[str, str], clean: set[str]) -> dict[str, dict[str, Any]]:
     """What a control run's `records` show of each suspect's test that is `clean` (`_clean`), by its context's
-    key (`_contexts`): all that `confirmed` reads of it. What is kept can only say that the base did it right,
-    so that a head is never spared by what one run of the base happened to do."""
-    return {key: {"status": PASSED, "replaced": [seen.what for seen in records.replaced if seen.test == host],
+    key (`_contexts`): all that `confirmed` reads of it but its status, which is passed (as no kept tripwire's
+    ended its process). What is kept can only say that the base did it right, so that a head is never spared by
+    what one run of the base happened to do."""
+    return {key: {"replaced": [seen.what for seen in records.replaced if seen.test == host],
                   "equal": [[seen.site, seen.operand, seen.what, seen.how] for seen in records.equal
                             if seen.test == host],
                   "trips": [[[trip.kind, trip.before, trip.at],
                              {"status": record.get("status"), "detail": str(record.get("detail", "")).lstrip()[:200],
-                              "confirmed": list(record.get("confirmed", ())), "end": record.get("end")}]
+                              "confirmed": list(record.get("confirmed", ()))}]
                             for trip, record in records.trips if trip.host == host]}
             for host, key in contexts.items() if host in clean}
 
@@ -486,8 +487,7 @@ def _replayed(contexts: dict[str, str], shown: dict[str, dict[str, Any]]) -> Run
     try:
         for host, key in contexts.items():
             seen = shown[key]
-            if seen["status"] is not None:
-                records.outcomes[host] = {"status": str(seen["status"])}
+            records.outcomes[host] = {"status": PASSED}
             records.replaced += [Replaced(host, str(what)) for what in seen["replaced"]]
             records.equal += [Equal(host, *(str(part) for part in found)) for found in seen["equal"]]
             records.trips += [(Trip(str(kind), bool(before), float(at), host), dict(record))
