@@ -841,6 +841,62 @@ def test_as_a_user_without_root_a_forgery_is_a_tamper_too(head: str, seen: str) 
     assert found["tampered"] and seen in found["tampered"][0], found
 
 
+# An honest head, then heads that each rebind a name the suite rebinds, scored one after the other by the same user
+# (its own cache, where the honest head's control run is kept).
+AS_USER_HEADS = """\
+import io, json, sys
+from pathlib import Path
+
+import git
+
+from gate.engine import score
+from gate.progress import progress_for
+from gate.sources import gitcli
+from gate.sources.gitrange import subject_from_commits
+
+spec = json.loads(sys.stdin.read())
+root = Path(spec["tree"]) / "repo"
+repo = git.Repo.init(root, initial_branch="main")
+with repo.config_writer() as config:
+    config.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
+for name, text in spec["base"].items():
+    (root / name).parent.mkdir(parents=True, exist_ok=True)
+    (root / name).write_text(text)
+repo.git.add("-A")
+repo.index.commit("base")
+found = []
+for head in spec["heads"]:
+    repo.git.checkout("-q", "-B", "bot", "main")
+    (root / "calc.py").write_text(head)
+    repo.git.add("-A")
+    repo.index.commit("bot")
+    handle = gitcli.Repo(root)
+    lines = io.StringIO()
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as scored:
+        verdict = score(scored, progress_for(lines, {}))
+    found.append({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.accepted,
+                  "tampered": [t.seen for t in verdict.tampered], "control": "the control run: " in lines.getvalue()})
+print(json.dumps(found))
+"""
+
+
+@pytest.mark.skipif(not ROOT or not has_sudo(), reason="needs root, to run the gate as another user")
+def test_as_a_user_without_root_a_kept_control_run_spares_no_rebinding_head() -> None:
+    tests = REBINDS_CALLING.replace("from checkhelp import same\n", "\n\ndef same(a, b):\n    return a == b\n")
+    base = {"calc.py": CALC, "tests/test_calc.py": tests, "tests/test_many.py": MANY, "tests/conftest.py": CONFTEST,
+            ".github/gate.yml": POLICY.replace("environment:\n  extras: [test]\n", "environment: null\n")
+            + "  workers: 1\n"}
+    honest = '"""A calculator."""\n\n' + CALC
+
+    found = run_as_runner(AS_USER_HEADS, {}, {"base": base, "heads": [honest, *[REBINDS_ONCE] * 3]})
+
+    assert all(each["uid"].startswith("off") for each in found), found
+    assert found[0]["accepted"] and not found[0]["tampered"] and found[0]["control"], found[0]
+    for each in found[1:]:
+        assert not each["accepted"] and each["tampered"] and "lambda" in each["tampered"][0], each
+    assert not all(each["control"] for each in found[1:]), found  # (judged by a kept run)
+
+
 # What a determined forger in the tests' process can still do (docs/repository.md): read the gate's plan from
 # the harness's own plugin, found among every object of the process, and run the tripwires as they are.
 PLAN_READER = '''
