@@ -358,7 +358,9 @@ ADD_TEST = "from {module} import add\n\n\ndef test_add():\n    assert add(2, 3) 
     ({"calc/__init__.py": ADD, "calc/tests/__init__.py": ""}, ("calc/tests/test_calc.py", "calc")),
     ({"calc.py": ADD}, ("test_calc.py", "calc")),
     ({"acme/calc/core.py": ADD}, ("acme/calc/tests/test_core.py", "acme.calc.core")),
-], ids=["tests inside the package", "a test module at the top", "tests inside a namespace package"])
+    ({"calc.py": ADD}, ("src/tests/test.py", "calc")),
+], ids=["tests inside the package", "a test module at the top", "tests inside a namespace package",
+        "a test module pytest does not collect by its name (decorator)"])
 def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are(
         tmp_path: Path, code: dict[str, str], test: tuple[str, str]) -> None:
     """The shapes that were false greens: the policy `gate init` writes, and nothing else, blocks `return None`

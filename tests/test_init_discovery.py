@@ -190,19 +190,45 @@ def test_a_tox_command_whose_paths_are_not_plainly_paths_leaves_the_suite_as_pyt
     assert suite.why.startswith("as pytest collects from the top")
 
 
-def test_a_repository_with_test_files_pytest_does_not_collect_gets_a_loud_warning(tmp_path: Path) -> None:
-    """Modules that look like tests but that pytest does not collect as configured: the policy has no tests:,
-    and init says so on stderr and in the policy's comment, never silently."""
-    _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "tests/test_api.py": TEST,
-                     "lib.py": ""})
+def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one(tmp_path: Path) -> None:
+    """Modules in a folder of tests, or at the top, that look like tests and that pytest does not collect as
+    configured (decorator's `src/tests/test.py`, a unittest module): init names each under `tests.paths`, where
+    pytest collects a file whatever its name, and says why; what pytest collects from those paths is what the
+    gate's discovery says it collects."""
+    _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "src/tests/test.py": TEST,
+                     "src/tests/support.py": "", "test_top.py": TEST, "lib.py": ""})
+
+    policy, said = gate_init(tmp_path)
+
+    paths = ["src/tests/support.py", "src/tests/test.py", "test_top.py"]
+    assert policy["tests"] == {"paths": paths}
+    assert "warning" not in said
+    suite = find_suite(_files(tmp_path), _read(tmp_path))
+    as_configured = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider"],
+                                   cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert not suite.files and as_configured.returncode == pytest.ExitCode.NO_TESTS_COLLECTED
+    assert pytest_collects(tmp_path, *paths) == {"src/tests/test.py", "test_top.py"}  # (support.py: no test)
+    text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
+                          text=True, check=True).stdout
+    header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
+    assert ("tests: src/tests/support.py, src/tests/test.py, test_top.py (3 test files, named one by one: pytest's "
+            "python_files (check_*.py) matches none of them)") in header
+
+
+def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_warning(tmp_path: Path) -> None:
+    """A module of the library named like a test (`mypkg/testing.py`) is never named as a test path, whose files
+    the base's copy replaces in every run: with nothing else, the policy has no tests:, and init says so on
+    stderr and in the policy's comment, never silently."""
+    _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "mypkg/__init__.py": "",
+                     "mypkg/testing.py": TEST})
 
     policy, said = gate_init(tmp_path)
 
     assert "tests" not in policy
-    assert "gate: warning: this repository has test files (tests/test_api.py) but the policy has no tests:" in said
+    assert "gate: warning: this repository has test files (mypkg/testing.py) but the policy has no tests:" in said
     text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
                           text=True, check=True).stdout
-    assert "# WARNING: this repository has test files (tests/test_api.py) that pytest does not collect" in text
+    assert "# WARNING: this repository has test files (mypkg/testing.py) that pytest does not collect" in text
 
 
 def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path) -> None:

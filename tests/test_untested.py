@@ -60,6 +60,27 @@ def test_a_policy_without_tests_on_a_repository_with_tests_says_no_test_ran(tmp_
         assert "**No test of the repository ran:** the base has 1 test file" in markdown
 
 
+def test_tests_pytest_does_not_collect_as_configured_are_said_too(tmp_path: Path) -> None:
+    """decorator's shape: its tests are `src/tests/test.py`, a unittest module its CI runs as a script, which
+    pytest's names (test_*.py, *_test.py) do not collect. A policy without tests then runs none of them, and the
+    verdict says so, naming the paths that would run them (pytest collects a file named there)."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {"simplejson/__init__.py": CODE, "src/tests/test.py": TEST, "src/tests/support.py": "",
+                         ".github/gate.yml": "budget: 3\n"})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: return None", {"simplejson/__init__.py": REGRESSION})
+
+    code, terminal, verdict, comment, _ = _check(repo, tmp_path)
+
+    assert code == 0 and verdict.accepted
+    assert verdict.untested == (
+        "the base has 2 modules that look like tests (src/tests/support.py, src/tests/test.py) that pytest does "
+        "not collect as configured, and the policy has no tests (`tests: {paths: [src/tests/support.py, "
+        "src/tests/test.py]}` would run them: pytest collects a file named there whatever its name)")
+    assert terminal.startswith("ACCEPTED, NO TEST OF THE REPOSITORY RAN")
+    assert comment.startswith("⚠️ **gate: accepted, no test of the repository ran** at ")
+
+
 def test_a_policy_with_tests_or_a_repository_without_tests_says_nothing_of_it(tmp_path: Path) -> None:
     with_tests = _repo(tmp_path / "suite", "budget: 3\ntests:\n  paths: [simplejson/tests]\n")
     without = Repo(tmp_path / "plain")

@@ -2,7 +2,8 @@
 
 The policy's `environment:` and `tests:` come from what the repository declares: its project files
 (pyproject.toml `[project]` or Poetry's `[tool.poetry]`, setup.py, setup.cfg), a test extra, a test dependency
-group or a test requirements file, and its test folder (pytest's `testpaths`, else `tests/` or `test/`). What
+group or a test requirements file, and its test folder (pytest's `testpaths`, else `tests/` or `test/`; where
+pytest collects nothing as configured, the modules of the test folders that look like tests, each named). What
 was found is said in the file's header, so a maintainer can check it.
 """
 
@@ -18,7 +19,7 @@ import textwrap
 import tomllib
 from dataclasses import dataclass, field
 from importlib import resources
-from pathlib import Path, PurePosixPath
+from pathlib import Path
 from typing import Any, TextIO
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
@@ -30,8 +31,7 @@ from gate.environment.testdeps import Choice, project_extras
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
-from gate.suite.discovery import Suite, find_suite
-from gate.suite.trust import TEST_FOLDERS
+from gate.suite.discovery import Suite, collect, find_suite, nameable, stray_tests
 from gate.verdict import listing
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
@@ -184,10 +184,13 @@ def discover(root: Path) -> Found:
                    or _poetry_python(poetry) or (from_setup_py if isinstance(from_setup_py, str) else ""))
     files = _files(root)
     suite = find_suite(files, read)
-    stray = () if suite.files else tuple(
-        p for p in files if p.endswith(".py") and PurePosixPath(p).name not in ("__init__.py", "conftest.py")
-        and (PurePosixPath(p).name.startswith("test") or any(part in TEST_FOLDERS for part in p.split("/")[:-1])))
-    return Found(project=declares, deps=deps, suite=suite if suite.files else None, stray=stray,
+    stray = () if suite.files else stray_tests(files)
+    named = collect(sorted(files), suite.config, nameable(stray))
+    if named:  # (pytest collects a file named as an argument whatever its name)
+        suite = Suite(suite.config, named, named, f"named one by one: pytest's python_files "
+                                                  f"({', '.join(suite.config.python_files)}) matches none of them")
+    return Found(project=declares, deps=deps, suite=suite if suite.files else None,
+                 stray=tuple(path for path in stray if path not in named),
                  python=_oldest_python(requires), requires_python=requires)
 
 

@@ -108,17 +108,27 @@ def untested(base: BaseReader, policy: Policy) -> str:
     suite, or the base has no test file. A verdict that says "accepted" must not hide that no test ran."""
     if policy.tests is not None or any(scope.tests is not None for scope in policy.scopes):
         return ""
-    from gate.suite.discovery import find_suite
+    from gate.suite.discovery import find_suite, nameable, stray_tests
 
     try:
         suite = find_suite(base.paths(), base.read)
     except BadInput:  # a pytest configuration that does not parse: pytest's own names, as it cannot read it
         suite = find_suite(base.paths(), lambda path: None)
-    if not suite.files:
+    if suite.files:
+        count = len(suite.files)
+        return (f"the base has {count} test file{'s' * (count != 1)} ({listing(list(suite.files), ', ', 3)}) and "
+                f"the policy has no tests: (`tests: {{paths: [{', '.join(suite.paths)}]}}` would run them)")
+    # Modules that look like tests and that pytest does not collect as configured (`tests/test.py`): no suite,
+    # yet the project has tests, which no verdict may pass over in silence.
+    stray = stray_tests(base.paths())
+    if not stray:
         return ""
-    count = len(suite.files)
-    return (f"the base has {count} test file{'s' * (count != 1)} ({listing(list(suite.files), ', ', 3)}) and the "
-            f"policy has no tests: (`tests: {{paths: [{', '.join(suite.paths)}]}}` would run them)")
+    named = nameable(stray)
+    run = (f" (`tests: {{paths: [{', '.join(named)}]}}` would run them: pytest collects a file named there "
+           "whatever its name)") if named else ""
+    count = len(stray)
+    return (f"the base has {count} module{'s' * (count != 1)} that look like tests ({listing(list(stray), ', ', 3)}) "
+            f"that pytest does not collect as configured, and the policy has no tests{run}")
 
 
 def ignored_hidden_env(policy: Policy, environ: Mapping[str, str] | None = None) -> tuple[str, ...]:

@@ -225,6 +225,26 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str])
     return tuple(found)
 
 
+def stray_tests(files: Iterable[str]) -> tuple[str, ...]:
+    """The modules of `files` that look like tests (named `test*`, or in a folder of tests) apart from a
+    conftest.py or an `__init__.py`: where pytest collects nothing as configured, tests it does not run (a
+    unittest suite in `tests/test.py`, run by the project's CI as `python tests/test.py`)."""
+    return tuple(path for path in sorted(set(files)) if path.endswith(".py")
+                 and PurePosixPath(path).name not in _TEST_SUPPORT
+                 and (PurePosixPath(path).name.startswith("test") or _in_test_folder(path)))
+
+
+def nameable(stray: Iterable[str]) -> tuple[str, ...]:
+    """Of `stray` (`stray_tests`), those a policy can name as its tests: pytest collects a file named as an
+    argument whatever its name. Test code by its place (in a folder of tests, or at the tree's top), never a
+    module of the library named `test*` (`pkg/testing.py`), which the base's copy would then replace."""
+    return tuple(path for path in stray if _in_test_folder(path) or "/" not in path)
+
+
+def _in_test_folder(path: str) -> bool:
+    return any(part in TEST_FOLDERS for part in PurePosixPath(path).parts[:-1])
+
+
 def _skipped(folder: str, config: PytestConfig, venvs: set[str]) -> bool:
     return (PurePosixPath(folder).name == "__pycache__" or folder in venvs or _ignored(folder, config)
             or any(_match(pattern, folder) for pattern in config.norecursedirs))
