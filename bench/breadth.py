@@ -264,6 +264,13 @@ PROJECTS = (
             ("markdown/util.py", "code_escape")),
     Project("requests", "2.32.3", "src, setup.py, requirements-dev.txt with -e .[socks], tests serve on localhost",
             ("tests",), ("-r", "requirements-dev.txt"), ("src/requests/utils.py", "get_encoding_from_headers")),
+    # pytest's warnings are errors (filterwarnings = error); async tests run under asyncio, trio's are skipped.
+    Project("Jinja2", "3.1.4", "src, flit, pip-compiled requirements/tests.txt, warnings are errors", ("tests",),
+            ("-e", ".", "-r", "requirements/tests.txt"), ("src/jinja2/filters.py", "do_capitalize")),
+    # Its one test module is src/tests/test.py, a name pytest does not collect unless named: its CI runs
+    # `python src/tests/test.py` (unittest), and a doctest of its documentation module.
+    Project("decorator", "5.1.1", "src, setup.py, unittest module src/tests/test.py (not a test_*.py name)",
+            ("src/tests/test.py",), ("-e", ".", "pytest"), ("src/decorator.py", "decorate")),
 )
 
 
