@@ -271,6 +271,20 @@ PROJECTS = (
     # `python src/tests/test.py` (unittest), and a doctest of its documentation module.
     Project("decorator", "5.1.1", "src, setup.py, unittest module src/tests/test.py (not a test_*.py name)",
             ("src/tests/test.py",), ("-e", ".", "pytest"), ("src/decorator.py", "decorate")),
+    # Tests inside the package in a folder named `test`, unittest classes over a helper module.
+    Project("pyflakes", "3.2.0", "flat, setuptools, unittest tests inside the package (pyflakes/test)",
+            ("pyflakes",), ("-e", ".", "pytest"), ("pyflakes/checker.py", "getNodeName")),
+    Project("pathspec", "0.12.1", "flat, setuptools (setup.cfg and pyproject), unittest tests/", ("tests",),
+            ("-e", ".", "pytest"), ("pathspec/util.py", "normalize_file")),
+    # Its tox runs `python setup.py test`, a command setuptools no longer has.
+    Project("appdirs", "1.4.4", "one module, setup.py, test/ unittest, tox runs setup.py test", ("test",),
+            ("-e", ".", "pytest"), ("appdirs.py", "user_data_dir")),
+    Project("schema", "0.7.7", "one module, setuptools, test_schema.py at the top", ("test_schema.py",),
+            ("-e", ".", "pytest"), ("schema.py", "Or.validate")),
+    # tox skips the install (pythonpath = src tests); addopts load pytest-cov, doctests of the modules and of
+    # the docs' .rst files (testpaths = tests docs), --import-mode=importlib.
+    Project("semver", "3.0.2", "src, setuptools, setup.cfg pytest (--cov, rst doctests), tox skip_install", (),
+            ("-e", ".", "pytest", "pytest-cov"), ("src/semver/version.py", "Version.compare")),
 )
 
 
@@ -321,7 +335,8 @@ def regress(path: Path, target: str) -> None:
     body = found.body
     first = body[1] if isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) else body[0]
     lines = text.splitlines(keepends=True)
-    lines.insert(first.lineno - 1, " " * first.col_offset + REGRESSION + "\n")
+    indent = lines[first.lineno - 1][:first.col_offset]  # (its own: tabs in a file indented with tabs)
+    lines.insert(first.lineno - 1, indent + REGRESSION + "\n")
     path.write_text("".join(lines), encoding="utf-8")
 
 
