@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 
 from gate.cli import main
+from gate.policy_file import load_policy
+from gate.sources import gitcli
+from gate.sources.gitrange import GitBase
+from gate.sources.trust import untested
 from gate.verdict import Verdict
 from tests.fakegithub import FakeGitHub
 from tests.fakegithub.scenario import REPO, Scenario
@@ -79,6 +83,20 @@ def test_tests_pytest_does_not_collect_as_configured_are_said_too(tmp_path: Path
         "src/tests/test.py]}` would run them: pytest collects a file named there whatever its name)")
     assert terminal.startswith("ACCEPTED, NO TEST OF THE REPOSITORY RAN")
     assert comment.startswith("⚠️ **gate: accepted, no test of the repository ran** at ")
+
+
+def test_many_test_modules_pytest_does_not_collect_are_counted_not_all_named(tmp_path: Path) -> None:
+    """Five unittest modules pytest's names miss (`tests/check_*.py`): the verdict counts them, lists three, and
+    says how to run them rather than a `tests:` line as long as the folder."""
+    repo = Repo(tmp_path / "repo")
+    repo.commit("base", {"lib.py": "", **{f"tests/check_{n}.py": TEST for n in range(5)}})
+
+    said = untested(GitBase(gitcli.Repo(repo.root).commit("main")), load_policy(None))
+
+    assert said == ("the base has 5 modules that look like tests (tests/check_0.py, tests/check_1.py, "
+                    "tests/check_2.py and 2 more) that pytest does not collect as configured, and the policy has no "
+                    "tests (naming each in `tests.paths` would run them: pytest collects a file named there whatever "
+                    "its name)")
 
 
 def test_a_policy_with_tests_or_a_repository_without_tests_says_nothing_of_it(tmp_path: Path) -> None:

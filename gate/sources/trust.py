@@ -102,6 +102,10 @@ def check_against_base(policy: Policy, read: Callable[[str], str | None], has: C
         raise BadInput(exc.message, file=policy.source, line=policy.line(exc.key or ""), key=exc.key) from None
 
 
+# The most test modules a verdict's "no test ran" names in the `tests:` it suggests (`gate init` writes them all).
+_SUGGESTED = 3
+
+
 def untested(base: BaseReader, policy: Policy) -> str:
     """Why no test of the repository runs under `policy` although the base holds files pytest collects as
     tests (found as pytest finds them: gate/suite/discovery.py), or "" when the policy (or a scope) runs a
@@ -124,8 +128,8 @@ def untested(base: BaseReader, policy: Policy) -> str:
     if not stray:
         return ""
     named = nameable(stray)
-    run = (f" (`tests: {{paths: [{', '.join(named)}]}}` would run them: pytest collects a file named there "
-           "whatever its name)") if named else ""
+    paths = f"`tests: {{paths: [{', '.join(named)}]}}`" if len(named) <= _SUGGESTED else "naming each in `tests.paths`"
+    run = f" ({paths} would run them: pytest collects a file named there whatever its name)" if named else ""
     count = len(stray)
     return (f"the base has {count} module{'s' * (count != 1)} that look like tests ({listing(list(stray), ', ', 3)}) "
             f"that pytest does not collect as configured, and the policy has no tests{run}")
