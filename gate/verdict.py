@@ -133,6 +133,9 @@ class CaseReport:
     status: CaseStatus
     detail: str = ""  # short expected/got diff, or "returned int" for a hidden case
     seconds: float = 0.0
+    # A repository test's outcome as pytest said it, where `status` (what it was charged: a skip on both sides
+    # is "passed") does not: "skipped" or "xfailed".
+    said: str = ""
 
 
 @dataclass(frozen=True)

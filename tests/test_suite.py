@@ -19,9 +19,10 @@ import pytest
 
 from gate.engine import score
 from gate.report.annotations import workflow_commands
+from gate.report.terminal import render_terminal
 from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
-from gate.verdict import Verdict
+from gate.verdict import Verdict, validate
 from tests import session_support
 from tests.git_support import Repo
 from tests.projects import gate_cache, gate_cache_root, offline_pip, project_repo, pyproject, wheelhouse  # noqa: F401
@@ -246,6 +247,29 @@ def test_a_plugin_the_heads_pytest_ini_names_does_not_load(tmp_path: Path) -> No
 
     assert suite_statuses(verdict)["tests/test_calc.py::test_mul"] == "failed"
     assert not verdict.accepted
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_skipped_or_xfailed_on_both_sides_is_counted_as_pytest_said(tmp_path: Path) -> None:
+    """Not charged, so its case's status is "passed"; but the summary and the JSON say what pytest said, as a
+    maintainer's CI does (pyflakes: 730 tests read "730 passed" with 21 of them skipped)."""
+    more = ("import pytest\n\n\n@pytest.mark.skip(reason='todo')\ndef test_later():\n    pass\n\n\n"
+            "@pytest.mark.xfail(reason='known')\ndef test_known():\n    assert False\n")
+    repo = calc_project(tmp_path / "repo", extra_files={"tests/test_more.py": more})
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted and verdict.total == 0
+    cases = {case.name: case for case in verdict.cases if case.kind == "pytest"}
+    assert [(cases[name].status, cases[name].said) for name in (
+        "tests/test_more.py::test_later", "tests/test_more.py::test_known")] == [
+        ("passed", "skipped"), ("passed", "xfailed")]
+    assert {case.said for name, case in cases.items() if "test_more" not in name} == {""}
+    assert f"{len(cases)} tests: {len(cases) - 2} passed, 1 skipped, 1 xfailed" in render_terminal(verdict, False)
+    data = json.loads(verdict.to_json())
+    validate(data)
+    assert Verdict.from_dict(data) == verdict
 
 
 @pytest.mark.usefixtures("offline_pip")

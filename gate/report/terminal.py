@@ -146,7 +146,7 @@ def summary(verdict: Verdict) -> str:
     notes, how the code was isolated, how long it took."""
     parts = [_counted("check", [c.status for c in verdict.checks])]
     cases = [c.status for c in verdict.cases if c.kind != TEST_KIND]
-    tests = [c.status for c in verdict.cases if c.kind == TEST_KIND]
+    tests = [c.said or c.status for c in verdict.cases if c.kind == TEST_KIND]
     parts += [_counted("case", cases)] if cases else []
     parts += [_counted("test", tests)] if tests else []
     parts += [f"{len(verdict.notes)} note{'s' * (len(verdict.notes) != 1)}"] if verdict.notes else []
@@ -162,7 +162,7 @@ def summary(verdict: Verdict) -> str:
 
 
 # The order a summary counts outcomes in.
-_OUTCOMES = ("passed", "failed", "error", "timeout", "not run", "skipped")
+_OUTCOMES = ("passed", "failed", "error", "timeout", "not run", "skipped", "xfailed")
 
 
 def _counted(what: str, statuses: Sequence[str]) -> str:
