@@ -82,6 +82,16 @@ class Project:
         return f"{self.name} {self.version}"
 
 
+MMH3_HELPER = '''"""Helper functions for tests."""
+
+
+def u32_to_s32(v: int) -> int:
+    """Convert a 32-bit unsigned integer to a signed one."""
+    if v & 0x80000000:
+        return -0x100000000 + v
+    return v
+'''
+
 BOLTONS_TEST_REQUIREMENTS = """\
 coverage==7.2.7
 mypy==1.4.1; python_version < "3.8"
@@ -285,6 +295,19 @@ PROJECTS = (
     # the docs' .rst files (testpaths = tests docs), --import-mode=importlib.
     Project("semver", "3.0.2", "src, setuptools, setup.cfg pytest (--cov, rst doctests), tox skip_install", (),
             ("-e", ".", "pytest", "pytest-cov"), ("src/semver/version.py", "Version.compare")),
+    # The package `regex` is the folder regex_3 (package_dir), a C extension beside its Python half.
+    Project("regex", "2024.9.11", "setup.py package_dir {'regex': 'regex_3'}, C ext, unittest module inside",
+            ("regex_3",), ("-e", ".", "pytest"), ("regex_3/regex.py", "escape")),
+    # Its conftest imports mypy's test data plugin (the test extra: mypy, flake8, pytest 7.4).
+    Project("immutables", "0.21", "flat, setuptools, C ext with a Python twin, conftest loads mypy's plugin",
+            ("tests",), ("-e", ".[test]"), ("immutables/_map.c", "map_py_get")),
+    # The sdist leaves out tests/helper.py, which two test modules import (the repository's, written here).
+    Project("mmh3", "5.0.1", "src, setuptools, C ext only, tests/ with a helper module", ("tests",),
+            ("-e", ".", "pytest"), ("src/mmh3/mmh3module.c", "mmh3_hash"),
+            repository_files=(("tests/helper.py", MMH3_HELPER),)),
+    # A bundled C library (deps/xxhash) and the binding in src/; tests/test.py beside tests/test_*.py.
+    Project("xxhash", "3.5.0", "setuptools, C ext over a bundled C library, tests/", ("tests",),
+            ("-e", ".", "pytest"), ("src/_xxhash.c", "xxh32_hexdigest")),
 )
 
 
