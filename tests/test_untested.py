@@ -67,7 +67,8 @@ def test_a_policy_without_tests_on_a_repository_with_tests_says_no_test_ran(tmp_
 def test_tests_pytest_does_not_collect_as_configured_are_said_too(tmp_path: Path) -> None:
     """decorator's shape: its tests are `src/tests/test.py`, a unittest module its CI runs as a script, which
     pytest's names (test_*.py, *_test.py) do not collect. A policy without tests then runs none of them, and the
-    verdict says so, naming the paths that would run them (pytest collects a file named there)."""
+    verdict says so, naming the paths that would run them (pytest collects a file named there; the helper
+    defines no test)."""
     repo = Repo(tmp_path / "repo")
     repo.commit("base", {"simplejson/__init__.py": CODE, "src/tests/test.py": TEST, "src/tests/support.py": "",
                          ".github/gate.yml": "budget: 3\n"})
@@ -78,9 +79,9 @@ def test_tests_pytest_does_not_collect_as_configured_are_said_too(tmp_path: Path
 
     assert code == 0 and verdict.accepted
     assert verdict.untested == (
-        "the base has 2 modules that look like tests (src/tests/support.py, src/tests/test.py) that pytest does "
-        "not collect as configured, and the policy has no tests (`tests: {paths: [src/tests/support.py, "
-        "src/tests/test.py]}` would run them: pytest collects a file named there whatever its name)")
+        "the base has 2 modules named like tests (src/tests/support.py, src/tests/test.py) that pytest does not "
+        "collect as configured, and the policy has no tests (`tests: {paths: [src/tests/test.py]}` would run "
+        "them: pytest collects a file named there whatever its name)")
     assert terminal.startswith("ACCEPTED, NO TEST OF THE REPOSITORY RAN")
     assert comment.startswith("⚠️ **gate: accepted, no test of the repository ran** at ")
 
@@ -93,7 +94,7 @@ def test_many_test_modules_pytest_does_not_collect_are_counted_not_all_named(tmp
 
     said = untested(GitBase(gitcli.Repo(repo.root).commit("main")), load_policy(None))
 
-    assert said == ("the base has 5 modules that look like tests (tests/check_0.py, tests/check_1.py, "
+    assert said == ("the base has 5 modules named like tests (tests/check_0.py, tests/check_1.py, "
                     "tests/check_2.py and 2 more) that pytest does not collect as configured, and the policy has no "
                     "tests (naming each in `tests.paths` would run them: pytest collects a file named there whatever "
                     "its name)")

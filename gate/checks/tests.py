@@ -27,7 +27,7 @@ if TYPE_CHECKING:  # the suite's machinery is imported when a suite runs: every 
 KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
 _OK = ("passed",)
-# What pytest says of a test that did not run to a pass or a failure (CaseReport.said).
+# What pytest says of a test that did not run to a pass or a failure (CaseReport.said, where not charged).
 _UNRUN = ("skipped", "xfailed")
 ISOLATION = ("in-process, weaker isolation: each test runs in one sandboxed pytest process with the code under "
              "test, which could reach pytest; its outcomes are checked by the gate's tripwires and counts (a run "
@@ -162,7 +162,8 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
         if charged and status == "passed":  # a skip where the base passed
             status = "failed"
         cases.append(CaseReport(index, nodeid, KIND, False, status, _detail(outcome, before, charged, new),
-                                round(outcome.seconds, 4), outcome.status if outcome.status in _UNRUN else ""))
+                                round(outcome.seconds, 4), outcome.status if status == "passed" and
+                                outcome.status in _UNRUN else ""))
         if charged and outcome.flaky:
             flaky.append((index, nodeid, outcome))
         elif charged:

@@ -31,7 +31,7 @@ from gate.environment.testdeps import Choice, project_extras
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
-from gate.suite.discovery import Suite, collect, find_suite, nameable, stray_tests
+from gate.suite.discovery import Suite, find_suite, nameable, stray_tests
 from gate.verdict import listing
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
@@ -46,7 +46,7 @@ class Found:
     project: str | None = None  # the file that declares the project's dependencies
     deps: Choice = field(default_factory=Choice)  # the test dependencies chosen, and why
     suite: Suite | None = None  # the suite pytest collects (None: it collects nothing)
-    stray: tuple[str, ...] = ()  # with no suite: modules that look like tests and that pytest does not collect
+    stray: tuple[str, ...] = ()  # modules that look like tests, which pytest does not collect nor init names
     python: str | None = None  # the oldest Python the project supports, of PYTHONS
     requires_python: str = ""
 
@@ -184,11 +184,10 @@ def discover(root: Path) -> Found:
                    or _poetry_python(poetry) or (from_setup_py if isinstance(from_setup_py, str) else ""))
     files = _files(root)
     suite = find_suite(files, read)
-    stray = () if suite.files else stray_tests(files)
-    named = collect(sorted(files), suite.config, nameable(stray))
+    stray = () if suite.files else stray_tests(files, suite.config)
+    named = nameable(stray, read)
     if named:  # (pytest collects a file named as an argument whatever its name)
-        suite = Suite(suite.config, named, named, f"named one by one: pytest's python_files "
-                                                  f"({', '.join(suite.config.python_files)}) matches none of them")
+        suite = Suite(suite.config, named, named, "named one by one: pytest collects none of them as configured")
     return Found(project=declares, deps=deps, suite=suite if suite.files else None,
                  stray=tuple(path for path in stray if path not in named),
                  python=_oldest_python(requires), requires_python=requires)

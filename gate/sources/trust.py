@@ -124,14 +124,14 @@ def untested(base: BaseReader, policy: Policy) -> str:
                 f"the policy has no tests: (`tests: {{paths: [{', '.join(suite.paths)}]}}` would run them)")
     # Modules that look like tests and that pytest does not collect as configured (`tests/test.py`): no suite,
     # yet the project has tests, which no verdict may pass over in silence.
-    stray = stray_tests(base.paths())
+    stray = stray_tests(base.paths(), suite.config)
     if not stray:
         return ""
-    named = nameable(stray)
+    named = nameable(stray, base.read)
     paths = f"`tests: {{paths: [{', '.join(named)}]}}`" if len(named) <= _SUGGESTED else "naming each in `tests.paths`"
     run = f" ({paths} would run them: pytest collects a file named there whatever its name)" if named else ""
     count = len(stray)
-    return (f"the base has {count} module{'s' * (count != 1)} that look like tests ({listing(list(stray), ', ', 3)}) "
+    return (f"the base has {count} module{'s' * (count != 1)} named like tests ({listing(list(stray), ', ', 3)}) "
             f"that pytest does not collect as configured, and the policy has no tests{run}")
 
 

@@ -16,6 +16,7 @@ Nothing here runs the repository's code: a conftest's `collect_ignore` (code) is
 
 from __future__ import annotations
 
+import ast
 import fnmatch
 import shlex
 import tomllib
@@ -204,9 +205,7 @@ def _tool_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] |
 
 def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str]) -> tuple[str, ...]:
     """The files of `listing` pytest collects from the arguments `starts` ("" is the top)."""
-    venvs = {str(PurePosixPath(p).parent) for p in listing
-             if PurePosixPath(p).name == "pyvenv.cfg" or p.endswith("conda-meta/history")}
-    venvs |= {str(PurePosixPath(p).parent.parent) for p in listing if p.endswith("conda-meta/history")}
+    venvs = _venvs(listing)
     found = []
     for path in listing:
         start = next((s for s in starts if s in ("", ".") or path == s or path.startswith(s + "/")), None)
@@ -225,24 +224,81 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str])
     return tuple(found)
 
 
-def stray_tests(files: Iterable[str]) -> tuple[str, ...]:
+def stray_tests(files: Iterable[str], config: PytestConfig) -> tuple[str, ...]:
     """The modules of `files` that look like tests (named `test*`, or in a folder of tests) apart from a
-    conftest.py or an `__init__.py`: where pytest collects nothing as configured, tests it does not run (a
-    unittest suite in `tests/test.py`, run by the project's CI as `python tests/test.py`)."""
-    return tuple(path for path in sorted(set(files)) if path.endswith(".py")
+    conftest.py or an `__init__.py`, outside the folders pytest never enters (`norecursedirs`, `--ignore`, a
+    virtualenv): where pytest collects nothing as configured, tests it does not run (a unittest suite in
+    `tests/test.py`, run by the project's CI as `python tests/test.py`)."""
+    listing = sorted(set(files))
+    venvs = _venvs(listing)
+    return tuple(path for path in listing if path.endswith(".py")
                  and PurePosixPath(path).name not in _TEST_SUPPORT
-                 and (PurePosixPath(path).name.startswith("test") or _in_test_folder(path)))
+                 and (PurePosixPath(path).name.startswith("test") or _in_test_folder(path))
+                 and not _ignored(path, config)
+                 and not any(_skipped(folder, config, venvs) for folder in _folders(path)))
 
 
-def nameable(stray: Iterable[str]) -> tuple[str, ...]:
-    """Of `stray` (`stray_tests`), those a policy can name as its tests: pytest collects a file named as an
-    argument whatever its name. Test code by its place (in a folder of tests, or at the tree's top), never a
-    module of the library named `test*` (`pkg/testing.py`), which the base's copy would then replace."""
-    return tuple(path for path in stray if _in_test_folder(path) or "/" not in path)
+def nameable(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
+    """Of `stray` (`stray_tests`), the test modules a policy can name one by one as its tests (pytest collects a
+    file named as an argument whatever its name): test code by its place (in a folder of tests, or at the
+    tree's top; in a folder of tests inside a package, only a module named `test*`: `pkg/testing/` may be a
+    library's helpers for its users) that plainly defines tests (a `test*` function, a `Test*` class, a
+    unittest `TestCase`), so that pytest has something to run in each and a helper or a data file of Python is
+    never collected."""
+    found = []
+    for path in stray:
+        folders = _folders(path)
+        holder = next((folder for folder in folders if PurePosixPath(folder).name in TEST_FOLDERS), None)
+        if holder is None and folders:
+            continue
+        inside_package = holder is not None and read(f"{holder.rpartition('/')[0]}/__init__.py".lstrip("/")) is not None
+        if inside_package and not PurePosixPath(path).name.startswith("test"):
+            continue
+        if _defines_tests(read(path)):
+            found.append(path)
+    return tuple(found)
+
+
+_TEST_TEXT_MOST = 1 << 20  # (a module larger than this is no plain test module to name)
+
+
+def _defines_tests(text: str | None) -> bool:
+    """Whether `text` is a module that plainly defines a test pytest runs: a top-level `test*` function, or a
+    top-level class named `Test*` or deriving from a `TestCase`, with a `test*` method."""
+    if text is None or len(text) > _TEST_TEXT_MOST:
+        return False
+    try:
+        module = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+
+    def test(node: ast.stmt) -> bool:
+        return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
+
+    for node in module.body:
+        if test(node):
+            return True
+        if isinstance(node, ast.ClassDef) and any(test(item) for item in node.body) and (
+                node.name.startswith("Test") or any(ast.unparse(base).split(".")[-1].endswith("TestCase")
+                                                    for base in node.bases)):
+            return True
+    return False
 
 
 def _in_test_folder(path: str) -> bool:
     return any(part in TEST_FOLDERS for part in PurePosixPath(path).parts[:-1])
+
+
+def _folders(path: str) -> list[str]:
+    """The folders above `path`, topmost first."""
+    parts = PurePosixPath(path).parts
+    return ["/".join(parts[:end]) for end in range(1, len(parts))]
+
+
+def _venvs(listing: Sequence[str]) -> set[str]:
+    venvs = {str(PurePosixPath(p).parent) for p in listing
+             if PurePosixPath(p).name == "pyvenv.cfg" or p.endswith("conda-meta/history")}
+    return venvs | {str(PurePosixPath(p).parent.parent) for p in listing if p.endswith("conda-meta/history")}
 
 
 def _skipped(folder: str, config: PytestConfig, venvs: set[str]) -> bool:
