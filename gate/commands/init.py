@@ -3,7 +3,7 @@
 The policy's `environment:` and `tests:` come from what the repository declares: its project files
 (pyproject.toml `[project]` or Poetry's `[tool.poetry]`, setup.py, setup.cfg), a test extra, a test dependency
 group or a test requirements file, and its test folder (pytest's `testpaths`, else `tests/` or `test/`; where
-pytest collects nothing as configured, the modules of the test folders that look like tests, each named). What
+pytest collects nothing as configured, the modules of the test folders that define tests, each named). What
 was found is said in the file's header, so a maintainer can check it.
 """
 
