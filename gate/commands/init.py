@@ -187,7 +187,8 @@ def discover(root: Path) -> Found:
     stray = () if suite.files else stray_tests(files, suite.config)
     named = nameable(stray, read)
     if named:  # (pytest collects a file named as an argument whatever its name)
-        suite = Suite(suite.config, named, named, "named one by one: pytest collects none of them as configured")
+        suite = Suite(suite.config, named, named, "named one by one: pytest collects none of them as configured; "
+                                                  "the files beside them are the head's, as for any file not named")
     return Found(project=declares, deps=deps, suite=suite if suite.files else None,
                  stray=tuple(path for path in stray if path not in named),
                  python=_oldest_python(requires), requires_python=requires)
