@@ -19,6 +19,7 @@ from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from tests.cases_support import Counted, case
 from tests.redteam_support import (
+    POLICY,
     assert_hidden_values_absent,
     assert_not_passed,
     bot_repo,
@@ -410,7 +411,8 @@ def test_a_held_harness_and_a_daemon_of_the_import_leave_nothing_behind(tmp_path
             "    os.kill(os.getppid(), signal.SIGSTOP)\n"
             "    os.kill(os.getpid(), signal.SIGSTOP)\n\n\n"
             "def add(a, b):\n    return a + b\n")
-    repo = bot_repo(tmp_path / "repo", code)
+    # (held, the served run ends at its wall limit: a run's 2 s rather than the default 5 keeps the test short)
+    repo = bot_repo(tmp_path / "repo", code, policy=POLICY + "limits: {timeout: 2}\n")
     run = check(repo, tmp_path)
     # Each case then ran alone, where the import does none of it.
     assert run.code == 0 and [c["status"] for c in run.verdict["cases"]] == ["passed", "passed"], run.reports
