@@ -195,17 +195,19 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
     configured (decorator's `src/tests/test.py`, a unittest module): init names each under `tests.paths`, where
     pytest collects a file whatever its name, and says why; what
     pytest collects from those paths is what the gate's discovery says. Never a helper or a module that defines
-    no test, one that does not parse, one in a folder pytest never enters, nor one in a package's `testing/`
-    not named like a test (a library's helpers for its users)."""
+    no test, one that does not parse, one in a folder pytest never enters, nor a package's `testing` module or
+    one in its `testing/` not named like a test (a library's helpers for its users); a package's `tests.py` is
+    its tests (webencodings)."""
     unittest_case = "import unittest\n\n\nclass Check(unittest.TestCase):\n    def test_it(self):\n        pass\n"
     _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "src/tests/test.py": unittest_case,
                      "src/tests/support.py": "", "src/tests/broken.py": "def test_x(:\n", "test_top.py": TEST,
                      "lib.py": "", "build/tests/test_old.py": TEST, "mypkg/__init__.py": "",
-                     "mypkg/testing/__init__.py": "", "mypkg/testing/helpers.py": TEST})
+                     "mypkg/testing/__init__.py": "", "mypkg/testing/helpers.py": TEST, "mypkg/testing.py": TEST,
+                     "webpkg/__init__.py": "", "webpkg/tests.py": TEST})
 
     policy, said = gate_init(tmp_path)
 
-    paths = ["src/tests/test.py", "test_top.py"]
+    paths = ["src/tests/test.py", "test_top.py", "webpkg/tests.py"]
     assert policy["tests"] == {"paths": paths}
     assert "warning" not in said
     suite = find_suite(_files(tmp_path), _read(tmp_path))
@@ -216,8 +218,8 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
     text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
                           text=True, check=True).stdout
     header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
-    assert ("tests: src/tests/test.py, test_top.py (2 test files, named one by one: pytest collects none of them "
-            "as configured; the files beside them are the head's, as for any file not named)") in header
+    assert ("tests: src/tests/test.py, test_top.py, webpkg/tests.py (3 test files, named one by one: pytest collects "
+            "none of them as configured; the files beside them are the head's, as for any file not named)") in header
 
 
 def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_warning(tmp_path: Path) -> None:

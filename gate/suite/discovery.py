@@ -240,16 +240,17 @@ def stray_tests(files: Iterable[str], config: PytestConfig) -> tuple[str, ...]:
 
 def nameable(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
     """Of `stray` (`stray_tests`), the test modules a policy can name one by one as its tests (pytest collects a
-    file named as an argument whatever its name): test code by its place (in a folder of tests, or at the
-    tree's top; in a folder of tests inside a package, only a module named `test*`: `pkg/testing/` may be a
-    library's helpers for its users) that plainly defines tests (a `test*` function, a `Test*` class, a
-    unittest `TestCase`), so that pytest has something to run in each and a helper or a data file of Python is
-    never collected."""
+    file named as an argument whatever its name): test code by its place or its name (in a folder of tests, at
+    the tree's top, or `test.py` / `tests.py` beside a package's modules, as webencodings has it; in a folder of
+    tests inside a package, only a module named `test*`: `pkg/testing/` may be a library's helpers for its
+    users, as `pkg/testing.py` may) that plainly defines tests (a `test*` function, a `Test*` class, a unittest
+    `TestCase`), so that pytest has something to run in each and a helper or a data file of Python is never
+    collected."""
     found = []
     for path in stray:
         folders = _folders(path)
         holder = next((folder for folder in folders if PurePosixPath(folder).name in TEST_FOLDERS), None)
-        if holder is None and folders:
+        if holder is None and folders and PurePosixPath(path).stem not in _TEST_MODULES:
             continue
         inside_package = holder is not None and read(f"{holder.rpartition('/')[0]}/__init__.py".lstrip("/")) is not None
         if inside_package and not PurePosixPath(path).name.startswith("test"):
@@ -259,6 +260,7 @@ def nameable(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
     return tuple(found)
 
 
+_TEST_MODULES = ("test", "tests")  # (a package's module so named is its tests; `testing` may be its users' helpers)
 _TEST_TEXT_MOST = 1 << 20  # (a module larger than this is no plain test module to name)
 
 
