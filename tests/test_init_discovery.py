@@ -197,13 +197,15 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
     pytest collects from those paths is what the gate's discovery says. Never a helper or a module that defines
     no test, one that does not parse, one in a folder pytest never enters, nor a package's `testing` module or
     one in its `testing/` not named like a test (a library's helpers for its users); a package's `tests.py` is
-    its tests (webencodings)."""
+    its tests (webencodings); a script that runs its tests as it is imported (ply's `unittest.main()` at its
+    top) is none pytest can import."""
     unittest_case = "import unittest\n\n\nclass Check(unittest.TestCase):\n    def test_it(self):\n        pass\n"
     _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "src/tests/test.py": unittest_case,
                      "src/tests/support.py": "", "src/tests/broken.py": "def test_x(:\n", "test_top.py": TEST,
                      "lib.py": "", "build/tests/test_old.py": TEST, "mypkg/__init__.py": "",
                      "mypkg/testing/__init__.py": "", "mypkg/testing/helpers.py": TEST, "mypkg/testing.py": TEST,
-                     "webpkg/__init__.py": "", "webpkg/tests.py": TEST})
+                     "webpkg/__init__.py": "", "webpkg/tests.py": TEST,
+                     "src/tests/testscript.py": unittest_case + "\n\nunittest.main()\n"})
 
     policy, said = gate_init(tmp_path)
 

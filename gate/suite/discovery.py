@@ -262,11 +262,14 @@ def nameable(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
 
 _TEST_MODULES = ("test", "tests")  # (a package's module so named is its tests; `testing` may be its users' helpers)
 _TEST_TEXT_MOST = 1 << 20  # (a module larger than this is no plain test module to name)
+# Calls that, at a module's top, end the process importing it (`unittest.main()` parses pytest's arguments).
+_ENDS_ITS_IMPORT = frozenset({"unittest.main", "main", "sys.exit", "exit", "quit", "os._exit"})
 
 
 def _defines_tests(text: str | None) -> bool:
     """Whether `text` is a module that plainly defines a test pytest runs: a top-level `test*` function, or a
-    top-level class named `Test*` or deriving from a `TestCase`, with a `test*` method."""
+    top-level class named `Test*` or deriving from a `TestCase`, with a `test*` method; and that pytest can
+    import (no top-level `unittest.main()`)."""
     if text is None or len(text) > _TEST_TEXT_MOST:
         return False
     try:
@@ -277,6 +280,9 @@ def _defines_tests(text: str | None) -> bool:
     def test(node: ast.stmt) -> bool:
         return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
 
+    if any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+           and ast.unparse(node.value.func) in _ENDS_ITS_IMPORT for node in module.body):
+        return False  # (a script that runs its tests as it is imported, as ply's: no module pytest can import)
     for node in module.body:
         if test(node):
             return True
