@@ -308,6 +308,13 @@ PROJECTS = (
     # A bundled C library (deps/xxhash) and the binding in src/; tests/test.py beside tests/test_*.py.
     Project("xxhash", "3.5.0", "setuptools, C ext over a bundled C library, tests/", ("tests",),
             ("-e", ".", "pytest"), ("src/_xxhash.c", "xxh32_hexdigest")),
+    # Its tests are the package's module webencodings/tests.py (`py.test webencodings/tests.py` in its tox).
+    Project("webencodings", "0.5.1", "flat, setuptools, tests in the package's tests.py", ("webencodings/tests.py",),
+            ("-e", ".", "pytest"), ("webencodings/__init__.py", "lookup")),
+    Project("pytz", "2024.2", "flat, setuptools, unittest tests inside the package, its zoneinfo data",
+            ("pytz/tests",), ("-e", ".", "pytest"), ("pytz/__init__.py", "timezone")),
+    Project("inflection", "0.5.1", "one package, setuptools, test_inflection.py at the top", ("test_inflection.py",),
+            ("-e", ".", "pytest"), ("inflection/__init__.py", "pluralize")),
 )
 
 
