@@ -315,6 +315,18 @@ PROJECTS = (
             ("pytz/tests",), ("-e", ".", "pytest"), ("pytz/__init__.py", "timezone")),
     Project("inflection", "0.5.1", "one package, setuptools, test_inflection.py at the top", ("test_inflection.py",),
             ("-e", ".", "pytest"), ("inflection/__init__.py", "pluralize")),
+    # Tests inside the package in `glom/test`, with data files (YAML, TOML) they read.
+    Project("glom", "23.5.0", "flat, setuptools, tests in glom/test with data files", ("glom/test",),
+            ("-e", ".[yaml,toml]", "pytest"), ("glom/core.py", "glom")),
+    # test_requirements.txt pins pytest 6.2.5, which does not run on Python 3.10 and later.
+    Project("funcy", "2.0", "flat, setuptools, test_requirements.txt (pytest 6.2.5, whatever)", ("tests",),
+            ("-e", ".", "pytest", "whatever==0.7"), ("funcy/seqs.py", "take")),
+    Project("structlog", "24.4.0", "src, hatch-vcs + fancy-pypi-readme, [tests] extra, tox, conftest", ("tests",),
+            ("-e", ".[tests]"), ("src/structlog/processors.py", "KeyValueRenderer.__call__")),
+    Project("tenacity", "9.0.0", "flat, setuptools-scm (setup.cfg), [test] extra (tornado, typeguard)", ("tests",),
+            ("-e", ".[test]"), ("tenacity/wait.py", "wait_fixed.__call__")),
+    Project("parse", "1.20.2", "one module, setuptools (pyproject), tests/", ("tests",), ("-e", ".", "pytest"),
+            ("parse.py", "parse")),
 )
 
 
