@@ -377,6 +377,32 @@ def test_every_object_equal_to_everything_is_reported_with_its_test_and_operand(
         {"tests/test_attacked.py:8"}
 
 
+MOVES_AWAY = """\
+import os
+
+from calc import add
+
+
+def test_moves_away(tmp_path):
+    os.chdir(tmp_path)  # (not put back: glom's CLI test leaves its process there)
+
+
+def test_add():
+    assert add(2, 3) == 5
+"""
+
+
+def test_a_site_is_the_same_whatever_folder_a_test_before_it_moved_the_process_to(tmp_path: Path) -> None:
+    """The base's run of a test shows an object where the head's does only when both name the same site: a path
+    from the folder the run started in, not from wherever an earlier test left the process (the site was
+    `../../../work/glom/test/test_match.py:84` after glom's CLI test, and a real regression read as tampering)."""
+    records, output = _pytest(tmp_path, CALC, {"test_moves.py": MOVES_AWAY})
+
+    assert "2 passed" in output, output
+    assert [(record["equal"], record["site"]) for record in records] == [
+        ("tests/test_moves.py::test_add", "tests/test_moves.py:11")]
+
+
 # Objects with no instance dict of their own (a slotted class; one whose class gives it a `__dict__` of its
 # making): the confirmation reads what they hold through their slots and through that `__dict__`, as it reads
 # any object's fields, though it no longer asks a type without any `__dict__` for one.

@@ -57,6 +57,9 @@ _BUILTIN_EQ = frozenset({int, float, complex, str, bytes, bool, tuple, list, dic
                          type(None)})
 # Bound as this module loads: a test may take `sys._getframe` away (attrs' tests do) while its assertions run.
 _FRAME = sys._getframe
+# The folder the run started in (the tree's top), bound as this module loads: a site is a path from here, the same
+# in every run of that file, whatever folder a test moved the process to before (glom's `os.chdir(tmp_path)`).
+_STARTED_IN = os.getcwd()
 _MOST = 1_000_000  # values walked per comparison: a bound on a pathological structure
 _OBJECTS = 64  # objects probed or walked into per comparison
 _DEPTH = 3  # objects walked into, nested
@@ -327,7 +330,7 @@ class Confirmation:
         `read`), its node, its text and the names the module imports (`where`: a rewritten assertion's
         operands' spans; else unittest's arguments, at the caller's line)."""
         filename = frame.f_code.co_filename
-        path = os.path.relpath(filename) if os.path.isabs(filename) else filename
+        path = os.path.relpath(filename, _STARTED_IN) if os.path.isabs(filename) else filename
         parsed = self._parsed(filename) if read else None
         line = where[4 * side] if where else frame.f_lineno
         if parsed is None:
