@@ -3,6 +3,7 @@ the rules the gate applies to what a run's harness wrote, on records as the harn
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -194,3 +195,17 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
     assert Baseline.from_json(marked).marked_flaky == {A: 2, B: 1}  # type: ignore[union-attr]
     for odd_marks in (A, [A], {A: [2]}):
         assert Baseline.from_json({**kept.to_json(), "flaky": odd_marks}).marked_flaky == {}  # type: ignore
+
+
+def test_a_place_the_guard_names_does_not_move_with_the_process(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+                                                                 ) -> None:
+    """What a name was rebound to is told by its code's place, which the base's run must name alike: a path from
+    the folder the run started in, not from wherever a test moved the process (glom's CLI test `os.chdir`s to
+    its tmp_path and leaves it there)."""
+    from gate.suite import guard
+
+    code = guard._where.__code__
+    before = guard._where(code)
+    monkeypatch.chdir(tmp_path)
+
+    assert guard._where(code) == before == f"_where at gate/suite/guard.py:{code.co_firstlineno}"

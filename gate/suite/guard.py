@@ -133,12 +133,17 @@ _GONE = object()
 _CODE = operator.attrgetter("__code__")
 
 
+# The folder the run started in (the tree's top), bound as this module loads, as gate/suite/equality.py binds it:
+# a place is a path from here whatever folder a test moved the process to (glom's `os.chdir(tmp_path)`).
+_STARTED_IN = os.getcwd()
+
+
 def _where(code: Any) -> str:
-    """A code object's function and place, the file relative to the working directory (the tree: the same on
-    the base's run as on the head's)."""
+    """A code object's function and place, the file relative to the folder the run started in (the tree: the
+    same on the base's run as on the head's)."""
     try:
         filename = code.co_filename
-        path = os.path.relpath(filename) if os.path.isabs(filename) else filename
+        path = os.path.relpath(filename, _STARTED_IN) if os.path.isabs(filename) else filename
         return f"{code.co_name} at {path}:{code.co_firstlineno}"
     except Exception:
         return "code of another kind"
