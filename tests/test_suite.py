@@ -273,6 +273,23 @@ def test_a_test_skipped_or_xfailed_on_both_sides_is_counted_as_pytest_said(tmp_p
 
 
 @pytest.mark.usefixtures("offline_pip")
+def test_a_test_that_moves_the_process_elsewhere_changes_no_place_the_verdict_names(tmp_path: Path) -> None:
+    """glom's CLI test `os.chdir`s to its tmp_path and leaves the process there: every path pytest prints after it
+    is from there. The failure's place is still the test's line, and no confirmation of the tests after it reads
+    as the change's (a place from another folder than the base's run was the evidence of a tamper)."""
+    moves = "import os\n\n\ndef test_moves_away(tmp_path):\n    os.chdir(tmp_path)\n"
+    repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n",
+                        extra_files={"tests/test_a_moves.py": moves})
+    repo.commit("bot: speed up mul", {"calc.py": CALC.replace("return a * b", "return a + b")})
+
+    verdict = score_repo(repo)
+
+    assert not verdict.accepted and not verdict.tampered
+    assert [p.message.split(" (it passes")[0] for p in verdict.penalties] == [
+        "tests/test_calc.py::test_mul failed at tests/test_calc.py:12"]
+
+
+@pytest.mark.usefixtures("offline_pip")
 def test_a_skip_from_library_code_where_the_base_passed_is_a_failure(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo")
     repo.commit("bot: mul", {"calc.py": "import pytest\n\n" + CALC.replace(

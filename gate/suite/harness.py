@@ -86,6 +86,9 @@ TEST_TIMEOUT = "ran out of time (tests.test_timeout"
 # cut beyond that (as gate/suite/run.py `clip` cuts it).
 _DETAIL_HEAD, _DETAIL_TAIL = 1500, 3500
 _TRACE = 200  # traceback entries kept of a failure's report
+# The folder the run started in (the tree's top), bound as this module loads, as gate/suite/equality.py binds it:
+# a failure's place is a path from here whatever folder a test moved the process to.
+_STARTED_IN = os.getcwd()
 FAIL, PASS = "fail", "pass"  # the tripwires' kinds: the call must fail, the call must pass
 
 
@@ -527,15 +530,15 @@ def _trace(reports: list[Any]) -> list[list[Any]]:
         longrepr = failed.longrepr if failed is not None else None
         chain = getattr(longrepr, "chain", None)
         parts = [part[0] for part in chain] if chain else [getattr(longrepr, "reprtraceback", None)]
-        here = os.getcwd()
+        here = os.getcwd()  # (pytest's paths are from the folder the process is in now)
         for part in parts:
             for entry in getattr(part, "reprentries", None) or ():
                 where = getattr(entry, "reprfileloc", None)
                 if where is None or not isinstance(where.lineno, int):
                     continue
                 path = os.path.normpath(os.path.join(here, str(where.path)))
-                if path.startswith(here + os.sep):
-                    path = os.path.relpath(path, here)
+                if path.startswith(_STARTED_IN + os.sep):
+                    path = os.path.relpath(path, _STARTED_IN)
                 entries.append([path, where.lineno])
     except Exception:  # a report object the code under test replaced
         return []
