@@ -327,6 +327,16 @@ PROJECTS = (
             ("-e", ".[test]"), ("tenacity/wait.py", "wait_fixed.__call__")),
     Project("parse", "1.20.2", "one module, setuptools (pyproject), tests/", ("tests",), ("-e", ".", "pytest"),
             ("parse.py", "parse")),
+    # It patches time for the process; requirements.txt (maya on 3.11, coveralls).
+    Project("freezegun", "1.5.1", "flat, setuptools, requirements.txt, tests patch the clock", ("tests",),
+            ("-e", ".", "-r", "requirements.txt"), ("freezegun/api.py", "_freeze_time.start")),
+    # Locks in tmp_path from threads and processes; a test builds a virtualenv; the [testing] extra, tox.
+    Project("filelock", "3.16.1", "src, hatch-vcs, [testing] extra (pytest-timeout, virtualenv), tox", ("tests",),
+            ("-e", ".[testing]"), ("src/filelock/_api.py", "BaseFileLock.acquire")),
+    Project("iso8601", "2.1.0", "poetry-core, its test module inside the package, no test deps declared",
+            ("iso8601",), ("-e", ".", "pytest", "hypothesis", "pytz"), ("iso8601/iso8601.py", "parse_date")),
+    Project("python-json-logger", "2.0.7", "src, setuptools (setup.cfg), unittest tests/", ("tests",),
+            ("-e", ".", "pytest"), ("src/pythonjsonlogger/jsonlogger.py", "JsonFormatter.format")),
 )
 
 
