@@ -337,6 +337,16 @@ PROJECTS = (
             ("iso8601",), ("-e", ".", "pytest", "hypothesis", "pytz"), ("iso8601/iso8601.py", "parse_date")),
     Project("python-json-logger", "2.0.7", "src, setuptools (setup.cfg), unittest tests/", ("tests",),
             ("-e", ".", "pytest"), ("src/pythonjsonlogger/jsonlogger.py", "JsonFormatter.format")),
+    Project("blinker", "1.8.2", "src, flit, pip-compiled requirements/tests.txt, tox", ("tests",),
+            ("-e", ".", "-r", "requirements/tests.txt"), ("src/blinker/base.py", "Signal.connect")),
+    # Its tests are the package's `_tests` folder, a name no rule of folders of tests knows.
+    Project("sniffio", "1.3.1", "flat, setuptools-scm, tests in the package's _tests", ("sniffio",),
+            ("-e", ".", "pytest", "curio"), ("sniffio/_impl.py", "current_async_library")),
+    Project("hyperframe", "6.0.1", "src, setup.py, test/ folder, tox", ("test",), ("-e", ".", "pytest"),
+            ("src/hyperframe/frame.py", "Frame.parse_flags")),
+    # Each test case is an .http body and a .yaml of what it must parse to, read beside the tests.
+    Project("python-multipart", "0.0.9", "hatchling, dev extra (pinned), tests reading .http and .yaml data",
+            ("tests",), ("-e", ".[dev]"), ("multipart/multipart.py", "parse_options_header")),
 )
 
 
