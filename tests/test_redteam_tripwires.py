@@ -793,14 +793,16 @@ def test_gate_check_as_root_with_every_layer_reports_the_tamper_in_one_line(tmp_
 
 
 # The same, as a user without root (no uid of its own for the tests, no network namespace): the tripwires do not
-# depend on a layer.
-AS_USER = """\
-import json, subprocess, sys
+# depend on a layer. What each script runs as that user first: the base's repository, and `scored`, a head of
+# calc.py scored against it.
+_AS_USER_REPO = """\
+import io, json, sys
 from pathlib import Path
 
 import git
 
 from gate.engine import score
+from gate.progress import QUIET, progress_for
 from gate.sources import gitcli
 from gate.sources.gitrange import subject_from_commits
 
@@ -814,13 +816,21 @@ for name, text in spec["base"].items():
     (root / name).write_text(text)
 repo.git.add("-A")
 repo.index.commit("base")
-repo.git.checkout("-q", "-b", "bot")
-(root / "calc.py").write_text(spec["head"])
-repo.git.add("-A")
-repo.index.commit("bot")
-handle = gitcli.Repo(root)
-with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
-    verdict = score(found)
+
+
+def scored(head, progress=QUIET):
+    repo.git.checkout("-q", "-B", "bot", "main")
+    (root / "calc.py").write_text(head)
+    repo.git.add("-A")
+    repo.index.commit("bot")
+    handle = gitcli.Repo(root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        return score(found, progress)
+"""
+
+
+AS_USER = _AS_USER_REPO + """
+verdict = scored(spec["head"])
 print(json.dumps({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.accepted,
                   "tampered": [t.seen for t in verdict.tampered],
                   "charged": [p.check for p in verdict.penalties if p.check in ("tests", "timeout")]}))
@@ -843,37 +853,11 @@ def test_as_a_user_without_root_a_forgery_is_a_tamper_too(head: str, seen: str) 
 
 # An honest head, then heads that each rebind a name the suite rebinds, scored one after the other by the same user
 # (its own cache, where the honest head's control run is kept).
-AS_USER_HEADS = """\
-import io, json, sys
-from pathlib import Path
-
-import git
-
-from gate.engine import score
-from gate.progress import progress_for
-from gate.sources import gitcli
-from gate.sources.gitrange import subject_from_commits
-
-spec = json.loads(sys.stdin.read())
-root = Path(spec["tree"]) / "repo"
-repo = git.Repo.init(root, initial_branch="main")
-with repo.config_writer() as config:
-    config.set_value("user", "name", "t").set_value("user", "email", "t@example.com")
-for name, text in spec["base"].items():
-    (root / name).parent.mkdir(parents=True, exist_ok=True)
-    (root / name).write_text(text)
-repo.git.add("-A")
-repo.index.commit("base")
+AS_USER_HEADS = _AS_USER_REPO + """
 found = []
 for head in spec["heads"]:
-    repo.git.checkout("-q", "-B", "bot", "main")
-    (root / "calc.py").write_text(head)
-    repo.git.add("-A")
-    repo.index.commit("bot")
-    handle = gitcli.Repo(root)
     lines = io.StringIO()
-    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as scored:
-        verdict = score(scored, progress_for(lines, {}))
+    verdict = scored(head, progress_for(lines, {}))
     found.append({"uid": dict(verdict.isolation)["uid"], "accepted": verdict.accepted,
                   "tampered": [t.seen for t in verdict.tampered], "control": "the control run: " in lines.getvalue()})
 print(json.dumps(found))
