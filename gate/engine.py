@@ -46,9 +46,11 @@ def run_checks(subject: Subject, policy: Policy, sandbox: Sandbox | None = None,
     shared: list[tuple[str, str]] = []
     tampered: list[Tamper] = []
     blind: list[Blind] = []
-    for check in pipeline:
-        if not (check.enabled(policy) and check.applies(policy, subject)):
-            continue  # nobody turned it on, or nothing to do: not a skipped check worth a line in every report
+    # (Nobody turned the others on, or they have nothing to do: not a skipped check worth a line in every report.)
+    running = [check for check in pipeline if check.enabled(policy) and check.applies(policy, subject)]
+    warmed: set[str] = set()
+    for check in running:
+        _warm(running, ctx, warmed)
         t0 = time.perf_counter()
         with nullcontext() if check.static else progress.step(check.name) as step:
             unmet = _unmet_need(check, ctx, pipeline)
@@ -218,6 +220,20 @@ def _facts(subject: Subject) -> tuple[tuple[str, str], ...]:
     if subject.environment is None:
         return subject.facts
     return (*subject.facts, ("environment", subject.environment.describe()))
+
+
+def _warm(pipeline: Sequence[Check], ctx: CheckContext, warmed: set[str]) -> None:
+    """Have the sandbox make what the runs of each check to come share (Check.warm) as soon as what the check
+    needs is produced: while the checks before it run, not when its first run starts."""
+    if ctx.sandbox is None:
+        return
+    for check in pipeline:
+        if check.name not in warmed and check.name not in ctx.reports \
+                and all(getattr(ctx.analysis, need) is not None for need in check.needs):
+            warmed.add(check.name)
+            request = check.warm(ctx)
+            if request is not None:
+                ctx.sandbox.warm(request, check.hash_seeds(ctx.policy))
 
 
 def _declared(check: Check, made: Analysis) -> Analysis:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.imports import Imports
 from gate.checks.parse import Parse
 from gate.checks.smoke import Smoke
 from gate.engine import run_checks
+from gate.policy.keys import Charge
 from gate.policy.model import ImportRules, Policy
 from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import SourceFile, Subject
@@ -17,9 +19,9 @@ from tests.cases_support import LIMITS, case
 PROBE = "import sys\nprint(sorted(name for name in {names!r} if name in sys.modules))\n"
 
 
-def _loaded_at_start(sandbox: Sandbox, names: tuple[str, ...]) -> str:
+def _loaded_at_start(sandbox: Sandbox, names: tuple[str, ...], hash_seed: int = 0, preload: bool = True) -> str:
     result = sandbox.run(RunRequest(script="main.py", files={"main.py": PROBE.format(names=names).encode()},
-                                    limits=LIMITS, preload=names))
+                                    limits=LIMITS, preload=names if preload else (), hash_seed=hash_seed))
     assert result.exit_code == 0, result.stderr
     return result.stdout.decode().strip()
 
@@ -61,3 +63,47 @@ def test_the_code_still_imports_its_own_module_of_a_standard_name(sandbox: Sandb
     code = "import statistics\n\n\ndef own():\n    return getattr(statistics, 'OWN', False)\n"
     policy = Policy(cases=(case("call", "own", function="pkg.calc:own", expect=True),))
     assert _statuses(sandbox, tmp_path, code, policy) == [("passed", "")]
+
+
+class _Looks(Check):
+    """A check that runs, between the static checks and the cases, a program under the cases' first seed that
+    says whether its zygote has loaded `statistics` yet."""
+
+    name = "looks"
+    needs: tuple[Product, ...] = ()
+    produces: tuple[Product, ...] = ()
+    static = False
+    charges: tuple[Charge, ...] = ()
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+        self.seen = ""
+
+    def enabled(self, policy: Policy) -> bool:
+        return True
+
+    def sandbox_paths(self, subject: Subject, policy: Policy) -> tuple[str, ...]:
+        return ()
+
+    def run(self, ctx: CheckContext) -> CheckResult:
+        assert ctx.sandbox is not None
+        self.seen = _loaded_at_start(ctx.sandbox, ("statistics",), hash_seed=self.seed, preload=False)
+        return CheckResult()
+
+
+def test_the_cases_preload_is_made_while_the_checks_before_them_run(sandbox: Sandbox, tmp_path: Path) -> None:
+    # Once the code is parsed, the zygotes of the cases' seeds import what the code imports (Check.warm), while
+    # the checks before the cases go on: a run of another check in between finds it loaded already.
+    smoke = Smoke(seeds=(11, 12))
+    sandbox.prepare(smoke.seeds or ())  # (as the engine's sandbox opens: gate.engine.sandboxed)
+    looks = _Looks(11)
+    code = "import statistics\n\n\ndef middle(xs):\n    return statistics.median(xs)\n"
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "calc.py").write_text(code)
+    subject = Subject(kind="range", label="base..head", tree=tmp_path,
+                      files=(SourceFile("pkg/calc.py", code, None, "modified"),))
+    policy = Policy(cases=(case("call", "middle", function="pkg.calc:middle", args=[[3, 1, 2]], expect=2),))
+    verdict = run_checks(subject, policy, sandbox, checks=(Parse(), Imports(), looks, smoke))
+    assert [(c.status, c.detail) for c in verdict.cases] == [("passed", "")]
+    assert looks.seen == "['statistics']"

@@ -26,6 +26,7 @@ from gate.errors import BadInput, MissingLayers
 from gate.sandbox import detect, layers_found_ahead, open_sandbox, registry
 from gate.sandbox.base import LAYERS, PEER_FD_ENV, RESULT_FD_ENV, Limits, RunRequest, Sandbox
 from gate.sandbox.runner import LayeredSandbox
+from gate.sandbox.zygote import ZygoteLauncher
 from tests.sandbox_support import SERVE
 
 LIMITS = Limits(wall_s=60.0, cpu_s=30.0)
@@ -401,6 +402,28 @@ def test_what_is_started_ahead_runs_under_its_seed_and_stops_with_the_sandbox() 
     finally:
         box.close()
     assert _children() <= before
+
+
+# A harness program that says which of some modules it finds loaded as it starts.
+_LOADED = b"import sys\nprint(sorted(n for n in ('statistics', 'subprocess', 'this') if n in sys.modules))\n"
+
+
+def test_what_runs_share_made_ahead_is_what_they_would_have_made_and_no_more(sandbox: Sandbox) -> None:
+    # Sandbox.warm has a zygote import a run's preload and compile its harness while the gate still reads the
+    # code: the run then finds the same as a run that asked for them itself (a fresh interpreter makes nothing
+    # ahead), and a name that is not safe to import outside every layer (`subprocess` reaches out, `this`
+    # prints) is not imported ahead either.
+    request = RunRequest(script="_probe.py", harness={"_probe.py": _LOADED}, limits=LIMITS,
+                         preload=("statistics", "subprocess", "this"), hash_seed=8)
+    sandbox.prepare((8,))
+    sandbox.warm(request, (8,))
+    if isinstance(sandbox, LayeredSandbox) and isinstance(sandbox.launcher, ZygoteLauncher):
+        made = sandbox.run(dataclasses.replace(request, preload=()))  # (what the zygote made ahead)
+        assert (made.exit_code, made.stdout, made.stderr) == (0, b"['statistics']\n", b"")
+    ahead = sandbox.run(request)
+    asked = sandbox.run(dataclasses.replace(request, hash_seed=9))
+    assert (ahead.exit_code, ahead.stderr) == (asked.exit_code, asked.stderr) == (0, b"")
+    assert ahead.stdout == asked.stdout
 
 
 _SEEN = """

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
-from gate.sandbox.base import Limits, Sandbox
+from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.verdict import RunStatus, safe_text
 
 if TYPE_CHECKING:
@@ -110,6 +110,10 @@ class ServedTogether(Protocol):
 
     def module(self, case: CaseSpec, program: Program) -> str | None:
         """What the cases one run serves together share (their module), None when `case` runs alone."""
+
+    def serving(self, program: Program) -> RunRequest:
+        """The run that serves cases of `program` together, but for the cases, its seed and its limits (what
+        every such run shares, which the sandbox may make ahead of them: Sandbox.warm)."""
 
     def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
                  hash_seed: int, cut_s: float, core: int | None = None) -> Served:

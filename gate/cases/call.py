@@ -87,6 +87,12 @@ class Call:
         target = _target(case, program)
         return None if isinstance(target, str) else target[0]
 
+    def serving(self, program: Program) -> RunRequest:
+        """See ServedTogether.serving: harness/calls.py over the program."""
+        return RunRequest(script="_gate_calls.py", harness=harness("calls"), files=_files(program),
+                          tree=program.tree, python_path=program.python_path, preload=program.preload,
+                          watches=True)
+
     def run_many(self, cases: Sequence[CaseSpec], program: Program, sandbox: Sandbox, limits: Limits,
                  hash_seed: int, cut_s: float, core: int | None = None) -> Served:
         """Serve `cases` (each with a module to call, all public or all hidden) in one run (harness/calls.py),
@@ -106,11 +112,9 @@ class Call:
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private": sandbox.private_tmp, "core": core}
         modules = len({call["module"] for call in calls})
-        result = sandbox.run(RunRequest(script="_gate_calls.py", harness=harness("calls"), files=_files(program),
-                                        tree=program.tree,
-                                        python_path=program.python_path, stdin=json.dumps(request).encode(),
-                                        hash_seed=hash_seed, limits=_serving(limits, len(calls), cut_s, modules),
-                                        preload=program.preload, watches=True))
+        result = sandbox.run(dataclasses.replace(self.serving(program), stdin=json.dumps(request).encode(),
+                                                 hash_seed=hash_seed,
+                                                 limits=_serving(limits, len(calls), cut_s, modules)))
         served = _served(cases, entries, result.result or b"", result.wall_s)
         if result.exit_code == 0 or any(outcome.tampered for outcome in served.outcomes.values()):
             return served

@@ -24,7 +24,7 @@ from gate.subject import SourceFile, Subject
 from gate.verdict import Blind, CaseReport, CheckReport, Note, Penalty
 
 if TYPE_CHECKING:
-    from gate.sandbox.base import Sandbox
+    from gate.sandbox.base import RunRequest, Sandbox
 
 # What a check can produce for the later checks: the names of `Analysis`'s fields.
 Product = Literal["files", "conversations", "trees", "code", "runs"]
@@ -151,3 +151,9 @@ class Check(Protocol):
         one that runs nothing): the sandbox starts what runs under them need while the static checks read the
         code."""
         return ()
+
+    def warm(self, ctx: CheckContext) -> RunRequest | None:
+        """A run like those the check is about to make (its seed and limits aside), once what it needs is
+        produced: the sandbox makes what they share (Sandbox.warm) while the checks before it run. None when
+        it has none to tell."""
+        return None

@@ -29,7 +29,7 @@ from gate.checks.imports import find_imports, under_any
 from gate.limits import sandbox_limits
 from gate.policy.keys import Charge
 from gate.policy.model import CaseSpec, Policy
-from gate.sandbox.base import Limits, Sandbox
+from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.subject import Subject
 from gate.verdict import CaseReport, Note, Penalty
 
@@ -86,6 +86,17 @@ class Smoke(Check):
 
     def hash_seeds(self, policy: Policy) -> tuple[int, ...]:
         return self.seeds or hash_seeds(policy.runs)
+
+    def warm(self, ctx: CheckContext) -> RunRequest | None:
+        """The run that serves cases together (`_together`), when some are."""
+        if ctx.sandbox is None or not self.together:
+            return None
+        program = _program(ctx)
+        for _, _, case in _numbered(ctx):
+            kind = KINDS[case.kind]
+            if isinstance(kind, ServedTogether) and kind.module(case, program) is not None:
+                return kind.serving(program)
+        return None
 
     def run(self, ctx: CheckContext) -> CheckResult:
         cases = _numbered(ctx)

@@ -154,4 +154,10 @@ class Sandbox(Protocol):
         that it starts while the caller does other work; a run never depends on it. Thread-safe."""
         ...
 
+    def warm(self, request: RunRequest, hash_seeds: Sequence[int]) -> None:
+        """Make now, in the background, what runs like `request` under `hash_seeds` share (a zygote's import of
+        its `preload`, its harness compiled), so that the first of them does not wait for it; a run never
+        depends on it. Thread-safe."""
+        ...
+
     def close(self) -> None: ...

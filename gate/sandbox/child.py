@@ -33,7 +33,7 @@ TYPE_CHECKING = False  # not typing.TYPE_CHECKING: importing typing costs a fres
 if TYPE_CHECKING:
     from importlib.machinery import ModuleSpec
     from types import CodeType, ModuleType
-    from typing import NoReturn
+    from typing import NoReturn, TypedDict
 
     from gate.sandbox.stack import LayerSettings
 
@@ -43,6 +43,14 @@ if TYPE_CHECKING:
 
         framework: list[str]  # the sandbox's framework (open_sandbox): a zygote imports it once...
         framework_path: list[str]
+
+    class WarmConfig(TypedDict):
+        """What runs to come share beyond SharedConfig, for a zygote to make ahead of them (Sandbox.warm): the
+        standard library modules they preload and their harness compiled (ChildConfig's keys of those names)."""
+
+        preload: list[str]
+        harness: dict[str, str]
+        harness_sources: dict[str, str]
 
     class ChildConfig(SharedConfig):
         """What the gate tells a run's child (gate/sandbox/runner.py builds it; JSON to a zygote or a fresh

@@ -20,7 +20,7 @@ from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.zygote import StatusHandle, status_pair
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig, WarmConfig
 
 _BOOT = "import sys; sys.path[:0] = sys.argv[2:]; from gate.sandbox.child import main; main()"
 _PIPE_DEFAULT = 1 << 16
@@ -59,6 +59,9 @@ class FreshLauncher:
 
     def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Nothing to start ahead: each run is an interpreter of its own."""
+
+    def warm(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: WarmConfig) -> None:
+        """Nothing to make ahead: each run imports and compiles all it runs."""
 
     def launch(self, config: ChildConfig, sources: Sequence[int], hash_seed: int) -> Handle:
         """Start one run; `hash_seed` is already in the config's environment, which the interpreter reads."""

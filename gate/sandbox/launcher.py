@@ -15,7 +15,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig, WarmConfig
 
 
 class Handle(Protocol):
@@ -51,6 +51,11 @@ class Launcher(Protocol):
     def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
         """Start, without waiting, the helpers that launches under `hash_seeds` will need (Sandbox.prepare),
         and what they can make of `shared` (what every launch's config carries the same) before a launch."""
+        ...
+
+    def warm(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: WarmConfig) -> None:
+        """Have the helpers for `hash_seeds` that `prepare` started make `ready` (what launches to come share:
+        Sandbox.warm) once they have made `shared`, without waiting."""
         ...
 
     def close(self) -> None: ...

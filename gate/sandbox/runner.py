@@ -209,6 +209,12 @@ class LayeredSandbox:
         """See gate.sandbox.base.Sandbox.prepare."""
         self.launcher.prepare(hash_seeds, self._shared())
 
+    def warm(self, request: RunRequest, hash_seeds: Sequence[int]) -> None:
+        """See gate.sandbox.base.Sandbox.warm."""
+        harness, sources = _harness(request)
+        self.launcher.warm(hash_seeds, self._shared(),
+                           {"preload": list(request.preload), "harness": harness, "harness_sources": sources})
+
     def _shared(self) -> SharedConfig:
         """What every run's config carries the same: the namespaces and root (namespaces.shared) and the
         framework."""

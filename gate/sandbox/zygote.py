@@ -25,7 +25,7 @@ from gate.sandbox.launcher import Handle, stop
 from gate.sandbox.stage import MINIMAL_PATH
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig, WarmConfig
 
 # argv: the control socket's descriptor, the seccomp filter's BPF program in hex ("-" without the layer), the
 # import paths.
@@ -68,6 +68,15 @@ def _told(starting: Future[_Zygote], shared: SharedConfig) -> None:
     """(On the spawner, after the start it waits for.)"""
     if starting.exception() is None:
         starting.result().share(shared)
+
+
+def _made_ready(zygote: Future[_Zygote] | _Zygote, shared: SharedConfig, ready: WarmConfig) -> None:
+    """(On the spawner, after the start it waits for.)"""
+    if isinstance(zygote, Future):
+        if zygote.exception() is not None:
+            return
+        zygote = zygote.result()
+    zygote.ready(shared, ready)
 
 
 def stop_ahead() -> None:
@@ -205,6 +214,14 @@ class _Zygote:
         with contextlib.suppress(OSError):  # (it died: the first launch finds out, and starts another)
             self.control.send(json.dumps({"shared": shared}).encode())
 
+    def ready(self, shared: SharedConfig, ready: WarmConfig) -> None:
+        """Have it make `shared` and `ready` now (zygote_server.make_ready), before the runs that share them
+        ask; only the harness sources it was not sent yet."""
+        new = {digest: text for digest, text in ready["harness_sources"].items() if digest not in self.compiled}
+        with contextlib.suppress(OSError):  # (it died: the next launch finds out, and starts another)
+            self.control.send(json.dumps({"ready": {**ready, "harness_sources": new}, "shared": shared}).encode())
+            self.compiled.update(new)
+
     def stop(self) -> None:
         self.control.close()
         stop(self.process)
@@ -220,6 +237,7 @@ class ZygoteLauncher:
         self._seccomp = seccomp_program
         self._zygotes: dict[int, _Zygote] = {}
         self._starting: dict[int, Future[_Zygote]] = {}  # (prepare: started, not used yet)
+        self._readying: dict[int, Future[None]] = {}  # (warm: told what to make, by seed)
         self._lock = threading.Lock()
 
     def prepare(self, hash_seeds: Sequence[int], shared: SharedConfig) -> None:
@@ -236,8 +254,20 @@ class ZygoteLauncher:
                         _SPAWNER.submit(_adopted, ahead, key, shared) if ahead is not None else
                         _SPAWNER.submit(_Zygote, self._interpreter, self._paths, seed, self._seccomp, shared))
 
+    def warm(self, hash_seeds: Sequence[int], shared: SharedConfig, ready: WarmConfig) -> None:
+        """See launcher.Launcher.warm: told on the spawner, after the start (`prepare`'s) it waits for, and
+        before the next launch under the seed."""
+        with self._lock:
+            for seed in hash_seeds:
+                zygote = self._starting.get(seed) or self._zygotes.get(seed)
+                if zygote is not None:
+                    self._readying[seed] = _SPAWNER.submit(_made_ready, zygote, shared, ready)
+
     def _zygote(self, hash_seed: int) -> _Zygote:
         with self._lock:
+            readying = self._readying.pop(hash_seed, None)
+            if readying is not None:  # (told before this run: a run after `warm` finds what it made)
+                readying.result()
             zygote = self._zygotes.pop(hash_seed, None)
             starting = self._starting.pop(hash_seed, None)
             if starting is not None:

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from gate.sandbox import _libc, child, interpreter, namespaces, seccomp
 
 if TYPE_CHECKING:
-    from gate.sandbox.child import ChildConfig, SharedConfig
+    from gate.sandbox.child import ChildConfig, SharedConfig, WarmConfig
 
 # Modules that dataset solutions and the harnesses commonly import, loaded once here so that a forked run finds
 # them ready; pkgutil is what runpy needs to start a script. Not the rarely used heavy ones (dataclasses pulls
@@ -75,13 +75,12 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                         child.reap_ready(waiting, block=True)
                         os._exit(0)  # (nothing to flush: the interpreter's finalization would only cost time)
                     config = json.loads(message)
-                    if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare)
+                    if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare and warm)
                         make_shared(config["shared"])
+                        make_ready(config.get("ready"))
                         continue
                     config = _in_shared_namespaces(config)
-                    _preload(config["preload"])
-                    with contextlib.suppress(SyntaxError, ValueError):  # (the run then fails its set-up)
-                        child.compile_harness(config["harness"], config["harness_sources"])
+                    make_ready(config)
                     child.import_warm(config["harness"], config["warm"], config["script"])
                     if config["own_reaper"]:
                         _fork_reaper(config, fds)
@@ -91,6 +90,16 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                 else:
                     _drain(wake_r)
             child.reap_ready(waiting, block=False)
+
+
+def make_ready(ready: WarmConfig | None) -> None:
+    """Import the standard library modules `ready` preloads and compile its harness (the run then fails its
+    set-up when it cannot), for every run forked afterwards: on a run's request, or ahead of the runs that share
+    them (Sandbox.warm)."""
+    if ready is not None:
+        _preload(ready["preload"])
+        with contextlib.suppress(SyntaxError, ValueError):
+            child.compile_harness(ready["harness"], ready["harness_sources"])
 
 
 def _preload(names: list[str]) -> None:
