@@ -221,7 +221,8 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
                           text=True, check=True).stdout
     header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
     assert ("tests: src/tests/test.py, test_top.py, webpkg/tests.py (3 test files, named one by one: pytest collects "
-            "none of them as configured; the files beside them are the head's, as for any file not named)") in header
+            "none of them as configured; a folder of tests one sits in runs as the base has it, as a named folder "
+            "does)") in header
 
 
 def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_warning(tmp_path: Path) -> None:

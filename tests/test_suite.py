@@ -150,6 +150,25 @@ def test_editing_and_deleting_tests_does_not_pay(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("offline_pip")
+def test_a_helper_beside_tests_named_one_by_one_runs_as_the_base_has_it(tmp_path: Path) -> None:
+    # `gate init` names test modules one by one where pytest collects none of them as configured: the helpers in
+    # their folder of tests are the suite's as a named folder's are, so a helper made to agree does not run.
+    tests = TESTS.replace("from checkhelp import same", "from support import same")
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [tests/test_calc.py]"),
+                        extra_files={"tests/test_calc.py": tests,
+                                     "tests/support.py": "def same(a, b):\n    return a == b\n"})
+    repo.commit("bot: add, and a helper that agrees", {"calc.py": CALC.replace("return a + b", "return a - b"),
+                                                       "tests/support.py": "def same(a, b):\n    return True\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "failed"
+    assert not verdict.accepted
+    notes = [note.message for note in verdict.notes if note.source == "tests"]
+    assert "the change edits tests/support.py: the base's version ran" in notes
+
+
+@pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("swap", [
     {"tests/conftest.py": None, "tests/conftest.py/__init__.py": "X = 1\n"},
     {"tests/test_calc.py": None, "tests/test_calc.py/helpers.py": "X = 1\n"},

@@ -188,7 +188,8 @@ def discover(root: Path) -> Found:
     named = nameable(stray, read)
     if named:  # (pytest collects a file named as an argument whatever its name)
         suite = Suite(suite.config, named, named, "named one by one: pytest collects none of them as configured; "
-                                                  "the files beside them are the head's, as for any file not named")
+                                                  "a folder of tests one sits in runs as the base has it, as a "
+                                                  "named folder does")
     return Found(project=declares, deps=deps, suite=suite if suite.files else None,
                  stray=tuple(path for path in stray if path not in named),
                  python=_oldest_python(requires), requires_python=requires)

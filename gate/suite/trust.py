@@ -32,19 +32,36 @@ TEST_FOLDERS = ("tests", "test", "testing")
 
 
 def is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
-    """Whether `path` is part of the suite the base decides: under a test path, a conftest.py or a pytest
-    configuration file anywhere, a module named like the framework or a distribution's metadata at the top of
-    an import root (pytest looks a `-p NAME` up among the entry points of the distributions on the path)."""
+    """Whether `path` is part of the suite the base decides: under a test path (or the folder of tests of one:
+    `held`), a conftest.py or a pytest configuration file anywhere, a module named like the framework or a
+    distribution's metadata at the top of an import root (pytest looks a `-p NAME` up among the entry points of
+    the distributions on the path)."""
     name = PurePosixPath(path).name
-    return (under(path, tests) or name in ("conftest.py", *PYTEST_CONFIG) or framework_named(path, roots)
+    return (under(path, held(tests)) or name in ("conftest.py", *PYTEST_CONFIG) or framework_named(path, roots)
             or metadata(path, roots))
 
 
 def is_test_code(path: str, tests: Sequence[str]) -> bool:
     """Whether `path` is the suite's own code, which runs as the base has it whatever the change does to it (the
     head's only when the change adds a test file, which runs apart): a conftest.py anywhere, or a file under a
-    test path. The framework check reads the rest, the code the tests' process imports from the head."""
-    return PurePosixPath(path).name == "conftest.py" or under(path, tests)
+    test path (or the folder of tests of one: `held`). The framework check reads the rest, the code the tests'
+    process imports from the head."""
+    return PurePosixPath(path).name == "conftest.py" or under(path, held(tests))
+
+
+def held(tests: Sequence[str]) -> tuple[str, ...]:
+    """What of the tree runs as the base has it for the test paths `tests`: each of them, and the folder of tests
+    (TEST_FOLDERS, the outermost) that a test module named on its own is in (`tests/unit/test_a.py`: `tests`).
+    `gate init` names test modules one by one where pytest collects none of them as configured; the helpers and
+    data beside them are the suite's as much as a named folder's are, so that a change to `tests/support.py`
+    does not run either."""
+    folders = []
+    for test in tests:
+        parts = PurePosixPath(test).parts
+        at = next((n for n, part in enumerate(parts[:-1]) if part in TEST_FOLDERS), None)
+        if test.endswith(".py") and at is not None:
+            folders.append("/".join(parts[:at + 1]))
+    return tuple(dict.fromkeys((*tests, *folders)))
 
 
 def metadata(path: str, roots: Sequence[str]) -> bool:
@@ -67,7 +84,7 @@ def library_code(path: str, tests: Sequence[str]) -> bool:
     """Whether `path`, under a test path (whose files the base's replace), is a module of the library rather
     than test code: not a test file by pytest's default names, a conftest.py, nor in a folder of tests."""
     file = PurePosixPath(path)
-    return (under(path, tests) and file.suffix == ".py" and file.name != "conftest.py"
+    return (under(path, held(tests)) and file.suffix == ".py" and file.name != "conftest.py"
             and not file.name.startswith("test_") and not file.stem.endswith("_test")
             and not any(part in TEST_FOLDERS for part in file.parts[:-1]))
 
