@@ -267,7 +267,7 @@ class ZygoteLauncher:
         with self._lock:
             readying = self._readying.pop(hash_seed, None)
             if readying is not None:  # (told before this run: a run after `warm` finds what it made)
-                readying.result()
+                readying.exception()  # (waits; a run never depends on it: what failed there is the run's to meet)
             zygote = self._zygotes.pop(hash_seed, None)
             starting = self._starting.pop(hash_seed, None)
             if starting is not None:
