@@ -11,6 +11,7 @@ from gate.checks.smoke import Smoke
 from gate.engine import run_checks
 from gate.policy.keys import Charge
 from gate.policy.model import ImportRules, Policy
+from gate.sandbox import open_sandbox
 from gate.sandbox.base import RunRequest, Sandbox
 from gate.subject import SourceFile, Subject
 from tests.cases_support import LIMITS, case
@@ -91,10 +92,11 @@ class _Looks(Check):
         return CheckResult()
 
 
-def test_the_cases_preload_is_made_while_the_checks_before_them_run(sandbox: Sandbox, tmp_path: Path) -> None:
+def test_the_cases_preload_is_made_while_the_checks_before_them_run(tmp_path: Path) -> None:
     # Once the code is parsed, the zygotes of the cases' seeds import what the code imports (Check.warm), while
     # the checks before the cases go on: a run of another check in between finds it loaded already.
     smoke = Smoke(seeds=(11, 12))
+    sandbox = open_sandbox(LIMITS)
     sandbox.prepare(smoke.seeds or ())  # (as the engine's sandbox opens: gate.engine.sandboxed)
     looks = _Looks(11)
     code = "import statistics\n\n\ndef middle(xs):\n    return statistics.median(xs)\n"
@@ -104,6 +106,9 @@ def test_the_cases_preload_is_made_while_the_checks_before_them_run(sandbox: San
     subject = Subject(kind="range", label="base..head", tree=tmp_path,
                       files=(SourceFile("pkg/calc.py", code, None, "modified"),))
     policy = Policy(cases=(case("call", "middle", function="pkg.calc:middle", args=[[3, 1, 2]], expect=2),))
-    verdict = run_checks(subject, policy, sandbox, checks=(Parse(), Imports(), looks, smoke))
+    try:
+        verdict = run_checks(subject, policy, sandbox, checks=(Parse(), Imports(), looks, smoke))
+    finally:
+        sandbox.close()
     assert [(c.status, c.detail) for c in verdict.cases] == [("passed", "")]
     assert looks.seen == "['statistics']"

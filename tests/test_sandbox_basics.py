@@ -408,20 +408,26 @@ def test_what_is_started_ahead_runs_under_its_seed_and_stops_with_the_sandbox() 
 _LOADED = b"import sys\nprint(sorted(n for n in ('statistics', 'subprocess', 'this') if n in sys.modules))\n"
 
 
-def test_what_runs_share_made_ahead_is_what_they_would_have_made_and_no_more(sandbox: Sandbox) -> None:
+@pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
+def test_what_runs_share_made_ahead_is_what_they_would_have_made_and_no_more(backend: str) -> None:
     # Sandbox.warm has a zygote import a run's preload and compile its harness while the gate still reads the
-    # code: the run then finds the same as a run that asked for them itself (a fresh interpreter makes nothing
-    # ahead), and a name that is not safe to import outside every layer (`subprocess` reaches out, `this`
-    # prints) is not imported ahead either.
+    # code: a run after it finds them made (a fresh interpreter makes nothing ahead), and finds what a run that
+    # asked for them itself finds; a name that is not safe to import outside every layer (`subprocess` reaches
+    # out, `this` prints) is not imported ahead either.
+    box = open_sandbox(LIMITS, prefer_zygote=backend == "zygote")
     request = RunRequest(script="_probe.py", harness={"_probe.py": _LOADED}, limits=LIMITS,
                          preload=("statistics", "subprocess", "this"), hash_seed=8)
-    sandbox.prepare((8,))
-    sandbox.warm(request, (8,))
-    if isinstance(sandbox, LayeredSandbox) and isinstance(sandbox.launcher, ZygoteLauncher):
-        made = sandbox.run(dataclasses.replace(request, preload=()))  # (what the zygote made ahead)
-        assert (made.exit_code, made.stdout, made.stderr) == (0, b"['statistics']\n", b"")
-    ahead = sandbox.run(request)
-    asked = sandbox.run(dataclasses.replace(request, hash_seed=9))
+    try:
+        box.prepare((8,))
+        box.warm(request, (8,))
+        if backend == "zygote":
+            assert isinstance(box, LayeredSandbox) and isinstance(box.launcher, ZygoteLauncher)
+            made = box.run(dataclasses.replace(request, preload=()))  # (what the zygote made ahead)
+            assert (made.exit_code, made.stdout, made.stderr) == (0, b"['statistics']\n", b"")
+        ahead = box.run(request)
+        asked = box.run(dataclasses.replace(request, hash_seed=9))
+    finally:
+        box.close()
     assert (ahead.exit_code, ahead.stderr) == (asked.exit_code, asked.stderr) == (0, b"")
     assert ahead.stdout == asked.stdout
 

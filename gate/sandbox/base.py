@@ -156,8 +156,9 @@ class Sandbox(Protocol):
 
     def warm(self, request: RunRequest, hash_seeds: Sequence[int]) -> None:
         """Make now, in the background, what runs like `request` under `hash_seeds` share (a zygote's import of
-        its `preload`, its harness compiled), so that the first of them does not wait for it; a run never
-        depends on it. Thread-safe."""
+        its `preload`, its harness compiled), so that the first of them does not wait for it. A run launched
+        after it finds it made (its launch waits for the asking, never for what it makes); none depends on
+        it. Thread-safe."""
         ...
 
     def close(self) -> None: ...

@@ -309,6 +309,9 @@ class ZygoteLauncher:
                 if starting.exception() is None:
                     self._zygotes[seed] = starting.result()
             self._starting.clear()
+            for readying in self._readying.values():  # (told, not sent yet: sent before the socket closes)
+                readying.exception()
+            self._readying.clear()
             for zygote in self._zygotes.values():
                 zygote.control.close()
             for zygote in self._zygotes.values():

@@ -1,9 +1,10 @@
 """The warm zygote: a long-lived interpreter, started with a clean environment, that forks one child per run.
 
 It holds no expected values and no tokens (its children inherit its memory and descriptors): it receives only
-a run's config and descriptors, forks, and forgets them. It is a subreaper, so it reaps every process its runs
-leave. Its control socket is an unnamed socketpair, closed in every child, so no run can reach it. Standard
-library only (plus the seccomp binding): it runs under the sandbox interpreter.
+a run's config and descriptors, forks, and forgets them; or, ahead of runs, what they will share (the gate's
+own harness sources, standard library names it filters, the namespaces' settings). It is a subreaper, so it
+reaps every process its runs leave. Its control socket is an unnamed socketpair, closed in every child, so no
+run can reach it. Standard library only (plus the seccomp binding): it runs under the sandbox interpreter.
 """
 
 from __future__ import annotations
@@ -75,7 +76,7 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
                         child.reap_ready(waiting, block=True)
                         os._exit(0)  # (nothing to flush: the interpreter's finalization would only cost time)
                     config = json.loads(message)
-                    if "shared" in config:  # (ahead of the first run: ZygoteLauncher.prepare and warm)
+                    if "shared" in config:  # (ahead of runs: ZygoteLauncher.prepare and warm)
                         make_shared(config["shared"])
                         make_ready(config.get("ready"))
                         continue
@@ -93,9 +94,9 @@ def serve(control_fd: int, bpf: bytes | None) -> NoReturn:
 
 
 def make_ready(ready: WarmConfig | None) -> None:
-    """Import the standard library modules `ready` preloads and compile its harness (the run then fails its
-    set-up when it cannot), for every run forked afterwards: on a run's request, or ahead of the runs that share
-    them (Sandbox.warm)."""
+    """Import the standard library modules `ready` preloads and compile its harness (a harness that does not
+    compile is left: its run then fails its set-up), for every run forked afterwards: on a run's request, or
+    ahead of the runs that share them (Sandbox.warm)."""
     if ready is not None:
         _preload(ready["preload"])
         with contextlib.suppress(SyntaxError, ValueError):

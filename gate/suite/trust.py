@@ -50,17 +50,18 @@ def is_test_code(path: str, tests: Sequence[str]) -> bool:
 
 
 def held(tests: Sequence[str]) -> tuple[str, ...]:
-    """What of the tree runs as the base has it for the test paths `tests`: each of them, and the folder of tests
-    (TEST_FOLDERS, the outermost) that a test module named on its own is in (`tests/unit/test_a.py`: `tests`).
-    `gate init` names test modules one by one where pytest collects none of them as configured; the helpers and
-    data beside them are the suite's as much as a named folder's are, so that a change to `tests/support.py`
-    does not run either."""
+    """What of the tree runs as the base has it for the test paths `tests`: each of them, and for a test module
+    named on its own, the folder of tests it is in (the nearest `tests/` or `test/` above it, or a `testing/` at
+    the tree's top: inside a package, `testing` is often the library's helpers for its users, which run as the
+    head has them). `gate init` names test modules one by one where pytest collects none of them as configured
+    (`tests/unit/test_a.py`: `tests`): the helpers and data beside them (`tests/support.py`) are the suite's as
+    much as a named folder's are. (A folder named as a test path is held as the policy names it.)"""
     folders = []
     for test in tests:
-        parts = PurePosixPath(test).parts
-        at = next((n for n, part in enumerate(parts[:-1]) if part in TEST_FOLDERS), None)
-        if test.endswith(".py") and at is not None:
-            folders.append("/".join(parts[:at + 1]))
+        parts = PurePosixPath(test).parts[:-1]
+        held_at = [n for n, part in enumerate(parts) if part in ("tests", "test") or (n == 0 and part == "testing")]
+        if test.endswith(".py") and held_at:
+            folders.append("/".join(parts[:held_at[-1] + 1]))
     return tuple(dict.fromkeys((*tests, *folders)))
 
 
