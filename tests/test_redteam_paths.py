@@ -51,15 +51,17 @@ def test_a_heads_test_that_imports_pytest_is_not_library_code_whatever_the_test_
     ("tests/unit/test_calc.py", "tests/support.py", True),
     ("src/tests/test.py", "src/tests/helpers.py", True),
     ("testing/test_calc.py", "testing/support.py", True),
+    ("tests/unit", "tests/support.py", True),
     ("pkg/testing/tests/test_utils.py", "pkg/testing/helpers.py", False),
     ("pkg/tests.py", "pkg/helpers.py", False),
     ("test_calc.py", "support.py", False)])
 def test_beside_a_test_module_named_alone_its_folder_of_tests_is_the_suites_and_no_more(
         named: str, path: str, suites: bool) -> None:
-    """`gate init` names test modules one by one where pytest collects none as configured: the helpers in their
-    folder of tests run as the base has them (a head's edit there never runs, so its `import pytest` reaches
-    nothing), but a package's own `testing` helpers, a package's modules beside its `tests.py` and the modules at
-    the top are the library's, which run as the head has them and are read for what they do to pytest."""
+    """`gate init` names test modules one by one where pytest collects none as configured, and a policy may name
+    a part of a folder of tests: the helpers in that folder of tests run as the base has them (a head's edit
+    there never runs, so its `import pytest` reaches nothing), but a package's own `testing` helpers, a
+    package's modules beside its `tests.py` and the modules at the top are the library's, which run as the head
+    has them and are read for what they do to pytest."""
     policy = POLICY.replace("paths: [tests]", f"paths: [{named}]")
 
     assert (framework_flags(PYTEST_TEST.replace("def test_div", "def div"), path, policy) == []) == suites

@@ -168,6 +168,44 @@ def test_a_helper_beside_tests_named_one_by_one_runs_as_the_base_has_it(tmp_path
     assert "the change edits tests/support.py: the base's version ran" in notes
 
 
+# A suite named by a part of its folder of tests (`tests/unit`), its helpers one folder up, imported by package.
+_UNIT = {"tests/__init__.py": "", "tests/unit/__init__.py": "",
+         "tests/unit/test_calc.py": TESTS.replace("from checkhelp import same", "from tests.support import same"),
+         "tests/support.py": "def same(a, b):\n    return a == b\n"}
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_helper_in_the_folder_of_tests_around_a_named_part_of_it_runs_as_the_base_has_it(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [tests/unit]"),
+                        extra_files=_UNIT)
+    repo.commit("bot: add, and a helper that agrees", {"calc.py": CALC.replace("return a + b", "return a - b"),
+                                                       "tests/support.py": "def same(a, b):\n    return True\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/unit/test_calc.py::test_add"] == "failed"
+    assert not verdict.accepted
+    assert "the change edits tests/support.py: the base's version ran" in [
+        note.message for note in verdict.notes if note.source == "tests"]
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_new_test_runs_with_the_new_helper_it_imports_from_the_folder_of_tests_around_it(tmp_path: Path) -> None:
+    # The folder of tests around the named part is the base's, but an honest change that adds a test and the
+    # helper it imports there still has its test run, and pass.
+    repo = calc_project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [tests/unit]"),
+                        extra_files=_UNIT)
+    repo.commit("bot: a test of mul and its helper", {
+        "tests/unit/test_more.py": "from calc import mul\nfrom tests.triple import triple\n\n\n"
+                                   "def test_triple():\n    assert mul(2, 3) == triple(2)\n",
+        "tests/triple.py": "def triple(x):\n    return 3 * x\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/unit/test_more.py::test_triple"] == "passed"
+    assert verdict.accepted, verdict.penalties
+
+
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("swap", [
     {"tests/conftest.py": None, "tests/conftest.py/__init__.py": "X = 1\n"},

@@ -22,7 +22,7 @@ from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput
 from gate.policy.model import Environment, Policy, RepoSuite
-from gate.suite.trust import SHARED_CONFIG, framework_named, is_suite_file, library_code, under
+from gate.suite.trust import SHARED_CONFIG, framework_named, held, is_suite_file, library_code, under
 
 if TYPE_CHECKING:
     from gate.sources.base import Change
@@ -109,16 +109,19 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     if not present:
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.sha[:12]}",
                        file=policy.source, key=f"{key}.paths")
-    added = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
-                  and c.path.endswith(".py") and under(c.path, paths)
-                  and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path)
-                  and not c.crafted and _placeable(tree, c.path))
+    # The head's new modules of the suite's folders: those under a test path run apart, beside the head's new
+    # helpers of the folders of tests around them (`held`), which run only as they import them.
+    placed = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
+                   and c.path.endswith(".py") and under(c.path, held(paths))
+                   and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path)
+                   and not c.crafted and _placeable(tree, c.path))
+    added = tuple(path for path in placed if under(path, paths))
     added_tree = None
     if added:
         added_tree = folder / "added"
         shutil.copytree(tree, added_tree, symlinks=True)
         for change in changes:
-            if change.path in added and change.data is not None:
+            if change.path in placed and change.data is not None:
                 target = added_tree / change.path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_bytes(change.data)
@@ -126,7 +129,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     return SuiteTrees(base_sha=base.sha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base=once(lambda: _exported(base, folder / "base")) if base_tree else None,
                       base_roots=base.roots,
-                      edits=_edits(changes, paths, roots, set(added)),
+                      edits=_edits(changes, paths, roots, set(placed if added else ())),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),

@@ -50,17 +50,17 @@ def is_test_code(path: str, tests: Sequence[str]) -> bool:
 
 
 def held(tests: Sequence[str]) -> tuple[str, ...]:
-    """What of the tree runs as the base has it for the test paths `tests`: each of them, and for a test module
-    named on its own, the folder of tests it is in (the nearest `tests/` or `test/` above it, or a `testing/` at
-    the tree's top: inside a package, `testing` is often the library's helpers for its users, which run as the
-    head has them). `gate init` names test modules one by one where pytest collects none of them as configured
-    (`tests/unit/test_a.py`: `tests`): the helpers and data beside them (`tests/support.py`) are the suite's as
-    much as a named folder's are. (A folder named as a test path is held as the policy names it.)"""
+    """What of the tree runs as the base has it for the test paths `tests`: each of them, and the folder of tests
+    one is in (the nearest `tests/` or `test/` above it, or a `testing/` at the tree's top: inside a package,
+    `testing` is often the library's helpers for its users, which run as the head has them). The helpers and
+    data beside the test modules `gate init` names one by one where pytest collects none of them as configured
+    (`tests/unit/test_a.py`: `tests`), or beside a part of a folder of tests a policy names (`tests/unit`), are
+    the suite's as much as a named folder's are (`tests/support.py`)."""
     folders = []
     for test in tests:
         parts = PurePosixPath(test).parts[:-1]
         held_at = [n for n, part in enumerate(parts) if part in ("tests", "test") or (n == 0 and part == "testing")]
-        if test.endswith(".py") and held_at:
+        if held_at:
             folders.append("/".join(parts[:held_at[-1] + 1]))
     return tuple(dict.fromkeys((*tests, *folders)))
 
