@@ -190,20 +190,42 @@ def test_a_helper_in_the_folder_of_tests_around_a_named_part_of_it_runs_as_the_b
 
 
 @pytest.mark.usefixtures("offline_pip")
+def test_a_module_that_stands_in_for_the_folder_of_tests_never_runs(tmp_path: Path) -> None:
+    # The base's `tests/` has no `__init__.py` and its tests import `tests.support`: a head's `tests.py` at the
+    # top would win over that folder and send `tests.support` to a helper of its own that agrees with anything.
+    repo = calc_project(tmp_path / "repo", extra_files={
+        "tests/test_calc.py": TESTS.replace("from checkhelp import same", "from tests.support import same"),
+        "tests/support.py": "def same(a, b):\n    return a == b\n"})
+    repo.commit("bot: add, and a stand-in for the tests' folder", {
+        "calc.py": CALC.replace("return a + b", "return a - b"),
+        "tests.py": "import os\n\n__path__ = [os.path.join(os.path.dirname(os.path.abspath(__file__)), 'shim')]\n",
+        "shim/support.py": "def same(a, b):\n    return True\n"})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_calc.py::test_add"] == "failed"
+    assert not verdict.accepted
+    assert any(note.message.startswith("the change adds tests.py") for note in verdict.notes if note.source == "tests")
+
+
+@pytest.mark.usefixtures("offline_pip")
 def test_a_new_test_runs_with_the_new_helper_it_imports_from_the_folder_of_tests_around_it(tmp_path: Path) -> None:
-    # The folder of tests around the named part is the base's, but an honest change that adds a test and the
-    # helper it imports there still has its test run, and pass.
+    # The folder of tests around the named part is the base's, but an honest change that adds a test with the
+    # helper it imports and the data it reads there still has its test run, and pass.
     repo = calc_project(tmp_path / "repo", policy=POLICY.replace("paths: [tests]", "paths: [tests/unit]"),
                         extra_files=_UNIT)
-    repo.commit("bot: a test of mul and its helper", {
-        "tests/unit/test_more.py": "from calc import mul\nfrom tests.triple import triple\n\n\n"
-                                   "def test_triple():\n    assert mul(2, 3) == triple(2)\n",
-        "tests/triple.py": "def triple(x):\n    return 3 * x\n"})
+    repo.commit("bot: a test of mul, its helper and data", {
+        "tests/unit/test_more.py": "from pathlib import Path\n\nfrom calc import mul\nfrom tests.triple import "
+                                   "triple\n\n\ndef test_triple():\n    factor = int((Path(__file__).parent.parent"
+                                   " / 'data' / 'factor.txt').read_text())\n    assert mul(2, factor) == triple(2)\n",
+        "tests/triple.py": "def triple(x):\n    return 3 * x\n", "tests/data/factor.txt": "3\n"})
 
     verdict = score_repo(repo)
 
     assert suite_statuses(verdict)["tests/unit/test_more.py::test_triple"] == "passed"
     assert verdict.accepted, verdict.penalties
+    assert "the change adds tests/triple.py: only its new tests' run sees it" in [
+        note.message for note in verdict.notes if note.source == "tests"]
 
 
 @pytest.mark.usefixtures("offline_pip")

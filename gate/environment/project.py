@@ -45,7 +45,14 @@ from gate.sandbox.base import Limits, RunRequest, Sandbox
 from gate.sandbox.stage import MINIMAL_PATH, NOT_RUN_SUFFIXES, admit_native
 from gate.subject import SourceFile, Subject
 from gate.suite.selection import framework_path, once
-from gate.suite.trust import FRAMEWORK_MODULES, PYTEST_CONFIG, importable_from_tests, is_test_code, library_code
+from gate.suite.trust import (
+    FRAMEWORK_MODULES,
+    PYTEST_CONFIG,
+    importable_from_tests,
+    is_test_code,
+    library_code,
+    shadows_tests,
+)
 
 if TYPE_CHECKING:
     from gate.sandbox.toolchain import Toolchain
@@ -65,7 +72,7 @@ _OBJECTS = (".o", ".a", ".obj", ".lib")
 _BUILD_S = 600.0
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 5
+_RULES = 6
 _NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
 _BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
@@ -96,12 +103,15 @@ def suite_code(suites: Sequence[SuiteTrees], roots: Sequence[str]) -> SuiteCode:
 def _suite_code(parts: tuple[str, ...], code: SuiteCode, own: frozenset[str]) -> bool:
     """Whether the wheel's file `parts` is the suites' code `code` (`own`: the tree's top-level modules): a
     conftest.py anywhere; a module under a test path (placed at the tree's top or at one of its import roots)
-    that is not library code; a top-level module named like one a test can import from a folder of the test
-    paths (`compare` for `tests/compare.py`) that the tree has none of. The layer is on every run's import
-    path: the suite's own code runs as the base has it, from the tree."""
-    placed = [PurePosixPath(root, *parts).as_posix() for root in dict.fromkeys(("", *code.roots))]
+    that is not library code, or one that would stand in for a folder of tests (`tests.py`: `shadows_tests`); a
+    top-level module named like one a test can import from a folder of the test paths (`compare` for
+    `tests/compare.py`) that the tree has none of. The layer is on every run's import path: the suite's own
+    code runs as the base has it, from the tree."""
+    roots = tuple(dict.fromkeys(("", *code.roots)))
+    placed = [PurePosixPath(root, *parts).as_posix() for root in roots]
     if parts[-1] == "conftest.py" or (parts[-1].endswith(".py") and any(
-            is_test_code(path, code.paths) and not library_code(path, code.paths) for path in placed)):
+            (is_test_code(path, code.paths) and not library_code(path, code.paths))
+            or shadows_tests(path, code.paths, roots) for path in placed)):
         return True
     top = parts[0].removesuffix(".py")
     return top in code.modules and top not in own

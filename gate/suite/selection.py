@@ -22,7 +22,7 @@ from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
 from gate.errors import BadInput
 from gate.policy.model import Environment, Policy, RepoSuite
-from gate.suite.trust import SHARED_CONFIG, framework_named, held, is_suite_file, library_code, under
+from gate.suite.trust import PYTEST_CONFIG, SHARED_CONFIG, framework_named, held, is_suite_file, library_code, under
 
 if TYPE_CHECKING:
     from gate.sources.base import Change
@@ -37,7 +37,7 @@ class SuiteTrees:
     tree: Path  # the head's code, the base's tests
     args: tuple[str, ...]  # the test paths of the base that exist (for pytest)
     added: tuple[str, ...] = ()  # test files the head adds, run apart from the base's
-    added_tree: Path | None = None  # `tree` plus those files
+    added_tree: Path | None = None  # `tree` plus those files and the head's other new files of the suite's folders
     # Where the base commit is as it is, for the baseline (None: baseline none), once `base` made it: a verdict
     # whose baseline is kept runs nothing on the base, and never pays for its export.
     base_tree: Path | None = None
@@ -109,13 +109,12 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     if not present:
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.sha[:12]}",
                        file=policy.source, key=f"{key}.paths")
-    # The head's new modules of the suite's folders: those under a test path run apart, beside the head's new
-    # helpers of the folders of tests around them (`held`), which run only as they import them.
+    # The head's new files of the suite's folders: its new modules under a test path run apart, beside its new
+    # helpers and data of the folders of tests around them (`held`), which only those tests see.
     placed = tuple(c.path for c in changes if c.status in ("added", "renamed") and c.data is not None
-                   and c.path.endswith(".py") and under(c.path, held(paths))
-                   and PurePosixPath(c.path).name != "conftest.py" and not base.has(c.path)
-                   and not c.crafted and _placeable(tree, c.path))
-    added = tuple(path for path in placed if under(path, paths))
+                   and under(c.path, held(paths)) and PurePosixPath(c.path).name not in ("conftest.py", *PYTEST_CONFIG)
+                   and not base.has(c.path) and not c.crafted and _placeable(tree, c.path))
+    added = tuple(path for path in placed if path.endswith(".py") and under(path, paths))
     added_tree = None
     if added:
         added_tree = folder / "added"
@@ -129,7 +128,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     return SuiteTrees(base_sha=base.sha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base=once(lambda: _exported(base, folder / "base")) if base_tree else None,
                       base_roots=base.roots,
-                      edits=_edits(changes, paths, roots, set(placed if added else ())),
+                      edits=_edits(changes, paths, roots, set(added), set(placed) if added else set()),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
@@ -198,13 +197,17 @@ def _placeable(tree: Path, path: str) -> bool:
                                                   for folder in PurePosixPath(path).parents)
 
 
-def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str]
-           ) -> tuple[str, ...]:
-    """What the change does to the suite's files, which the base's versions replace."""
+def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str],
+           placed: set[str]) -> tuple[str, ...]:
+    """What the change does to the suite's files, which the base's versions replace (`added`: its new tests, which
+    run apart; `placed`: what of its new files those runs see)."""
     found = []
     for change in changes:
         path = next((p for p in change.paths if is_suite_file(p, tests, roots)), None)
-        if path is None or change.path in added:
+        if path is None or (change.status == "added" and change.path in added):
+            continue
+        if change.status == "added" and change.path in placed:
+            found.append(f"the change adds {path}: only its new tests' run sees it")
             continue
         if framework_named(path, roots) and not under(path, tests):
             verb = {"deleted": "deletes", "renamed": "renames", "added": "adds"}.get(change.status, "edits")

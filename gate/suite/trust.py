@@ -38,7 +38,7 @@ def is_suite_file(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool
     the distributions on the path)."""
     name = PurePosixPath(path).name
     return (under(path, held(tests)) or name in ("conftest.py", *PYTEST_CONFIG) or framework_named(path, roots)
-            or metadata(path, roots))
+            or metadata(path, roots) or shadows_tests(path, tests, roots))
 
 
 def is_test_code(path: str, tests: Sequence[str]) -> bool:
@@ -63,6 +63,22 @@ def held(tests: Sequence[str]) -> tuple[str, ...]:
         if held_at:
             folders.append("/".join(parts[:held_at[-1] + 1]))
     return tuple(dict.fromkeys((*tests, *folders)))
+
+
+def shadows_tests(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool:
+    """Whether `path` could stand in, in the suite's process, for the folder of tests a test path starts with
+    (`tests/`, `test/`, `testing/`): a module of that name directly under an import root (`tests.py`: a module
+    wins over a folder without `__init__.py`, and may then say where its submodules are, so that the base's
+    tests' `from tests.support import same` imports the head's), or a folder of that name under another import
+    root (`src/tests/`, a portion of the same namespace)."""
+    tops = {PurePosixPath(test).parts[0] for test in tests if test != "."} & set(TEST_FOLDERS)
+    for root in roots:
+        prefix = root.rstrip("/") + "/" if root else ""
+        inside = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        if inside and ((len(inside) == 1 and inside[0].endswith(".py") and inside[0][:-3] in tops)
+                       or (root and len(inside) > 1 and inside[0] in tops)):
+            return True
+    return False
 
 
 def metadata(path: str, roots: Sequence[str]) -> bool:
