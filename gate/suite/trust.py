@@ -73,8 +73,7 @@ def shadows_tests(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool
     root (`src/tests/`, a portion of the same namespace)."""
     tops = {PurePosixPath(test).parts[0] for test in tests if test != "."} & set(TEST_FOLDERS)
     for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        inside = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        inside = _inside(path, root)
         if inside and ((len(inside) == 1 and inside[0].endswith(".py") and inside[0][:-3] in tops)
                        or (root and len(inside) > 1 and inside[0] in tops)):
             return True
@@ -85,11 +84,16 @@ def metadata(path: str, roots: Sequence[str]) -> bool:
     """Whether `path` is in a distribution's metadata folder (`*.dist-info`, `*.egg-info`) directly under one of
     `roots` ("" is the tree's top)."""
     for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        parts = _inside(path, root)
         if len(parts) > 1 and parts[0].endswith((".dist-info", ".egg-info")):
             return True
     return False
+
+
+def _inside(path: str, root: str) -> tuple[str, ...]:
+    """The parts of `path` below the import root `root` ("" is the tree's top); () when it is not below it."""
+    prefix = root.rstrip("/") + "/" if root else ""
+    return PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
 
 
 def under(path: str, tests: Sequence[str]) -> bool:
@@ -101,7 +105,7 @@ def library_code(path: str, tests: Sequence[str]) -> bool:
     """Whether `path`, under a test path (whose files the base's replace), is a module of the library rather
     than test code: not a test file by pytest's default names, a conftest.py, nor in a folder of tests."""
     file = PurePosixPath(path)
-    return (under(path, held(tests)) and file.suffix == ".py" and file.name != "conftest.py"
+    return (under(path, tests) and file.suffix == ".py" and file.name != "conftest.py"
             and not file.name.startswith("test_") and not file.stem.endswith("_test")
             and not any(part in TEST_FOLDERS for part in file.parts[:-1]))
 
@@ -110,12 +114,8 @@ def framework_named(path: str, roots: Sequence[str]) -> bool:
     """Whether `path` is (in) a module named like the test framework, directly under one of `roots` ("" is
     the tree's top)."""
     for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        if not path.startswith(prefix):
-            continue
-        inside = PurePosixPath(path.removeprefix(prefix))
-        top = inside.parts[0]
-        if (top.removesuffix(".py") if len(inside.parts) == 1 else top) in FRAMEWORK_MODULES:
+        inside = _inside(path, root)
+        if inside and (inside[0].removesuffix(".py") if len(inside) == 1 else inside[0]) in FRAMEWORK_MODULES:
             return True
     return False
 
@@ -125,8 +125,7 @@ def standard_library_named(path: str, roots: Sequence[str]) -> str | None:
     the suite's process, which has the tree first on its path: a module (`tempfile.py`) or a package's
     `__init__.py` (`unittest/__init__.py`) directly under one of `roots` ("" is the tree's top); else None."""
     for root in roots:
-        prefix = root.rstrip("/") + "/" if root else ""
-        parts = PurePosixPath(path.removeprefix(prefix)).parts if path.startswith(prefix) else ()
+        parts = _inside(path, root)
         if len(parts) == 1 and parts[0].endswith(".py"):
             name = parts[0].removesuffix(".py")
         elif len(parts) == 2 and parts[1] == "__init__.py":
