@@ -651,10 +651,11 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
     """BadInput (exit 2) naming the first case whose `function:` or `module:` the base commit lacks, and the
     head too: the policy's mistake, which would otherwise charge every change (gate/cases/resolve.py); one the
     head adds runs, and failing on the base is not charged (gate/checks/smoke.py). A hidden case is named by
-    its number only (the error is printed where the change's author reads it). The change's own `files` are
-    read as the checks read them (bytes that are not UTF-8 are theirs to charge) and parsed as the checks parse
-    them, into `trees`, which they then reuse; what names a module binds is this interpreter's reading, as for
-    the base (a file the policy's Python or `paths.max_file_kb` refuses is read here as well)."""
+    its number only (the error is printed where the change's author reads it). The head is read first: the
+    change's own `files` are read as the checks read them (bytes that are not UTF-8 are theirs to charge) and
+    parsed as the checks parse them, into `trees`, which they then reuse, and the base only for a name the head
+    lacks; what names a module binds is this interpreter's reading, as for the base (a file the policy's Python
+    or `paths.max_file_kb` refuses is read here as well)."""
     from gate.cases.resolve import unresolved
 
     version = feature_version(policy.python)
@@ -672,11 +673,11 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
         return parse_python(text, filename=path)
 
     def both(cases: Sequence[CaseSpec], where: str = "cases") -> list[tuple[str, str]]:
-        at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
-        if not at_base:  # (the usual case: the head's modules are not read at all)
-            return []
         roots = ("", *_import_roots(head, policy, replacing=True))
         at_head = {key for key, _ in unresolved(cases, read_head, roots, where, changed=parse)}
+        if not at_head:  # (the usual case: the base's modules are not read at all)
+            return []
+        at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
