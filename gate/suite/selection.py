@@ -74,23 +74,29 @@ def suites(base: SuiteBase, changes: Sequence[Change], policy: Policy, head_tree
     base's are `base.roots`)."""
     roots = tuple(dict.fromkeys(("", "src", *(policy.repository_environment or Environment()).python_path,
                                  *base.roots, *head_roots)))
+    named = [policy.tests, *(scope.tests for scope in policy.scopes)]
+
+    def others(spec: RepoSuite) -> tuple[str, ...]:
+        return tuple(path for each in named if each and each is not spec for path in each.paths)
+
     suite = _trees(base, changes, policy, policy.tests, head_tree, withheld, runner, "suite", "tests",
-                   roots) if policy.tests else None
+                   roots, others(policy.tests)) if policy.tests else None
     scope_suites = tuple(
         (scope.name, _trees(base, changes, policy, scope.tests, head_tree, withheld, runner,
-                            f"suite-{index}", f"scopes[{index}].tests", roots))
+                            f"suite-{index}", f"scopes[{index}].tests", roots, others(scope.tests)))
         for index, scope in enumerate(policy.scopes) if scope.tests)
     return suite, scope_suites
 
 
 def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: RepoSuite, head_tree: Path,
            withheld: frozenset[str], runner: tuple[str, ...], name: str, key: str,
-           roots: Sequence[str]) -> SuiteTrees:
+           roots: Sequence[str], others: Sequence[str]) -> SuiteTrees:
     """The trees the suite `spec` (the policy's `tests:` or a scope's) runs in: the head's export with the
     base's test files, every conftest.py and the pytest configuration in place of the head's (in the folder
     `name` next to `head_tree`), the head's new test files in a tree of their own, and the base as it is for
     the baseline. `key` is where the policy names the suite, for errors; `roots` every import root of the
-    base's tree and the head's (a module named like the framework there is the base's)."""
+    base's tree and the head's (a module named like the framework there is the base's); `others` the test
+    paths of the policy's other suites, whose files their own notes name."""
     paths = spec.paths
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
@@ -128,7 +134,7 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     return SuiteTrees(base_sha=base.sha, tree=tree, args=present, added=added, added_tree=added_tree,
                       base_tree=base_tree, base=once(lambda: _exported(base, folder / "base")) if base_tree else None,
                       base_roots=base.roots,
-                      edits=_edits(changes, paths, roots, set(added), set(placed) if added else set()),
+                      edits=_edits(changes, paths, roots, set(added), set(placed) if added else set(), others),
                       untested=tuple(dict.fromkeys(p for c in changes for p in c.paths
                                                    if framework_named(p, roots) and not under(p, paths))),
                       library=tuple(dict.fromkeys(p for c in changes for p in c.paths if library_code(p, paths))),
@@ -198,12 +204,15 @@ def _placeable(tree: Path, path: str) -> bool:
 
 
 def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str],
-           placed: set[str]) -> tuple[str, ...]:
+           placed: set[str], others: Sequence[str]) -> tuple[str, ...]:
     """What the change does to the suite's files, which the base's versions replace (`added`: its new tests, which
-    run apart; `placed`: what of its new files those runs see)."""
+    run apart; `placed`: what of its new files those runs see). Not a file of another suite's test paths
+    (`others`) that is not under its own: the suite it belongs to says it (a scope's `tests/a` holds `tests/`,
+    where another's `tests/b` is)."""
     found = []
     for change in changes:
-        path = next((p for p in change.paths if is_suite_file(p, tests, roots)), None)
+        path = next((p for p in change.paths if is_suite_file(p, tests, roots)
+                     and not (under(p, others) and not under(p, tests))), None)
         if path is None or (change.status == "added" and change.path in added):
             continue
         if change.status == "added" and change.path in placed:
