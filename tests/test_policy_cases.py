@@ -156,3 +156,24 @@ def test_a_case_for_code_the_head_adds_is_the_heads_to_pass(tmp_path: Path) -> N
     assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == 1
     verdict = json.loads(out.read_text())
     assert [p["check"] for p in verdict["penalties"]] == ["smoke"] and "base" not in verdict["cases"][0]["detail"]
+
+
+@pytest.mark.parametrize(("head", "code"), [
+    ({"other.py": "X = 1\n"}, 0), ({"calc.py": "def plus(a, b):\n    return a + b\n"}, 1)],
+    ids=["untouched", "renames-add"])
+def test_a_case_module_in_another_encoding_is_scored_whatever_the_head_does_to_it(
+        tmp_path: Path, head: dict[str, str], code: int) -> None:
+    """A base module in Latin-1 (valid Python, with its coding line) that a case names: the change is scored,
+    its case charged when the head loses the function; the gate never stops on the module's bytes, which the
+    head's edit would otherwise decide."""
+    repo = Repo(tmp_path / "repo")
+    repo.write(".github/gate.yml", "budget: 0\n" + policy("calc:add"))
+    (repo.root / "calc.py").write_bytes(b"# -*- coding: latin-1 -*-\nNAME = '\xe9t\xe9'\n\n\n" + CALC.encode())
+    repo.git("add", ".")
+    repo.commit("base")
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot", head)
+    out = tmp_path / "verdict.json"
+    assert main(["check", "--repo", str(repo.root), "--json", str(out)]) == code
+    verdict = json.loads(out.read_text())
+    assert verdict["cases"][0]["status"] == ("passed" if code == 0 else "failed"), verdict["cases"]

@@ -677,7 +677,9 @@ def refuse_unresolved(base: Commit, head: Commit, policy: Policy, hidden: Sequen
         at_head = {key for key, _ in unresolved(cases, read_head, roots, where, changed=parse)}
         if not at_head:  # (the usual case: the base's modules are not read at all)
             return []
-        at_base = unresolved(cases, GitBase(base).read, ("", *_import_roots(base, policy)), where)
+        # (bytes that are not UTF-8 read as U+FFFD, as the head's: a module in another encoding is still Python,
+        # and whether it is read at all is the head's doing)
+        at_base = unresolved(cases, GitBase(base, replacing=True).read, ("", *_import_roots(base, policy)), where)
         return [(key, why) for key, why in at_base if key in at_head]
 
     found = both(policy.cases)
