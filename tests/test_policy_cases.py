@@ -162,7 +162,7 @@ def test_a_case_for_code_the_head_adds_is_the_heads_to_pass(tmp_path: Path) -> N
     ({"other.py": "X = 1\n"}, 0), ({"calc.py": "def plus(a, b):\n    return a + b\n"}, 1)],
     ids=["untouched", "renames-add"])
 def test_a_case_module_in_another_encoding_is_scored_whatever_the_head_does_to_it(
-        tmp_path: Path, head: dict[str, str], code: int) -> None:
+        tmp_path: Path, head: dict[str, str | None], code: int) -> None:
     """A base module in Latin-1 (valid Python, with its coding line) that a case names: the change is scored,
     its case charged when the head loses the function; the gate never stops on the module's bytes, which the
     head's edit would otherwise decide."""
