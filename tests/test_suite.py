@@ -42,6 +42,22 @@ from tests.suite_support import (
 
 
 @pytest.mark.usefixtures("offline_pip")
+def test_a_suite_that_never_ran_still_says_what_the_change_did_to_the_tests(tmp_path: Path) -> None:
+    """The human a suite that did not run goes to reads what the change did to its files as well."""
+    repo = calc_project(tmp_path / "repo")
+    repo.commit("bot: break the code, and a test", {"calc.py": CALC + "\ndef broken(:\n",
+                                                    "tests/test_calc.py": TESTS + "\n# agreed\n"})
+
+    verdict = score_repo(repo)
+
+    assert any("the repository's tests did not run (parse failed)" in r for r in verdict.blocked_reasons), \
+        verdict.blocked_reasons
+    assert ("tests", "the change edits tests/test_calc.py: the base's version ran") in \
+        [(note.source, note.message) for note in verdict.notes], verdict.notes
+    assert not verdict.accepted
+
+
+@pytest.mark.usefixtures("offline_pip")
 def test_an_honest_change_is_accepted_with_each_test_a_case(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo")
     repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})

@@ -23,6 +23,7 @@ from gate.verdict import CaseReport, CaseStatus, Location, Note, Penalty, listin
 
 if TYPE_CHECKING:  # the suite's machinery is imported when a suite runs: every gate check loads this check
     from gate.suite.run import TestOutcome
+    from gate.suite.selection import SuiteTrees
 
 KIND = "pytest"
 # What a test's outcome on the head must be to cost nothing when it passed on the base.
@@ -80,7 +81,7 @@ class Tests(Check):
         """A suite not run is never a suite passed, and its size is unknown until it runs: a human decides."""
         if ctx.sandbox is None:
             return _NO_SANDBOX
-        return CheckResult(skipped=f"{why}: no test ran", blocked_reasons=(
+        return CheckResult(skipped=f"{why}: no test ran", notes=_edits(ctx.subject.suite), blocked_reasons=(
             f"the repository's tests did not run ({why}): a human must review the change",))
 
     def run(self, ctx: CheckContext) -> CheckResult:
@@ -96,7 +97,7 @@ class Tests(Check):
 
         found = against_base(ctx.sandbox, ctx.policy, ctx.subject, suite, ctx.progress)
         if found.tampered:  # no result: nothing to charge, a human to read what was seen
-            return CheckResult(reason="no result: the suite's results were tampered with",
+            return CheckResult(reason="no result: the suite's results were tampered with", notes=_edits(suite),
                                blocked_reasons=(tampered(found.tampered),), tampered=found.tampered,
                                isolation=(("pytest", ISOLATION),))
         base = found.base
@@ -104,7 +105,7 @@ class Tests(Check):
         changed = Changed({file.path: file.added_lines for file in ctx.subject.files},
                           "this PR" if ctx.subject.kind == "pull_request" else "these commits")
         cases, penalties = _score(ctx.policy, base, found.head, found.added, first, changed)
-        notes = tuple(Note("tests", line) for line in (*suite.edits, *found.said))
+        notes = (*_edits(suite), *(Note("tests", line) for line in found.said))
         ran = len(found.head) + len(found.added)
         # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
         untested = tuple(f"the change touches {path}, named like the test framework, which the suite's process "
@@ -117,6 +118,12 @@ class Tests(Check):
                            isolation=(("pytest", ISOLATION),),
                            blind=None if base is None else blind(base, found.base_details, found.head,
                                                                  compiled_in(suite.tree)))
+
+
+def _edits(suite: SuiteTrees | None) -> tuple[Note, ...]:
+    """What the change does to the suite's files, which the base's versions replace: said whether the suite ran,
+    did not, or was tampered with (a human reading the latter two needs it most)."""
+    return tuple(Note("tests", line) for line in suite.edits) if suite is not None else ()
 
 
 def tampered(evidence: tuple[str, ...]) -> str:
