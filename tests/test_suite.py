@@ -760,22 +760,28 @@ def test_each_scope_runs_its_own_suite_and_only_the_broken_scope_ischarged(tmp_p
 @pytest.mark.usefixtures("offline_pip")
 def test_an_edit_to_a_scopes_tests_is_said_by_that_scope_alone(tmp_path: Path) -> None:
     """Scopes whose tests share a folder of tests (`tests/api`, `tests/web`): each holds `tests/` (its helpers),
-    and the web tests' edit is the web scope's to say, not the api scope's too."""
+    and the web tests' edit is the web scope's to say, not the api scope's too; a file moved from one scope's
+    tests to the other's is both scopes' to say, by the path the base has."""
     policy = MONOREPO_POLICY.replace("api/tests", "tests/api").replace("web/tests", "tests/web")
     repo = project_repo(tmp_path / "repo", {
         "pyproject.toml": pyproject("mono", []), ".github/gate.yml": policy,
         "api/apicalc.py": "def add(a, b):\n    return a + b\n",
         "tests/api/test_api.py": "from apicalc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
         "web/webcalc.py": "def mul(a, b):\n    return a * b\n",
-        "tests/web/test_web.py": "from webcalc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n"})
+        "tests/web/test_web.py": "from webcalc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 6\n",
+        "tests/api/data.txt": "one line of data\n" * 5})
     repo.commit("bot: break mul, and its test", {
         "web/webcalc.py": "def mul(a, b):\n    return a + b\n",
-        "tests/web/test_web.py": "from webcalc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 5\n"})
+        "tests/web/test_web.py": "from webcalc import mul\n\n\ndef test_mul():\n    assert mul(2, 3) == 5\n",
+        "tests/api/data.txt": None, "tests/web/data.txt": "one line of data\n" * 5})
 
     verdict = score_repo(repo)
 
     said = [(note.source, note.message) for note in verdict.notes if "tests/web/test_web.py" in note.message]
     assert said == [("web: tests", "the change edits tests/web/test_web.py: the base's version ran")], said
+    moved = [(note.source, note.message) for note in verdict.notes if "data.txt" in note.message]
+    assert moved == [(scope, "the change renames tests/api/data.txt: the base's version ran")
+                     for scope in ("api: tests", "web: tests")], moved
     assert charged_messages(verdict)[0].startswith("[web] tests/web/test_web.py::test_mul failed")
     assert suite_statuses(verdict) == {"[api] tests/api/test_api.py::test_add": "passed",
                                        "[web] tests/web/test_web.py::test_mul": "failed"}

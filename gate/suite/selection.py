@@ -206,15 +206,16 @@ def _placeable(tree: Path, path: str) -> bool:
 def _edits(changes: Sequence[Change], tests: Sequence[str], roots: Sequence[str], added: set[str],
            placed: set[str], others: Sequence[str]) -> tuple[str, ...]:
     """What the change does to the suite's files, which the base's versions replace (`added`: its new tests, which
-    run apart; `placed`: what of its new files those runs see). Not a file of another suite's test paths
-    (`others`) that is not under its own: the suite it belongs to says it (a scope's `tests/a` holds `tests/`,
-    where another's `tests/b` is)."""
+    run apart; `placed`: what of its new files those runs see). Not a change only to files of another suite's
+    test paths (`others`) that are not under its own: the suites whose paths hold them say it (a scope's
+    `tests/a` holds `tests/`, where another's `tests/b` is)."""
     found = []
     for change in changes:
-        path = next((p for p in change.paths if is_suite_file(p, tests, roots)
-                     and not (under(p, others) and not under(p, tests))), None)
-        if path is None or (change.status == "added" and change.path in added):
+        held_here = [p for p in change.paths if is_suite_file(p, tests, roots)]
+        if not held_here or all(under(p, others) and not under(p, tests) for p in held_here) \
+                or (change.status == "added" and change.path in added):
             continue
+        path = held_here[0]
         if change.status == "added" and change.path in placed:
             found.append(f"the change adds {path}: only its new tests' run sees it")
             continue
