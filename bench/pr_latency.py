@@ -9,7 +9,9 @@ dataclasses and typing; every case is a `call` case on one of their functions. T
 pytest tests (one parametrized test, unsandboxed, run once), what a user would otherwise write. `--baseline
 DIR` also times another checkout of the gate (run with DIR first on its path), alternating with this one in
 every round, so that both see the same load on a shared machine; the verdicts of both must agree. Medians of
-`--runs` rounds. Run it as root to get every isolation layer.
+`--runs` rounds, of the wall time and then of the CPU time (each command's and its waited-for processes': the
+gate's zygotes and their runs), which a shared machine's load moves less. Run it as root to get every
+isolation layer.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -258,13 +261,18 @@ def _pytest_file(cases: list[dict[str, Any]]) -> str:
     )
 
 
-def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, accept: Callable[[int], bool]) -> float:
+def _timed(command: Sequence[str], env: dict[str, str], cwd: Path, accept: Callable[[int], bool]
+           ) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of `command`: its CPU and that of every process it waited for, the gate's
+    zygotes and through them its runs (less noisy than the wall time on a shared machine)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     started = time.perf_counter()
     done = subprocess.run(command, env=env, cwd=cwd, capture_output=True, check=False)
     seconds = time.perf_counter() - started
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
     if not accept(done.returncode):
         sys.exit(f"{' '.join(command)} exited {done.returncode}:\n{done.stderr.decode(errors='replace')}")
-    return seconds
+    return seconds, after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
 
 
 def _gate_env(source: Path | None) -> dict[str, str]:
@@ -274,8 +282,8 @@ def _gate_env(source: Path | None) -> dict[str, str]:
     return env
 
 
-def time_gate(row: Row, source: Path | None, out: Path) -> tuple[float, dict[str, Any]]:
-    """Seconds of one `gate check`, and the verdict's shape (what two gates must agree on)."""
+def time_gate(row: Row, source: Path | None, out: Path) -> tuple[tuple[float, float], dict[str, Any]]:
+    """Wall and CPU seconds of one `gate check`, and the verdict's shape (what two gates must agree on)."""
     command = [sys.executable, *_RUN_GATE, "check", "--repo", str(row.repo), "--base", "base",
                "--head", "head", "--json", str(out)]
     seconds = _timed(command, _gate_env(source), out.parent, lambda code: code in (0, 1))
@@ -286,8 +294,9 @@ def time_gate(row: Row, source: Path | None, out: Path) -> tuple[float, dict[str
                      "penalties": [penalty["message"][:200] for penalty in verdict["penalties"][:5]]}
 
 
-def time_pytest(row: Row) -> float:
-    """Seconds of plain pytest on the same cases (pytest-timeout stops the hanging ones, as a user would)."""
+def time_pytest(row: Row) -> tuple[float, float]:
+    """Wall and CPU seconds of plain pytest on the same cases (pytest-timeout stops the hanging ones, as a user
+    would)."""
     command = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "test_cases.py"]
     if row.hanging:
         command += ["-p", "pytest_timeout", "--timeout", "5"]
@@ -299,7 +308,7 @@ def time_pytest(row: Row) -> float:
 
 def time_version(source: Path | None, where: Path) -> float:
     return _timed([sys.executable, *_RUN_GATE, "--version"], _gate_env(source), where,
-                  lambda code: code == 0)
+                  lambda code: code == 0)[0]
 
 
 def _verdict(shape: dict[str, Any]) -> dict[str, Any]:
@@ -327,17 +336,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         root = Path(folder)
         rows = [build_row(root / f"row{n}", *spec) for n, spec in enumerate(chosen)]
         times: dict[tuple[str, str], list[float]] = {}
+        cpu: dict[tuple[str, str], list[float]] = {}
         shapes: dict[tuple[str, str], list[dict[str, Any]]] = {}
         for _ in range(args.runs):
             for row in rows:
                 for name, source in gates.items():
-                    seconds, shape = time_gate(row, source, root / "verdict.json")
+                    (seconds, used), shape = time_gate(row, source, root / "verdict.json")
                     times.setdefault((row.label, name), []).append(seconds)
+                    cpu.setdefault((row.label, name), []).append(used)
                     shapes.setdefault((row.label, name), []).append(shape)
-                times.setdefault((row.label, "pytest"), []).append(time_pytest(row))
+                seconds, used = time_pytest(row)
+                times.setdefault((row.label, "pytest"), []).append(seconds)
+                cpu.setdefault((row.label, "pytest"), []).append(used)
             for name, source in gates.items():
                 times.setdefault(("version", name), []).append(time_version(source, root))
         _print(rows, gates, times, shapes, args.runs)
+        _print_cpu(rows, gates, cpu)
     return 0
 
 
@@ -359,6 +373,14 @@ def _print(rows: list[Row], gates: dict[str, Path | None], times: dict[tuple[str
         for name, shape in every if not agree else ():
             print(f"  {name}: total {shape['total']}: " + "; ".join(shape["penalties"]))
     print(f"{'gate --version':36}" + "".join(f"{_median(times[('version', name)]):>13}" for name in gates))
+
+
+def _print_cpu(rows: list[Row], gates: dict[str, Path | None], cpu: dict[tuple[str, str], list[float]]) -> None:
+    print("CPU seconds, median (each command's and the processes' it waited for)")
+    for row in rows:
+        cells = [_median(cpu[(row.label, name)]) for name in (*gates, "pytest")]
+        ratio = statistics.median(cpu[(row.label, "gate")]) / statistics.median(cpu[(row.label, "pytest")])
+        print(f"{row.label:36}" + "".join(f"{cell:>13}" for cell in cells) + f"{ratio:12.1f}x")
 
 
 if __name__ == "__main__":
