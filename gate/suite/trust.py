@@ -10,6 +10,7 @@ environment) asks here, and so does the framework check, which reads what of the
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from collections.abc import Sequence
@@ -56,6 +57,11 @@ def held(tests: Sequence[str]) -> tuple[str, ...]:
     data beside the test modules `gate init` names one by one where pytest collects none of them as configured
     (`tests/unit/test_a.py`: `tests`), or beside a part of a folder of tests a policy names (`tests/unit`), are
     the suite's as much as a named folder's are (`tests/support.py`)."""
+    return _held(tuple(tests))
+
+
+@functools.cache  # (asked for each file of a tree, with the same few test paths)
+def _held(tests: tuple[str, ...]) -> tuple[str, ...]:
     folders = []
     for test in tests:
         parts = PurePosixPath(test).parts[:-1]
@@ -71,13 +77,19 @@ def shadows_tests(path: str, tests: Sequence[str], roots: Sequence[str]) -> bool
     wins over a folder without `__init__.py`, and may then say where its submodules are, so that the base's
     tests' `from tests.support import same` imports the head's), or a folder of that name under another import
     root (`src/tests/`, a portion of the same namespace)."""
-    tops = {PurePosixPath(test).parts[0] for test in tests if test != "."} & set(TEST_FOLDERS)
+    tops = _tops(tuple(tests))
     for root in roots:
         inside = _inside(path, root)
         if inside and ((len(inside) == 1 and inside[0].endswith(".py") and inside[0][:-3] in tops)
                        or (root and len(inside) > 1 and inside[0] in tops)):
             return True
     return False
+
+
+@functools.cache  # (as `_held`)
+def _tops(tests: tuple[str, ...]) -> frozenset[str]:
+    """The folders of tests (TEST_FOLDERS) the test paths `tests` start with."""
+    return frozenset(PurePosixPath(test).parts[0] for test in tests if test != ".") & frozenset(TEST_FOLDERS)
 
 
 def metadata(path: str, roots: Sequence[str]) -> bool:
