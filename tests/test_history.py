@@ -201,10 +201,10 @@ def test_a_version_from_git_is_the_one_setuptools_scm_gives(tmp_path: Path) -> N
     first = repo.commit("one", {"a.py": "x = 1\n"})
     second = repo.commit("two", {"a.py": "x = 2\n"})
     handle = gitcli.Repo(repo.root)
-    assert scm_version(handle, handle.commit(second)) == f"0.1.dev2+g{second[:7]}"
+    assert scm_version(handle, handle.commit(second)) == f"0.1.dev2+g{second[:9]}"
     repo.git("tag", "v1.4.0", first)
     assert scm_version(handle, handle.commit(first)) == "1.4.0"
-    assert scm_version(handle, handle.commit(second)) == f"1.4.1.dev1+g{second[:7]}"
+    assert scm_version(handle, handle.commit(second)) == f"1.4.1.dev1+g{second[:9]}"
     # python-dateutil's tags: a post release, a release candidate, a dev release (the last number bumped, the
     # dev one's release): read as 0.1.dev, its own build's version conflicted with what its tests require.
     repo.git("tag", "-d", "v1.4.0")
@@ -212,5 +212,5 @@ def test_a_version_from_git_is_the_one_setuptools_scm_gives(tmp_path: Path) -> N
                               ("1.6.dev0", "1.6.dev0", "1.6")):
         repo.git("tag", "-f", tag, first)
         assert scm_version(handle, handle.commit(first)) == exact
-        assert scm_version(handle, handle.commit(second)) == f"{after}.dev1+g{second[:7]}"
+        assert scm_version(handle, handle.commit(second)) == f"{after}.dev1+g{second[:9]}"
         repo.git("tag", "-d", tag)

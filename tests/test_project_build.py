@@ -53,11 +53,14 @@ def test_version_is_the_metadata():
 POLICY = "budget: 1\ntests:\n  paths: [tests]\n  test_timeout: 5\n"
 
 
-def _repo(root: Path, package: str = "src/verpkg", dependencies: tuple[str, ...] = ("checkhelp",)) -> Repo:
-    """The project in a src layout (`package` "src/verpkg") or a flat one ("verpkg")."""
+def _repo(root: Path, package: str = "src/verpkg", dependencies: tuple[str, ...] = ("checkhelp",),
+          tests: str = TESTS, scm: str = "") -> Repo:
+    """The project in a src layout (`package` "src/verpkg") or a flat one ("verpkg"); `scm` is its
+    `[tool.setuptools_scm]` settings."""
     repo = project_repo(root, {"_backend/backend.py": VERSIONED_BACKEND, ".gitignore": f"{package}/_version.py\n",
-                               "pyproject.toml": pyproject("verpkg", list(dependencies)),
-                               f"{package}/__init__.py": PACKAGE, "tests/test_verpkg.py": TESTS,
+                               "pyproject.toml": pyproject("verpkg", list(dependencies),
+                                                           extra=f"\n[tool.setuptools_scm]\n{scm}" if scm else ""),
+                               f"{package}/__init__.py": PACKAGE, "tests/test_verpkg.py": tests,
                                ".github/gate.yml": POLICY})
     repo.git("tag", "v1.4.0", "main")
     return repo
@@ -76,6 +79,28 @@ def test_an_honest_change_to_a_project_with_a_generated_version_file_is_accepted
                                        "tests/test_verpkg.py::test_version_is_the_metadata": "passed"}
     assert verdict.accepted and verdict.total == 0
     assert "build" not in dict(verdict.facts)
+
+
+# prettytable's test of its version's shape, which its `local_scheme = "no-local-version"` keeps public (no
+# `+g1a2b3c4`, whose last digit is a letter one commit in three): its own checkout builds such a version.
+PUBLIC_VERSION_TEST = TESTS + '''
+
+def test_the_version_is_a_public_one():
+    assert "+" not in verpkg.__version__ and verpkg.__version__[-1].isdigit()
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_version_without_the_local_part_the_project_drops_is_built_so_for_the_head(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", tests=PUBLIC_VERSION_TEST, scm='local_scheme = "no-local-version"\n')
+    repo.commit("bot: document double", {"src/verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_verpkg.py::test_the_version_is_a_public_one"] == "passed"
+    assert verdict.accepted and verdict.total == 0
 
 
 @pytest.mark.slow

@@ -31,12 +31,12 @@ def package_dirs(read: Reader) -> dict[str, str]:
     "" for the tree's top), as its build declares it; {} for a flat or src layout that declares none."""
     read = _short(read)
     found: dict[str, str] = {}
-    doc = _toml(read("pyproject.toml"))
+    doc = toml_doc(read("pyproject.toml"))
     tool = doc.get("tool", {}) if isinstance(doc.get("tool"), dict) else {}
-    found |= _poetry(tool.get("poetry")) | _hatch(tool.get("hatch")) | _single("", _get(tool, "pdm", "build",
+    found |= _poetry(tool.get("poetry")) | _hatch(tool.get("hatch")) | _single("", get(tool, "pdm", "build",
                                                                                           "package-dir"))
-    found |= _single("", _get(tool, "maturin", "python-source"))
-    found |= _mapping(_get(tool, "setuptools", "package-dir"))
+    found |= _single("", get(tool, "maturin", "python-source"))
+    found |= _mapping(get(tool, "setuptools", "package-dir"))
     found |= _mapping(_setup_cfg(read("setup.cfg")))
     found |= _mapping(setup_py_literal(read("setup.py"), "package_dir"))
     return found
@@ -147,9 +147,9 @@ def _poetry(poetry: object) -> dict[str, str]:
 def _hatch(hatch: object) -> dict[str, str]:
     """Hatch's wheel target: `packages = ["lib/pkg"]` (the package at the wheel's top) and `sources`
     (`["lib"]`, or `{"lib" = ""}`: the prefix a wheel's path loses)."""
-    wheel = _get(hatch, "build", "targets", "wheel")
+    wheel = get(hatch, "build", "targets", "wheel")
     found = {}
-    for table in (_get(hatch, "build"), wheel):
+    for table in (get(hatch, "build"), wheel):
         packages = table.get("packages") if isinstance(table, dict) else None
         for package in packages if isinstance(packages, list) else ():
             inside = _inside(package)
@@ -165,14 +165,16 @@ def _hatch(hatch: object) -> dict[str, str]:
     return found
 
 
-def _toml(text: str | None) -> dict[str, Any]:
+def toml_doc(text: str | None) -> dict[str, Any]:
+    """The TOML document `text`; {} for none, or for one that does not parse (the build says what is wrong)."""
     try:
         return tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
         return {}
 
 
-def _get(doc: object, *keys: str) -> object:
+def get(doc: object, *keys: str) -> object:
+    """`doc[keys[0]][keys[1]]...`, or None where a level is missing or not a table."""
     for key in keys:
         if not isinstance(doc, dict):
             return None

@@ -32,7 +32,7 @@ from typing import IO
 from urllib.parse import urlsplit
 
 from gate.checks.trees import TreeCache, feature_version
-from gate.environment import BuildLayer, BuiltEnvironment, packages
+from gate.environment import BuildLayer, BuiltEnvironment, packages, scm
 from gate.environment.cache import cache_dir
 from gate.environment.declarations import buildable
 from gate.errors import BadInput, GateFailure, decode_input
@@ -606,28 +606,23 @@ def uncompiled(layers: tuple[BuildLayer, BuildLayer] | None, changes: Sequence[C
 
 def scm_version(repo: Repo, commit: Commit) -> str:
     """The version setuptools-scm and hatch-vcs would give `commit` from the real repository's history (an
-    export has no .git): the nearest tag, its distance and the commit, in their default scheme
-    (`1.2.3`, `1.2.4.dev5+g1a2b3c4`, `0.1.dev5+g1a2b3c4` without a tag). Passed to the base's build as
-    SETUPTOOLS_SCM_PRETEND_VERSION, which both read."""
-    short = commit.hexsha[:7]
+    export has no .git): the nearest tag and the distance from it, in the schemes the commit's build
+    configuration asks for (gate/environment/scm.py: `1.2.3`, `1.2.4.dev5+g1a2b3c4d5`, `0.1.dev5+g1a2b3c4d5`
+    without a tag). Passed to the build as SETUPTOOLS_SCM_PRETEND_VERSION, which both read."""
+    from packaging.version import InvalidVersion, Version  # (only where a build reads it)
+
+    chosen = scm.schemes(GitBase(commit, replacing=True).read)
     try:
         described = repo.run("describe", "--tags", "--long", "--match", "*[0-9]*", commit.hexsha)
     except GitError:
-        count = int(repo.run("rev-list", "--count", commit.hexsha))
-        return f"0.1.dev{count}+g{short}"
-    from packaging.version import InvalidVersion, Version  # (only where a build reads it)
-
+        return scm.formatted(Version("0.0"), int(repo.run("rev-list", "--count", commit.hexsha)), commit.hexsha,
+                             chosen)
     tag, distance, _ = described.rsplit("-", 2)
     try:
-        release = str(Version(re.sub(r"^[^0-9]*", "", tag))).partition("+")[0]
+        version = Version(re.sub(r"^[^0-9]*", "", tag))
     except InvalidVersion:
-        return f"0.1.dev{distance}+g{short}"
-    if distance == "0":
-        return release
-    # guess-next-dev: a dev tag's release, else the last number bumped (2.9.0.post0 -> 2.9.0.post1).
-    before, dev, _ = release.rpartition(".dev")
-    bumped = before if dev else re.sub(r"\d+$", lambda last: str(int(last.group()) + 1), release)
-    return f"{bumped}.dev{distance}+g{short}"
+        version = Version("0.0")
+    return scm.formatted(version, int(distance), commit.hexsha, chosen)
 
 
 def _exporter(commit: Commit, target: Path, withheld: frozenset[str], max_bytes: int
