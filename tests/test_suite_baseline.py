@@ -78,6 +78,28 @@ def test_a_base_suite_that_does_not_run_stops_the_gate_and_is_never_cached(
     assert "the base's suite does not run in the gate: " in out and said in out, out
 
 
+# A test module for a later Python that the suite's configuration leaves out, as cattrs' conftest does (its tests
+# would fail here: they must neither count as lost nor run).
+FUTURE_ONLY = {"tests/test_future_only.py": "def test_a():\n    assert False\n\n\ndef test_b():\n    assert False\n"}
+
+
+@pytest.mark.usefixtures("offline_pip")
+@pytest.mark.parametrize("left_out", [
+    {"tests/conftest.py": CONFTEST + "\nimport sys\n\ncollect_ignore_glob = [] if sys.version_info >= (3, 99) else "
+                          "['test_future*.py']\n"},
+    {"pytest.ini": "[pytest]\naddopts = --ignore=tests/test_future_only.py\n"},
+], ids=["conftest-collect-ignore", "addopts-ignore"])
+def test_test_files_the_suites_configuration_leaves_out_are_not_lost(tmp_path: Path,
+                                                                     left_out: dict[str, str]) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files={**FUTURE_ONLY, **left_out})
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = score_repo(repo)
+
+    assert verdict.accepted and verdict.total == 0
+    assert set(suite_statuses(verdict)) == set(BASE_TESTS)
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_gate_doctor_repo_runs_a_suite_that_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = calc_project(tmp_path / "repo")

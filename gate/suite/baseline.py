@@ -58,6 +58,7 @@ from gate.suite.run import (
 )
 from gate.suite.selection import SuiteTrees
 from gate.suite.tripwire import Equal, Replaced, RunRecords, Suspect, Trip, confirmed, right
+from gate.suite.trust import under
 from gate.syntax import parse_python
 from gate.verdict import listing
 
@@ -239,7 +240,8 @@ def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: f
     assert suite.base is not None
     found = collect(sandbox, base, deadline)
     problem = ("its records do not add up: " + listing(list(found.tampered), "; ", shown=2) if found.tampered
-               else collection_refusal(found.collected, found.outcomes, plain_tests(suite.base(), suite.args)))
+               else collection_refusal(found.collected, found.outcomes,
+                                       plain_tests(suite.base(), suite.args, found.ignored)))
     if problem:
         raise _Refusal(problem)
     return Baseline(list(found.collected), {nodeid: "skipped" for nodeid in found.skips}, dict(found.skips),
@@ -637,16 +639,17 @@ _FIXTURE = re.compile(r"^E\s+fixture '[^']+' not found", re.MULTILINE)
 _TEST_FILE = re.compile(r"^(test_.*|.*_test)\.py$")
 
 
-def plain_tests(tree: Path, paths: tuple[str, ...]) -> dict[str, int]:
+def plain_tests(tree: Path, paths: tuple[str, ...], ignored: tuple[str, ...] = ()) -> dict[str, int]:
     """The tests each test file under `paths` plainly defines (`def test_*` at its top or in a top-level
     `class Test*`, each name once), by its path relative to `tree`: fewer collected means pytest did not run
-    what the base holds."""
+    what the base holds. Not a file in or under `ignored`, which the suite's configuration leaves out (a
+    conftest's `collect_ignore_glob` for another Python, as in the project's own CI)."""
     found: dict[str, int] = {}
     for path in paths:
         top = tree / path
         files = [top] if top.is_file() else sorted(top.rglob("*.py"))
         for file in files:
-            if not _TEST_FILE.match(file.name):
+            if not _TEST_FILE.match(file.name) or under(file.relative_to(tree).as_posix(), ignored):
                 continue
             try:
                 module = parse_python(file.read_bytes())

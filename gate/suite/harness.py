@@ -10,7 +10,8 @@ process that dies mid-suite has reported everything before; killed right after a
 one it died in):
 {"collected": [node ids], "unhostable": [node ids], "matched": {node id: node id asked for}, "always": the class
 name of the run's always-equal object, and in a collection that runs nothing "skips": {node id: why, of each skipped
-by its marks} and "flaky": {node id: how many times the suite runs it again when it fails}}, {"deselected": [node
+by its marks}, "flaky": {node id: how many times the suite runs it again when it fails} and "ignored": [the files
+and folders pytest's ignore hook left out, from its root]}, {"deselected": [node
 ids]}, {"collect_error": path, "detail"}, {"start": node id}, {"equal": node id, "site", "operand", "what", "how"}
 (an object equal to everything that an assertion found equal: gate/suite/equality.py), {"replaced": node id, "what"}
 (what that test depends on was no longer as collected before it ran: gate/suite/guard.py), {"test": node id,
@@ -66,7 +67,7 @@ import tempfile
 import time
 import traceback
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Generator
 from typing import Any
 
 RESULT_FD_ENV = "GATE_RESULT_FD"
@@ -148,6 +149,12 @@ class _Returned(BaseException):
     """Raised as a tripwire's test function starts, when the tripwire must pass: the call returns there."""
 
 
+def _ignore_collect_path(self: GatePlugin, path: Any, config: Any) -> Generator[None, Any, None]:
+    """GatePlugin._ignore_collect under pytest 6, whose hook names the path `path`."""
+    outcome = yield
+    self.note_ignored(outcome.get_result(), path, config)
+
+
 class GatePlugin:
     """Writes one record per event on the result channel (a descriptor only this object names); a test's
     outcome with the record after it."""
@@ -172,6 +179,7 @@ class GatePlugin:
         # before it wrote).
         self._held = b""
         self._rerunning: set[str] = set()  # the entry points' names of those of _RERUNNING the suite loaded
+        self._ignored: list[str] = []  # what pytest's ignore hook left out of the collection (_ignore_collect)
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -202,6 +210,20 @@ class GatePlugin:
         data, self._held = self._held, b""
         _send(self._fd, data)
 
+    def _ignore_collect(self, collection_path: Any, config: Any) -> Generator[None, Any, None]:
+        """(Wraps pytest_ignore_collect; before pytest 7, `_ignore_collect_path`.)"""
+        outcome = yield
+        self.note_ignored(outcome.get_result(), collection_path, config)
+
+    def note_ignored(self, ignored: Any, path: Any, config: Any) -> None:
+        """A file or folder the suite's configuration leaves out of the collection (a conftest's
+        `collect_ignore_glob`, `--ignore` in its addopts), by its path from the root: the tests it defines are
+        not lost."""
+        if ignored:
+            relative = os.path.relpath(str(path), str(getattr(config, "rootpath", None) or config.rootdir))
+            if relative != ".":
+                self._ignored.append(relative.replace(os.sep, "/"))
+
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             self.write({"collect_error": report.nodeid, "detail": _text(report)})
@@ -224,6 +246,7 @@ class GatePlugin:
             record["skips"] = {item.nodeid: reason for item in items if (reason := _skipped_alone(item)) is not None}
             record["flaky"] = {item.nodeid: tries for item in items
                                if (tries := _flaky_tries(item, self._rerunning, config))}
+            record["ignored"] = sorted(set(self._ignored))
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)
@@ -683,6 +706,8 @@ def _child(fd: int, key: str, select: list[str] | None, args: list[str], plugins
         # (And, should the last item's protocol not end, before the other plugins' own end of the session.)
         GatePlugin.pytest_sessionfinish = pytest.hookimpl(  # type: ignore[method-assign]
             tryfirst=True)(GatePlugin.pytest_sessionfinish)
+        GatePlugin.pytest_ignore_collect = pytest.hookimpl(hookwrapper=True)(  # type: ignore[attr-defined]
+            GatePlugin._ignore_collect if hasattr(pytest, "version_tuple") else _ignore_collect_path)
         # The plugins are registered as the modules imported here: `-p NAME` would have pytest look NAME up among
         # the entry points of every distribution on the path first, the head's own metadata (a `*.dist-info` of
         # its tree or of its build's wheel) among them, and load what that names instead. One that did not import

@@ -336,13 +336,15 @@ class Collection:
     """What pytest collects in a run that runs nothing: the node ids in its order; by path, each file it could
     not collect (or "." when pytest stopped before collecting), and what the base's configuration deselected,
     as outcomes; what did not add up; the tests skipped whatever runs before them (their marks), with pytest's
-    report of the skip; the tests the suite runs again when they fail, with how many times."""
+    report of the skip; the tests the suite runs again when they fail, with how many times; the files and
+    folders its configuration left out (pytest's ignore hook), from its root."""
 
     collected: tuple[str, ...]
     outcomes: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
     skips: dict[str, str] = field(default_factory=dict)
     marked_flaky: Mapping[str, int] = field(default_factory=dict)
+    ignored: tuple[str, ...] = ()
 
 
 def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
@@ -363,7 +365,7 @@ def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
     if checked.collected is None and not checked.errors:
         outcomes["."] = TestOutcome(".", "error", _death(ran, "before collecting the tests"))
     return Collection(tuple(checked.collected or ()), outcomes, skips=checked.skips,
-                      marked_flaky=checked.marked_flaky)
+                      marked_flaky=checked.marked_flaky, ignored=checked.ignored)
 
 
 def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mapping[str, TestOutcome],

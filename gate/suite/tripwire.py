@@ -152,6 +152,8 @@ class RunRecords:
     skips: dict[str, str] = field(default_factory=dict)
     # A collection's tests that the suite runs again when they fail, with how many times (at most 2).
     marked_flaky: dict[str, int] = field(default_factory=dict)
+    # What a collection's configuration left out (pytest's ignore hook: `collect_ignore_glob`, `--ignore`).
+    ignored: tuple[str, ...] = ()
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -258,6 +260,8 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         found.tampered.append("flaky marks said of tests the run did not collect, or with no count of tries")
     else:
         found.marked_flaky = {str(nodeid): int(tries) for nodeid, tries in flaky.items()}
+    ignored = record.get("ignored") or []
+    found.ignored = tuple(str(path) for path in ignored) if isinstance(ignored, list) else ()
     for nodeid in sorted(unhostable):
         if nodeid in collected and _FUNCTION.search(nodeid):
             found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
