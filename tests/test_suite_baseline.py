@@ -42,7 +42,7 @@ def _check(repo_root: Path) -> int:
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize(("files", "said"), [
     ({"tests/test_version.py": "from calc._version import version\n\n\ndef test_version():\n"
-      "    assert version\n"}, "tests/test_version.py: "),
+      "    assert version\n"}, "tests/test_version.py: ModuleNotFoundError: No module named 'calc._version'"),
     ({"tests/test_calc.py": "import pytest\n\n\ndef test_mocked(mocker):\n    assert mocker\n\n\n" + TESTS
       .removeprefix("import pytest\n")}, "fixture 'mocker' not found"),
     ({"tests/test_class.py": "from calc import add\n\n\nclass TestCalc:\n    def __init__(self):\n"
@@ -69,8 +69,6 @@ def test_a_base_suite_that_does_not_run_stops_the_gate_and_is_never_cached(
     error = capsys.readouterr().err
     assert "the base's suite does not run in the gate: " in error and said in error, error
     assert not list(cache.glob("baselines/*.json"))
-    if "test_version" in said:  # pytest's own lines
-        assert "No module named 'calc._version'" in error
     # And ahead of the first PR, on the repository as it is.
     repo.git("checkout", "-q", "main")
     assert main(["doctor", "--repo", str(repo.root)]) == 3

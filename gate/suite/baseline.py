@@ -609,8 +609,8 @@ def collection_refusal(collected: tuple[str, ...], outcomes: dict[str, TestOutco
     """Why the base's collection cannot be a baseline, in pytest's own words, or "": it did not get to its
     tests, a file failed to collect, it collected no test, or fewer in all than the files plainly define
     (`plain`: file -> count)."""
-    broken = [f"{nodeid}: {outcome.detail.strip()[-500:]}" for nodeid, outcome in sorted(outcomes.items())
-              if "::" not in nodeid and outcome.status == "error"]
+    broken = [f"{nodeid}{gist(outcome.detail) or ': ' + outcome.detail.strip()}"
+              for nodeid, outcome in sorted(outcomes.items()) if "::" not in nodeid and outcome.status == "error"]
     if broken:
         return listing(broken, "; ", shown=3)
     if not collected:
