@@ -113,7 +113,16 @@ def test_a_test_the_head_passes_or_the_base_passes_is_not_blind() -> None:
     ("error", "ConnectionRefusedError: [Errno 111] Connection refused", "no network"),
     ("failed", "zoneinfo._common.ZoneInfoNotFoundError: 'No time zone found with key America/Chicago'",
      "no time-zone database"),
-    ("failed", "FileNotFoundError: [Errno 2] No such file or directory: '/bin/sh'", "a program the sandbox"),
+    ("failed", "FileNotFoundError: [Errno 2] No such file or directory: '/bin/sh'", "a program the sandbox lacks (sh)"),
+    # pycparser's tests start the C preprocessor; a test that opens a data file it lacks is another cause.
+    ("failed", "/usr/lib/python3.11/subprocess.py:1955: in _execute_child\n    raise child_exception_type(errno_num, "
+               "err_msg, err_filename)\nE   FileNotFoundError: [Errno 2] No such file or directory: 'cpp'",
+     "a program the sandbox lacks (cpp)"),
+    ("failed", "E   FileNotFoundError: [Errno 2] No such file or directory: 'data.json'",
+     "FileNotFoundError: [Errno 2] No such file or directory: 'data.json'"),
+    # charset-normalizer's test of a 200 MB string, under the runs' address space.
+    ("failed", "    payload = b'x' * 200_000_000\nE   MemoryError", "more memory than the runs' address space allows "
+                                                                  "(limits.memory_mb)"),
     ("timeout", "ran out of time (tests.test_timeout: 60 s)", "it runs out of time"),
     ("failed", "assert 1 == 2", "assert 1 == 2"),
 ])

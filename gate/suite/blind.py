@@ -69,6 +69,9 @@ def cause(status: str, detail: str, compiled: Callable[[str], bool]) -> str:
         if compiled(module):
             return f"the compiled extension {module} is not built"
         return f"ModuleNotFoundError: No module named '{module}'"
+    program = _PROGRAM.search(detail)
+    if program and (program.group(1) or program.group(2) in _PROGRAMS or _STARTS.search(detail)):
+        return f"a program the sandbox lacks ({program.group(2)})"
     for pattern, words in _CAUSES:
         if pattern.search(detail):
             return words
@@ -78,14 +81,18 @@ def cause(status: str, detail: str, compiled: Callable[[str], bool]) -> str:
 # A skip's report as the harness has it: pytest's (path, line, "Skipped: reason").
 _SKIP_REASON = re.compile(r"Skipped: (.*?)['\"]?\)?$", re.MULTILINE)
 _NO_MODULE = re.compile(r"No module named '([^']+)'")
+# A program a test starts that the run's root does not hold (gate/sandbox/detect.py's TOOLS are there): named by
+# a path in a bin folder, as one of the programs suites commonly start, or where the report shows a process start.
+_PROGRAM = re.compile(r"No such file or directory: '((?:/usr)?(?:/local)?/s?bin/)?([\w.+-]+)'")
+_PROGRAMS = frozenset({"sh", "bash", "git", "make", "gcc", "cc", "cpp", "c++", "g++", "clang", "ld", "node", "java"})
+_STARTS = re.compile(r"_execute_child|subprocess\.py|os\.exec|posix_spawn|spawnv")
 _CAUSES = (
     (re.compile(r"Read-only file system|\[Errno 30\]"), "the tree is read-only (a test writes beside itself)"),
     (re.compile(r"Connection refused|Network is unreachable|name resolution|Name or service not known|"
                 r"\[Errno (101|111|-2|-3)\]|gaierror|(socket|connect)\b[^\0]*(PermissionError|not permitted)"),
      "no network beyond the run's own loopback"),
     (re.compile(r"ZoneInfoNotFoundError|No time zone found"), "no time-zone database"),
-    (re.compile(r"No such file or directory: '(/bin/|/usr/bin/)?(sh|bash|git|make|gcc|cc)'"),
-     "a program the sandbox lacks"),
+    (re.compile(r"\bMemoryError\b"), "more memory than the runs' address space allows (limits.memory_mb)"),
     (re.compile(r"fixture '[^']+' not found"), "a fixture nothing provides"),
     (re.compile(r"PermissionError|Permission denied|Operation not permitted"), "a permission the sandbox denies"),
 )
