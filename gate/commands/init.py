@@ -17,21 +17,23 @@ import re
 import sys
 import textwrap
 import tomllib
-from dataclasses import dataclass, field
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
 from importlib import resources
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gate import HOME, POLICY_SCHEMA_URL, __version__
-from gate.environment import testdeps
+from gate.environment import imported, testdeps
 from gate.environment.declarations import groups_declared
 from gate.environment.testdeps import Choice, project_extras
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
 from gate.suite.discovery import Suite, find_suite, nameable, stray_tests
+from gate.suite.trust import under
 from gate.verdict import listing
 
 PYTHONS = ("3.8", "3.9", "3.10", "3.11", "3.12", "3.13")  # the versions `python:` accepts
@@ -67,6 +69,9 @@ class Found:
             passed = f"; passed over: {listing(list(self.deps.others), ', ', 3)}" if self.deps.others else ""
             dev = " (a dev set, linters and docs tools too: nothing smaller is declared)" if self.deps.dev else ""
             chosen.append(f"test dependencies: {self.deps.why}{dev}{passed}")
+            if self.deps.imported:
+                chosen.append("the extras the tests import, which nothing else installs: " + listing(
+                    [f"{extra} ({why})" for extra, why in self.deps.imported], ", ", shown=4))
             chosen += [f"left out: {line}, the project itself (the gate installs the base's own tree"
                        + (", with the extras the line asks" if project_extras(line) else "")
                        + "; a pin of another version would stop every PR)" for line in self.deps.left_out]
@@ -190,9 +195,26 @@ def discover(root: Path) -> Found:
         suite = Suite(suite.config, named, named, "named one by one: pytest collects none of them as configured; "
                                                   "a folder of tests one sits in runs as the base has it, as a "
                                                   "named folder does")
+    if suite.files and declares is not None:
+        deps = _with_imported(deps, read, pyproject, files, suite)
     return Found(project=declares, deps=deps, suite=suite if suite.files else None,
                  stray=tuple(path for path in stray if path not in named),
                  python=_oldest_python(requires), requires_python=requires)
+
+
+def _with_imported(deps: Choice, read: Callable[[str], str | None], pyproject: dict[str, Any], files: list[str],
+                   suite: Suite) -> Choice:
+    """`deps` with the extras that bring what the suite's files and conftests import and nothing chosen
+    installs (gate/environment/imported.py)."""
+    conftests = [path for path in files if PurePosixPath(path).name == "conftest.py" and under(path, suite.paths)]
+    own = {PurePosixPath(path).parts[1 if path.startswith("src/") else 0].removesuffix(".py") for path in files
+           if "/" in path.removeprefix("src/") or path.endswith(".py")}
+    needed = imported.needed_extras(read, deps, imported.extra_requirements(read, pyproject),
+                                    [*suite.files, *conftests], own)
+    if not needed:
+        return deps
+    return replace(deps, extras=(*deps.extras, *(extra for extra, _ in needed)), imported=needed,
+                   why=deps.why or "the extras the tests import")
 
 
 def _files(root: Path) -> list[str]:

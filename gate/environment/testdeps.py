@@ -549,6 +549,7 @@ class Choice:
     dev: bool = False  # a dev set (linters and docs tools too): nothing smaller was declared
     others: tuple[str, ...] = ()  # what else is declared and was passed over
     left_out: tuple[str, ...] = ()  # lines naming the project itself in the files chosen
+    imported: tuple[tuple[str, str], ...] = ()  # extras added for what the tests import, with why (imported.py)
 
 
 def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_project: bool) -> Choice:
