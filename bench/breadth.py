@@ -347,6 +347,55 @@ PROJECTS = (
     # Each test case is an .http body and a .yaml of what it must parse to, read beside the tests.
     Project("python-multipart", "0.0.9", "hatchling, dev extra (pinned), tests reading .http and .yaml data",
             ("tests",), ("-e", ".[dev]"), ("multipart/multipart.py", "parse_options_header")),
+    # A new maintainer's round (first met here, nothing tuned for them).
+    # pytest 9's native `[tool.pytest]` table (addopts of pytest-benchmark); its Justfile runs `uv run
+    # --all-extras --group test pytest -n auto tests`: the tests of its preconf converters (and bench/) import
+    # the extras' libraries. (Hypothesis-heavy: plain pytest takes minutes even with xdist on 2 cores.)
+    Project("cattrs", "26.2.1", "src, hatch-vcs, [tool.pytest] (pytest 9 TOML), test dependency group, extras",
+            ("-n", "auto", "tests"), ("-e", ".[ujson,orjson,msgpack,pyyaml,tomlkit,cbor2,bson,msgspec,tomllib]",
+                         "hypothesis>=6.135.26", "pytest>=8.4.1", "pytest-benchmark>=5.1.0", "immutables>=0.21",
+                         "coverage>=7.9.2", "pytest-xdist>=3.8.0"),
+            ("src/cattrs/converters.py", "BaseConverter.unstructure")),
+    # A dependency of pytest itself (pytest imports it before any test: pluggy's case), `ini_options.testpaths`.
+    Project("iniconfig", "2.3.1", "src, setuptools-scm write_to, dev group, testing/, pytest's own dependency",
+            (), ("-e", ".", "pytest>=8.4.2", "pytest-xdist>=3.8"), ("src/iniconfig/__init__.py", "IniConfig.lineof"),
+            ("src/iniconfig/_version.py",), framework=True),
+    Project("pyasn1", "0.6.5", "flat, setuptools (pyproject), unittest tests/ in nested packages, no test deps",
+            ("tests",), ("-e", ".", "pytest"), ("pyasn1/codec/ber/encoder.py", "Encoder.__call__")),
+    Project("termcolor", "3.3.0", "src, hatch-vcs, [tests] extra, tox --cov", (), ("-e", ".[tests]"),
+            ("src/termcolor/termcolor.py", "colored")),
+    # A pytest plugin by entry point (pytest11), loaded by pytest before any test; tox's TOML table in
+    # pyproject.toml (`dependency_groups = ["test"]`); filterwarnings = error.
+    Project("typeguard", "4.6.1", "src, setuptools-scm, pytest11 plugin, [tool.tox] dependency_groups, mypy",
+            (), ("-e", ".", "coverage[toml]>=7", "pytest>=7", "mypy>=1.2.0"),
+            ("src/typeguard/_checkers.py", "check_type_internal")),
+    # setup.cfg [tool:pytest] addopts `-m 'not slow' --ignore=tests/testdata`; tox `deps = .[test]` (pytest < 9).
+    Project("asttokens", "3.0.2", "flat, setuptools-scm write_to, setup.cfg, tox deps .[test] (pytest<9)", (),
+            ("-e", ".[test]"), ("asttokens/asttokens.py", "ASTTextBase.get_text"), ("asttokens/version.py",)),
+    # An in-tree PEP 517 backend (`_build_hook`), Cython only on request; nox installs a hashed
+    # dev-requirements.txt (pytest 9.0.3; the same pins inline here: pip refuses `-e .` beside hashes);
+    # filterwarnings = error, log_level DEBUG.
+    Project("charset-normalizer", "3.5.3", "src, in-tree backend, optional Cython, nox, hashed dev-requirements",
+            ("tests",), ("-e", ".", "pytest==9.0.3", "coverage>=7.13.5"),
+            ("src/charset_normalizer/api.py", "from_bytes")),
+    # Its tests are tests.py at the top, beside the module; its makefile runs `python3 -m unittest`.
+    Project("jsonpointer", "3.12", "one module, setup.py, unittest tests.py at the top, makefile", ("tests.py",),
+            ("-e", ".", "pytest"), ("jsonpointer.py", "resolve_pointer")),
+    # pytest 9's native `[tool.pytest]` (testpaths, minversion 9.0); tox extras (pytest-lazy-fixtures).
+    Project("prettytable", "3.19.0", "src, hatch-vcs version-file, [tool.pytest] minversion 9, tests extra", (),
+            ("-e", ".[tests]"), ("src/prettytable/prettytable.py", "PrettyTable.get_string"),
+            ("src/prettytable/_version.py",)),
+    # unittest tests that run `cpp`; no test deps declared.
+    Project("pycparser", "3.12", "flat, setuptools (pyproject), unittest tests/, runs cpp", ("tests",),
+            ("-e", ".", "pytest"), ("pycparser/c_generator.py", "CGenerator.visit")),
+    Project("rfc3986", "2.0.0", "src, setup.cfg, no test deps in the sdist", ("tests",), ("-e", ".", "pytest"),
+            ("src/rfc3986/normalizers.py", "normalize_scheme")),
+    # The RFC's test vectors are a JSON fixture folder (a git submodule, shipped in the sdist).
+    Project("uritemplate", "4.2.0", "flat, setup.cfg, tests read JSON fixtures, no test deps declared", ("tests",),
+            ("-e", ".", "pytest"), ("uritemplate/api.py", "expand")),
+    # tox deps (not extras), `coverage run -m pytest {posargs:tests}`, filterwarnings = error.
+    Project("python-slugify", "9.2.0", "flat, setuptools, tox deps, filterwarnings error, CLI tests", (),
+            ("-e", ".", "coverage[toml]>=7", "pytest>=8"), ("slugify/slugify.py", "slugify")),
 )
 
 
