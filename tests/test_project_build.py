@@ -119,6 +119,29 @@ def test_a_regression_in_a_built_project_is_blocked_naming_the_failing_test(tmp_
     assert "(it passes on the base)" in message
 
 
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_the_projects_own_pytest_plugin_is_said_not_to_load(tmp_path: Path) -> None:
+    """typeguard's shape: its wheel declares its pytest plugin (`[pytest11]`), which pytest would load before any
+    test, the head's code with it; the gate never loads it, and the verdict says so, for the tests that need it
+    (its options, its fixtures) fail on both sides."""
+    repo = _repo(tmp_path / "repo")
+    backend = VERSIONED_BACKEND.replace("        for arc, data in items:\n",
+                                        "        items.append((f'{info}/entry_points.txt', "
+                                        "b'[pytest11]\\nverp = verpkg.plug\\n'))\n        for arc, data in items:\n")
+    assert backend != VERSIONED_BACKEND
+    repo.commit("base: declare the plugin", {"_backend/backend.py": backend})
+    repo.git("branch", "-f", "main")
+    repo.commit("bot: document double", {"src/verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    notes = [note for key, note in verdict.facts if key == "build"]
+    assert any(note.startswith("head: the project's pytest plugin verp (verpkg.plug) is not loaded") for note in notes)
+    assert verdict.accepted
+
+
 # zope.interface's shape: its package in a namespace package (`nsp`, declared by its own `__init__.py`) that
 # the environment shares: a test dependency installs another portion of it (zope.testing's `zope/testing/`).
 NAMESPACED_TESTS = TESTS.replace("import verpkg\n", "from nsp import helper, verpkg\n") + (

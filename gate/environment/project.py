@@ -72,7 +72,7 @@ _OBJECTS = (".o", ".a", ".obj", ".lib")
 _BUILD_S = 600.0
 # The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 6
+_RULES = 7
 _NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
 _BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
@@ -374,7 +374,8 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
 
 
 def refused(layer: BuildLayer) -> list[str]:
-    """The native files of the built layer's wheel that it does not keep, each with why (the verdict's notes)."""
+    """The native files of the built layer's wheel that it does not keep, and the pytest plugins of the project's
+    own that do not load, each with why (the verdict's notes)."""
     try:
         found = json.loads((layer.path / _DONE).read_text()).get("refused", [])
     except (OSError, ValueError):
@@ -487,6 +488,19 @@ def _without_plugins(text: bytes) -> bytes:
     return "".join(kept).encode()
 
 
+def _plugins(text: bytes) -> list[str]:
+    """The pytest plugins (`[pytest11]`) an entry_points.txt declares, as `name = module` lines say them."""
+    found, inside = [], False
+    for line in text.decode("utf-8", "replace").splitlines():
+        header = line.strip()
+        if header.startswith("[") and header.endswith("]"):
+            inside = header.strip("[]").strip() == "pytest11"
+        elif inside and "=" in header and not header.startswith(("#", ";")):
+            name, _, module = header.partition("=")
+            found.append(f"{name.strip()} ({module.strip()})")
+    return found
+
+
 def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset(),
             code: SuiteCode = _NO_SUITE, own: frozenset[str] = frozenset(), prebuilt: _Prebuilt | None = None
             ) -> list[str]:
@@ -517,6 +531,9 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
             dest = target.joinpath(*parts)
             data = archive.read(info)
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
+                refusals += [f"the project's pytest plugin {entry} is not loaded: it would run the "
+                             "head's code before any test (the tests that need it, its options or fixtures, fail "
+                             "on both sides)" for entry in _plugins(data)]
                 data = _without_plugins(data)
             why = _compiled(data, prebuilt) if _native(parts[-1]) else ""
             if why:
