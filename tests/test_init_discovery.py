@@ -241,6 +241,24 @@ def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_
     assert "# WARNING: this repository has test files (mypkg/testing.py) that pytest does not collect" in text
 
 
+def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(tmp_path: Path) -> None:
+    """ply's shape: `test/testlex.py` defines unittest tests and runs them as it is imported (`unittest.main()` at
+    its top: its CI runs it as a script), beside a hundred helper modules (`test/lex_doc1.py`) the tests load.
+    init names the scripts and why pytest cannot run them, not the helpers as if they were tests."""
+    script = ("import unittest\nimport lex_doc1\n\n\nclass LexTests(unittest.TestCase):\n    def test_doc(self):\n"
+              "        pass\n\n\nunittest.main()\n")
+    _tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='ply')\n", "ply/__init__.py": "",
+                     "test/testlex.py": script, "test/testyacc.py": script, "test/lex_doc1.py": "tokens = []\n",
+                     "test/calclex.py": "tokens = []\n"})
+
+    policy, said = gate_init(tmp_path)
+
+    assert "tests" not in policy
+    assert ("not found: a suite pytest can run: test/testlex.py, test/testyacc.py define tests but run them as they "
+            "are imported") in said
+    assert "gate: warning: this repository has test files (test/testlex.py, test/testyacc.py, test/calclex.py" in said
+
+
 def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path) -> None:
     """In a git checkout an ignored test file (a scratch file, a build's copy) is no part of the base a PR is
     scored on: init leaves it out."""

@@ -32,7 +32,7 @@ from gate.environment.testdeps import Choice, project_extras
 from gate.errors import EXIT_ACCEPTED, BadInput
 from gate.policy.model import ALTERNATE_POLICY_PATH, CONTROL_PLANE_GROUPS, DEFAULT_POLICY_PATH
 from gate.policy_file import load_policy
-from gate.suite.discovery import Suite, find_suite, nameable, stray_tests
+from gate.suite.discovery import Suite, find_suite, nameable, stray_tests, test_scripts
 from gate.suite.trust import under
 from gate.verdict import listing
 
@@ -49,6 +49,7 @@ class Found:
     deps: Choice = field(default_factory=Choice)  # the test dependencies chosen, and why
     suite: Suite | None = None  # the suite pytest collects (None: it collects nothing)
     stray: tuple[str, ...] = ()  # modules that look like tests, which pytest does not collect nor init names
+    scripts: tuple[str, ...] = ()  # of those, the ones that define tests but run them as they are imported
     python: str | None = None  # the oldest Python the project supports, of PYTHONS
     requires_python: str = ""
 
@@ -59,6 +60,11 @@ class Found:
             count = len(self.suite.files)
             chosen.append(f"tests: {', '.join(self.suite.paths)} ({count} test file{'s' * (count != 1)}, "
                           f"{self.suite.why})")
+        elif self.scripts:
+            missing.append(f"a suite pytest can run: {listing(list(self.scripts), ', ', 3)} define tests but run "
+                           "them as they are imported (`unittest.main()` at their top: the project runs them as "
+                           "scripts), so pytest cannot import them; no test runs on a PR until they only run "
+                           "under `if __name__ == \"__main__\":`")
         elif self.stray:
             missing.append(f"a suite: pytest collects no test file here, yet {listing(list(self.stray), ', ', 3)} "
                            "look like tests; name them under tests.paths (and python_files in the pytest "
@@ -197,8 +203,10 @@ def discover(root: Path) -> Found:
                                                   "named folder does")
     if suite.files and declares is not None:
         deps = _with_imported(deps, read, pyproject, files, suite)
+    scripts = () if suite.files else test_scripts(stray, read)
     return Found(project=declares, deps=deps, suite=suite if suite.files else None,
-                 stray=tuple(path for path in stray if path not in named),
+                 stray=(*scripts, *(path for path in stray if path not in named and path not in scripts)),
+                 scripts=scripts,
                  python=_oldest_python(requires), requires_python=requires)
 
 

@@ -266,10 +266,16 @@ _TEST_TEXT_MOST = 1 << 20  # (a module larger than this is no plain test module 
 _ENDS_ITS_IMPORT = frozenset({"unittest.main", "main", "sys.exit", "exit", "quit", "os._exit"})
 
 
-def _defines_tests(text: str | None) -> bool:
+def test_scripts(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
+    """Of `stray` (`stray_tests`), the modules that define tests but run them as they are imported (a top-level
+    `unittest.main()`: ply's `test/testlex.py`, which its CI runs as a script): pytest cannot import them."""
+    return tuple(path for path in stray if _defines_tests(read(path), scripts=True) and not _defines_tests(read(path)))
+
+
+def _defines_tests(text: str | None, scripts: bool = False) -> bool:
     """Whether `text` is a module that plainly defines a test pytest runs: a top-level `test*` function, or a
     top-level class named `Test*` or deriving from a `TestCase`, with a `test*` method; and that pytest can
-    import (no top-level `unittest.main()`)."""
+    import (no top-level `unittest.main()`), unless `scripts`."""
     if text is None or len(text) > _TEST_TEXT_MOST:
         return False
     try:
@@ -280,8 +286,8 @@ def _defines_tests(text: str | None) -> bool:
     def test(node: ast.stmt) -> bool:
         return isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("test")
 
-    if any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
-           and ast.unparse(node.value.func) in _ENDS_ITS_IMPORT for node in module.body):
+    if not scripts and any(isinstance(node, ast.Expr) and isinstance(node.value, ast.Call)
+                           and ast.unparse(node.value.func) in _ENDS_ITS_IMPORT for node in module.body):
         return False  # (a script that runs its tests as it is imported, as ply's: no module pytest can import)
     for node in module.body:
         if test(node):
