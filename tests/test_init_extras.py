@@ -22,6 +22,7 @@ pyyaml = ["PyYAML>=6.0"]
 bson = ["pymongo>=4.4.0"]
 docs = ["sphinx"]
 everything = ["PyYAML>=6.0", "msgspec>=0.19", "pymongo>=4.4.0", "orjson"]
+ujson = ["ujson"]
 hypo = ["hypothesis"]
 
 [dependency-groups]
@@ -36,6 +37,12 @@ from bson import json_util
 import cat.converters
 from . import helpers
 from tests.helpers import same
+
+
+try:
+    import ujson
+except ImportError:  # (rfc3986's optional idna: what needs it is skipped without it)
+    ujson = None
 
 
 def test_it():
@@ -58,8 +65,9 @@ def test_the_extras_that_bring_what_the_tests_import_are_installed_with_the_test
     environment = policy["environment"]
     assert isinstance(environment, dict)
     # yaml and msgspec and bson from their own extras (not `everything`, which brings more); orjson, which a
-    # conftest imports, only from `everything`; not docs, nor hypo (the test group brings hypothesis), nor for
-    # attr (the project's own requirement), os, the project's own package or the tests' own helpers.
+    # conftest imports, only from `everything`; not docs, nor hypo (the test group brings hypothesis), nor ujson
+    # (the tests go on without it), nor for attr (the project's own requirement), os, the project's own package or
+    # the tests' own helpers.
     assert sorted(environment["extras"]) == ["bson", "everything", "msgspec", "pyyaml"]
     assert environment["groups"] == ["test"]
     assert "the extras the tests import, which nothing else installs: " in said

@@ -2,11 +2,12 @@
 
 A project whose tests import what only its extras bring (cattrs' tests of its converters import msgspec, yaml,
 ujson...: its CI installs every extra) would stop every PR with the test dependency group alone: the base's suite
-does not collect. So `gate init` reads the test files and conftests (`import` statements, anywhere in them, read
-with `ast`) and adds each extra that brings a module they import that nothing else installs: not the standard
-library, not the project's own, not a requirement of the project or of what was chosen. An extra brings a module
-when it is named as the module is (cattrs' `msgspec`) or one of its requirements is, by the distribution's name
-or, for those whose modules have other names, `MODULES`; of several, the one with the fewest requirements.
+does not collect. So `gate init` reads the test files and conftests (`import` statements, anywhere in them but in a
+`try` that goes on without them, read with `ast`) and adds each extra that brings a module they import that
+nothing else installs: not the standard library, not the project's own, not a requirement of the project or of
+what was chosen. An extra brings a module when it is named as the module is (cattrs' `msgspec`) or one of its
+requirements is, by the distribution's name or, for those whose modules have other names, `MODULES`; of several,
+the one with the fewest requirements.
 """
 
 from __future__ import annotations
@@ -69,8 +70,8 @@ def modules(requirement: str) -> tuple[str, ...]:
 
 
 def test_imports(read: Reader, paths: Sequence[str]) -> dict[str, str]:
-    """The top-level modules the files at `paths` import (absolute imports, anywhere in them), each with the
-    first file that does."""
+    """The top-level modules the files at `paths` import (absolute imports, anywhere in them but where a failed
+    import is caught), each with the first file that does."""
     found: dict[str, str] = {}
     for path in paths:
         text = read(path)
@@ -80,13 +81,26 @@ def test_imports(read: Reader, paths: Sequence[str]) -> dict[str, str]:
             tree = parse_python(text)
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             continue
+        guarded = {id(inner) for node in ast.walk(tree) if isinstance(node, ast.Try) and _optional(node)
+                   for statement in node.body for inner in ast.walk(statement)}
         for node in ast.walk(tree):
+            if id(node) in guarded:
+                continue
             names = ([alias.name for alias in node.names] if isinstance(node, ast.Import)
                      else [node.module] if isinstance(node, ast.ImportFrom) and node.module and not node.level
                      else [])
             for name in names:
                 found.setdefault(name.split(".")[0], path)
     return found
+
+
+def _optional(node: ast.Try) -> bool:
+    """Whether a `try` goes on without what its body imports (`except ImportError: idna = None`): the tests then
+    skip what needs it, as rfc3986's do."""
+    caught = [handler.type for handler in node.handlers]
+    names = {ast.unparse(each) for kind in caught if kind is not None
+             for each in (kind.elts if isinstance(kind, ast.Tuple) else [kind])}
+    return None in caught or bool(names & {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"})
 
 
 def extra_requirements(read: Reader, doc: Mapping[str, object]) -> dict[str, list[str]]:
