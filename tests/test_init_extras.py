@@ -23,6 +23,7 @@ bson = ["pymongo>=4.4.0"]
 docs = ["sphinx"]
 everything = ["PyYAML>=6.0", "msgspec>=0.19", "pymongo>=4.4.0", "orjson"]
 ujson = ["ujson"]
+yamlish = ["yamlish"]
 hypo = ["hypothesis"]
 
 [dependency-groups]
@@ -37,6 +38,7 @@ from bson import json_util
 import cat.converters
 from . import helpers
 from tests.helpers import same
+import yamlish
 
 
 try:
@@ -55,7 +57,8 @@ def test_it():
 def cattrs_like(tmp_path: Path) -> Path:
     _tree(tmp_path, {"pyproject.toml": PYPROJECT, "src/cat/__init__.py": "", "src/cat/converters.py": "",
                      "tests/__init__.py": "", "tests/helpers.py": "def same(a, b):\n    return True\n",
-                     "tests/test_preconf.py": TESTS, "tests/conftest.py": "import orjson\n"})
+                     "tests/test_preconf.py": TESTS, "tests/conftest.py": "import orjson\n",
+                     "tests/yamlish.py": ""})
     return tmp_path
 
 
@@ -67,7 +70,7 @@ def test_the_extras_that_bring_what_the_tests_import_are_installed_with_the_test
     # yaml and msgspec and bson from their own extras (not `everything`, which brings more); orjson, which a
     # conftest imports, only from `everything`; not docs, nor hypo (the test group brings hypothesis), nor ujson
     # (the tests go on without it), nor for attr (the project's own requirement), os, the project's own package or
-    # the tests' own helpers.
+    # the tests' own helpers (`yamlish`, beside them, though an extra is named so).
     assert sorted(environment["extras"]) == ["bson", "everything", "msgspec", "pyyaml"]
     assert environment["groups"] == ["test"]
     assert "the extras the tests import, which nothing else installs: " in said

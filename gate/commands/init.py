@@ -215,8 +215,9 @@ def _with_imported(deps: Choice, read: Callable[[str], str | None], pyproject: d
     """`deps` with the extras that bring what the suite's files and conftests import and nothing chosen
     installs (gate/environment/imported.py)."""
     conftests = [path for path in files if PurePosixPath(path).name == "conftest.py" and under(path, suite.paths)]
-    own = {PurePosixPath(path).parts[1 if path.startswith("src/") else 0].removesuffix(".py") for path in files
-           if "/" in path.removeprefix("src/") or path.endswith(".py")}
+    # (the repository's own modules and folders, wherever they are: a test may import a helper beside it by name)
+    own = {PurePosixPath(path).stem for path in files if path.endswith(".py")}
+    own |= {folder for path in files for folder in PurePosixPath(path).parts[:-1]}
     needed = imported.needed_extras(read, deps, imported.extra_requirements(read, pyproject),
                                     [*suite.files, *conftests], own)
     if not needed:
