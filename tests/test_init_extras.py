@@ -55,7 +55,9 @@ def test_it():
 
 @pytest.fixture
 def cattrs_like(tmp_path: Path) -> Path:
+    # (cattrs' own `preconf/msgspec.py`, deeper in its package, is no `msgspec` a test imports)
     _tree(tmp_path, {"pyproject.toml": PYPROJECT, "src/cat/__init__.py": "", "src/cat/converters.py": "",
+                     "src/cat/preconf/__init__.py": "", "src/cat/preconf/msgspec.py": "",
                      "tests/__init__.py": "", "tests/helpers.py": "def same(a, b):\n    return True\n",
                      "tests/test_preconf.py": TESTS, "tests/conftest.py": "import orjson\n",
                      "tests/yamlish.py": ""})

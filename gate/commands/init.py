@@ -215,9 +215,12 @@ def _with_imported(deps: Choice, read: Callable[[str], str | None], pyproject: d
     """`deps` with the extras that bring what the suite's files and conftests import and nothing chosen
     installs (gate/environment/imported.py)."""
     conftests = [path for path in files if PurePosixPath(path).name == "conftest.py" and under(path, suite.paths)]
-    # (the repository's own modules and folders, wherever they are: a test may import a helper beside it by name)
-    own = {PurePosixPath(path).stem for path in files if path.endswith(".py")}
-    own |= {folder for path in files for folder in PurePosixPath(path).parts[:-1]}
+    # The project's top-level names (at the top, under src/), and the modules beside the tests, which a test may
+    # import by name (pytest puts their folder on the path): not a module deeper in the package (cattrs'
+    # `preconf/msgspec.py` is its own, `msgspec` the extra's).
+    own = {PurePosixPath(path).parts[1 if path.startswith("src/") else 0].removesuffix(".py") for path in files
+           if "/" in path.removeprefix("src/") or path.endswith(".py")}
+    own |= {PurePosixPath(path).stem for path in files if path.endswith(".py") and under(path, suite.paths)}
     needed = imported.needed_extras(read, deps, imported.extra_requirements(read, pyproject),
                                     [*suite.files, *conftests], own)
     if not needed:
