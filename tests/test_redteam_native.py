@@ -57,7 +57,7 @@ def test_a_shared_object_the_build_compiled_is_kept_and_one_the_tree_or_environm
     layer = tmp_path / "layer"
     layer.mkdir()
 
-    refused = _unpack(_wheel({f"pkg/_speedups{SUFFIX}": compiled, f"pkg/_copied{SUFFIX}": prebuilt,
+    refused, _ = _unpack(_wheel({f"pkg/_speedups{SUFFIX}": compiled, f"pkg/_copied{SUFFIX}": prebuilt,
                               f"pkg/_installed{SUFFIX}": installed, "pkg/__init__.py": b""}),
                       layer, 10**7, prebuilt=_Prebuilt((tree, site)))
 
@@ -80,7 +80,7 @@ def test_what_is_no_shared_object_for_this_machine_is_refused(tmp_path: Path) ->
     layer = tmp_path / "layer"
     layer.mkdir()
 
-    refused = _unpack(_wheel({f"a{SUFFIX}": b"print('not native')\n", f"b{SUFFIX}": objects,
+    refused, _ = _unpack(_wheel({f"a{SUFFIX}": b"print('not native')\n", f"b{SUFFIX}": objects,
                               f"c{SUFFIX}": bytes(other), "d.pyd": b"MZ", "e.dylib": b"\xcf\xfa\xed\xfe"}),
                       layer, 10**7, prebuilt=_Prebuilt(()))
 

@@ -157,6 +157,10 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
         failures = [each.result() for each in builds]
     failed = failures[0]
     notes += [("build", f"head: {why}") for why in refused(head)]
+    # (the head's plugin only: the base's is the same, and neither ever loads)
+    notes += [("plugin", f"the project's pytest plugin {entry} is not loaded: it would run the head's code before "
+                         "any test (the tests that need it, its options or fixtures, fail on both sides)")
+              for entry in refused(head, "plugins")]
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
@@ -354,7 +358,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
                                             python_path=tuple(sites)))
         finally:
             shutil.rmtree(copy, ignore_errors=True)
-        failed, refusals = "", []
+        failed, refusals, plugins = "", list[str](), list[str]()
         if result.exit_code != 0 or not result.result:
             output = (result.stdout[-_TAIL_BYTES:] + result.stderr[-_TAIL_BYTES:]).decode("utf-8", "replace")
             tail = [line[:_LINE] for line in output.splitlines() if line.strip()][-_TAIL:]
@@ -363,21 +367,21 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                refusals = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
+                refusals, plugins = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
                                    layer.code, own, _Prebuilt((source, *sites)))
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
         if not result.killed_reason:  # a build the sandbox stopped (time, memory) may pass on a quieter machine
-            done.write_text(json.dumps({"failed": failed, "refused": refusals}))
+            done.write_text(json.dumps({"failed": failed, "refused": refusals, "plugins": plugins}))
         return failed
 
 
-def refused(layer: BuildLayer) -> list[str]:
-    """The native files of the built layer's wheel that it does not keep, and the pytest plugins of the project's
-    own that do not load, each with why (the verdict's notes)."""
+def refused(layer: BuildLayer, what: str = "refused") -> list[str]:
+    """The native files of the built layer's wheel that it does not keep, each with why (the verdict's notes);
+    with `what` "plugins", the pytest plugins its metadata declared, which the layer's does not."""
     try:
-        found = json.loads((layer.path / _DONE).read_text()).get("refused", [])
+        found = json.loads((layer.path / _DONE).read_text()).get(what, [])
     except (OSError, ValueError):
         return []
     return [str(each) for each in found] if isinstance(found, list) else []
@@ -503,13 +507,14 @@ def _plugins(text: bytes) -> list[str]:
 
 def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset(),
             code: SuiteCode = _NO_SUITE, own: frozenset[str] = frozenset(), prebuilt: _Prebuilt | None = None
-            ) -> list[str]:
+            ) -> tuple[list[str], list[str]]:
     """Write the wheel's importable files (its root, and its .data's purelib/platlib) that the layer keeps
     (`_kept`) into `target` (which runs already see: it is filled in place), readable by any uid and writable
     by none but the gate; nothing of it is run. Returns the shared objects it did not keep, each with why
-    (`_compiled`, with the tree's and the environment's files `prebuilt`; none kept without it). Raises
+    (`_compiled`, with the tree's and the environment's files `prebuilt`; none kept without it), and the pytest
+    plugins its metadata declared, which the layer's does not (`_without_plugins`). Raises
     ValueError for a name that leaves the layer or more than `max_bytes` unpacked."""
-    refusals = []
+    refusals, plugins = [], []
     for entry in list(target.iterdir()):  # what an interrupted build left
         shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     with zipfile.ZipFile(BytesIO(wheel)) as archive:
@@ -531,9 +536,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
             dest = target.joinpath(*parts)
             data = archive.read(info)
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
-                refusals += [f"the project's pytest plugin {entry} is not loaded: it would run the "
-                             "head's code before any test (the tests that need it, its options or fixtures, fail "
-                             "on both sides)" for entry in _plugins(data)]
+                plugins += _plugins(data)
                 data = _without_plugins(data)
             why = _compiled(data, prebuilt) if _native(parts[-1]) else ""
             if why:
@@ -545,7 +548,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
         os.chmod(parent, 0o755)
         for file in files:
             os.chmod(os.path.join(parent, file), 0o644)
-    return refusals
+    return refusals, plugins
 
 
 class _Prebuilt:
