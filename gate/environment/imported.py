@@ -20,7 +20,7 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 
 from gate.environment.declarations import group_requirements
-from gate.environment.testdeps import Choice, Reader, canonical, requirement_lines, setup_py_literal
+from gate.environment.testdeps import Choice, Reader, canonical, get, requirement_lines, setup_py_literal, toml_doc
 from gate.errors import BadInput
 from gate.syntax import parse_python
 
@@ -123,8 +123,6 @@ def extra_requirements(read: Reader, doc: Mapping[str, object]) -> dict[str, lis
 
 def project_requirements(read: Reader) -> list[str]:
     """The project's own requirements as its build files declare them (what installing it brings)."""
-    from gate.environment.packages import get, toml_doc
-
     doc = toml_doc(read("pyproject.toml"))
     listed = get(doc, "project", "dependencies")
     found = [str(line) for line in listed if isinstance(line, str)] if isinstance(listed, list) else []

@@ -14,14 +14,11 @@ the gate's process seconds and hundreds of megabytes (26 MB of TOML: 7 s, 270 MB
 from __future__ import annotations
 
 import configparser
-import tomllib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import PurePosixPath
-from typing import Any
 
-from gate.environment.testdeps import setup_py_literal
+from gate.environment.testdeps import Reader, get, setup_py_literal, toml_doc
 
-Reader = Callable[[str], str | None]
 # The longest pyproject.toml or setup.cfg read (the largest known: 100 kB; setup.py: testdeps.SETUP_PY_CHARS).
 METADATA_CHARS = 1024 * 1024
 
@@ -163,20 +160,3 @@ def _hatch(hatch: object) -> dict[str, str]:
                 if target in ("", "."):
                     found |= _single("", prefix)
     return found
-
-
-def toml_doc(text: str | None) -> dict[str, Any]:
-    """The TOML document `text`; {} for none, or for one that does not parse (the build says what is wrong)."""
-    try:
-        return tomllib.loads(text) if text else {}
-    except tomllib.TOMLDecodeError:
-        return {}
-
-
-def get(doc: object, *keys: str) -> object:
-    """`doc[keys[0]][keys[1]]...`, or None where a level is missing or not a table."""
-    for key in keys:
-        if not isinstance(doc, dict):
-            return None
-        doc = doc.get(key)
-    return doc

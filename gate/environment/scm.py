@@ -22,8 +22,8 @@ import re
 
 from packaging.version import Version
 
-from gate.environment.packages import METADATA_CHARS, Reader, get, toml_doc
-from gate.environment.testdeps import setup_py_literal
+from gate.environment.packages import METADATA_CHARS
+from gate.environment.testdeps import Reader, get, setup_py_literal, toml_doc
 
 DEFAULT_SCHEMES = ("guess-next-dev", "node-and-date")
 NODE_DIGITS = 9  # of the commit's hash, after a `g`, in the local part

@@ -116,8 +116,8 @@ def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]
     """(file, sections as {section: {key: text or list}}, envlist) of the base's tox configuration."""
     text, where = read("tox.ini"), "tox.ini"
     if text is None:
-        pyproject = _toml(read("pyproject.toml"))
-        legacy = _get(pyproject, "tool", "tox", "legacy_tox_ini")
+        pyproject = toml_doc(read("pyproject.toml"))
+        legacy = get(pyproject, "tool", "tox", "legacy_tox_ini")
         text, where = (legacy, "pyproject.toml [tool.tox] legacy_tox_ini") if isinstance(legacy, str) else (None, "")
     if text is not None:
         parser = configparser.ConfigParser(interpolation=None, strict=False)
@@ -128,7 +128,7 @@ def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]
         sections = {s: dict(parser.items(s)) for s in parser.sections()}
         tox = sections.get("tox", {})
         return where, sections, _tox_envlist(tox.get("env_list", tox.get("envlist", "")))
-    doc = _toml(read("tox.toml"))
+    doc = toml_doc(read("tox.toml"))
     if not doc:
         return None
     sections = {"testenv": _native_tox(doc.get("env_run_base"))}
@@ -304,10 +304,10 @@ def hatch_env(read: Reader, name: str | None = None) -> ToolEnv | None:
 
 
 def _hatch_envs(read: Reader) -> tuple[dict[str, Any], str]:
-    envs = _get(_toml(read("hatch.toml")), "envs")
+    envs = get(toml_doc(read("hatch.toml")), "envs")
     if isinstance(envs, dict) and envs:
         return envs, "hatch.toml"
-    envs = _get(_toml(read("pyproject.toml")), "tool", "hatch", "envs")
+    envs = get(toml_doc(read("pyproject.toml")), "tool", "hatch", "envs")
     return (envs, "pyproject.toml") if isinstance(envs, dict) else ({}, "")
 
 
@@ -488,8 +488,8 @@ _DISTRIBUTION = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 def project_name(read: Reader) -> str | None:
     """The base project's distribution name (pyproject.toml, Poetry, setup.cfg, setup.py's `setup(name=...)`
     or a literal `name=` in it)."""
-    doc = _toml(read("pyproject.toml"))
-    for name in (_get(doc, "project", "name"), _get(doc, "tool", "poetry", "name")):
+    doc = toml_doc(read("pyproject.toml"))
+    for name in (get(doc, "project", "name"), get(doc, "tool", "poetry", "name")):
         if isinstance(name, str):
             return name
     cfg = read("setup.cfg")
@@ -600,7 +600,8 @@ def choose(read: Reader, extras: Sequence[str], groups: Sequence[str], has_proje
                   tuple(dict.fromkeys(others)), left_out)
 
 
-def _toml(text: str | None) -> dict[str, Any]:
+def toml_doc(text: str | None) -> dict[str, Any]:
+    """The TOML document `text`; {} for none, or for one that does not parse (the build says what is wrong)."""
     try:
         return tomllib.loads(text) if text else {}
     except tomllib.TOMLDecodeError:
@@ -612,7 +613,8 @@ def _table(doc: dict[str, Any], key: str) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _get(doc: Any, *keys: str) -> Any:
+def get(doc: Any, *keys: str) -> Any:
+    """`doc[keys[0]][keys[1]]...`, or None where a level is missing or not a table."""
     for key in keys:
         doc = doc.get(key) if isinstance(doc, dict) else None
     return doc
