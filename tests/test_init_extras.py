@@ -50,6 +50,11 @@ except ImportError:  # (rfc3986's optional idna: what needs it is skipped withou
 def test_it():
     import msgspec.json
     assert same(yaml, msgspec)
+
+
+def test_ujson():  # (structlog's test_twisted.py: a module the file goes without, imported again in a test)
+    import ujson.extra
+    assert ujson
 '''
 
 
