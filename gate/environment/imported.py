@@ -20,7 +20,17 @@ import sys
 from collections.abc import Collection, Mapping, Sequence
 
 from gate.environment.declarations import group_requirements
-from gate.environment.testdeps import Choice, Reader, canonical, get, requirement_lines, setup_py_literal, toml_doc
+from gate.environment.testdeps import (
+    Choice,
+    Reader,
+    canonical,
+    cfg_list,
+    get,
+    requirement_lines,
+    setup_cfg_option,
+    setup_py_literal,
+    toml_doc,
+)
 from gate.errors import BadInput
 from gate.syntax import parse_python
 
@@ -121,7 +131,7 @@ def extra_requirements(read: Reader, doc: Mapping[str, object]) -> dict[str, lis
                   setup_py_literal(read("setup.py"), "extras_require")):
         if isinstance(table, dict):
             for name, value in table.items():
-                lines = requirement_lines(value) if isinstance(value, str) else value
+                lines = cfg_list(value) if isinstance(value, str) else value
                 if isinstance(name, str) and isinstance(lines, list | tuple):
                     found.setdefault(name, []).extend(str(line) for line in lines if isinstance(line, str))
     return found
@@ -134,14 +144,14 @@ def project_requirements(read: Reader) -> list[str]:
     found = [str(line) for line in listed if isinstance(line, str)] if isinstance(listed, list) else []
     poetry = get(doc, "tool", "poetry", "dependencies")
     found += [str(name) for name in poetry] if isinstance(poetry, dict) else []
-    cfg = _setup_cfg(read("setup.cfg"), "options")
-    found += requirement_lines(str(cfg.get("install_requires", ""))) if cfg else []
+    found += cfg_list(setup_cfg_option(read("setup.cfg"), "install_requires"))
     literal = setup_py_literal(read("setup.py"), "install_requires")
     found += [str(line) for line in literal if isinstance(line, str)] if isinstance(literal, list | tuple) else []
     return found
 
 
 def _setup_cfg(text: str | None, section: str) -> dict[str, str] | None:
+    """A section of setup.cfg, or None (also when it does not read)."""
     parser = configparser.ConfigParser(interpolation=None)
     try:
         parser.read_string(text or "")

@@ -160,7 +160,7 @@ def _built(subject: Subject, sandbox: Sandbox, limits: Limits) -> Subject:
     # (the head's plugin only: the base's is the same, and neither ever loads)
     notes += [("plugin", f"the project's pytest plugin {entry} is not loaded: it would run the head's code before "
                          "any test (the tests that need it, its options or fixtures, fail on both sides)")
-              for entry in refused(head, "plugins")]
+              for entry in plugins(head)]
     if failed:
         notes.append(("build", f"head: {failed}"))
     else:
@@ -358,7 +358,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
                                             python_path=tuple(sites)))
         finally:
             shutil.rmtree(copy, ignore_errors=True)
-        failed, refusals, plugins = "", list[str](), list[str]()
+        failed, refusals, declared = "", list[str](), list[str]()
         if result.exit_code != 0 or not result.result:
             output = (result.stdout[-_TAIL_BYTES:] + result.stderr[-_TAIL_BYTES:]).decode("utf-8", "replace")
             tail = [line[:_LINE] for line in output.splitlines() if line.strip()][-_TAIL:]
@@ -367,21 +367,30 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
             failed = f"the project did not build in the sandbox ({how}): " + " | ".join(tail)
         else:
             try:
-                refusals, plugins = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
+                refusals, declared = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
                                    layer.code, own, _Prebuilt((source, *sites)))
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
         if not result.killed_reason:  # a build the sandbox stopped (time, memory) may pass on a quieter machine
-            done.write_text(json.dumps({"failed": failed, "refused": refusals, "plugins": plugins}))
+            done.write_text(json.dumps({"failed": failed, "refused": refusals, "plugins": declared}))
         return failed
 
 
-def refused(layer: BuildLayer, what: str = "refused") -> list[str]:
-    """The native files of the built layer's wheel that it does not keep, each with why (the verdict's notes);
-    with `what` "plugins", the pytest plugins its metadata declared, which the layer's does not."""
+def refused(layer: BuildLayer) -> list[str]:
+    """The native files of the built layer's wheel that it does not keep, each with why (the verdict's notes)."""
+    return _recorded(layer, "refused")
+
+
+def plugins(layer: BuildLayer) -> list[str]:
+    """The pytest plugins the built layer's wheel declared, which the layer's metadata does not (`_unpack`)."""
+    return _recorded(layer, "plugins")
+
+
+def _recorded(layer: BuildLayer, key: str) -> list[str]:
+    """A list the build recorded of its layer, by `key`; [] when there is none."""
     try:
-        found = json.loads((layer.path / _DONE).read_text()).get(what, [])
+        found = json.loads((layer.path / _DONE).read_text()).get(key, [])
     except (OSError, ValueError):
         return []
     return [str(each) for each in found] if isinstance(found, list) else []
@@ -514,7 +523,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
     (`_compiled`, with the tree's and the environment's files `prebuilt`; none kept without it), and the pytest
     plugins its metadata declared, which the layer's does not (`_without_plugins`). Raises
     ValueError for a name that leaves the layer or more than `max_bytes` unpacked."""
-    refusals, plugins = [], []
+    refusals, declared = [], []
     for entry in list(target.iterdir()):  # what an interrupted build left
         shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
     with zipfile.ZipFile(BytesIO(wheel)) as archive:
@@ -536,7 +545,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
             dest = target.joinpath(*parts)
             data = archive.read(info)
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
-                plugins += _plugins(data)
+                declared += _plugins(data)
                 data = _without_plugins(data)
             why = _compiled(data, prebuilt) if _native(parts[-1]) else ""
             if why:
@@ -548,7 +557,7 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
         os.chmod(parent, 0o755)
         for file in files:
             os.chmod(os.path.join(parent, file), 0o644)
-    return refusals, plugins
+    return refusals, declared
 
 
 class _Prebuilt:

@@ -372,7 +372,7 @@ def tests_require(read: Reader) -> ToolEnv | None:
             return None
         if packages:
             return ToolEnv("setuptools", TESTS_REQUIRE, f"setup.py {TESTS_REQUIRE}", packages=packages)
-    packages = _cfg_list(_setup_cfg_option(read("setup.cfg"), TESTS_REQUIRE))
+    packages = cfg_list(setup_cfg_option(read("setup.cfg"), TESTS_REQUIRE))
     where = f"setup.cfg [options] {TESTS_REQUIRE}"
     return ToolEnv("setuptools", TESTS_REQUIRE, where, packages=packages) if packages else None
 
@@ -393,7 +393,7 @@ def _requirements(value: object) -> tuple[str, ...] | None:
     return tuple(found)
 
 
-def _cfg_list(value: str | None) -> tuple[str, ...]:
+def cfg_list(value: str | None) -> tuple[str, ...]:
     """A setup.cfg list of requirements as setuptools reads it: one a line, or on one line separated by `;`,
     each without its comment."""
     if not value:
@@ -402,7 +402,7 @@ def _cfg_list(value: str | None) -> tuple[str, ...]:
     return tuple(requirement_lines("\n".join(chunks)))
 
 
-def _setup_cfg_option(text: str | None, key: str) -> str | None:
+def setup_cfg_option(text: str | None, key: str) -> str | None:
     """An `[options]` value of setup.cfg as setuptools reads it (`%%` is `%`), or None (also when it does not
     read)."""
     parser = configparser.ConfigParser()
