@@ -43,9 +43,9 @@ def schemes(read: Reader) -> tuple[str, str]:
     else:
         for found in (get(doc, "tool", "setuptools_scm"), setup_py_literal(read("setup.py"), "use_scm_version")):
             options |= found if isinstance(found, dict) else {}
-    named = [options.get("version_scheme"), options.get("local_scheme")]
-    return tuple(value if isinstance(value, str) else default  # type: ignore[return-value]
-                 for value, default in zip(named, DEFAULT_SCHEMES, strict=True))
+    version, local = options.get("version_scheme"), options.get("local_scheme")
+    return (version if isinstance(version, str) else DEFAULT_SCHEMES[0],
+            local if isinstance(local, str) else DEFAULT_SCHEMES[1])
 
 
 def formatted(tag: Version, distance: int, sha: str, chosen: tuple[str, str] = DEFAULT_SCHEMES) -> str:
