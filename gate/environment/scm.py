@@ -19,11 +19,13 @@ a scheme cannot take (where the real build fails), gets the defaults.
 from __future__ import annotations
 
 import re
-
-from packaging.version import Version
+from typing import TYPE_CHECKING
 
 from gate.environment.packages import METADATA_CHARS
 from gate.environment.testdeps import Reader, get, setup_py_literal, toml_doc
+
+if TYPE_CHECKING:  # (the caller makes the Version, only where a build reads it: packaging's import is dear)
+    from packaging.version import Version
 
 DEFAULT_SCHEMES = ("guess-next-dev", "node-and-date")
 NODE_DIGITS = 9  # of the commit's hash, after a `g`, in the local part
