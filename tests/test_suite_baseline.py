@@ -98,6 +98,44 @@ def test_test_files_the_suites_configuration_leaves_out_are_not_lost(tmp_path: P
     assert set(suite_statuses(verdict)) == set(BASE_TESTS)
 
 
+# A test module of an optional dependency the environment does not install, which pytest skips as it collects it
+# (many projects' own CI runs so without the extra): its tests are neither lost nor gating, and the verdict says so.
+OPTIONAL_ONLY = {"tests/test_speedups.py": "import pytest\n\nfast = pytest.importorskip('calc_speedups')\n\n\n"
+                 "def test_fast_add():\n    assert fast.add(1, 2) == 3\n\n\n"
+                 "def test_fast_mul():\n    assert fast.mul(2, 3) == 6\n"}
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_test_file_pytest_skips_as_it_collects_it_is_said_and_the_rest_gates(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files=OPTIONAL_ONLY)
+    repo.commit("bot: mul", {"calc.py": BROKEN_MUL})
+
+    verdict = score_repo(repo)
+
+    assert set(suite_statuses(verdict)) == set(BASE_TESTS)
+    assert [message for message in charged_messages(verdict) if "test_mul" in message] == charged_messages(verdict)
+    assert charged_messages(verdict) and not verdict.accepted
+    said = [note.message for note in verdict.notes if "tests/test_speedups.py" in note.message]
+    assert said and "could not import 'calc_speedups'" in said[0], verdict.notes
+
+
+@pytest.mark.usefixtures("offline_pip")
+def test_a_head_that_makes_a_base_test_file_skip_as_collected_is_charged_for_its_tests(tmp_path: Path) -> None:
+    # The base's test file skips itself when the project's module is missing; the head removes the module, so
+    # pytest skips the file on the head: its test, which passed on the base, costs as one that did not run.
+    repo = calc_project(tmp_path / "repo", extra_files={
+        "calc_extra.py": "def triple(a):\n    return 3 * a\n",
+        "tests/test_extra.py": "import pytest\n\nextra = pytest.importorskip('calc_extra')\n\n\n"
+                               "def test_triple():\n    assert extra.triple(2) == 6\n"})
+    repo.commit("bot: drop the extra", {"calc_extra.py": None})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_extra.py::test_triple"] in ("failed", "error")
+    assert any("test_triple" in message for message in charged_messages(verdict)) and not verdict.accepted
+    assert not [note for note in verdict.notes if "pytest skips" in note.message]
+
+
 @pytest.mark.usefixtures("offline_pip")
 def test_gate_doctor_repo_runs_a_suite_that_works(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     repo = calc_project(tmp_path / "repo")

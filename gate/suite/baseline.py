@@ -37,7 +37,7 @@ from gate.progress import QUIET, Progress
 from gate.sandbox.base import Sandbox
 from gate.subject import Subject
 from gate.suite import order, rewritten
-from gate.suite.blind import blind, compiled_in
+from gate.suite.blind import blind, cause, compiled_in
 from gate.suite.harness import function_key, function_of
 from gate.suite.run import (
     SuiteResult,
@@ -98,7 +98,9 @@ class Baseline:
     collection says its suite runs again when they fail (a `flaky` mark), with how many times (order.check).
     `hosts_shown`: what control runs showed of each suspect's test (`_shown`), by all that the run did up to it
     (`_contexts`): a later head whose suspects ask for what was run is judged without a run (wrapt's monkey
-    patching tests, a control run of most of the suite on every push)."""
+    patching tests, a control run of most of the suite on every push). `skipped_files`: the files and folders
+    pytest skipped as it collected them (a module-level `importorskip` of what the environment lacks), with its
+    report of the skip: none of their tests gates a change, which the verdict says."""
 
     collected: list[str]
     statuses: dict[str, str] = field(default_factory=dict)
@@ -109,12 +111,14 @@ class Baseline:
     seconds: dict[str, float] = field(default_factory=dict)
     marked_flaky: dict[str, int] = field(default_factory=dict)
     hosts_shown: dict[str, dict[str, Any]] = field(default_factory=dict)
+    skipped_files: dict[str, str] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
                 "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
                 "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()},
-                "seconds": self.seconds, "flaky": self.marked_flaky, "hosts_shown": self.hosts_shown}
+                "seconds": self.seconds, "flaky": self.marked_flaky, "hosts_shown": self.hosts_shown,
+                "skipped_files": self.skipped_files}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -128,7 +132,7 @@ class Baseline:
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         controls, seconds, flaky = data.get("controls", {}), data.get("seconds", {}), data.get("flaky", {})
-        shown = data.get("hosts_shown", {})
+        shown, skipped_files = data.get("hosts_shown", {}), data.get("skipped_files", {})
         functions = {function_key(nodeid) for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
@@ -142,7 +146,9 @@ class Baseline:
                    {nodeid: tries for nodeid, tries in (flaky.items() if isinstance(flaky, dict) else ())
                     if nodeid in known and tries in (1, 2)},
                    {str(key): host for key, host in (shown.items() if isinstance(shown, dict) else ())
-                    if isinstance(host, dict)})
+                    if isinstance(host, dict)},
+                   {str(path): str(said) for path, said in
+                    (skipped_files.items() if isinstance(skipped_files, dict) else ())})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -154,6 +160,7 @@ class Baseline:
         self.controls = {**other.controls, **self.controls}
         self.hosts_shown = _last({**self.hosts_shown, **other.hosts_shown})
         self.seconds = self.seconds or other.seconds
+        self.skipped_files = self.skipped_files or other.skipped_files
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -224,7 +231,7 @@ def _against_baseline(sandbox: Sandbox, policy: Policy, subject: Subject, suite:
         found.tests[nodeid].status != PASSED and nodeid not in known.statuses)]
     ran = _on_base(sandbox, base_run, known, wanted, stored, _deadline(policy), progress) if wanted \
         else SuiteResult({})
-    said = _matched(found, known)
+    said = [*_skipped_files(known), *_matched(found, known)]
     _refuse(known, ran.tests, stored,
             lambda rest: _on_base(sandbox, base_run, known, rest, stored, _deadline(policy), progress).tests)
     _refuse_none_passing(known, found, stored, suite)
@@ -241,11 +248,24 @@ def _collection(sandbox: Sandbox, suite: SuiteTrees, base: SuiteRun, deadline: f
     found = collect(sandbox, base, deadline)
     problem = ("its records do not add up: " + listing(list(found.tampered), "; ", shown=2) if found.tampered
                else collection_refusal(found.collected, found.outcomes,
-                                       plain_tests(suite.base(), suite.args, found.ignored)))
+                                       plain_tests(suite.base(), suite.args,
+                                                   (*found.ignored, *found.skipped_files))))
     if problem:
         raise _Refusal(problem)
     return Baseline(list(found.collected), {nodeid: "skipped" for nodeid in found.skips}, dict(found.skips),
-                    skipped=set(found.skips), marked_flaky=dict(found.marked_flaky))
+                    skipped=set(found.skips), marked_flaky=dict(found.marked_flaky),
+                    skipped_files=dict(found.skipped_files))
+
+
+def _skipped_files(known: Baseline) -> list[str]:
+    """What the verdict says of the files pytest skips as it collects the base's suite: none of their tests ran
+    on either side (the head runs the base's test files)."""
+    if not known.skipped_files:
+        return []
+    each = [f"{path} ({cause('skipped', said, lambda _: False)})" for path, said in sorted(known.skipped_files.items())]
+    return [f"pytest skips {listing(each, '; ', shown=3)} as it collects the base's suite, so none of the tests "
+            "there gated this change; a module it cannot import is for the environment to install "
+            "(environment.extras, groups or requirements)"]
 
 
 def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str], stored: Path, deadline: float,
@@ -533,7 +553,7 @@ def _stored(subject: Subject, suite: SuiteTrees, where: Path) -> Path:
     key = cache.digest({"base": suite.base_sha, "environment": subject.environment.key if subject.environment
                         else None, "paths": list(suite.args), "roots": list(suite.base_roots),
                         "gate": __version__, "runner": list(suite.runner), "plugins": list(_plugins(subject)),
-                        "baseline": "collection, statuses and flaky tries"})
+                        "baseline": "collection, statuses, flaky tries and skipped files"})
     return where / "baselines" / f"{key}.json"
 
 
@@ -643,7 +663,8 @@ def plain_tests(tree: Path, paths: tuple[str, ...], ignored: tuple[str, ...] = (
     """The tests each test file under `paths` plainly defines (`def test_*` at its top or in a top-level
     `class Test*`, each name once), by its path relative to `tree`: fewer collected means pytest did not run
     what the base holds. Not a file in or under `ignored`, which the suite's configuration leaves out (a
-    conftest's `collect_ignore_glob` for another Python, as in the project's own CI)."""
+    conftest's `collect_ignore_glob` for another Python, as in the project's own CI) or pytest skipped as it
+    collected it (a module-level `importorskip`)."""
     found: dict[str, int] = {}
     for path in paths:
         top = tree / path

@@ -180,6 +180,9 @@ class GatePlugin:
         self._held = b""
         self._rerunning: set[str] = set()  # the entry points' names of those of _RERUNNING the suite loaded
         self._ignored: list[str] = []  # what pytest's ignore hook left out of the collection (_ignore_collect)
+        # The files and folders skipped as they were collected (a module-level `pytest.importorskip` of what the
+        # environment lacks, `pytest.skip(allow_module_level=True)`), with pytest's report of the skip.
+        self._skipped_files: dict[str, str] = {}
 
     def pytest_addhooks(self, pluginmanager: Any) -> None:
         """Have the declared plugins registered where autoload would register them in the project's CI: after
@@ -227,6 +230,8 @@ class GatePlugin:
     def pytest_collectreport(self, report: Any) -> None:
         if report.failed:
             self.write({"collect_error": report.nodeid, "detail": _text(report)})
+        elif report.skipped and report.nodeid:
+            self._skipped_files[str(report.nodeid)] = _text(report)
 
     def pytest_collection_modifyitems(self, session: Any, config: Any, items: list[Any]) -> None:
         matched: dict[str, str] = {}
@@ -247,6 +252,7 @@ class GatePlugin:
             record["flaky"] = {item.nodeid: tries for item in items
                                if (tries := _flaky_tries(item, self._rerunning, config))}
             record["ignored"] = sorted(set(self._ignored))
+            record["skipped_files"] = self._skipped_files
         self.write(record)
         self._hosts = {id(items[index]): kinds for index, kinds in place(collected, unhostable, self._trips).items()}
         self._guard.note(items)

@@ -337,7 +337,8 @@ class Collection:
     not collect (or "." when pytest stopped before collecting), and what the base's configuration deselected,
     as outcomes; what did not add up; the tests skipped whatever runs before them (their marks), with pytest's
     report of the skip; the tests the suite runs again when they fail, with how many times; the files and
-    folders its configuration left out (pytest's ignore hook), from its root."""
+    folders its configuration left out (pytest's ignore hook), from its root, and those it skipped as it
+    collected them, with pytest's report of the skip."""
 
     collected: tuple[str, ...]
     outcomes: dict[str, TestOutcome]
@@ -345,6 +346,7 @@ class Collection:
     skips: dict[str, str] = field(default_factory=dict)
     marked_flaky: Mapping[str, int] = field(default_factory=dict)
     ignored: tuple[str, ...] = ()
+    skipped_files: Mapping[str, str] = field(default_factory=dict)
 
 
 def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
@@ -365,7 +367,8 @@ def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:
     if checked.collected is None and not checked.errors:
         outcomes["."] = TestOutcome(".", "error", _death(ran, "before collecting the tests"))
     return Collection(tuple(checked.collected or ()), outcomes, skips=checked.skips,
-                      marked_flaky=checked.marked_flaky, ignored=checked.ignored)
+                      marked_flaky=checked.marked_flaky, ignored=checked.ignored,
+                      skipped_files=checked.skipped_files)
 
 
 def confirm(sandbox: Sandbox, run: SuiteRun, tests: Sequence[str], others: Mapping[str, TestOutcome],

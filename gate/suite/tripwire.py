@@ -154,6 +154,8 @@ class RunRecords:
     marked_flaky: dict[str, int] = field(default_factory=dict)
     # What a collection's configuration left out (pytest's ignore hook: `collect_ignore_glob`, `--ignore`).
     ignored: tuple[str, ...] = ()
+    # The files and folders a collection skipped as it collected them, with pytest's report of the skip.
+    skipped_files: dict[str, str] = field(default_factory=dict)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
@@ -262,6 +264,10 @@ def _collected(record: dict[str, Any], trips: Sequence[Trip], select: Sequence[s
         found.marked_flaky = {str(nodeid): int(tries) for nodeid, tries in flaky.items()}
     ignored = record.get("ignored") or []
     found.ignored = tuple(str(path) for path in ignored) if isinstance(ignored, list) else ()
+    skipped = record.get("skipped_files") or {}
+    # (a file's or a folder's: a class skipped as collected is no file the base holds whole)
+    found.skipped_files = {str(path): str(said)[-600:] for path, said in skipped.items()
+                           if "::" not in str(path)} if isinstance(skipped, dict) else {}
     for nodeid in sorted(unhostable):
         if nodeid in collected and _FUNCTION.search(nodeid):
             found.suspects.append(Suspect(run, Trip(FAIL, True, host=nodeid),
