@@ -344,9 +344,12 @@ def _pytest(tmp_path: Path, calc: str, tests: dict[str, str], **env: str) -> tup
         (tmp_path / "tests" / name).write_text(text)
     (tmp_path / "driver.py").write_text(DRIVER)
     records = tmp_path / "records.jsonl"
+    # The inner session's own temporary folders under this test's (pytest's default root is shared: its clean-up
+    # of the oldest sessions' folders there would remove a whole earlier session's, in this test's time).
+    (tmp_path / "temproot").mkdir(exist_ok=True)
     done = subprocess.run([sys.executable, str(tmp_path / "driver.py")], cwd=tmp_path, capture_output=True,
                           text=True, env={**os.environ, "RECORDS": str(records), "PYTHONDONTWRITEBYTECODE": "1",
-                                          **env}, timeout=120)
+                                          "PYTEST_DEBUG_TEMPROOT": str(tmp_path / "temproot"), **env}, timeout=120)
     return [json.loads(line) for line in records.read_text().splitlines()], done.stdout
 
 
