@@ -396,6 +396,31 @@ PROJECTS = (
     # tox deps (not extras), `coverage run -m pytest {posargs:tests}`, filterwarnings = error.
     Project("python-slugify", "9.2.0", "flat, setuptools, tox deps, filterwarnings error, CLI tests", (),
             ("-e", ".", "coverage[toml]>=7", "pytest>=8"), ("slugify/slugify.py", "slugify")),
+    # Pinned requirements.txt holding `-e .` beside its dev tools (mypy, pre-commit), addopts with --cov,
+    # pytest-asyncio in strict mode from setup.cfg.
+    Project("async-timeout", "5.0.1", "flat, setuptools, pinned requirements.txt (-e . and dev tools), --cov "
+            "addopts, pytest-asyncio strict", (), ("-r", "requirements.txt"),
+            ("async_timeout/__init__.py", "timeout")),
+    # Tests reading a folder of os-release and lsb_release fixtures per distribution.
+    Project("distro", "1.9.0", "src, setuptools, dev-requirements.txt, fixture trees under tests/resources", (),
+            ("-e", ".", "pytest", "pytest-cov"), ("src/distro/distro.py", "LinuxDistribution.id")),
+    # pythonpath = [".", "utils"] in its pytest configuration: tests import helpers from utils/.
+    Project("emoji", "2.14.0", "flat, setuptools, dev extra, pytest pythonpath . and utils", (), ("-e", ".[dev]"),
+            ("emoji/core.py", "emojize")),
+    # flit_scm: setuptools-scm's post-release scheme writes the version file the build reads.
+    Project("exceptiongroup", "1.2.2", "src, flit_scm (post-release version file), test extra, strict config",
+            (), ("-e", ".[test]"), ("src/exceptiongroup/_catch.py", "catch"),
+            generated=("src/exceptiongroup/_version.py",)),
+    # nox sessions installing tests/requirements.txt (pytest-xdist among them).
+    Project("installer", "0.7.0", "src, flit, nox, tests/requirements.txt", (), ("-e", ".", "-r",
+            "tests/requirements.txt"), ("src/installer/utils.py", "canonicalize_name")),
+    # A unittest script tests.py at the top, which its CI runs as `python tests.py` (pytest's default
+    # python_files would not collect it).
+    Project("jsonpatch", "1.33", "flat single module, setup.py, a unittest script tests.py", ("tests.py",),
+            ("-e", "."), ("jsonpatch.py", "apply_patch")),
+    # One module and its unittest module side by side in src/, tox running `python -m unittest discover` there.
+    Project("typing_extensions", "4.12.2", "src single module, flit, unittest module beside it, tox", ("src",),
+            ("-e", "."), ("src/typing_extensions.py", "_get_protocol_attrs")),
 )
 
 
