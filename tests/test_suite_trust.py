@@ -24,6 +24,7 @@ from tests.suite_support import (
     BASE_TESTS,
     BROKEN_MUL,
     CALC,
+    DOCUMENTED_MUL,
     POLICY,
     REWRITING_PLUGIN,
     TESTS,
@@ -388,6 +389,32 @@ def test_pytest_9s_own_configuration_files_of_the_heads_are_not_read(tmp_path: P
     assert not verdict.accepted
 
 
+# A test that runs a script of the tests' own folder, as distro's tests run a fake `uname` per distribution: the
+# base's files the suite's tree takes are as executable as git keeps them, on the head's side too.
+RUNS_A_SCRIPT = {
+    "tests/bin/uname": "#!/bin/sh\necho 'FakeOS 11.1'\n",
+    "tests/test_tool.py": "import subprocess\nfrom pathlib import Path\n\n\ndef test_the_script_runs():\n"
+                          "    done = subprocess.run([str(Path(__file__).parent / 'bin' / 'uname')],\n"
+                          "                          capture_output=True, text=True, check=True)\n"
+                          "    assert done.stdout.strip() == 'FakeOS 11.1'\n"}
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_script_of_the_base_tests_runs_on_the_head_as_it_does_on_the_base(tmp_path: Path) -> None:
+    repo = calc_project(tmp_path / "repo", extra_files=RUNS_A_SCRIPT)
+    repo.git("checkout", "-q", "main")
+    repo.git("update-index", "--chmod=+x", "tests/bin/uname")
+    repo.git("commit", "-q", "--amend", "--no-edit")
+    repo.git("checkout", "-q", "-B", "bot")
+    repo.commit("bot: document mul", {"calc.py": DOCUMENTED_MUL})
+
+    verdict = score_repo(repo)
+
+    assert suite_statuses(verdict)["tests/test_tool.py::test_the_script_runs"] == "passed", verdict.penalties
+    assert verdict.accepted and verdict.total == 0
+
+
 def test_a_base_test_file_is_never_written_through_a_link_the_head_planted(tmp_path: Path) -> None:
     # The head's tree has its test folder as a link to a place outside it: the base's test files, written into
     # the suite's tree in its place, go nowhere rather than through the link.
@@ -398,6 +425,6 @@ def test_a_base_test_file_is_never_written_through_a_link_the_head_planted(tmp_p
     tree = tmp_path / "tree"
     tree.mkdir()
     (tree / "tests").symlink_to(outside)
-    _write(tree.resolve(), "tests/test_calc.py", lambda: b"def test_it():\n    pass\n")
-    _write(tree.resolve(), "conftest.py", lambda: b"")
+    _write(tree.resolve(), "tests/test_calc.py", lambda: b"def test_it():\n    pass\n", False)
+    _write(tree.resolve(), "conftest.py", lambda: b"", False)
     assert list(outside.iterdir()) == [] and (tree / "conftest.py").is_file()

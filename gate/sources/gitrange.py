@@ -713,10 +713,10 @@ def _package_dirs(commit: Commit, replacing: bool = False) -> Mapping[str, str]:
 
 def _suite_base(base: Commit, policy: Policy, withheld: frozenset[str]) -> SuiteBase:
     """The base commit as the suite's selection reads it; its export leaves out `withheld`, as the head's does."""
-    def files() -> Iterator[tuple[str, Callable[[], bytes] | None]]:
+    def files() -> Iterator[tuple[str, Callable[[], bytes] | None, bool]]:
         for path, entry in _listing(base).items():
             if entry.kind == "blob":
-                yield path, _reader(base.repo, entry.sha) if entry.regular else None
+                yield path, _reader(base.repo, entry.sha) if entry.regular else None, bool(entry.mode & 0o111)
 
     return SuiteBase(base.hexsha, files, GitBase(base).has, lambda target: export_tree(base, target, withheld),
                      _import_roots(base, policy))

@@ -57,8 +57,9 @@ class SuiteBase:
     """The base commit as the selection reads it, from the source that holds it."""
 
     sha: str
-    # Every file of its tree (not the submodules) by path, with a reader of its bytes (None for a symbolic link).
-    files: Callable[[], Iterable[tuple[str, Callable[[], bytes] | None]]]
+    # Every file of its tree (not the submodules) by path, with a reader of its bytes (None for a symbolic link)
+    # and whether git keeps it executable (a test's fake `uname` script, which the test runs).
+    files: Callable[[], Iterable[tuple[str, Callable[[], bytes] | None, bool]]]
     has: Callable[[str], bool]  # whether its tree holds `path` (a file or a folder)
     export: Callable[[Path], object]  # writes its tree (as the head's export, without its size limit) into a folder
     roots: tuple[str, ...]  # its own import roots
@@ -101,16 +102,17 @@ def _trees(base: SuiteBase, changes: Sequence[Change], policy: Policy, spec: Rep
     folder = Path(f"{head_tree}-{name}")
     tree = folder / "run"
     shutil.copytree(head_tree, tree, symlinks=True)
-    ours = [(path, read) for path, read in base.files() if is_suite_file(path, paths, roots)]
+    ours = [(path, read, executable) for path, read, executable in base.files()
+            if is_suite_file(path, paths, roots)]
     for parent, _, files in os.walk(tree):
         for file in files:
             full = Path(parent, file)
             if is_suite_file(full.relative_to(tree).as_posix(), paths, roots):
                 full.unlink()
     real = tree.resolve()
-    for path, read in ours:
+    for path, read, executable in ours:
         if path not in withheld and read is not None:
-            _write(real, path, read)
+            _write(real, path, read, executable)
     present = tuple(p for p in paths if (tree / p).exists())
     if not present:
         raise BadInput(f"none of {', '.join(paths)} is in the base commit {base.sha[:12]}",
@@ -178,9 +180,9 @@ def framework_path(environment: BuiltEnvironment | None, runner: Sequence[str]) 
     return (*(environment.site_packages if environment is not None else ()), *runner)
 
 
-def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
-    """The base's file `path` into the tree `root` (its real path), unless it resolves outside it (a crafted tree
-    entry such as `../x`)."""
+def _write(root: Path, path: str, read: Callable[[], bytes], executable: bool) -> None:
+    """The base's file `path` into the tree `root` (its real path), executable or not as git keeps it (as the
+    base's export and a checkout have it), unless it resolves outside it (a crafted tree entry such as `../x`)."""
     dest = (root / path).resolve()
     if not dest.is_relative_to(root):
         return
@@ -194,6 +196,7 @@ def _write(root: Path, path: str, read: Callable[[], bytes]) -> None:
         shutil.rmtree(dest)
     dest.parent.mkdir(parents=True, exist_ok=True)
     dest.write_bytes(read())
+    dest.chmod(0o755 if executable else 0o644)
 
 
 def _placeable(tree: Path, path: str) -> bool:
