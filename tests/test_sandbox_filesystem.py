@@ -82,6 +82,10 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
     piped = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "printf 'a\\nb\\n' | sed s/b/c/ | sort -r | cat"),
                                    limits=LIMITS))
     assert (piped.exit_code, piped.stdout) == (0, b"c\na\n"), piped.stderr
+    # A test's own script for bash, naming `/bin/cat` by its path, as distro's fake `lsb_release` is.
+    script = sandbox.run(RunRequest(argv=("/bin/bash", "-c", "/bin/cat <<'EOT'\nDistributor ID:\tUbuntu\nEOT"),
+                                    limits=LIMITS))
+    assert (script.exit_code, script.stdout) == (0, b"Distributor ID:\tUbuntu\n"), script.stderr
     code = """
         found = {}
         for folder in ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"):
@@ -91,7 +95,7 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
         report(repr(found))
     """
     found = ast.literal_eval(run(sandbox, "import stat\n" + textwrap.dedent(code)))
-    assert {"cat", "sed", "grep", "find", "diff", "sh"} <= set(found)
+    assert {"cat", "sed", "grep", "find", "diff", "sh", "bash"} <= set(found)
     assert not any(found.values()), found  # no set-user-ID or set-group-ID program
     assert not set(found) & {"sudo", "su", "mount", "passwd", "curl", "wget", "git", "ssh", "gcc", "cc", "apt"}
 

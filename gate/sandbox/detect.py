@@ -192,12 +192,13 @@ print(json.dumps(sorted({*library, *mapped, *links, *data, *programs})))
 """
 _ALWAYS = ("/etc/ld.so.cache",)
 # The tools a run's root holds besides the shell, by name: what test suites commonly run (coreutils, the
-# text tools, find and diff), found where the host has them. Nothing that reaches the network, builds
-# code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or changes privileges.
-TOOLS = ("awk", "basename", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env", "expr",
-         "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nproc", "od", "printf",
-         "pwd", "readlink", "realpath", "rm", "rmdir", "sed", "seq", "sleep", "sort", "stat", "tail", "tar", "tee",
-         "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
+# text tools, find and diff; bash, which a test's own scripts name), found where the host has them. Nothing that
+# reaches the network, builds code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or
+# changes privileges.
+TOOLS = ("awk", "basename", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env",
+         "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nproc", "od",
+         "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "sed", "seq", "sleep", "sort", "stat", "tail",
+         "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
