@@ -421,6 +421,25 @@ PROJECTS = (
     # One module and its unittest module side by side in src/, tox running `python -m unittest discover` there.
     Project("typing_extensions", "4.12.2", "src single module, flit, unittest module beside it, tox", ("src",),
             ("-e", "."), ("src/typing_extensions.py", "_get_protocol_attrs")),
+    # Its tests inside the package, unittest style; its tox runs a setup.py command.
+    Project("boolean.py", "4.0", "flat, setuptools, tests inside the package, requirements-dev.txt", (),
+            ("-e", ".", "-r", "requirements-dev.txt"), ("boolean/boolean.py", "BooleanAlgebra.parse")),
+    # tox deps with lxml and sybil, whose pytest plugin collects the examples of docs/*.rst.
+    Project("cssselect", "1.2.0", "flat, setuptools, tox deps (lxml, sybil), docs/ examples through sybil",
+            ("cssselect", "tests", "docs"), ("-e", ".", "lxml>=4.4", "pytest-cov>=2.8", "pytest>=5.4", "sybil"),
+            ("cssselect/parser.py", "parse")),
+    # poetry-core, its tests inside the package, pytest among poetry's dev dependencies.
+    Project("docstring_parser", "0.16", "flat, poetry-core, tests inside the package, poetry dev dependencies", (),
+            ("-e", ".", "pytest"), ("docstring_parser/google.py", "parse")),
+    # pbr: the version from git, the extras in setup.cfg's [extras] (testing, yaml), tox factors.
+    Project("munch", "4.0.0", "flat, pbr (version from git), setup.cfg [extras] testing and yaml, tox factors", (),
+            ("-e", ".", "pytest", "PyYAML>=5.1.0"), ("munch/__init__.py", "munchify")),
+    # pytest.ini: --doctest-modules, the README's doctests, --ignore=setup.py.
+    Project("ordered-set", "4.1.0", "flat package, pytest.ini doctests of the modules and the README", (),
+            ("-e", ".", "pytest"), ("ordered_set/__init__.py", "OrderedSet.add")),
+    # A unittest module in test/, which its Makefile runs as `python -m test.test_toposort`.
+    Project("toposort", "1.10", "src single module, setuptools, unittest module in test/", ("test",),
+            ("-e", ".", "pytest"), ("src/toposort.py", "toposort")),
 )
 
 
