@@ -144,11 +144,11 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     config = pytest_config(read)
     named = _tool_paths(read, listing)
     if named is not None:  # (with arguments, pytest does not read `testpaths`)
-        collected = collect(listing, config, named[0])
+        collected = _tests_of(collect(listing, config, named[0]), read)
         if collected:
             return Suite(config, collected, _holding(named[0], collected, listing, config), named[1])
     starts = _testpaths(config.testpaths, listing)
-    collected = collect(listing, config, starts or [""])
+    collected = _tests_of(collect(listing, config, starts or [""]), read)
     if starts:
         return Suite(config, collected, tuple(starts), f"testpaths in {config.where}")
     how = "as pytest collects from the top: " + (f"no testpaths in {config.where}" if config.file and not
@@ -222,6 +222,16 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str])
         if path.endswith(".py") and any(_match(pattern, path) for pattern in config.python_files):
             found.append(path)
     return tuple(found)
+
+
+def _tests_of(collected: Sequence[str], read: Reader) -> tuple[str, ...]:
+    """Of the files pytest collects, the test modules: those pytest's default names or a folder of tests call
+    tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
+    boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
+    base's copy of the library in place of the head's (`holders`)."""
+    return tuple(path for path in collected
+                 if any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path)
+                 or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path))))
 
 
 def stray_tests(files: Iterable[str], config: PytestConfig) -> tuple[str, ...]:
