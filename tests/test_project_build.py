@@ -103,6 +103,33 @@ def test_a_version_without_the_local_part_the_project_drops_is_built_so_for_the_
     assert verdict.accepted and verdict.total == 0
 
 
+# pbr's shape (munch's): the version from PBR_VERSION, and no build at all without it in a tree that is neither a
+# git checkout nor an sdist (an export).
+PBR_BACKEND = VERSIONED_BACKEND.replace("SETUPTOOLS_SCM_PRETEND_VERSION", "PBR_VERSION")
+GITS_VERSION_TEST = TESTS + '''
+
+def test_the_version_is_the_one_git_gives():
+    assert verpkg.__version__.startswith("1.4.")
+'''
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_project_whose_build_reads_pbrs_version_is_built_with_the_one_git_gives(tmp_path: Path) -> None:
+    repo = _repo(tmp_path / "repo", tests=GITS_VERSION_TEST)
+    repo.commit("bot: build as pbr does", {"_backend/backend.py": PBR_BACKEND})
+    repo.git("branch", "-f", "main")
+    repo.git("tag", "-f", "v1.4.0", "main")
+    repo.commit("bot: document double", {"src/verpkg/__init__.py": PACKAGE.replace(
+        "def double(x):\n", 'def double(x):\n    """Twice x."""\n')})
+
+    verdict = score_repo(repo)
+
+    assert "build" not in dict(verdict.facts), verdict.facts
+    assert set(suite_statuses(verdict).values()) == {"passed"}, verdict.cases
+    assert verdict.accepted and verdict.total == 0
+
+
 @pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
 def test_a_regression_in_a_built_project_is_blocked_naming_the_failing_test(tmp_path: Path) -> None:

@@ -12,10 +12,10 @@ the run's trees, as an editable install writes it into the working tree (`overla
 no module the environment or the gate's pytest installs (it would come before them), no native code or bytecode,
 no .pth file and none of the suites' own code, whatever its bytes (`SuiteCode`: the suite runs as the base has
 it); the modules the build wrote that the runs import are in no diff, so the subject carries them for the
-framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), in
-SETUPTOOLS_SCM_PRETEND_VERSION. A layer is cached by the commit's tree, what its export left out, the environment,
-that version, the suites' code and these rules; a build that fails is a note in the verdict, and the runs
-import the tree as it is.
+framework check (`Subject.generated`). The version is the one git gives the commit (an export has no .git), as
+each build reads it (gate/environment/scm.py's `told`). A layer is cached by the commit's tree, what its export
+left out, the environment, that version, the suites' code and these rules; a build that fails is a note in the
+verdict, and the runs import the tree as it is.
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING
 
-from gate.environment import BuildLayer, SuiteCode, cache, packages
+from gate.environment import BuildLayer, SuiteCode, cache, packages, scm
 from gate.progress import QUIET, Progress
 from gate.sandbox import programs
 from gate.sandbox.base import Limits, RunRequest, Sandbox
@@ -70,9 +70,10 @@ _OBJECTS = (".o", ".a", ".obj", ".lib")
 # A build's wall and CPU seconds at least: compiling a project's extensions takes minutes where a pure build takes
 # a second (a run's own limits are the policy's).
 _BUILD_S = 600.0
-# The rules of what a layer keeps of a wheel (`_unpack`, `overlay`): a layer unpacked under other rules, by an
+# The rules of how a layer is built (what the build is told: scm.told) and what it keeps of a wheel (`_unpack`,
+# `overlay`): a layer made under other rules, by an
 # older gate, is another entry of the cache.
-_RULES = 7
+_RULES = 8
 _NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
 _BUILD = functools.partial(programs.harness, "build", "gate.environment.wheel")
@@ -350,7 +351,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         shutil.copytree(source, copy, symlinks=True, dirs_exist_ok=True, ignore=_objects)
         try:
             result = sandbox.run(RunRequest(script="_gate_build.py", harness=_BUILD(), tree=copy,
-                                            env={"SETUPTOOLS_SCM_PRETEND_VERSION": layer.version,
+                                            env={**scm.told(layer.version),
                                                  # (an older setuptools reads ~/.pydistutils.cfg and fails
                                                  # without a home: the run's own /tmp)
                                                  "HOME": "/tmp", **_compiler_env(layer.toolchain)},

@@ -1,13 +1,14 @@
-"""The version a build that reads it from git (setuptools-scm, hatch-vcs) gives a commit, in the schemes the tree
-asks for.
+"""The version a build that reads it from git (setuptools-scm, hatch-vcs, pbr) gives a commit, in the schemes the
+tree asks for.
 
 An export has no .git: the gate works the version out from the real history (the nearest tag and the distance from
-it, gate/sources/gitrange.py) and passes it to the build as SETUPTOOLS_SCM_PRETEND_VERSION, which both backends take
-as it is, with no scheme applied. So the schemes are applied here, read without running anything: Hatch's
-`[tool.hatch.version] raw-options` when its version source is `vcs`, else pyproject.toml's `[tool.setuptools_scm]`
-with setup.py's literal `use_scm_version={...}` over it (as setuptools-scm reads them). A project that drops the
-`+g1a2b3c4` part (`local_scheme = "no-local-version"`, for uploads) gets a version without it, as its own checkout
-builds: a test of the version's shape passes on the head as on the base.
+it, gate/sources/gitrange.py) and passes it to the build (`told`) as SETUPTOOLS_SCM_PRETEND_VERSION, which
+setuptools-scm and hatch-vcs take as it is, with no scheme applied, and as PBR_VERSION, which pbr takes so. So
+the schemes are applied here, read without running anything: Hatch's `[tool.hatch.version] raw-options` when its
+version source is `vcs`, else pyproject.toml's `[tool.setuptools_scm]` with setup.py's literal
+`use_scm_version={...}` over it (as setuptools-scm reads them). A project that drops the `+g1a2b3c4` part
+(`local_scheme = "no-local-version"`, for uploads) gets a version without it, as its own checkout builds: a test of
+the version's shape passes on the head as on the base.
 
 setuptools-scm's names, for a clean commit of a branch that is not a release branch (a pull request's): version
 schemes guess-next-dev (the default), no-guess-dev, post-release, only-version, semver-pep440 and
@@ -32,6 +33,13 @@ NODE_DIGITS = 9  # of the commit's hash, after a `g`, in the local part
 _SEMVER = {"python-simplified-semver": 3, "semver-pep440": 3,  # the numbers kept, the last of them bumped
            "release-branch-semver": 2, "semver-pep440-release-branch": 2}
 _NO_NODE = frozenset({"dirty-tag", "no-local-version", "no-local-version-strict"})  # (a clean tree: no local part)
+
+
+def told(version: str) -> dict[str, str]:
+    """What a build is told of its version, which it would read from git (an export has none): setuptools-scm and
+    hatch-vcs read SETUPTOOLS_SCM_PRETEND_VERSION, pbr PBR_VERSION (without it, pbr refuses to build a tree that
+    is neither a git checkout nor an sdist: munch's)."""
+    return {"SETUPTOOLS_SCM_PRETEND_VERSION": version, "PBR_VERSION": version}
 
 
 def schemes(read: Reader) -> tuple[str, str]:

@@ -548,8 +548,8 @@ def _environment(version: Callable[[Commit], str], base: Commit, policy: Policy,
     from gate.environment import build as environment_build  # (importlib.metadata and more: only when built)
 
     paths = list(_files(base))
-    # The export has no .git: a version from git (setuptools-scm, hatch-vcs) comes from the real history.
-    environ = {"SETUPTOOLS_SCM_PRETEND_VERSION": version(base), **os.environ}
+    # The export has no .git: a version from git (setuptools-scm, hatch-vcs, pbr) comes from the real history.
+    environ = {**scm.told(version(base)), **os.environ}
     return environment_build.prepare(spec, GitBase(base).read, paths, lambda target: _export_all(base, target),
                                      run_interpreter(), cache_dir(os.environ), environ, progress)
 
@@ -608,7 +608,7 @@ def scm_version(repo: Repo, commit: Commit) -> str:
     """The version setuptools-scm and hatch-vcs would give `commit` from the real repository's history (an
     export has no .git): the nearest tag and the distance from it, in the schemes the commit's build
     configuration asks for (gate/environment/scm.py: `1.2.3`, `1.2.4.dev5+g1a2b3c4d5`, `0.1.dev5+g1a2b3c4d5`
-    without a tag). Passed to the build as SETUPTOOLS_SCM_PRETEND_VERSION, which both read."""
+    without a tag). Told to the build as each of them reads it (scm.told)."""
     from packaging.version import InvalidVersion, Version  # (only where a build reads it)
 
     chosen = scm.schemes(GitBase(commit, replacing=True).read)
