@@ -437,9 +437,6 @@ PROJECTS = (
     # pytest.ini: --doctest-modules, the README's doctests, --ignore=setup.py.
     Project("ordered-set", "4.1.0", "flat package, pytest.ini doctests of the modules and the README", (),
             ("-e", ".", "pytest"), ("ordered_set/__init__.py", "OrderedSet.add")),
-    # A unittest module in test/, which its Makefile runs as `python -m test.test_toposort`.
-    Project("toposort", "1.10", "src single module, setuptools, unittest module in test/", ("test",),
-            ("-e", ".", "pytest"), ("src/toposort.py", "toposort")),
 )
 
 

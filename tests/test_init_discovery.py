@@ -262,6 +262,22 @@ def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(t
     assert "gate: warning: this repository has test files (test/testlex.py, test/testyacc.py, test/calclex.py" in said
 
 
+def test_a_test_module_pytest_would_collect_that_runs_its_tests_as_it_is_imported_is_named_a_script(
+        tmp_path: Path) -> None:
+    """toposort's shape: `test/test_toposort.py` is named as pytest collects tests, but it calls `unittest.main()`
+    at its top (its Makefile runs it as `python -m test.test_toposort`): pytest stops as it collects it, so a
+    policy naming it would stop every PR. init names it as a script instead."""
+    script = ("import unittest\n\n\nclass TopoTests(unittest.TestCase):\n    def test_sort(self):\n        pass\n"
+              "\n\nunittest.main()\n")
+    _tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='toposort')\n", "src/toposort.py": "",
+                     "test/__init__.py": "", "test/test_toposort.py": script})
+
+    policy, said = gate_init(tmp_path)
+
+    assert "tests" not in policy
+    assert "not found: a suite pytest can run: test/test_toposort.py define" in said, said
+
+
 def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path) -> None:
     """In a git checkout an ignored test file (a scratch file, a build's copy) is no part of the base a PR is
     scored on: init leaves it out."""

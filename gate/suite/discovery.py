@@ -228,9 +228,11 @@ def _tests_of(collected: Sequence[str], read: Reader) -> tuple[str, ...]:
     """Of the files pytest collects, the test modules: those pytest's default names or a folder of tests call
     tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
     boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
-    base's copy of the library in place of the head's (`holders`)."""
+    base's copy of the library in place of the head's (`holders`); nor a script that runs its tests as it is
+    imported (toposort's `test/test_toposort.py`, `unittest.main()` at its top), on which pytest stops."""
     return tuple(path for path in collected
-                 if any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path)
+                 if ((any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path))
+                     and not test_scripts([path], read))
                  or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path))))
 
 
