@@ -186,8 +186,7 @@ def discover(root: Path) -> Found:
                 else "setup.py" if (root / "setup.py").is_file()
                 else "setup.cfg" if setup_cfg.has_section("options") else None)
     extras = [*((project or {}).get("optional-dependencies") or (poetry or {}).get("extras") or {})]
-    if setup_cfg.has_section("options.extras_require"):
-        extras += [name for name, _ in setup_cfg.items("options.extras_require")]
+    extras += testdeps.setup_cfg_extras(read("setup.cfg"))
     extras += testdeps.setup_py_extras(read("setup.py"))
     deps = testdeps.choose(read, extras, groups_declared(pyproject), declares is not None)
     from_setup_py = testdeps.setup_py_literal(read("setup.py"), "python_requires")

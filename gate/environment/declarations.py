@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
-from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, TESTS_REQUIRE, canonical
+from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, TESTS_REQUIRE, canonical, setup_cfg_extras
 from gate.errors import BadInput
 from gate.policy.model import Environment
 
@@ -186,15 +186,7 @@ def _extras(doc: dict[str, Any], setup_cfg: str | None) -> list[str]:
     extras = project.get("optional-dependencies") if isinstance(project, dict) else None
     poetry = _table(_table(doc, "tool"), "poetry").get("extras")
     names = [*(extras if isinstance(extras, dict) else ()), *(poetry if isinstance(poetry, dict) else ())]
-    if setup_cfg is not None:
-        parser = configparser.ConfigParser(interpolation=None)
-        try:
-            parser.read_string(setup_cfg)
-        except configparser.Error:
-            pass
-        else:
-            names += _options(parser, "options.extras_require")
-    return names
+    return [*names, *setup_cfg_extras(setup_cfg)]
 
 
 def groups_declared(doc: dict[str, Any]) -> tuple[str, ...]:

@@ -13,7 +13,6 @@ the one with the fewest requirements.
 from __future__ import annotations
 
 import ast
-import configparser
 import contextlib
 import re
 import sys
@@ -27,6 +26,7 @@ from gate.environment.testdeps import (
     cfg_list,
     get,
     requirement_lines,
+    setup_cfg_extras,
     setup_cfg_option,
     setup_py_literal,
     toml_doc,
@@ -121,13 +121,14 @@ def _optional(node: ast.Try) -> bool:
 
 def extra_requirements(read: Reader, doc: Mapping[str, object]) -> dict[str, list[str]]:
     """The project's extras with their requirements: pyproject.toml's (`doc`) `[project.optional-dependencies]`
-    or Poetry's `extras`, setup.cfg's `[options.extras_require]`, setup.py's literal `extras_require`."""
+    or Poetry's `extras`, setup.cfg's (setuptools' or pbr's: `setup_cfg_extras`), setup.py's literal
+    `extras_require`."""
     found: dict[str, list[str]] = {}
     project, tool = doc.get("project"), doc.get("tool")
     poetry = tool.get("poetry") if isinstance(tool, dict) else None
     for table in (project.get("optional-dependencies") if isinstance(project, dict) else None,
                   poetry.get("extras") if isinstance(poetry, dict) else None,
-                  _setup_cfg(read("setup.cfg"), "options.extras_require"),
+                  setup_cfg_extras(read("setup.cfg")),
                   setup_py_literal(read("setup.py"), "extras_require")):
         if isinstance(table, dict):
             for name, value in table.items():
@@ -148,13 +149,3 @@ def project_requirements(read: Reader) -> list[str]:
     literal = setup_py_literal(read("setup.py"), "install_requires")
     found += [str(line) for line in literal if isinstance(line, str)] if isinstance(literal, list | tuple) else []
     return found
-
-
-def _setup_cfg(text: str | None, section: str) -> dict[str, str] | None:
-    """A section of setup.cfg, or None (also when it does not read)."""
-    parser = configparser.ConfigParser(interpolation=None)
-    try:
-        parser.read_string(text or "")
-    except configparser.Error:
-        return None
-    return dict(parser.items(section)) if parser.has_section(section) else None

@@ -402,6 +402,22 @@ def cfg_list(value: str | None) -> tuple[str, ...]:
     return tuple(requirement_lines("\n".join(chunks)))
 
 
+# The sections of setup.cfg that declare extras: setuptools' and pbr's (munch's `[extras]`).
+SETUP_CFG_EXTRAS = ("options.extras_require", "extras")
+
+
+def setup_cfg_extras(text: str | None) -> dict[str, str]:
+    """The extras setup.cfg declares, each with its requirements as written (`cfg_list` reads them), in
+    setuptools' `[options.extras_require]` or pbr's `[extras]`; none when it does not read."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False)
+    try:
+        parser.read_string(text or "")
+    except configparser.Error:
+        return {}
+    return {name: value for section in SETUP_CFG_EXTRAS if parser.has_section(section)
+            for name, value in parser.items(section)}
+
+
 def setup_cfg_option(text: str | None, key: str) -> str | None:
     """An `[options]` value of setup.cfg as setuptools reads it (`%%` is `%`), or None (also when it does not
     read)."""
