@@ -437,6 +437,28 @@ PROJECTS = (
     # pytest.ini: --doctest-modules, the README's doctests, --ignore=setup.py.
     Project("ordered-set", "4.1.0", "flat package, pytest.ini doctests of the modules and the README", (),
             ("-e", ".", "pytest"), ("ordered_set/__init__.py", "OrderedSet.add")),
+    # Its tests in humanfriendly/tests.py, beside humanfriendly/testing.py (helpers for its users); its test
+    # requirements bring coloredlogs, which requires humanfriendly itself.
+    Project("humanfriendly", "10.0", "flat, setup.py, tests.py inside the package, requirements-tests.txt", (),
+            ("-e", ".", "-r", "requirements-tests.txt"), ("humanfriendly/text.py", "pluralize")),
+    # coloredlogs/tests.py inside the package; the sdist ships a .pth file of its own.
+    Project("coloredlogs", "15.0.1", "flat, setup.py, tests.py inside the package, a .pth in the tree", (),
+            ("-e", ".", "-r", "requirements-tests.txt"), ("coloredlogs/__init__.py", "find_defined_levels")),
+    # python_files = test/*test_*.py, a test plugin of the package's own (mako.testing), warnings as errors.
+    Project("mako", "1.3.6", "flat, setuptools, test/ with the package's own testing helpers, tox", (),
+            ("-e", ".", "pytest>=3.1.0"), ("mako/util.py", "to_list")),
+    Project("lark", "1.2.2", "flat, setuptools, tests/ unittest style with grammar files", ("tests",),
+            ("-e", ".", "pytest"), ("lark/utils.py", "classify")),
+    Project("mistune", "3.0.2", "src, setuptools, tests reading text fixtures", (), ("-e", ".", "pytest"),
+            ("src/mistune/util.py", "escape")),
+    # python_files = test.py and norecursedirs = *: one test module at the top over 7.8 MB of sample files.
+    Project("chardet", "5.2.0", "flat, setuptools, test.py at the top over tests/ sample files", (),
+            ("-e", ".", "pytest"), ("chardet/__init__.py", "detect")),
+    # Sample projects under tests/, warnings as errors, strict config.
+    Project("pyproject_hooks", "1.2.0", "src, flit, pytest.ini warnings as errors, sample projects", (),
+            ("-e", ".", "-r", "dev-requirements.txt"), ("src/pyproject_hooks/_impl.py", "default_subprocess_runner")),
+    Project("validators", "0.34.0", "src, setuptools, pyproject testing extra", (), ("-e", ".[testing]"),
+            ("src/validators/email.py", "email")),
 )
 
 
