@@ -439,14 +439,17 @@ PROJECTS = (
             ("-e", ".", "pytest"), ("ordered_set/__init__.py", "OrderedSet.add")),
     # Its tests in humanfriendly/tests.py, beside humanfriendly/testing.py (helpers for its users); its test
     # requirements bring coloredlogs, which requires humanfriendly itself.
-    Project("humanfriendly", "10.0", "flat, setup.py, tests.py inside the package, requirements-tests.txt", (),
+    Project("humanfriendly", "10.0", "flat, setup.py, tests.py inside the package, requirements-tests.txt",
+            ("humanfriendly/tests.py",),
             ("-e", ".", "-r", "requirements-tests.txt"), ("humanfriendly/text.py", "pluralize")),
     # coloredlogs/tests.py inside the package; the sdist ships a .pth file of its own.
-    Project("coloredlogs", "15.0.1", "flat, setup.py, tests.py inside the package, a .pth in the tree", (),
+    Project("coloredlogs", "15.0.1", "flat, setup.py, tests.py inside the package, a .pth in the tree",
+            ("coloredlogs/tests.py",),
             ("-e", ".", "-r", "requirements-tests.txt"), ("coloredlogs/__init__.py", "find_defined_levels")),
     # python_files = test/*test_*.py, a test plugin of the package's own (mako.testing), warnings as errors.
     Project("mako", "1.3.6", "flat, setuptools, test/ with the package's own testing helpers, tox", (),
-            ("-e", ".", "pytest>=3.1.0"), ("mako/util.py", "to_list")),
+            ("-e", ".", "pytest>=3.1.0", "beaker", "markupsafe", "pygments", "babel", "dogpile.cache", "lingua<4"),
+            ("mako/util.py", "to_list")),
     Project("lark", "1.2.2", "flat, setuptools, tests/ unittest style with grammar files", ("tests",),
             ("-e", ".", "pytest"), ("lark/utils.py", "classify")),
     Project("mistune", "3.0.2", "src, setuptools, tests reading text fixtures", (), ("-e", ".", "pytest"),
