@@ -229,9 +229,11 @@ def _tests_of(collected: Sequence[str], read: Reader) -> tuple[str, ...]:
     tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
     boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
     base's copy of the library in place of the head's (`holders`); nor a script that runs its tests as it is
-    imported (toposort's `test/test_toposort.py`, `unittest.main()` at its top), on which pytest stops."""
+    imported (toposort's `test/test_toposort.py`, `unittest.main()` at its top), on which pytest stops. A file
+    that is no module (a README the CI names, whose examples a plugin collects) stays as it is."""
     return tuple(path for path in collected
-                 if ((any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path))
+                 if not path.endswith(".py")
+                 or ((any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path))
                      and not test_scripts([path], read))
                  or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path))))
 
