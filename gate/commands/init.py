@@ -194,6 +194,10 @@ def discover(root: Path) -> Found:
                    or _poetry_python(poetry) or (from_setup_py if isinstance(from_setup_py, str) else ""))
     files = _files(root)
     suite = find_suite(files, read)
+    if suite.files and len(test_scripts(suite.files, read)) == len(suite.files):
+        # Every test module runs its tests as it is imported (toposort's `unittest.main()` at its top): pytest
+        # stops on them, and a suite of them would stop every PR; they are said as scripts instead.
+        suite = Suite(suite.config, (), (), suite.why)
     stray = () if suite.files else stray_tests(files, suite.config)
     named = nameable(stray, read)
     if named:  # (pytest collects a file named as an argument whatever its name)

@@ -71,8 +71,7 @@ _OBJECTS = (".o", ".a", ".obj", ".lib")
 # a second (a run's own limits are the policy's).
 _BUILD_S = 600.0
 # The rules of how a layer is built (what the build is told: scm.told) and what it keeps of a wheel (`_unpack`,
-# `overlay`): a layer made under other rules, by an
-# older gate, is another entry of the cache.
+# `overlay`): a layer made under other rules, by an older gate, is another entry of the cache.
 _RULES = 8
 _NO_SUITE = SuiteCode()
 # The build's program in the sandbox (gate/environment/wheel.py), the gate's own.
@@ -369,7 +368,7 @@ def build(sandbox: Sandbox, tree: Callable[[], Path], layer: BuildLayer, sites: 
         else:
             try:
                 refusals, declared = _unpack(result.result, layer.path, limits.disk_bytes, _installed(installed),
-                                   layer.code, own, _Prebuilt((source, *sites)))
+                                             layer.code, own, _Prebuilt((source, *sites)))
                 _tree_wins(layer.path, source, dict(layer.packages))
             except (zipfile.BadZipFile, ValueError, OSError) as exc:
                 failed = f"the project's build gave no usable wheel: {exc}"
@@ -487,32 +486,22 @@ def _kept(parts: tuple[str, ...], installed: frozenset[str], code: SuiteCode, ow
                 or (name.endswith(NOT_RUN_SUFFIXES) and not _native(name)) or _suite_code(parts, code, own))
 
 
-def _without_plugins(text: bytes) -> bytes:
+def _without_plugins(text: bytes) -> tuple[bytes, list[str]]:
     """A distribution's entry_points.txt without its pytest plugins (`[pytest11]`): pytest looks a `-p NAME` of
     the base's configuration up among every distribution's first, so the head's metadata could name its own
     object in place of the module the base means (the plugins the gate loads are modules of the environment,
-    gate/suite/harness.py)."""
-    kept, keep = [], True
+    gate/suite/harness.py); and the plugins it left out, as their `name = module` lines say them."""
+    kept, declared, inside = [], [], False
     for line in text.decode("utf-8", "replace").splitlines(keepends=True):
-        header = line.strip()
-        if header.startswith("[") and header.endswith("]"):
-            keep = header.strip("[]").strip() != "pytest11"
-        if keep:
-            kept.append(line)
-    return "".join(kept).encode()
-
-
-def _plugins(text: bytes) -> list[str]:
-    """The pytest plugins (`[pytest11]`) an entry_points.txt declares, as `name = module` lines say them."""
-    found, inside = [], False
-    for line in text.decode("utf-8", "replace").splitlines():
         header = line.strip()
         if header.startswith("[") and header.endswith("]"):
             inside = header.strip("[]").strip() == "pytest11"
         elif inside and "=" in header and not header.startswith(("#", ";")):
             name, _, module = header.partition("=")
-            found.append(f"{name.strip()} ({module.strip()})")
-    return found
+            declared.append(f"{name.strip()} ({module.strip()})")
+        if not inside:
+            kept.append(line)
+    return "".join(kept).encode(), declared
 
 
 def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str] = frozenset(),
@@ -546,8 +535,8 @@ def _unpack(wheel: bytes, target: Path, max_bytes: int, installed: frozenset[str
             dest = target.joinpath(*parts)
             data = archive.read(info)
             if len(parts) == 2 and parts[0].endswith(".dist-info") and parts[1] == "entry_points.txt":
-                declared += _plugins(data)
-                data = _without_plugins(data)
+                data, listed = _without_plugins(data)
+                declared += listed
             why = _compiled(data, prebuilt) if _native(parts[-1]) else ""
             if why:
                 refusals.append(f"the wheel's {'/'.join(parts)} is not loaded: {why}")

@@ -228,13 +228,11 @@ def _tests_of(collected: Sequence[str], read: Reader) -> tuple[str, ...]:
     """Of the files pytest collects, the test modules: those pytest's default names or a folder of tests call
     tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
     boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
-    base's copy of the library in place of the head's (`holders`); nor a script that runs its tests as it is
-    imported (toposort's `test/test_toposort.py`, `unittest.main()` at its top), on which pytest stops. A file
-    that is no module (a README the CI names, whose examples a plugin collects) stays as it is."""
+    base's copy of the library in place of the head's (`holders`). Only those others are read. A file that is no
+    module (a README the CI names, whose examples a plugin collects) stays as it is."""
     return tuple(path for path in collected
-                 if not path.endswith(".py")
-                 or ((any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path))
-                     and not test_scripts([path], read))
+                 if not path.endswith(".py") or any(_match(pattern, path) for pattern in PYTHON_FILES)
+                 or _in_test_folder(path)
                  or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path))))
 
 
@@ -283,7 +281,8 @@ _ENDS_ITS_IMPORT = frozenset({"unittest.main", "main", "sys.exit", "exit", "quit
 def test_scripts(stray: Iterable[str], read: Reader) -> tuple[str, ...]:
     """Of `stray` (`stray_tests`), the modules that define tests but run them as they are imported (a top-level
     `unittest.main()`: ply's `test/testlex.py`, which its CI runs as a script): pytest cannot import them."""
-    return tuple(path for path in stray if _defines_tests(read(path), scripts=True) and not _defines_tests(read(path)))
+    return tuple(path for path in stray
+                 if _defines_tests(text := read(path), scripts=True) and not _defines_tests(text))
 
 
 def _defines_tests(text: str | None, scripts: bool = False) -> bool:
