@@ -198,6 +198,48 @@ def test_code_calling_exit_and_quit_runs_as_in_ci(backend: str, tmp_path: Path,
     assert outcomes(regression)["tests/test_tool.py::test_version_quits"] == "passed"
 
 
+# Styles its output on a terminal only, as coloredlogs and click do; its tests give it one through a pty.
+STYLE = """\
+def styled(text, stream):
+    return f"\\033[1m{text}\\033[0m" if stream.isatty() else text
+"""
+STYLE_TESTS = """\
+import io
+import os
+import pty
+
+from style import styled
+
+
+def test_plain_when_piped():
+    assert styled("ok", io.StringIO()) == "ok"
+
+
+def test_bold_on_a_terminal():
+    main, secondary = pty.openpty()
+    with os.fdopen(secondary, "w") as terminal:
+        assert styled("ok", terminal) == "\\033[1mok\\033[0m"
+    os.close(main)
+"""
+
+
+@pytest.mark.usefixtures("gate_cache")
+def test_a_suite_that_gives_its_code_a_terminal_through_a_pty_gates_right(tmp_path: Path,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    repo = project_repo(tmp_path / "repo", {"style.py": STYLE, "tests/test_style.py": STYLE_TESTS,
+                                            ".github/gate.yml": POLICY})
+    repo.commit("bot: a comment", {"style.py": "# Bold on a terminal.\n" + STYLE})
+    code, honest = gate_check(repo, "zygote", monkeypatch, tmp_path)
+    assert code == 0, honest
+    assert outcomes(honest) == {"tests/test_style.py::test_plain_when_piped": "passed",
+                                "tests/test_style.py::test_bold_on_a_terminal": "passed"}
+
+    repo.commit("bot: never bold", {"style.py": STYLE.replace("stream.isatty()", "False")})
+    code, regression = gate_check(repo, "zygote", monkeypatch, tmp_path)
+    assert code == 1
+    assert outcomes(regression)["tests/test_style.py::test_bold_on_a_terminal"] == "failed"
+
+
 # A command-line project as real suites test one (docs/sandbox.md, "What a run has of CI's"): its own console
 # script run by name, a dependency's command whose module is on a folder its .pth file adds, workers started
 # with multiprocessing's spawn, settings in the user's home, the C library found by ctypes.

@@ -197,8 +197,8 @@ _ALWAYS = ("/etc/ld.so.cache",)
 # changes privileges.
 TOOLS = ("awk", "basename", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env",
          "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nproc", "od",
-         "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "sed", "seq", "sleep", "sort", "stat", "tail",
-         "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
+         "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep", "sort", "stat",
+         "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:

@@ -16,7 +16,9 @@ symbolic links on the way to them, null, zero, full, random and urandom in /dev,
 (`hidepid=invisible`: no other user's process is visible) and, in a directory only root can enter, the
 sandbox's staging directory. Nothing else of the host exists there. Each run then gets one tmpfs of
 `disk_bytes` on /tmp, with /var/tmp and /dev/shm bound to directories inside it (every place a run can fill
-shares that one bound and disappears with the namespace); its files are copied from its staging directory
+shares that one bound and disappears with the namespace), and a devpts instance of its own on /dev/pts, at most
+`PTYS` pseudo-terminals that no other run and nothing of the host can see (test suites drive programs through
+one: `pty`, `script`, coloredlogs' and pexpect's tests); its files are copied from its staging directory
 into /tmp/work, over a shared read-only tree (overlayfs) when it has one, and the staging directory is
 unmounted from the run's namespace before the program starts.
 A zygote builds the root once, in a template its runs' namespaces copy. Standard library only: imported
@@ -25,6 +27,7 @@ inside the child.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
 import stat
@@ -58,9 +61,13 @@ _OVERLAY = "/tmp/.gate-overlay"  # the upper and work directories of a run's ove
 _SHARED_TMP = (("/var/tmp", ".var-tmp"), ("/dev/shm", ".shm"))
 DEVICES = ("null", "zero", "full", "random", "urandom")
 _DEV_LINKS = (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"), ("stdout", "/proc/self/fd/1"),
-              ("stderr", "/proc/self/fd/2"))
+              ("stderr", "/proc/self/fd/2"), ("ptmx", "pts/ptmx"))
 _ROOT_DIRS = (("/tmp", 0o1777), ("/var", 0o755), ("/var/tmp", 0o1777), ("/dev", 0o755), ("/dev/shm", 0o1777),
-              ("/proc", 0o555), (GATE_DIR, 0o700), (STAGING, 0o700), (_ASIDE, 0o700))
+              ("/dev/pts", 0o755), ("/proc", 0o555), (GATE_DIR, 0o700), (STAGING, 0o700), (_ASIDE, 0o700))
+# The pseudo-terminals a run may hold at once, in its own devpts instance (private_tmp): enough for a test suite
+# that drives a few programs through them, few enough that no run takes a large share of the kernel's
+# (/proc/sys/kernel/pty/max, which every instance shares).
+PTYS = 16
 _NEW_ROOT = "/tmp"  # in the new namespace only: where the root is built before it becomes "/"
 _RO = _libc.MS_RDONLY | _libc.MS_NOSUID | _libc.MS_NODEV
 _MAX_LINKS = 40
@@ -213,6 +220,7 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
         os.mkdir(inside, 0o1777)
         os.chmod(inside, 0o1777)
         _libc.mount(inside, target, None, _libc.MS_BIND)
+    _own_ptys()
     aside = _under_tmp(root)
     for index, path in enumerate(aside):
         _bind(os.open(f"{_ASIDE}/{index}", os.O_PATH | os.O_CLOEXEC), path, device=False, close=True)
@@ -236,6 +244,15 @@ def private_tmp(stage: str, tree: str | None, disk_bytes: int, owner: tuple[int,
         _libc.mount("none", WORKDIR, None, _libc.MS_REMOUNT | _libc.MS_BIND | _RO)
     _libc.umount(STAGING, _libc.MNT_DETACH)  # no other run's directory, nor the shared tree, stays in reach
     return WORKDIR
+
+
+def _own_ptys() -> None:
+    """A devpts instance of the run's own on /dev/pts, in the run's namespace (never in a zygote's template:
+    every run forked from it would share its ptys). Where the kernel refuses one, the run has no pseudo-terminal,
+    and still none of the host's: /dev/pts stays the root's empty directory."""
+    with contextlib.suppress(OSError):
+        _libc.mount("devpts", "/dev/pts", "devpts", _libc.MS_NOSUID | _libc.MS_NOEXEC,
+                    f"newinstance,ptmxmode=0666,mode=0600,max={PTYS}")
 
 
 def _hide(hide: Sequence[str]) -> None:
@@ -380,7 +397,7 @@ def _enter(name: str) -> Callable[[ChildConfig, Run], None]:
 
 def _describe_mountns(found: Found) -> str:
     overlay = found.probe.get("overlay", "")
-    return switch(found.probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc; " + (
+    return switch(found.probe["mountns"], "on (tmpfs /tmp, /var/tmp, /dev/shm; own /proc and /dev/pts; " + (
         "a head tree staged once, read-only under each run's own layer)" if not overlay
         else f"a head tree copied for each run: no overlayfs here, {overlay})"))
 
@@ -391,8 +408,8 @@ def _describe_filesystem(found: Found) -> str:
                   "allow-listed root: a tmpfs with read-only binds of the interpreter, its standard library and "
                   "shared libraries, the system data it reads (time zones, locales, MIME types, CA certificates), "
                   "the shell, ldconfig and the common POSIX tools (cat, sed, grep, find, diff, ...), /dev/null, "
-                  "zero, full, random, urandom, its own /proc, a private /tmp, the run's own user (passwd and "
-                  "group entries, HOME) and localhost in /etc/hosts; nothing else of the host")
+                  "zero, full, random, urandom, its own /proc and ptys, a private /tmp, the run's own user (passwd "
+                  "and group entries, HOME) and localhost in /etc/hosts; nothing else of the host")
 
 
 def _filesystem(setup: RunSetup) -> LayerSettings:
