@@ -463,6 +463,22 @@ PROJECTS = (
     # Its test dependencies a PDM dev group (`[tool.pdm.dev-dependencies] testing`), not an extra.
     Project("validators", "0.34.0", "src, setuptools, PDM dev-dependencies", (), ("-e", ".", "pytest>=8.3.2"),
             ("src/validators/email.py", "email")),
+    # A fourth round. Both drive programs through pseudo-terminals (bash, cat, the interpreter), unittest style.
+    Project("pexpect", "4.9.0", "flat, setup.py, tests/ unittest style driving bash and python through ptys",
+            ("tests",), ("-e", ".", "pytest"), ("pexpect/utils.py", "split_command_line")),
+    Project("ptyprocess", "0.7.0", "flat, flit's old [tool.flit.metadata], tests/ spawning through ptys",
+            ("tests",), ("-e", ".", "pytest"), ("ptyprocess/ptyprocess.py", "PtyProcess.read")),
+    # tox.ini's [pytest] with --cov; its test requirements a file under requirements/.
+    Project("arrow", "1.4.0", "flat, flit, tox.ini [pytest], requirements/requirements-tests.txt", (),
+            ("-e", ".", "-r", "requirements/requirements-tests.txt"), ("arrow/util.py", "is_timestamp")),
+    # tests/ a package its modules import from (`from tests.test_lib import ...`); tox's deps, ipython for some.
+    Project("python-dotenv", "1.2.4", "src, setuptools, tests/ a package, tox deps", (),
+            ("-e", ".", "pytest", "click", "ipython"), ("src/dotenv/main.py", "dotenv_values")),
+    # setuptools-scm, pytest-timeout and pytest-asyncio from tox's deps; its perf tests left out as tox does.
+    Project("tqdm", "4.70.1", "flat, setuptools-scm, [tool.pytest.ini_options] timeout, tox deps", ("-k", "not perf"),
+            ("-e", ".", "pytest", "pytest-timeout", "pytest-asyncio"), ("tqdm/std.py", "tqdm.format_sizeof")),
+    Project("toml", "0.10.2", "flat, setup.py, tests/ reading test.toml, tox", ("tests",), ("-e", ".", "pytest"),
+            ("toml/encoder.py", "dumps")),
 )
 
 
