@@ -265,6 +265,9 @@ def test_pdm_dev_dependencies_are_groups(tmp_path: Path, policy: str) -> None:
 @pytest.mark.parametrize(("files", "group"), [
     ({"tox.ini": "[tox]\nenvlist = py311\n[testenv]\ndeps =\n    checkhelp>=1\n    lint: no-such-linter\n"
                  "commands = pytest\n"}, "tox:py311"),
+    # A condition whose factors are in braces (python-dotenv's `py{310,311,...}: ipython`), expanded as tox does.
+    ({"tox.ini": "[tox]\nenvlist = py{310,311}\n[testenv]\ndeps =\n    py{310,311}: checkhelp>=1\n"
+                 "    py{38,39}-lint,lint: no-such-linter\ncommands = pytest\n"}, "tox:py311"),
     ({"tox.toml": 'env_list = ["py"]\n[env_run_base]\ndeps = ["checkhelp>=1"]\ncommands = [["pytest"]]\n'}, "tox:py"),
     ({"hatch.toml": '[envs.default]\ndependencies = ["no-such-linter"]\n[envs.test]\ndependencies = ["checkhelp"]\n'},
      "hatch:test"),
@@ -272,7 +275,8 @@ def test_pdm_dev_dependencies_are_groups(tmp_path: Path, policy: str) -> None:
      "setuptools:tests_require"),
     ({"setup.cfg": "[metadata]\nname = calc\n[options]\ntests_require =\n    checkhelp>=1\n"},
      "setuptools:tests_require"),
-], ids=["tox.ini", "tox.toml", "hatch.toml", "setup.py tests_require", "setup.cfg tests_require"])
+], ids=["tox.ini", "tox.ini factors in braces", "tox.toml", "hatch.toml", "setup.py tests_require",
+        "setup.cfg tests_require"])
 def test_a_tox_or_hatch_environment_is_a_group(tmp_path: Path, files: dict[str, str], group: str) -> None:
     repo = project_repo(tmp_path / "repo", {"pyproject.toml": pyproject("calc", []), "calc.py": CALC, **files,
                                             ".github/gate.yml": f'environment:\n  groups: ["{group}"]\n' + CASE})

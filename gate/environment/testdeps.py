@@ -263,18 +263,19 @@ def _command_installs(commands: list[str]) -> list[tuple[str, str]]:
 
 
 def _tox_lines(text: str, factors: set[str]) -> list[str]:
-    """The lines of a tox value that apply to an environment of `factors` (`py311,py312: x`, `!cov: y`);
-    a condition a static reading cannot decide (braces) leaves its line out."""
+    """The lines of a tox value that apply to an environment of `factors` (`py311,py312: x`, `!cov: y`, and
+    `py{310,311}-django: z` with its braces expanded as tox expands them); a line that still holds braces (a
+    substitution such as `{[testenv]deps}`, which a static reading cannot decide) is left out."""
     found = []
     for raw in text.splitlines():
         line = raw.split(" #")[0].strip()
         if not line or line.startswith("#"):
             continue
-        condition = re.match(r"^([!\w.,-]+):\s+(.*)$", line) or re.match(r"^([!\w.,-]+):(?![/\\=])(.+)$", line)
+        condition = re.match(r"^([!\w.,{}-]+):\s+(.*)$", line) or re.match(r"^([!\w.,{}-]+):(?![/\\=])(.+)$", line)
         if condition and not line.startswith(("-r", "-c", "-e", "http", "git+", "file:")):
             if not any(all((f[1:] not in factors) if f.startswith("!") else (f in factors)
                            for f in alternative.split("-"))
-                       for alternative in condition.group(1).split(",")):
+                       for alternative in _tox_envlist(condition.group(1))):
                 continue
             line = condition.group(2).strip()
         if "{" in line:
