@@ -474,9 +474,8 @@ PROJECTS = (
     # tests/ a package its modules import from (`from tests.test_lib import ...`); tox's deps, ipython for some.
     Project("python-dotenv", "1.2.4", "src, setuptools, tests/ a package, tox deps", (),
             ("-e", ".", "pytest", "click", "ipython"), ("src/dotenv/main.py", "dotenv_values")),
-    # setuptools-scm, pytest-timeout and pytest-asyncio from tox's deps; its perf tests left out as tox does.
-    Project("tqdm", "4.70.1", "flat, setuptools-scm, [tool.pytest.ini_options] timeout, tox deps", ("-k", "not perf"),
-            ("-e", ".", "pytest", "pytest-timeout", "pytest-asyncio"), ("tqdm/std.py", "tqdm.format_sizeof")),
+    # (Not tqdm 4.70.1: its tox environment installs nbval from GitHub, which this machine cannot reach; the
+    # gate stops there, exit 3 with uv's error, as it should.)
     Project("toml", "0.10.2", "flat, setup.py, tests/ reading test.toml, tox", ("tests",), ("-e", ".", "pytest"),
             ("toml/encoder.py", "dumps")),
 )
