@@ -170,6 +170,15 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "tests/test_x.py": ""},
                  {"environment": {"requirements": ["ci/tests.txt"]}, "tests": {"paths": ["tests"]}},
                  id="tox's environment for this Python, not the envlist's first (wcwidth's py27)"),
+    pytest.param({"setup.py": "from setuptools import setup\nsetup()\n",
+                  "setup.cfg": "[metadata]\nname = munch\n[extras]\ntesting =\n    pytest\nyaml =\n    PyYAML\n",
+                  "tox.ini": "[tox]\nenvlist =\n    {py27,py36}-full\n    {py27,py36}-no-deps\n    lint\n"
+                             "[testenv]\nextras =\n    testing\n    {py27,py36}-full: yaml\ncommands =\n"
+                             "    {py27,py36}-full: coverage run --source=munch -m pytest\n"
+                             "    {py27,py36}-no-deps: pytest -k 'not yaml'\n[testenv:lint]\ncommands = pylint munch\n",
+                  "munch/__init__.py": "", "tests/test_x.py": ""},
+                 {"environment": {"extras": ["testing", "yaml"]}, "tests": {"paths": ["tests"]}},
+                 id="tox's plain environment runs no command: the envlist's newest (munch's py36-full and its yaml)"),
     pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
                               "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
                   "x/__init__.py": "", "x/tests/test_x.py": ""},

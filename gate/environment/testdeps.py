@@ -87,9 +87,11 @@ def is_tool_group(group: str) -> bool:
 
 def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
     """The tox environment `name`, or (None) the one that runs the tests, as `tox -e py` does on this Python
-    in CI: the first whose commands run pytest of `test`, `tests`, the envlist's CPython ones for this Python
-    (`py311`, `py311-cov`, then `py3`), `py` (the plain `[testenv]`), then the envlist's other CPython ones
-    (`py27` lists deps that no longer install; `pypy3` is another interpreter)."""
+    in CI: the first whose commands, as its factors select them, run pytest of `test`, `tests`, the envlist's
+    CPython ones for this Python (`py311`, `py311-cov`, then `py3`), `py` (the plain `[testenv]`), then the
+    envlist's other CPython ones, the newest first (`py27` lists deps that no longer install; `pypy3` is another
+    interpreter). A `py` whose every command is for other factors (munch's `{py27,py36}-full: pytest`) runs no
+    test: the envlist's `py36-full` does."""
     config = _tox_config(read)
     if config is None:
         return None
@@ -101,15 +103,20 @@ def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
     here = [e for version in (f"{sys.version_info[0]}{sys.version_info[1]}", f"{sys.version_info[0]}"
                               f".{sys.version_info[1]}", str(sys.version_info[0]))
             for e in pythons if e.split("-")[0] == f"py{version}"]
-    named = [*TEST_NAMES, *here, "py", *pythons]
+    named = [*TEST_NAMES, *here, "py", *sorted(pythons, key=_python_of, reverse=True)]
     for candidate in dict.fromkeys(named):
         if f"testenv:{candidate}" not in sections and candidate not in ("py", *envlist):
             continue
-        env = _tox_resolve(where, sections, candidate)
-        commands = _tox_value(sections, candidate, "commands")
-        if _PYTEST.search(commands):
-            return env
+        commands = _tox_lines(_tox_commands(_tox_value(sections, candidate, "commands")), set(candidate.split("-")))
+        if any(_PYTEST.search(command) for command in commands):
+            return _tox_resolve(where, sections, candidate)
     return None
+
+
+def _python_of(env: str) -> tuple[int, ...]:
+    """The Python of a CPython tox environment: (3, 11) of `py311`, `py3.11` or `py311-cov`, (3,) of `py3`."""
+    digits = env.split("-")[0][2:].replace(".", "")
+    return (int(digits[0]), int(digits[1:])) if len(digits) > 1 else (int(digits),) if digits else ()
 
 
 def _tox_config(read: Reader) -> tuple[str, dict[str, dict[str, Any]], list[str]] | None:
@@ -208,9 +215,10 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
     for kind, value in _command_installs(commands):
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
-    # The arguments of its one pytest command (natsort's tox runs pytest three times: no one of them is its suite).
-    runs = [line for line in text.splitlines() if _PYTEST.search(line) and not line.strip().startswith("#")]
-    run = next((line for line in commands if _PYTEST.search(line)), None) if len(runs) == 1 else None
+    # The arguments of its one pytest command, of those its factors select (natsort's tox runs pytest three times:
+    # no one of them is its suite).
+    runs = [line for line in commands if _PYTEST.search(line)]
+    run = runs[0] if len(runs) == 1 else None
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
                    tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)),
                    _pytest_args(run) if run is not None else ())
