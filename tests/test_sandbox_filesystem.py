@@ -86,6 +86,9 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
     script = sandbox.run(RunRequest(argv=("/bin/bash", "-c", "/bin/cat <<'EOT'\nDistributor ID:\tUbuntu\nEOT"),
                                     limits=LIMITS))
     assert (script.exit_code, script.stdout) == (0, b"Distributor ID:\tUbuntu\n"), script.stderr
+    # bc as a REPL and nl numbering its lines, as pexpect's and ptyprocess' tests drive them.
+    counted = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "echo '2^10' | bc | nl -w 1"), limits=LIMITS))
+    assert (counted.exit_code, counted.stdout) == (0, b"1\t1024\n"), counted.stderr
     code = """
         found = {}
         for folder in ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"):
@@ -95,7 +98,7 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
         report(repr(found))
     """
     found = ast.literal_eval(run(sandbox, "import stat\n" + textwrap.dedent(code)))
-    assert {"cat", "sed", "grep", "find", "diff", "sh", "bash"} <= set(found)
+    assert {"cat", "sed", "grep", "find", "diff", "sh", "bash", "bc", "nl", "script"} <= set(found)
     assert not any(found.values()), found  # no set-user-ID or set-group-ID program
     assert not set(found) & {"sudo", "su", "mount", "passwd", "curl", "wget", "git", "ssh", "gcc", "cc", "apt"}
 

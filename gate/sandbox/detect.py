@@ -120,9 +120,9 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
 # /etc/ssl/private or a home directory is not followed there). Then the two programs every CI runner has that
 # the standard library runs by their path: the shell (`subprocess`'s shell=True, os.system, os.popen) and
 # ldconfig (`ctypes.util.find_library` asks `/sbin/ldconfig -p` for the loader's cache, /etc/ld.so.cache); and
-# the common POSIX tools that test suites run by name (a pager of `cat`, an editor of `sed`: TOOLS), those in
-# /usr/bin or /bin; of one that is a script (Ubuntu's ldconfig wraps ldconfig.real), its interpreter and the
-# programs it names by path; only world-readable ones under /usr, /bin and /sbin, and none set-user-ID or
+# the common POSIX tools that test suites run by name (a pager of `cat`, an editor of `sed`, `bc` as a REPL, and
+# util-linux's `script` for a terminal: TOOLS), those in /usr/bin or /bin; of one that is a script (Ubuntu's
+# ldconfig wraps ldconfig.real), its interpreter and the programs it names by path; only world-readable ones under /usr, /bin and /sbin, and none set-user-ID or
 # set-group-ID (no_new_privs would keep it from gaining anything; it is left out all the same).
 _NEEDS = """
 import importlib, json, os, re, struct, sys
@@ -195,10 +195,11 @@ _ALWAYS = ("/etc/ld.so.cache",)
 # text tools, find and diff; bash, which a test's own scripts name), found where the host has them. Nothing that
 # reaches the network, builds code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or
 # changes privileges.
-TOOLS = ("awk", "basename", "bash", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env",
-         "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nproc", "od",
-         "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep", "sort", "stat",
-         "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs", "yes")
+TOOLS = ("awk", "basename", "bash", "bc", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo",
+         "env", "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nl",
+         "nproc", "od", "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep",
+         "sort", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which",
+         "xargs", "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
