@@ -179,6 +179,22 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                   "munch/__init__.py": "", "tests/test_x.py": ""},
                  {"environment": {"extras": ["testing", "yaml"]}, "tests": {"paths": ["tests"]}},
                  id="tox's plain environment runs no command: the envlist's newest (munch's py36-full and its yaml)"),
+    pytest.param({"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+                  "tox.ini": f"[tox]\nenvlist = flake8, py{sys.version_info[0]}{sys.version_info[1]}\n[testenv]\n"
+                             "deps =\n    pytest\ncommands =\n"
+                             "    pytest README.rst docs/examples.rst\n"
+                             "    pytest --doctest-modules {envsitepackagesdir}/x\n"
+                             "    pytest --tb=short --cov {envsitepackagesdir}/x {posargs:}\n",
+                  "README.rst": "", "docs/examples.rst": "", "tests/test_x.py": ""},
+                 {"environment": {"groups": [f"tox:py{sys.version_info[0]}{sys.version_info[1]}"]},
+                  "tests": {"paths": ["tests"]}},
+                 id="tox runs pytest three times, two with substitutions: none is the suite (natsort)"),
+    pytest.param({"setup.py": "from setuptools import setup\nsetup(name='x')\n",
+                  "tox.ini": "[tox]\nenvlist = docs, py\n[testenv]\ndeps =\n    pytest\n"
+                             "commands =\n    py.test --basetemp={envtmpdir} --cov=x {posargs}\n",
+                  "tests/test_x.py": ""},
+                 {"environment": {"groups": ["tox:py"]}, "tests": {"paths": ["tests"]}},
+                 id="tox's pytest command with a substitution still runs the tests (cachetools)"),
     pytest.param({"setup.py": "from setuptools import setup\nEXTRAS = {'docs': ['sphinx'], 'testing': ['pytest']}\n"
                               "setup(name='x', python_requires='>=3.9', extras_require=EXTRAS)\n",
                   "x/__init__.py": "", "x/tests/test_x.py": ""},

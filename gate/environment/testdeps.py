@@ -107,7 +107,7 @@ def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
     for candidate in dict.fromkeys(named):
         if f"testenv:{candidate}" not in sections and candidate not in ("py", *envlist):
             continue
-        commands = _tox_lines(_tox_commands(_tox_value(sections, candidate, "commands")), set(candidate.split("-")))
+        commands = _tox_selected(_tox_commands(_tox_value(sections, candidate, "commands")), set(candidate.split("-")))
         if any(_PYTEST.search(command) for command in commands):
             return _tox_resolve(where, sections, candidate)
     return None
@@ -216,9 +216,9 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
     # The arguments of its one pytest command, of those its factors select (natsort's tox runs pytest three times:
-    # no one of them is its suite).
-    runs = [line for line in commands if _PYTEST.search(line)]
-    run = runs[0] if len(runs) == 1 else None
+    # no one of them is its suite), when a static reading can tell them (no substitution left in braces).
+    runs = [line for line in _tox_selected(text, factors) if _PYTEST.search(line)]
+    run = runs[0] if len(runs) == 1 and "{" not in runs[0] else None
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
                    tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)),
                    _pytest_args(run) if run is not None else ())
@@ -271,9 +271,15 @@ def _command_installs(commands: list[str]) -> list[tuple[str, str]]:
 
 
 def _tox_lines(text: str, factors: set[str]) -> list[str]:
+    """The lines of a tox value that apply to an environment of `factors` (`_tox_selected`), less any that still
+    holds braces (a substitution such as `{[testenv]deps}` or `{envtmpdir}`, which a static reading cannot
+    decide)."""
+    return [line for line in _tox_selected(text, factors) if "{" not in line]
+
+
+def _tox_selected(text: str, factors: set[str]) -> list[str]:
     """The lines of a tox value that apply to an environment of `factors` (`py311,py312: x`, `!cov: y`, and
-    `py{310,311}-django: z` with its braces expanded as tox expands them); a line that still holds braces (a
-    substitution such as `{[testenv]deps}`, which a static reading cannot decide) is left out."""
+    `py{310,311}-django: z` with its braces expanded as tox expands them), each without its condition."""
     found = []
     for raw in text.splitlines():
         line = raw.split(" #")[0].strip()
@@ -286,8 +292,6 @@ def _tox_lines(text: str, factors: set[str]) -> list[str]:
                        for alternative in _tox_envlist(condition.group(1))):
                 continue
             line = condition.group(2).strip()
-        if "{" in line:
-            continue
         found.append(line)
     return found
 

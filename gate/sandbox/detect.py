@@ -122,8 +122,9 @@ def _probe(done: tuple[int, str, str]) -> dict[str, str]:
 # ldconfig (`ctypes.util.find_library` asks `/sbin/ldconfig -p` for the loader's cache, /etc/ld.so.cache); and
 # the common POSIX tools that test suites run by name (a pager of `cat`, an editor of `sed`, `bc` as a REPL, and
 # util-linux's `script` for a terminal: TOOLS), those in /usr/bin or /bin; of one that is a script (Ubuntu's
-# ldconfig wraps ldconfig.real), its interpreter and the programs it names by path; only world-readable ones under /usr, /bin and /sbin, and none set-user-ID or
-# set-group-ID (no_new_privs would keep it from gaining anything; it is left out all the same).
+# ldconfig wraps ldconfig.real), its interpreter and the programs it names by path; only world-readable ones
+# under /usr, /bin and /sbin, and none set-user-ID or set-group-ID (no_new_privs would keep it from gaining
+# anything; it is left out all the same).
 _NEEDS = """
 import importlib, json, os, re, struct, sys
 library = [p for p in sys.path if p and not p.endswith(("site-packages", "dist-packages"))]
