@@ -98,7 +98,7 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
         report(repr(found))
     """
     found = ast.literal_eval(run(sandbox, "import stat\n" + textwrap.dedent(code)))
-    assert {"cat", "sed", "grep", "find", "diff", "sh", "bash", "bc", "nl", "script"} <= set(found)
+    assert {"cat", "sed", "grep", "find", "diff", "sh", "bash", "bc", "nl", "printenv", "script"} <= set(found)
     assert not any(found.values()), found  # no set-user-ID or set-group-ID program
     assert not set(found) & {"sudo", "su", "mount", "passwd", "curl", "wget", "git", "ssh", "gcc", "cc", "apt"}
 

@@ -196,11 +196,11 @@ _ALWAYS = ("/etc/ld.so.cache",)
 # text tools, find and diff; bash, which a test's own scripts name), found where the host has them. Nothing that
 # reaches the network, builds code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or
 # changes privileges.
-TOOLS = ("awk", "basename", "bash", "bc", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo",
-         "env", "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nl",
-         "nproc", "od", "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep",
-         "sort", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which",
-         "xargs", "yes")
+TOOLS = ("awk", "basename", "bash", "bc", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env",
+         "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nl", "nproc",
+         "od", "printenv", "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep",
+         "sort", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs",
+         "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
