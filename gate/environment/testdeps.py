@@ -210,14 +210,14 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
                for e in re.split(r"[\s,]+", line) if e]
     groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
               for g in re.split(r"[\s,]+", line) if g]
-    text = _tox_commands(_tox_value(sections, env, "commands"))
-    commands = _tox_lines(text, factors)
+    selected = _tox_selected(_tox_commands(_tox_value(sections, env, "commands")), factors)
+    commands = [line for line in selected if "{" not in line]  # (as _tox_lines leaves them)
     for kind, value in _command_installs(commands):
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
     section = f"testenv:{env}" if f"testenv:{env}" in sections else "testenv"
     # The arguments of its one pytest command, of those its factors select (natsort's tox runs pytest three times:
     # no one of them is its suite), when a static reading can tell them (no substitution left in braces).
-    runs = [line for line in _tox_selected(text, factors) if _PYTEST.search(line)]
+    runs = [line for line in selected if _PYTEST.search(line)]
     run = runs[0] if len(runs) == 1 and "{" not in runs[0] else None
     return ToolEnv("tox", env, f"{where} [{section}]", tuple(dict.fromkeys(extras)), tuple(dict.fromkeys(files)),
                    tuple(dict.fromkeys(packages)), tuple(dict.fromkeys(groups)),
