@@ -37,13 +37,15 @@ class History:
                               env=env).stdout.strip()
 
     def commit(self, message: str, files: dict[str, str | None], who: tuple[str, str] = MARIA) -> str:
-        for path, text in files.items():
-            if text is None:
-                self.git("rm", "-q", path)
-                continue
+        removed = [path for path, text in files.items() if text is None]
+        written = {path: text for path, text in files.items() if text is not None}
+        if removed:
+            self.git("rm", "-q", "--", *removed)
+        for path, text in written.items():
             (self.root / path).parent.mkdir(parents=True, exist_ok=True)
             (self.root / path).write_text(text, encoding="utf-8")
-            self.git("add", path)
+        if written:
+            self.git("add", "--", *written)
         self.git("commit", "-q", "--allow-empty", "-m", message, who=who)
         return self.git("rev-parse", "HEAD")
 

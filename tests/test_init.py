@@ -11,6 +11,7 @@ import pytest
 import yaml
 
 from gate.checks import tests as tests_check
+from gate.cli import main
 from gate.engine import score
 from gate.policy.model import CONTROL_PLANE
 from gate.policy_file import load_policy
@@ -235,14 +236,16 @@ def test_the_policy_gate_init_writes_runs_the_projects_tests_on_a_bots_pr(tmp_pa
                  id="a requirements file in the test folder (packaging)"),
 ])
 def test_gate_init_fills_in_what_the_repository_declares(tmp_path: Path, files: dict[str, str],
-                                                         expected: dict[str, object]) -> None:
+                                                         expected: dict[str, object],
+                                                         capsys: pytest.CaptureFixture[str]) -> None:
+    """(The CLI in this process, a start-up saved for each shape: the other tests run it as a process.)"""
     for path, text in files.items():
         (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / path).write_text(text)
 
-    done = gate("init", "--dir", str(tmp_path), cwd=tmp_path.parent)
+    code = main(["init", "--dir", str(tmp_path)])
 
-    assert done.returncode == 0, done.stderr
+    assert code == 0, capsys.readouterr().err
     assert policy_in(tmp_path) == {"extends": "default", **expected}
     load_policy(tmp_path / ".github" / "gate.yml")
     if "tests" not in expected:  # said, so a maintainer knows where to name a suite

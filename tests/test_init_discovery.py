@@ -6,9 +6,11 @@ collect exactly that."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -25,22 +27,61 @@ def _tree(root: Path, files: dict[str, str]) -> None:
         (root / path).write_text(text.format(name=Path(path).stem) if path.endswith(".py") else text)
 
 
-def pytest_collects(root: Path, *args: str) -> set[str]:
-    """The files `pytest --collect-only` collects run in `root` with `args` (none: as from the top)."""
+# Each argument list in turn, by one pytest process (one start-up for them all): what each collects, by line.
+_COLLECT = """\
+import json, sys
+import pytest
+for args in json.loads(sys.argv[1]):
+    code = pytest.main(["--collect-only", "-q", "-p", "no:cacheprovider", *args])
+    print(f"\\n{sys.argv[2]} {int(code)}", flush=True)
+"""
+
+
+def pytest_runs(root: Path, *runs: tuple[str, ...]) -> list[set[str]]:
+    """For each argument list of `runs`, the files `pytest --collect-only` collects run in `root` with it (none:
+    as from the top). One process runs them one after the other: modules the first collection imported are the
+    same files for the next."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("PYTEST_")}
     env["PYTEST_DISABLE_PLUGIN_AUTOLOAD"] = "1"
-    done = subprocess.run([sys.executable, "-m", "pytest", "--collect-only", "-q", "-p", "no:cacheprovider", *args],
-                          cwd=root, capture_output=True, text=True, env=env, timeout=120)
+    marker = "--gate-test-run-done--"
+    done = subprocess.run([sys.executable, "-c", _COLLECT, json.dumps(runs), marker], cwd=root, capture_output=True,
+                          text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stdout + done.stderr
-    return {line.split("::")[0] for line in done.stdout.splitlines() if "::" in line}
+    found: list[set[str]] = [set()]
+    for line in done.stdout.splitlines():
+        if line.startswith(marker):
+            assert line == f"{marker} 0", done.stdout + done.stderr
+            found.append(set())
+        elif "::" in line:
+            found[-1].add(line.split("::")[0])
+    assert len(found) == len(runs) + 1, done.stdout + done.stderr
+    return found[:-1]
 
 
-def gate_init(root: Path) -> tuple[dict[str, object], str]:
-    # (-P: as the `gate` script, the checkout is not on the path; the jsonschema shape has a `jsonschema/`)
-    done = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=root, capture_output=True,
-                          text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    return yaml.safe_load(done.stdout), done.stderr
+def pytest_collects(root: Path, *args: str) -> set[str]:
+    """The files `pytest --collect-only` collects run in `root` with `args` (none: as from the top)."""
+    return pytest_runs(root, args)[0]
+
+
+Init = Callable[[Path], tuple[dict[str, object], str, str]]
+
+
+@pytest.fixture
+def gate_init(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Init:
+    """`gate init --print` in a folder: the policy it prints, what it says on stderr and the policy's text. In
+    this process (the CLI as a process is tests/test_init.py's), with nothing of the folder on the import path,
+    as the `gate` script."""
+    from gate.cli import main
+
+    def init(root: Path) -> tuple[dict[str, object], str, str]:
+        monkeypatch.chdir(root)
+        monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", ".", str(root))])
+        capsys.readouterr()
+        assert main(["init", "--print"]) == 0
+        out, err = capsys.readouterr()
+        return yaml.safe_load(out), err, out
+
+    return init
 
 
 def _files(root: Path) -> list[str]:
@@ -113,16 +154,16 @@ SHAPES = [
 
 @pytest.mark.parametrize(("files", "paths", "why"), SHAPES)
 def test_gate_init_names_the_suite_pytest_collects(tmp_path: Path, files: dict[str, str], paths: list[str],
-                                                   why: str) -> None:
+                                                   why: str, gate_init: Init) -> None:
     _tree(tmp_path, files)
 
     suite = find_suite(_files(tmp_path), _read(tmp_path))
-    policy, said = gate_init(tmp_path)
+    policy, said, _ = gate_init(tmp_path)
 
-    reference = pytest_collects(tmp_path)
+    reference, within = pytest_runs(tmp_path, (), tuple(paths))
     assert set(suite.files) == reference
     assert policy["tests"] == {"paths": paths}
-    assert pytest_collects(tmp_path, *paths) == reference  # the paths hold the whole suite, and only it
+    assert within == reference  # the paths hold the whole suite, and only it
     count = len(reference)
     assert f"found tests: {', '.join(paths)} ({count} test file{'s' * (count != 1)}, {why}" in said
 
@@ -160,17 +201,17 @@ TOX_SHAPES = [
 
 @pytest.mark.parametrize(("files", "paths", "ran", "where"), TOX_SHAPES)
 def test_gate_init_names_the_suite_the_projects_tox_runs(tmp_path: Path, files: dict[str, str], paths: list[str],
-                                                         ran: list[str], where: str) -> None:
+                                                         ran: list[str], where: str, gate_init: Init) -> None:
     """The tox environment that runs the tests, else the Hatch environment's script, names the paths its CI
     collects (`ran`): the suite is what pytest collects there, whatever pytest collects from the top."""
     _tree(tmp_path, files)
 
-    policy, said = gate_init(tmp_path)
+    policy, said, _ = gate_init(tmp_path)
 
-    reference = pytest_collects(tmp_path, *ran)
-    assert reference != pytest_collects(tmp_path)
+    reference, top, within = pytest_runs(tmp_path, tuple(ran), (), tuple(paths))
+    assert reference != top
     assert policy["tests"] == {"paths": paths}
-    assert pytest_collects(tmp_path, *paths) == reference
+    assert within == reference
     count = len(reference)
     assert f"found tests: {', '.join(paths)} ({count} test file{'s' * (count != 1)}, the paths {where} passes " \
            "pytest)" in said
@@ -193,7 +234,8 @@ def test_a_tox_command_whose_paths_are_not_plainly_paths_leaves_the_suite_as_pyt
     assert suite.why.startswith("as pytest collects from the top")
 
 
-def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one(tmp_path: Path) -> None:
+def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one(tmp_path: Path,
+                                                                                  gate_init: Init) -> None:
     """Modules in a folder of tests, or at the top, that define tests and that pytest does not collect as
     configured (decorator's `src/tests/test.py`, a unittest module): init names each under `tests.paths`, where
     pytest collects a file whatever its name, and says why; what
@@ -210,7 +252,7 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
                      "webpkg/__init__.py": "", "webpkg/tests.py": TEST,
                      "src/tests/testscript.py": unittest_case + "\n\nunittest.main()\n"})
 
-    policy, said = gate_init(tmp_path)
+    policy, said, text = gate_init(tmp_path)
 
     paths = ["src/tests/test.py", "test_top.py", "webpkg/tests.py"]
     assert policy["tests"] == {"paths": paths}
@@ -220,31 +262,28 @@ def test_test_modules_pytest_does_not_collect_as_configured_are_named_one_by_one
                                    cwd=tmp_path, capture_output=True, text=True, timeout=120)
     assert not suite.files and as_configured.returncode == pytest.ExitCode.NO_TESTS_COLLECTED
     assert pytest_collects(tmp_path, *paths) == set(paths)
-    text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
-                          text=True, check=True).stdout
     header = " ".join(line.lstrip("# ") for line in text.splitlines() if line.startswith("#"))
     assert ("tests: src/tests/test.py, test_top.py, webpkg/tests.py (3 test files, named one by one: pytest collects "
             "none of them as configured; a folder of tests one sits in runs as the base has it, as a named folder "
             "does)") in header
 
 
-def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_warning(tmp_path: Path) -> None:
+def test_a_repository_whose_only_test_like_modules_are_library_code_gets_a_loud_warning(
+        tmp_path: Path, gate_init: Init) -> None:
     """A module of the library named like a test (`mypkg/testing.py`) is never named as a test path, whose files
     the base's copy replaces in every run: with nothing else, the policy has no tests:, and init says so on
     stderr and in the policy's comment, never silently."""
     _tree(tmp_path, {"pytest.ini": "[pytest]\npython_files = check_*.py\n", "mypkg/__init__.py": "",
                      "mypkg/testing.py": TEST})
 
-    policy, said = gate_init(tmp_path)
+    policy, said, text = gate_init(tmp_path)
 
     assert "tests" not in policy
     assert "gate: warning: this repository has test files (mypkg/testing.py) but the policy has no tests:" in said
-    text = subprocess.run([sys.executable, "-P", "-m", "gate", "init", "--print"], cwd=tmp_path, capture_output=True,
-                          text=True, check=True).stdout
     assert "# WARNING: this repository has test files (mypkg/testing.py) that pytest does not collect" in text
 
 
-def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(tmp_path: Path) -> None:
+def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(tmp_path: Path, gate_init: Init) -> None:
     """ply's shape: `test/testlex.py` defines unittest tests and runs them as it is imported (`unittest.main()` at
     its top: its CI runs it as a script), beside a hundred helper modules (`test/lex_doc1.py`) the tests load.
     init names the scripts and why pytest cannot run them, not the helpers as if they were tests."""
@@ -254,7 +293,7 @@ def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(t
                      "test/testlex.py": script, "test/testyacc.py": script, "test/lex_doc1.py": "tokens = []\n",
                      "test/calclex.py": "tokens = []\n"})
 
-    policy, said = gate_init(tmp_path)
+    policy, said, _ = gate_init(tmp_path)
 
     assert "tests" not in policy
     assert ("not found: a suite pytest can run: test/testlex.py, test/testyacc.py define tests but run them as they "
@@ -263,7 +302,7 @@ def test_test_scripts_pytest_cannot_import_are_named_as_such_not_their_helpers(t
 
 
 def test_a_test_module_pytest_would_collect_that_runs_its_tests_as_it_is_imported_is_named_a_script(
-        tmp_path: Path) -> None:
+        tmp_path: Path, gate_init: Init) -> None:
     """toposort's shape: `test/test_toposort.py` is named as pytest collects tests, but it calls `unittest.main()`
     at its top (its Makefile runs it as `python -m test.test_toposort`): pytest stops as it collects it, so a
     policy naming it would stop every PR. init names it as a script instead."""
@@ -272,18 +311,18 @@ def test_a_test_module_pytest_would_collect_that_runs_its_tests_as_it_is_importe
     _tree(tmp_path, {"setup.py": "from setuptools import setup\nsetup(name='toposort')\n", "src/toposort.py": "",
                      "test/__init__.py": "", "test/test_toposort.py": script})
 
-    policy, said = gate_init(tmp_path)
+    policy, said, _ = gate_init(tmp_path)
 
     assert "tests" not in policy
     assert "not found: a suite pytest can run: test/test_toposort.py define" in said, said
 
 
-def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path) -> None:
+def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path, gate_init: Init) -> None:
     """In a git checkout an ignored test file (a scratch file, a build's copy) is no part of the base a PR is
     scored on: init leaves it out."""
     _tree(tmp_path, {"tests/test_kept.py": TEST, "scratch/test_local.py": TEST, ".gitignore": "scratch/\n"})
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
 
-    policy, _ = gate_init(tmp_path)
+    policy, _, _ = gate_init(tmp_path)
 
     assert policy["tests"] == {"paths": ["tests"]}
