@@ -19,6 +19,7 @@ from gate.sandbox.base import Limits
 from gate.sandbox.runner import LayeredSandbox
 from tests import session_support
 from tests.fakegithub import FakeGitHub, serve
+from tests.init_support import gate_init  # noqa: F401 (a fixture of every module)
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -10,13 +10,12 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-import yaml
 
 from gate.suite.discovery import find_suite
+from tests.init_support import Init
 
 TEST = "def test_{name}():\n    assert True\n"
 
@@ -61,27 +60,6 @@ def pytest_runs(root: Path, *runs: tuple[str, ...]) -> list[set[str]]:
 def pytest_collects(root: Path, *args: str) -> set[str]:
     """The files `pytest --collect-only` collects run in `root` with `args` (none: as from the top)."""
     return pytest_runs(root, args)[0]
-
-
-Init = Callable[[Path], tuple[dict[str, object], str, str]]
-
-
-@pytest.fixture
-def gate_init(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> Init:
-    """`gate init --print` in a folder: the policy it prints, what it says on stderr and the policy's text. In
-    this process (the CLI as a process is tests/test_init.py's), with nothing of the folder on the import path,
-    as the `gate` script."""
-    from gate.cli import main
-
-    def init(root: Path) -> tuple[dict[str, object], str, str]:
-        monkeypatch.chdir(root)
-        monkeypatch.setattr(sys, "path", [entry for entry in sys.path if entry not in ("", ".", str(root))])
-        capsys.readouterr()
-        assert main(["init", "--print"]) == 0
-        out, err = capsys.readouterr()
-        return yaml.safe_load(out), err, out
-
-    return init
 
 
 def _files(root: Path) -> list[str]:

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_init_discovery import _tree, gate_init
+from tests.init_support import Init
+from tests.test_init_discovery import _tree
 
 PYPROJECT = '''\
 [project]
@@ -69,8 +70,9 @@ def cattrs_like(tmp_path: Path) -> Path:
     return tmp_path
 
 
-def test_the_extras_that_bring_what_the_tests_import_are_installed_with_the_test_group(cattrs_like: Path) -> None:
-    policy, said = gate_init(cattrs_like)
+def test_the_extras_that_bring_what_the_tests_import_are_installed_with_the_test_group(cattrs_like: Path,
+                                                                                       gate_init: Init) -> None:
+    policy, said, _ = gate_init(cattrs_like)
 
     environment = policy["environment"]
     assert isinstance(environment, dict)
@@ -84,12 +86,12 @@ def test_the_extras_that_bring_what_the_tests_import_are_installed_with_the_test
     assert "pyyaml (tests/test_preconf.py imports yaml)" in said and "bson (tests/test_preconf.py imports bson)" in said
 
 
-def test_tests_that_import_only_what_is_installed_add_no_extra(cattrs_like: Path) -> None:
+def test_tests_that_import_only_what_is_installed_add_no_extra(cattrs_like: Path, gate_init: Init) -> None:
     (cattrs_like / "tests" / "test_preconf.py").write_text("import attr\nimport hypothesis\n\n\ndef test_it():\n"
                                                            "    assert attr and hypothesis\n")
     (cattrs_like / "tests" / "conftest.py").write_text("")
 
-    policy, said = gate_init(cattrs_like)
+    policy, said, _ = gate_init(cattrs_like)
 
     environment = policy["environment"]
     assert isinstance(environment, dict)
@@ -97,13 +99,13 @@ def test_tests_that_import_only_what_is_installed_add_no_extra(cattrs_like: Path
     assert "the extras the tests import" not in said
 
 
-def test_a_setup_cfg_projects_extras_are_read_too(tmp_path: Path) -> None:
+def test_a_setup_cfg_projects_extras_are_read_too(tmp_path: Path, gate_init: Init) -> None:
     _tree(tmp_path, {"setup.cfg": "[metadata]\nname = cat\n\n[options]\npackages = cat\ninstall_requires =\n"
                                   "    attrs\n\n[options.extras_require]\nyaml =\n    PyYAML\ntests =\n    pytest\n",
                      "setup.py": "from setuptools import setup\nsetup()\n", "cat/__init__.py": "",
                      "tests/test_cat.py": "import yaml\n\n\ndef test_it():\n    assert yaml\n"})
 
-    policy, _ = gate_init(tmp_path)
+    policy, _, _ = gate_init(tmp_path)
 
     environment = policy["environment"]
     assert isinstance(environment, dict)
