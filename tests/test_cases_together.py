@@ -585,6 +585,7 @@ LEAVING: tuple[tuple[str, Any, Any], ...] = (
     ("standin:log", 2, []))
 
 
+@pytest.mark.slow
 def test_what_an_import_leaves_is_no_channel_between_cases_served_together(sandbox: Sandbox,
                                                                           tmp_path: Path) -> None:
     (tmp_path / "pkg").mkdir()

@@ -310,6 +310,7 @@ DEBIAN_PYTHON = "/usr/bin/python3"
 
 @pytest.mark.skipif(subprocess.run([DEBIAN_PYTHON, "-m", "pip", "--version"], capture_output=True).returncode != 0
                     if os.path.exists(DEBIAN_PYTHON) else True, reason="no pip of the system's Python here")
+@pytest.mark.slow
 def test_the_extras_plugins_are_found_with_every_pip(tmp_path: Path, wheelhouse: Path) -> None:  # noqa: F811
     """pip 23.0 (Debian 12's) leaves `requested_extras` out of its installation report; what the base declares
     (a test extra's pytest plugins) comes from the gate's own request and the installed metadata, the same

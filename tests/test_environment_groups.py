@@ -147,6 +147,7 @@ def test_a_poetry_group_with_a_caret_constraint_gates_the_projects_suite(tmp_pat
 
 
 @pytest.mark.usefixtures("caret_pip")
+@pytest.mark.slow
 def test_poetry_dev_dependencies_are_the_dev_group(tmp_path: Path) -> None:
     project = POETRY.replace('no-such-linter = {version = "^2.0", python = ">=3.8"}',
                              'checkhelp = {version = "^1.0", python = ">=3.8"}')
@@ -188,6 +189,7 @@ def test_a_change_to_a_dependency_group_is_blocked_for_a_human(tmp_path: Path) -
 
 
 @pytest.mark.usefixtures("caret_pip")
+@pytest.mark.slow
 def test_a_change_to_a_poetry_group_is_blocked_for_a_human(tmp_path: Path) -> None:
     repo = _calc(tmp_path / "repo", POETRY, "environment:\n  groups: [test]\n" + CASE)
     repo.commit("bot: a newer checkhelp", {"pyproject.toml": POETRY.replace('"^1.0"', '"^2.0"')})

@@ -190,6 +190,7 @@ def _documented(copy: Path) -> list[str]:
     return [key for key in leaves(schema["properties"]) if f"`{key}`" not in section]
 
 
+@pytest.mark.slow
 def test_a_check_that_charges_points_is_two_files_and_the_rest_follows(copy: Path, tmp_path: Path) -> None:
     assert _hand_written(copy, "check") == ["gate/checks/__init__.py", "gate/checks/todo.py"]
     assert _documented(copy) == []
@@ -215,6 +216,7 @@ def test_a_check_that_charges_points_is_two_files_and_the_rest_follows(copy: Pat
            "smoke, timeout, nondeterminism, tests, judge")
 
 
+@pytest.mark.slow
 def test_a_policy_key_is_two_files_and_the_rest_follows(copy: Path, tmp_path: Path) -> None:
     assert _hand_written(copy, "key") == ["docs/policy.md", "gate/policy/model.py"]
     assert _documented(copy) == []
@@ -235,6 +237,7 @@ def test_a_policy_key_is_two_files_and_the_rest_follows(copy: Path, tmp_path: Pa
     assert refused.returncode == 2 and "gate.yml:2: note: unknown key" in refused.stderr
 
 
+@pytest.mark.slow
 def test_a_case_kind_is_two_files_and_the_rest_follows(copy: Path, tmp_path: Path) -> None:
     assert _hand_written(copy, "kind") == ["gate/cases/__init__.py", "gate/cases/always.py"]
     for schema_file in ("policy/schema.json", "sources/task.schema.json"):

@@ -260,6 +260,7 @@ def test_the_actions_lock_files_pin_with_hashes_what_pyproject_asks_for() -> Non
             assert requirement.specifier.contains(version, prereleases=True), f"action/{name}: {text} {version}"
 
 
+@pytest.mark.slow
 def test_the_install_stamp_changes_with_any_file_of_the_source_and_with_the_interpreter(tmp_path: Path) -> None:
     """The install step reuses an installation only while this digest is unchanged: any change to what it was
     built from (a file's bytes or name, a link, the lock files, the interpreter) must change it."""

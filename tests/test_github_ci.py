@@ -441,6 +441,7 @@ def test_a_failure_after_scoring_posts_a_failure_status_and_the_reason_in_the_su
     assert "gate could not score PR #12" in pr.summary() and "IsADirectoryError" in pr.summary()
 
 
+@pytest.mark.slow
 def test_twenty_thousand_findings_cost_a_handful_of_requests_and_the_summary_lists_the_rest(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # One annotation per place used to mean one check run update per 50: 20,000 `import os` lines cost 403

@@ -100,6 +100,7 @@ def _gate_check(root: Path, *args: str, env: dict[str, str], stderr: int = subpr
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_gate_check_says_each_step_counts_the_tests_and_times_the_whole_run(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo")
     repo.commit("bot: speed up mul", {"calc.py": BROKEN_MUL})

@@ -172,6 +172,7 @@ JUNK = [
 ]
 
 
+@pytest.mark.slow
 def test_a_public_case_never_reports_what_a_hidden_cases_run_beside_it_shows(tmp_path: Path) -> None:
     # Each call locks the byte range of its arguments in its own file and looks in /proc/locks, which is the
     # machine's, for another process's lock: the public and the hidden cases' runs went side by side, and the

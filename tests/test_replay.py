@@ -51,6 +51,7 @@ def by_name(history: History, rows: list[dict[str, Any]]) -> dict[str, dict[str,
     return {names[row["commit"]]: row for row in rows}
 
 
+@pytest.mark.slow
 def test_replay_scores_each_change_as_it_merged_and_compares_a_candidate(history: History, tmp_path: Path) -> None:
     (tmp_path / "candidate.yml").write_text(CANDIDATE)
     out = tmp_path / "replay.json"
@@ -112,6 +113,7 @@ def test_replay_scores_each_change_as_it_merged_and_compares_a_candidate(history
     assert "[12/12]" in done.stderr
 
 
+@pytest.mark.slow
 def test_bots_only_scores_the_changes_the_policy_gates(history: History, tmp_path: Path) -> None:
     out = tmp_path / "bots.json"
 

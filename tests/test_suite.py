@@ -430,7 +430,8 @@ _ENDINGS = {
 
 
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("ending", sorted(_ENDINGS))
+@pytest.mark.parametrize("ending", [pytest.param(ending, marks=[pytest.mark.slow] if ending == "slow-report" else [])
+                                    for ending in sorted(_ENDINGS)])
 def test_a_plugins_end_of_the_session_loses_no_outcome(tmp_path: Path, ending: str) -> None:
     # The harness sends a test's outcome with the next record (one write a test); the last one goes out as its
     # protocol ends, before any plugin's end of the session, on both sides.
@@ -609,6 +610,7 @@ def test_what_each_test_added_to_the_heads_run_is_kept_to_share_the_next_run(tmp
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_pytest_comes_from_the_projects_test_extra_when_it_has_one(tmp_path: Path) -> None:
     from importlib import metadata
 

@@ -353,6 +353,7 @@ def _pytest(tmp_path: Path, calc: str, tests: dict[str, str], **env: str) -> tup
     return [json.loads(line) for line in records.read_text().splitlines()], done.stdout
 
 
+@pytest.mark.slow
 def test_every_object_equal_to_everything_is_reported_with_its_test_and_operand(tmp_path: Path) -> None:
     records, output = _pytest(tmp_path, CALC, {"test_attacked.py": ATTACKED, "helpers.py": HELPERS})
 
@@ -490,6 +491,7 @@ def test_an_honest_suite_reports_the_gate_s_object_alone_and_an_any_held_out_of_
             if not record["what"].endswith("Entry")] == [(tests[0], "expected", "unittest.mock._ANY")]
 
 
+@pytest.mark.slow
 def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(tmp_path: Path) -> None:
     _, hooked = _pytest(tmp_path, HONEST_CALC, {"test_failing.py": FAILING})
     _, plain = _pytest(tmp_path, HONEST_CALC, {"test_failing.py": FAILING}, HOOK="off")
@@ -501,6 +503,7 @@ def test_pytest_reports_a_failed_assertion_as_it_does_without_the_confirmation(t
     assert report(hooked) == report(plain)
 
 
+@pytest.mark.slow
 def test_a_suite_pinned_to_pytest_6_is_confirmed_as_on_pytest_9(tmp_path: Path) -> None:
     """pytest before 7 places the nodes it makes only once the assertion is rewritten (pyrsistent's
     `tests_require` pins pytest < 7): the confirmation's calls must compile there too, report the same objects,
@@ -613,6 +616,7 @@ def test_without_getframe(monkeypatch):
 """
 
 
+@pytest.mark.slow
 def test_a_test_that_takes_getframe_away_passes_as_it_does_without_the_confirmation(tmp_path: Path) -> None:
     _, hooked = _pytest(tmp_path, HONEST_CALC, {"test_frames.py": WITHOUT_GETFRAME})
     _, plain = _pytest(tmp_path, HONEST_CALC, {"test_frames.py": WITHOUT_GETFRAME}, HOOK="off")

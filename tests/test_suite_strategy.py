@@ -87,8 +87,9 @@ EVERY_WAY = "import pytest\nimport time\n" + CALC_MORE.replace("return a * b", "
     "    return n", "    while True:\n        time.sleep(1)")
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize("workers", [pytest.param(1, marks=pytest.mark.slow), 2])
+@pytest.mark.parametrize("workers", [1, 2])
 def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path, workers: int) -> None:
     """All five ways in one suite, shared over one process and over two (the default)."""
     repo = _more_project(tmp_path / "repo", POLICY + f"  workers: {workers}\n")
@@ -120,6 +121,7 @@ def test_a_confirming_run_never_gives_a_tripwire_to_a_test_that_timed_out(tmp_pa
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_baseline_cached_from_a_partial_run_charges_a_later_head_right(tmp_path: Path,
                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
     cache = Path(tempfile.mkdtemp(dir=session_support.directory()))  # its own: the session's is shared
@@ -179,12 +181,9 @@ REGRESSION = ORDERED["calc.py"].replace("return a * b", "return a + b").replace(
 
 
 @pytest.mark.usefixtures("offline_pip")
-@pytest.mark.parametrize(("head", "workers"), [
-    (REGRESSION, 2),
-    pytest.param(REGRESSION, 1, marks=pytest.mark.slow),
-    pytest.param(HONEST, 2, marks=pytest.mark.slow),
-    pytest.param(HONEST, 1, marks=pytest.mark.slow),
-], ids=["regression-2", "regression-1", "honest-2", "honest-1"])
+@pytest.mark.slow
+@pytest.mark.parametrize(("head", "workers"), [(REGRESSION, 2), (REGRESSION, 1), (HONEST, 2), (HONEST, 1)],
+                         ids=["regression-2", "regression-1", "honest-2", "honest-1"])
 def test_an_order_dependent_suite_is_charged_alike_both_ways_cold_and_warm(tmp_path: Path, head: str,
                                                                           workers: int) -> None:
     repo = calc_project(tmp_path / "repo", POLICY + f"  workers: {workers}\n",
@@ -473,6 +472,7 @@ BY_MARKS = {f"tests/test_marks.py::{name}": why for name, why in (
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_tests_skipped_by_their_marks_are_known_from_the_collection_and_charged_alike(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The base never runs a test its marks skip (jsonschema: 500 such tests spread over a file of 7,000); one
