@@ -52,6 +52,7 @@ def running(together: bool) -> tuple[Check, ...]:
     return Extract(), Parse(), Smoke(together=together)
 
 
+@pytest.mark.slow
 def test_a_record_nested_to_the_edge_of_the_recursion_limit_gives_a_verdict(tmp_path: Path) -> None:
     # One line per depth, deepest first: the first that the gate can parse counts, and its texts are then
     # read one level deeper than they were parsed.

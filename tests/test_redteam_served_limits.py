@@ -424,6 +424,7 @@ def double(n):
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="System V IPC is the run's own, and checked, as root")
+@pytest.mark.slow
 def test_a_round_does_not_start_beside_what_the_round_before_left_in_system_v_ipc(sandbox: Sandbox,
                                                                                    tmp_path: Path) -> None:
     policy = Policy(limits=RunLimits(timeout=1.0, cpu=1.0), runs=2)

@@ -659,6 +659,7 @@ NAMES_SEEN = """
 """
 
 
+@pytest.mark.slow
 def test_two_socketless_runs_never_reach_each_other(sandbox: LayeredSandbox) -> None:
     with concurrent.futures.ThreadPoolExecutor(2) as pool:
         box = pool.submit(sandbox.run, hostile(DROP_BOX))

@@ -494,6 +494,7 @@ def test_records_forged_on_the_result_channel_are_ignored(tmp_path: Path) -> Non
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_hanging_test_costs_its_timeout_once_and_the_rest_run(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo", policy=POLICY + "  workers: 1\n")
     repo.commit("bot: mul", {"calc.py": "import time\n\n" + CALC.replace(
@@ -555,6 +556,7 @@ def test_a_src_layout_runs_the_heads_package(tmp_path: Path) -> None:
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_the_baseline_is_cached_by_the_base(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     # A cache of its own: the session's is shared by the xdist workers, whose tests write baselines meanwhile.
     cache = Path(tempfile.mkdtemp(dir=session_support.directory()))
@@ -587,6 +589,7 @@ def _scored_and_base_exported(repo: Repo) -> tuple[Verdict, bool]:
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_what_each_test_added_to_the_heads_run_is_kept_to_share_the_next_run(tmp_path: Path,
                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
     # A hook of the suite's around test_mul's run, outside its own setup, call and teardown, takes 0.4 s: the
@@ -655,6 +658,7 @@ def test_test_paths_the_base_lacks_are_bad_input_naming_the_policy(tmp_path: Pat
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeout(tmp_path: Path) -> None:
     """The per-test limit is kept by the harness's watcher, outside the tests' process: nothing the code
     under test cancels there stops it."""
@@ -674,6 +678,7 @@ def test_a_hang_that_cancels_an_alarm_in_its_process_still_costs_only_its_timeou
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_hang_that_keeps_writing_to_the_watchers_channel_still_costs_only_its_timeout(tmp_path: Path) -> None:
     """The watcher reads the tests' records between waits: a test that cancels the alarm in its process and
     writes on the records' channel all the time it hangs is still killed at its limit, and the tests after it

@@ -133,6 +133,7 @@ FORGING_BACKEND = BACKEND.replace(
 
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.slow
 def test_a_test_running_sys_executable_m_pkg_passes_on_the_base_and_charges_a_regression(
         backend: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     repo = project_repo(tmp_path / "repo", SLUGCLI)

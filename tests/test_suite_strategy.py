@@ -102,6 +102,7 @@ def test_each_way_a_test_is_charged_is_charged_alike_both_ways(tmp_path: Path, w
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_confirming_run_never_gives_a_tripwire_to_a_test_that_timed_out(tmp_path: Path) -> None:
     """A test skipped after a tripwire's failure runs once more with tripwires on tests of other files
     (run.confirm): one that timed out in the head's run hosts none, and its file is not run, so the run is not
@@ -382,6 +383,7 @@ def test_when(when):
 
 @pytest.mark.usefixtures("offline_pip")
 @pytest.mark.parametrize("broken", [False, True], ids=["honest", "regression"])
+@pytest.mark.slow
 def test_ids_computed_at_collection_are_matched_and_said_cold_and_warm(tmp_path: Path, broken: bool) -> None:
     repo = calc_project(tmp_path / "repo", extra_files={"tests/test_clock.py": CLOCK, "NOTES": f"{tmp_path}\n"})
     repo.commit("bot: add", {"calc.py": CALC.replace("return a + b", "return a + b + 1") if broken
@@ -401,6 +403,7 @@ def test_ids_computed_at_collection_are_matched_and_said_cold_and_warm(tmp_path:
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_head_that_changes_a_tests_parameters_is_charged_as_not_collected_and_says_so(tmp_path: Path) -> None:
     sizes = ("import pytest\n\nimport calc\n\n\n@pytest.mark.parametrize('n', calc.SIZES)\n"
              "def test_size(n):\n    assert calc.add(n, 0) == n\n")
@@ -688,6 +691,7 @@ PLUGIN = "import calc\n\ncalc.register('z')\n\n\ndef test_registered():\n    ass
 
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
+@pytest.mark.slow
 def test_a_regression_that_needs_a_later_file_collected_is_charged_not_nondeterministic(tmp_path: Path,
                                                                                         marked: bool) -> None:
     """Also when the base's suite marks those tests flaky: their run runs again as it was, later file and all."""
@@ -1091,6 +1095,7 @@ def test_second_try():
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize(("head", "loaded"), [("honest", "entry point"), ("regression", "entry point"),
                                               ("honest", "-p module")])
+@pytest.mark.slow
 def test_a_suite_whose_plugin_runs_failing_tests_again_in_its_process_is_scored_on_one_run_each(
         tmp_path: Path, head: str, loaded: str) -> None:
     """pytest-rerunfailures (`--reruns` in the base's addopts, a `flaky(reruns=2)` mark) starts a failing test
@@ -1124,6 +1129,7 @@ ENDING = FLAKY_COUNTS.replace("def test_first():\n", "def test_first():\n    imp
 
 
 @pytest.mark.usefixtures("rerunning")
+@pytest.mark.slow
 def test_a_flaky_marked_test_run_again_in_a_new_process_is_not_forgiven(tmp_path: Path) -> None:
     """A head whose test before a flaky-marked one ends its process when their run runs again has the rest run
     in a new process, without the tests before it: the marked test passing there says nothing of its run, and

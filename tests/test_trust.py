@@ -65,6 +65,7 @@ def agree(results: dict[str, tuple[int, dict[str, Any], str]]) -> dict[str, Any]
     return results["gate check"][1]
 
 
+@pytest.mark.slow
 def test_an_ordinary_bot_change_gets_the_same_verdict_every_way(
         fake: FakeGitHub, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     head: dict[str, str | None] = {"app.py": APP + "\n\ndef sub(a, b):\n    return a - b\n",

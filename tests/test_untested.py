@@ -100,6 +100,7 @@ def test_many_test_modules_pytest_does_not_collect_are_counted_not_all_named(tmp
                     "its name)")
 
 
+@pytest.mark.slow
 def test_a_policy_with_tests_or_a_repository_without_tests_says_nothing_of_it(tmp_path: Path) -> None:
     with_tests = _repo(tmp_path / "suite", "budget: 3\ntests:\n  paths: [simplejson/tests]\n")
     without = Repo(tmp_path / "plain")
