@@ -76,6 +76,7 @@ def test_which_mbpp_problems_cannot_run_in_two_processes() -> None:
     assert in_process == MBPP_IN_PROCESS
 
 
+@pytest.mark.slow
 def test_mbpp_reference_solutions_pass_including_the_special_ones(sandbox: Sandbox) -> None:
     chosen = MBPP_IN_PROCESS | MBPP_SPECIAL
     rows = [row for row in _mbpp() if row["task_id"] in chosen or row["task_id"] % 25 == 0]

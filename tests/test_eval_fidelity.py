@@ -20,6 +20,7 @@ def _policy(tmp_path: Path) -> str:
     return str(path)
 
 
+@pytest.mark.slow
 def test_humaneval_canonical_solutions_all_pass(tmp_path: Path) -> None:
     samples = [{"task_id": t.task_id, "completion": (t.reference or "")[len(t.prompt):]}
                for t in load_dataset("humaneval").tasks]

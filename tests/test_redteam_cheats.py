@@ -103,6 +103,7 @@ def add(a, b):
 
 
 @needs_root
+@pytest.mark.slow
 def test_reading_the_expected_values_finds_nothing(tmp_path: Path) -> None:
     # The repository, and with it the hidden cases' file, is world-readable, as a checkout is.
     repo = bot_repo(tmp_path / "repo", READER)

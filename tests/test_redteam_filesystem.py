@@ -56,6 +56,7 @@ def home_file() -> Iterator[Path]:
 
 
 @needs_root
+@pytest.mark.slow
 def test_a_world_readable_file_in_a_home_directory_is_not_in_a_runs_reach(home_file: Path,
                                                                            tmp_path: Path) -> None:
     repo = bot_repo(tmp_path / "repo", READ.format(paths=[str(home_file), "/run/gate", "/etc/passwd"]))
@@ -67,6 +68,7 @@ def test_a_world_readable_file_in_a_home_directory_is_not_in_a_runs_reach(home_f
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_bytecode_committed_beside_the_source_is_not_what_runs(tmp_path: Path) -> None:
     # calc.py is clean (and wrong); the unchecked-hash .pyc beside it imports subprocess and gets it right.
     evil = tmp_path / "evil.py"
@@ -112,6 +114,7 @@ def test_a_syntax_checker_runs_the_heads_code_only_in_the_sandbox(tmp_path: Path
 GATE_THAT_HANGS = POLICY + "limits: {timeout: 600, cpu: 600}\n"
 
 
+@pytest.mark.slow
 def test_a_killed_gates_head_export_is_removed_by_the_next_gate(tmp_path: Path) -> None:
     repo = bot_repo(tmp_path / "repo", "import time\n\n\ndef add(a, b):\n    time.sleep(600)\n",
                     policy=GATE_THAT_HANGS)

@@ -59,6 +59,7 @@ def _code() -> str:
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root: the sandbox's own uids")
+@pytest.mark.slow
 def test_a_hidden_case_leaves_nothing_in_the_keyring_for_a_public_case_or_a_later_gate(tmp_path: Path) -> None:
     repo = bot_repo(tmp_path / "repo", _code())
     first = check(repo, tmp_path)

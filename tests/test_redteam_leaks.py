@@ -112,6 +112,7 @@ def test_a_hidden_stdio_case_reports_no_number_the_program_chose(tmp_path: Path,
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_long_text_from_a_run_is_cut_in_every_report(tmp_path: Path) -> None:
     # A record the candidate wrote itself has no length of its own: a 3 KB file the run could read appeared
     # whole in the PR comment. Whatever a run sends back is cut before any report shows it.

@@ -34,6 +34,7 @@ def test_no_report_line_is_a_workflow_command(tmp_path: Path, where: str) -> Non
     assert "\x1b" not in run.reports and "\r" not in run.reports
 
 
+@pytest.mark.slow
 def test_a_file_name_that_is_not_utf8_is_reported_not_a_crash(tmp_path: Path) -> None:
     """Git allows any bytes in a name; the bot's file `bad<FF><ESC>[31m.py` does not parse and is reported."""
     repo = bot_repo(tmp_path / "repo", HONEST)

@@ -66,6 +66,7 @@ def world_readable(root: Path) -> None:
 
 
 @needs_root
+@pytest.mark.slow
 def test_check_hides_the_repository_it_scores_even_from_elsewhere(outside: Path, tmp_path: Path) -> None:
     root = outside / "repo"
     code = READ.format(paths=[str(root / HIDDEN_PATH), str(root / ".git" / "config")])
@@ -126,6 +127,7 @@ def test_a_runner_directory_holding_tmpdir_stays_out_of_reach(variable: str, tmp
     assert TOKEN not in run.reports
 
 
+@pytest.mark.slow
 def test_symlinks_in_the_bots_commit_lead_nowhere(tmp_path: Path) -> None:
     targets = {"leak.yml": f"../{HIDDEN_PATH}", "shadow": "/etc/shadow", "up": "..", "abs": str(tmp_path)}
     code = READ.format(paths=["leak.yml", "shadow", f"up/repo/{HIDDEN_PATH}", f"abs/repo/{HIDDEN_PATH}",

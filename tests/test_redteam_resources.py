@@ -140,6 +140,7 @@ def add(a, b):
 
 
 @needs_root
+@pytest.mark.slow
 def test_the_network_and_local_sockets_are_out_of_reach(tmp_path: Path) -> None:
     with listeners(tmp_path) as open_:
         code = NETWORK.format(tcp=open_["tcp"].getsockname()[1], udp=open_["udp"].getsockname()[1],

@@ -8,6 +8,8 @@ import json
 import secrets
 from pathlib import Path
 
+import pytest
+
 from tests.redteam_support import assert_not_passed, bot_repo, check, healthy_after, needs_root
 
 # add(a, b) is right only when the candidate found a token; whatever it found goes into the public case's
@@ -52,6 +54,7 @@ def add(a, b):
 
 
 @needs_root
+@pytest.mark.slow
 def test_tokens_around_the_gate_are_out_of_reach(tmp_path: Path) -> None:
     token = "ghp_" + secrets.token_hex(18)
     repo = bot_repo(tmp_path / "repo", THIEF)

@@ -66,6 +66,7 @@ def test_a_record_nested_to_the_edge_of_the_recursion_limit_gives_a_verdict(tmp_
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_a_malformed_result_names_nothing_of_a_hidden_case(tmp_path: Path) -> None:
     # The function writes its own record, whose wire text has a tag the gate does not know: the tag spells
     # the arguments.
@@ -81,6 +82,7 @@ def test_a_malformed_result_names_nothing_of_a_hidden_case(tmp_path: Path) -> No
 
 
 @pytest.mark.parametrize("parts", ["[]", f"[{10 ** 400}, 0]"], ids=["no parts", "too big for a float"])
+@pytest.mark.slow
 def test_a_record_the_gate_cannot_decode_is_the_candidates_failure(tmp_path: Path, parts: str) -> None:
     # A complex number of no parts, or of a part no float holds, stopped the gate with IndexError or
     # OverflowError (exit 3, no verdict).
@@ -95,6 +97,7 @@ def test_a_record_the_gate_cannot_decode_is_the_candidates_failure(tmp_path: Pat
     healthy_after(run, repo, tmp_path)
 
 
+@pytest.mark.slow
 def test_forged_seconds_keep_the_verdict_a_valid_one(tmp_path: Path) -> None:
     code = LINES + ("_lines('{\"i\": 0, \"record\": {\"ok\": \"5\"}, \"seconds\": NaN}')\n\n"
                     "def add(a, b):\n    return a + b\n")
@@ -139,6 +142,7 @@ def test_a_serving_stopped_by_the_import_waits_its_limit_once(sandbox: Sandbox, 
     assert runs == [12, 14], runs
 
 
+@pytest.mark.slow
 def test_a_public_case_never_reports_what_its_run_holds_of_a_hidden_case(tmp_path: Path) -> None:
     # The import finds the request the harness holds (every case of its run, with its arguments) and the
     # function returns how many cases that is and the numbers in the other cases' arguments: the public
@@ -245,6 +249,7 @@ def test_a_forgery_that_reads_the_runs_request_is_caught(tmp_path: Path) -> None
     assert_not_passed(run, "adds")
 
 
+@pytest.mark.slow
 def test_forged_lines_on_the_result_channel_are_no_result(tmp_path: Path) -> None:
     # The harness writes one line a call, and the gate's tripwires' lines are what it knows: a forged line is a
     # second one, or a tripwire's wrong one. Junk is ignored.
@@ -384,6 +389,7 @@ def test_a_harness_held_while_the_answer_is_worked_out_serves_nothing(sandbox: S
     assert statuses[0] == ["timeout"] and statuses[1] in (["timeout"], ["error"]), statuses
 
 
+@pytest.mark.slow
 def test_a_module_whose_cases_take_longer_than_a_run_is_served_in_turns(sandbox: Sandbox, tmp_path: Path
                                                                         ) -> None:
     # Each module's process has a run's time in all: forty honest cases of 60 ms go to a new import of their

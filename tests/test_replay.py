@@ -133,6 +133,7 @@ def test_bots_only_scores_the_changes_the_policy_gates(history: History, tmp_pat
     assert "[5/5]" in done.stderr and "[6/" not in done.stderr
 
 
+@pytest.mark.slow
 def test_ctrl_c_prints_and_writes_what_was_scored_and_leaves_nothing_behind(history: History, tmp_path: Path) -> None:
     """Interrupted after two changes (one at a time), the replay reports those two, marks the rest not
     scored, writes the JSON as incomplete, exits 130, and its workers and their exports are gone."""

@@ -203,6 +203,7 @@ def _without(nodeid: str, charged: dict[str, str]) -> dict[str, str]:
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_the_head_runs_in_the_bases_order_so_a_test_after_a_teardown_is_not_charged_warm(tmp_path: Path) -> None:
     # The tearDown file holds more tests: sharing files largest first put it before test_loop.py, whose test
     # then failed on the head only, with a cached baseline, every time (`tests.workers: 1` too).
@@ -550,6 +551,7 @@ THIRD_CALL = "_CALLS = []\n\n\n" + CALC.replace("def add(a, b):\n    return a + 
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_test_the_head_fails_again_in_its_own_order_costs_points_tests(tmp_path: Path) -> None:
     repo = calc_project(tmp_path / "repo", POLICY + "  workers: 1\n",
                         extra_files={"tests/test_counts.py": COUNTS, "NOTES": f"{tmp_path}\n"})
@@ -720,6 +722,7 @@ SHUFFLED = ("import random\n" + CALC + CODECS + "\n\nclass Broken(Codec):\n    d
 
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize("marked", [False, True], ids=["unmarked", "marked-flaky"])
+@pytest.mark.slow
 def test_a_failure_that_moves_between_parameter_ids_is_charged_not_forgiven(tmp_path: Path, marked: bool) -> None:
     """A parameter's id may say only where it is in the list. A head that breaks one codec and shuffles the list
     in each process fails `codecK` in its run and, run again, fails another id (or the same one): the test run
@@ -739,6 +742,7 @@ def test_a_failure_that_moves_between_parameter_ids_is_charged_not_forgiven(tmp_
 
 
 @pytest.mark.usefixtures("offline_pip")
+@pytest.mark.slow
 def test_a_test_a_later_files_import_breaks_on_both_sides_is_not_charged_to_an_honest_head(tmp_path: Path) -> None:
     """The base's own bug: a later file's import (a plugin it registers) breaks the tests of sub on the base too.
     The base runs them in its order (their file alone) and passes them; the head, after that file, does not.
@@ -765,6 +769,7 @@ FLAKY_COUNTS = COUNTS.replace("def test_second", "@pytest.mark.flaky(reruns=2)\n
 @pytest.mark.parametrize("case", ["marked by the base", "marked by the head", "the base ran it in that order",
                                   "too little time left", "marked with no plugin to run it again",
                                   "skipped on the head", "timed out at its limit"])
+@pytest.mark.slow
 def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(tmp_path: Path, case: str) -> None:
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's outcome)
     and passes when its run runs again as it was is not charged when the base's suite marks it flaky for a
@@ -1065,6 +1070,7 @@ def test_a_suite_whose_settings_filter_or_refuse_its_runs_again_marks_no_test(tm
 
 
 @pytest.mark.usefixtures("rerunning")
+@pytest.mark.slow
 def test_a_test_the_base_marks_flaky_that_the_head_breaks_is_still_charged(tmp_path: Path) -> None:
     """The mark forgives a test that passes when its run runs again, not one the head's change makes
     fail there every time: its run run twice more, it fails each time, and costs `points.tests`."""
@@ -1180,6 +1186,7 @@ def test_sized(size):
 
 @pytest.mark.usefixtures("rerunning")
 @pytest.mark.parametrize("named", ["by values", "by places"])
+@pytest.mark.slow
 def test_a_flaky_marked_parameter_counts_its_siblings_only_where_ids_are_places(tmp_path: Path, named: str) -> None:
     """A flaky-marked parameter that passes when its run runs again is forgiven; when its id is only its place
     in the list (a head may shuffle the list), only if its function's other parameters that passed in the head's
