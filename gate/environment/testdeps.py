@@ -107,8 +107,7 @@ def tox_env(read: Reader, name: str | None = None) -> ToolEnv | None:
     for candidate in dict.fromkeys(named):
         if f"testenv:{candidate}" not in sections and candidate not in ("py", *envlist):
             continue
-        commands = _tox_selected(_tox_commands(_tox_value(sections, candidate, "commands")), set(candidate.split("-")))
-        if any(_PYTEST.search(command) for command in commands):
+        if any(_PYTEST.search(command) for command in _tox_env_commands(sections, candidate)):
             return _tox_resolve(where, sections, candidate)
     return None
 
@@ -210,7 +209,7 @@ def _tox_resolve(where: str, sections: dict[str, dict[str, Any]], env: str) -> T
                for e in re.split(r"[\s,]+", line) if e]
     groups = [g for line in _tox_lines(_tox_value(sections, env, "dependency_groups"), factors)
               for g in re.split(r"[\s,]+", line) if g]
-    selected = _tox_selected(_tox_commands(_tox_value(sections, env, "commands")), factors)
+    selected = _tox_env_commands(sections, env)
     commands = [line for line in selected if "{" not in line]  # (as _tox_lines leaves them)
     for kind, value in _command_installs(commands):
         {"extra": extras, "requirements": files, "group": groups}[kind].append(value)
@@ -268,6 +267,11 @@ def _command_installs(commands: list[str]) -> list[tuple[str, str]]:
             found += [("extra" if flag == "--extra" else "group", value) for flag, value in pairs
                       if flag in ("--extra", "--group")]
     return found
+
+
+def _tox_env_commands(sections: dict[str, dict[str, Any]], env: str) -> list[str]:
+    """The commands the tox environment `env` runs, as its factors select them (braces left in)."""
+    return _tox_selected(_tox_commands(_tox_value(sections, env, "commands")), set(env.split("-")))
 
 
 def _tox_lines(text: str, factors: set[str]) -> list[str]:
