@@ -89,6 +89,10 @@ def test_a_suite_shelling_out_finds_the_common_tools_and_no_privileged_program(s
     # bc as a REPL and nl numbering its lines, as pexpect's and ptyprocess' tests drive them.
     counted = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "echo '2^10' | bc | nl -w 1"), limits=LIMITS))
     assert (counted.exit_code, counted.stdout) == (0, b"1\t1024\n"), counted.stderr
+    # `openssl rand` as a source of data, as pexpect's tests use it (the libraries it loads are the interpreter's).
+    if shutil.which("openssl", path="/usr/bin:/bin"):
+        data = sandbox.run(RunRequest(argv=("/bin/sh", "-c", "openssl rand -hex 8 | wc -c"), limits=LIMITS))
+        assert (data.exit_code, data.stdout) == (0, b"17\n"), data.stderr
     code = """
         found = {}
         for folder in ("/usr/bin", "/usr/sbin", "/bin", "/sbin", "/usr/local/bin"):

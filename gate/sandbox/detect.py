@@ -193,14 +193,15 @@ print(json.dumps(sorted({*library, *mapped, *links, *data, *programs})))
 """
 _ALWAYS = ("/etc/ld.so.cache",)
 # The tools a run's root holds besides the shell, by name: what test suites commonly run (coreutils, the
-# text tools, find and diff; bash, which a test's own scripts name), found where the host has them. Nothing that
-# reaches the network, builds code (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or
-# changes privileges.
+# text tools, find and diff; bash, which a test's own scripts name; `openssl rand` as a source of bulk data, as
+# pexpect's tests use it), found where the host has them. Nothing whose purpose is to reach the network (the
+# run has none to reach: its namespace has no interface up and seccomp refuses it sockets), build code
+# (gate/sandbox/toolchain.py binds a compiler only for a build that needs one) or change privileges.
 TOOLS = ("awk", "basename", "bash", "bc", "cat", "chmod", "cmp", "cp", "cut", "date", "diff", "dirname", "echo", "env",
          "expr", "false", "find", "grep", "head", "id", "kill", "ln", "ls", "mkdir", "mktemp", "mv", "nl", "nproc",
-         "od", "printenv", "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq", "sleep",
-         "sort", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which", "xargs",
-         "yes")
+         "od", "openssl", "printenv", "printf", "pwd", "readlink", "realpath", "rm", "rmdir", "script", "sed", "seq",
+         "sleep", "sort", "stat", "tail", "tar", "tee", "test", "touch", "tr", "true", "uname", "uniq", "wc", "which",
+         "xargs", "yes")
 
 
 def _root_paths(interpreter: str, done: tuple[int, str, str]) -> tuple[str, ...]:
