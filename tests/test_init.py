@@ -416,3 +416,35 @@ def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are
 
     assert not verdict.accepted and not verdict.untested
     assert [p.message.split(" at ")[0] for p in verdict.penalties] == [f"{path}::test_add failed"]
+
+
+README_DOCTEST = "# calc\n\n    >>> from calc import add\n    >>> add(2, 3)\n    5\n"
+
+
+@pytest.mark.slow
+@pytest.mark.usefixtures("offline_pip")
+def test_a_readme_whose_examples_are_the_tests_gates_a_pr_with_the_bases_examples(tmp_path: Path) -> None:
+    """A project whose tests are its README's examples (`--doctest-glob=README.md`, as ordered-set's): the
+    policy `gate init` writes runs them, so a regression is blocked naming them, even when the PR rewrites the
+    example to expect it (the base's README runs); its library modules' doctests are said not to run."""
+    repo = Repo(tmp_path / "calc")
+    files = {"_backend/backend.py": BACKEND, "pyproject.toml": pyproject("calc", []), "calc.py": ADD,
+             "pytest.ini": "[pytest]\naddopts = --doctest-modules --doctest-glob=README.md\n",
+             "README.md": README_DOCTEST}
+    for name, text in files.items():
+        repo.write(name, text)
+    done = gate("init", cwd=repo.root)
+    assert done.returncode == 0, done.stderr
+    assert policy_in(repo.root)["tests"] == {"paths": ["README.md"]}
+    assert "not found: a way to gate the doctests of the library's modules (`--doctest-modules`" in done.stdout
+    repo.commit("base", {**files, ".github/gate.yml": (repo.root / ".github" / "gate.yml").read_text()})
+    repo.git("checkout", "-q", "-b", "bot")
+    repo.commit("bot: return None", {"calc.py": ADD.replace("    return a + b", "    return None"),
+                                     "README.md": README_DOCTEST.replace("    5\n", "")})
+
+    handle = gitcli.Repo(repo.root)
+    with subject_from_commits(handle, handle.commit("main").hexsha, handle.commit("bot").hexsha) as found:
+        verdict = score(found)
+
+    assert not verdict.accepted and not verdict.untested
+    assert [p.message.split(" at ")[0] for p in verdict.penalties] == ["README.md::README.md failed"]

@@ -127,6 +127,14 @@ SHAPES = [
                   "tests/test_fast.py": TEST, "tests/test_slow.py": TEST, "legacy/test_old.py": TEST,
                   "build/test_build.py": TEST},
                  ["build", "tests"], "", id="norecursedirs (in place of pytest's own) and --ignore in addopts"),
+    pytest.param({"pytest.ini": "[pytest]\naddopts = --doctest-glob=README.md --doctest-glob=*.md "
+                                "--doctest-glob=*.py\n",
+                  "README.md": "Use it:\n\n    >>> 1 + 1\n    2\n", "CHANGES.md": "No example here.\n",
+                  "tests/test_a.py": TEST, "lib.py": "def f():\n    return 1\n"},
+                 ["README.md", "tests"], "as pytest collects from the top: no testpaths in pytest.ini [pytest]",
+                 id="a README's examples a doctest glob names, a text without one (ordered-set)"),
+    pytest.param({"docs/test_usage.txt": ">>> 2 * 3\n6\n", "docs/test_notes.txt": "prose\n",
+                  "tests/test_a.py": TEST}, ["docs", "tests"], "", id="pytest's own doctest glob, test*.txt"),
 ]
 
 

@@ -5,8 +5,9 @@ in that order (pytest.ini always counts; pyproject.toml only with `[tool.pytest]
 `[tool.pytest.ini_options]`, tox.ini with `[pytest]`, setup.cfg with `[tool:pytest]`). Run from the rootdir
 with no arguments it collects its `testpaths` (globs), else the rootdir itself, recursing into every folder
 but those `norecursedirs` names, virtual environments and `__pycache__`, and collecting the files
-`python_files` names (`test_*.py`, `*_test.py`). `gate init` writes the suite it finds as the policy's
-`tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
+`python_files` names (`test_*.py`, `*_test.py`), and as doctests the other files its doctest globs name
+(`--doctest-glob=README.md` in `addopts`; `test*.txt` without one). `gate init` writes the suite it finds as the
+policy's `tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
 Where the project's tox environment that runs the tests passes pytest paths (`commands = pytest tests`), its
 CI collects those instead (pytest then reads no `testpaths`), and so does the suite found here.
 
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import re
 import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
@@ -48,6 +50,8 @@ class PytestConfig:
     norecursedirs: tuple[str, ...] = NORECURSEDIRS
     ignore: tuple[str, ...] = ()  # `--ignore` in addopts
     ignore_glob: tuple[str, ...] = ()  # `--ignore-glob` in addopts
+    doctest_glob: tuple[str, ...] = ()  # `--doctest-glob` in addopts (pytest's default: test*.txt)
+    doctest_modules: bool = False  # `--doctest-modules` in addopts
 
     @property
     def where(self) -> str:
@@ -121,8 +125,9 @@ def _options(name: str, section: str, values: dict[str, object]) -> PytestConfig
     addopts = args("addopts")
     ignore: list[str] = []
     ignore_glob: list[str] = []
+    doctest_glob: list[str] = []
     for index, option in enumerate(addopts):
-        for flag, into in (("--ignore", ignore), ("--ignore-glob", ignore_glob)):
+        for flag, into in (("--ignore", ignore), ("--ignore-glob", ignore_glob), ("--doctest-glob", doctest_glob)):
             if option == flag and index + 1 < len(addopts):
                 into.append(addopts[index + 1])
             elif option.startswith(flag + "="):
@@ -130,7 +135,8 @@ def _options(name: str, section: str, values: dict[str, object]) -> PytestConfig
     return PytestConfig(file=name, section=section, testpaths=args("testpaths"),
                         python_files=args("python_files", PYTHON_FILES),
                         norecursedirs=args("norecursedirs", NORECURSEDIRS),
-                        ignore=tuple(_clean(p) for p in ignore), ignore_glob=tuple(_clean(p) for p in ignore_glob))
+                        ignore=tuple(_clean(p) for p in ignore), ignore_glob=tuple(_clean(p) for p in ignore_glob),
+                        doctest_glob=tuple(doctest_glob), doctest_modules="--doctest-modules" in addopts)
 
 
 def _clean(path: str) -> str:
@@ -144,11 +150,11 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     config = pytest_config(read)
     named = _tool_paths(read, listing)
     if named is not None:  # (with arguments, pytest does not read `testpaths`)
-        collected = _tests_of(collect(listing, config, named[0]), read)
+        collected = _tests_of(collect(listing, config, named[0]), read, named[0])
         if collected:
             return Suite(config, collected, _holding(named[0], collected, listing, config), named[1])
     starts = _testpaths(config.testpaths, listing)
-    collected = _tests_of(collect(listing, config, starts or [""]), read)
+    collected = _tests_of(collect(listing, config, starts or [""]), read, starts)
     if starts:
         return Suite(config, collected, tuple(starts), f"testpaths in {config.where}")
     how = "as pytest collects from the top: " + (f"no testpaths in {config.where}" if config.file and not
@@ -221,19 +227,30 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str])
             continue
         if path.endswith(".py") and any(_match(pattern, path) for pattern in config.python_files):
             found.append(path)
+        elif not path.endswith(".py") and any(_match(glob, path) for glob in config.doctest_glob or _DOCTEST_GLOB):
+            found.append(path)  # (pytest's doctest plugin collects it as a text of examples)
     return tuple(found)
 
 
-def _tests_of(collected: Sequence[str], read: Reader) -> tuple[str, ...]:
+_DOCTEST_GLOB = ("test*.txt",)  # (pytest's own, without a --doctest-glob)
+
+
+def _tests_of(collected: Sequence[str], read: Reader, named: Sequence[str]) -> tuple[str, ...]:
     """Of the files pytest collects, the test modules: those pytest's default names or a folder of tests call
     tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
     boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
     base's copy of the library in place of the head's (`holders`). Only those others are read. A file that is no
-    module (a README the CI names, whose examples a plugin collects) stays as it is."""
+    module stays when the CI names it (`named`: a README whose examples a plugin collects), or when it holds
+    a doctest example (a README.md a doctest glob names: pytest makes no test of a text without one)."""
     return tuple(path for path in collected
-                 if not path.endswith(".py") or any(_match(pattern, path) for pattern in PYTHON_FILES)
-                 or _in_test_folder(path)
-                 or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path))))
+                 if (path in named or _has_examples(read(path)) if not path.endswith(".py")
+                     else any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path)
+                     or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path)))))
+
+
+def _has_examples(text: str | None) -> bool:
+    """Whether `text` holds an example that doctest runs (a line starting `>>>`) in its first megabyte."""
+    return text is not None and re.search(r"^[ \t]*>>>", text[:_TEST_TEXT_MOST], re.MULTILINE) is not None
 
 
 def stray_tests(files: Iterable[str], config: PytestConfig) -> tuple[str, ...]:
