@@ -419,6 +419,7 @@ def test_the_policy_gate_init_writes_catches_a_regression_wherever_the_tests_are
 
 
 README_DOCTEST = "# calc\n\n    >>> from calc import add\n    >>> add(2, 3)\n    5\n"
+ADD_DOCTEST = 'def add(a, b):\n    """\n    >>> add(1, 1)\n    2\n    """\n    return a + b\n'
 
 
 @pytest.mark.slow
@@ -428,7 +429,7 @@ def test_a_readme_whose_examples_are_the_tests_gates_a_pr_with_the_bases_example
     policy `gate init` writes runs them, so a regression is blocked naming them, even when the PR rewrites the
     example to expect it (the base's README runs); its library modules' doctests are said not to run."""
     repo = Repo(tmp_path / "calc")
-    files = {"_backend/backend.py": BACKEND, "pyproject.toml": pyproject("calc", []), "calc.py": ADD,
+    files = {"_backend/backend.py": BACKEND, "pyproject.toml": pyproject("calc", []), "calc.py": ADD_DOCTEST,
              "pytest.ini": "[pytest]\naddopts = --doctest-modules --doctest-glob=README.md\n",
              "README.md": README_DOCTEST}
     for name, text in files.items():
@@ -436,10 +437,10 @@ def test_a_readme_whose_examples_are_the_tests_gates_a_pr_with_the_bases_example
     done = gate("init", cwd=repo.root)
     assert done.returncode == 0, done.stderr
     assert policy_in(repo.root)["tests"] == {"paths": ["README.md"]}
-    assert "not found: a way to gate the doctests of the library's modules (`--doctest-modules`" in done.stdout
+    assert "not found: a way to gate the doctests of the library's modules (calc.py: `--doctest-modules`" in done.stdout
     repo.commit("base", {**files, ".github/gate.yml": (repo.root / ".github" / "gate.yml").read_text()})
     repo.git("checkout", "-q", "-b", "bot")
-    repo.commit("bot: return None", {"calc.py": ADD.replace("    return a + b", "    return None"),
+    repo.commit("bot: return None", {"calc.py": ADD_DOCTEST.replace("    return a + b", "    return None"),
                                      "README.md": README_DOCTEST.replace("    5\n", "")})
 
     handle = gitcli.Repo(repo.root)

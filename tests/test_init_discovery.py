@@ -312,3 +312,31 @@ def test_init_lists_what_git_holds_not_ignored_files(tmp_path: Path, gate_init: 
     policy, _, _ = gate_init(tmp_path)
 
     assert policy["tests"] == {"paths": ["tests"]}
+
+
+DOCTESTED = 'def f():\n    """\n    >>> f()\n    1\n    """\n    return 1\n'
+
+
+@pytest.mark.parametrize(("config", "left"), [
+    ("[pytest]\naddopts = --doctest-modules\n", ["pkg/core.py"]),
+    ("[pytest]\naddopts = --doctest-modules\ntestpaths = tests docs\n", []),
+    ("[pytest]\ntestpaths = tests\n", []),
+], ids=["from the top (ordered-set)", "testpaths that hold no library module (semver)", "no --doctest-modules"])
+def test_the_library_modules_whose_doctests_pytest_collects_are_said_not_to_run(
+        tmp_path: Path, config: str, left: list[str], gate_init: Init) -> None:
+    """`--doctest-modules` makes tests of the library's own docstrings: the PR's code, which the suite never takes
+    from the base. `gate init` names the modules with examples it reaches that no test path holds, only those."""
+    _tree(tmp_path, {"pytest.ini": config, "pkg/__init__.py": "", "pkg/core.py": DOCTESTED,
+                     "pkg/__main__.py": DOCTESTED, "setup.py": "from setuptools import setup\nsetup()\n",
+                     "tests/test_a.py": TEST, "docs/conf.py": "", "docs/index.rst": "Text.\n"})
+
+    suite = find_suite(_files(tmp_path), _read(tmp_path))
+    _, said, _ = gate_init(tmp_path)
+
+    assert list(suite.doctests_left) == left
+    collected = pytest_collects(tmp_path)
+    assert {path for path in collected if not path.startswith(suite.paths)} <= set(left)  # what is left, named
+    assert ("pkg/core.py" in collected) == bool(left)
+    line = "not found: a way to gate the doctests of the library's modules"
+    assert (f"{line} (pkg/core.py: `--doctest-modules` in pytest.ini [pytest])" in said) == bool(left)
+    assert (line in said) == bool(left)

@@ -71,8 +71,9 @@ class Found:
                            "configuration) or no test runs on a PR")
         else:
             missing.append("a test suite: pytest collects no test file here; no test will run on a PR")
-        if self.suite is not None and self.suite.config.doctest_modules:
-            missing.append(f"a way to gate the doctests of the library's modules (`--doctest-modules` in "
+        if self.suite is not None and self.suite.doctests_left:
+            left = listing(list(self.suite.doctests_left), ", ", 3)
+            missing.append(f"a way to gate the doctests of the library's modules ({left}: `--doctest-modules` in "
                            f"{self.suite.config.where}): a module's docstrings are the PR's own code, and the "
                            "suite runs the base's tests against it, so they do not run on a PR")
         if self.deps.why:

@@ -67,6 +67,9 @@ class Suite:
     files: tuple[str, ...]  # the test files pytest collects, sorted
     paths: tuple[str, ...]  # folders and files that hold them (the policy's `tests.paths`)
     why: str  # how the paths were found, in words
+    # The library's modules whose doctests pytest collects (`--doctest-modules`) and no test path holds: the PR's
+    # own code, which the suite never takes from the base, so they do not run.
+    doctests_left: tuple[str, ...] = ()
 
 
 def pytest_config(read: Reader) -> PytestConfig:
@@ -152,15 +155,31 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     if named is not None:  # (with arguments, pytest does not read `testpaths`)
         collected = _tests_of(collect(listing, config, named[0]), read, named[0])
         if collected:
-            return Suite(config, collected, _holding(named[0], collected, listing, config), named[1])
+            paths = _holding(named[0], collected, listing, config)
+            return Suite(config, collected, paths, named[1], _doctests_left(listing, config, named[0], paths, read))
     starts = _testpaths(config.testpaths, listing)
     collected = _tests_of(collect(listing, config, starts or [""]), read, starts)
     if starts:
-        return Suite(config, collected, tuple(starts), f"testpaths in {config.where}")
+        paths = tuple(starts)
+        return Suite(config, collected, paths, f"testpaths in {config.where}",
+                     _doctests_left(listing, config, starts, paths, read))
     how = "as pytest collects from the top: " + (f"no testpaths in {config.where}" if config.file and not
                                                   config.testpaths else config.where if not config.file
                                                   else f"testpaths in {config.where} match nothing")
-    return Suite(config, collected, holders(collected, listing, config), how)
+    paths = holders(collected, listing, config)
+    return Suite(config, collected, paths, how, _doctests_left(listing, config, [""], paths, read))
+
+
+def _doctests_left(listing: Sequence[str], config: PytestConfig, starts: Sequence[str], paths: Sequence[str],
+                   read: Reader) -> tuple[str, ...]:
+    """The modules pytest collects doctests from (`--doctest-modules`: every module it reaches from `starts` but
+    a `setup.py` and a `__main__.py`) that hold an example and that no test path of `paths` holds."""
+    if not config.doctest_modules:
+        return ()
+    return tuple(path for path in collect(listing, config, starts, doctest_modules=True)
+                 if path.endswith(".py") and PurePosixPath(path).name not in ("setup.py", "__main__.py")
+                 and not any(held in (".", path) or path.startswith(held + "/") for held in paths)
+                 and _has_examples(read(path)))
 
 
 # pytest's options (its own and its common plugins') that take the next argument as their value: `-k EXPR`,
@@ -209,8 +228,10 @@ def _tool_paths(read: Reader, listing: Sequence[str]) -> tuple[list[str], str] |
     return (paths, f"the paths {env.where} passes pytest") if env is not None and paths else None
 
 
-def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str]) -> tuple[str, ...]:
-    """The files of `listing` pytest collects from the arguments `starts` ("" is the top)."""
+def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str], doctest_modules: bool = False
+            ) -> tuple[str, ...]:
+    """The files of `listing` pytest collects from the arguments `starts` ("" is the top); with
+    `doctest_modules`, every module it reaches too."""
     venvs = _venvs(listing)
     found = []
     for path in listing:
@@ -225,7 +246,7 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str])
         folders = ["/".join(parts[:end]) for end in range(first + 1, len(parts))]
         if any(_skipped(folder, config, venvs) for folder in folders):
             continue
-        if path.endswith(".py") and any(_match(pattern, path) for pattern in config.python_files):
+        if path.endswith(".py") and (doctest_modules or any(_match(pattern, path) for pattern in config.python_files)):
             found.append(path)
         elif not path.endswith(".py") and any(_match(glob, path) for glob in config.doctest_glob or _DOCTEST_GLOB):
             found.append(path)  # (pytest's doctest plugin collects it as a text of examples)
