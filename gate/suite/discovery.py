@@ -11,8 +11,8 @@ policy's `tests.paths`; the verdict says when a policy without `tests:` leaves s
 Where the project's tox environment that runs the tests passes pytest paths (`commands = pytest tests`), its
 CI collects those instead (pytest then reads no `testpaths`), and so does the suite found here.
 
-Nothing here runs the repository's code: a conftest's `collect_ignore` (code) is not read; `--ignore` and
-`--ignore-glob` in `addopts` are.
+Nothing here runs the repository's code: a conftest's `collect_ignore` (code) is not read; `--ignore`,
+`--ignore-glob`, `--doctest-glob` and `--doctest-modules` in `addopts` are.
 """
 
 from __future__ import annotations
