@@ -70,6 +70,37 @@ def _read(root: Path):  # type: ignore[no-untyped-def]
     return lambda path: (root / path).read_text() if (root / path).is_file() else None
 
 
+# A stand-in for Sybil (not installed here), as a documentation folder's conftest.py uses it: one test for each
+# file its patterns name, which pytest collects through the conftest's `pytest_collect_file`.
+FAKE_SYBIL = """import fnmatch
+
+import pytest
+
+
+class Example(pytest.Item):
+    def runtest(self):
+        pass
+
+
+class Document(pytest.File):
+    def collect(self):
+        yield Example.from_parent(self, name="example")
+
+
+class Sybil:
+    def __init__(self, parsers=(), pattern=None, patterns=(), path="."):
+        self.patterns = [pattern] if pattern else list(patterns)
+
+    def pytest(self):
+        def pytest_collect_file(file_path, parent):
+            if any(fnmatch.fnmatch(file_path.name, pattern) for pattern in self.patterns):
+                return Document.from_parent(parent, path=file_path)
+            return None
+
+        return pytest_collect_file
+"""
+SYBIL_CONFTEST = "from sybil import Sybil\n\npytest_collect_file = Sybil(parsers=[], pattern='*.rst').pytest()\n"
+
 SHAPES = [
     pytest.param({"simplejson/__init__.py": "", "simplejson/decoder.py": "", "simplejson/tests/__init__.py": "",
                   "simplejson/tests/test_dump.py": TEST, "simplejson/tests/helpers.py": "",
@@ -133,6 +164,10 @@ SHAPES = [
                   "tests/test_a.py": TEST, "lib.py": "def f():\n    return 1\n"},
                  ["README.md", "tests"], "as pytest collects from the top: no testpaths in pytest.ini [pytest]",
                  id="a README's examples a doctest glob names, a text without one (ordered-set)"),
+    pytest.param({"docs/conftest.py": SYBIL_CONFTEST, "docs/sybil.py": FAKE_SYBIL, "docs/index.rst": "Text.\n",
+                  "docs/notes.txt": "prose\n", "tests/test_a.py": TEST}, ["docs", "tests"],
+                 "as pytest collects from the top: no pytest configuration",
+                 id="documents a conftest's Sybil collects (cssselect)"),
     pytest.param({"docs/test_usage.txt": ">>> 2 * 3\n6\n", "docs/test_notes.txt": "prose\n",
                   "tests/test_a.py": TEST}, ["docs", "tests"], "", id="pytest's own doctest glob, test*.txt"),
 ]

@@ -6,8 +6,8 @@ in that order (pytest.ini always counts; pyproject.toml only with `[tool.pytest]
 with no arguments it collects its `testpaths` (globs), else the rootdir itself, recursing into every folder
 but those `norecursedirs` names, virtual environments and `__pycache__`, and collecting the files
 `python_files` names (`test_*.py`, `*_test.py`), and as doctests the other files its doctest globs name
-(`--doctest-glob=README.md` in `addopts`; `test*.txt` without one). `gate init` writes the suite it finds as the
-policy's `tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
+(`--doctest-glob=README.md` in `addopts`; `test*.txt` without one) and those a conftest.py's Sybil collects.
+`gate init` writes the suite it finds as the policy's `tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
 Where the project's tox environment that runs the tests passes pytest paths (`commands = pytest tests`), its
 CI collects those instead (pytest then reads no `testpaths`), and so does the suite found here.
 
@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import ast
 import fnmatch
+import posixpath
 import re
 import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from gate.errors import BadInput
@@ -52,6 +53,8 @@ class PytestConfig:
     ignore_glob: tuple[str, ...] = ()  # `--ignore-glob` in addopts
     doctest_glob: tuple[str, ...] = ()  # `--doctest-glob` in addopts (pytest's default: test*.txt)
     doctest_modules: bool = False  # `--doctest-modules` in addopts
+    # (folder, file patterns) of each Sybil a conftest.py collects documents with (`_documents`).
+    documents: tuple[tuple[str, tuple[str, ...]], ...] = ()
 
     @property
     def where(self) -> str:
@@ -150,15 +153,15 @@ def find_suite(files: Iterable[str], read: Reader) -> Suite:
     """The suite pytest collects in a tree whose regular files are `files` (paths relative to its top, as git
     names them) and whose texts `read` gives, and the test paths that hold it."""
     listing = sorted(set(files))
-    config = pytest_config(read)
+    config = replace(pytest_config(read), documents=_documents(listing, read))
     named = _tool_paths(read, listing)
     if named is not None:  # (with arguments, pytest does not read `testpaths`)
-        collected = _tests_of(collect(listing, config, named[0]), read, named[0])
+        collected = _tests_of(collect(listing, config, named[0]), read, named[0], config)
         if collected:
             paths = _holding(named[0], collected, listing, config)
             return Suite(config, collected, paths, named[1], _doctests_left(listing, config, named[0], paths, read))
     starts = _testpaths(config.testpaths, listing)
-    collected = _tests_of(collect(listing, config, starts or [""]), read, starts)
+    collected = _tests_of(collect(listing, config, starts or [""]), read, starts, config)
     if starts:
         paths = tuple(starts)
         return Suite(config, collected, paths, f"testpaths in {config.where}",
@@ -248,25 +251,71 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str],
             continue
         if path.endswith(".py") and (doctest_modules or any(_match(pattern, path) for pattern in config.python_files)):
             found.append(path)
-        elif not path.endswith(".py") and any(_match(glob, path) for glob in config.doctest_glob or _DOCTEST_GLOB):
-            found.append(path)  # (pytest's doctest plugin collects it as a text of examples)
+        elif not path.endswith(".py") and (_documented(path, config) or any(
+                _match(glob, path) for glob in config.doctest_glob or _DOCTEST_GLOB)):
+            found.append(path)  # (pytest's doctest plugin, or a conftest's Sybil, collects it)
     return tuple(found)
 
 
 _DOCTEST_GLOB = ("test*.txt",)  # (pytest's own, without a --doctest-glob)
 
 
-def _tests_of(collected: Sequence[str], read: Reader, named: Sequence[str]) -> tuple[str, ...]:
+def _tests_of(collected: Sequence[str], read: Reader, named: Sequence[str], config: PytestConfig
+              ) -> tuple[str, ...]:
     """Of the files pytest collects, the test modules: those pytest's default names or a folder of tests call
     tests, and the others that plainly define one; not a library module that a broad `python_files` (`*.py`,
     boolean.py's) has pytest collect, which holds no test: a test path holding it would have the gate run the
     base's copy of the library in place of the head's (`holders`). Only those others are read. A file that is no
-    module stays when the CI names it (`named`: a README whose examples a plugin collects), or when it holds
-    a doctest example (a README.md a doctest glob names: pytest makes no test of a text without one)."""
+    module stays when the CI names it (`named`: a README whose examples a plugin collects), when a conftest's
+    Sybil collects it, or when it holds a doctest example (a README.md a doctest glob names: pytest makes no
+    test of a text without one)."""
     return tuple(path for path in collected
-                 if (path in named or _has_examples(read(path)) if not path.endswith(".py")
+                 if (path in named or _documented(path, config) or _has_examples(read(path))
+                     if not path.endswith(".py")
                      else any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path)
                      or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path)))))
+
+
+def _documents(listing: Sequence[str], read: Reader) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(folder, patterns) of each Sybil that a conftest.py makes (`pytest_collect_file = Sybil(parsers=...,
+    pattern="*.rst").pytest()`, as cssselect's docs/conftest.py has it): the documents whose examples pytest
+    runs through it, under the conftest's folder (or its `path=`, relative to it). Read from the text, never
+    run; a pattern that is not a plain string is not followed."""
+    found: list[tuple[str, tuple[str, ...]]] = []
+    for path in listing:
+        text = read(path) if PurePosixPath(path).name == "conftest.py" else None
+        if text is None or "Sybil" not in text or len(text) > _TEST_TEXT_MOST:
+            continue
+        try:
+            module = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        folder = str(PurePosixPath(path).parent)
+        for node in ast.walk(module):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "Sybil":
+                words = {keyword.arg: keyword.value for keyword in node.keywords}
+                listed = words.get("patterns")
+                values = [*([words["pattern"]] if "pattern" in words else []),
+                          *(listed.elts if isinstance(listed, ast.List | ast.Tuple) else [])]
+                patterns = tuple(value.value for value in values
+                                 if isinstance(value, ast.Constant) and isinstance(value.value, str))
+                where = words.get("path")
+                under = posixpath.normpath(f"{folder}/{where.value}") if isinstance(where, ast.Constant) and \
+                    isinstance(where.value, str) else folder
+                if patterns:
+                    found.append((under, patterns))
+    return tuple(found)
+
+
+def _documented(path: str, config: PytestConfig) -> bool:
+    """Whether a conftest's Sybil collects the file `path` (`PytestConfig.documents`)."""
+    return _sybil_folder(path, config) is not None
+
+
+def _sybil_folder(path: str, config: PytestConfig) -> str | None:
+    """The folder of the Sybil that collects the file `path`, or None."""
+    return next((folder for folder, patterns in config.documents
+                 if (folder == "." or path.startswith(folder + "/")) and any(_match(p, path) for p in patterns)), None)
 
 
 def _has_examples(text: str | None) -> bool:
@@ -437,7 +486,8 @@ def holders(collected: Sequence[str], listing: Sequence[str], config: PytestConf
     runs the base's files under a test path in place of the head's): the topmost folder of tests (`tests`,
     `test`, `testing`: `simplejson/tests`) above each file, else the topmost folder below the top whose
     every module is a test, a conftest.py or an `__init__.py`, else the file itself (a test module at the
-    top, or beside the code it tests)."""
+    top, or beside the code it tests). A document a conftest's Sybil collects is held by that Sybil's folder
+    (`docs`: named as a file, pytest's doctest plugin would collect a `.rst` once more), but at the top."""
     tests = set(collected)
     modules = [p for p in listing if p.endswith(".py")]
 
@@ -449,7 +499,9 @@ def holders(collected: Sequence[str], listing: Sequence[str], config: PytestConf
     for path in collected:
         folders = [str(parent) for parent in reversed(PurePosixPath(path).parents) if str(parent) != "."]
         holder = next((f for f in folders if PurePosixPath(f).name in TEST_FOLDERS), None)
-        holder = holder or next((f for f in folders if only_tests(f)), None) or path
+        sybil = _sybil_folder(path, config)
+        holder = holder or next((f for f in folders if only_tests(f)), None) or (
+            sybil if sybil is not None and sybil != "." else path)
         if holder not in found:
             found.append(holder)
     return tuple(p for p in found if not any(p != q and p.startswith(q + "/") for q in found))
