@@ -7,7 +7,8 @@ with no arguments it collects its `testpaths` (globs), else the rootdir itself, 
 but those `norecursedirs` names, virtual environments and `__pycache__`, and collecting the files
 `python_files` names (`test_*.py`, `*_test.py`), and as doctests the other files its doctest globs name
 (`--doctest-glob=README.md` in `addopts`; `test*.txt` without one) and those a conftest.py's Sybil collects.
-`gate init` writes the suite it finds as the policy's `tests.paths`; the verdict says when a policy without `tests:` leaves such files unrun (gate/sources/trust.py).
+`gate init` writes the suite it finds as the policy's `tests.paths`; the verdict says when a policy without
+`tests:` leaves such files unrun (gate/sources/trust.py).
 Where the project's tox environment that runs the tests passes pytest paths (`commands = pytest tests`), its
 CI collects those instead (pytest then reads no `testpaths`), and so does the suite found here.
 
