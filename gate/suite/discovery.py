@@ -29,7 +29,7 @@ from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from gate.errors import BadInput
-from gate.suite.trust import PYTEST_CONFIG, TEST_FOLDERS
+from gate.suite.trust import PYTEST_CONFIG, TEST_FOLDERS, under
 
 Reader = Callable[[str], str | None]
 
@@ -182,7 +182,7 @@ def _doctests_left(listing: Sequence[str], config: PytestConfig, starts: Sequenc
         return ()
     return tuple(path for path in collect(listing, config, starts, doctest_modules=True)
                  if path.endswith(".py") and PurePosixPath(path).name not in ("setup.py", "__main__.py")
-                 and not any(held in (".", path) or path.startswith(held + "/") for held in paths)
+                 and not under(path, paths)
                  and _has_examples(read(path)))
 
 
@@ -252,7 +252,7 @@ def collect(listing: Sequence[str], config: PytestConfig, starts: Sequence[str],
             continue
         if path.endswith(".py") and (doctest_modules or any(_match(pattern, path) for pattern in config.python_files)):
             found.append(path)
-        elif not path.endswith(".py") and (_documented(path, config) or any(
+        elif not path.endswith(".py") and (_sybil_folder(path, config) is not None or any(
                 _match(glob, path) for glob in config.doctest_glob or _DOCTEST_GLOB)):
             found.append(path)  # (pytest's doctest plugin, or a conftest's Sybil, collects it)
     return tuple(found)
@@ -271,7 +271,7 @@ def _tests_of(collected: Sequence[str], read: Reader, named: Sequence[str], conf
     Sybil collects it, or when it holds a doctest example (a README.md a doctest glob names: pytest makes no
     test of a text without one)."""
     return tuple(path for path in collected
-                 if (path in named or _documented(path, config) or _has_examples(read(path))
+                 if (path in named or _sybil_folder(path, config) is not None or _has_examples(read(path))
                      if not path.endswith(".py")
                      else any(_match(pattern, path) for pattern in PYTHON_FILES) or _in_test_folder(path)
                      or (PurePosixPath(path).name not in _TEST_SUPPORT and _defines_tests(read(path)))))
@@ -308,15 +308,10 @@ def _documents(listing: Sequence[str], read: Reader) -> tuple[tuple[str, tuple[s
     return tuple(found)
 
 
-def _documented(path: str, config: PytestConfig) -> bool:
-    """Whether a conftest's Sybil collects the file `path` (`PytestConfig.documents`)."""
-    return _sybil_folder(path, config) is not None
-
-
 def _sybil_folder(path: str, config: PytestConfig) -> str | None:
-    """The folder of the Sybil that collects the file `path`, or None."""
+    """The folder of the conftest's Sybil that collects the file `path` (`PytestConfig.documents`), or None."""
     return next((folder for folder, patterns in config.documents
-                 if (folder == "." or path.startswith(folder + "/")) and any(_match(p, path) for p in patterns)), None)
+                 if under(path, [folder]) and any(_match(p, path) for p in patterns)), None)
 
 
 def _has_examples(text: str | None) -> bool:
