@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import base64
 import collections
+import contextlib
 import csv
 import fcntl
 import hashlib
@@ -283,6 +284,14 @@ def chown_tree(root: Path, user: pwd.struct_passwd) -> None:
         os.chown(path, user.pw_uid, user.pw_gid, follow_symlinks=False)
 
 
+def as_runner_alone() -> contextlib.AbstractContextManager[None]:
+    """Hold the session's lock on the user `runner`: without root, a run's RLIMIT_NPROC allows its processes on
+    top of the tasks the uid has when it starts (gate/sandbox/rlimits.py), so what another test runs as `runner`
+    meanwhile (a gate's threads, an install's) would take from them: its cases would fail by the suite's
+    schedule. As on a runner, where the job is the uid's only user."""
+    return session_support.exclusive("runner-uid")
+
+
 def run_as_runner(script: str, modules: Mapping[str, str], given: Mapping[str, Any]) -> Any:
     """What Python `script` prints (JSON), run by /usr/bin/python3 as the user `runner`, with the gate and its
     packages importable. Its stdin is `given` (JSON), with "tree": a directory of the user's own holding the
@@ -295,11 +304,13 @@ def run_as_runner(script: str, modules: Mapping[str, str], given: Mapping[str, A
             (work / "pkg" / f"{name}.py").write_text(source)
         chown_tree(work, user)
         root = Path(__file__).resolve().parent.parent
-        done = subprocess.run(
-            ["/usr/bin/python3", "-c", script], input=json.dumps({**given, "tree": str(work)}),
-            capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
-            env={"PATH": RUNNER_PATH, "HOME": str(work), "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
-            check=False, timeout=300)
+        with as_runner_alone():
+            done = subprocess.run(
+                ["/usr/bin/python3", "-c", script], input=json.dumps({**given, "tree": str(work)}),
+                capture_output=True, text=True, user=user.pw_uid, group=user.pw_gid, extra_groups=[], cwd=work,
+                env={"PATH": RUNNER_PATH, "HOME": str(work),
+                     "PYTHONPATH": f"{root}:{sysconfig.get_paths()['purelib']}"},
+                check=False, timeout=300)
         assert done.returncode == 0, done.stderr
         return json.loads(done.stdout)
     finally:
@@ -368,10 +379,11 @@ class Job:
             os.chown(path, self.machine.user.pw_uid, self.machine.user.pw_gid)
         env = self.base_env() | {k: evaluate(str(v), self.context) for k, v in step.get("env", {}).items()}
         env["GITHUB_OUTPUT"] = str(output)
-        done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script_file)], env=env,
-                              cwd=self.env["GITHUB_WORKSPACE"], capture_output=True, text=True,
-                              user=self.machine.user.pw_uid, group=self.machine.user.pw_gid, extra_groups=[],
-                              stdin=subprocess.DEVNULL, timeout=600)
+        with as_runner_alone():
+            done = subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", str(script_file)], env=env,
+                                  cwd=self.env["GITHUB_WORKSPACE"], capture_output=True, text=True,
+                                  user=self.machine.user.pw_uid, group=self.machine.user.pw_gid, extra_groups=[],
+                                  stdin=subprocess.DEVNULL, timeout=600)
         if "id" in step:
             lines = output.read_text().splitlines()
             self.context |= {f"steps.{step['id']}.outputs.{k}": v

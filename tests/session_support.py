@@ -57,9 +57,16 @@ def remove_at_end(*paths: Path) -> None:
 
 
 @contextlib.contextmanager
+def exclusive(name: str) -> Iterator[None]:
+    """Hold the session's lock for `name`: one process of the session at a time gets past it."""
+    with (directory() / f"{name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+@contextlib.contextmanager
 def once(name: str) -> Iterator[Path]:
     """Hold the session's lock for `name`; yields the file the builder writes its record to (build when it is
     absent, read it otherwise)."""
-    with (directory() / f"{name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
+    with exclusive(name):
         yield directory() / f"{name}.json"
