@@ -23,11 +23,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import parse_qsl, unquote, urlencode, urlsplit
 
-from openapi_core import OpenAPI
-from openapi_core.testing import MockRequest, MockResponse
+if TYPE_CHECKING:  # openapi-core takes most of a second to import: every pytest process would pay it at start-up
+    from openapi_core import OpenAPI
 
 HERE = Path(__file__).resolve().parent
 PUBLIC = "https://api.github.com"
@@ -45,6 +45,8 @@ def description() -> dict[str, Any]:
 
 @functools.cache
 def validator() -> OpenAPI:
+    from openapi_core import OpenAPI
+
     return OpenAPI.from_dict(description())
 
 
@@ -323,6 +325,8 @@ class FakeGitHub:
 
     def _validate_request(self, method: str, path: str, query: dict[str, str], headers: dict[str, str],
                           body: bytes) -> str:
+        from openapi_core.testing import MockRequest
+
         request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body,
                               content_type=headers.get("content-type", "application/json"))
         try:
@@ -341,6 +345,8 @@ class FakeGitHub:
             self.errors.append(f"response to {method} {path} has status {status}, which GitHub's description "
                                "does not list for the operation")
             return
+        from openapi_core.testing import MockRequest, MockResponse
+
         request = MockRequest(PUBLIC, method, _one_segment(path), args=query, headers=headers, data=body)
         response = MockResponse(data.replace(self.url.encode(), PUBLIC.encode()), status, headers=extra)
         try:
