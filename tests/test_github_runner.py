@@ -34,6 +34,7 @@ from tests.runner_support import (
     Job,
     Machine,
     StepRun,
+    as_runner_alone,
     chown_tree,
     has_sudo,
     install,
@@ -365,28 +366,29 @@ def test_the_attacks_get_through_when_nothing_stops_them(fake: FakeGitHub, machi
     environment), finds the token, posts a success for the head, writes GITHUB_ENV and leaves its daemon."""
     root = work_dir()
     run = prepare_attack(fake, machine, True, root)
-    try:
-        step = subprocess.Popen(["sleep", "60"], env={"GITHUB_TOKEN": fake.token}, user=machine.user.pw_uid)
+    with as_runner_alone():  # (its daemon runs as `runner` until the end)
         try:
-            done = subprocess.run([machine.setup_python, "-c", "import calc; print(calc.add(2, 3))"],
-                                  capture_output=True, text=True, cwd=run.pr.workspace, user=machine.user.pw_uid,
-                                  env={"PATH": "/usr/bin"})
+            step = subprocess.Popen(["sleep", "60"], env={"GITHUB_TOKEN": fake.token}, user=machine.user.pw_uid)
+            try:
+                done = subprocess.run([machine.setup_python, "-c", "import calc; print(calc.add(2, 3))"],
+                                      capture_output=True, text=True, cwd=run.pr.workspace,
+                                      user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
+            finally:
+                step.kill()
+                step.wait()
+            # What `python -m gate` / `python -m pip` from the checkout did before: they ran the head's packages.
+            for module in ("gate", "pip"):
+                subprocess.run([machine.setup_python, "-m", module, "--version"], cwd=run.pr.workspace,
+                               capture_output=True, user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
+            assert {p.name for p in root.glob("pwned-*")} >= {"pwned-__main__"}
+            assert f"token:{fake.token}" in done.stdout and "net:201" in done.stdout, done.stdout + done.stderr
+            assert "PWNED=1" in run.file("GITHUB_ENV") and "/pwned" in run.file("GITHUB_PATH")
+            assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
+            assert marked_processes(run.marker)
         finally:
-            step.kill()
-            step.wait()
-        # What `python -m gate` / `python -m pip` from the checkout did before: they ran the head's packages.
-        for module in ("gate", "pip"):
-            subprocess.run([machine.setup_python, "-m", module, "--version"], cwd=run.pr.workspace, capture_output=True,
-                           user=machine.user.pw_uid, env={"PATH": "/usr/bin"})
-        assert {p.name for p in root.glob("pwned-*")} >= {"pwned-__main__"}
-        assert f"token:{fake.token}" in done.stdout and "net:201" in done.stdout, done.stdout + done.stderr
-        assert "PWNED=1" in run.file("GITHUB_ENV") and "/pwned" in run.file("GITHUB_PATH")
-        assert [s["state"] for s in fake.repos[REPO].statuses] == ["success"]
-        assert marked_processes(run.marker)
-    finally:
-        for pid in marked_processes(run.marker):
-            os.kill(pid, 9)
-        shutil.rmtree(root, ignore_errors=True)
+            for pid in marked_processes(run.marker):
+                os.kill(pid, 9)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 @pytest.mark.parametrize("comment", ["true", "false"])
