@@ -12,7 +12,6 @@ to switch layers off, which no user can do: it is a measurement, not a mode.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import resource
 import subprocess
@@ -20,6 +19,8 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
+
+import msgspec
 
 VARIANTS: dict[str, dict[str, Any]] = {
     "all layers": {},
@@ -48,7 +49,7 @@ def measure(variant: str, count: int, jobs: int) -> dict[str, float]:
     checks = eval_checks()
     box = None
     if variant != "static checks only":
-        layers = dataclasses.replace(detect.layers(True), **VARIANTS[variant])
+        layers = msgspec.structs.replace(detect.layers(True), **VARIANTS[variant])
         box = runner.LayeredSandbox(registry.BACKENDS["zygote"](layers), layers)
     else:
         checks = checks[:-1]

@@ -12,12 +12,13 @@ layer. It reaches into the sandbox's modules to switch layers off, which no user
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import gc
 import importlib
 import os
 import resource
 from typing import Any
+
+import msgspec
 
 from gate.sandbox import detect, registry, zygote_server
 from gate.sandbox.base import RunRequest
@@ -48,7 +49,7 @@ def bare_fork_ms(runs: int) -> float:
 
 def run_ms(runs: int, off: dict[str, Any]) -> tuple[float, float]:
     """(gate, sandbox) CPU per Sandbox.run of an empty program, with the layers in `off` replaced."""
-    layers = dataclasses.replace(detect.layers(True), **off)
+    layers = msgspec.structs.replace(detect.layers(True), **off)
     sandbox = LayeredSandbox(registry.BACKENDS["zygote"](layers), layers)
     sandbox.run(EMPTY)  # starts the zygote
     before = _cpu()

@@ -11,13 +11,14 @@ with a head tree of `--tree-files` files (what a range's cases run in), every la
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+
+import msgspec
 
 from gate.sandbox import detect, open_sandbox, registry
 from gate.sandbox.base import PEER_FD_ENV, Limits, RunRequest
@@ -43,13 +44,13 @@ def _without(full: Layers, *names: str) -> tuple[str, ...]:
 
 # Each step adds one layer to the one before; all start from the layers detected here.
 STEPS: list[tuple[str, Callable[[Layers], Layers]]] = [
-    ("setsid, rlimits, pipes", lambda full: dataclasses.replace(
+    ("setsid, rlimits, pipes", lambda full: msgspec.structs.replace(
         full, uids=None, on=_without(full, "netns", "mountns", "seccomp"), cgroups=None)),
-    ("+ uid + no-new-privs", lambda full: dataclasses.replace(
+    ("+ uid + no-new-privs", lambda full: msgspec.structs.replace(
         full, on=_without(full, "netns", "mountns", "seccomp"), cgroups=None)),
-    ("+ netns", lambda full: dataclasses.replace(full, on=_without(full, "mountns", "seccomp"), cgroups=None)),
-    ("+ mountns (tmpfs)", lambda full: dataclasses.replace(full, on=_without(full, "seccomp"), cgroups=None)),
-    ("+ seccomp", lambda full: dataclasses.replace(full, cgroups=None)),
+    ("+ netns", lambda full: msgspec.structs.replace(full, on=_without(full, "mountns", "seccomp"), cgroups=None)),
+    ("+ mountns (tmpfs)", lambda full: msgspec.structs.replace(full, on=_without(full, "seccomp"), cgroups=None)),
+    ("+ seccomp", lambda full: msgspec.structs.replace(full, cgroups=None)),
     ("+ cgroup (all layers)", lambda full: full),
 ]
 
@@ -98,7 +99,7 @@ def tree_run_ms(backend: str, files: int, runs: int) -> tuple[float, float]:
             (folder / f"mod{index}.py").write_text(f"VALUE = {index}\n" * 20)
         layers = detect.layers(prefer_zygote=backend == "zygote")
         sandbox = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
-        request = dataclasses.replace(PROGRAM, tree=tree)
+        request = msgspec.structs.replace(PROGRAM, tree=tree)
         try:
             sandbox.run(request)
             times = []

@@ -19,8 +19,9 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from gate.environment.project import built
 from gate.limits import sandbox_limits

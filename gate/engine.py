@@ -6,7 +6,8 @@ import contextlib
 import time
 from collections.abc import Iterator, Sequence
 from contextlib import nullcontext
-from dataclasses import replace
+
+from msgspec.structs import replace
 
 from gate import __version__
 from gate.cases.hidden import places_to_hide

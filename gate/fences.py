@@ -8,15 +8,14 @@ the reply (a truncated answer), and is marked so.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 PYTHON_TAGS = frozenset({"python", "py", "python3", "py3"})
 _FENCE_CHARS = ("`", "~")
 _BLANKS = " \t"
 
 
-@dataclass(frozen=True)
-class Block:
+class Block(msgspec.Struct, frozen=True):
     """One fenced block: `line` is the opening fence's 1-based line, `first_line` the code's first line."""
 
     line: int

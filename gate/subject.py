@@ -5,9 +5,11 @@ from __future__ import annotations
 import io
 import tokenize
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
+
+import msgspec
 
 from gate.environment import BuildLayer, BuiltEnvironment
 from gate.policy.keys import key
@@ -17,8 +19,7 @@ from gate.suite.selection import SuiteTrees
 SubjectKind = Literal["reply", "range", "pull_request", "sample"]
 
 
-@dataclass(frozen=True)
-class SourceFile:
+class SourceFile(msgspec.Struct, frozen=True):
     """One gated file of the change, as it is at the head."""
 
     path: str
@@ -99,8 +100,7 @@ class Task:
                                                   "policy's lists apply", items=MODULE, unique_items=True)
 
 
-@dataclass(frozen=True)
-class BaseTree:
+class BaseTree(msgspec.Struct, frozen=True):
     """The base commit, where a case that failed on the head runs again: one failing there too is the
     policy's, not the change's (gate/checks/smoke.py). `export` writes its tree on first use (the honest path,
     where every case passes, never pays for it) and returns where; `roots` are its import roots."""
@@ -109,8 +109,7 @@ class BaseTree:
     roots: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Subject:
+class Subject(msgspec.Struct, frozen=True):
     """Everything the checks need to know about what is scored, and nothing about where it came from."""
 
     kind: SubjectKind
@@ -146,7 +145,7 @@ class Subject:
     # Why no test of the repository ran although its base has test files (a policy without `tests:`), or "".
     untested: str = ""
     # Facts the report shows next to the verdict (base and head SHA, dirty worktree, ...).
-    facts: tuple[tuple[str, str], ...] = field(default=())
+    facts: tuple[tuple[str, str], ...] = msgspec.field(default=())
     # Seconds spent making it ready before any check runs (the environment's build, the project's), by step: the
     # verdict's timings start with them.
     timings: tuple[tuple[str, float], ...] = ()

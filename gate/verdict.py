@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, fields, is_dataclass, replace
 from importlib import resources
 from typing import Any, Literal
+
+import msgspec
+from msgspec.structs import replace
 
 SCHEMA_VERSION = 1
 
@@ -86,8 +88,7 @@ def listing(findings: Sequence[str], separator: str = "; ", shown: int = MAX_LIS
     return joined + (f" and {len(findings) - shown} more" if len(findings) > shown else "")
 
 
-@dataclass(frozen=True)
-class Location:
+class Location(msgspec.Struct, frozen=True):
     """A place in a file; `str()` gives it as `path:line:column`, leaving out what is not known."""
 
     path: str
@@ -100,8 +101,7 @@ class Location:
         return f"{self.path}:{self.line}" + (f":{self.column}" if self.column else "")
 
 
-@dataclass(frozen=True)
-class Penalty:
+class Penalty(msgspec.Struct, frozen=True):
     """Points charged by one check, with what went wrong and where."""
 
     check: str
@@ -111,8 +111,7 @@ class Penalty:
     case: int | None = None  # the case's index, for smoke and timeout penalties
 
 
-@dataclass(frozen=True)
-class CheckReport:
+class CheckReport(msgspec.Struct, frozen=True):
     """How one check went: passed, failed (with points) or skipped (with the reason)."""
 
     name: str
@@ -122,8 +121,7 @@ class CheckReport:
     seconds: float = 0.0
 
 
-@dataclass(frozen=True)
-class CaseReport:
+class CaseReport(msgspec.Struct, frozen=True):
     """One case's outcome. For a hidden case `detail` never holds the expected value."""
 
     index: int
@@ -138,8 +136,7 @@ class CaseReport:
     said: str = ""
 
 
-@dataclass(frozen=True)
-class Note:
+class Note(msgspec.Struct, frozen=True):
     """Advice that is not a penalty (a model judge, a dirty worktree, ...)."""
 
     source: str
@@ -147,8 +144,7 @@ class Note:
     locations: tuple[Location, ...] = ()
 
 
-@dataclass(frozen=True)
-class Tamper:
+class Tamper(msgspec.Struct, frozen=True):
     """Evidence that a run's results were tampered with (README invariant 17): the check whose run it was, and
     what was seen in which run, in one line. The run is no result: it blocks for a human and costs no points."""
 
@@ -156,8 +152,7 @@ class Tamper:
     seen: str
 
 
-@dataclass(frozen=True)
-class BlindCause:
+class BlindCause(msgspec.Struct, frozen=True):
     """One cause of a suite's blind tests: how many, of which kind ("fail on the base too", "skipped on both
     sides", "skipped on the base"), why (a common cause named, else the gist of the base's report), and one."""
 
@@ -167,8 +162,7 @@ class BlindCause:
     example: str
 
 
-@dataclass(frozen=True)
-class Blind:
+class Blind(msgspec.Struct, frozen=True):
     """The repository's tests that could not catch a regression in this change: of the `tests` base tests the
     head was scored on, `blind` did not pass on the base (and not on the head), so no change to them costs;
     `suite` is the scope whose suite it is ("" for the policy's `tests:`)."""
@@ -194,8 +188,7 @@ class Blind:
         return f"{self.blind} of {self.tests} tests{suite} could not catch a regression: " + ", ".join(said)
 
 
-@dataclass(frozen=True)
-class ScopeResult:
+class ScopeResult(msgspec.Struct, frozen=True):
     """How one scope of a monorepo policy (`scopes:`) went; the verdict's penalties name it."""
 
     name: str
@@ -205,8 +198,7 @@ class ScopeResult:
     accepted: bool
 
 
-@dataclass(frozen=True)
-class Verdict:
+class Verdict(msgspec.Struct, frozen=True):
     subject_kind: str
     subject_label: str
     policy_source: str
@@ -242,7 +234,7 @@ class Verdict:
             "".join(_strings(self)).encode("utf-8")
         except UnicodeEncodeError:
             for name in _PARTS[Verdict]:
-                object.__setattr__(self, name, _safe(getattr(self, name)))
+                msgspec.structs.force_setattr(self, name, _safe(getattr(self, name)))
 
     @property
     def blocked(self) -> bool:
@@ -250,8 +242,7 @@ class Verdict:
 
     def to_dict(self) -> dict[str, Any]:
         # Through JSON, so the dict is exactly what a reader of the JSON file gets (lists, not tuples); each
-        # dataclass as a dict of its fields on the way (dataclasses.asdict's deep copies took most of the time
-        # of a suite's verdict of a few thousand tests).
+        # record as a dict of its fields on the way.
         plain: dict[str, Any] = json.loads(json.dumps(self, default=_fields))
         return plain
 
@@ -283,7 +274,8 @@ class Verdict:
 
 # The verdict's parts and their fields that can hold text (`_strings` and `_safe` skip the numbers).
 _PARTS: dict[type, tuple[str, ...]] = {
-    cls: tuple(f.name for f in fields(cls) if "str" in str(f.type) or "tuple" in str(f.type))
+    cls: tuple(name for name in cls.__struct_fields__
+               if "str" in cls.__annotations__[name] or "tuple" in cls.__annotations__[name])
     for cls in (Location, Penalty, CheckReport, CaseReport, Note, ScopeResult, Tamper, BlindCause, Blind, Verdict)}
 
 
@@ -302,11 +294,11 @@ def validate(data: dict[str, Any]) -> None:
 
 
 def _fields(value: object) -> dict[str, Any]:
-    """A dataclass of the verdict as JSON gives it: its fields by name; the verdict's isolation, facts and
-    timings (pairs) as objects."""
-    if not is_dataclass(value) or isinstance(value, type):
+    """A record of the verdict as JSON gives it: its fields by name; the verdict's isolation, facts and timings
+    (pairs) as objects."""
+    if not isinstance(value, msgspec.Struct):
         raise TypeError(f"{type(value).__name__} is not data of a verdict")
-    found = {field.name: getattr(value, field.name) for field in fields(value)}
+    found = msgspec.structs.asdict(value)
     if isinstance(value, Verdict):
         found.update((key, dict(found[key])) for key in ("isolation", "facts", "timings"))
     if isinstance(value, CaseReport) and not value.said:  # (most cases: a large suite's artifact stays small)

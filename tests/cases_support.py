@@ -6,9 +6,10 @@ import json
 import textwrap
 import threading
 from collections.abc import Mapping
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
+
+from msgspec.structs import replace
 
 from gate.cases import KINDS
 from gate.cases.base import CaseOutcome, Program

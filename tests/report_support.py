@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from msgspec.structs import replace
 
 from gate.verdict import CaseReport, CheckReport, Location, Penalty, Verdict
 
@@ -34,4 +34,4 @@ def blocked_verdict(**changes: object) -> Verdict:
         gate_version="0.1.0",
         reproduce=f"gate check --base {'a' * 40} --head {HEAD}",
     )
-    return replace(verdict, **changes)  # type: ignore[arg-type]
+    return replace(verdict, **changes)

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
+from msgspec.structs import replace
 
 from gate.checks.extract import Extract
 from gate.checks.nondeterminism import Nondeterminism

@@ -5,10 +5,10 @@ from __future__ import annotations
 import contextlib
 import threading
 from collections import Counter
-from dataclasses import replace
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from gate.cases.base import CaseOutcome
 from gate.cases.schedule import Plan, Served, run_cases

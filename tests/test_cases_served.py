@@ -4,13 +4,13 @@ call, or read what an earlier call's tests held."""
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import re
 import secrets
 import textwrap
 from collections.abc import Iterator
 
+import msgspec
 import pytest
 
 from gate.policy.model import CaseSpec
@@ -142,14 +142,14 @@ def _server_pid(sandbox: Sandbox, code: str, limits: Limits = LIMITS) -> str:
 
 def test_the_tests_process_is_reused_but_never_holds_more_descriptors(fresh: Sandbox) -> None:
     # Few descriptors allowed: a server that kept one per call would run out long before the last call.
-    few = dataclasses.replace(LIMITS, open_files=16)
+    few = msgspec.structs.replace(LIMITS, open_files=16)
     pids = {_server_pid(fresh, "def f():\n    return 1\n", few) for _ in range(24)}
     assert len(pids) == 1
 
 
 def test_a_call_whose_data_made_the_server_grow_retires_it(fresh: Sandbox) -> None:
     # Generous time: the point is memory, and a loaded machine must not turn the big reply into a timeout.
-    small = dataclasses.replace(LIMITS, memory_bytes=128 * 1024 * 1024, wall_s=30.0, cpu_s=30.0)
+    small = msgspec.structs.replace(LIMITS, memory_bytes=128 * 1024 * 1024, wall_s=30.0, cpu_s=30.0)
     before = _server_pid(fresh, "def f():\n    return 1\n", small)
     assert _server_pid(fresh, "def f():\n    return 1\n", small) == before
     big = "def f():\n    return 'x' * 12_000_000\n"  # a 12 MB reply, held several times while decoded
@@ -160,7 +160,7 @@ def test_a_call_whose_data_made_the_server_grow_retires_it(fresh: Sandbox) -> No
 def test_idle_servers_are_few_so_that_runs_never_starve_for_a_uid(fresh: Sandbox) -> None:
     assert isinstance(fresh, LayeredSandbox)
     for index in range(served.MAX_IDLE + 4):  # as many different servers, each left idle after its call
-        distinct = dataclasses.replace(SERVE, env={"GATE_TEST_SERVER": str(index)})
+        distinct = msgspec.structs.replace(SERVE, env={"GATE_TEST_SERVER": str(index)})
         lead, _ = fresh.run_served(distinct, b"go", PEER)
         assert lead.result
     assert len([entry for entry in fresh.leftovers() if entry.startswith("directory")]) == served.MAX_IDLE

@@ -14,12 +14,13 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.judge import JudgeCheck, connect_from_environment

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import replace
 
 import cmarkgfm
 from cmarkgfm.cmark import Options
+from msgspec.structs import replace
 
 from gate.engine import run_checks
 from gate.policy.model import Policy

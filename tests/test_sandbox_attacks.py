@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import ast
 import concurrent.futures
-import dataclasses
 import json
 import os
 import signal
@@ -21,6 +20,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gate.sandbox import canaries, detect, open_sandbox, registry, served
@@ -291,7 +291,7 @@ def test_daemon_dies_without_uid_or_cgroup(backend: str) -> None:
     full = detect.layers(prefer_zygote=True)
     if full.cgroups:
         full.cgroups.close()
-    layers = dataclasses.replace(full, uids=None, cgroups=None)
+    layers = msgspec.structs.replace(full, uids=None, cgroups=None)
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     try:
         daemon = canaries.daemon(box)
@@ -375,7 +375,7 @@ def test_network_namespace_alone_blocks_loopback(backend: str) -> None:
     """Without the seccomp layer (a machine without the library), the network namespace still keeps a run
     from a listener on the gate's 127.0.0.1."""
     full = detect.layers(prefer_zygote=True)
-    layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "seccomp"))
+    layers = msgspec.structs.replace(full, on=tuple(name for name in full.on if name != "seccomp"))
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     try:
         network = canaries.network(box)
@@ -515,7 +515,7 @@ SERVES_ITSELF = """
 
 
 def _loopback(code: str, *args: str) -> RunRequest:
-    return dataclasses.replace(hostile(code, *args), loopback=True)
+    return msgspec.structs.replace(hostile(code, *args), loopback=True)
 
 
 @needs_root
@@ -725,7 +725,7 @@ def test_a_suites_tcp_buffers_stay_within_its_memory_limit(sandbox: LayeredSandb
     if not sandbox.isolation["cgroup"].startswith("on"):
         pytest.skip("no cgroup here: " + sandbox.isolation["cgroup"])
     limit = 128 << 20
-    limits = dataclasses.replace(LIMITS, memory_bytes=limit, processes=32, open_files=64, wall_s=30, cpu_s=20)
+    limits = msgspec.structs.replace(LIMITS, memory_bytes=limit, processes=32, open_files=64, wall_s=30, cpu_s=20)
     before, peak = _tcp_pages(), [0]
     stop = threading.Event()
 
@@ -737,7 +737,7 @@ def test_a_suites_tcp_buffers_stay_within_its_memory_limit(sandbox: LayeredSandb
     watcher = threading.Thread(target=watch)
     watcher.start()
     try:
-        sandbox.run(dataclasses.replace(hostile(TCP_HOG, "16", limits=limits), loopback=True))
+        sandbox.run(msgspec.structs.replace(hostile(TCP_HOG, "16", limits=limits), loopback=True))
     finally:
         stop.set()
         watcher.join()

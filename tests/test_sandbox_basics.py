@@ -4,7 +4,6 @@ result channel, hash seeds, pairs, and `require:` failing closed."""
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import json
 import os
 import select
@@ -19,6 +18,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gate import memo
@@ -205,8 +205,8 @@ print(len(os.read(watch, 4096)) > 0)
 """
     before = _inotify_instances()
     held: list[int] = []
-    request = dataclasses.replace(program(code), watches=True,
-                                  on_result=lambda _: held.append(_inotify_instances()))
+    request = msgspec.structs.replace(program(code), watches=True,
+                                      on_result=lambda _: held.append(_inotify_instances()))
     result = sandbox.run(request)
     assert (result.exit_code, result.stdout, result.result) == (0, b"True\n", b"watching")
     assert held == [before + 1] if os.geteuid() == 0 else held[0] in (before, before + 1)
@@ -231,7 +231,7 @@ time.sleep(30)
         raise KeyboardInterrupt
 
     with pytest.raises(KeyboardInterrupt):
-        sandbox.run(dataclasses.replace(program(code), watches=True, on_result=interrupted))
+        sandbox.run(msgspec.structs.replace(program(code), watches=True, on_result=interrupted))
     deadline = time.monotonic() + 10
     while _inotify_instances() > before and time.monotonic() < deadline:
         time.sleep(0.01)
@@ -422,10 +422,10 @@ def test_what_runs_share_made_ahead_is_what_they_would_have_made_and_no_more(bac
         box.warm(request, (8,))
         if backend == "zygote":
             assert isinstance(box, LayeredSandbox) and isinstance(box.launcher, ZygoteLauncher)
-            made = box.run(dataclasses.replace(request, preload=()))  # (what the zygote made ahead)
+            made = box.run(msgspec.structs.replace(request, preload=()))  # (what the zygote made ahead)
             assert (made.exit_code, made.stdout, made.stderr) == (0, b"['statistics']\n", b"")
         ahead = box.run(request)
-        asked = box.run(dataclasses.replace(request, hash_seed=9))
+        asked = box.run(msgspec.structs.replace(request, hash_seed=9))
     finally:
         box.close()
     assert (ahead.exit_code, ahead.stderr) == (asked.exit_code, asked.stderr) == (0, b"")
@@ -470,7 +470,7 @@ def test_a_dropped_uid_without_a_mount_namespace_can_run_its_files(backend: str)
     if full.uids is None:
         pytest.skip("no dedicated uid here")
     kept = tuple(name for name in full.on if name not in ("netns", "mountns", "seccomp"))
-    layers = dataclasses.replace(full, on=kept, cgroups=None)
+    layers = msgspec.structs.replace(full, on=kept, cgroups=None)
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     try:
         result = box.run(RunRequest(script="main.py", limits=LIMITS, files={

@@ -14,6 +14,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gate import memo
@@ -365,12 +366,11 @@ def test_a_dead_gates_head_export_is_removed_by_the_next(tmp_path: Path, monkeyp
 @pytest.mark.parametrize("backend", ["zygote", "fresh-interpreter"])
 def test_without_overlayfs_each_run_gets_a_copy_of_the_tree(backend: str, tmp_path: Path) -> None:
     # A kernel without overlayfs: the tree is copied for each run instead, and still never changed for the next.
-    import dataclasses
 
     from gate.sandbox import detect, registry
 
     full = detect.layers(prefer_zygote=backend == "zygote")
-    layers = dataclasses.replace(full, overlay=False)
+    layers = msgspec.structs.replace(full, overlay=False)
     box = LayeredSandbox(registry.BACKENDS[backend](layers), layers)
     tree = tmp_path / "tree"
     tree.mkdir()

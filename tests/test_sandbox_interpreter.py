@@ -6,7 +6,6 @@ that start. On both backends, and without the mount namespace (each run's interp
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import shutil
 import tempfile
@@ -15,6 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from gate.sandbox import detect, registry
@@ -62,10 +62,10 @@ def box(request: pytest.FixtureRequest, tree: Path) -> Iterator[LayeredSandbox]:
     """Every layer here on each backend, and the zygote without a mount namespace; the environment's
     site-packages bound read-only, as the gate binds a repository's."""
     full = detect.layers(prefer_zygote=request.param != "fresh-interpreter")
-    layers = dataclasses.replace(full, root=detect.within_none([*full.root, str(tree / "site-packages")]))
+    layers = msgspec.structs.replace(full, root=detect.within_none([*full.root, str(tree / "site-packages")]))
     if request.param == "no mountns":
-        layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(),
-                                     hide=(), overlay=False)
+        layers = msgspec.structs.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(),
+                                         hide=(), overlay=False)
     sandbox = LayeredSandbox(registry.BACKENDS["fresh-interpreter" if request.param == "fresh-interpreter"
                                                else "zygote"](layers), layers)
     try:

@@ -11,7 +11,6 @@ tree's) shown not to run: every run here fails on a FORGED line in its stderr.""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import pwd
 import shutil
@@ -22,6 +21,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import pytest
 
 from gate.sandbox import detect, registry, scripts, tree
@@ -116,10 +116,10 @@ def box(request: pytest.FixtureRequest, place: Path) -> Iterator[LayeredSandbox]
     sites = (str(place / "env"), str(place / VENV_SITE))
     # (with the environment's programs, as open_sandbox binds them)
     root = [*full.root, str(place / "layer"), *sites, *scripts.programs(sites).values()]
-    layers = dataclasses.replace(full, root=detect.within_none(root), sites=sites)
+    layers = msgspec.structs.replace(full, root=detect.within_none(root), sites=sites)
     if request.param == "no mountns":
-        layers = dataclasses.replace(layers, on=tuple(name for name in full.on if name != "mountns"), root=(),
-                                     hide=(), overlay=False)
+        layers = msgspec.structs.replace(layers, on=tuple(name for name in full.on if name != "mountns"), root=(),
+                                         hide=(), overlay=False)
     sandbox = LayeredSandbox(registry.BACKENDS["fresh-interpreter" if request.param == "fresh-interpreter"
                                                else "zygote"](layers), layers)
     try:
@@ -281,9 +281,9 @@ def test_the_forkserver_starts_with_site_where_a_run_may_make_a_unix_socket(plac
     # zygote's shared network namespace): without it, the forkserver's children have `exit` and the
     # environment's .pth folders too.
     full = detect.layers(prefer_zygote=True)
-    layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "seccomp"),
-                                 root=detect.within_none([*full.root, str(place / "env"), str(place / "layer")]),
-                                 sites=(str(place / "env"),))
+    layers = msgspec.structs.replace(full, on=tuple(name for name in full.on if name != "seccomp"),
+                                     root=detect.within_none([*full.root, str(place / "env"), str(place / "layer")]),
+                                     sites=(str(place / "env"),))
     box = LayeredSandbox(registry.BACKENDS["zygote"](layers), layers)
     try:
         _, found = run(box, place, """

@@ -5,7 +5,6 @@ nothing secret came with it."""
 from __future__ import annotations
 
 import ast
-import dataclasses
 import os
 import re
 import shutil
@@ -14,6 +13,7 @@ import textwrap
 from collections.abc import Iterator
 from pathlib import Path
 
+import msgspec
 import pytest
 
 from gate.sandbox import detect, registry
@@ -101,10 +101,10 @@ def box(request: pytest.FixtureRequest, site: Path) -> Iterator[LayeredSandbox]:
     """A sandbox with every layer here, on each backend, and one without a mount namespace (the host's files);
     `site` bound into its root, as a repository's environment is."""
     full = detect.layers(prefer_zygote=request.param != "fresh-interpreter")
-    layers = dataclasses.replace(full, root=detect.within_none([*full.root, str(site)])) if full.mountns else full
+    layers = msgspec.structs.replace(full, root=detect.within_none([*full.root, str(site)])) if full.mountns else full
     if request.param == "no mountns":
-        layers = dataclasses.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(), hide=(),
-                                     overlay=False)
+        layers = msgspec.structs.replace(full, on=tuple(name for name in full.on if name != "mountns"), root=(),
+                                         hide=(), overlay=False)
     sandbox = LayeredSandbox(registry.BACKENDS["fresh-interpreter" if request.param == "fresh-interpreter"
                                                else "zygote"](layers), layers)
     try:

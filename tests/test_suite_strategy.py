@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import json
 import tempfile
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
+from msgspec.structs import replace
 
 from gate.suite import baseline, order, run, tripwire
 from gate.suite.baseline import Baseline
@@ -570,7 +570,6 @@ def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondetermin
     """A test that failed in the head's run (a timing test on a loaded machine: given here as that run's
     outcome) and passes when run again in the base's order and in its own: it costs `points.nondeterminism`,
     once, not `points.tests`, and the verdict says why."""
-    from dataclasses import replace
 
     from gate.checks.tests import Changed, _score
     from gate.policy.model import Policy
@@ -780,7 +779,6 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
     its run again, it goes on as any test, and the verdict says so; what a test that timed out took is its time
     limit. A skip is no failure a plugin runs again: the mark does not forgive it."""
     import time
-    from dataclasses import replace
 
     from gate.checks.tests import Changed, _score
     from gate.policy.model import Policy
@@ -858,7 +856,6 @@ def test_a_flaky_marked_tests_run_again_keeps_the_test_after_it_so_its_teardown_
     """Run again as it was, a test's run goes on to the test after it: the fixtures torn down after a test
     depend on what comes next (a session fixture's failing teardown lands on the run's last test), so a run that
     ended at the test would fail it where the head's run did not."""
-    from dataclasses import replace
 
     from gate.suite.baseline import Baseline
     from gate.suite.run import SuiteResult, collect, run_suite
@@ -1140,7 +1137,6 @@ def test_a_flaky_marked_test_run_again_in_a_new_process_is_not_forgiven(tmp_path
     """A head whose test before a flaky-marked one ends its process when their run runs again has the rest run
     in a new process, without the tests before it: the marked test passing there says nothing of its run, and
     it is charged (here it failed in the head's run only after test_first, which passed there)."""
-    from dataclasses import replace
 
     from gate.checks.tests import Changed, _score
     from gate.policy.model import Policy
@@ -1192,7 +1188,6 @@ def test_a_flaky_marked_parameter_counts_its_siblings_only_where_ids_are_places(
     in the list (a head may shuffle the list), only if its function's other parameters that passed in the head's
     run pass there too: here one of them fails there, and the verdict says why the run again told nothing.
     Where ids name values, another parameter's own failure does not count against it (an honest flaky test)."""
-    from dataclasses import replace
 
     from gate.suite.baseline import Baseline
     from gate.suite.run import SuiteResult, collect, run_suite

@@ -6,6 +6,7 @@ import io
 import json
 import re
 
+import msgspec
 import pytest
 
 from gate.policy.model import ImportRules, Policy
@@ -25,7 +26,7 @@ def _busy_verdict() -> Verdict:
                           Task("sum", allowed_imports=("sys",)))
     long_path = "src/" + "very_long_directory_name/" * 6 + "module.py"
     return Verdict(
-        **{**verdict.__dict__,
+        **{**msgspec.structs.asdict(verdict),
            "penalties": (*verdict.penalties,
                          Penalty("smoke", 2, "case 'a rather long case name': expected 12, got 13 " * 3,
                                  (Location(long_path, 120, 4),), case=0)),
@@ -84,7 +85,7 @@ def test_short_report_is_what_cost_points_what_needs_a_human_and_a_summary_line(
 def test_a_failing_tests_traceback_is_under_its_penalty_and_passing_tests_only_counted() -> None:
     traceback = "\n".join([f"frame {n}" for n in range(20)] + ["E   AssertionError: assert 1 == 2"])
     tests = tuple(CaseReport(n, f"tests/test_a.py::test_{n}", "pytest", False, "passed") for n in range(1, 300))
-    verdict = Verdict(**{**score_reply(DEMO_REPLY).__dict__,
+    verdict = Verdict(**{**msgspec.structs.asdict(score_reply(DEMO_REPLY)),
                          "penalties": (Penalty("tests", 4, "tests/test_a.py::test_0 failed at tests/test_a.py:3",
                                                (Location("tests/test_a.py", 3),), case=0),),
                          "cases": (CaseReport(0, "tests/test_a.py::test_0", "pytest", False, "failed", traceback),
@@ -147,7 +148,7 @@ def test_accepted_and_advisory_status_lines() -> None:
 
 def test_bot_chosen_text_cannot_drive_the_terminal() -> None:
     hostile = "evil\x1b[2J\x1b]0;pwned\x07\u202e.py"
-    verdict = Verdict(**{**score_reply(DEMO_REPLY).__dict__,
+    verdict = Verdict(**{**msgspec.structs.asdict(score_reply(DEMO_REPLY)),
                          "penalties": (Penalty("parse", 5, f"bad {hostile}", (Location(hostile, 1),)),)})
     text = render_terminal(verdict, color=False)
     assert "\x1b" not in text and "\x07" not in text and "\u202e" not in text

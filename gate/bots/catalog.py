@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
+import msgspec
 import yaml
 
 _IDENTITY = re.compile(r"^\s*(?P<name>[^<]*?)\s*<(?P<email>[^<>\s]+)>\s*$")
 _TRAILER = re.compile(r"^\s*(?P<key>[A-Za-z][A-Za-z0-9-]*)\s*:\s*(?P<value>.+?)\s*$")
 
 
-@dataclass(frozen=True)
-class Trailer:
+class Trailer(msgspec.Struct, frozen=True):
     """A commit-message trailer such as `Co-authored-by: Cursor Agent <cursoragent@cursor.com>`."""
 
     key: str
@@ -26,8 +25,7 @@ class Trailer:
         return f"{self.key}: {self.name} <{self.email}>" if self.name else f"{self.key}: <{self.email}>"
 
 
-@dataclass(frozen=True)
-class Agent:
+class Agent(msgspec.Struct, frozen=True):
     """One AI coding agent and the marks it leaves on a pull request."""
 
     id: str
@@ -39,8 +37,7 @@ class Agent:
     branches: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Catalog:
+class Catalog(msgspec.Struct, frozen=True):
     agents: tuple[Agent, ...]
     dependency_bots: tuple[str, ...]  # logins
 

@@ -8,8 +8,9 @@ policy's own `bots:`. Labels come in already checked: only those a maintainer ap
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gate.bots.catalog import Agent, catalog, parse_trailer
 from gate.bots.patterns import branch_matches, login_matches
@@ -18,8 +19,7 @@ if TYPE_CHECKING:  # the policy's `bots:` is read here, never built: its model v
     from gate.policy.model import Bots
 
 
-@dataclass(frozen=True)
-class Person:
+class Person(msgspec.Struct, frozen=True):
     """A commit's git author or committer, and the GitHub account GitHub linked it to (None when none)."""
 
     name: str
@@ -27,16 +27,14 @@ class Person:
     login: str | None = None
 
 
-@dataclass(frozen=True)
-class CommitFacts:
+class CommitFacts(msgspec.Struct, frozen=True):
     sha: str
     message: str
     author: Person
     committer: Person
 
 
-@dataclass(frozen=True)
-class Author:
+class Author(msgspec.Struct, frozen=True):
     """Who opened the PR, and from which branch."""
 
     login: str
@@ -44,8 +42,7 @@ class Author:
     branch: str
 
 
-@dataclass(frozen=True)
-class Decision:
+class Decision(msgspec.Struct, frozen=True):
     gated: bool
     reason: str
     # A maintainer's opt-out label on a PR that would be gated: reported `neutral`, never `success`.

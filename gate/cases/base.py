@@ -12,6 +12,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
+import msgspec
+
 from gate.policy.keys import key
 from gate.policy.model import CaseSpec
 from gate.sandbox.base import Limits, RunRequest, Sandbox
@@ -25,8 +27,7 @@ if TYPE_CHECKING:
 MAX_DETAIL = 500
 
 
-@dataclass(frozen=True)
-class Program:
+class Program(msgspec.Struct, frozen=True):
     """The code under test: one module's source (a reply or dataset sample), or a clean export of a tree."""
 
     code: str | None = None
@@ -38,8 +39,7 @@ class Program:
     preload: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class CaseOutcome:
+class CaseOutcome(msgspec.Struct, frozen=True):
     """How one run of one case went. For a hidden case `detail` names the type of what came back, never the
     expected value. `fingerprint` is what the nondeterminism check compares between runs. A run whose results
     were tampered with (`tampered`) is no result."""
@@ -54,8 +54,8 @@ class CaseOutcome:
 
     def __post_init__(self) -> None:
         # The one place where a run's texts are cut and made safe to write, before any report or row sees them.
-        object.__setattr__(self, "detail", shown(self.detail))
-        object.__setattr__(self, "tampered", shown(self.tampered))
+        msgspec.structs.force_setattr(self, "detail", shown(self.detail))
+        msgspec.structs.force_setattr(self, "tampered", shown(self.tampered))
 
 
 def fingerprint(*parts: object) -> str:

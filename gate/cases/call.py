@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import ast
 import builtins
-import dataclasses
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
+
+import msgspec
 
 from gate.cases import tripwires
 from gate.cases.base import CaseFields, CaseOutcome, Program, fingerprint
@@ -112,9 +113,9 @@ class Call:
                    "output": limits.output_bytes, "record": limits.output_bytes,
                    "private": sandbox.private_tmp, "core": core}
         modules = len({call["module"] for call in calls})
-        result = sandbox.run(dataclasses.replace(self.serving(program), stdin=json.dumps(request).encode(),
-                                                 hash_seed=hash_seed,
-                                                 limits=_serving(limits, len(calls), cut_s, modules)))
+        result = sandbox.run(msgspec.structs.replace(self.serving(program), stdin=json.dumps(request).encode(),
+                                                     hash_seed=hash_seed,
+                                                     limits=_serving(limits, len(calls), cut_s, modules)))
         served = _served(cases, entries, result.result or b"", result.wall_s)
         if result.exit_code == 0 or any(outcome.tampered for outcome in served.outcomes.values()):
             return served
@@ -142,8 +143,8 @@ def _serving(limits: Limits, calls: int, cut_s: float, modules: int) -> Limits:
     harness holds it to them, or leaves it to a run of its own); the run as a whole has room for all of
     them, and two processes more than a case (the harness's, and its module's)."""
     seconds = limits.wall_s * (modules + 1) + cut_s * calls
-    return dataclasses.replace(limits, wall_s=seconds, cpu_s=seconds, processes=limits.processes + 2,
-                               output_bytes=(limits.output_bytes + 64) * (calls + 1))
+    return msgspec.structs.replace(limits, wall_s=seconds, cpu_s=seconds, processes=limits.processes + 2,
+                                   output_bytes=(limits.output_bytes + 64) * (calls + 1))
 
 
 def _served(cases: Sequence[CaseSpec], entries: list[tuple[int, dict[str, Any] | None]], channel: bytes,

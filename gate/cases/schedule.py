@@ -36,7 +36,9 @@ import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from dataclasses import dataclass, replace
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.cases.base import CaseOutcome
 
@@ -56,8 +58,7 @@ def long_after(run_timeout_s: float) -> float:
     return run_timeout_s / 4
 
 
-@dataclass(frozen=True)
-class Plan:
+class Plan(msgspec.Struct, frozen=True):
     """How many runs go at once, and for how long in all."""
 
     slots: int  # runs started at once: one per core (served_per_slot of those that serve many)
@@ -82,8 +83,7 @@ class Plan:
         return cls(slots=1, most=1, long_after_s=float("inf"), budget_s=budget_s)
 
 
-@dataclass(frozen=True)
-class Served:
+class Served(msgspec.Struct, frozen=True):
     """What one run that served many cases gave: the outcome of each case it served, by case; the cases it
     left to a run of their own, and of those the one it cut for going on too long. A case in none was not
     reached."""
@@ -97,8 +97,7 @@ class Served:
 Many = Callable[[Sequence[int], int, int | None], Served]
 
 
-@dataclass(frozen=True)
-class _Job:
+class _Job(msgspec.Struct, frozen=True):
     """A run to start: one case, or cases served together, under the seed of index `seed`."""
 
     cases: tuple[int, ...]

@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Mapping
-from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Literal, Protocol
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.cases.base import CaseOutcome
 from gate.checks.trees import TreeCache
@@ -30,16 +32,14 @@ if TYPE_CHECKING:
 Product = Literal["files", "conversations", "trees", "code", "runs"]
 
 
-@dataclass(frozen=True)
-class CaseRuns:
+class CaseRuns(msgspec.Struct, frozen=True):
     """One case and the outcome of each of its runs (one per hash seed)."""
 
     label: str
     outcomes: tuple[CaseOutcome, ...]
 
 
-@dataclass(frozen=True)
-class Analysis:
+class Analysis(msgspec.Struct, frozen=True):
     """What the checks found out about the code, each field from the one check that produces it (None: not
     produced). A check's result carries what it produced in the same shape."""
 
@@ -53,15 +53,14 @@ class Analysis:
 
     def produced(self) -> tuple[str, ...]:
         """The names of the fields this analysis holds."""
-        return tuple(f.name for f in fields(self) if getattr(self, f.name) is not None)
+        return tuple(name for name in self.__struct_fields__ if getattr(self, name) is not None)
 
     def merged(self, made: Analysis) -> Analysis:
         """This analysis with what a check produced in place of what was there."""
         return replace(self, **{name: getattr(made, name) for name in made.produced()})
 
 
-@dataclass
-class CheckContext:
+class CheckContext(msgspec.Struct):
     """What a check may read. Checks run in registry order; `analysis` holds what the earlier ones produced,
     `reports` how they went, and `trees` the syntax trees this scoring already built."""
 
@@ -69,8 +68,8 @@ class CheckContext:
     policy: Policy
     sandbox: Sandbox | None
     analysis: Analysis
-    reports: dict[str, CheckReport] = field(default_factory=dict)
-    trees: TreeCache = field(default_factory=TreeCache)
+    reports: dict[str, CheckReport] = msgspec.field(default_factory=dict)
+    trees: TreeCache = msgspec.field(default_factory=TreeCache)
     progress: Progress = QUIET  # what a check that runs for long says as it goes (the suite's counts)
 
     @property
@@ -84,8 +83,7 @@ class CheckContext:
         return self.analysis.code or ()
 
 
-@dataclass(frozen=True)
-class CheckResult:
+class CheckResult(msgspec.Struct, frozen=True):
     """A check's findings. `skipped` holds the reason when the check could not run; `reason` is a one-line
     summary for a check that ran (the judge's verdict). `labels` are added to the verdict for the publisher,
     and `blocked_reasons` block the verdict for a human whatever the score (the judge's needs_review).

@@ -19,7 +19,8 @@ import ast
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+
+import msgspec
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
@@ -40,8 +41,7 @@ _LINEAR_BUILTINS = frozenset({"sum", "sorted", "min", "max", "any", "all"})
 _Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
-@dataclass(frozen=True)
-class Claim:
+class Claim(msgspec.Struct, frozen=True):
     where: Location
     text: str
 

@@ -15,8 +15,9 @@ from __future__ import annotations
 import os
 import re
 import shutil
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
+
+from msgspec.structs import replace
 
 from gate.cases.base import shown
 from gate.checks.base import Check, CheckContext, CheckResult, Product

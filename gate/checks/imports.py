@@ -22,7 +22,8 @@ from __future__ import annotations
 
 import ast
 import weakref
-from dataclasses import dataclass
+
+import msgspec
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.parse import tree_coverage
@@ -44,8 +45,7 @@ _IMPORTING_LOADERS = frozenset({"__import__", "importlib.import_module", "import
 _LOADER_HEADS = frozenset({*(name.split(".")[0] for name in _LOADERS), "builtins", "__builtins__", "getattr"})
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     """One import or dynamic loader as written: `module` is what it imports (None for eval and the like),
     `loader` the dynamic loader used (None for a plain import statement)."""
 

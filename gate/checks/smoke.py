@@ -18,8 +18,9 @@ import glob
 import sys
 import time
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from gate.cases import KINDS, schedule
 from gate.cases.base import CaseOutcome, Program, ServedTogether

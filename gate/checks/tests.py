@@ -9,8 +9,9 @@ Tests the head adds cost points when they fail; they never make up for a base te
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gate.checks.base import Check, CheckContext, CheckResult, Product
 from gate.checks.nondeterminism import NONDETERMINISM
@@ -133,8 +134,7 @@ def tampered(evidence: tuple[str, ...]) -> str:
             f"{more}; a human must review the change")
 
 
-@dataclass(frozen=True)
-class Changed:
+class Changed(msgspec.Struct, frozen=True):
     """The lines the change adds, by the repository's path (None: the whole file is new), and how a report
     names the change ("this PR")."""
 

@@ -13,7 +13,8 @@ import math
 import subprocess
 import sys
 import warnings
-from dataclasses import dataclass, field
+
+import msgspec
 
 from gate.policy.model import Policy
 from gate.subject import SourceFile
@@ -60,12 +61,11 @@ def feature_version(python: str) -> tuple[int, int]:
     return int(major), int(minor)
 
 
-@dataclass
-class TreeCache:
+class TreeCache(msgspec.Struct):
     """The trees and node lists one scoring built, by file."""
 
-    _trees: dict[tuple[str, tuple[int, int]], tuple[str, ast.Module]] = field(default_factory=dict)
-    _nodes: dict[str, tuple[ast.Module, list[ast.AST]]] = field(default_factory=dict)
+    _trees: dict[tuple[str, tuple[int, int]], tuple[str, ast.Module]] = msgspec.field(default_factory=dict)
+    _nodes: dict[str, tuple[ast.Module, list[ast.AST]]] = msgspec.field(default_factory=dict)
 
     def parse(self, source: SourceFile, version: tuple[int, int], policy: Policy) -> ast.Module:
         """`ast.parse` of `source` for Python `version`, reusing the tree when this scoring already parsed

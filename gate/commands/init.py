@@ -18,11 +18,12 @@ import sys
 import textwrap
 import tomllib
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path, PurePosixPath
 from typing import Any, TextIO
 
+import msgspec
+from msgspec.structs import replace
 from packaging.specifiers import InvalidSpecifier, SpecifierSet
 
 from gate import HOME, POLICY_SCHEMA_URL, __version__
@@ -41,12 +42,11 @@ WORKFLOWS = {"gate.yml": ".github/workflows/gate.yml", "gate-publish.yml": ".git
 COMMIT_SHA = "COMMIT_SHA"  # the placeholder in the shipped workflows: the full SHA of the release's tag
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     """What the repository declares, as the starter policy uses it."""
 
     project: str | None = None  # the file that declares the project's dependencies
-    deps: Choice = field(default_factory=Choice)  # the test dependencies chosen, and why
+    deps: Choice = msgspec.field(default_factory=Choice)  # the test dependencies chosen, and why
     suite: Suite | None = None  # the suite pytest collects (None: it collects nothing)
     stray: tuple[str, ...] = ()  # modules that look like tests, which pytest does not collect nor init names
     scripts: tuple[str, ...] = ()  # of those, the ones that define tests but run them as they are imported

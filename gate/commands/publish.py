@@ -13,11 +13,11 @@ from __future__ import annotations
 
 import argparse
 import functools
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from github.GithubException import GithubException
+from msgspec.structs import replace
 from requests import RequestException
 
 from gate.commands.ci import add_publishing_options, settings

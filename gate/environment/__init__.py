@@ -8,9 +8,10 @@ read-only, after the standard library, with the head's tree first on the import 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gate.verdict import listing
 
@@ -18,8 +19,7 @@ if TYPE_CHECKING:
     from gate.sandbox.toolchain import Toolchain
 
 
-@dataclass(frozen=True)
-class BuiltEnvironment:
+class BuiltEnvironment(msgspec.Struct, frozen=True):
     """A ready environment: where its packages are, and what was installed (for the report)."""
 
     key: str  # the hash of what was installed (the cache entry's name)
@@ -46,8 +46,7 @@ class BuiltEnvironment:
                 + (listed or "nothing installed") + left)
 
 
-@dataclass(frozen=True)
-class SuiteCode:
+class SuiteCode(msgspec.Struct, frozen=True):
     """What of a project's wheel is the code of the repository's suites, which its layer never carries whatever
     its bytes (gate/environment/project.py): the base's test `paths`, the top-level `modules` a test can import
     from a folder of them (gate/suite/trust.py), and the tree's relative import `roots`."""
@@ -57,8 +56,7 @@ class SuiteCode:
     roots: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class BuildLayer:
+class BuildLayer(msgspec.Struct, frozen=True):
     """Where one commit's project is built (cached under the gate's cache: gate/environment/project.py), the
     version git gives it, where the commit keeps its packages (its build's `package_dir`, name -> folder:
     gate/environment/packages.py), what of it is the suites' code (which the layer leaves out), and the

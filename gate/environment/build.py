@@ -20,6 +20,7 @@ plugins load), is read from the environment afterwards, the same way whichever i
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -31,7 +32,6 @@ import sys
 import tempfile
 import tomllib
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
@@ -117,7 +117,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         python = str(building / "bin" / "python")
         left_out, asked = _without_the_project(source, spec.requirements)
         if project and asked:  # (what those lines asked of the project, its extras, it is installed with)
-            spec = replace(spec, extras=tuple(dict.fromkeys((*spec.extras, *asked))))
+            spec = dataclasses.replace(spec, extras=tuple(dict.fromkeys((*spec.extras, *asked))))
         requested = _build_requirements(source) if project else []
         requested += _declared_requirements(spec, project, source)
         name = testdeps.project_name(_reader(source))

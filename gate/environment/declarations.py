@@ -16,9 +16,10 @@ import posixpath
 import re
 import tomllib
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
+
+import msgspec
 
 from gate.environment.testdeps import DEV_FILES, TEST_FILES, TEST_NAMES, TESTS_REQUIRE, canonical, setup_cfg_extras
 from gate.errors import BadInput
@@ -32,8 +33,7 @@ LOCK_FILES = frozenset({"poetry.lock", "uv.lock", "pdm.lock", "Pipfile", "Pipfil
 Reader = Callable[[str], str | None]
 
 
-@dataclass(frozen=True)
-class Named:
+class Named(msgspec.Struct, frozen=True):
     """What the declarations name as part of themselves (`named`): files and whole folders."""
 
     files: frozenset[str] = frozenset()

@@ -20,8 +20,9 @@ import locale
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from gate.errors import GateFailure
 
@@ -44,8 +45,7 @@ _TRUE = ("y", "yes", "t", "true", "on", "1")
 _FALSE = ("n", "no", "f", "false", "off", "0")
 
 
-@dataclass(frozen=True)
-class Setting:
+class Setting(msgspec.Struct, frozen=True):
     """One option in force: its name (pip's long option), its value, and where it was set (a file, a variable)."""
 
     name: str
@@ -151,8 +151,7 @@ def _value(name: str, value: str, source: str) -> str | tuple[str, ...] | bool:
     return value
 
 
-@dataclass(frozen=True)
-class ForUv:
+class ForUv(msgspec.Struct, frozen=True):
     """What uv is told of pip's settings: its own options, its environment variables, and what it cannot be
     told (pip's option names, with why)."""
 

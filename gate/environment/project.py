@@ -33,10 +33,11 @@ import tempfile
 import zipfile
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import replace
 from io import BytesIO
 from pathlib import Path, PurePath, PurePosixPath
 from typing import TYPE_CHECKING
+
+from msgspec.structs import replace
 
 from gate.environment import BuildLayer, SuiteCode, cache, packages, scm
 from gate.progress import QUIET, Progress

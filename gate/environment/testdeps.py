@@ -21,8 +21,9 @@ import shlex
 import sys
 import tomllib
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gate.syntax import parse_python
 
@@ -47,8 +48,7 @@ TESTS_REQUIRE = "tests_require"
 _PYTEST = re.compile(r"\b(?:py\.test|pytest)\b")
 
 
-@dataclass(frozen=True)
-class ToolEnv:
+class ToolEnv(msgspec.Struct, frozen=True):
     """A tox or Hatch environment that runs the tests, as the tool installs it, or setuptools' `tests_require`."""
 
     tool: str  # "tox", "hatch" or "setuptools"
@@ -571,8 +571,7 @@ def requirement_lines(text: str) -> list[str]:
 
 # ----- the choice ----------------------------------------------------------------------------------------
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(msgspec.Struct, frozen=True):
     """What `gate init` installs for the tests, and why."""
 
     extras: tuple[str, ...] = ()

@@ -10,10 +10,11 @@ from __future__ import annotations
 import gzip
 import json
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from gate.cases import KINDS
 from gate.cases.specs import parse_cases
@@ -40,8 +41,7 @@ MBPP_SPLITS = {
 KNOWN_BROKEN: dict[str, dict[str, str]] = {"mbpp": {}, "mbpp-sanitized": {}}
 
 
-@dataclass(frozen=True)
-class EvalTask:
+class EvalTask(msgspec.Struct, frozen=True):
     """One task of a dataset. `prefix` is what a `completion` sample continues (HumanEval's prompt), and
     `reference` the dataset's own solution as a whole program, when it has one."""
 
@@ -53,8 +53,7 @@ class EvalTask:
     reference: str | None = None
 
 
-@dataclass(frozen=True)
-class Dataset:
+class Dataset(msgspec.Struct, frozen=True):
     """The loaded tasks, in the dataset's order, and where they came from (for the run's identity)."""
 
     name: str

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from gate.eval.render import render_template
 from gate.eval.rows import Row
 
 
-@dataclass(frozen=True)
-class RunDiff:
+class RunDiff(msgspec.Struct, frozen=True):
     """Sample ids by change, each list in the new run's order (the old run's for `removed`)."""
 
     newly_failing: tuple[str, ...]

@@ -4,8 +4,9 @@ run, or leave a gap."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 from pathlib import Path
+
+from msgspec.structs import replace
 
 from gate.errors import BadInput
 from gate.eval.rows import Row, read_rows

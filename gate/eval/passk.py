@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 
 def pass_at_k(n: int, c: int, k: int) -> float:
@@ -16,8 +17,7 @@ def pass_at_k(n: int, c: int, k: int) -> float:
     return 1.0 - math.prod(1.0 - k / i for i in range(n - c + 1, n + 1))
 
 
-@dataclass(frozen=True)
-class PassAtK:
+class PassAtK(msgspec.Struct, frozen=True):
     """pass@k over the tasks that have at least k samples; `short` counts the tasks left out."""
 
     k: int

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TextIO
+
+import msgspec
 
 from gate.errors import BadInput
 
@@ -14,8 +15,7 @@ from gate.errors import BadInput
 FAILURE_KINDS = ("extract", "parse", "timeout", "error", "failed", "no cases")
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """The outcome of one sample. `run` identifies the dataset, samples and options (shards of one run share
     it); `shard` is `K/N`."""
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
 from typing import Any
+
+import msgspec
 
 from gate.checks import static_checks
 from gate.checks.base import Check
@@ -30,8 +31,7 @@ from gate.verdict import Penalty, Verdict
 HASH_SEED = 0
 
 
-@dataclass(frozen=True)
-class RunOptions:
+class RunOptions(msgspec.Struct, frozen=True):
     """How to score: under which policy, with how many workers, which shard, and the run's identity."""
 
     policy: Policy
@@ -143,4 +143,5 @@ def _detail(verdict: Verdict) -> str:
 
 
 def _penalty(penalty: Penalty) -> dict[str, Any]:
-    return asdict(penalty)
+    plain: dict[str, Any] = msgspec.to_builtins(penalty)  # (its locations as dicts too, as JSON keeps them)
+    return plain

@@ -5,9 +5,10 @@ does). Several samples of a task are numbered 0, 1, ... in file order."""
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+import msgspec
 
 from gate.errors import BadInput
 from gate.eval.datasets import Dataset, EvalTask
@@ -16,8 +17,7 @@ from gate.eval.rows import json_objects, read_lines
 SAMPLE_KEYS = ("completion", "code", "reply")
 
 
-@dataclass(frozen=True)
-class Sample:
+class Sample(msgspec.Struct, frozen=True):
     """One sample: `code` is the whole program to run (prompt + completion for a completion); for a raw reply
     `code` is None and `reply` holds the text to extract from."""
 

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from gate.errors import BadInput
 
 _SHARD = re.compile(r"^([1-9][0-9]*)/([1-9][0-9]*)$")
 
 
-@dataclass(frozen=True)
-class Shard:
+class Shard(msgspec.Struct, frozen=True):
     """Shard `index` (1-based) of `count`."""
 
     index: int = 1

@@ -6,8 +6,9 @@ from __future__ import annotations
 import json
 from collections import Counter, defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gate.eval.passk import PassAtK, pass_at_ks
 from gate.eval.render import render_template
@@ -15,15 +16,13 @@ from gate.eval.rows import FAILURE_KINDS, Row
 
 SLOWEST = 5
 
-@dataclass(frozen=True)
-class SlowTask:
+class SlowTask(msgspec.Struct, frozen=True):
     task: str
     seconds: float
     samples: int
 
 
-@dataclass(frozen=True)
-class Summary:
+class Summary(msgspec.Struct, frozen=True):
     dataset: str
     samples: int
     tasks: int

@@ -6,10 +6,10 @@ strength of what only the artifact says (docs/github.md, "PRs from forks and Dep
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import jsonschema
+from msgspec.structs import replace
 
 from gate.checks import static_checks, static_names
 from gate.checks.compile import language_for

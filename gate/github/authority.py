@@ -7,9 +7,9 @@ issue's `labeled` events, who wrote a comment from the comment itself, and their
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import msgspec
 from github.GithubException import UnknownObjectException
 
 from gate.policy.model import Bots
@@ -22,8 +22,7 @@ if TYPE_CHECKING:
 WRITE_ACCESS = ("admin", "maintain", "write")
 
 
-@dataclass(frozen=True)
-class Actor:
+class Actor(msgspec.Struct, frozen=True):
     login: str
     type: str  # "User", "Bot", ...
 
@@ -52,8 +51,7 @@ def refusal(repo: Repository, actor: Actor, pr_author: str) -> str:
     return ""
 
 
-@dataclass(frozen=True)
-class LabelCheck:
+class LabelCheck(msgspec.Struct, frozen=True):
     """The PR's gating labels that count (a maintainer applied them) and what was ignored."""
 
     counted: tuple[str, ...] = ()

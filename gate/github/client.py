@@ -10,10 +10,10 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import github
+import msgspec
 from github.GithubException import GithubException
 from github.GithubRetry import GithubRetry
 
@@ -35,8 +35,7 @@ WAIT_VARIABLES = {
 }
 
 
-@dataclass(frozen=True)
-class Waits:
+class Waits(msgspec.Struct, frozen=True):
     """How hard to retry. `max_wait` caps any single wait, including a server's Retry-After."""
 
     retries: int = 3
@@ -63,8 +62,7 @@ class Waits:
         return cls(**values)
 
 
-@dataclass(frozen=True)
-class Connection:
+class Connection(msgspec.Struct, frozen=True):
     """Where the API is and how to authenticate: `api_url` is `GITHUB_API_URL` (`https://HOST/api/v3` on
     GitHub Enterprise Server)."""
 

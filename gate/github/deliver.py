@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 import github
+import msgspec
 
 from gate import __version__
 from gate.errors import EXIT_ACCEPTED, EXIT_BLOCKED, EXIT_GATE_FAILED
@@ -34,8 +34,7 @@ NOT_A_FORK_NOTE = ("Every write was refused, yet the event names a PR of this re
                    "fork, the workflow's token lacks the permissions to post; add to the job:")
 
 
-@dataclass(frozen=True)
-class Delivery:
+class Delivery(msgspec.Struct, frozen=True):
     """Where a run's verdict goes."""
 
     environ: Mapping[str, str]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import github
+import msgspec
+from msgspec.structs import replace
 
 from gate.bots.decide import Author, CommitFacts, Decision, Person, decide
 from gate.github.authority import LabelCheck, check_labels
@@ -19,8 +20,7 @@ if TYPE_CHECKING:
     from github.Repository import Repository
 
 
-@dataclass(frozen=True)
-class Gating:
+class Gating(msgspec.Struct, frozen=True):
     decision: Decision
     labels: LabelCheck
 

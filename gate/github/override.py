@@ -25,10 +25,12 @@ import contextlib
 import json
 import re
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.errors import EXIT_ACCEPTED, EXIT_GATE_FAILED
 from gate.github.actions import append_summary
@@ -51,16 +53,14 @@ NAMED_HEAD = re.compile(r"(?P<head>[0-9a-f]{7,40})(?:[ \t]+|\Z)")
 RECORD = re.compile(r"<!-- gate:override (?P<data>[A-Za-z0-9_=-]+) -->")
 
 
-@dataclass(frozen=True)
-class Command:
+class Command(msgspec.Struct, frozen=True):
     """A `/gate override [HEAD] <reason>` comment: the head it names (a prefix, or "") and the reason."""
 
     head: str
     reason: str
 
 
-@dataclass(frozen=True)
-class Override:
+class Override(msgspec.Struct, frozen=True):
     by: str
     at: datetime
     reason: str
@@ -92,8 +92,7 @@ class Override:
             return None
 
 
-@dataclass(frozen=True)
-class OverrideCheck:
+class OverrideCheck(msgspec.Struct, frozen=True):
     """The override that counts for the head, if any, and one sentence for each that was ignored."""
 
     override: Override | None = None

@@ -13,17 +13,19 @@ whatever fails still posts a failure status and check run, and says why in the j
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import os
 import sys
 from collections.abc import Callable, Collection, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import github
+import msgspec
 from github.GithubException import GithubException
+from msgspec.structs import replace
 from requests import RequestException
 
 from gate import DISTRIBUTION
@@ -71,8 +73,7 @@ def ci_layers_fix(missing: Collection[str]) -> str:
 Scorer = Callable[[ScoreInput], Verdict]
 
 
-@dataclass(frozen=True)
-class Settings:
+class Settings(msgspec.Struct, frozen=True):
     """What the command line says about publishing (`gate ci` and `gate publish` share these options)."""
 
     policy_path: str | None
@@ -82,8 +83,7 @@ class Settings:
     progress: Progress = QUIET  # the job's log hears of each long step (`--quiet`: nothing)
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     """What a GitHub Actions step starts from: the event, the repository, the API connection and client."""
 
     environ: Mapping[str, str]
@@ -110,8 +110,7 @@ class Job:
         return GateFailure(self.connection.token.redact(explain_read(exc, self.repo, number)))
 
 
-@dataclass(frozen=True)
-class GatedPR:
+class GatedPR(msgspec.Struct, frozen=True):
     """What one run gates: the PR, and, in a merge queue, the group whose commit is scored in its stead."""
 
     pr: PullRequest
@@ -219,7 +218,7 @@ def ci_verdict(found: ScoreInput, progress: Progress = QUIET, started: float | N
         note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
                                  + (f"; off here: {', '.join(off)}" if off else ""))
         return replace(verdict, notes=(note, *verdict.notes))
-    strict = replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
+    strict = dataclasses.replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
     try:
         return score(replace(found, policy=strict), progress, started)
     except MissingLayers as missing:

@@ -10,10 +10,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 import github
+import msgspec
 import requests
 from github.GithubException import GithubException, RateLimitExceededException
 
@@ -59,8 +59,7 @@ COMMENT_MODES = ("true", "false", "on-change", "blocked-only")
 Problem = Literal["permission", "rate limit", "gone", "too long", "server", "other"]
 
 
-@dataclass(frozen=True)
-class Target:
+class Target(msgspec.Struct, frozen=True):
     """Where to post: the repository (`owner/name`), the PR number and its head SHA."""
 
     repo: str
@@ -68,16 +67,14 @@ class Target:
     head_sha: str
 
 
-@dataclass(frozen=True)
-class Names:
+class Names(msgspec.Struct, frozen=True):
     """The commit status context and the check run name (required checks refer to them)."""
 
     status: str = "gate"
     check: str = "gate"
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(msgspec.Struct, frozen=True):
     """Everything that is posted, already rendered."""
 
     state: State
@@ -91,13 +88,12 @@ class Report:
     verdict_key: str = ""  # a digest of what the verdict says, kept hidden in the comment for `on-change`
 
 
-@dataclass
-class Outcome:
+class Outcome(msgspec.Struct):
     """What posting did: the steps done, and one line per step that failed (with the fix)."""
 
-    done: list[str] = field(default_factory=list)
-    failures: list[tuple[str, Problem, str]] = field(default_factory=list)  # (step, kind, message)
-    left: list[str] = field(default_factory=list)  # one line per step left undone on purpose, and why
+    done: list[str] = msgspec.field(default_factory=list)
+    failures: list[tuple[str, Problem, str]] = msgspec.field(default_factory=list)  # (step, kind, message)
+    left: list[str] = msgspec.field(default_factory=list)  # one line per step left undone on purpose, and why
 
     @property
     def read_only(self) -> bool:

@@ -23,13 +23,14 @@ import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from email.message import Message
 from functools import cache
 from typing import Any, Literal
 
 import jsonschema
+import msgspec
+from msgspec.structs import replace
 
 from gate.judge.prompt import JudgeRequest, messages, reply_schema
 from gate.policy.model import Judge
@@ -46,8 +47,7 @@ ERROR_BODY_BYTES = 64 * 1024  # how much of an HTTP error's body is read for the
 ENDPOINT_SUFFIX = "/chat/completions"
 
 
-@dataclass(frozen=True)
-class JudgeOutcome:
+class JudgeOutcome(msgspec.Struct, frozen=True):
     """What the judge said: a verdict, its reasons, and listing line numbers (see `prompt.Listing`)."""
 
     verdict: JudgeVerdict
@@ -85,8 +85,7 @@ def endpoint(url: str) -> str:
     return base if base.endswith(ENDPOINT_SUFFIX) else base + ENDPOINT_SUFFIX
 
 
-@dataclass(frozen=True)
-class JudgeClient:
+class JudgeClient(msgspec.Struct, frozen=True):
     """Asks one chat-completions endpoint for a verdict. Build it with `from_environment` at the edge."""
 
     url: str

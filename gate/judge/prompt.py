@@ -7,10 +7,11 @@ with plain integers (the reply schema's `lines`) and `Listing.locate` maps them 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gate.verdict import Location
 
@@ -18,16 +19,14 @@ if TYPE_CHECKING:  # jinja2 is imported when a prompt is first rendered
     import jinja2
 
 
-@dataclass(frozen=True)
-class CodeFile:
+class CodeFile(msgspec.Struct, frozen=True):
     """One file the judge reads: its path in the change and its text at the head."""
 
     path: str
     text: str
 
 
-@dataclass(frozen=True)
-class JudgeRequest:
+class JudgeRequest(msgspec.Struct, frozen=True):
     """Everything the judge is told. There is deliberately no field for cases or expected values."""
 
     task_name: str

@@ -22,20 +22,21 @@ import dataclasses
 import types
 import typing
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Protocol
+
+import msgspec
 
 _NONE: Any = dataclasses.MISSING
 
 
-@dataclass(frozen=True)
-class Key:
+class Key(msgspec.Struct, frozen=True):
     """What a field's metadata says about its key (see `key`)."""
 
     description: str = ""
     # JSON Schema keywords for the value, or for each item of a list: minimum, pattern, minLength, ...
-    value: dict[str, Any] = field(default_factory=dict)
-    items: dict[str, Any] = field(default_factory=dict)
+    value: dict[str, Any] = msgspec.field(default_factory=dict)
+    items: dict[str, Any] = msgspec.field(default_factory=dict)
     # The whole schema of the key when its type cannot say it (a `$ref`, any JSON value).
     schema: dict[str, Any] | None = None
     # The values a string (or each item of a list) may take, computed when the schema is generated.
@@ -53,8 +54,7 @@ class Key:
     problem: Callable[[str], str | None] | None = None
 
 
-@dataclass(frozen=True)
-class Charge:
+class Charge(msgspec.Struct, frozen=True):
     """Points a check charges: the key `points.NAME`, an integer of at least 0, declared in the module of the
     check that charges it (its `charges`) and read as `policy.points[CHARGE]`. `description` is the key's in
     the schema and the default preset, and its row in docs/policy.md's reference; `per` (how often: "once",

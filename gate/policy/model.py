@@ -16,6 +16,8 @@ import functools
 from dataclasses import dataclass
 from typing import Any, Literal
 
+import msgspec
+
 from gate.bots.catalog import agent_ids
 from gate.bots.patterns import login_problem
 from gate.globs import glob_problem
@@ -229,8 +231,7 @@ class RunLimits:
                                "are reported as not run (each costs points.timeout)", exclusive_minimum=0)
 
 
-@dataclass(frozen=True)
-class CaseSpec:
+class CaseSpec(msgspec.Struct, frozen=True):
     """One case as written in a policy, task or dataset; its kind (gate.cases) declares its `fields`."""
 
     kind: str

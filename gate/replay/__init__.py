@@ -7,9 +7,11 @@ processes with the engine, `tables.py` renders what was found.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.errors import GateError
 from gate.progress import Progress
@@ -24,8 +26,7 @@ if TYPE_CHECKING:
     from gate.sources.gitcli import Repo
 
 
-@dataclass(frozen=True)
-class Report:
+class Report(msgspec.Struct, frozen=True):
     """What a replay found, ready to print and to write."""
 
     text: str  # the tables and the suggestion

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+import msgspec
 
 from gate.bots.catalog import catalog
 from gate.bots.decide import Author, CommitFacts, Decision, Person, decide
@@ -34,8 +35,7 @@ _SQUASHED = re.compile(r"^(.*) \(#(\d+)\)$")
 _NOREPLY = re.compile(r"^(?:\d+\+)?([^@+]+)@users\.noreply\.github\.com$", re.IGNORECASE)
 
 
-@dataclass(frozen=True)
-class HistoryChange:
+class HistoryChange(msgspec.Struct, frozen=True):
     """One change of the branch: the first-parent commit that brought it, and the range it is scored as."""
 
     commit: str  # the first-parent commit of the branch
@@ -65,8 +65,7 @@ def changes_of(repo: Repo, branch: str, last: int) -> tuple[HistoryChange, ...]:
     return tuple(found)
 
 
-@dataclass(frozen=True)
-class _Logged:
+class _Logged(msgspec.Struct, frozen=True):
     """One commit as `git log` gave it."""
 
     parents: tuple[str, ...]

@@ -15,10 +15,11 @@ import queue
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from types import FrameType
 from typing import Any
+
+import msgspec
 
 from gate.engine import score
 from gate.errors import GateError, GateFailure
@@ -32,8 +33,7 @@ INTERRUPTED = "interrupted"
 _UNWIND_S = 20.0
 
 
-@dataclass(frozen=True)
-class Outcome:
+class Outcome(msgspec.Struct, frozen=True):
     """One change scored under one policy: what the replay's tables need of its verdict."""
 
     accepted: bool
@@ -43,8 +43,7 @@ class Outcome:
     blocked_reasons: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class Scored:
+class Scored(msgspec.Struct, frozen=True):
     """A change's outcomes (under its base's policy and, when given, the candidate), or why it could not be
     scored (`failed`: the gate could not do its job, exit 3, rather than the change's own bad input)."""
 
@@ -55,13 +54,12 @@ class Scored:
     failed: bool = False
 
 
-@dataclass(frozen=True)
-class Job:
+class Job(msgspec.Struct, frozen=True):
     """What every worker needs: the repository, and the candidate policy's file when there is one."""
 
     repo: str
     candidate: str | None = None
-    tasks: Sequence[tuple[int, str, str]] = field(default_factory=tuple)  # (index, base, head)
+    tasks: Sequence[tuple[int, str, str]] = msgspec.field(default_factory=tuple)  # (index, base, head)
 
 
 def run_all(job: Job, workers: int, done: Callable[[Scored], None]) -> str:

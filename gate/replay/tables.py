@@ -6,15 +6,15 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gate.replay.history import HistoryChange
 from gate.replay.run import Outcome, Scored
 
 
-@dataclass(frozen=True)
-class Row:
+class Row(msgspec.Struct, frozen=True):
     """One change and what the replay found of it (`scored` is None until it is scored, or when
     `--bots-only` left it out: `gated` says why)."""
 
@@ -29,8 +29,7 @@ class Row:
         return self.scored.current if self.scored else None
 
 
-@dataclass(frozen=True)
-class Budget:
+class Budget(msgspec.Struct, frozen=True):
     """What one budget would have done to the scored changes (under the base's policies, and the
     candidate's points when there is one)."""
 

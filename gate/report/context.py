@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gate import HOME
 from gate.report.markdown import blob_url, code, escape, fence
@@ -29,8 +30,7 @@ TEST_KIND = "pytest"
 UNTESTED = "no test of the repository ran"
 
 
-@dataclass(frozen=True)
-class Headline:
+class Headline(msgspec.Struct, frozen=True):
     """The first line's content, shared by every shape of the report."""
 
     status: str  # "accepted" or "blocked"

@@ -8,9 +8,10 @@ one that does not compile or fails to render falls back to the built-in template
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from functools import cache
 from typing import TYPE_CHECKING, Any
+
+import msgspec
 
 from gate.report.markdown import escape
 
@@ -21,11 +22,10 @@ if TYPE_CHECKING:  # jinja2 is imported when a report is first rendered, not by 
 OVERRIDE_DIR = ".github/gate/templates"
 
 
-@dataclass(frozen=True)
-class Overrides:
+class Overrides(msgspec.Struct, frozen=True):
     """Template sources a repository supplies, by name (`comment.md.j2`), and where they came from."""
 
-    sources: Mapping[str, str] = field(default_factory=dict)
+    sources: Mapping[str, str] = msgspec.field(default_factory=dict)
     origin: str = OVERRIDE_DIR  # e.g. ".github/gate/templates@abc1234", for the fallback note
 
 

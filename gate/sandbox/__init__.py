@@ -94,8 +94,9 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     remembered between gates (as root, while nothing it depends on changes: gate/sandbox/detect.py);
     `recall=False` probes afresh.
     """
-    import dataclasses
     import os
+
+    import msgspec
 
     from gate.errors import BadInput, GateFailure, MissingLayers
     from gate.sandbox import detect, registry, runner, scripts
@@ -114,12 +115,13 @@ def open_sandbox(limits: Limits, require: Sequence[str] = (), prefer_zygote: boo
     if wrong:
         raise BadInput(f"read-only sandbox path(s) {', '.join(wrong)}: expected existing absolute paths",
                        key="readonly")
-    layers = dataclasses.replace(detect.layers(prefer_zygote, recall), sites=tuple(os.fspath(path) for path in sites),
-                                 framework=tuple(framework[0]), framework_path=tuple(framework[1]))
+    layers = msgspec.structs.replace(detect.layers(prefer_zygote, recall),
+                                     sites=tuple(os.fspath(path) for path in sites),
+                                     framework=tuple(framework[0]), framework_path=tuple(framework[1]))
     if layers.mountns and extra:
-        layers = dataclasses.replace(layers, root=detect.within_none([*layers.root, *extra]))
+        layers = msgspec.structs.replace(layers, root=detect.within_none([*layers.root, *extra]))
     if layers.mountns and hide:
-        layers = dataclasses.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
+        layers = msgspec.structs.replace(layers, hide=(*layers.hide, *detect.hideable(layers.interpreter, hide)))
     try:  # (the runs are killed through pidfds: gate/sandbox/zygote.py's StatusHandle)
         os.close(os.pidfd_open(os.getpid()))
     except OSError as exc:

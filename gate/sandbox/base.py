@@ -7,9 +7,10 @@ their own modules and are chosen by `gate.sandbox.open_sandbox`.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
+
+import msgspec
 
 from gate.sandbox.stack import RECORDS
 
@@ -17,8 +18,7 @@ from gate.sandbox.stack import RECORDS
 # verdict's order: one record each (gate/sandbox/stack.py).
 LAYERS = tuple(record.name for record in RECORDS)
 
-@dataclass(frozen=True)
-class Limits:
+class Limits(msgspec.Struct, frozen=True):
     """Bounds for one run. Sizes in bytes so that the sandbox needs no policy to interpret them."""
 
     wall_s: float = 5.0
@@ -31,8 +31,7 @@ class Limits:
     disk_bytes: int = 64 * 1024 * 1024
 
 
-@dataclass(frozen=True)
-class RunRequest:
+class RunRequest(msgspec.Struct, frozen=True):
     """One run: a Python script (run by the sandbox's interpreter) or a plain argv, in a private directory.
 
     `files` are written into the private working directory before the run; `tree` (a clean export of the code
@@ -42,12 +41,12 @@ class RunRequest:
     script: str | None = None  # a Python program: one of `harness`, or a path relative to the working directory
     args: tuple[str, ...] = ()
     argv: tuple[str, ...] | None = None  # a non-Python program (looked up on the run's PATH), exec'd
-    files: Mapping[str, bytes] = field(default_factory=dict)
+    files: Mapping[str, bytes] = msgspec.field(default_factory=dict)
     tree: Path | None = None
     stdin: bytes = b""
-    env: Mapping[str, str] = field(default_factory=dict)  # added to the allow-listed environment
+    env: Mapping[str, str] = msgspec.field(default_factory=dict)  # added to the allow-listed environment
     hash_seed: int = 0
-    limits: Limits = field(default_factory=Limits)
+    limits: Limits = msgspec.field(default_factory=Limits)
     # The gate's own program (a harness, gate/cases/harness/): its Python files by module file name
     # (`_gate_calls.py`), `script` one of them. They are never written where the run can see them: the run
     # imports them from their code (a zygote compiles each once), starting with the standard library alone on
@@ -55,7 +54,7 @@ class RunRequest:
     # like a harness module, a `__pycache__`) is what the harness imports; the import path the tree's code
     # has (`python_path`, the working directory) is the harness's to take once it has imported what it needs
     # (child.TREE_PATH_ENV, gate/sandbox/tree.py).
-    harness: Mapping[str, bytes] = field(default_factory=dict)
+    harness: Mapping[str, bytes] = msgspec.field(default_factory=dict)
     # Names in `harness` of modules that many runs share: a zygote imports each (all but `script`) once, and its
     # runs use those instead of importing them again. So a module's top level must not depend on the run (its
     # limits, environment or directory). Never the code under test: the zygote itself runs what is named here.
@@ -94,8 +93,7 @@ class RunRequest:
     on_result: Callable[[bytes], None] | None = None
 
 
-@dataclass(frozen=True)
-class RunResult:
+class RunResult(msgspec.Struct, frozen=True):
     """What happened. `result` is what the program wrote on its result channel, separate from stdout."""
 
     exit_code: int | None

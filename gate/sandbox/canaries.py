@@ -15,8 +15,9 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from gate.sandbox.base import RESULT_FD_ENV, Limits, RunRequest, Sandbox
 
@@ -118,8 +119,7 @@ report(", ".join(said))
 """
 
 
-@dataclass(frozen=True)
-class Canary:
+class Canary(msgspec.Struct, frozen=True):
     """One attempt and its outcome; `tried` is False when the program could not even make the attempt (no
     daemon started, no segment made), which leaves nothing to block."""
 

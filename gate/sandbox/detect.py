@@ -13,9 +13,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from contextvars import ContextVar
-from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
+
+import msgspec
 
 from gate import __version__, memo
 from gate.errors import GateFailure
@@ -259,8 +260,7 @@ def hideable(interpreter: str, places: Sequence[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(found))
 
 
-@dataclass(frozen=True)
-class Found:
+class Found(msgspec.Struct, frozen=True):
     """What detection found here: what the layers' records describe (gate/sandbox/layer.py `describe`)."""
 
     probe: Mapping[str, str]  # a probed layer (or another finding of a probe) -> why it is off ("" when it works)
@@ -273,8 +273,7 @@ class Found:
     cgroup_why: str  # ...or why there are none ("off: ...")
 
 
-@dataclass(frozen=True)
-class _Findings:
+class _Findings(msgspec.Struct, frozen=True):
     """What the probes found for an interpreter."""
 
     paths: list[str]  # the sandbox interpreter's import paths (the gate's package, the seccomp binding)

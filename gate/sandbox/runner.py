@@ -18,9 +18,10 @@ import socket
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gate.errors import GateFailure
 from gate.sandbox import account, interpreter, namespaces, rlimits, scripts, served, stage, users
@@ -46,8 +47,7 @@ _STREAMS = ("stdin", "stdout", "stderr", "result", "setup")  # the run's first d
 _DRAIN_S = 2.0
 
 
-@dataclass(frozen=True)
-class Layers:
+class Layers(msgspec.Struct, frozen=True):
     """What open_sandbox found and chose: how every run of this sandbox is isolated."""
 
     interpreter: str
@@ -80,8 +80,7 @@ class Layers:
         return "mountns" in self.on
 
 
-@dataclass(frozen=True)
-class RunSetup:
+class RunSetup(msgspec.Struct, frozen=True):
     """What the layers' records (gate/sandbox/layer.py `settings`) build a run's child config from."""
 
     layers: Layers
@@ -92,8 +91,7 @@ class RunSetup:
     tree: str | None  # a shared read-only tree (overlay), as the run sees it
 
 
-@dataclass
-class _Live:
+class _Live(msgspec.Struct):
     """One run in progress, parent side."""
 
     request: RunRequest
@@ -103,10 +101,10 @@ class _Live:
     handle: Handle
     fds: dict[int, str]  # parent-side descriptor -> "stdin", "stdout", "stderr", "result", "setup", "exit"
     start: float
-    stdout: bytearray = field(default_factory=bytearray)
-    stderr: bytearray = field(default_factory=bytearray)
-    result: bytearray = field(default_factory=bytearray)
-    setup_error: bytearray = field(default_factory=bytearray)
+    stdout: bytearray = msgspec.field(default_factory=bytearray)
+    stderr: bytearray = msgspec.field(default_factory=bytearray)
+    result: bytearray = msgspec.field(default_factory=bytearray)
+    setup_error: bytearray = msgspec.field(default_factory=bytearray)
     stdin_sent: int = 0
     exited: bool = False
     status: int = 0

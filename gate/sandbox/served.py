@@ -13,7 +13,6 @@ calls is killed and replaced; its CPU limit is set so that it cannot run out bef
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import hashlib
 import os
 import select
@@ -22,8 +21,9 @@ import struct
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
+
+import msgspec
 
 from gate.sandbox.base import RunRequest, RunResult
 
@@ -43,7 +43,7 @@ def server_limits(request: RunRequest) -> RunRequest:
     limit, and the server is one thread, so a call spends at most wall_s of CPU. (The per-call bound is the
     wall limit; the peer keeps the request's own CPU limit.)"""
     cpu = request.limits.wall_s * (MAX_CALLS + 1) + request.limits.cpu_s
-    return dataclasses.replace(request, limits=dataclasses.replace(request.limits, cpu_s=cpu))
+    return msgspec.structs.replace(request, limits=msgspec.structs.replace(request.limits, cpu_s=cpu))
 
 
 def read_frame(sock: socket.socket, limit: int) -> bytes | None:
@@ -65,8 +65,7 @@ def _read_exact(sock: socket.socket, size: int) -> bytes | None:
     return bytes(data)
 
 
-@dataclass
-class Answer:
+class Answer(msgspec.Struct):
     """A call in progress, gate side: the server's control descriptor, the call's deadline, its answer."""
 
     fd: int
@@ -114,8 +113,7 @@ def lead_result(answer: Answer, started: float, ended: RunResult | None) -> RunR
                      result=None, killed_reason=how, wall_s=wall_s)
 
 
-@dataclass
-class Server:
+class Server(msgspec.Struct):
     """One live server: its run (runner._Live), the gate's end of its control socket, calls served."""
 
     live: Any

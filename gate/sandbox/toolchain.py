@@ -20,7 +20,8 @@ import hashlib
 import json
 import os
 import subprocess
-from dataclasses import dataclass
+
+import msgspec
 
 from gate import memo
 from gate.sandbox.detect import signature
@@ -170,8 +171,7 @@ print(json.dumps({"compilers": compilers, "versions": versions, "paths": paths, 
 '''
 
 
-@dataclass(frozen=True)
-class Toolchain:
+class Toolchain(msgspec.Struct, frozen=True):
     """A compiler the sandbox's builds can use, or why there is none."""
 
     compilers: tuple[tuple[str, str], ...] = ()  # the names a build runs -> their paths

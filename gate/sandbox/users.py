@@ -16,8 +16,9 @@ import subprocess
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from gate import memo
 from gate.errors import GateFailure
@@ -28,8 +29,7 @@ NOBODY = 65534
 MAX_SLOTS = 32
 
 
-@dataclass(frozen=True)
-class Identity:
+class Identity(msgspec.Struct, frozen=True):
     """A uid a run can switch to. `dedicated` means nothing but sandbox runs ever uses it."""
 
     uid: int

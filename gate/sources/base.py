@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 import time
-from dataclasses import dataclass, field
 from typing import Literal, Protocol
+
+import msgspec
 
 from gate.checks.trees import TreeCache
 from gate.policy.model import Policy
@@ -37,8 +38,7 @@ class BaseReader(Protocol):
         """The paths of every file the base holds (where its test files are: gate/suite/discovery.py)."""
 
 
-@dataclass(frozen=True)
-class Change:
+class Change(msgspec.Struct, frozen=True):
     """One file the change adds, modifies, renames or deletes."""
 
     status: ChangeStatus
@@ -60,8 +60,7 @@ class Change:
         return any(part in ("", ".", "..") for part in self.path.split("/"))
 
 
-@dataclass(frozen=True)
-class ScoreInput:
+class ScoreInput(msgspec.Struct, frozen=True):
     """What a source gives the engine and the reporters."""
 
     subject: Subject
@@ -72,8 +71,8 @@ class ScoreInput:
     # hold the hidden cases, and maybe a token in .git/config), a local hidden-cases file.
     private: tuple[str, ...] = ()
     # When the source started (time.perf_counter()): the verdict's total time counts from there.
-    started: float = field(default_factory=time.perf_counter)
-    trees: TreeCache = field(default_factory=TreeCache)  # the syntax trees the source built, for the checks
+    started: float = msgspec.field(default_factory=time.perf_counter)
+    trees: TreeCache = msgspec.field(default_factory=TreeCache)  # the syntax trees the source built, for the checks
 
 
 def added_lines(patch: str) -> frozenset[int]:

@@ -18,9 +18,10 @@ import tempfile
 import threading
 import weakref
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
+
+import msgspec
 
 from gate.errors import GateFailure
 
@@ -53,12 +54,20 @@ def available() -> bool:
     return shutil.which("git") is not None
 
 
-@dataclass(frozen=True)
-class Commit:
+class Commit(msgspec.Struct, frozen=True):
     """A commit of `repo`, by its full SHA (equal to another of the same SHA)."""
 
-    repo: Repo = field(compare=False, repr=False)
+    repo: Repo
     hexsha: str
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Commit) and other.hexsha == self.hexsha
+
+    def __hash__(self) -> int:
+        return hash(self.hexsha)
+
+    def __repr__(self) -> str:
+        return f"Commit({self.hexsha!r})"
 
     @property
     def tree_sha(self) -> str:
@@ -66,8 +75,7 @@ class Commit:
         return self.repo.run("rev-parse", f"{self.hexsha}^{{tree}}")
 
 
-@dataclass(frozen=True)
-class _Layout:
+class _Layout(msgspec.Struct, frozen=True):
     """Where git found the repository: bare or not, its git directory, its common directory (a linked
     worktree's is the main repository's), and the folder its commands run in (the worktree's top)."""
 
@@ -203,8 +211,7 @@ class Repo:
                 self._objects = None
 
 
-@dataclass(frozen=True)
-class Started:
+class Started(msgspec.Struct, frozen=True):
     """A git command going on: its output (`stdout`) to read, then `wait`; or `stop` it."""
 
     args: Sequence[str]

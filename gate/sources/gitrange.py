@@ -26,10 +26,12 @@ import time
 import types
 from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import IO
 from urllib.parse import urlsplit
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.checks.trees import TreeCache, feature_version
 from gate.environment import BuildLayer, BuiltEnvironment, packages, scm
@@ -70,8 +72,7 @@ _PIECE = 64 * 1024  # the most of a patch's line read at once
 _KEPT = (b"diff --git ", b"@@ ")  # the lines of a patch `_added` reads
 
 
-@dataclass(frozen=True)
-class _Entry:
+class _Entry(msgspec.Struct, frozen=True):
     """One entry of a commit's tree, as `git ls-tree` lists it."""
 
     mode: int

@@ -13,11 +13,12 @@ import contextlib
 import re
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import github
+import msgspec
+from msgspec.structs import replace
 
 from gate.errors import BadInput
 from gate.globs import compile_glob
@@ -34,8 +35,7 @@ DISPATCH_INPUTS = ("pull_request", "pr", "number")
 _QUEUE_PR = re.compile(r"/pr-(\d+)-[0-9a-f]+$")
 
 
-@dataclass(frozen=True)
-class PullRequest:
+class PullRequest(msgspec.Struct, frozen=True):
     """The facts about a PR that the gate decides on; from the webhook payload or the API (same shape)."""
 
     repo: str  # the base repository, owner/name
@@ -99,8 +99,7 @@ def pull_request_of(client: github.Github, repo: str, number: int) -> PullReques
     return PullRequest.from_json(client.get_repo(repo).get_pull(number).raw_data, repo)
 
 
-@dataclass(frozen=True)
-class MergeGroup:
+class MergeGroup(msgspec.Struct, frozen=True):
     """A merge queue's group (`merge_group` event): the commit the queue would merge, on top of the base, and
     the PR its branch is named after (`gh-readonly-queue/main/pr-104-<sha>`)."""
 

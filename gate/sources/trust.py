@@ -10,10 +10,12 @@ touches the agent control plane the base's policy names (`control_plane:`), whic
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
+
+import msgspec
 
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
@@ -29,8 +31,7 @@ from gate.verdict import listing
 ANY_FOLDER = "**/"
 
 
-@dataclass(frozen=True)
-class Trusted:
+class Trusted(msgspec.Struct, frozen=True):
     """What the base decides about a change."""
 
     policy: Policy
@@ -301,7 +302,7 @@ def _policy(base: BaseReader, named: str | None) -> Policy:
         if named:
             raise BadInput(f"no policy file at {path} in the base commit {base.sha[:12]}", key="--policy")
         policy = load_policy(None)
-        return replace(policy, source=f"{policy.source} (no {path} in the base commit {base.sha[:12]})")
+        return dataclasses.replace(policy, source=f"{policy.source} (no {path} in the base commit {base.sha[:12]})")
     return load_policy(Path(path), text=text, source=f"{path}@{base.sha[:12]}")
 
 

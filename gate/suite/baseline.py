@@ -24,9 +24,11 @@ import os
 import re
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from gate import __version__
 from gate.environment import cache
@@ -65,8 +67,7 @@ from gate.verdict import listing
 PASSED = "passed"
 
 
-@dataclass(frozen=True)
-class Outcomes:
+class Outcomes(msgspec.Struct, frozen=True):
     """What a suite's runs found: each base test's status on the base where the gate needed it (None without a
     baseline; a test the head passed may have none), each base test's outcome on the head, and each outcome of
     the tests the head adds; the evidence that the head's runs were tampered with, each in one line naming its
@@ -78,11 +79,10 @@ class Outcomes:
     added: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
     said: tuple[str, ...] = ()
-    base_details: dict[str, str] = field(default_factory=dict)
+    base_details: dict[str, str] = msgspec.field(default_factory=dict)
 
 
-@dataclass
-class Baseline:
+class Baseline(msgspec.Struct):
     """What the gate knows of the base's suite, cached by the base (`_stored`): the tests pytest collects there,
     in its order; the status of each that ran on the base, and the gist of the report of each that did not pass;
     the test functions whose parameter ids change from one collection to the next. A test with no status has
@@ -103,15 +103,15 @@ class Baseline:
     report of the skip: none of their tests gates a change, which the verdict says."""
 
     collected: list[str]
-    statuses: dict[str, str] = field(default_factory=dict)
-    details: dict[str, str] = field(default_factory=dict)
-    unstable: set[str] = field(default_factory=set)
-    skipped: set[str] = field(default_factory=set)
-    controls: dict[str, list[tuple[str, str, str]]] = field(default_factory=dict)
-    seconds: dict[str, float] = field(default_factory=dict)
-    marked_flaky: dict[str, int] = field(default_factory=dict)
-    hosts_shown: dict[str, dict[str, Any]] = field(default_factory=dict)
-    skipped_files: dict[str, str] = field(default_factory=dict)
+    statuses: dict[str, str] = msgspec.field(default_factory=dict)
+    details: dict[str, str] = msgspec.field(default_factory=dict)
+    unstable: set[str] = msgspec.field(default_factory=set)
+    skipped: set[str] = msgspec.field(default_factory=set)
+    controls: dict[str, list[tuple[str, str, str]]] = msgspec.field(default_factory=dict)
+    seconds: dict[str, float] = msgspec.field(default_factory=dict)
+    marked_flaky: dict[str, int] = msgspec.field(default_factory=dict)
+    hosts_shown: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
+    skipped_files: dict[str, str] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
@@ -189,14 +189,13 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
                     tuple(scored.said), {} if base is None else base.details)
 
 
-@dataclass
-class _Scored:
+class _Scored(msgspec.Struct):
     """The base as the head is scored against it (its statuses may hold, for an order-dependent test, its
     status in the head's order: gate/suite/order.py), the head's outcomes, and what the gate says of them."""
 
     base: Baseline | None
     head: SuiteResult
-    said: list[str] = field(default_factory=list)
+    said: list[str] = msgspec.field(default_factory=list)
 
 
 def _deadline(policy: Policy) -> float:

@@ -25,8 +25,10 @@ import re
 import shlex
 import tomllib
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.errors import BadInput
 from gate.suite.trust import PYTEST_CONFIG, TEST_FOLDERS, under
@@ -41,8 +43,7 @@ NORECURSEDIRS = ("*.egg", ".*", "_darcs", "build", "CVS", "dist", "node_modules"
 _TEST_SUPPORT = ("conftest.py", "__init__.py")
 
 
-@dataclass(frozen=True)
-class PytestConfig:
+class PytestConfig(msgspec.Struct, frozen=True):
     """The options of pytest's configuration that decide what it collects."""
 
     file: str = ""  # the file pytest reads ("" when none has a pytest section)
@@ -63,8 +64,7 @@ class PytestConfig:
         return f"{self.file} {self.section}" if self.file else "no pytest configuration"
 
 
-@dataclass(frozen=True)
-class Suite:
+class Suite(msgspec.Struct, frozen=True):
     """The suite pytest collects, and the test paths that hold it."""
 
     config: PytestConfig

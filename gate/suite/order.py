@@ -28,8 +28,10 @@ from __future__ import annotations
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Protocol
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.errors import GateFailure
 from gate.progress import QUIET, Progress
@@ -77,8 +79,7 @@ class Known(Protocol):
     marked_flaky: dict[str, int]
 
 
-@dataclass(frozen=True)
-class Checked:
+class Checked(msgspec.Struct, frozen=True):
     """The base's statuses the head is scored against (an order-dependent test's in the head's order), the
     head's outcomes (and the evidence of its runs), and what the gate says of the tests run again."""
 

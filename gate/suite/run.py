@@ -25,9 +25,11 @@ import secrets
 import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
+
+import msgspec
+from msgspec.structs import replace
 
 from gate.progress import QUIET, Count, Progress
 from gate.sandbox import programs
@@ -55,8 +57,7 @@ _HOSTS = 3  # tests of other files that carry a confirming run's tripwires (`con
 _CONTROL_S = 60.0
 
 
-@dataclass(frozen=True)
-class TestOutcome:
+class TestOutcome(msgspec.Struct, frozen=True):
     """One test's outcome: passed, failed, error, skipped, xfailed or timeout, with pytest's report; its own
     seconds and what it added to its run's (`span`: since the test before it ended); the line of its file
     pytest names for it, and where its failure's traceback went ((path, line): a path relative to the tree is
@@ -74,8 +75,7 @@ class TestOutcome:
     flaky: bool = False
 
 
-@dataclass(frozen=True)
-class SuiteRun:
+class SuiteRun(msgspec.Struct, frozen=True):
     """How to run one group of tests: the tree they run in, what pytest is given, the limits."""
 
     tree: Path
@@ -99,8 +99,7 @@ class SuiteRun:
     made: Callable[[], object] | None = None
 
 
-@dataclass(frozen=True)
-class SuiteResult:
+class SuiteResult(msgspec.Struct, frozen=True, dict=True):  # (dict: for its cached_property)
     """A suite's outcomes by node id; what did not add up, each in one line naming its run (nothing then is a
     result); the tripwires that read the wrong outcome, for the base to confirm (`control`)."""
 
@@ -112,7 +111,7 @@ class SuiteResult:
     runs: tuple[tuple[str, ...], ...] = ()
     # Node ids asked for that pytest did not collect, by the id of the same function it collected in their
     # place (gate/suite/harness.py's `match`): their outcome is that test's.
-    renamed: dict[str, str] = field(default_factory=dict)
+    renamed: dict[str, str] = msgspec.field(default_factory=dict)
 
     def before(self, nodeid: str) -> tuple[str, ...]:
         """The tests that ran before `nodeid` in the process its outcome came from (none known: ())."""
@@ -331,8 +330,7 @@ def _shard(sandbox: Sandbox, run: SuiteRun, args: list[str], select: list[str] |
             return result()
 
 
-@dataclass(frozen=True)
-class Collection:
+class Collection(msgspec.Struct, frozen=True):
     """What pytest collects in a run that runs nothing: the node ids in its order; by path, each file it could
     not collect (or "." when pytest stopped before collecting), and what the base's configuration deselected,
     as outcomes; what did not add up; the tests skipped whatever runs before them (their marks), with pytest's
@@ -343,10 +341,10 @@ class Collection:
     collected: tuple[str, ...]
     outcomes: dict[str, TestOutcome]
     tampered: tuple[str, ...] = ()
-    skips: dict[str, str] = field(default_factory=dict)
-    marked_flaky: Mapping[str, int] = field(default_factory=dict)
+    skips: dict[str, str] = msgspec.field(default_factory=dict)
+    marked_flaky: Mapping[str, int] = msgspec.field(default_factory=dict)
     ignored: tuple[str, ...] = ()
-    skipped_files: Mapping[str, str] = field(default_factory=dict)
+    skipped_files: Mapping[str, str] = msgspec.field(default_factory=dict)
 
 
 def collect(sandbox: Sandbox, run: SuiteRun, deadline: float) -> Collection:

@@ -14,9 +14,10 @@ import os
 import shutil
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
+
+import msgspec
 
 from gate.environment import BuiltEnvironment
 from gate.environment.cache import cache_dir
@@ -28,8 +29,7 @@ if TYPE_CHECKING:
     from gate.sources.base import Change
 
 
-@dataclass(frozen=True)
-class SuiteTrees:
+class SuiteTrees(msgspec.Struct, frozen=True):
     """The repository's test suite as it runs (docs/repository.md): the
     head's tree with the base's tests, conftests and pytest configuration in place of the head's."""
 
@@ -52,8 +52,7 @@ class SuiteTrees:
     runner: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True)
-class SuiteBase:
+class SuiteBase(msgspec.Struct, frozen=True):
     """The base commit as the selection reads it, from the source that holds it."""
 
     sha: str

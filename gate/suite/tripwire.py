@@ -24,8 +24,9 @@ from __future__ import annotations
 import re
 import secrets
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
+
+import msgspec
 
 from gate.suite.harness import FAIL, PASS, function_of, place
 
@@ -35,8 +36,7 @@ _RANDOM = secrets.SystemRandom()
 _FUNCTION = re.compile(r"\.py::(?:[^:]+::)*test[^:.\[]*(\[.*\])?$", re.DOTALL)
 
 
-@dataclass(frozen=True)
-class Trip:
+class Trip(msgspec.Struct, frozen=True):
     """One tripwire of a run's plan: its kind (FAIL or PASS), whether it runs before its host or after, and
     where the host is: `at` a fraction of the collected items, or `host`, a node id (a control run)."""
 
@@ -66,8 +66,7 @@ def plan(hosts: Sequence[str] = ()) -> tuple[Trip, ...]:
     return tuple(Trip(trip.kind, trip.before, at=_RANDOM.random()) for trip in trips)
 
 
-@dataclass(frozen=True)
-class Equal:
+class Equal(msgspec.Struct, frozen=True):
     """An object equal to everything (or, for `!=`, unequal to nothing) that an assertion of `test` found
     equal (gate/suite/equality.py): where (`site`, a file and line), the operand as its source writes it, the
     object's class (`what`), and the assertion (`how`: "assert", "call" for an argument of a call in an
@@ -90,8 +89,7 @@ class Equal:
                 f"everything {what}")
 
 
-@dataclass(frozen=True)
-class Replaced:
+class Replaced(msgspec.Struct, frozen=True):
     """What a test depends on (its code, a helper's, a name its module binds) that was no longer as collected
     before `test` ran, as the harness saw it (gate/suite/guard.py)."""
 
@@ -99,8 +97,7 @@ class Replaced:
     what: str
 
 
-@dataclass(frozen=True)
-class Suspect:
+class Suspect(msgspec.Struct, frozen=True):
     """A tripwire that read the wrong outcome (or a test the run said could host none), or an object equal to
     everything that an assertion found equal (`equal`), or code a test depends on replaced (`replaced`):
     tampering, once the base's own suite runs the same tripwire right, or runs the same test without that
@@ -122,8 +119,7 @@ class Suspect:
         return str(self.trip.host if self.trip else "")
 
 
-@dataclass
-class RunRecords:
+class RunRecords(msgspec.Struct):
     """What one run's records say, once checked: the collected node ids (None: pytest collected nothing it
     said), what failed to collect (by path), what the base's configuration deselected, the records of each
     test's own run, by node id (the tripwires' aside), the test that started last and never ended, the
@@ -133,34 +129,33 @@ class RunRecords:
     parameters: {collected: asked}, gate/suite/harness.py's `match`)."""
 
     collected: list[str] | None = None
-    errors: dict[str, str] = field(default_factory=dict)
-    deselected: list[str] = field(default_factory=list)
-    outcomes: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: dict[str, str] = msgspec.field(default_factory=dict)
+    deselected: list[str] = msgspec.field(default_factory=list)
+    outcomes: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     unfinished: str | None = None
-    trips: list[tuple[Trip, dict[str, Any]]] = field(default_factory=list)
-    tampered: list[str] = field(default_factory=list)
-    suspects: list[Suspect] = field(default_factory=list)
+    trips: list[tuple[Trip, dict[str, Any]]] = msgspec.field(default_factory=list)
+    tampered: list[str] = msgspec.field(default_factory=list)
+    suspects: list[Suspect] = msgspec.field(default_factory=list)
     # The tests whose own run came after a tripwire that failed: a conftest that skips or xfails what follows
     # a failure (pytest's "incremental" recipe, pytest-dependency) may have, as it would after a test's.
-    after_failing: set[str] = field(default_factory=set)
+    after_failing: set[str] = msgspec.field(default_factory=set)
     # The run ended in a tripwire (its process died or ran out of time there): its test runs in the next run.
     ended_in_trip: bool = False
-    matched: dict[str, str] = field(default_factory=dict)
-    equal: list[Equal] = field(default_factory=list)
-    replaced: list[Replaced] = field(default_factory=list)
+    matched: dict[str, str] = msgspec.field(default_factory=dict)
+    equal: list[Equal] = msgspec.field(default_factory=list)
+    replaced: list[Replaced] = msgspec.field(default_factory=list)
     # A collection's tests that are skipped whatever runs before them, with pytest's report of the skip.
-    skips: dict[str, str] = field(default_factory=dict)
+    skips: dict[str, str] = msgspec.field(default_factory=dict)
     # A collection's tests that the suite runs again when they fail, with how many times (at most 2).
-    marked_flaky: dict[str, int] = field(default_factory=dict)
+    marked_flaky: dict[str, int] = msgspec.field(default_factory=dict)
     # What a collection's configuration left out (pytest's ignore hook: `collect_ignore_glob`, `--ignore`).
     ignored: tuple[str, ...] = ()
     # The files and folders a collection skipped as it collected them, with pytest's report of the skip.
-    skipped_files: dict[str, str] = field(default_factory=dict)
+    skipped_files: dict[str, str] = msgspec.field(default_factory=dict)
     always: str = ""  # the class name of the gate's own always-equal object in this run (the tripwire's)
 
 
-@dataclass(frozen=True)
-class _Due:
+class _Due(msgspec.Struct, frozen=True):
     """An execution the run owes: a test's own run (trip None) or a tripwire on it."""
 
     nodeid: str

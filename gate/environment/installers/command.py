@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
+
+import msgspec
 
 from gate.errors import GateFailure
 
@@ -14,8 +15,7 @@ _TAIL = 15  # lines of the installer's output a failure shows
 INSTALL_TIMEOUT_S = 1800
 
 
-@dataclass(frozen=True)
-class Dependencies:
+class Dependencies(msgspec.Struct, frozen=True):
     """A project's own requirements as an installer finds them without building the project (Installer.dependencies):
     what its `install` is given for them, and their names."""
 
