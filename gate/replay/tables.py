@@ -200,7 +200,8 @@ def to_json(rows: Sequence[Row], lines: Sequence[Budget], advice: str, **about: 
         if row.scored is not None and row.scored.candidate is not None:
             item["candidate"] = _outcome_json(row.scored.candidate)
         out_rows.append(item)
-    out_budgets = [{key: value for key, value in vars(line).items() if value is not None} for line in lines]
+    out_budgets = [{key: value for key, value in msgspec.structs.asdict(line).items() if value is not None}
+                   for line in lines]
     return json.dumps({**about, "rows": out_rows, "budgets": out_budgets, "suggestion": advice}, indent=2)
 
 

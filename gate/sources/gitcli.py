@@ -67,7 +67,7 @@ class Commit(msgspec.Struct, frozen=True):
         return hash(self.hexsha)
 
     def __repr__(self) -> str:
-        return f"Commit({self.hexsha!r})"
+        return f"Commit(hexsha={self.hexsha!r})"
 
     @property
     def tree_sha(self) -> str:
