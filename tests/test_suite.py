@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 from pathlib import Path
@@ -506,6 +507,9 @@ def test_a_hanging_test_costs_its_timeout_once_and_the_rest_run(tmp_path: Path) 
     assert statuses["tests/test_calc.py::test_mul"] == "timeout"
     assert [s for name, s in statuses.items() if name != "tests/test_calc.py::test_mul"] == ["passed"] * 3
     assert [p.check for p in verdict.penalties] == ["timeout"] and verdict.total == 4
+    # The base's own run of the test, which the base ran to know it passes there, tells how near the limit it was.
+    [message] = charged_messages(verdict)
+    assert re.search(r"the base's run of it took \d+\.\d s of tests.test_timeout's 3 s$", message), message
 
 
 @pytest.mark.usefixtures("offline_pip")

@@ -592,9 +592,29 @@ def test_a_test_that_did_not_pass_once_and_passes_each_time_again_is_nondetermin
     assert [test for test, kept in checked.head.tests.items() if kept.flaky] == [second]
     [said] = checked.said
     assert said.startswith("1 tests are nondeterministic on the head") and second in said
-    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"), {})
     assert [(p.check, p.points) for p in penalties] == [("nondeterminism", 2)]
     assert penalties[0].message.startswith(f"{second} did not pass on the head, then passed each time it ran again")
+
+
+def test_a_timeout_says_how_long_the_base_took_and_names_the_limit_when_the_base_was_near_it() -> None:
+    """A test that took most of tests.test_timeout on the base may only be slow (mccabe's Hypothesis test takes
+    54-144 s under plain pytest, against the default 60 s): its charge says so, and what to raise."""
+    from gate.checks.tests import Changed, _score
+    from gate.policy.model import Policy, RepoSuite
+
+    hung = "tests/test_calc.py::test_mul"
+    outcome = run.TestOutcome(hung, "timeout", f"{TEST_TIMEOUT}: 60 s)", 60.0, 4)
+    policy = Policy(tests=RepoSuite(test_timeout=60.0))
+    said = {took: _score(policy, {hung: "passed"}, {hung: outcome}, {}, 1, Changed({}, "this PR"), {hung: took})[1]
+            for took in (55.0, 0.2)}
+    assert [(p.check, p.points) for p in said[55.0]] == [("timeout", 4)] == [(p.check, p.points) for p in said[0.2]]
+    assert said[55.0][0].message.endswith(
+        "the base's run of it took 55.0 s of tests.test_timeout's 60 s: if it is that slow, raise tests.test_timeout")
+    assert said[0.2][0].message.endswith("the base's run of it took 0.2 s of tests.test_timeout's 60 s")
+    # Without the base's time (a baseline cached before it was kept), the charge is as it was.
+    [penalty] = _score(policy, {hung: "passed"}, {hung: outcome}, {}, 1, Changed({}, "this PR"), {})[1]
+    assert "the base's run" not in penalty.message
 
 
 # Stand-ins for the plugins that run a failing test again in its process, under their entry points' names.
@@ -814,7 +834,7 @@ def test_a_test_the_base_marks_flaky_that_passes_when_run_again_is_not_charged(t
         checked = order.check(sandbox, head_run, base_run, known, on_base, found, deadline)
 
     assert not checked.head.tampered
-    cases, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    cases, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"), {})
     outcome = checked.head.tests[second]
     if case in ("marked by the head", "marked with no plugin to run it again", "skipped on the head"):
         assert known.marked_flaky == ({second: 2} if case == "skipped on the head" else {})
@@ -1158,7 +1178,7 @@ def test_a_flaky_marked_test_run_again_in_a_new_process_is_not_forgiven(tmp_path
         checked = order.check(sandbox, head_run, base_run, known, SuiteResult({}), found, deadline)
 
     assert known.marked_flaky == {second: 2} and not checked.head.tampered
-    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"))
+    _, penalties = _score(Policy(), checked.base, checked.head.tests, {}, 1, Changed({}, "this PR"), {})
     assert checked.head.tests[second].status == "failed" and [p.check for p in penalties] == ["tests"]
 
 

@@ -190,6 +190,9 @@ def test_what_a_baseline_keeps_beside_the_statuses_is_read_back_as_it_was_and_a_
     for odd_time in (-1, float("nan"), float("inf"), "1.0"):
         skewed = {**kept.to_json(), "seconds": {function: odd_time}}
         assert Baseline.from_json(skewed).seconds == {}  # type: ignore[union-attr]
+    # What each test took in the base's own run of it (a head's timeout says it): a number, for a collected one.
+    took = {**kept.to_json(), "took": {A: 55.0, C: float("inf"), "tests/test_z.py::test_z": 1.0}}
+    assert Baseline.from_json(took).took == {A: 55.0}  # type: ignore[union-attr]
     # The tests the base's collection marks flaky (gate/suite/order.py): only collected ones.
     marked = {**kept.to_json(), "flaky": {A: 2, B: 1, C: 5, "tests/test_z.py::test_z": 1}}
     assert Baseline.from_json(marked).marked_flaky == {A: 2, B: 1}  # type: ignore[union-attr]

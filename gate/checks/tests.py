@@ -50,6 +50,9 @@ TESTS = Charge(
 
 # Changed lines a failure's message names (its locations keep every one, each an annotation on the diff).
 _REACHED = 3
+# What part of tests.test_timeout a test that timed out on the head took on the base for its charge to say that
+# the limit may be what is wrong.
+_NEAR = 0.5
 
 _NO_SANDBOX = CheckResult(skipped="code execution is off (no sandbox), so no test ran")
 
@@ -105,7 +108,7 @@ class Tests(Check):
         first = len(ctx.policy.cases) + len(ctx.subject.cases) + 1
         changed = Changed({file.path: file.added_lines for file in ctx.subject.files},
                           "this PR" if ctx.subject.kind == "pull_request" else "these commits")
-        cases, penalties = _score(ctx.policy, base, found.head, found.added, first, changed)
+        cases, penalties = _score(ctx.policy, base, found.head, found.added, first, changed, found.base_seconds)
         notes = (*_edits(suite), *(Note("tests", line) for line in found.said))
         ran = len(found.head) + len(found.added)
         # The head's own modules named like the framework (pluggy's src/pluggy) never run: no suite passed them.
@@ -150,7 +153,7 @@ class Changed(msgspec.Struct, frozen=True):
 
 
 def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, TestOutcome],
-           added: dict[str, TestOutcome], first: int, changed: Changed
+           added: dict[str, TestOutcome], first: int, changed: Changed, base_seconds: dict[str, float]
            ) -> tuple[list[CaseReport], list[Penalty]]:
     from gate.suite.run import gist
 
@@ -182,6 +185,8 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
                     "error": "errored"}.get(outcome.status, "failed")
             message = f"{nodeid} {verb}" + (f" at {where[0]}" if where and where[0].line else "") + \
                 (" (it passes on the base)" if before in _OK else "") + gist(outcome.detail)
+            if outcome.status == "timeout" and nodeid in base_seconds:
+                message += _near_limit(base_seconds[nodeid], policy)
             if reached:
                 message += f"; reached {listing([str(loc) for loc in reached], ', ', _REACHED)}, changed by " \
                            f"{changed.name}"
@@ -194,6 +199,17 @@ def _score(policy: Policy, base: dict[str, str] | None, outcomes: dict[str, Test
             "it ran again (in the base's order, and after the same tests as in its run); the base passes it: "
             "nondeterministic") + gist(outcome.detail), tuple(where), case=index))
     return cases, penalties
+
+
+def _near_limit(took: float, policy: Policy) -> str:
+    """What a test's time on the base says of its timeout on the head: a test that took most of its limit there
+    may only be slow (mccabe's Hypothesis test: 54-144 s under plain pytest against the default 60 s)."""
+    assert policy.tests is not None
+    limit = policy.tests.test_timeout
+    said = f"; the base's run of it took {took:.1f} s of tests.test_timeout's {limit:g} s"
+    if took >= limit * _NEAR:
+        said += ": if it is that slow, raise tests.test_timeout"
+    return said
 
 
 def _status(status: str) -> CaseStatus:

@@ -72,7 +72,8 @@ class Outcomes(msgspec.Struct, frozen=True):
     baseline; a test the head passed may have none), each base test's outcome on the head, and each outcome of
     the tests the head adds; the evidence that the head's runs were tampered with, each in one line naming its
     run (then none of it is a result); what the gate saw and says (an order-dependent test, ids that change from
-    run to run); and why each base test that did not pass on the base did not (its report's gist)."""
+    run to run); why each base test that did not pass on the base did not (its report's gist); and the seconds
+    each base test the base ran took there."""
 
     base: dict[str, str] | None
     head: dict[str, TestOutcome]
@@ -80,6 +81,7 @@ class Outcomes(msgspec.Struct, frozen=True):
     tampered: tuple[str, ...] = ()
     said: tuple[str, ...] = ()
     base_details: dict[str, str] = msgspec.field(default_factory=dict)
+    base_seconds: dict[str, float] = msgspec.field(default_factory=dict)
 
 
 class Baseline(msgspec.Struct):
@@ -100,7 +102,9 @@ class Baseline(msgspec.Struct):
     (`_contexts`): a later head whose suspects ask for what was run is judged without a run (wrapt's monkey
     patching tests, a control run of most of the suite on every push). `skipped_files`: the files and folders
     pytest skipped as it collected them (a module-level `importorskip` of what the environment lacks), with its
-    report of the skip: none of their tests gates a change, which the verdict says."""
+    report of the skip: none of their tests gates a change, which the verdict says. `took`: the seconds each test
+    took in the base's own run of it, where the base ran it (a head's run of it past its limit says how near the
+    base was)."""
 
     collected: list[str]
     statuses: dict[str, str] = msgspec.field(default_factory=dict)
@@ -112,13 +116,14 @@ class Baseline(msgspec.Struct):
     marked_flaky: dict[str, int] = msgspec.field(default_factory=dict)
     hosts_shown: dict[str, dict[str, Any]] = msgspec.field(default_factory=dict)
     skipped_files: dict[str, str] = msgspec.field(default_factory=dict)
+    took: dict[str, float] = msgspec.field(default_factory=dict)
 
     def to_json(self) -> dict[str, object]:
         return {"collected": self.collected, "statuses": self.statuses, "details": self.details,
                 "unstable": sorted(self.unstable), "skipped": sorted(self.skipped),
                 "controls": {nodeid: [list(seen) for seen in found] for nodeid, found in self.controls.items()},
                 "seconds": self.seconds, "flaky": self.marked_flaky, "hosts_shown": self.hosts_shown,
-                "skipped_files": self.skipped_files}
+                "skipped_files": self.skipped_files, "took": self.took}
 
     @classmethod
     def from_json(cls, data: object) -> Baseline | None:
@@ -132,7 +137,7 @@ class Baseline(msgspec.Struct):
         collected = [str(nodeid) for nodeid in data["collected"]]
         known = set(collected)
         controls, seconds, flaky = data.get("controls", {}), data.get("seconds", {}), data.get("flaky", {})
-        shown, skipped_files = data.get("hosts_shown", {}), data.get("skipped_files", {})
+        shown, skipped_files, took = data.get("hosts_shown", {}), data.get("skipped_files", {}), data.get("took", {})
         functions = {function_key(nodeid) for nodeid in collected}
         return cls(collected, {str(k): str(v) for k, v in parts[0].items() if k in known},
                    {str(k): str(v) for k, v in parts[1].items() if k in known}, {str(f) for f in parts[2]},
@@ -148,7 +153,9 @@ class Baseline(msgspec.Struct):
                    {str(key): host for key, host in (shown.items() if isinstance(shown, dict) else ())
                     if isinstance(host, dict)},
                    {str(path): str(said) for path, said in
-                    (skipped_files.items() if isinstance(skipped_files, dict) else ())})
+                    (skipped_files.items() if isinstance(skipped_files, dict) else ())},
+                   {str(nodeid): float(taken) for nodeid, taken in (took.items() if isinstance(took, dict) else ())
+                    if nodeid in known and isinstance(taken, (int, float)) and 0 <= taken < math.inf})
 
     def merge(self, other: Baseline) -> None:
         """Add what `other` (the same base's, cached by another gate meanwhile) knows and this does not."""
@@ -161,6 +168,7 @@ class Baseline(msgspec.Struct):
         self.hosts_shown = _last({**self.hosts_shown, **other.hosts_shown})
         self.seconds = self.seconds or other.seconds
         self.skipped_files = self.skipped_files or other.skipped_files
+        self.took = {**other.took, **self.took}
 
 
 def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: SuiteTrees,
@@ -186,7 +194,7 @@ def against_base(sandbox: Sandbox, policy: Policy, subject: Subject, suite: Suit
     return Outcomes(None if base is None else base.statuses, outcomes.tests, added.tests,
                     (*outcomes.tampered, *added.tampered, *_confirmed(sandbox, policy, subject, suite, (
                         *outcomes.suspects, *_tripwires(added.suspects)), base, progress, outcomes)),
-                    tuple(scored.said), {} if base is None else base.details)
+                    tuple(scored.said), {} if base is None else base.details, {} if base is None else base.took)
 
 
 class _Scored(msgspec.Struct):
@@ -277,6 +285,7 @@ def _on_base(sandbox: Sandbox, base: SuiteRun, known: Baseline, wanted: list[str
     known.unstable |= {function for asked in result.renamed if (function := function_of(asked))}
     for nodeid, outcome in result.tests.items():
         known.statuses[nodeid] = outcome.status
+        known.took[nodeid] = round(outcome.seconds, 3)
         if outcome.status != PASSED:
             known.details[nodeid] = why(outcome)
     _keep(stored, known)
