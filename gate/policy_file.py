@@ -10,7 +10,6 @@ the merge.
 
 from __future__ import annotations
 
-import dataclasses
 import posixpath
 from collections.abc import Mapping
 from importlib import resources
@@ -21,7 +20,7 @@ from gate.cases.specs import case_specs
 from gate.errors import BadInput, read_input
 from gate.policy.keys import Key, declared, is_section, item_type, section_of, value_of
 from gate.policy.marked_yaml import MarkedMap, key_lines, line_of, load_marked
-from gate.policy.model import CaseSpec, Policy
+from gate.policy.model import CaseSpec, Policy, changed
 from gate.policy.validation import did_you_mean, join_key, load_schema, validate
 
 __all__ = ["effective_policy_dict", "load_policy", "load_preset", "preset_names"]
@@ -74,7 +73,7 @@ def load_policy(path: Path | None, *, text: str | None = None, source: str | Non
     _check_imports(merged, doc, file, extends)
     _check_judge(merged, doc, file)
     policy = _build(merged, file=file, source=file, extends=extends)
-    return dataclasses.replace(policy, lines=tuple(key_lines(doc).items()))  # the file's own keys, not the preset's
+    return changed(policy, lines=tuple(key_lines(doc).items()))  # the file's own keys, not the preset's
 
 
 def deep_merge(base: MarkedMap, override: MarkedMap) -> MarkedMap:
@@ -125,7 +124,7 @@ def _build(doc: dict[str, Any], *, file: str, source: str, extends: str | None) 
               for scope in doc.get("scopes", [])]
     fields = {name: value for name, value in doc.items() if name != "extends"}
     policy: Policy = build(Policy, {**fields, "scopes": scopes}, file, "")
-    return dataclasses.replace(policy, source=source, extends=extends)
+    return changed(policy, source=source, extends=extends)
 
 
 def build(cls: type, doc: Mapping[str, Any], file: str, where: str) -> Any:

@@ -10,13 +10,12 @@ cases run whatever the change touches. The change is accepted when every part is
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 
 from msgspec.structs import replace
 
 from gate.globs import matches
-from gate.policy.model import Policy, Scope
+from gate.policy.model import Policy, Scope, changed
 from gate.subject import SourceFile, Subject
 from gate.verdict import NO_CODE, ScopeResult, Verdict
 
@@ -41,7 +40,7 @@ def by_scope(subject: Subject, policy: Policy, run: RunChecks) -> Verdict:
     for path in subject.deleted:
         if owner := _owner(policy.scopes, path):
             lost[owner].append(path)
-    parts = [(ROOT, len(rest), replace(subject, files=tuple(rest)), dataclasses.replace(policy, scopes=()))]
+    parts = [(ROOT, len(rest), replace(subject, files=tuple(rest)), changed(policy, scopes=()))]
     suites = dict(subject.scope_suites)
     for scope in policy.scopes:
         if owned[scope.name] or lost[scope.name] or scope.cases is not None or scope.tests is not None:
@@ -59,7 +58,7 @@ def _owner(scopes: tuple[Scope, ...], path: str) -> str | None:
 
 def scoped_policy(policy: Policy, scope: Scope) -> Policy:
     """The policy a scope's files are scored under: the scope's own keys over the policy's."""
-    return dataclasses.replace(policy, scopes=(), budget=policy.budget if scope.budget is None else scope.budget,
+    return changed(policy, scopes=(), budget=policy.budget if scope.budget is None else scope.budget,
                    points=scope.points or policy.points, cases=policy.cases if scope.cases is None else scope.cases,
                    tests=scope.tests or policy.tests, source=f"{policy.source}, scope {scope.name}")
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import os
 import subprocess
@@ -21,7 +20,7 @@ from gate.checks.smoke import SMOKE
 from gate.cli import main
 from gate.errors import BadInput
 from gate.policy import marked_yaml
-from gate.policy.model import CaseSpec, ImportRules, Points, Policy
+from gate.policy.model import CaseSpec, ImportRules, Points, Policy, changed
 from gate.policy.validation import _content
 from gate.policy_file import effective_policy_dict, load_policy, load_preset, policy_schema, preset_names
 
@@ -224,15 +223,14 @@ def test_extends_overrides_only_the_keys_the_file_names() -> None:
     assert policy.points == Points(**(dict(strict.points.items()) | {"smoke": 7}))
     assert policy.paths.include == ("src/**/*.py",)  # a list replaces the preset's list
     assert policy.paths.exclude == strict.paths.exclude
-    assert policy.bots == dataclasses.replace(strict.bots, labels=dataclasses.replace(strict.bots.labels,
-                                                                                   opt_out=("skip-gate",)))
-    assert dataclasses.replace(policy, points=strict.points, paths=strict.paths, bots=strict.bots,
-                               source=strict.source, extends=strict.extends) == strict
+    assert policy.bots == changed(strict.bots, labels=changed(strict.bots.labels, opt_out=("skip-gate",)))
+    assert changed(policy, points=strict.points, paths=strict.paths, bots=strict.bots, source=strict.source,
+                   extends=strict.extends) == strict
 
 
 def test_a_file_without_extends_starts_from_the_default_preset() -> None:
     policy = load_policy(None, text="budget: 10\n", source="gate.yml")
-    assert dataclasses.replace(policy, budget=3, source="default preset", extends=None) == Policy()
+    assert changed(policy, budget=3, source="default preset", extends=None) == Policy()
 
 
 def test_the_default_preset_spells_out_the_model_defaults() -> None:
@@ -282,7 +280,7 @@ def test_strict_and_advisory_presets_mean_what_they_say() -> None:
     assert strict.imports.allow and not set(strict.imports.allow) & set(strict.imports.deny)
     assert {"rlimits", "setsid"} <= set(strict.require)
     assert advisory.mode == "advisory"
-    assert dataclasses.replace(advisory, mode="enforce", source="default preset", extends=None) == Policy()
+    assert changed(advisory, mode="enforce", source="default preset", extends=None) == Policy()
 
 
 def test_show_prints_the_effective_policy_and_it_loads_back(tmp_path: Path,
@@ -299,7 +297,7 @@ def test_show_prints_the_effective_policy_and_it_loads_back(tmp_path: Path,
     (tmp_path / "shown.yml").write_text(shown)
     original = load_policy(policy_file)
     reloaded = load_policy(tmp_path / "shown.yml")
-    assert reloaded == dataclasses.replace(original, source=str(tmp_path / "shown.yml"))
+    assert reloaded == changed(original, source=str(tmp_path / "shown.yml"))
     assert original.languages[0].timeout == 3.0
     assert [case.name for case in original.cases] == ["case 1", "neg"]
 

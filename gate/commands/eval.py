@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import hashlib
 import json
 import os
@@ -21,7 +20,7 @@ from gate.eval.rows import Row, write_rows
 from gate.eval.runner import RunOptions, run_samples, select
 from gate.eval.samples import load_samples
 from gate.eval.shard import parse_shard
-from gate.policy.model import Policy
+from gate.policy.model import Policy, changed
 from gate.policy_file import load_policy
 
 
@@ -87,7 +86,7 @@ def _policy(path: Path | None) -> Policy:
     if path is not None:
         return load_policy(path)
     # pass@k asks whether each sample passes, once: the nondeterminism rerun is the policy's business.
-    return dataclasses.replace(load_policy(None), runs=1)
+    return changed(load_policy(None), runs=1)
 
 
 def _quiet() -> bool:

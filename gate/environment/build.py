@@ -20,7 +20,6 @@ plugins load), is read from the environment afterwards, the same way whichever i
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import importlib.util
 import json
 import os
@@ -41,7 +40,7 @@ from gate.environment.declarations import Reader, key_files
 from gate.environment.installers.command import Dependencies
 from gate.environment.testdeps import canonical
 from gate.errors import GateFailure
-from gate.policy.model import Environment
+from gate.policy.model import Environment, changed
 from gate.progress import QUIET, Progress
 from gate.sandbox.detect import signature
 from gate.suite.trust import FRAMEWORK_MODULES
@@ -117,7 +116,7 @@ def _build(spec: Environment, project: bool, export_base: Callable[[Path], None]
         python = str(building / "bin" / "python")
         left_out, asked = _without_the_project(source, spec.requirements)
         if project and asked:  # (what those lines asked of the project, its extras, it is installed with)
-            spec = dataclasses.replace(spec, extras=tuple(dict.fromkeys((*spec.extras, *asked))))
+            spec = changed(spec, extras=tuple(dict.fromkeys((*spec.extras, *asked))))
         requested = _build_requirements(source) if project else []
         requested += _declared_requirements(spec, project, source)
         name = testdeps.project_name(_reader(source))

@@ -13,7 +13,6 @@ whatever fails still posts a failure status and check run, and says why in the j
 
 from __future__ import annotations
 
-import dataclasses
 import functools
 import os
 import sys
@@ -37,6 +36,7 @@ from gate.github.deliver import Delivery, deliver, deliver_not_gated
 from gate.github.gating import gate_decision, with_gating_notes
 from gate.github.override import OverrideCheck, find_override, gate_app, group_problem, overridden
 from gate.github.posting import Names, Poster, Target, explain_read, failed_report, report_for
+from gate.policy.model import changed
 from gate.progress import QUIET, Progress
 from gate.sandbox import layers_found_ahead
 from gate.sources.base import ScoreInput
@@ -218,7 +218,7 @@ def ci_verdict(found: ScoreInput, progress: Progress = QUIET, started: float | N
         note = Note("isolation", "weaker isolation allowed by the policy (allow_weaker_isolation: true)"
                                  + (f"; off here: {', '.join(off)}" if off else ""))
         return replace(verdict, notes=(note, *verdict.notes))
-    strict = dataclasses.replace(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
+    strict = changed(policy, require=tuple(dict.fromkeys((*policy.require, *CI_LAYERS))))
     try:
         return score(replace(found, policy=strict), progress, started)
     except MissingLayers as missing:

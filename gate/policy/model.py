@@ -12,9 +12,10 @@ their input.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 import msgspec
 
@@ -23,6 +24,9 @@ from gate.bots.patterns import login_problem
 from gate.globs import glob_problem
 from gate.policy.keys import Charge, Declared, charge_field, key, key_of
 from gate.policy.validation import did_you_mean, load_schema
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 # Where a repository keeps its policy, relative to its root, unless the user names another path.
 DEFAULT_POLICY_PATH = ".github/gate.yml"
@@ -422,3 +426,14 @@ class Policy:
         """The environment runs get: `environment:` (by default what the base declares); None under
         `environment: null`."""
         return self.environment
+
+
+_Section = TypeVar("_Section", bound="DataclassInstance")
+
+
+def changed(section: _Section, /, **changes: Any) -> _Section:
+    """The policy, or one of its sections, with `changes`. They are dataclasses (their fields carry the keys'
+    declarations) where the gate's records are msgspec Structs (CONTRIBUTING.md, Records), and mypy cannot tell
+    the two apart: this is the one place a dataclass is replaced, and ruff refuses `dataclasses.replace`
+    elsewhere."""
+    return dataclasses.replace(section, **changes)

@@ -10,7 +10,6 @@ touches the agent control plane the base's policy names (`control_plane:`), whic
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path, PurePosixPath
@@ -20,7 +19,7 @@ import msgspec
 from gate.cases.hidden import load_hidden
 from gate.errors import BadInput
 from gate.globs import matches
-from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Environment, Policy
+from gate.policy.model import ALTERNATE_POLICY_PATH, DEFAULT_POLICY_PATH, CaseSpec, Environment, Policy, changed
 from gate.policy_file import load_policy
 from gate.report.templating import OVERRIDE_DIR, Overrides
 from gate.sources.base import BaseReader, Change
@@ -302,7 +301,7 @@ def _policy(base: BaseReader, named: str | None) -> Policy:
         if named:
             raise BadInput(f"no policy file at {path} in the base commit {base.sha[:12]}", key="--policy")
         policy = load_policy(None)
-        return dataclasses.replace(policy, source=f"{policy.source} (no {path} in the base commit {base.sha[:12]})")
+        return changed(policy, source=f"{policy.source} (no {path} in the base commit {base.sha[:12]})")
     return load_policy(Path(path), text=text, source=f"{path}@{base.sha[:12]}")
 
 
